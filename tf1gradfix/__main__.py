@@ -1,0 +1,3 @@
+from tf1gradfix.cli import main
+
+raise SystemExit(main())

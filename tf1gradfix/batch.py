@@ -1,0 +1,95 @@
+"""Runs the engine over many files: serially for one, in a process pool for many.
+
+Workers get a path and small settings and send back findings and a diff, never
+whole syntax trees; in rewrite mode the worker writes the file itself.
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from tf1gradfix.engine import process_source
+from tf1gradfix.findings import CodeFilter, FileError, Finding
+from tf1gradfix.source_io import write_atomic
+
+CHECK, DIFF, PREVIEW, WRITE = "check", "diff", "preview", "write"
+
+
+@dataclass(frozen=True)
+class Job:
+    path: str
+    mode: str
+    codes: CodeFilter
+
+
+@dataclass
+class Outcome:
+    path: str
+    findings: list[Finding] = field(default_factory=list)
+    error: FileError | None = None
+    changed: bool = False
+    diff: str | None = None
+    new_source: bytes | None = None  # only for stdin, where the parent prints it
+
+
+def unified_diff(path: str, old: bytes, new: bytes) -> str:
+    def lines(data: bytes) -> list[str]:
+        return data.decode("utf-8", errors="surrogateescape").splitlines(keepends=True)
+
+    return "".join(difflib.unified_diff(lines(old), lines(new), f"a/{path}", f"b/{path}"))
+
+
+def run_source(path: str, data: bytes, mode: str, codes: CodeFilter) -> Outcome:
+    result = process_source(path, data, codes, fix=True)
+    outcome = Outcome(path, result.findings, result.error)
+    if result.new_source is None:
+        return outcome
+    outcome.changed = True
+    if mode == DIFF:
+        outcome.diff = unified_diff(path, data, result.new_source)
+    elif mode == WRITE:
+        if path == "-":
+            outcome.new_source = result.new_source
+        else:
+            try:
+                write_atomic(Path(path), result.new_source)
+            except OSError as exc:
+                outcome.changed = False
+                outcome.error = FileError(path, f"cannot write: {exc.strerror or exc}")
+                outcome.findings = [Finding(**{**f.to_json(), "fixed": False}) for f in outcome.findings]
+    return outcome
+
+
+def run_job(job: Job) -> Outcome:
+    try:
+        data = Path(job.path).read_bytes()
+    except OSError as exc:
+        return Outcome(job.path, error=FileError(job.path, f"cannot read: {exc.strerror or exc}"))
+    return run_source(job.path, data, job.mode, job.codes)
+
+
+def run_all(jobs: list[Job], workers: int, on_done=None) -> list[Outcome]:
+    """Outcomes in the order of `jobs`; `on_done()` is called after each file."""
+    if workers <= 1 or len(jobs) <= 1:
+        outcomes = []
+        for job in jobs:
+            outcomes.append(run_job(job))
+            if on_done:
+                on_done()
+        return outcomes
+    chunk = max(1, min(64, len(jobs) // (workers * 4) or 1))
+    outcomes = []
+    with ProcessPoolExecutor(max_workers=workers) as pool:
+        for outcome in pool.map(run_job, jobs, chunksize=chunk):
+            outcomes.append(outcome)
+            if on_done:
+                on_done()
+    return outcomes
+
+
+def default_workers() -> int:
+    return max(1, os.cpu_count() or 1)

@@ -1,0 +1,126 @@
+"""The rule catalog, loaded from the TOML tables shipped as ``tf1gradfix.rules``."""
+
+from __future__ import annotations
+
+import fnmatch
+import functools
+from dataclasses import dataclass, field
+from importlib import resources
+
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python 3.10
+    import tomli as tomllib
+
+SAFETIES = ("safe", "unsafe", "manual")
+
+
+@dataclass(frozen=True)
+class Rule:
+    code: str
+    name: str
+    title: str
+    safety: str
+    message: str
+    explanation: str
+    before: str
+    after: str
+    symbols: tuple[str, ...] = ()
+    methods: tuple[str, ...] = ()
+    receiver: str | None = None
+    renames: bool = False
+
+
+@dataclass(frozen=True)
+class Catalog:
+    rules: tuple[Rule, ...]
+    renames: dict[str, str]
+    kinds: dict[str, tuple[str, ...]]
+    method_results: dict[str, str]
+    by_code: dict[str, Rule] = field(default_factory=dict)
+    exact_symbols: dict[str, tuple[Rule, str]] = field(default_factory=dict)
+    glob_symbols: tuple[tuple[str, Rule], ...] = ()
+
+    def rule(self, code: str) -> Rule | None:
+        return self.by_code.get(code.upper())
+
+    def symbol_rule(self, qualified: str) -> tuple[Rule, str] | None:
+        """The rule whose symbol pattern matches `qualified` most specifically."""
+        hit = self.exact_symbols.get(qualified)
+        if hit is not None:
+            return hit
+        for pattern, rule in self.glob_symbols:
+            if fnmatch.fnmatchcase(qualified, pattern):
+                return rule, pattern
+        return None
+
+    def kind_of_call(self, qualified: str) -> str | None:
+        """The kind of value a call of `qualified` returns (first table entry wins)."""
+        for kind, patterns in self.kinds.items():
+            if any(fnmatch.fnmatchcase(qualified, p) for p in patterns):
+                return kind
+        return None
+
+
+def _read(name: str) -> dict:
+    return tomllib.loads(resources.files("tf1gradfix.rules").joinpath(name).read_text("utf-8"))
+
+
+@functools.lru_cache(maxsize=None)
+def load() -> Catalog:
+    codes = _read("codes.toml")
+    rules = []
+    for raw in codes["rule"]:
+        if raw["safety"] not in SAFETIES:
+            raise ValueError(f"rule {raw['code']}: unknown safety {raw['safety']!r}")
+        rules.append(
+            Rule(
+                code=raw["code"],
+                name=raw["name"],
+                title=raw["title"],
+                safety=raw["safety"],
+                message=raw["message"],
+                explanation=raw["explanation"].strip(),
+                before=raw["before"].strip("\n"),
+                after=raw["after"].strip("\n"),
+                symbols=tuple(raw.get("symbols", ())),
+                methods=tuple(raw.get("methods", ())),
+                receiver=raw.get("receiver"),
+                renames=bool(raw.get("renames", False)),
+            )
+        )
+    renames = {f"tensorflow.{k}": f"tensorflow.{v}" for k, v in _read("renames.toml")["renames"].items()}
+    kinds_table = _read("kinds.toml")
+    exact, globs = _index_symbols(rules, renames)
+    return Catalog(
+        rules=tuple(rules),
+        renames=renames,
+        kinds={k: tuple(v) for k, v in kinds_table["kinds"].items()},
+        method_results=dict(kinds_table["method_results"]),
+        by_code={r.code: r for r in rules},
+        exact_symbols=exact,
+        glob_symbols=globs,
+    )
+
+
+def _specificity(pattern: str) -> tuple[int, int]:
+    """Exact names beat globs; longer literal prefixes beat shorter ones."""
+    literal = pattern.split("*", 1)[0]
+    return (0 if "*" in pattern else 1, len(literal))
+
+
+def _index_symbols(rules: list[Rule], renames: dict[str, str]):
+    """Exact names in a dict for one lookup; glob patterns, most specific first."""
+    exact: dict[str, tuple[Rule, str]] = {}
+    globs: list[tuple[str, Rule]] = []
+    for rule in rules:
+        if rule.renames:
+            for name in renames:
+                exact[name] = (rule, name)
+        for pattern in rule.symbols:
+            if "*" in pattern:
+                globs.append((pattern, rule))
+            else:
+                exact[pattern] = (rule, pattern)
+    globs.sort(key=lambda item: _specificity(item[0]), reverse=True)
+    return exact, tuple(globs)

@@ -1,0 +1,168 @@
+"""Command line: check, rewrite, rules, explain, verify.
+
+Exit codes everywhere: 0 clean / equivalent, 1 findings / diverged,
+2 errors (a file could not be read or parsed, a verification side failed).
+This module must stay free of TensorFlow: pre-commit runs start here.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from contextlib import nullcontext
+
+from tf1gradfix import __version__
+from tf1gradfix.batch import CHECK, DIFF, PREVIEW, WRITE, Job, default_workers, run_all, run_source
+from tf1gradfix.config import load_settings
+from tf1gradfix.discover import STDIN, discover
+from tf1gradfix.findings import CodeFilter, FileError
+from tf1gradfix.output import FORMATS, error_line, render, summary_sentence
+
+EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
+PROGRESS_THRESHOLD = 50  # files; below this a bar is noise
+
+
+def _codes(value: str) -> tuple[str, ...]:
+    return tuple(part.strip().upper() for part in value.split(",") if part.strip())
+
+
+def _add_file_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("paths", nargs="*", metavar="PATH", help="files or folders; - reads standard input")
+    parser.add_argument("--format", choices=FORMATS, default="text", help="output format (default: text)")
+    parser.add_argument("--select", type=_codes, help="only these code prefixes (comma separated; ALL)")
+    parser.add_argument("--ignore", type=_codes, help="skip these code prefixes (comma separated)")
+    parser.add_argument("--exclude", action="append", default=[], help="glob of paths to skip (repeatable)")
+    parser.add_argument("-j", "--jobs", type=int, default=None, help="worker processes (default: all cores; serial for one file)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="tf1gradfix", description="Rewrite TensorFlow 1 graph code into TF2, and prove it.")
+    parser.add_argument("--version", action="version", version=f"tf1gradfix {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    check = sub.add_parser("check", help="report TF1 constructs")
+    _add_file_options(check)
+
+    rewrite = sub.add_parser("rewrite", help="apply the fixes that exist")
+    _add_file_options(rewrite)
+    mode = rewrite.add_mutually_exclusive_group()
+    mode.add_argument("--diff", action="store_true", help="print a unified diff; write nothing")
+    mode.add_argument("--check", action="store_true", help="write nothing; exit 1 if anything would change or needs manual work")
+
+    rules = sub.add_parser("rules", help="list every rule")
+    rules.add_argument("--format", choices=("text", "markdown", "json"), default="text")
+
+    explain = sub.add_parser("explain", help="explain one rule, with an example")
+    explain.add_argument("code")
+
+    verify = sub.add_parser("verify", help="run ORIGINAL (TF1) and MIGRATED (TF2) side by side and compare")
+    try:
+        from tf1gradfix.verify import command as verify_command  # TensorFlow-free by contract
+        verify_command.add_arguments(verify)
+    except ImportError:  # TEMPORARY until the verifier lands
+        pass
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command in ("check", "rewrite"):
+        return _run_files(args)
+    if args.command == "rules":
+        from tf1gradfix.catalog_view import render_rules
+
+        print(render_rules(args.format))
+        return EXIT_CLEAN
+    if args.command == "explain":
+        from tf1gradfix.catalog_view import render_explanation
+
+        text = render_explanation(args.code)
+        if text is None:
+            print(f"tf1gradfix: unknown rule code {args.code!r} (see `tf1gradfix rules`)", file=sys.stderr)
+            return EXIT_ERROR
+        print(text)
+        return EXIT_CLEAN
+    if args.command == "verify":
+        from tf1gradfix.verify import command as verify_command
+
+        return verify_command.run(args)
+    parser.error(f"unknown command {args.command}")
+    return EXIT_ERROR
+
+
+def _mode(args: argparse.Namespace) -> str:
+    if args.command == "check":
+        return CHECK
+    if args.diff:
+        return DIFF
+    if args.check:
+        return PREVIEW
+    return WRITE
+
+
+def _progress(total: int):
+    """A rich progress bar on stderr for long runs at a terminal; nothing otherwise."""
+    if total < PROGRESS_THRESHOLD or not sys.stderr.isatty():
+        return nullcontext(None)
+    from rich.progress import Progress
+
+    return Progress(transient=True, console=__import__("rich.console").console.Console(stderr=True))
+
+
+def _run_files(args: argparse.Namespace) -> int:
+    settings = load_settings()
+    select = args.select or settings.select
+    ignore = (args.ignore if args.ignore is not None else settings.ignore)
+    exclude = tuple(args.exclude) + settings.exclude
+    mode = _mode(args)
+    files, missing = discover(args.paths, exclude)
+    errors = [FileError(path, "no such file or folder") for path in missing]
+
+    jobs = [Job(path, mode, CodeFilter(select, ignore + settings.ignores_for(path))) for path in files if path != STDIN]
+    workers = args.jobs if args.jobs is not None else default_workers()
+    outcomes = []
+    if STDIN in files:
+        data = sys.stdin.buffer.read()
+        outcomes.append(run_source(STDIN, data, mode, CodeFilter(select, ignore)))
+    with _progress(len(jobs)) as bar:
+        task = bar.add_task("tf1gradfix", total=len(jobs)) if bar else None
+        outcomes += run_all(jobs, workers, (lambda: bar.advance(task)) if bar else None)
+
+    findings = [f for o in outcomes for f in o.findings]
+    errors += [o.error for o in outcomes if o.error is not None]
+    changed = [o for o in outcomes if o.changed]
+    manual = [f for f in findings if not f.fixed]
+    summary = {
+        "files": len(files),
+        "findings": len(findings),
+        "fixed": sum(f.fixed for f in findings),
+        "manual": len(manual),
+        "changed": len(changed),
+        "errors": len(errors),
+    }
+
+    for outcome in outcomes:
+        if outcome.diff:
+            sys.stdout.write(outcome.diff)
+        if outcome.new_source is not None:
+            sys.stdout.buffer.write(outcome.new_source)
+            sys.stdout.flush()
+    report = render(args.format, findings, errors, summary)
+    stream = sys.stderr if (mode == WRITE and STDIN in files) or mode == DIFF else sys.stdout
+    if report:
+        print(report, file=stream)
+    if args.format == "text" and (findings or errors or changed):
+        verb = "fixable" if mode in (CHECK, DIFF, PREVIEW) else "fixed"
+        print(summary_sentence(summary, verb), file=stream)
+
+    if errors:
+        return EXIT_ERROR
+    if mode == CHECK:
+        return EXIT_FINDINGS if findings else EXIT_CLEAN
+    if mode in (DIFF, PREVIEW):
+        return EXIT_FINDINGS if (changed or manual) else EXIT_CLEAN
+    return EXIT_FINDINGS if manual else EXIT_CLEAN
+
+
+__all__ = ["main", "build_parser", "error_line"]

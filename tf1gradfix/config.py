@@ -1,0 +1,98 @@
+"""Settings from `[tf1gradfix]` in setup.cfg or `[tool.tf1gradfix]` in pyproject.toml.
+
+The nearest file above the current folder that has the section wins;
+command-line flags win over both.
+"""
+
+from __future__ import annotations
+
+import configparser
+import fnmatch
+from dataclasses import dataclass, field
+from pathlib import Path
+
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python 3.10
+    import tomli as tomllib
+
+
+@dataclass
+class Settings:
+    select: tuple[str, ...] = ("ALL",)
+    ignore: tuple[str, ...] = ()
+    exclude: tuple[str, ...] = ()
+    per_file_ignores: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    source: str | None = None  # which file the settings came from
+
+    def ignores_for(self, path: str) -> tuple[str, ...]:
+        posix = Path(path).as_posix()
+        extra: list[str] = []
+        for pattern, codes in self.per_file_ignores.items():
+            if fnmatch.fnmatchcase(posix, pattern) or fnmatch.fnmatchcase(Path(path).name, pattern):
+                extra.extend(codes)
+        return tuple(extra)
+
+
+def _split(value) -> tuple[str, ...]:
+    if isinstance(value, (list, tuple)):
+        items = value
+    else:
+        items = str(value).replace("\n", ",").split(",")
+    return tuple(item.strip() for item in items if str(item).strip())
+
+
+def _from_setup_cfg(path: Path) -> Settings | None:
+    parser = configparser.ConfigParser()
+    try:
+        parser.read(path, encoding="utf-8")
+    except configparser.Error:
+        return None
+    if not parser.has_section("tf1gradfix"):
+        return None
+    section = parser["tf1gradfix"]
+    settings = Settings(source=str(path))
+    if "select" in section:
+        settings.select = _split(section["select"])
+    if "ignore" in section:
+        settings.ignore = _split(section["ignore"])
+    if "exclude" in section:
+        settings.exclude = _split(section["exclude"])
+    if "per-file-ignores" in section:
+        for line in section["per-file-ignores"].splitlines():
+            if ":" in line:
+                pattern, codes = line.split(":", 1)
+                settings.per_file_ignores[pattern.strip()] = _split(codes)
+    return settings
+
+
+def _from_pyproject(path: Path) -> Settings | None:
+    try:
+        data = tomllib.loads(path.read_text("utf-8"))
+    except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError):
+        return None
+    table = data.get("tool", {}).get("tf1gradfix")
+    if table is None:
+        return None
+    settings = Settings(source=str(path))
+    if "select" in table:
+        settings.select = _split(table["select"])
+    if "ignore" in table:
+        settings.ignore = _split(table["ignore"])
+    if "exclude" in table:
+        settings.exclude = _split(table["exclude"])
+    for pattern, codes in table.get("per-file-ignores", {}).items():
+        settings.per_file_ignores[pattern] = _split(codes)
+    return settings
+
+
+def load_settings(start: Path | None = None) -> Settings:
+    folder = (start or Path.cwd()).resolve()
+    for candidate in (folder, *folder.parents):
+        for reader, name in ((_from_pyproject, "pyproject.toml"), (_from_setup_cfg, "setup.cfg")):
+            path = candidate / name
+            if path.is_file():
+                found = reader(path)
+                if found is not None:
+                    return found
+    return Settings()

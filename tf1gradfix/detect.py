@@ -1,0 +1,136 @@
+"""Detection: find TF1 constructs with the rules in the catalog.
+
+Detection only reports. It records, for each finding that has a safe fix,
+the node to replace; the fixers (``fix_renames``) do the replacing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import libcst as cst
+from libcst.metadata import (
+    MetadataWrapper,
+    ParentNodeProvider,
+    PositionProvider,
+    QualifiedNameProvider,
+    ScopeProvider,
+)
+
+from tf1gradfix.catalog import Catalog, Rule
+from tf1gradfix.names import BindingCollector, NameResolver, dotted
+
+
+@dataclass
+class Detection:
+    """A rule hit on a node, before filtering and formatting."""
+
+    rule: Rule
+    node: cst.CSTNode
+    line: int
+    col: int
+    message: str
+    replacement: str | None = None  # dotted text that would replace `node`
+
+
+@dataclass
+class DetectionResult:
+    detections: list[Detection] = field(default_factory=list)
+
+
+class Detector(cst.CSTVisitor):
+    METADATA_DEPENDENCIES = (QualifiedNameProvider, ScopeProvider, PositionProvider, ParentNodeProvider)
+
+    def __init__(self, catalog: Catalog, bindings: BindingCollector):
+        super().__init__()
+        self.catalog = catalog
+        self.names = NameResolver(self, bindings, catalog)
+        self.found: list[Detection] = []
+        self._method_rules = {}
+        for rule in catalog.rules:
+            for method in rule.methods:
+                self._method_rules.setdefault(method, []).append(rule)
+
+    # -- symbols -----------------------------------------------------------
+    def visit_Name(self, node: cst.Name) -> None:
+        self._symbol(node)
+
+    def visit_Attribute(self, node: cst.Attribute) -> None:
+        self._symbol(node)
+
+    def _symbol(self, node: cst.Name | cst.Attribute) -> None:
+        parent = self.get_metadata(ParentNodeProvider, node, None)
+        if isinstance(parent, cst.Attribute) and parent.value is node:
+            return  # only the outermost part of `tf.a.b` is a reference
+        if isinstance(parent, (cst.Import, cst.ImportFrom, cst.ImportAlias)):
+            return
+        if isinstance(node, cst.Name) and isinstance(parent, cst.Attribute) and parent.attr is node:
+            return
+        raw = self.names.import_name(node)
+        if raw is None:
+            return
+        qualified = self.names.normalized(raw)
+        if qualified is None:
+            return
+        hit = self.catalog.symbol_rule(qualified)
+        if hit is None:
+            return
+        rule, _pattern = hit
+        replacement = None
+        message_args = {"symbol": "tf" + qualified[len("tensorflow"):] if qualified.startswith("tensorflow") else qualified}
+        if rule.renames:
+            target = self.catalog.renames[qualified]
+            message_args["replacement"] = "tf" + target[len("tensorflow"):]
+            replacement = _renamed_text(node, raw, target)
+        self._add(rule, node, replacement, message_args)
+
+    # -- method calls on known kinds ---------------------------------------
+    def visit_Call(self, node: cst.Call) -> None:
+        func = node.func
+        if not isinstance(func, cst.Attribute):
+            return
+        rules = self._method_rules.get(func.attr.value)
+        if not rules:
+            return
+        kind = self.names.kind(func.value)
+        if kind is None:
+            return
+        for rule in rules:
+            if rule.receiver == kind:
+                receiver = dotted(func.value) or "..."
+                self._add(rule, func, None, {"receiver": receiver, "method": func.attr.value})
+                return
+
+    def _add(self, rule: Rule, node: cst.CSTNode, replacement: str | None, args: dict[str, str]) -> None:
+        position = self.get_metadata(PositionProvider, node).start
+        try:
+            message = rule.message.format(**args)
+        except (KeyError, IndexError):
+            message = rule.message
+        self.found.append(Detection(rule, node, position.line, position.column + 1, message, replacement))
+
+
+def _renamed_text(node: cst.CSTNode, raw: str, target: str) -> str | None:
+    """`tf.set_random_seed` -> `tf.random.set_seed`, keeping the user's alias.
+
+    Only when the chain's base is an alias of the `tensorflow` root itself; a
+    `compat.v1` alias or a bare imported name would need import edits.
+    """
+    text = dotted(node)
+    if text is None or "." not in text or not raw.startswith("tensorflow."):
+        return None
+    if raw.startswith("tensorflow.compat."):
+        return None
+    remainder = raw[len("tensorflow."):]
+    if not text.endswith("." + remainder):
+        return None
+    alias = text[: -len(remainder) - 1]
+    return alias + target[len("tensorflow"):]
+
+
+def detect(wrapper: MetadataWrapper, catalog: Catalog) -> list[Detection]:
+    bindings = BindingCollector()
+    wrapper.module.visit(bindings)
+    detector = Detector(catalog, bindings)
+    wrapper.visit(detector)
+    return detector.found

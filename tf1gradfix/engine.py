@@ -1,0 +1,83 @@
+"""One file through the pipeline: decode -> parse -> detect -> fix -> re-parse.
+
+This is what a worker process runs, so it takes and returns small picklable
+values. It never imports TensorFlow and never executes the file.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import libcst as cst
+from libcst.metadata import MetadataWrapper
+
+from tf1gradfix import catalog as catalog_module
+from tf1gradfix.detect import detect
+from tf1gradfix.findings import CodeFilter, FileError, Finding, is_suppressed, suppressions
+from tf1gradfix.fix_renames import apply_renames
+from tf1gradfix.source_io import decode_error
+
+# A file that never mentions TensorFlow cannot hold a TF1 construct: it is
+# not parsed at all, which keeps pre-commit runs over big trees fast.
+_MARKER = b"tensorflow"
+
+
+@dataclass
+class FileResult:
+    path: str
+    findings: list[Finding] = field(default_factory=list)
+    error: FileError | None = None
+    new_source: bytes | None = None  # set only when the fixes changed the file
+
+
+def process_source(display: str, data: bytes, codes: CodeFilter, fix: bool = True) -> FileResult:
+    result = FileResult(display)
+    error = decode_error(display, data)
+    if error is not None:
+        result.error = error
+        return result
+    if _MARKER not in data:
+        return result
+    try:
+        module = cst.parse_module(data)
+    except cst.ParserSyntaxError as exc:
+        result.error = FileError(display, f"syntax error: {exc.message}", exc.editor_line, exc.editor_column + 1)
+        return result
+    except (RecursionError, UnicodeDecodeError, SyntaxError, ValueError) as exc:
+        result.error = FileError(display, f"cannot parse: {exc}")
+        return result
+
+    catalog = catalog_module.load()
+    wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
+    silenced = suppressions(module.code)
+    replacements: dict[cst.CSTNode, str] = {}
+    for hit in detect(wrapper, catalog):
+        code = hit.rule.code
+        if not codes.wants(code) or is_suppressed(hit.line, code, silenced):
+            continue
+        fixable = fix and hit.replacement is not None and hit.rule.safety == "safe"
+        if fixable:
+            replacements[hit.node] = hit.replacement
+        result.findings.append(Finding(display, hit.line, hit.col, code, hit.message, hit.rule.safety, fixable))
+    result.findings.sort(key=lambda f: (f.line, f.col, f.code))
+
+    if replacements:
+        new_module = apply_renames(module, replacements)
+        new_source = new_module.bytes
+        problem = _unparsable(new_source)
+        if problem is not None:
+            # Never write a file we cannot read back: report and keep the original.
+            result.error = FileError(display, f"internal error: rewritten code does not parse ({problem}); file left unchanged")
+            result.findings = [f if not f.fixed else Finding(**{**f.to_json(), "fixed": False}) for f in result.findings]
+        elif new_source != data:
+            result.new_source = new_source
+    return result
+
+
+def _unparsable(source: bytes) -> str | None:
+    try:
+        cst.parse_module(source)
+        compile(source, "<rewritten>", "exec", dont_inherit=True)
+    except (cst.ParserSyntaxError, SyntaxError, ValueError) as exc:
+        return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    return None

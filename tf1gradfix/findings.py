@@ -1,0 +1,78 @@
+"""What a run reports: findings on code, errors on files, and the filters over them."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import asdict, dataclass
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One TF1 construct at a place in a file (line and col are 1-based)."""
+
+    path: str
+    line: int
+    col: int
+    code: str
+    message: str
+    safety: str
+    fixed: bool = False
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class FileError:
+    """A file that could not be read, decoded, parsed or written; it was left untouched."""
+
+    path: str
+    message: str
+    line: int | None = None
+    col: int | None = None
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+
+def code_matches(code: str, prefixes) -> bool:
+    return any(p == "ALL" or code.startswith(p) for p in prefixes)
+
+
+@dataclass(frozen=True)
+class CodeFilter:
+    """--select / --ignore by code prefix (`ALL` matches everything)."""
+
+    select: tuple[str, ...] = ("ALL",)
+    ignore: tuple[str, ...] = ()
+
+    def wants(self, code: str) -> bool:
+        return code_matches(code, self.select) and not code_matches(code, self.ignore)
+
+
+_SUPPRESS = re.compile(r"#\s*tf1gradfix:\s*ignore(?:\[(?P<codes>[A-Za-z0-9_,\s]*)\])?")
+
+
+def suppressions(text: str) -> dict[int, frozenset[str] | None]:
+    """Line number -> codes suppressed there (None: all codes).
+
+    `# tf1gradfix: ignore[TFG101]` on a line silences those codes on that line.
+    """
+    found: dict[int, frozenset[str] | None] = {}
+    if "tf1gradfix:" not in text:
+        return found
+    for number, line in enumerate(text.splitlines(), start=1):
+        match = _SUPPRESS.search(line)
+        if match:
+            codes = match.group("codes")
+            found[number] = None if codes is None else frozenset(
+                c.strip().upper() for c in codes.split(",") if c.strip()
+            )
+    return found
+
+
+def is_suppressed(finding_line: int, code: str, table: dict[int, frozenset[str] | None]) -> bool:
+    if finding_line not in table:
+        return False
+    codes = table[finding_line]
+    return codes is None or code_matches(code, codes)

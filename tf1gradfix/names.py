@@ -1,0 +1,162 @@
+"""Name resolution: which TensorFlow symbol an expression names, and what kind
+of value a name holds.
+
+Qualified names come from LibCST's ``QualifiedNameProvider`` so that
+``import tensorflow as tf``, ``import tensorflow.compat.v1 as tf``,
+``from tensorflow import Session`` and ``import tensorflow as T`` all read the
+same. Kinds (session, optimizer, graph value) come from the call that bound a
+name, so ``.run()`` on an unrelated object is never taken for ``sess.run``.
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+from libcst.metadata import QualifiedNameProvider, QualifiedNameSource, ScopeProvider
+
+from tf1gradfix.catalog import Catalog
+
+TF_ROOT = "tensorflow"
+_V1_PREFIXES = ("tensorflow.compat.v1.", "tensorflow._api.v2.compat.v1.")
+
+
+def normalize(qualified: str) -> str | None:
+    """`tensorflow.compat.v1.X` -> `tensorflow.X`; anything outside TensorFlow -> None."""
+    for prefix in _V1_PREFIXES:
+        if qualified.startswith(prefix):
+            return TF_ROOT + "." + qualified[len(prefix):]
+    if qualified == TF_ROOT or qualified.startswith(TF_ROOT + "."):
+        return qualified
+    if qualified.startswith("keras."):
+        return qualified
+    return None
+
+
+def dotted(node: cst.BaseExpression) -> str | None:
+    """`a.b.c` as text for a pure Name/Attribute chain, else None."""
+    if isinstance(node, cst.Name):
+        return node.value
+    if isinstance(node, cst.Attribute):
+        base = dotted(node.value)
+        return None if base is None else f"{base}.{node.attr.value}"
+    return None
+
+
+class BindingCollector(cst.CSTVisitor):
+    """Maps each bound Name node (and `self.attr` key) to the values bound to it."""
+
+    def __init__(self) -> None:
+        self.values: dict[cst.Name, list[cst.BaseExpression]] = {}
+        self.attributes: dict[str, list[cst.BaseExpression]] = {}
+
+    def _bind(self, target: cst.BaseExpression, value: cst.BaseExpression) -> None:
+        if isinstance(target, cst.Name):
+            self.values.setdefault(target, []).append(value)
+        elif isinstance(target, cst.Attribute):
+            key = dotted(target)
+            if key is not None:
+                self.attributes.setdefault(key, []).append(value)
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        for target in node.targets:
+            self._bind(target.target, node.value)
+
+    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+        if node.value is not None:
+            self._bind(node.target, node.value)
+
+    def visit_WithItem(self, node: cst.WithItem) -> None:
+        if node.asname is not None:
+            self._bind(node.asname.name, node.item)
+
+
+class NameResolver:
+    """Answers "which TF symbol is this" and "what kind of value is this" for one module.
+
+    Needs a visitor that has ``QualifiedNameProvider`` and ``ScopeProvider`` resolved;
+    it calls ``visitor.get_metadata`` lazily.
+    """
+
+    def __init__(self, visitor: cst.MetadataDependent, bindings: BindingCollector, catalog: Catalog):
+        self._visitor = visitor
+        self._bindings = bindings
+        self._catalog = catalog
+        self._kind_cache: dict[int, str | None] = {}
+
+    def import_name(self, node: cst.CSTNode) -> str | None:
+        """The raw qualified name of `node` when it comes from a TensorFlow/Keras import."""
+        names = self._visitor.get_metadata(QualifiedNameProvider, node, set())
+        for name in names:
+            if name.source is QualifiedNameSource.IMPORT and normalize(name.name) is not None:
+                return name.name
+        return None
+
+    @staticmethod
+    def normalized(raw: str) -> str | None:
+        return normalize(raw)
+
+    def qualified(self, node: cst.CSTNode) -> str | None:
+        """The normalized TensorFlow name of `node`, when it comes from an import."""
+        raw = self.import_name(node)
+        return None if raw is None else normalize(raw)
+
+    def kind(self, expr: cst.BaseExpression, _depth: int = 0) -> str | None:
+        """Kind of the value `expr` evaluates to: session, optimizer, graph_value, keras or None."""
+        if _depth > 20:
+            return None
+        key = id(expr)
+        if key in self._kind_cache:
+            return self._kind_cache[key]
+        self._kind_cache[key] = None  # cycle guard
+        result = self._infer(expr, _depth)
+        self._kind_cache[key] = result
+        return result
+
+    def _infer(self, expr: cst.BaseExpression, depth: int) -> str | None:
+        if isinstance(expr, cst.Call):
+            return self._call_kind(expr, depth)
+        if isinstance(expr, cst.Name):
+            return self._name_kind(expr, depth)
+        if isinstance(expr, cst.Attribute):
+            key = dotted(expr)
+            if key is not None and key in self._bindings.attributes:
+                return self._first_kind(self._bindings.attributes[key], depth)
+            return None
+        if isinstance(expr, cst.Subscript):
+            return "graph_value" if self.kind(expr.value, depth + 1) == "graph_value" else None
+        if isinstance(expr, cst.BinaryOperation):
+            sides = (self.kind(expr.left, depth + 1), self.kind(expr.right, depth + 1))
+            return "graph_value" if "graph_value" in sides else None
+        if isinstance(expr, cst.UnaryOperation):
+            return "graph_value" if self.kind(expr.expression, depth + 1) == "graph_value" else None
+        return None
+
+    def _call_kind(self, call: cst.Call, depth: int) -> str | None:
+        func = call.func
+        if isinstance(func, cst.Attribute):
+            method = func.attr.value
+            if method in self._catalog.method_results and self.kind(func.value, depth + 1) == "optimizer":
+                return self._catalog.method_results[method]
+        qualified = self.qualified(func)
+        if qualified is not None:
+            return self._catalog.kind_of_call(qualified)
+        return None
+
+    def _name_kind(self, name: cst.Name, depth: int) -> str | None:
+        try:
+            scope = self._visitor.get_metadata(ScopeProvider, name)
+        except KeyError:
+            return None
+        if scope is None:
+            return None
+        values: list[cst.BaseExpression] = []
+        for assignment in scope[name.value]:
+            node = getattr(assignment, "node", None)
+            values.extend(self._bindings.values.get(node, ()))
+        return self._first_kind(values, depth)
+
+    def _first_kind(self, values: list[cst.BaseExpression], depth: int) -> str | None:
+        for value in values:
+            found = self.kind(value, depth + 1)
+            if found is not None:
+                return found
+        return None
