@@ -1,0 +1,26 @@
+"""Shared test settings.
+
+`pytest --update-fixtures` rewrites fixtures' expected.py / expected.diag from
+the tool's current output, on purpose, so nobody edits them by hand.
+"""
+
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURES = ROOT / "fixtures"
+
+
+def pytest_addoption(parser):
+    parser.addoption(
+        "--update-fixtures",
+        action="store_true",
+        default=False,
+        help="rewrite fixtures' expected outputs from the current tool output",
+    )
+
+
+@pytest.fixture
+def update_fixtures(request) -> bool:
+    return request.config.getoption("--update-fixtures")
