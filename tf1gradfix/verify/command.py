@@ -1,0 +1,52 @@
+"""`tf1gradfix verify ORIGINAL MIGRATED`: argument parsing and exit codes.
+
+Importing this module is cheap on purpose: the heavy parts (NumPy, the
+orchestrator) are imported inside ``run``; TensorFlow is never imported in
+this process at all.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+DEFAULT_RTOL = 1e-4    # keep in sync with compare.DEFAULT_RTOL (not imported: NumPy is slow to load)
+DEFAULT_ATOL = 1e-6
+DEFAULT_TIMEOUT = 300.0
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("original", help="the TF1 program (run with tensorflow.compat.v1 semantics)")
+    parser.add_argument("migrated", help="the TF2 program to check against it")
+    parser.add_argument("--rtol", type=float, default=DEFAULT_RTOL,
+                        help=f"relative tolerance (default {DEFAULT_RTOL:g}, see TOLERANCES.md)")
+    parser.add_argument("--atol", type=float, default=DEFAULT_ATOL,
+                        help=f"absolute tolerance (default {DEFAULT_ATOL:g})")
+    parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT,
+                        help=f"seconds each program may run (default {DEFAULT_TIMEOUT:g})")
+    parser.add_argument("--json", metavar="FILE", help="write the full result as JSON")
+    parser.add_argument("--junit", metavar="FILE", help="write JUnit XML (one testcase per quantity kind)")
+    parser.add_argument("--markdown", metavar="FILE", help="write a Markdown summary (for CI job summaries)")
+    parser.add_argument("--plot", metavar="FILE.png", help="write a picture of both loss curves")
+
+
+def run(args: argparse.Namespace) -> int:
+    """Verify one pair; print the summary; return 0/1/2 (equivalent/diverged/error)."""
+    from pathlib import Path
+
+    from tf1gradfix.verify import report
+    from tf1gradfix.verify.orchestrate import verify_pair
+
+    result = verify_pair(Path(args.original), Path(args.migrated),
+                         rtol=args.rtol, atol=args.atol, timeout=args.timeout)
+    print(report.summary(result))
+    report.write_reports(result, json=args.json, junit=args.junit,
+                         markdown=args.markdown, plot=args.plot)
+    return result.exit_code
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="tf1gradfix verify",
+                                     description="Run a TF1 program and its TF2 migration side by side "
+                                                 "and compare losses, gradients, updates and results.")
+    add_arguments(parser)
+    return run(parser.parse_args(argv))

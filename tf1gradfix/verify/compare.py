@@ -1,0 +1,337 @@
+"""Compare the traces of an original and a migrated run.
+
+Pure NumPy, no TensorFlow: the parent process stays light and these rules
+can be tested with synthetic traces.
+
+Gradient events are matched by (kind, sorted source names) and occurrence
+index, so a migration that computes two gradients in the other order still
+lines up; what cannot be paired is itself a divergence.  Element-wise test::
+
+    |a - b| <= atol + rtol * max(|a|, |b|)      NaN == NaN, NaN != number
+
+Printed numbers additionally get one unit of their last printed digit,
+because two values a few ulps apart can round to neighbouring decimals.
+Default tolerances and their justification: see TOLERANCES.md.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import defaultdict
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+
+# float32 machine epsilon is 1.19e-7.  One step of a small model is a few
+# dozen roundings; over ~100 steps of training the differences between a
+# graph and an eager program (fused vs. separate kernels, summation order)
+# stay below ~1e3 ulp = 1e-4 relative.  A wrong migration (a gradient that
+# should be zero, a dropped mask, another optimizer) changes values by 1e-2
+# to 1e0 relative, far above.  See TOLERANCES.md.
+DEFAULT_RTOL = 1e-4
+DEFAULT_ATOL = 1e-6
+
+KINDS = ("loss", "gradient", "applied update", "final value", "printed number")
+MAX_LISTED = 20
+
+_NUMBER = re.compile(
+    r"(?<![\w.])[-+]?(?:(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?|nan|inf)(?![\w.])",
+    re.IGNORECASE)
+
+
+@dataclass
+class Divergence:
+    """One quantity that differs beyond tolerance (or could not be paired)."""
+    quantity: str                 # one of KINDS, or "events" / "exit status"
+    step: int | None              # 1-based occurrence of the event; None for final values
+    name: str | None              # variable name, event key or printed line
+    original: object = None       # short summary of the original's value
+    migrated: object = None
+    abs_err: float | None = None
+    rel_err: float | None = None
+    index: list | None = None     # element with the largest error
+    reason: str = ""
+    order: tuple = (0, 0)         # sort key: position in the original's run
+
+    def describe(self) -> str:
+        where = f"step {self.step}, " if self.step is not None else ""
+        what = self.quantity + (f" of {self.name}" if self.name and self.quantity in
+                                ("gradient", "applied update", "final value") else
+                                (f" ({self.name})" if self.name else ""))
+        text = f"{where}{what}"
+        if self.reason:
+            text += f": {self.reason}"
+        if self.abs_err is not None:
+            at = f" at {self.index}" if self.index else ""
+            text += (f": original {self.original} vs migrated {self.migrated}{at}, "
+                     f"abs error {self.abs_err:.3g}, rel error {self.rel_err:.3g}")
+        return text
+
+
+@dataclass
+class KindStats:
+    compared: int = 0
+    elements: int = 0
+    max_abs_err: float = 0.0
+    max_rel_err: float = 0.0
+    diverged: int = 0
+
+
+@dataclass
+class Comparison:
+    stats: dict = field(default_factory=lambda: {k: KindStats() for k in KINDS})
+    divergences: list = field(default_factory=list)
+    notes: list = field(default_factory=list)
+    steps: int = 0
+    gradients: int = 0
+    variables: int = 0
+    printed_numbers: int = 0
+    loss_original: list = field(default_factory=list)
+    loss_migrated: list = field(default_factory=list)
+
+    @property
+    def first(self) -> Divergence | None:
+        return min(self.divergences, key=lambda d: d.order) if self.divergences else None
+
+    @property
+    def equivalent(self) -> bool:
+        return not self.divergences
+
+    def to_json(self) -> dict:
+        first = self.first
+        listed = sorted(self.divergences, key=lambda d: d.order)[:MAX_LISTED]
+        return {
+            "steps": self.steps, "gradients": self.gradients, "variables": self.variables,
+            "printed_numbers": self.printed_numbers,
+            "by_kind": {k: asdict(v) for k, v in self.stats.items()},
+            "divergence_count": len(self.divergences),
+            "first_divergence": _div_json(first) if first else None,
+            "divergences": [_div_json(d) for d in listed],
+            "notes": self.notes,
+            "loss_curve": {"original": self.loss_original, "migrated": self.loss_migrated},
+        }
+
+
+def _div_json(d: Divergence) -> dict:
+    out = asdict(d)
+    out.pop("order")
+    out["text"] = d.describe()
+    return out
+
+
+# -- element-wise closeness --------------------------------------------------
+
+def _summary(arr: np.ndarray):
+    if arr.size == 1:
+        return _num(arr.reshape(-1)[0])
+    flat = [_num(x) for x in arr.reshape(-1)[:6]]
+    return {"shape": list(arr.shape), "first": flat}
+
+
+def _num(x):
+    x = float(x)
+    return x if math.isfinite(x) else str(x)
+
+
+def check(a, b, rtol: float, atol: float, extra_tol=0.0):
+    """Return (ok, abs_err, rel_err, index, reason) for two values."""
+    a, b = np.asarray(a), np.asarray(b)
+    if a.shape != b.shape:
+        return False, None, None, None, f"shape {list(a.shape)} vs {list(b.shape)}"
+    if a.dtype.kind not in "fciub" or b.dtype.kind not in "fciub":
+        same = bool(np.array_equal(a, b))
+        return same, None, None, None, "" if same else "values differ"
+    if a.size == 0:
+        return True, 0.0, 0.0, None, ""
+    a64, b64 = a.astype(np.float64), b.astype(np.float64)
+    nan_a, nan_b = np.isnan(a64), np.isnan(b64)
+    both_nan = nan_a & nan_b
+    with np.errstate(invalid="ignore", over="ignore"):
+        diff = np.abs(a64 - b64)
+        same_inf = np.isinf(a64) & (a64 == b64)
+        diff = np.where(both_nan | same_inf, 0.0, diff)
+        diff = np.where(nan_a ^ nan_b, np.inf, diff)
+        scale = np.maximum(np.abs(a64), np.abs(b64))
+        scale = np.where(np.isfinite(scale), scale, 0.0)
+        bad = diff > atol + rtol * scale + extra_tol
+        rel = np.where(diff == 0, 0.0, diff / np.maximum(scale, np.finfo(np.float64).tiny))
+    worst = int(np.argmax(diff))
+    index = list(np.unravel_index(worst, a.shape)) if a.ndim else None
+    return (not bool(bad.any()), float(diff.reshape(-1)[worst]), float(rel.reshape(-1)[worst]),
+            [int(i) for i in index] if index is not None else None, "")
+
+
+def _record(cmp: Comparison, kind: str, a, b, rtol, atol, *, step, name, order, extra_tol=0.0):
+    ok, abs_err, rel_err, index, reason = check(a, b, rtol, atol, extra_tol)
+    st = cmp.stats[kind]
+    st.compared += 1
+    st.elements += int(np.asarray(a).size)
+    if abs_err is not None and math.isfinite(abs_err):
+        st.max_abs_err = max(st.max_abs_err, abs_err)
+        st.max_rel_err = max(st.max_rel_err, rel_err)
+    elif abs_err is not None:
+        st.max_abs_err = st.max_rel_err = math.inf
+    if not ok:
+        st.diverged += 1
+        a_arr, b_arr = np.asarray(a), np.asarray(b)
+        if index is not None and a_arr.shape == b_arr.shape:
+            orig, mig = _num(a_arr[tuple(index)]), _num(b_arr[tuple(index)])
+        else:
+            orig, mig = _summary(a_arr), _summary(b_arr)
+        cmp.divergences.append(Divergence(kind, step, name, orig, mig, abs_err, rel_err, index,
+                                          reason, order))
+    return ok
+
+
+# -- gradient events -------------------------------------------------------------
+
+def _key(event) -> tuple:
+    return (event["kind"], tuple(sorted(event.get("grads", {}))))
+
+
+def _label(key) -> str:
+    return f"{key[0]} [{', '.join(key[1]) or 'no gradients'}]"
+
+
+def compare_events(cmp: Comparison, orig: list, mig: list, rtol: float, atol: float, decode) -> None:
+    """Pair gradient events by key and occurrence; compare loss and grads."""
+    for kind, qty in (("compute", "gradient"), ("apply", "applied update")):
+        o_events = [e for e in orig if e["kind"] == kind]
+        m_events = [e for e in mig if e["kind"] == kind]
+        o_by, m_by = defaultdict(list), defaultdict(list)
+        for e in o_events:
+            o_by[_key(e)].append(e)
+        for e in m_events:
+            m_by[_key(e)].append(e)
+        left_o, left_m = [], []
+        for key in list(o_by) + [k for k in m_by if k not in o_by]:
+            os_, ms = o_by.get(key, []), m_by.get(key, [])
+            for i, (eo, em) in enumerate(zip(os_, ms)):
+                step, order = i + 1, (eo["seq"], 0)
+                if kind == "compute":
+                    if eo.get("loss") is not None and em.get("loss") is not None:
+                        _record(cmp, "loss", eo["loss"], em["loss"], rtol, atol,
+                                step=step, name=_label(key) if len(o_by) > 1 else None, order=order)
+                    cmp.gradients += len(eo["grads"])
+                for n in sorted(eo["grads"]):
+                    _record(cmp, qty, decode(eo["grads"][n]), decode(em["grads"][n]), rtol, atol,
+                            step=step, name=n, order=(eo["seq"], 1))
+            left_o += [(i + 1, key, e) for i, e in enumerate(os_[len(ms):], start=len(ms))]
+            left_m += [(i + 1, key, e) for i, e in enumerate(ms[len(os_):], start=len(os_))]
+        paired = min(len(o_events), len(m_events))
+        if kind == "apply" and o_events:
+            cmp.steps = paired
+        elif kind == "compute":
+            cmp.steps = paired
+        _unpaired(cmp, kind, qty, left_o, left_m, len(o_events), len(m_events))
+
+
+def _unpaired(cmp, kind, qty, left_o, left_m, n_o, n_m) -> None:
+    verb = "computed gradients" if kind == "compute" else "applied updates"
+    for (step_o, key_o, eo), (step_m, key_m, em) in zip(left_o, left_m):
+        only_o = sorted(set(key_o[1]) - set(key_m[1]))
+        only_m = sorted(set(key_m[1]) - set(key_o[1]))
+        parts = []
+        if only_m:
+            parts.append(f"migrated also has {qty}s for {', '.join(only_m)}")
+        if only_o:
+            parts.append(f"original also has {qty}s for {', '.join(only_o)}")
+        cmp.divergences.append(Divergence(
+            qty, step_o, None, sorted(key_o[1]), sorted(key_m[1]),
+            reason="sources differ: " + "; ".join(parts), order=(eo["seq"], 0)))
+    rest_o, rest_m = left_o[len(left_m):], left_m[len(left_o):]
+    if rest_o or rest_m:
+        seq = rest_o[0][2]["seq"] if rest_o else math.inf
+        sample = rest_o[0] if rest_o else rest_m[0]
+        cmp.divergences.append(Divergence(
+            "events", sample[0], _label(sample[1]),
+            reason=f"original {verb} {n_o} times, migrated {n_m} times "
+                   f"({len(rest_o) + len(rest_m)} without counterpart, first: {_label(sample[1])})",
+            order=(seq, 2)))
+
+
+# -- final values and printed numbers ----------------------------------------------
+
+def compare_finals(cmp: Comparison, orig: dict | None, mig: dict | None, rtol, atol, decode) -> None:
+    if orig is None or mig is None:
+        side = "original" if orig is None else "migrated"
+        cmp.notes.append(f"final variable values were not recorded by the {side} run; not compared")
+        return
+    common = sorted(set(orig) & set(mig))
+    for n in common:
+        _record(cmp, "final value", decode(orig[n]["value"]), decode(mig[n]["value"]), rtol, atol,
+                step=None, name=n, order=(math.inf, 0))
+    cmp.variables = len(common)
+    missing = sorted(n for n in set(orig) - set(mig) if orig[n].get("trainable"))
+    if missing:
+        cmp.notes.append("trainable variables of the original absent from the migrated program: "
+                         + ", ".join(missing))
+
+
+def printed_numbers(text: str) -> list:
+    """[(line number, line, [tokens])] for every stdout line holding numbers."""
+    out = []
+    for no, line in enumerate(text.splitlines(), 1):
+        tokens = _NUMBER.findall(line)
+        if tokens:
+            out.append((no, line.strip(), tokens))
+    return out
+
+
+def _quantum(token: str) -> float:
+    """One unit of the last printed digit (0 for plain integers)."""
+    t = token.lower().lstrip("+-")
+    if t in ("nan", "inf") or ("." not in t and "e" not in t):
+        return 0.0
+    mant, _, exp = t.partition("e")
+    decimals = len(mant.split(".", 1)[1]) if "." in mant else 0
+    return 10.0 ** (int(exp or 0) - decimals)
+
+
+def compare_printed(cmp: Comparison, out_o: str, out_m: str, rtol, atol) -> None:
+    lines_o, lines_m = printed_numbers(out_o), printed_numbers(out_m)
+    for i, ((no_o, text_o, tok_o), (no_m, text_m, tok_m)) in enumerate(zip(lines_o, lines_m)):
+        order = (math.inf, 1, i)
+        if len(tok_o) != len(tok_m):
+            cmp.divergences.append(Divergence(
+                "printed number", None, f"line {no_o}", text_o[:120], text_m[:120],
+                reason=f"original line {no_o} prints {len(tok_o)} numbers, migrated line {no_m} prints {len(tok_m)}",
+                order=order))
+            continue
+        for a, b in zip(tok_o, tok_m):
+            cmp.printed_numbers += 1
+            if not _record(cmp, "printed number", float(a), float(b), rtol, atol, step=None,
+                           name=f"line {no_o}: {text_o[:80]}", order=order,
+                           extra_tol=max(_quantum(a), _quantum(b))):
+                cmp.divergences[-1].original, cmp.divergences[-1].migrated = a, b
+                break
+    if len(lines_o) != len(lines_m):
+        cmp.divergences.append(Divergence(
+            "printed number", None, None,
+            reason=f"original printed {len(lines_o)} lines with numbers, migrated {len(lines_m)}",
+            order=(math.inf, 2)))
+
+
+def loss_curve(events: list) -> list:
+    """Loss per step of the most frequent gradient computation (for the plot)."""
+    by = defaultdict(list)
+    for e in events:
+        if e["kind"] == "compute" and e.get("loss") is not None:
+            by[_key(e)].append(e["loss"])
+    if not by:
+        return []
+    return [_num(x) for x in max(by.values(), key=len)]
+
+
+def compare_traces(orig: dict, mig: dict, rtol: float = DEFAULT_RTOL, atol: float = DEFAULT_ATOL,
+                   decode=None) -> Comparison:
+    """Compare two loaded traces: ``{"events", "final", "stdout"}`` each."""
+    if decode is None:
+        from tf1gradfix.verify.runner_common import decode_array as decode
+    cmp = Comparison()
+    compare_events(cmp, orig["events"], mig["events"], rtol, atol, decode)
+    compare_finals(cmp, orig.get("final"), mig.get("final"), rtol, atol, decode)
+    compare_printed(cmp, orig.get("stdout", ""), mig.get("stdout", ""), rtol, atol)
+    cmp.loss_original, cmp.loss_migrated = loss_curve(orig["events"]), loss_curve(mig["events"])
+    return cmp

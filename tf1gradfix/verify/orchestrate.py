@@ -1,0 +1,304 @@
+"""Run the original and the migrated program side by side and decide.
+
+User code never runs in this process: each side is a subprocess (old side
+with TF1 semantics, new side plain TF2; the Keras flavour is chosen by an
+environment variable read at TensorFlow import, so they cannot share one
+interpreter).  Both start at once, so the wall time is roughly that of the
+slower side.  Output goes to temporary files, not pipes, so a chatty
+program can never block on a full pipe; reads are capped.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from tf1gradfix.verify import compare as cmp_mod
+from tf1gradfix.verify.runner_common import INIT_FILE
+
+EQUIVALENT, DIVERGED = "EQUIVALENT", "DIVERGED"
+ORIGINAL_FAILED, MIGRATED_FAILED, NOT_COMPARABLE = "ORIGINAL_FAILED", "MIGRATED_FAILED", "NOT_COMPARABLE"
+EXIT_CODES = {EQUIVALENT: 0, DIVERGED: 1, ORIGINAL_FAILED: 2, MIGRATED_FAILED: 2, NOT_COMPARABLE: 2}
+DEFAULT_TIMEOUT = 300.0
+STDOUT_CAP = 4 * 1024 * 1024   # bytes of stdout parsed for printed numbers
+TAIL = 3000                    # characters of stderr kept for the report
+_PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])
+
+
+@dataclass
+class SideResult:
+    role: str                       # "original" or "migrated"
+    script: str
+    status: str = "not started"     # ok | failed | timeout | killed
+    reason: str = ""
+    returncode: int | None = None
+    exit_code: int | None = None    # what the program itself exited with
+    elapsed: float = 0.0
+    stderr_tail: str = ""
+    stdout_tail: str = ""
+
+    @property
+    def failed(self) -> bool:
+        return self.status != "ok"
+
+
+@dataclass
+class VerifyResult:
+    verdict: str
+    reason: str
+    original: SideResult
+    migrated: SideResult
+    comparison: cmp_mod.Comparison | None = None
+    mapping: list = field(default_factory=list)       # {original, migrated, shape, trainable}
+    unmatched: list = field(default_factory=list)     # migrated variables without an original
+    rtol: float = cmp_mod.DEFAULT_RTOL
+    atol: float = cmp_mod.DEFAULT_ATOL
+    timeout: float = DEFAULT_TIMEOUT
+    elapsed: float = 0.0
+
+    @property
+    def exit_code(self) -> int:
+        return EXIT_CODES[self.verdict]
+
+    @property
+    def first_divergence(self):
+        return self.comparison.first if self.comparison else None
+
+    def to_json(self) -> dict:
+        return {
+            "verdict": self.verdict, "reason": self.reason, "exit_code": self.exit_code,
+            "tolerances": {"rtol": self.rtol, "atol": self.atol}, "timeout": self.timeout,
+            "elapsed_seconds": round(self.elapsed, 3),
+            "original": asdict(self.original), "migrated": asdict(self.migrated),
+            "variable_mapping": self.mapping, "unmatched_variables": self.unmatched,
+            "comparison": self.comparison.to_json() if self.comparison else None,
+        }
+
+
+# -- subprocesses ---------------------------------------------------------------
+
+def _env(legacy_keras: bool, timeout: float) -> dict:
+    env = dict(os.environ)
+    env["PYTHONHASHSEED"] = "0"
+    env["PYTHONUNBUFFERED"] = "1"
+    env["TF1GRADFIX_INIT_WAIT"] = str(timeout)
+    env["PYTHONPATH"] = os.pathsep.join([_PACKAGE_ROOT] + [p for p in [env.get("PYTHONPATH")] if p])
+    if legacy_keras:
+        env["TF_USE_LEGACY_KERAS"] = "1"
+    else:
+        env.pop("TF_USE_LEGACY_KERAS", None)
+    return env
+
+
+def _start(module: str, script: Path, trace_dir: str, role: str, timeout: float, env_legacy: bool):
+    out = open(os.path.join(trace_dir, f"{role}.stdout"), "wb")
+    err = open(os.path.join(trace_dir, f"{role}.stderr"), "wb")
+    try:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", module, trace_dir, str(script)],
+            stdin=subprocess.DEVNULL, stdout=out, stderr=err, cwd=str(script.parent),
+            env=_env(env_legacy, timeout), start_new_session=True)
+    finally:
+        out.close()
+        err.close()
+    return proc
+
+
+def _kill(proc) -> None:
+    """Kill the runner and anything it spawned (it leads its own session)."""
+    if proc.poll() is not None:
+        return
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        proc.kill()
+    proc.wait()
+
+
+def _read_tail(path: str, limit: int = TAIL) -> str:
+    try:
+        with open(path, "rb") as fh:
+            fh.seek(0, os.SEEK_END)
+            fh.seek(max(0, fh.tell() - limit))
+            return fh.read().decode("utf-8", "replace")
+    except OSError:
+        return ""
+
+
+def _read_head(path: str, limit: int = STDOUT_CAP) -> str:
+    try:
+        with open(path, "rb") as fh:
+            return fh.read(limit).decode("utf-8", "replace")
+    except OSError:
+        return ""
+
+
+def load_events(path: str) -> list:
+    """Events of one side; a torn last line (killed mid-write) is dropped."""
+    events = []
+    try:
+        with open(path, encoding="utf-8") as fh:
+            for line in fh:
+                try:
+                    events.append(json.loads(line))
+                except ValueError:
+                    break
+    except OSError:
+        pass
+    return events
+
+
+def _load_json(path: str):
+    try:
+        with open(path, encoding="utf-8") as fh:
+            return json.load(fh)
+    except (OSError, ValueError):
+        return None
+
+
+def _side_status(side: SideResult, events: list, timed_out: bool, killed: bool, timeout: float) -> None:
+    end = next((e for e in reversed(events) if e["kind"] == "end"), None)
+    started = any(e["kind"] == "start" for e in events)
+    rc = side.returncode
+    if timed_out:
+        side.status, side.reason = "timeout", f"timed out after {timeout:g} s"
+    elif killed:
+        side.status, side.reason = "killed", "stopped because the original failed"
+    elif end is not None:
+        side.exit_code = end.get("code")
+        if end["status"] == "error":
+            tb = next((e["traceback"] for e in reversed(events) if e["kind"] == "error"), "")
+            last = tb.strip().splitlines()[-1] if tb.strip() else "exception"
+            side.status, side.reason = "failed", f"raised {last}"
+        elif end.get("code"):
+            side.status, side.reason = "failed", f"exited with status {end['code']} (sys.exit)"
+        else:
+            side.status = "ok"
+    elif not started:
+        side.status, side.reason = "failed", f"the runner could not start the program (exit code {rc})"
+    elif rc == 0:
+        side.status, side.reason, side.exit_code = "ok", "left through os._exit(0)", 0
+    elif rc is not None and rc < 0:
+        side.status, side.reason = "failed", f"killed by signal {-rc}"
+    else:
+        side.status, side.reason = "failed", f"exited with code {rc} before finishing (os._exit or a crash)"
+
+
+def _run_both(original: Path, migrated: Path, trace_dir: str, timeout: float):
+    sides = {"original": SideResult("original", str(original)),
+             "migrated": SideResult("migrated", str(migrated))}
+    procs = {"original": _start("tf1gradfix.verify.runner_v1", original, trace_dir, "original", timeout, True),
+             "migrated": _start("tf1gradfix.verify.runner_v2", migrated, trace_dir, "migrated", timeout, False)}
+    start = time.monotonic()
+    timed_out, killed = set(), set()
+    while any(p.poll() is None for p in procs.values()):
+        now = time.monotonic()
+        for role, proc in procs.items():
+            if proc.poll() is None and now - start > timeout:
+                _kill(proc)
+                timed_out.add(role)
+            elif proc.poll() is not None and not sides[role].elapsed:
+                sides[role].elapsed = now - start
+        orig = procs["original"]
+        if orig.poll() is not None and procs["migrated"].poll() is None and "original" not in timed_out:
+            if orig.returncode != 0 or _original_reported_failure(trace_dir):
+                _kill(procs["migrated"])
+                killed.add("migrated")
+        if "original" in timed_out and procs["migrated"].poll() is None:
+            _kill(procs["migrated"])
+            killed.add("migrated")
+        time.sleep(0.02)
+    for role, proc in procs.items():
+        side = sides[role]
+        side.returncode = proc.returncode
+        side.elapsed = side.elapsed or time.monotonic() - start
+        side.stderr_tail = _read_tail(os.path.join(trace_dir, f"{role}.stderr"))
+        side.stdout_tail = _read_tail(os.path.join(trace_dir, f"{role}.stdout"), 1000)
+    return sides, timed_out, killed
+
+
+def _original_reported_failure(trace_dir: str) -> bool:
+    events = load_events(os.path.join(trace_dir, "original.events.jsonl"))
+    end = next((e for e in reversed(events) if e["kind"] == "end"), None)
+    return end is not None and (end["status"] == "error" or bool(end.get("code")))
+
+
+# -- verdict ------------------------------------------------------------------------
+
+def verify_pair(original: Path, migrated: Path, *, rtol: float = cmp_mod.DEFAULT_RTOL,
+                atol: float = cmp_mod.DEFAULT_ATOL, timeout: float = DEFAULT_TIMEOUT,
+                keep_trace: Path | None = None) -> VerifyResult:
+    """Run both programs concurrently, compare their traces, return the verdict."""
+    original, migrated = Path(original).resolve(), Path(migrated).resolve()
+    t0 = time.monotonic()
+    common = dict(rtol=rtol, atol=atol, timeout=timeout)
+    for role, path in (("original", original), ("migrated", migrated)):
+        if not path.is_file():
+            o, m = SideResult("original", str(original)), SideResult("migrated", str(migrated))
+            verdict = ORIGINAL_FAILED if role == "original" else MIGRATED_FAILED
+            return VerifyResult(verdict, f"{role} program not found: {path}", o, m, **common)
+    trace_dir = tempfile.mkdtemp(prefix="tf1gradfix-verify-")
+    try:
+        sides, timed_out, killed = _run_both(original, migrated, trace_dir, timeout)
+        ev = {r: load_events(os.path.join(trace_dir, f"{r}.events.jsonl")) for r in sides}
+        for role, side in sides.items():
+            _side_status(side, ev[role], role in timed_out, role in killed, timeout)
+        result = VerifyResult("", "", sides["original"], sides["migrated"], **common)
+        result.mapping = [{k: e[k] for k in ("original", "migrated", "shape", "trainable")}
+                          for e in ev["migrated"] if e["kind"] == "mapped"]
+        result.unmatched = [{k: e.get(k) for k in ("name", "shape", "trainable")}
+                            for e in ev["migrated"] if e["kind"] in ("unmatched", "mismatch")]
+        _decide(result, trace_dir, ev, rtol, atol)
+        if keep_trace is not None:
+            shutil.copytree(trace_dir, keep_trace, dirs_exist_ok=True)
+    finally:
+        shutil.rmtree(trace_dir, ignore_errors=True)
+    result.elapsed = time.monotonic() - t0
+    return result
+
+
+def _decide(result: VerifyResult, trace_dir: str, ev: dict, rtol: float, atol: float) -> None:
+    o, m = result.original, result.migrated
+    if o.failed:
+        result.verdict, result.reason = ORIGINAL_FAILED, f"original {o.reason}"
+        return
+    if m.failed:
+        result.verdict, result.reason = MIGRATED_FAILED, f"migrated {m.reason}"
+        return
+    mismatched = [e for e in ev["migrated"] if e["kind"] == "mismatch"]
+    if mismatched:
+        e = mismatched[0]
+        result.verdict = NOT_COMPARABLE
+        result.reason = (f"variable {e['name']} has shape {e['migrated_shape']} in the migrated program "
+                         f"but {e['original_shape']} in the original")
+        return
+    unmatched = [e for e in ev["migrated"] if e["kind"] == "unmatched" and e.get("trainable")]
+    if unmatched:
+        names = ", ".join(f"{e['name']} {e['shape']}" for e in unmatched)
+        result.verdict = NOT_COMPARABLE
+        result.reason = (f"trainable variable(s) of the migrated program without a variable of the same "
+                         f"name in the original: {names}; they would start from different values")
+        return
+    traces = {}
+    for role in ("original", "migrated"):
+        final = _load_json(os.path.join(trace_dir, f"{role}.final.json"))
+        traces[role] = {"events": ev[role], "final": final.get("variables") if final else None,
+                        "stdout": _read_head(os.path.join(trace_dir, f"{role}.stdout"))}
+    comparison = cmp_mod.compare_traces(traces["original"], traces["migrated"], rtol, atol)
+    result.comparison = comparison
+    compared = sum(s.compared for s in comparison.stats.values())
+    if comparison.divergences:
+        result.verdict, result.reason = DIVERGED, comparison.first.describe()
+    elif compared == 0:
+        result.verdict = NOT_COMPARABLE
+        result.reason = "nothing to compare: no gradients, variables or printed numbers on both sides"
+    else:
+        result.verdict, result.reason = EQUIVALENT, f"{compared} quantities agree within rtol={rtol:g}, atol={atol:g}"

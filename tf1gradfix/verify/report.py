@@ -1,0 +1,197 @@
+"""Render a VerifyResult: terminal summary, JSON, JUnit XML, Markdown, plot.
+
+JUnit has one testcase per compared quantity kind so CI dashboards show
+which kind of quantity broke; Markdown is a short table for job summaries.
+matplotlib is imported only when a plot is requested (it is slow to load).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+from tf1gradfix.verify.compare import KINDS
+
+
+def _fmt(x) -> str:
+    if x is None:
+        return "-"
+    if isinstance(x, float):
+        return "inf" if math.isinf(x) else f"{x:.3g}"
+    return str(x)
+
+
+def _tail(text: str, lines: int = 15) -> str:
+    return "\n".join(text.rstrip().splitlines()[-lines:])
+
+
+def summary(result) -> str:
+    """The terminal summary: verdict, what was compared, worst errors, first divergence."""
+    out = [f"{result.verdict}: {result.reason}",
+           f"  original: {result.original.script}",
+           f"  migrated: {result.migrated.script}"]
+    for side in (result.original, result.migrated):
+        if side.failed and side.status != "killed":
+            out.append(f"  {side.role} {side.reason}; last lines of its stderr:")
+            out.extend("    | " + line for line in _tail(side.stderr_tail).splitlines())
+    if result.mapping or result.unmatched:
+        out.append(f"  variables: {len(result.mapping)} initialized from the original"
+                   + (f", {len(result.unmatched)} unmatched" if result.unmatched else ""))
+        for m in result.mapping[:12]:
+            out.append(f"    {m['original']} -> {m['migrated']} {m['shape']}")
+        if len(result.mapping) > 12:
+            out.append(f"    ... {len(result.mapping) - 12} more")
+        for u in result.unmatched[:12]:
+            out.append(f"    (no original) {u['name']} {u['shape']}"
+                       + (" trainable" if u.get("trainable") else ""))
+    c = result.comparison
+    if c is not None:
+        out.append(f"  compared: {c.steps} steps, {c.gradients} gradients, {c.variables} variables, "
+                   f"{c.printed_numbers} printed numbers (rtol={result.rtol:g}, atol={result.atol:g})")
+        for kind in KINDS:
+            st = c.stats[kind]
+            if st.compared:
+                out.append(f"    {kind:<15} {st.compared:>6} compared, max abs error {_fmt(st.max_abs_err)}, "
+                           f"max rel error {_fmt(st.max_rel_err)}"
+                           + (f", {st.diverged} diverged" if st.diverged else ""))
+        first = c.first
+        if first is not None:
+            out.append(f"  first divergence: {first.describe()}")
+            if len(c.divergences) > 1:
+                out.append(f"  ({len(c.divergences)} divergent quantities in total)")
+        for note in c.notes:
+            out.append(f"  note: {note}")
+    out.append(f"  time: {result.elapsed:.1f} s (original {result.original.elapsed:.1f} s, "
+               f"migrated {result.migrated.elapsed:.1f} s, run concurrently)")
+    return "\n".join(out)
+
+
+def to_junit(result) -> ET.ElementTree:
+    name = f"{Path(result.original.script).name} -> {Path(result.migrated.script).name}"
+    suite = ET.Element("testsuite", name=f"tf1gradfix verify: {name}")
+    cases = []
+    c = result.comparison
+    if result.verdict in ("ORIGINAL_FAILED", "MIGRATED_FAILED", "NOT_COMPARABLE"):
+        case = ET.Element("testcase", classname="tf1gradfix.verify", name="run")
+        err = ET.SubElement(case, "error", message=f"{result.verdict}: {result.reason}", type=result.verdict)
+        failing = result.original if result.verdict == "ORIGINAL_FAILED" else result.migrated
+        err.text = _tail(failing.stderr_tail, 40)
+        cases.append(case)
+    if c is not None:
+        for kind in KINDS + ("events",):
+            divs = [d for d in c.divergences if d.quantity == kind]
+            st = c.stats.get(kind)
+            if not divs and (st is None or not st.compared):
+                continue
+            case = ET.Element("testcase", classname="tf1gradfix.verify", name=kind)
+            if divs:
+                first = min(divs, key=lambda d: d.order)
+                f = ET.SubElement(case, "failure", message=first.describe(), type="DIVERGED")
+                f.text = "\n".join(d.describe() for d in sorted(divs, key=lambda d: d.order)[:20])
+            elif st is not None:
+                ET.SubElement(case, "system-out").text = (
+                    f"{st.compared} compared, max abs error {_fmt(st.max_abs_err)}, "
+                    f"max rel error {_fmt(st.max_rel_err)}")
+            cases.append(case)
+    suite.extend(cases)
+    suite.set("tests", str(len(cases)))
+    suite.set("failures", str(sum(1 for x in cases if x.find("failure") is not None)))
+    suite.set("errors", str(sum(1 for x in cases if x.find("error") is not None)))
+    suite.set("time", f"{result.elapsed:.3f}")
+    root = ET.Element("testsuites")
+    root.append(suite)
+    return ET.ElementTree(root)
+
+
+def to_markdown(result) -> str:
+    icon = {"EQUIVALENT": "✅", "DIVERGED": "❌"}.get(result.verdict, "⚠️")
+    lines = [f"### {icon} {result.verdict}: `{Path(result.original.script).name}` → "
+             f"`{Path(result.migrated.script).name}`", "", result.reason.replace("|", "\\|"), ""]
+    c = result.comparison
+    lines += ["| quantity | compared | max abs error | max rel error | diverged |",
+              "| --- | ---: | ---: | ---: | ---: |"]
+    if c is not None:
+        for kind in KINDS:
+            st = c.stats[kind]
+            lines.append(f"| {kind} | {st.compared} | {_fmt(st.max_abs_err)} | {_fmt(st.max_rel_err)} "
+                         f"| {st.diverged} |")
+        if c.first is not None:
+            lines += ["", f"First divergence: {c.first.describe()}".replace("|", "\\|")]
+    else:
+        lines.append("| (not compared) | 0 | - | - | - |")
+    lines += ["", f"Tolerances: rtol={result.rtol:g}, atol={result.atol:g}."]
+    return "\n".join(lines) + "\n"
+
+
+def write_plot(result, path) -> None:
+    """Overlay both loss curves and mark the first divergent step."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    def clean(values):
+        return [float(v) if not isinstance(v, str) else float("nan") for v in values]
+
+    c = result.comparison
+    fig, ax = plt.subplots(figsize=(7, 4))
+    lo, lm = (clean(c.loss_original), clean(c.loss_migrated)) if c else ([], [])
+    if lo:
+        ax.plot(range(1, len(lo) + 1), lo, label="original (TF1)", linewidth=2.5, alpha=0.7)
+    if lm:
+        ax.plot(range(1, len(lm) + 1), lm, label="migrated (TF2)", linestyle="--", linewidth=1.5)
+    first = c.first if c else None
+    if first is not None and first.step is not None:
+        ax.axvline(first.step, color="red", linestyle=":", label=f"first divergence (step {first.step})")
+    if not lo and not lm:
+        ax.text(0.5, 0.5, "no loss recorded", ha="center", va="center", transform=ax.transAxes)
+    positive = [v for v in lo + lm if v == v and v > 0]
+    if positive and len(positive) == len([v for v in lo + lm if v == v]) and \
+            max(positive) / min(positive) > 100:
+        ax.set_yscale("log")
+    ax.set_xlabel("step")
+    ax.set_ylabel("loss")
+    ax.set_title(f"{result.verdict}: {Path(result.original.script).name} vs "
+                 f"{Path(result.migrated.script).name}", fontsize=10)
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
+def _write_text(path, text: str) -> None:
+    path = Path(path)
+    if path.parent and not path.parent.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + f".tmp{os.getpid()}")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def write_reports(result, *, json=None, junit=None, markdown=None, plot=None) -> None:  # noqa: A002
+    """Write whichever reports were asked for (each argument is a path or None)."""
+    if json is not None:
+        _write_text(json, _json_dumps(result.to_json()))
+    if junit is not None:
+        tree = to_junit(result)
+        ET.indent(tree)
+        _write_text(junit, ET.tostring(tree.getroot(), encoding="unicode", xml_declaration=True) + "\n")
+    if markdown is not None:
+        _write_text(markdown, to_markdown(result))
+    if plot is not None:
+        Path(plot).parent.mkdir(parents=True, exist_ok=True)
+        write_plot(result, plot)
+
+
+def _json_dumps(obj) -> str:
+    def clean(x):
+        if isinstance(x, float) and not math.isfinite(x):
+            return str(x)
+        if isinstance(x, dict):
+            return {k: clean(v) for k, v in x.items()}
+        if isinstance(x, (list, tuple)):
+            return [clean(v) for v in x]
+        return x
+    return json.dumps(clean(obj), indent=2) + "\n"

@@ -1,0 +1,176 @@
+"""Pieces shared by the two runner subprocesses.
+
+Both runners must seed identically, write their trace in the same format and
+run the user's script the same way, otherwise the comparison would measure
+the harness instead of the migration.  Nothing here imports TensorFlow.
+
+Trace format (all files live in TRACE_DIR):
+
+* ``<side>.events.jsonl`` -- one JSON object per line, flushed after each
+  write so that a crash or ``os._exit`` keeps everything seen so far.
+* ``init.json`` -- the original's variable values right after
+  initialization, written atomically (temp file + rename); the migrated side
+  polls for it.
+* ``<side>.final.json`` -- variable values at the end of the run, written
+  atomically (it may be rewritten several times; the last write wins).
+
+Arrays are stored as ``{"dtype", "shape", "b64"}`` (raw little-endian bytes)
+so values round-trip bit for bit, NaN included.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import random
+import runpy
+import sys
+import threading
+import traceback
+
+import numpy as np
+
+SEED = 0
+INIT_FILE = "init.json"
+
+
+# -- arrays ---------------------------------------------------------------
+
+def encode_array(value) -> dict:
+    """Encode a NumPy-convertible value exactly (IndexedSlices already dense)."""
+    arr = np.asarray(value)
+    if arr.dtype == object or arr.dtype.kind in "USV":
+        return {"dtype": "str", "shape": list(arr.shape), "repr": repr(arr.tolist())[:200]}
+    if arr.dtype.kind == "b":
+        arr = arr.astype(np.int8)
+    arr = np.ascontiguousarray(arr)
+    dt = arr.dtype.newbyteorder("<") if arr.dtype.byteorder == ">" else arr.dtype
+    arr = arr.astype(dt, copy=False)
+    return {"dtype": dt.str, "shape": list(arr.shape),
+            "b64": base64.b64encode(arr.tobytes()).decode("ascii")}
+
+
+def decode_array(obj: dict) -> np.ndarray:
+    """Inverse of :func:`encode_array` (string payloads become object arrays)."""
+    if "b64" not in obj:
+        return np.array(obj.get("repr", ""), dtype=object)
+    data = base64.b64decode(obj["b64"])
+    return np.frombuffer(data, dtype=np.dtype(obj["dtype"])).reshape(obj["shape"]).copy()
+
+
+def densify_slices(values, indices, dense_shape) -> np.ndarray:
+    """Turn an IndexedSlices value into the dense gradient it stands for."""
+    values = np.asarray(values)
+    dense = np.zeros(tuple(int(d) for d in dense_shape), dtype=values.dtype)
+    np.add.at(dense, np.asarray(indices), values)
+    return dense
+
+
+def loss_value(values) -> float:
+    """The traced "loss" of a gradient call: the sum of all target elements.
+
+    ``tf.gradients`` and ``GradientTape.gradient`` both differentiate the sum
+    of their targets, so the sum is the quantity both sides agree on.
+    """
+    return float(sum(np.sum(np.asarray(v), dtype=np.float64) for v in values))
+
+
+def strip_name(name: str) -> str:
+    """TensorFlow names carry an output index (``w:0``); compare without it."""
+    return name[:-2] if name.endswith(":0") else name
+
+
+# -- trace writer ---------------------------------------------------------
+
+class Trace:
+    """Append-only JSON-lines writer; every event is flushed immediately."""
+
+    def __init__(self, trace_dir: str, side: str):
+        self.dir = trace_dir
+        self.side = side
+        self._lock = threading.Lock()
+        self._fh = open(os.path.join(trace_dir, f"{side}.events.jsonl"), "a", encoding="utf-8")
+        self.seq = 0
+
+    def event(self, kind: str, **payload) -> None:
+        with self._lock:
+            payload = {"kind": kind, "seq": self.seq, **payload}
+            self.seq += 1
+            self._fh.write(json.dumps(payload) + "\n")
+            self._fh.flush()
+
+    def write_atomic(self, filename: str, obj) -> None:
+        write_json_atomic(os.path.join(self.dir, filename), obj)
+
+
+def write_json_atomic(path: str, obj) -> None:
+    """Readers must never see a half-written file: write aside, then rename."""
+    tmp = f"{path}.tmp{os.getpid()}"
+    with open(tmp, "w", encoding="utf-8") as fh:
+        json.dump(obj, fh)
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, path)
+
+
+# -- seeding and running ----------------------------------------------------
+
+def seed_python() -> None:
+    """Seed the host-side generators; TF seeds are set by each runner."""
+    random.seed(SEED)
+    np.random.seed(SEED)
+
+
+def quiet_tensorflow_env() -> None:
+    """Keep TF's C++ info logs out of stderr tails unless the user asked."""
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+
+def run_user_script(script: str, trace: Trace, before_exit=None) -> int:
+    """Run ``script`` as ``__main__`` in its folder; always leave an end event.
+
+    ``SystemExit`` is recorded with its code (a deliberate exit is not a
+    crash); any other exception is recorded with its traceback and printed
+    to stderr as Python would.  ``before_exit`` runs in every case, so
+    final variable values are captured even when the script fails.
+    """
+    script = os.path.abspath(script)
+    folder = os.path.dirname(script)
+    os.chdir(folder)
+    sys.path.insert(0, folder)
+    sys.argv = [script]
+    status, code = "ok", 0
+    try:
+        runpy.run_path(script, run_name="__main__")
+    except SystemExit as exc:
+        code = exc.code
+        if code is None:
+            code = 0
+        elif not isinstance(code, int):
+            print(code, file=sys.stderr)
+            code = 1
+        status = "exit"
+    except BaseException:  # noqa: BLE001 - the user's error is data here
+        tb = traceback.format_exc()
+        sys.stderr.write(tb)
+        trace.event("error", traceback=tb[-4000:])
+        status, code = "error", 1
+    try:
+        sys.stdout.flush()
+    except Exception:  # noqa: BLE001
+        pass
+    if before_exit is not None:
+        try:
+            before_exit()
+        except Exception:  # noqa: BLE001
+            trace.event("note", text="could not record final values:\n" + traceback.format_exc()[-1500:])
+    trace.event("end", status=status, code=code)
+    return code
+
+
+def parse_args(argv: list[str]) -> tuple[str, str]:
+    if len(argv) != 2:
+        sys.stderr.write("usage: python -m tf1gradfix.verify.runner_vN TRACE_DIR SCRIPT\n")
+        raise SystemExit(64)
+    return argv[0], argv[1]

@@ -1,0 +1,371 @@
+"""Run an original TF1 program under TF1 semantics and trace it.
+
+Usage: ``python -m tf1gradfix.verify.runner_v1 TRACE_DIR SCRIPT``.
+
+The program runs unmodified: ``import tensorflow as tf`` resolves to
+``tensorflow.compat.v1`` with v2 behaviour disabled.  Gradients are traced
+by registering the tensors that ``tf.gradients`` / ``compute_gradients`` /
+``apply_gradients`` create, and adding them to the fetches of the very
+``Session.run`` that executes them.  One run executes each op once, so the
+extra fetches observe the program without changing what it computes.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+import weakref
+
+from tf1gradfix.verify import runner_common as rc
+
+_WALK_BUDGET = 20000  # graph ops visited per cached ancestor walk
+
+
+class V1Tracer:
+    """Patches Session/Optimizer/tf.gradients and writes the original's trace."""
+
+    def __init__(self, trace: rc.Trace):
+        from tensorflow.python.client import session as session_lib
+        from tensorflow.python.framework import errors, indexed_slices, ops
+        from tensorflow.python.ops import gradients_impl, variables
+        from tensorflow.python.training import optimizer as optimizer_lib
+        from tensorflow.python.util import nest
+
+        self.trace = trace
+        self.session_lib, self.errors, self.ops = session_lib, errors, ops
+        self.IndexedSlices = indexed_slices.IndexedSlices
+        self.Variable = variables.Variable
+        self.optimizer_lib, self.gradients_impl, self.nest = optimizer_lib, gradients_impl, nest
+        self.local = threading.local()
+        self.entries: list[dict] = []          # compute entries, in creation order
+        self.by_grad: dict = {}                # tensor key -> compute entry
+        self.by_op: dict = {}                  # train-op key -> apply entry
+        self.walk_cache: dict = {}             # fetch key -> (computes, applies)
+        self.ph_cache: dict = {}               # tensor key -> placeholder names
+        self.init_done = False
+        self.last_session = None
+        self.sessions = weakref.WeakSet()
+        self.run_index = 0
+
+    # -- keys and names -------------------------------------------------
+    def tkey(self, t):
+        if isinstance(t, self.IndexedSlices):
+            t = t.values
+        return (id(t.graph), t.name)
+
+    def okey(self, op):
+        return (id(op.graph), "^" + op.name)
+
+    def var_name(self, v, index: int, graph=None) -> str:
+        if isinstance(v, self.Variable):
+            return rc.strip_name(v.name)
+        name = getattr(v, "name", None)
+        if graph is not None and name is not None:
+            for var in graph.get_collection("variables"):
+                if var.name == name:
+                    return rc.strip_name(name)
+        return f"source[{index}]"
+
+    def busy(self) -> bool:
+        return getattr(self.local, "depth", 0) > 0
+
+    def enter(self):
+        self.local.depth = getattr(self.local, "depth", 0) + 1
+
+    def leave(self):
+        self.local.depth -= 1
+
+    # -- registration -------------------------------------------------
+    def register_compute(self, ys, pairs, graph) -> None:
+        """``pairs`` = [(source name, grad tensor or None)]."""
+        ys = [y for y in (ys if isinstance(ys, (list, tuple)) else [ys]) if y is not None]
+        entry = {"id": len(self.entries), "loss": ys,
+                 "grads": [(n, g) for n, g in pairs if g is not None],
+                 "none": [n for n, g in pairs if g is None]}
+        self.entries.append(entry)
+        for _, g in entry["grads"]:
+            self.by_grad.setdefault(self.tkey(g), entry)
+
+    def install(self) -> None:
+        tracer = self
+        Opt = self.optimizer_lib.Optimizer
+        orig_compute, orig_apply = Opt.compute_gradients, Opt.apply_gradients
+
+        def compute_gradients(self, loss, var_list=None, *args, **kwargs):
+            tracer.enter()
+            try:
+                gav = orig_compute(self, loss, var_list, *args, **kwargs)
+            finally:
+                tracer.leave()
+            if not tracer.busy() and not callable(loss):
+                gav = list(gav)
+                tracer.register_compute(loss, [(tracer.var_name(v, i), g) for i, (g, v) in enumerate(gav)],
+                                        loss.graph)
+            return gav
+
+        def apply_gradients(self, grads_and_vars, global_step=None, name=None):
+            gav = list(grads_and_vars)
+            tracer.enter()
+            try:
+                op = orig_apply(self, gav, global_step=global_step, name=name)
+            finally:
+                tracer.leave()
+            if not tracer.busy() and op is not None and hasattr(op, "graph"):
+                grads = [(tracer.var_name(v, i), g) for i, (g, v) in enumerate(gav) if g is not None]
+                tracer.by_op[tracer.okey(op)] = {"grads": grads}
+            return op
+
+        Opt.compute_gradients, Opt.apply_gradients = compute_gradients, apply_gradients
+
+        orig_gradients = self.gradients_impl.gradients
+
+        def gradients(ys, xs, *args, **kwargs):
+            tracer.enter()
+            try:
+                grads = orig_gradients(ys, xs, *args, **kwargs)
+            finally:
+                tracer.leave()
+            if not tracer.busy():
+                xs_list = xs if isinstance(xs, (list, tuple)) else [xs]
+                graph = grads[0].graph if grads and grads[0] is not None else None
+                names = [tracer.var_name(x, i, graph) for i, x in enumerate(xs_list)]
+                tracer.register_compute(ys, list(zip(names, grads)), graph)
+            return grads
+
+        for mod in list(sys.modules.values()):
+            if getattr(mod, "__name__", "").startswith("tensorflow._api") and \
+                    getattr(mod, "gradients", None) is orig_gradients:
+                mod.gradients = gradients
+
+        Base = self.session_lib.BaseSession
+        orig_run, orig_close, orig_init = Base.run, Base.close, Base.__init__
+        self.orig_run = orig_run
+
+        def __init__(self, *args, **kwargs):
+            orig_init(self, *args, **kwargs)
+            tracer.sessions.add(self)
+
+        def run(self, fetches, feed_dict=None, options=None, run_metadata=None):
+            if tracer.busy():
+                return orig_run(self, fetches, feed_dict, options, run_metadata)
+            tracer.enter()
+            try:
+                return tracer.traced_run(self, fetches, feed_dict, options, run_metadata)
+            finally:
+                tracer.leave()
+
+        def close(self):
+            if not getattr(self, "_closed", True) and self is tracer.last_session:
+                tracer.snapshot_final(self)
+            return orig_close(self)
+
+        Base.__init__, Base.run, Base.close = __init__, run, close
+
+    # -- Session.run --------------------------------------------------
+    def traced_run(self, sess, fetches, feed_dict, options, run_metadata):
+        self.last_session = sess
+        self.maybe_snapshot_init(sess)
+        computes, applies = self.plan(sess, fetches)
+        if (computes or applies) and not self.init_done:
+            self.snapshot_init(sess, partial=True)
+        extra, layout = self.extra_fetches(sess, computes, applies, feed_dict)
+        if extra:
+            result, values = self.orig_run(sess, (fetches, extra), feed_dict, options, run_metadata)
+        else:
+            result, values = self.orig_run(sess, fetches, feed_dict, options, run_metadata), []
+        self.run_index += 1
+        if extra:
+            self.emit(layout, values)
+        self.maybe_snapshot_init(sess)
+        return result
+
+    def ancestors_hit(self, op):
+        """Compute/apply entries reachable from ``op`` (cached per op)."""
+        key = self.okey(op)
+        if key in self.walk_cache:
+            return self.walk_cache[key]
+        computes, applies, seen, stack = {}, {}, set(), [op]
+        while stack and len(seen) < _WALK_BUDGET:
+            cur = stack.pop()
+            k = self.okey(cur)
+            if k in seen:
+                continue
+            seen.add(k)
+            if k in self.by_op:
+                applies[k] = self.by_op[k]
+            for out in cur.outputs:
+                entry = self.by_grad.get(self.tkey(out))
+                if entry is not None:
+                    computes[entry["id"]] = entry
+            stack.extend(t.op for t in cur.inputs)
+            stack.extend(cur.control_inputs)
+        self.walk_cache[key] = (computes, applies)
+        return computes, applies
+
+    def plan(self, sess, fetches):
+        computes, applies = {}, {}
+        if not self.entries and not self.by_op:
+            return [], []
+        try:
+            flat = self.nest.flatten(fetches)
+        except Exception:  # noqa: BLE001
+            return [], []
+        for f in flat:
+            el = f
+            if isinstance(f, str):
+                try:
+                    el = sess.graph.as_graph_element(f)
+                except Exception:  # noqa: BLE001
+                    continue
+            if isinstance(el, self.IndexedSlices):
+                el = el.values
+            op = el if isinstance(el, self.ops.Operation) else getattr(el, "op", None)
+            if op is None or not hasattr(op, "graph"):
+                continue
+            c, a = self.ancestors_hit(op)
+            computes.update(c)
+            applies.update(a)
+        return [computes[k] for k in sorted(computes)], list(applies.values())
+
+    def placeholders(self, t):
+        """Placeholders a tensor needs (so an extra fetch never breaks a run)."""
+        key = self.tkey(t)
+        if key not in self.ph_cache:
+            base = t.values if isinstance(t, self.IndexedSlices) else t
+            need, seen, stack = set(), set(), [base.op]
+            while stack and len(seen) < _WALK_BUDGET:
+                op = stack.pop()
+                if op.name in seen:
+                    continue
+                seen.add(op.name)
+                if op.type in ("Placeholder", "PlaceholderV2"):
+                    need.add(op.name)
+                stack.extend(x.op for x in op.inputs)
+            self.ph_cache[key] = need
+        return self.ph_cache[key]
+
+    def extra_fetches(self, sess, computes, applies, feed_dict):
+        fed = set()
+        for k in (feed_dict or {}):
+            try:
+                el = sess.graph.as_graph_element(k) if isinstance(k, str) else k
+                fed.add(el.op.name if hasattr(el, "op") else el.name)
+            except Exception:  # noqa: BLE001
+                pass
+        ok = lambda t: self.placeholders(t) <= fed  # noqa: E731
+        extra, layout = [], []
+        for entry in computes:
+            losses = [y for y in entry["loss"] if ok(y)]
+            losses = losses if len(losses) == len(entry["loss"]) else []
+            grads = [(n, g) for n, g in entry["grads"] if ok(g)]
+            layout.append(("compute", entry, len(losses), [n for n, _ in grads]))
+            extra.extend(losses)
+            extra.extend(g for _, g in grads)
+        for app in applies:
+            grads = [(n, g) for n, g in app["grads"] if ok(g)]
+            layout.append(("apply", app, 0, [n for n, _ in grads]))
+            extra.extend(g for _, g in grads)
+        return extra, layout
+
+    def dense(self, value):
+        if hasattr(value, "indices") and hasattr(value, "values"):
+            return rc.densify_slices(value.values, value.indices, value.dense_shape)
+        return value
+
+    def emit(self, layout, values) -> None:
+        pos = 0
+        for kind, entry, nloss, names in layout:
+            losses, pos = values[pos:pos + nloss], pos + nloss
+            grads, pos = values[pos:pos + len(names)], pos + len(names)
+            payload = {"run": self.run_index,
+                       "grads": {n: rc.encode_array(self.dense(g)) for n, g in zip(names, grads)}}
+            if kind == "compute":
+                payload["loss"] = rc.loss_value(losses) if nloss else None
+                payload["none"] = entry["none"]
+            self.trace.event(kind, **payload)
+
+    # -- variable snapshots ---------------------------------------------
+    def read_variables(self, sess, partial: bool):
+        gvars = list(sess.graph.get_collection("variables"))
+        trainable = {v.name for v in sess.graph.get_collection("trainable_variables")}
+        if not gvars:
+            return {}
+        pairs = []
+        try:
+            pairs = list(zip(gvars, self.orig_run(sess, gvars)))
+        except Exception:  # noqa: BLE001
+            if not partial:
+                return None
+            for v in gvars:
+                try:
+                    pairs.append((v, self.orig_run(sess, v)))
+                except Exception:  # noqa: BLE001
+                    pass
+        return {rc.strip_name(v.name): {"value": rc.encode_array(val), "trainable": v.name in trainable}
+                for v, val in pairs}
+
+    def maybe_snapshot_init(self, sess) -> None:
+        if not self.init_done and sess.graph.get_collection("variables"):
+            self.snapshot_init(sess, partial=False)
+
+    def snapshot_init(self, sess, partial: bool) -> None:
+        values = self.read_variables(sess, partial) if sess is not None else {}
+        if values is None:
+            return
+        self.init_done = True
+        self.trace.write_atomic(rc.INIT_FILE, {"variables": values, "partial": partial})
+        self.trace.event("init", count=len(values), partial=partial)
+
+    def snapshot_final(self, sess) -> None:
+        try:
+            values = self.read_variables(sess, partial=True)
+        except Exception:  # noqa: BLE001
+            return
+        if values:
+            self.trace.write_atomic("original.final.json", {"variables": values})
+
+    def at_exit(self) -> None:
+        sess = self.last_session
+        if sess is not None and not getattr(sess, "_closed", True):
+            self.snapshot_final(sess)
+        if not self.init_done:
+            self.trace.write_atomic(rc.INIT_FILE, {"variables": {}, "partial": True,
+                                                   "note": "the original never initialized its variables"})
+
+
+def alias_tensorflow(v1, script: str) -> None:
+    """Make ``import tensorflow as tf`` in the user's file mean compat.v1."""
+    try:
+        with open(script, encoding="utf-8", errors="replace") as fh:
+            text = fh.read()
+    except OSError:
+        text = ""
+    if "layers" in text or "keras" in text:
+        for attr in ("layers", "keras"):  # load lazily imported parts while names are real
+            try:
+                getattr(v1, attr)
+            except Exception:  # noqa: BLE001
+                pass
+    sys.modules["tensorflow"] = v1
+
+
+def main(argv: list[str]) -> int:
+    trace_dir, script = rc.parse_args(argv)
+    os.environ["TF_USE_LEGACY_KERAS"] = "1"
+    rc.quiet_tensorflow_env()
+    rc.seed_python()
+    import tensorflow.compat.v1 as v1
+
+    v1.disable_v2_behavior()
+    v1.set_random_seed(rc.SEED)
+    trace = rc.Trace(trace_dir, "original")
+    tracer = V1Tracer(trace)
+    tracer.install()
+    alias_tensorflow(v1, script)
+    trace.event("start", side="original", script=os.path.abspath(script))
+    return rc.run_user_script(script, trace, before_exit=tracer.at_exit)
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

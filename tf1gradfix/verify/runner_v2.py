@@ -1,0 +1,253 @@
+"""Run a migrated TF2 program and trace it.
+
+Usage: ``python -m tf1gradfix.verify.runner_v2 TRACE_DIR SCRIPT``.
+
+``tf.function`` bodies run eagerly so every traced quantity is a concrete
+value.  Variables are created normally and then overwritten with the
+original program's initial values of the same name (read from
+``init.json``), so both programs start from the same point instead of from
+two different random draws.
+"""
+
+from __future__ import annotations
+
+import importlib.abc
+import os
+import sys
+import threading
+import time
+
+from tf1gradfix.verify import runner_common as rc
+
+KERAS_OPTIMIZER_MODULE = "keras.src.optimizers.base_optimizer"
+
+
+class PostImportHook(importlib.abc.MetaPathFinder):
+    """Call ``callback(module)`` right after a named module is executed.
+
+    Keras is imported lazily by TensorFlow; importing it ourselves would cost
+    every run a second or two, so its optimizer is patched only if the
+    program actually loads it.
+    """
+
+    def __init__(self, targets: dict):
+        self.targets = dict(targets)
+
+    def find_spec(self, name, path, target=None):
+        if name not in self.targets:
+            return None
+        for finder in sys.meta_path:
+            if finder is self or not hasattr(finder, "find_spec"):
+                continue
+            spec = finder.find_spec(name, path, target)
+            if spec is not None:
+                break
+        else:
+            return None
+        callback = self.targets.pop(name)
+        loader = spec.loader
+        orig_exec = loader.exec_module
+
+        def exec_module(module):
+            orig_exec(module)
+            callback(module)
+
+        loader.exec_module = exec_module
+        return spec
+
+
+class V2Tracer:
+    """Creator scope + GradientTape/optimizer patches for the migrated side."""
+
+    def __init__(self, tf, trace: rc.Trace, wait: float):
+        self.tf, self.trace, self.wait = tf, trace, wait
+        self.local = threading.local()
+        self.init = None                  # name -> {"value", "trainable"}
+        self.created: list = []           # (name, tf.Variable)
+        self.names: dict = {}             # id(tf.Variable) -> mapped name
+        self.used: set = set()
+
+    def busy(self) -> bool:
+        return getattr(self.local, "depth", 0) > 0
+
+    def enter(self):
+        self.local.depth = getattr(self.local, "depth", 0) + 1
+
+    def leave(self):
+        self.local.depth -= 1
+
+    # -- initial values -------------------------------------------------
+    def load_init(self) -> dict:
+        if self.init is None:
+            path = os.path.join(self.trace.dir, rc.INIT_FILE)
+            deadline, start = time.monotonic() + self.wait, time.monotonic()
+            while not os.path.exists(path) and time.monotonic() < deadline:
+                time.sleep(0.02)
+            try:
+                import json
+                with open(path, encoding="utf-8") as fh:
+                    self.init = json.load(fh).get("variables", {})
+            except (OSError, ValueError):
+                self.init = {}
+                self.trace.event("note", text=f"no initial values from the original after {self.wait:.0f} s")
+            self.trace.event("init_wait", seconds=round(time.monotonic() - start, 3), count=len(self.init))
+        return self.init
+
+    def unique(self, base: str) -> str:
+        """Uniquify like a TF1 graph does: w, w_1, w_2, ..."""
+        name, i = base, 0
+        while name in self.used:
+            i += 1
+            name = f"{base}_{i}"
+        self.used.add(name)
+        return name
+
+    @staticmethod
+    def keras_path():
+        """Keras 3 names its tf.Variable by the short name; its path matches TF1."""
+        frame = sys._getframe(2)
+        for _ in range(16):
+            if frame is None:
+                return None
+            owner = frame.f_locals.get("self")
+            if owner is not None and isinstance(getattr(owner, "_path", None), str) and any(
+                    c.__name__ == "Variable" and c.__module__.startswith("keras")
+                    for c in type(owner).__mro__):
+                return owner._path
+            frame = frame.f_back
+        return None
+
+    def creator(self, next_creator, **kwargs):
+        var = next_creator(**kwargs)
+        if not self.tf.executing_eagerly():
+            return var
+        base = self.keras_path() or rc.strip_name(var.name)
+        name = self.unique(base)
+        self.created.append((name, var))
+        self.names[id(var)] = name
+        init = self.load_init()
+        shape = [int(d) for d in var.shape]
+        if name in init:
+            import numpy as np
+            value = rc.decode_array(init[name]["value"])
+            if list(value.shape) != shape:
+                self.trace.event("mismatch", name=name, original_shape=list(value.shape), migrated_shape=shape)
+            else:
+                var.assign(np.asarray(value).astype(var.dtype.as_numpy_dtype))
+                self.trace.event("mapped", original=name, migrated=name, created_as=base,
+                                 shape=shape, trainable=bool(var.trainable))
+        else:
+            self.trace.event("unmatched", name=name, shape=shape, trainable=bool(var.trainable))
+        return var
+
+    # -- naming sources ---------------------------------------------------
+    def source_name(self, src, index: int) -> str:
+        for obj in (src, getattr(src, "_value", None)):
+            if obj is not None and id(obj) in self.names:
+                return self.names[id(obj)]
+        if isinstance(src, self.tf.Variable):
+            return rc.strip_name(src.name)
+        return f"source[{index}]"
+
+    def value(self, g):
+        if isinstance(g, self.tf.IndexedSlices):
+            g = self.tf.convert_to_tensor(g)
+        return g.numpy() if hasattr(g, "numpy") else g
+
+    # -- patches ------------------------------------------------------------
+    def install(self) -> None:
+        tf, tracer = self.tf, self
+        orig_gradient = tf.GradientTape.gradient
+
+        def gradient(self, target, sources, *args, **kwargs):
+            grads = orig_gradient(self, target, sources, *args, **kwargs)
+            if not tracer.busy() and tf.executing_eagerly():
+                tracer.enter()
+                try:
+                    tracer.record_compute(target, sources, grads)
+                finally:
+                    tracer.leave()
+            return grads
+
+        tf.GradientTape.gradient = gradient
+
+        from tensorflow.python.training import optimizer as v1_optimizer
+        orig_v1_apply = v1_optimizer.Optimizer.apply_gradients
+
+        def v1_apply(self, grads_and_vars, *args, **kwargs):
+            gav = list(grads_and_vars)
+            tracer.record_apply([g for g, _ in gav], [v for _, v in gav])
+            tracer.enter()
+            try:
+                return orig_v1_apply(self, gav, *args, **kwargs)
+            finally:
+                tracer.leave()
+
+        v1_optimizer.Optimizer.apply_gradients = v1_apply
+        if KERAS_OPTIMIZER_MODULE in sys.modules:
+            self.patch_keras(sys.modules[KERAS_OPTIMIZER_MODULE])
+        else:
+            sys.meta_path.insert(0, PostImportHook({KERAS_OPTIMIZER_MODULE: self.patch_keras}))
+
+    def patch_keras(self, module) -> None:
+        tracer, Base = self, module.BaseOptimizer
+        orig_apply = Base.apply
+
+        def apply(self, grads, trainable_variables=None):
+            grads = list(grads)
+            variables = list(trainable_variables) if trainable_variables is not None \
+                else list(getattr(self, "_trainable_variables", []))
+            tracer.record_apply(grads, variables)
+            tracer.enter()
+            try:
+                return orig_apply(self, grads, trainable_variables)
+            finally:
+                tracer.leave()
+
+        Base.apply = apply
+
+    def record_compute(self, target, sources, grads) -> None:
+        nest = self.tf.nest
+        flat_src, flat_grads = nest.flatten(sources), nest.flatten(grads)
+        targets = [self.value(t) for t in nest.flatten(target)]
+        names = [self.source_name(s, i) for i, s in enumerate(flat_src)]
+        self.trace.event(
+            "compute", loss=rc.loss_value(targets),
+            grads={n: rc.encode_array(self.value(g)) for n, g in zip(names, flat_grads) if g is not None},
+            none=[n for n, g in zip(names, flat_grads) if g is None])
+
+    def record_apply(self, grads, variables) -> None:
+        if self.busy() or not self.tf.executing_eagerly():
+            return
+        pairs = [(self.source_name(v, i), g) for i, (g, v) in enumerate(zip(grads, variables)) if g is not None]
+        self.trace.event("apply", grads={n: rc.encode_array(self.value(g)) for n, g in pairs})
+
+    def at_exit(self) -> None:
+        values = {}
+        for name, var in self.created:
+            try:
+                values[name] = {"value": rc.encode_array(var.numpy()), "trainable": bool(var.trainable)}
+            except Exception:  # noqa: BLE001 - a deleted or uninitialized variable
+                pass
+        self.trace.write_atomic("migrated.final.json", {"variables": values})
+
+
+def main(argv: list[str]) -> int:
+    trace_dir, script = rc.parse_args(argv)
+    os.environ.pop("TF_USE_LEGACY_KERAS", None)
+    rc.quiet_tensorflow_env()
+    rc.seed_python()
+    import tensorflow as tf
+
+    tf.random.set_seed(rc.SEED)
+    tf.config.run_functions_eagerly(True)
+    trace = rc.Trace(trace_dir, "migrated")
+    tracer = V2Tracer(tf, trace, wait=float(os.environ.get("TF1GRADFIX_INIT_WAIT", "300")))
+    tracer.install()
+    trace.event("start", side="migrated", script=os.path.abspath(script))
+    with tf.variable_creator_scope(tracer.creator):
+        return rc.run_user_script(script, trace, before_exit=tracer.at_exit)
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
