@@ -6,9 +6,7 @@ whole syntax trees; in rewrite mode the worker writes the file itself.
 
 from __future__ import annotations
 
-import difflib
 import os
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -37,6 +35,8 @@ class Outcome:
 
 
 def unified_diff(path: str, old: bytes, new: bytes) -> str:
+    import difflib
+
     def lines(data: bytes) -> list[str]:
         return data.decode("utf-8", errors="surrogateescape").splitlines(keepends=True)
 
@@ -81,6 +81,8 @@ def run_all(jobs: list[Job], workers: int, on_done=None) -> list[Outcome]:
             if on_done:
                 on_done()
         return outcomes
+    from concurrent.futures import ProcessPoolExecutor  # only paid for by parallel runs
+
     chunk = max(1, min(64, len(jobs) // (workers * 4) or 1))
     outcomes = []
     with ProcessPoolExecutor(max_workers=workers) as pool:

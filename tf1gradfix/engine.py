@@ -8,13 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-import libcst as cst
-from libcst.metadata import MetadataWrapper
-
-from tf1gradfix import catalog as catalog_module
-from tf1gradfix.detect import detect
-from tf1gradfix.findings import CodeFilter, FileError, Finding, is_suppressed, suppressions
-from tf1gradfix.fix_renames import apply_renames
+from tf1gradfix.findings import CodeFilter, FileError, Finding
 from tf1gradfix.source_io import decode_error
 
 # A file that never mentions TensorFlow cannot hold a TF1 construct: it is
@@ -38,6 +32,20 @@ def process_source(display: str, data: bytes, codes: CodeFilter, fix: bool = Tru
         return result
     if _MARKER not in data:
         return result
+    return _process_tensorflow_source(result, display, data, codes, fix)
+
+
+def _process_tensorflow_source(result: FileResult, display: str, data: bytes, codes: CodeFilter, fix: bool) -> FileResult:
+    # LibCST costs a quarter second to import: only files that mention
+    # TensorFlow pay for it.
+    import libcst as cst
+    from libcst.metadata import MetadataWrapper
+
+    from tf1gradfix import catalog as catalog_module
+    from tf1gradfix.detect import detect
+    from tf1gradfix.findings import is_suppressed, suppressions
+    from tf1gradfix.fix_renames import apply_renames
+
     try:
         module = cst.parse_module(data)
     except cst.ParserSyntaxError as exc:
@@ -75,6 +83,8 @@ def process_source(display: str, data: bytes, codes: CodeFilter, fix: bool = Tru
 
 
 def _unparsable(source: bytes) -> str | None:
+    import libcst as cst
+
     try:
         cst.parse_module(source)
         compile(source, "<rewritten>", "exec", dont_inherit=True)
