@@ -39,14 +39,14 @@ def summary(result) -> str:
             out.extend("    | " + line for line in _tail(side.stderr_tail).splitlines())
     if result.mapping or result.unmatched:
         out.append(f"  variables: {len(result.mapping)} initialized from the original"
-                   + (f", {len(result.unmatched)} unmatched" if result.unmatched else ""))
+                   + (f", {len(result.unmatched)} without an original (optimizer state etc.)"
+                      if result.unmatched else ""))
         for m in result.mapping[:12]:
             out.append(f"    {m['original']} -> {m['migrated']} {m['shape']}")
         if len(result.mapping) > 12:
             out.append(f"    ... {len(result.mapping) - 12} more")
-        for u in result.unmatched[:12]:
-            out.append(f"    (no original) {u['name']} {u['shape']}"
-                       + (" trainable" if u.get("trainable") else ""))
+        for u in [u for u in result.unmatched if u.get("trainable")][:12]:
+            out.append(f"    (no original) {u['name']} {u['shape']} trainable")
     c = result.comparison
     if c is not None:
         out.append(f"  compared: {c.steps} steps, {c.gradients} gradients, {c.variables} variables, "

@@ -44,7 +44,7 @@ def encode_array(value) -> dict:
         return {"dtype": "str", "shape": list(arr.shape), "repr": repr(arr.tolist())[:200]}
     if arr.dtype.kind == "b":
         arr = arr.astype(np.int8)
-    arr = np.ascontiguousarray(arr)
+    arr = np.array(arr, order="C", copy=True)  # ascontiguousarray would turn 0-d into 1-d
     dt = arr.dtype.newbyteorder("<") if arr.dtype.byteorder == ">" else arr.dtype
     arr = arr.astype(dt, copy=False)
     return {"dtype": dt.str, "shape": list(arr.shape),

@@ -133,10 +133,12 @@ class V1Tracer:
                 tracer.register_compute(ys, list(zip(names, grads)), graph)
             return grads
 
-        for mod in list(sys.modules.values()):
-            if getattr(mod, "__name__", "").startswith("tensorflow._api") and \
+        # Public API modules only (compat.v1 is a caching wrapper around one of
+        # them); TF-internal callers keep the original function.
+        for name, mod in list(sys.modules.items()):
+            if name.startswith(("tensorflow._api", "tensorflow.compat")) and \
                     getattr(mod, "gradients", None) is orig_gradients:
-                mod.gradients = gradients
+                setattr(mod, "gradients", gradients)
 
         Base = self.session_lib.BaseSession
         orig_run, orig_close, orig_init = Base.run, Base.close, Base.__init__
