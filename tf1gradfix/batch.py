@@ -44,7 +44,10 @@ def unified_diff(path: str, old: bytes, new: bytes) -> str:
 
 
 def run_source(path: str, data: bytes, mode: str, codes: CodeFilter) -> Outcome:
-    result = process_source(path, data, codes, fix=True)
+    try:
+        result = process_source(path, data, codes, fix=True)
+    except Exception as exc:  # a bug of ours must not cost the user a file or the run
+        return Outcome(path, error=FileError(path, f"internal error ({type(exc).__name__}: {exc}); file left unchanged"))
     outcome = Outcome(path, result.findings, result.error)
     if result.new_source is None:
         return outcome
@@ -56,12 +59,28 @@ def run_source(path: str, data: bytes, mode: str, codes: CodeFilter) -> Outcome:
             outcome.new_source = result.new_source
         else:
             try:
+                refusal = _unwritable(Path(path))
+                if refusal:
+                    raise OSError(refusal)
                 write_atomic(Path(path), result.new_source)
             except OSError as exc:
                 outcome.changed = False
                 outcome.error = FileError(path, f"cannot write: {exc.strerror or exc}")
                 outcome.findings = [Finding(**{**f.to_json(), "fixed": False}) for f in outcome.findings]
     return outcome
+
+
+def _unwritable(path: Path) -> str | None:
+    """Why `path` must not be replaced, if it must not.
+
+    A rename would replace a symlink by a plain file and ignores the file's own
+    write bits, so both are checked here rather than left to the OS.
+    """
+    if path.is_symlink():
+        return "is a symlink; rewrite the file it points to instead"
+    if not os.stat(path).st_mode & 0o222:
+        return "file is read-only"
+    return None
 
 
 def run_job(job: Job) -> Outcome:

@@ -45,6 +45,7 @@ def _process_tensorflow_source(result: FileResult, display: str, data: bytes, co
     from tf1gradfix.detect import detect
     from tf1gradfix.findings import is_suppressed, suppressions
     from tf1gradfix.fix_renames import apply_renames
+    from tf1gradfix.restructure import HANDLED
 
     try:
         module = cst.parse_module(data)
@@ -56,8 +57,19 @@ def _process_tensorflow_source(result: FileResult, display: str, data: bytes, co
         return result
 
     catalog = catalog_module.load()
-    wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
     silenced = suppressions(module.code)
+    # Whole-program rewrite of a Session program first; findings stay those of
+    # the original file (what the user wrote), marked fixed when it succeeded.
+    shaped = _restructured(module, display, codes, result, silenced)
+    original = module
+    if shaped is not None:
+        module = cst.parse_module(shaped.bytes)
+        for hit in detect(MetadataWrapper(original, unsafe_skip_copy=True), catalog):
+            if codes.wants(hit.rule.code) and not is_suppressed(hit.line, hit.rule.code, silenced):
+                handled = hit.rule.code in HANDLED or hit.rule.safety == "safe"
+                result.findings.append(Finding(display, hit.line, hit.col, hit.rule.code, hit.message,
+                                               hit.rule.safety, fix and handled))
+    wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
     replacements: dict[cst.CSTNode, str] = {}
     for hit in detect(wrapper, catalog):
         code = hit.rule.code
@@ -66,10 +78,11 @@ def _process_tensorflow_source(result: FileResult, display: str, data: bytes, co
         fixable = fix and hit.replacement is not None and hit.rule.safety == "safe"
         if fixable:
             replacements[hit.node] = hit.replacement
-        result.findings.append(Finding(display, hit.line, hit.col, code, hit.message, hit.rule.safety, fixable))
+        if shaped is None:
+            result.findings.append(Finding(display, hit.line, hit.col, code, hit.message, hit.rule.safety, fixable))
     result.findings.sort(key=lambda f: (f.line, f.col, f.code))
 
-    if replacements:
+    if replacements or (shaped is not None and fix):
         new_module = apply_renames(module, replacements)
         new_source = new_module.bytes
         problem = _unparsable(new_source)
@@ -82,12 +95,30 @@ def _process_tensorflow_source(result: FileResult, display: str, data: bytes, co
     return result
 
 
+def _restructured(module, display, codes, result, silenced):
+    """The restructured module, or None; a refusal's manual diagnostics go to the findings."""
+    from tf1gradfix.findings import is_suppressed
+    from tf1gradfix.restructure import HANDLED, restructure
+
+    if not any(codes.wants(code) for code in HANDLED):
+        return None
+    shaped = restructure(module, display)
+    for line, col, code, message, safety in shaped.diagnostics:
+        if codes.wants(code) and not is_suppressed(line, code, silenced):
+            result.findings.append(Finding(display, line, col, code, message, safety, False))
+    return shaped.new_module
+
+
 def _unparsable(source: bytes) -> str | None:
+    import warnings
+
     import libcst as cst
 
     try:
         cst.parse_module(source)
-        compile(source, "<rewritten>", "exec", dont_inherit=True)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # the user's own warnings are not ours to print
+            compile(source, "<rewritten>", "exec", dont_inherit=True)
     except (cst.ParserSyntaxError, SyntaxError, ValueError) as exc:
         return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
     return None
