@@ -91,8 +91,20 @@ def run_job(job: Job) -> Outcome:
     return run_source(job.path, data, job.mode, job.codes)
 
 
+def _ignore_interrupts() -> None:
+    """Workers leave Ctrl-C to the parent, which lets running chunks finish."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
 def run_all(jobs: list[Job], workers: int, on_done=None) -> list[Outcome]:
-    """Outcomes in the order of `jobs`; `on_done()` is called after each file."""
+    """Outcomes in the order of `jobs`; `on_done()` is called after each file.
+
+    On Ctrl-C, files not started are left alone and files being processed
+    are finished, so every file is either old or new and no temporary file
+    stays behind; then KeyboardInterrupt propagates.
+    """
     if workers <= 1 or len(jobs) <= 1:
         outcomes = []
         for job in jobs:
@@ -102,13 +114,18 @@ def run_all(jobs: list[Job], workers: int, on_done=None) -> list[Outcome]:
         return outcomes
     from concurrent.futures import ProcessPoolExecutor  # only paid for by parallel runs
 
-    chunk = max(1, min(64, len(jobs) // (workers * 4) or 1))
+    chunk = max(1, min(4, len(jobs) // (workers * 8) or 1))  # small: Ctrl-C waits for running chunks
+    pool = ProcessPoolExecutor(max_workers=workers, initializer=_ignore_interrupts)
     outcomes = []
-    with ProcessPoolExecutor(max_workers=workers) as pool:
+    try:
         for outcome in pool.map(run_job, jobs, chunksize=chunk):
             outcomes.append(outcome)
             if on_done:
                 on_done()
+    except KeyboardInterrupt:
+        pool.shutdown(wait=True, cancel_futures=True)
+        raise
+    pool.shutdown(wait=True)
     return outcomes
 
 

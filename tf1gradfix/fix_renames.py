@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import functools
+
 import libcst as cst
 
 
+@functools.lru_cache(maxsize=512)
 def _expression(text: str) -> cst.BaseExpression:
+    """Parsed once per distinct name; LibCST nodes are immutable, so sharing is safe."""
     return cst.parse_expression(text)
 
 
