@@ -270,15 +270,16 @@ def _decide(result: VerifyResult, trace_dir: str, ev: dict, rtol: float, atol: f
     if o.failed:
         result.verdict, result.reason = ORIGINAL_FAILED, f"original {o.reason}"
         return
-    if m.failed:
-        result.verdict, result.reason = MIGRATED_FAILED, f"migrated {m.reason}"
-        return
     mismatched = [e for e in ev["migrated"] if e["kind"] == "mismatch"]
-    if mismatched:
+    if mismatched:  # the root cause even when the migration then crashes on it
         e = mismatched[0]
         result.verdict = NOT_COMPARABLE
         result.reason = (f"variable {e['name']} has shape {e['migrated_shape']} in the migrated program "
-                         f"but {e['original_shape']} in the original")
+                         f"but {e['original_shape']} in the original"
+                         + (f" (the migrated program then {m.reason})" if m.failed else ""))
+        return
+    if m.failed:
+        result.verdict, result.reason = MIGRATED_FAILED, f"migrated {m.reason}"
         return
     unmatched = [e for e in ev["migrated"] if e["kind"] == "unmatched" and e.get("trainable")]
     if unmatched:
