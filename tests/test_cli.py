@@ -41,20 +41,24 @@ TF1_REWRITTEN = """\
 import tensorflow as tf
 
 tf.random.set_seed(0)
-x = tf.placeholder(tf.float32, [None, 3])
-noise = tf.random.normal([3])
-y = tf.math.log(x)
-sess = tf.Session()
-print(sess.run(y, feed_dict={x: [[1.0, 2.0, 3.0]]}))
+
+
+@tf.function(input_signature=[tf.TensorSpec(shape=[None, 3], dtype=tf.float32)])
+def compute_y(x):
+    y = tf.math.log(x)
+    return y
+
+
+print(compute_y([[1.0, 2.0, 3.0]]).numpy())
 """
 # (line, col, code, fixable) for TF1
 TF1_FINDINGS = [
     (3, 1, "TFG401", True),
-    (4, 5, "TFG101", False),
+    (4, 5, "TFG101", True),
     (5, 9, "TFG401", True),
     (6, 5, "TFG401", True),
-    (7, 8, "TFG103", False),
-    (8, 7, "TFG105", False),
+    (7, 8, "TFG103", True),
+    (8, 7, "TFG105", True),
 ]
 RENAMES_ONLY = "import tensorflow as tf\n\ntf.set_random_seed(0)\n"
 
@@ -171,8 +175,8 @@ def test_findings_exit_1_with_path_line_col_code_fix_mark(capsys):
     assert [(line, col, c, fixed) for _, line, col, c, fixed in findings(out)] == TF1_FINDINGS
     lines = out.splitlines()
     assert lines[0] == "train.py:3:1: TFG401 [*] `tf.set_random_seed` is `tf.random.set_seed` in TF2"
-    assert lines[1].startswith("train.py:4:5: TFG101 `tf.placeholder` ")
-    assert lines[-1] == "1 file checked: 6 findings, 3 fixable, 3 need manual work; 1 file would change."
+    assert lines[1].startswith("train.py:4:5: TFG101 [*] `tf.placeholder` ")  # the whole program is rewritten
+    assert lines[-1] == "1 file checked: 6 findings, 6 fixable; 1 file would change."
     assert len(lines) == len(TF1_FINDINGS) + 1
 
 
@@ -227,7 +231,7 @@ def test_json_format(capsys):
     assert code == 2
     data = json.loads(out)
     assert set(data) == {"findings", "errors", "summary"}
-    assert data["summary"] == {"files": 2, "findings": 6, "fixed": 3, "manual": 3, "changed": 1, "errors": 1}
+    assert data["summary"] == {"files": 2, "findings": 6, "fixed": 6, "manual": 0, "changed": 1, "errors": 1}
     got = [(f["path"], f["line"], f["col"], f["code"], f["fixed"]) for f in data["findings"]]
     assert got == [("train.py", *f) for f in TF1_FINDINGS]
     first = data["findings"][0]
@@ -413,7 +417,7 @@ def test_check_stdin(capsys, monkeypatch):
 def test_rewrite_stdin_prints_the_new_source_and_reports_on_stderr(capsys, monkeypatch):
     _stdin(monkeypatch, TF1.encode())
     code, out, err = run(capsys, "rewrite", "-")
-    assert code == 1  # manual findings remain
+    assert code == 0  # the whole program was rewritten
     assert out == TF1_REWRITTEN
     assert "-:3:1: TFG401 [*]" in err
 
@@ -438,9 +442,9 @@ def test_rewrite_diff_writes_nothing(capsys):
     assert code == 1
     assert path.read_text() == TF1
     assert out.startswith("--- a/train.py\n+++ b/train.py\n@@ ")
-    assert "-tf.set_random_seed(0)\n+tf.random.set_seed(0)\n" in out
-    assert "\n-y = tf.log(x)\n" in out and "\n+y = tf.math.log(x)\n" in out
-    assert "\n x = tf.placeholder(tf.float32, [None, 3])\n" in out  # context line
+    assert "\n-tf.set_random_seed(0)\n" in out and "\n+tf.random.set_seed(0)\n" in out
+    assert "\n-y = tf.log(x)\n" in out and "\n+    y = tf.math.log(x)\n" in out
+    assert "\n import tensorflow as tf\n" in out  # context line
     assert "TFG401" not in out  # the report goes to stderr, the diff alone to stdout
     assert "train.py:3:1: TFG401 [*]" in err
 
@@ -483,14 +487,14 @@ def test_rewrite_check_clean(capsys):
 def test_rewrite_applies_safe_renames(capsys):
     path = write("train.py", TF1)
     code, out, _ = run(capsys, "rewrite", "train.py")
-    assert code == 1  # placeholder, Session and sess.run need manual work
+    assert code == 0  # placeholder, Session and sess.run were restructured too
     assert path.read_text() == TF1_REWRITTEN
-    assert out.splitlines()[-1] == "1 file checked: 6 findings, 3 fixed, 3 need manual work; 1 file rewritten."
-    # idempotent: a second run changes nothing and reports only manual work
+    assert out.splitlines()[-1] == "1 file checked: 6 findings, 6 fixed; 1 file rewritten."
+    # idempotent: a second run changes nothing and finds nothing
     code, out, _ = run(capsys, "rewrite", "train.py")
-    assert code == 1
+    assert code == 0
     assert path.read_text() == TF1_REWRITTEN
-    assert codes_in(out) == {"TFG101", "TFG103", "TFG105"}
+    assert codes_in(out) == set()
 
 
 def test_rewrite_of_renames_only_exits_0(capsys):
@@ -623,7 +627,8 @@ def test_no_config_means_everything(capsys):
     write("setup.cfg", "[metadata]\nname = demo\n")
     write("app.py", CONFIG_CODE)
     _, out, _ = run(capsys, "check", "app.py")
-    assert codes_in(out) == {"TFG101", "TFG103", "TFG105", "TFG401"}
+    # `sess.run(x)` fetches a placeholder: the whole-program rewrite refuses (TFG905)
+    assert codes_in(out) == {"TFG101", "TFG103", "TFG105", "TFG401", "TFG905"}
 
 
 # -- inline suppressions ---------------------------------------------------------
@@ -830,3 +835,65 @@ def test_explain_unknown_code_exits_2(capsys):
     assert code == 2
     assert out == ""
     assert "unknown rule code 'TFG999'" in err
+
+
+# -- known bugs (strict xfail: each turns into a failure once fixed, so the mark goes) --
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="bug: names.NameResolver.import_name iterates a set of qualified names, so whether a name bound by "
+    "both `import tensorflow.compat.v1 as tf` and `import tensorflow as tf` is fixed depends on PYTHONHASHSEED",
+)
+def test_ambiguous_alias_is_decided_the_same_way_every_run(tmp_path):
+    source = "try:\n    import tensorflow.compat.v1 as tf\nexcept ImportError:\n    import tensorflow as tf\n\ntf.set_random_seed(0)\n"
+    write("either.py", source)
+    outputs = set()
+    for seed in ("0", "1"):
+        proc = subprocess.run(
+            [sys.executable, "-m", "tf1gradfix", "check", "either.py"],
+            cwd=tmp_path,
+            env={**os.environ, "PYTHONPATH": str(ROOT), "PYTHONHASHSEED": seed},
+            capture_output=True,
+            text=True,
+        )
+        outputs.add(proc.stdout)
+    # the name may be the compat.v1 module: the rename needs an import edit, so it is reported, not fixed
+    assert outputs == {"either.py:6:1: TFG401 `tf.set_random_seed` is `tf.random.set_seed` in TF2\n"
+                       "1 file checked: 1 finding, 1 need manual work.\n"}
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="bug: config.py keeps select/ignore/per-file-ignores codes as written, while the command line "
+    "upper-cases them; `select = tfg1` in setup.cfg silently selects nothing",
+)
+def test_config_codes_are_case_insensitive(capsys):
+    write("setup.cfg", "[tf1gradfix]\nselect = tfg1\n")
+    write("app.py", CONFIG_CODE)
+    _, out, _ = run(capsys, "check", "app.py")
+    assert codes_in(out) == {"TFG101", "TFG103", "TFG105"}
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="bug: output.github_lines escapes only the message; `,` and `:` in the file property must be %2C / %3A",
+)
+def test_github_format_escapes_the_file_property(capsys):
+    write("a,b.py", RENAMES_ONLY)
+    _, out, _ = run(capsys, "check", "--format", "github", "a,b.py")
+    assert out.startswith("::warning file=a%2Cb.py,line=3,col=1,title=TFG401::")
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="bug: batch.unified_diff decodes every file as UTF-8 with surrogateescape, so writing the diff of a "
+    "latin-1 file to a strict UTF-8 stdout raises UnicodeEncodeError",
+)
+def test_diff_of_a_latin1_file(capsys, tmp_path):
+    data = "# -*- coding: latin-1 -*-\nimport tensorflow as tf\n# café\ntf.set_random_seed(0)\n".encode("latin-1")
+    (tmp_path / "lat.py").write_bytes(data)
+    code, out, _ = run(capsys, "rewrite", "--diff", "lat.py")
+    assert code == 1
+    assert "\n # café\n-tf.set_random_seed(0)\n+tf.random.set_seed(0)\n" in out
+    assert (tmp_path / "lat.py").read_bytes() == data
