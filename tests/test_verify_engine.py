@@ -200,6 +200,16 @@ def test_reports_written_and_parseable(tmp_path):
     assert paths["png"].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
+def test_reports_for_several_pairs(tmp_path):
+    results = [_result(tmp_path), _result(tmp_path, verdict="EQUIVALENT")]
+    report.write_reports(results, json=tmp_path / "all.json", junit=tmp_path / "all.xml",
+                         markdown=tmp_path / "all.md", plot=tmp_path / "loss.png")
+    assert [d["verdict"] for d in json.loads((tmp_path / "all.json").read_text())] == ["DIVERGED", "EQUIVALENT"]
+    assert len(ET.parse(tmp_path / "all.xml").getroot().findall("testsuite")) == 2
+    assert (tmp_path / "all.md").read_text().count("| quantity |") == 2
+    assert (tmp_path / "loss-1.png").exists() and (tmp_path / "loss-2.png").exists()
+
+
 def test_terminal_summary_lists_kinds_and_first_divergence(tmp_path):
     text = report.summary(_result(tmp_path))
     assert text.startswith("DIVERGED: step 2, gradient of w")

@@ -170,19 +170,33 @@ def _write_text(path, text: str) -> None:
     os.replace(tmp, path)
 
 
-def write_reports(result, *, json=None, junit=None, markdown=None, plot=None) -> None:  # noqa: A002
-    """Write whichever reports were asked for (each argument is a path or None)."""
+def write_reports(results, *, json=None, junit=None, markdown=None, plot=None) -> None:  # noqa: A002
+    """Write whichever reports were asked for (each argument is a path or None).
+
+    ``results`` is one VerifyResult or a list of them (``rewrite --verify``
+    over several files): JSON then holds a list, JUnit one testsuite per
+    pair, Markdown one section per pair, and the plot one picture per pair
+    (``loss.png`` -> ``loss-1.png``, ``loss-2.png``, ...).
+    """
+    many = isinstance(results, (list, tuple))
+    items = list(results) if many else [results]
     if json is not None:
-        _write_text(json, _json_dumps(result.to_json()))
+        data = [r.to_json() for r in items]
+        _write_text(json, _json_dumps(data if many else data[0]))
     if junit is not None:
-        tree = to_junit(result)
+        root = ET.Element("testsuites")
+        for r in items:
+            root.append(to_junit(r).getroot().find("testsuite"))
+        tree = ET.ElementTree(root)
         ET.indent(tree)
-        _write_text(junit, ET.tostring(tree.getroot(), encoding="unicode", xml_declaration=True) + "\n")
+        _write_text(junit, ET.tostring(root, encoding="unicode", xml_declaration=True) + "\n")
     if markdown is not None:
-        _write_text(markdown, to_markdown(result))
+        _write_text(markdown, "\n".join(to_markdown(r) for r in items))
     if plot is not None:
-        Path(plot).parent.mkdir(parents=True, exist_ok=True)
-        write_plot(result, plot)
+        plot = Path(plot)
+        plot.parent.mkdir(parents=True, exist_ok=True)
+        for i, r in enumerate(items, 1):
+            write_plot(r, plot if not many else plot.with_name(f"{plot.stem}-{i}{plot.suffix}"))
 
 
 def _json_dumps(obj) -> str:

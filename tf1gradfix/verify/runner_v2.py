@@ -66,6 +66,7 @@ class V2Tracer:
         self.created: list = []           # (name, tf.Variable)
         self.names: dict = {}             # id(tf.Variable) -> mapped name
         self.used: set = set()
+        self.taken: set = set()           # original names already mapped
 
     def busy(self) -> bool:
         return getattr(self.local, "depth", 0) > 0
@@ -123,22 +124,45 @@ class V2Tracer:
             return var
         base = self.keras_path() or rc.strip_name(var.name)
         name = self.unique(base)
-        self.created.append((name, var))
-        self.names[id(var)] = name
         init = self.load_init()
         shape = [int(d) for d in var.shape]
-        if name in init:
+        original = self.match(name, init)
+        # Traces use the original's name so both sides speak of the same variable.
+        self.created.append((original or name, var))
+        self.names[id(var)] = original or name
+        if original is not None:
             import numpy as np
-            value = rc.decode_array(init[name]["value"])
+            self.taken.add(original)
+            value = rc.decode_array(init[original]["value"])
             if list(value.shape) != shape:
-                self.trace.event("mismatch", name=name, original_shape=list(value.shape), migrated_shape=shape)
+                self.trace.event("mismatch", name=name, original=original,
+                                 original_shape=list(value.shape), migrated_shape=shape)
             else:
                 var.assign(np.asarray(value).astype(var.dtype.as_numpy_dtype))
-                self.trace.event("mapped", original=name, migrated=name, created_as=base,
+                self.trace.event("mapped", original=original, migrated=name, created_as=base,
                                  shape=shape, trainable=bool(var.trainable))
         else:
             self.trace.event("unmatched", name=name, shape=shape, trainable=bool(var.trainable))
         return var
+
+    def match(self, name: str, init: dict):
+        """The original variable for ``name``: same name, else an unambiguous scope difference.
+
+        Keras 3 prefixes the model's name (``sequential/hidden/kernel``)
+        where TF1 layers had none (``hidden/kernel``), and TF1 programs often
+        wrap everything in one more scope than the migration; both are
+        matched only when exactly one free original variable fits.
+        """
+        free = [n for n in init if n not in self.taken]
+        if name in init and name not in self.taken:
+            return name
+        parts = name.split("/")
+        for i in range(1, len(parts)):
+            suffix = "/".join(parts[i:])
+            if suffix in free:
+                return suffix
+        longer = [n for n in free if n.endswith("/" + name)]
+        return longer[0] if len(longer) == 1 else None
 
     # -- naming sources ---------------------------------------------------
     def source_name(self, src, index: int) -> str:
