@@ -9,13 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import libcst as cst
-from libcst.metadata import (
-    MetadataWrapper,
-    ParentNodeProvider,
-    PositionProvider,
-    QualifiedNameProvider,
-    ScopeProvider,
-)
+from libcst.metadata import MetadataWrapper, PositionProvider, ScopeProvider
 
 from tf1gradfix.catalog import Catalog, Rule
 from tf1gradfix.names import BindingCollector, NameResolver, dotted
@@ -39,33 +33,40 @@ class DetectionResult:
 
 
 class Detector(cst.CSTVisitor):
-    METADATA_DEPENDENCIES = (QualifiedNameProvider, ScopeProvider, PositionProvider, ParentNodeProvider)
+    METADATA_DEPENDENCIES = (ScopeProvider, PositionProvider)
 
     def __init__(self, catalog: Catalog, bindings: BindingCollector):
         super().__init__()
         self.catalog = catalog
         self.names = NameResolver(self, bindings, catalog)
         self.found: list[Detection] = []
+        # Inner parts of `tf.a.b` chains: only the outermost part is a reference.
+        # Kept by the visitor itself: a parent-node table costs more than the analysis.
+        self._inner: set[int] = set()
         self._method_rules = {}
         for rule in catalog.rules:
             for method in rule.methods:
                 self._method_rules.setdefault(method, []).append(rule)
 
     # -- symbols -----------------------------------------------------------
+    def visit_Import(self, node: cst.Import) -> bool:
+        return False
+
+    def visit_ImportFrom(self, node: cst.ImportFrom) -> bool:
+        return False
+
     def visit_Name(self, node: cst.Name) -> None:
-        self._symbol(node)
+        if id(node) not in self._inner:
+            self._symbol(node)
 
     def visit_Attribute(self, node: cst.Attribute) -> None:
-        self._symbol(node)
+        self._inner.add(id(node.attr))
+        if isinstance(node.value, (cst.Name, cst.Attribute)):
+            self._inner.add(id(node.value))
+        if id(node) not in self._inner:
+            self._symbol(node)
 
     def _symbol(self, node: cst.Name | cst.Attribute) -> None:
-        parent = self.get_metadata(ParentNodeProvider, node, None)
-        if isinstance(parent, cst.Attribute) and parent.value is node:
-            return  # only the outermost part of `tf.a.b` is a reference
-        if isinstance(parent, (cst.Import, cst.ImportFrom, cst.ImportAlias)):
-            return
-        if isinstance(node, cst.Name) and isinstance(parent, cst.Attribute) and parent.attr is node:
-            return
         raw = self.names.import_name(node)
         if raw is None:
             return

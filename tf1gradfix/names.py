@@ -1,7 +1,8 @@
 """Name resolution: which TensorFlow symbol an expression names, and what kind
 of value a name holds.
 
-Qualified names come from LibCST's ``QualifiedNameProvider`` so that
+Qualified names come from LibCST's scope analysis (the same facts its
+``QualifiedNameProvider`` serves, asked only for the nodes we look at) so that
 ``import tensorflow as tf``, ``import tensorflow.compat.v1 as tf``,
 ``from tensorflow import Session`` and ``import tensorflow as T`` all read the
 same. Kinds (session, optimizer, graph value) come from the call that bound a
@@ -11,7 +12,7 @@ name, so ``.run()`` on an unrelated object is never taken for ``sess.run``.
 from __future__ import annotations
 
 import libcst as cst
-from libcst.metadata import QualifiedNameProvider, QualifiedNameSource, ScopeProvider
+from libcst.metadata import QualifiedNameSource, ScopeProvider
 
 from tf1gradfix.catalog import Catalog
 
@@ -72,7 +73,7 @@ class BindingCollector(cst.CSTVisitor):
 class NameResolver:
     """Answers "which TF symbol is this" and "what kind of value is this" for one module.
 
-    Needs a visitor that has ``QualifiedNameProvider`` and ``ScopeProvider`` resolved;
+    Needs a visitor that has ``ScopeProvider`` resolved;
     it calls ``visitor.get_metadata`` lazily.
     """
 
@@ -84,7 +85,13 @@ class NameResolver:
 
     def import_name(self, node: cst.CSTNode) -> str | None:
         """The raw qualified name of `node` when it comes from a TensorFlow/Keras import."""
-        names = self._visitor.get_metadata(QualifiedNameProvider, node, set())
+        scope = self._visitor.get_metadata(ScopeProvider, node, None)
+        if scope is None:
+            return None
+        try:
+            names = scope.get_qualified_names_for(node)
+        except Exception:  # nodes the scope analysis has no record of
+            return None
         for name in names:
             if name.source is QualifiedNameSource.IMPORT and normalize(name.name) is not None:
                 return name.name
