@@ -21,13 +21,29 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 
+# Session-free TF1 code: a safe rename plus two manual findings per file.
 TF1 = """\
 import tensorflow as tf
 
 tf.set_random_seed(0)
 x = tf.placeholder(tf.float32, [None, 3])
-sess = tf.Session()
-print(sess.run(x, feed_dict={x: [[1.0, 2.0, 3.0]]}))
+grads = tf.gradients(tf.reduce_sum(x), [x])
+"""
+# A whole Session program: the whole-program restructuring runs on it.
+SESSION_PROGRAM = """\
+import tensorflow as tf
+
+tf.set_random_seed(0)
+x = tf.placeholder(tf.float32, [None, 3])
+w = tf.Variable(tf.ones([3, 1]), name="w")
+y = tf.matmul(x, w)
+loss = tf.reduce_mean(tf.square(y))
+train_op = tf.train.GradientDescentOptimizer(0.1).minimize(loss)
+with tf.Session() as sess:
+    sess.run(tf.global_variables_initializer())
+    for step in range(3):
+        _, value = sess.run([train_op, loss], feed_dict={x: [[1.0, 2.0, 3.0]]})
+        print(step, value)
 """
 
 # Runs the CLI in this interpreter, then says which heavy modules got imported.
@@ -97,7 +113,7 @@ def run_here(capsys, monkeypatch, cwd: Path, *argv: str) -> tuple[int, str]:
 
 def test_check_and_rewrite_do_not_import_tensorflow(tmp_path):
     (tmp_path / "train.py").write_text(TF1)
-    (tmp_path / "other.py").write_text(TF1.replace("set_random_seed(0)", "set_random_seed(1)"))
+    (tmp_path / "other.py").write_text(SESSION_PROGRAM)
     result = probe(
         tmp_path,
         ["check", "-j", "1", "train.py", "other.py"],
@@ -106,7 +122,7 @@ def test_check_and_rewrite_do_not_import_tensorflow(tmp_path):
         ["rules"],
         ["explain", "TFG401"],
     )
-    assert result["codes"] == [1, 1, 1, 0, 0]
+    assert result["codes"] == [1, 1, 1, 0, 0]  # train.py keeps manual work
     assert result["loaded"] == []
     assert result["tensorflow"] is False
     assert result["keras"] is False
@@ -152,7 +168,7 @@ def test_parallel_workers_do_not_import_tensorflow(tmp_path):
     rewrite = cli(work, "rewrite", "-j", "2", ".", prepend=str(trap))
     assert check.returncode == 1, check.stderr
     assert rewrite.returncode == 1, rewrite.stderr
-    assert check.stdout.splitlines()[-1].startswith("12 files checked: 48 findings, 12 fixable")
+    assert check.stdout.splitlines()[-1].startswith("12 files checked: 36 findings, 12 fixable, 24 need manual work")
     assert "12 files rewritten" in rewrite.stdout
     assert not (tmp_path / "imported.log").exists(), (tmp_path / "imported.log").read_text()
 
@@ -187,12 +203,12 @@ def test_user_code_is_never_executed(tmp_path):
     (work / "conftest.py").write_text(f"open({str(marker)!r}, 'w').write('conftest ran')\nimport tensorflow\n")
 
     result = probe(work, ["check", "."], ["rewrite", "--diff", "."], ["rewrite", "--check", "."], ["rewrite", "."])
-    assert result["codes"] == [1, 1, 1, 1]
+    assert result["codes"] == [1, 1, 1, 0]
     assert result["tensorflow"] is False
     assert not marker.exists(), marker.read_text()
     assert not helper_marker.exists()
     assert "tf.random.set_seed(0)" in (work / "train.py").read_text()
-    assert (work / "train.py").read_text() == source.replace("tf.set_random_seed", "tf.random.set_seed")
+    assert "tf.Session" not in (work / "train.py").read_text()  # restructured, statically
 
 
 # -- files that are not valid Python --------------------------------------------------

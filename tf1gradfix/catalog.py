@@ -29,6 +29,7 @@ class Rule:
     methods: tuple[str, ...] = ()
     receiver: str | None = None
     renames: bool = False
+    reported_by: str | None = None  # a stage that reports it (no matcher), e.g. "restructure"
 
 
 @dataclass(frozen=True)
@@ -87,6 +88,7 @@ def load() -> Catalog:
                 methods=tuple(raw.get("methods", ())),
                 receiver=raw.get("receiver"),
                 renames=bool(raw.get("renames", False)),
+                reported_by=raw.get("reported_by"),
             )
         )
     renames = {f"tensorflow.{k}": f"tensorflow.{v}" for k, v in _read("renames.toml")["renames"].items()}

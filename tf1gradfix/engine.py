@@ -60,7 +60,8 @@ def _process_tensorflow_source(result: FileResult, display: str, data: bytes, co
     silenced = suppressions(module.code)
     # Whole-program rewrite of a Session program first; findings stay those of
     # the original file (what the user wrote), marked fixed when it succeeded.
-    shaped = _restructured(module, display, codes, result, silenced)
+    shaped, refused = _restructured(module, display, codes, result, silenced)
+    fix = fix and not refused  # a refused program is left byte-for-byte intact
     original = module
     if shaped is not None:
         module = cst.parse_module(shaped.bytes)
@@ -73,8 +74,8 @@ def _process_tensorflow_source(result: FileResult, display: str, data: bytes, co
     replacements: dict[cst.CSTNode, str] = {}
     for hit in detect(wrapper, catalog):
         code = hit.rule.code
-        if not codes.wants(code) or is_suppressed(hit.line, code, silenced):
-            continue
+        if shaped is None and (not codes.wants(code) or is_suppressed(hit.line, code, silenced)):
+            continue  # (a restructured file gets every rename: it must run on TF2)
         fixable = fix and hit.replacement is not None and hit.rule.safety == "safe"
         if fixable:
             replacements[hit.node] = hit.replacement
@@ -100,13 +101,13 @@ def _restructured(module, display, codes, result, silenced):
     from tf1gradfix.findings import is_suppressed
     from tf1gradfix.restructure import HANDLED, restructure
 
-    if not any(codes.wants(code) for code in HANDLED):
-        return None
+    if not all(codes.wants(code) for code in HANDLED):  # it rewrites all of them at once
+        return None, False
     shaped = restructure(module, display)
     for line, col, code, message, safety in shaped.diagnostics:
         if codes.wants(code) and not is_suppressed(line, code, silenced):
             result.findings.append(Finding(display, line, col, code, message, safety, False))
-    return shaped.new_module
+    return shaped.new_module, shaped.new_module is None and bool(shaped.diagnostics)
 
 
 def _unparsable(source: bytes) -> str | None:

@@ -1,0 +1,119 @@
+"""The statements that stay where they were: variables and optimizers.
+
+`tf.get_variable` becomes `tf.Variable(initializer(shape), name=...)` with the
+scope-qualified name; v1 optimizers become Keras optimizers. Both mappings are
+tables (`rules/initializers.toml`, `rules/optimizers.toml`), not code.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import libcst as cst
+
+from tf1gradfix.catalog import _read
+from tf1gradfix.graph_model import GraphNode, Program, Refusal, bound_args
+
+
+@functools.lru_cache(maxsize=None)
+def optimizer_table() -> dict[str, dict]:
+    return {row["v1"]: row for row in _read("optimizers.toml")["optimizer"]}
+
+
+@functools.lru_cache(maxsize=None)
+def initializer_table() -> tuple[str, dict[str, dict]]:
+    raw = _read("initializers.toml")
+    by_symbol = {}
+    for key, row in raw["initializer"].items():
+        for symbol in row["v1"]:
+            by_symbol[symbol] = {**row, "key": key}
+    return raw["default"], {**{f"@{k}": v for k, v in raw["initializer"].items()}, **by_symbol}
+
+
+class StateEmitter:
+    def __init__(self, program: Program, code, qualified):
+        self.p, self.code, self.qualified = program, code, qualified
+        self.tf = program.tf_alias
+
+    # -- variables -----------------------------------------------------------
+    def variable(self, node: GraphNode) -> str | None:
+        """New source of a variable statement, or None to keep it as it is."""
+        info = node.info
+        bound = info["bound"]
+        target = node.names[0]
+        if info["source"] == "tensorflow.Variable":
+            if info["full_name"] is None or "name" in bound and info["full_name"] == _string(bound["name"]):
+                return None
+            value = self.code(bound["initial_value"])
+        else:
+            value = self._initial_value(node, bound)
+        args = [value, f"name={info['full_name']!r}".replace("'", '"')]
+        if not info["trainable"]:
+            args.append("trainable=False")
+        if "dtype" in bound and info["source"] == "tensorflow.Variable":
+            args.append(f"dtype={self.code(bound['dtype'])}")
+        return f"{target} = {self.tf}.Variable({', '.join(args)})"
+
+    def _initial_value(self, node: GraphNode, bound) -> str:
+        shape = bound.get("shape")
+        init = bound.get("initializer")
+        dtype = bound.get("dtype")
+        default_key, table = initializer_table()
+        if init is not None and not isinstance(init, cst.Call):
+            if shape is not None or isinstance(init, cst.Name) and self.p.node(init.value) is not None \
+                    and self.p.node(init.value).kind != "static":
+                raise Refusal(init, "TFG905", "a get_variable initializer that is neither an initializer nor a value")
+            return self.code(init)
+        if shape is None:
+            if init is not None and self.qualified(init.func) not in table:
+                return self.code(init)   # a tensor value: its shape is the variable's
+            raise Refusal(node.value, "TFG905", "get_variable without a shape")
+        if init is None:
+            row, call_args = table[f"@{default_key}"], {}
+        else:
+            row = table.get(self.qualified(init.func) or "")
+            if row is None:
+                raise Refusal(init, "TFG905", f"initializer `{self.code(init.func)}` has no TF2 mapping in rules/initializers.toml")
+            call_args = bound_args(init, row["params"], init)
+        kwargs = dict(row.get("defaults", {}))
+        for v1_name, expr in call_args.items():
+            if v1_name == "dtype":
+                dtype = dtype or expr
+            elif v1_name in row["map"]:
+                kwargs[row["map"][v1_name]] = self.code(expr)
+            elif v1_name not in ("verify_shape",):
+                raise Refusal(init, "TFG905", f"initializer argument `{v1_name}`")
+        ctor = f"{self.tf}.{row['target']}({', '.join(f'{k}={v}' for k, v in kwargs.items())})"
+        call = f"{ctor}({self.code(shape)}" + (f", dtype={self.code(dtype)})" if dtype is not None else ")")
+        return call
+
+    # -- optimizers ----------------------------------------------------------
+    def optimizer(self, node: GraphNode, target: str, fed_lr: bool) -> str:
+        row = optimizer_table().get(node.info["cls"])
+        call = node.info["call"]
+        if row is None or row["status"] == "not_equivalent":
+            why = row["why"] if row else "not in rules/optimizers.toml"
+            raise Refusal(call, "TFG906", f"`{node.info['cls']}` has no equivalent Keras optimizer ({why})")
+        bound = bound_args(call, row["params"], call)
+        kwargs = dict(row["defaults"])
+        for v1_name, expr in bound.items():
+            if v1_name in row["map"]:
+                kwargs[row["map"][v1_name]] = self.code(expr)
+        if fed_lr:
+            if row["status"] != "equivalent":
+                raise Refusal(call, "TFG906", f"`{node.info['cls']}` with a fed learning rate ({row['why']})")
+            kwargs["learning_rate"] = "0.0"   # set from the fed value before every update
+        if "learning_rate" not in kwargs:
+            raise Refusal(call, "TFG906", "an optimizer without a learning rate")
+        args = ", ".join(f"{k}={v}" for k, v in kwargs.items())
+        return f"{target} = {self.tf}.{row['target']}({args})"
+
+    def learning_rate(self, node: GraphNode) -> cst.BaseExpression | None:
+        row = optimizer_table().get(node.info["cls"])
+        if row is None:
+            return None
+        return bound_args(node.info["call"], row["params"], node.info["call"]).get("learning_rate")
+
+
+def _string(expr) -> str | None:
+    return expr.evaluated_value if isinstance(expr, cst.SimpleString) else None

@@ -1,0 +1,300 @@
+"""Emit one TF2 function per execution signature, and the calls that replace
+`sess.run` / `.eval()` / `.run()`.
+
+A train op makes the body a `tf.GradientTape` block (the forward slice),
+then the gradient statements in source order, then `apply_gradients` with
+None gradients filtered out. Forward code used by several functions goes into
+one helper. Values that reach Python are converted with `.numpy()`.
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+from libcst.metadata import ParentNodeProvider
+
+from tf1gradfix.graph_model import GraphNode, Program, Refusal, loads
+from tf1gradfix.slicing import Signature, Site, closure, gradient_dependent, reached_variables
+
+IND = "    "
+
+
+class TapeEmitter:
+    def __init__(self, program: Program, code, fresh, state, meta):
+        self.p, self.code, self.fresh, self.state, self.meta = program, code, fresh, state, meta
+        self.tf = program.tf_alias
+        self.optimizer_names: dict[int, str] = {}
+        self.fed_lr: set[int] = set()   # optimizers whose learning rate is fed
+
+    # -- planning ----------------------------------------------------------
+    def name_functions(self, sigs: list[Signature]) -> None:
+        trains = [s for s in sigs if s.train is not None]
+        for sig in sigs:
+            if sig.inline:
+                continue
+            if sig.train is not None:
+                base = "train_step" if len(trains) == 1 else f"{sig.train.names[0]}_step"
+            else:
+                base = "compute_" + "_".join(sig.fetches)
+            sig.name = self.fresh(base)
+
+    def helper(self, sigs: list[Signature]) -> tuple[str | None, list[int], list[str], list[str]]:
+        """Forward statements shared by several functions: (name, nodes, params, returns)."""
+        forwards = [set(self._forward(sig)) for sig in sigs if not sig.inline]
+        shared = sorted(i for i in set().union(*forwards) if sum(i in f for f in forwards) > 1) if forwards else []
+        if not shared:
+            return None, [], [], []
+        members = closure(self.p, shared)
+        params = [n.names[0] for n in self.p.nodes if n.kind == "placeholder" and n.index in members]
+        params = [p for p in params if self.p.node(p).info["default"] is None] + \
+                 [p for p in params if self.p.node(p).info["default"] is not None]
+        returns: list[str] = []
+        shared_set = set(shared)
+        for sig in sigs:
+            if sig.inline:
+                continue
+            for i in sig.nodes:
+                if i in shared_set:
+                    continue
+                for d in self.p.nodes[i].deps:
+                    if d in shared_set:
+                        returns += [n for n in self.p.nodes[d].names if self.p.final.get(n) == d or True]
+            returns += [f for f in sig.fetches if self.p.final[f] in shared_set]
+        ordered = []
+        for i in shared:
+            for n in self.p.nodes[i].names:
+                if n in returns and n not in ordered:
+                    ordered.append(n)
+        return self.fresh("forward"), shared, params, ordered
+
+    def _forward(self, sig: Signature) -> list[int]:
+        post = gradient_dependent(self.p, sig.nodes)
+        return [i for i in sig.nodes if self.p.nodes[i].kind == "tensor" and i not in post]
+
+    # -- text --------------------------------------------------------------
+    def stmt_text(self, node: GraphNode) -> str:
+        text = self.code(node.stmt)
+        lines = [ln for ln in text.splitlines() if ln.strip()]
+        return "\n".join(lines)
+
+    def params_text(self, params: list[str]) -> str:
+        out = []
+        for p in params:
+            default = self.p.node(p).info["default"]
+            out.append(p if default is None else f"{p}={self.code(default)}")
+        return ", ".join(out)
+
+    def spec(self, params: list[str]) -> str:
+        specs = []
+        for p in params:
+            info = self.p.node(p).info
+            dtype = info["dtype"]
+            dtype = f"{self.tf}.{dtype}" if isinstance(dtype, str) else self.code(dtype) if dtype is not None else None
+            if dtype is None:
+                raise Refusal(self.p.node(p).value, "TFG905", f"placeholder `{p}` without a dtype")
+            shape = self.code(info["shape"]) if info["shape"] is not None else "None"
+            specs.append(f"{self.tf}.TensorSpec(shape={shape}, dtype={dtype})")
+        return f"@{self.tf}.function(input_signature=[{', '.join(specs)}])"
+
+    def helper_text(self, name, nodes, params, returns) -> str:
+        body = [self.stmt_text(self.p.nodes[i]) for i in nodes if self.p.nodes[i].kind == "tensor"]
+        body.append(f"return {', '.join(returns)}")
+        return f"def {name}({self.params_text(params)}):\n" + _indent("\n".join(body))
+
+    def function_text(self, sig: Signature, helper) -> str:
+        hname, hnodes, hparams, hreturns = helper
+        post = gradient_dependent(self.p, sig.nodes)
+        forward = self._forward(sig)
+        own = [i for i in forward if i not in set(hnodes)]
+        forward_lines = []
+        if hname is not None and set(forward) & set(hnodes):
+            needed = self._needed(sig, set(hnodes))
+            targets = [r if r in needed else "_" for r in hreturns]
+            forward_lines.append(f"{', '.join(targets)} = {hname}({', '.join(hparams)})")
+        watch_top, watch_after = self._watches(sig, own, set(hnodes))
+        forward_lines += [f"{self.tape}.watch({w})" for w in watch_top]
+        for i in own:
+            forward_lines.append(self.stmt_text(self.p.nodes[i]))
+            for w in watch_after.get(i, ()):
+                forward_lines.append(f"{self.tape}.watch({w})")
+        grads = [i for i in sig.nodes if i in post]
+        lines: list[str] = []
+        if grads:
+            count = sum(1 for i in grads if self.p.nodes[i].kind in ("gradients", "compute_gradients")
+                        or self.p.nodes[i].info.get("method") == "minimize")
+            persistent = "persistent=True" if count > 1 else ""
+            lines.append(f"with {self.tf}.GradientTape({persistent}) as {self.tape}:")
+            lines.append(_indent("\n".join(forward_lines) or "pass"))
+            for i in grads:
+                lines += self._gradient_lines(self.p.nodes[i])
+        else:
+            lines += forward_lines
+        if sig.returns:
+            lines.append(f"return {', '.join(sig.returns)}")
+        if not lines:
+            lines.append("pass")
+        header = f"{self.spec(sig.params)}\ndef {sig.name}({self.params_text(sig.params)}):\n"
+        return header + _indent("\n".join(lines))
+
+    def _needed(self, sig: Signature, shared: set[int]) -> set[str]:
+        names = set()
+        for i in sig.nodes:
+            if i in shared:
+                continue
+            for d in self.p.nodes[i].deps:
+                if d in shared:
+                    names.update(self.p.nodes[d].names)
+        names.update(f for f in sig.fetches if self.p.final[f] in shared)
+        return names
+
+    def _watches(self, sig, own, shared):
+        """Values TF1 differentiates with respect to that a tape would not watch by itself."""
+        top, after = [], {}
+        for i in sig.nodes:
+            node = self.p.nodes[i]
+            if node.kind != "gradients":
+                continue
+            for x in node.info["xs"]:
+                xn = self.p.node(x)
+                if xn.kind == "placeholder" or xn.kind == "variable" and not xn.info["trainable"]:
+                    top.append(x)
+                elif xn.kind == "tensor":
+                    recorded = any(v.index for v in reached_variables(self.p, xn.index)) or reached_variables(self.p, xn.index)
+                    if "stop_gradient" in self.code(xn.value) or not recorded:
+                        if xn.index in shared:
+                            raise Refusal(node.value, "TFG905", f"gradient with respect to `{x}`, computed in shared code")
+                        after.setdefault(xn.index, []).append(x)
+                elif xn.kind == "static":
+                    raise Refusal(node.value, "TFG905", f"gradient with respect to the constant `{x}`")
+        return list(dict.fromkeys(top)), after
+
+    def _gradient_lines(self, node: GraphNode) -> list[str]:
+        name = node.names[0] if node.names else None
+        if node.kind == "gradients":
+            xs = node.info["xs"]
+            target = xs[0] if node.info["single"] else f"[{', '.join(xs)}]"
+            return [f"{name} = {self.tape}.gradient({self.code(node.info['ys'])}, {target})"]
+        if node.kind == "tensor":
+            return [self.stmt_text(node)]
+        bound = node.info["bound"]
+        opt = self.p.nodes[node.info["optimizer"]]
+        opt_name = self.optimizer_names[opt.index]
+        if node.kind == "compute_gradients" or node.info["method"] == "minimize":
+            loss = bound["loss"]
+            if not isinstance(loss, cst.Name):
+                raise Refusal(loss, "TFG905", "a loss that is an expression, not a name")
+            variables = self._var_list(node, loss)
+            vname = self.fresh("variables") if not hasattr(self, "_vn") else self._vn
+            self._vn = vname
+            lines = [f"{vname} = [{', '.join(variables)}]"]
+            if node.kind == "compute_gradients":
+                return lines + [f"{name} = list(zip({self.tape}.gradient({loss.value}, {vname}), {vname}))"]
+            gname = self.fresh("grads") if not hasattr(self, "_gn") else self._gn
+            self._gn = gname
+            lines.append(f"{gname} = {self.tape}.gradient({loss.value}, {vname})")
+            pairs = f"zip({gname}, {vname})"
+        else:
+            lines = []
+            pairs = self.code(bound["grads_and_vars"])
+        lines += self._learning_rate(opt, opt_name)
+        lines.append(f"{opt_name}.apply_gradients([(g, v) for g, v in {pairs} if g is not None])")
+        return lines
+
+    def _learning_rate(self, opt: GraphNode, opt_name: str) -> list[str]:
+        if opt.index not in self.fed_lr:
+            return []
+        return [f"{opt_name}.learning_rate = {self.code(self.state.learning_rate(opt))}"]
+
+    def _var_list(self, node: GraphNode, loss: cst.Name) -> list[str]:
+        given = node.info["bound"].get("var_list")
+        if given is None:
+            if node.kind == "compute_gradients":
+                return [v.names[0] for v in self.p.trainable()]
+            return [v.names[0] for v in reached_variables(self.p, self.p.final[loss.value])]
+        if isinstance(given, (cst.List, cst.Tuple)):
+            names = [e.value.value for e in given.elements if isinstance(e.value, cst.Name)]
+            if len(names) == len(given.elements) and all(
+                    self.p.node(n) is not None and self.p.node(n).kind == "variable" for n in names):
+                return names
+        if isinstance(given, cst.Name) and self.p.node(given.value) is not None \
+                and self.p.node(given.value).kind == "varlist":
+            return list(self.p.node(given.value).info["members"])
+        raise Refusal(given, "TFG905", "a var_list that is not a list of variables")
+
+    # -- call sites ----------------------------------------------------------
+    def call_site(self, site: Site) -> tuple[cst.CSTNode, cst.CSTNode | cst.RemovalSentinel]:
+        """(original node, replacement) for one execution site."""
+        sig = site.signature
+        values = self._values(site)
+        parent = self.meta.get_metadata(ParentNodeProvider, site.call)
+        has_op = len(sig.returns) != len(site.fetches)
+        if not has_op:
+            return site.call, cst.parse_expression(values)
+        if isinstance(parent, cst.Expr):
+            return site.call, cst.parse_expression(self._invoke(site))
+        if isinstance(parent, cst.Assign) and len(parent.targets) == 1 and site.structure != "single":
+            target = parent.targets[0].target
+            if isinstance(target, (cst.Tuple, cst.List)) and len(target.elements) == len(site.fetches):
+                kept = []
+                for element, fetch in zip(target.elements, site.fetches):
+                    if self.p.node(fetch).kind == "train":
+                        if not (isinstance(element.value, cst.Name) and element.value.value.startswith("_")):
+                            raise Refusal(element.value, "TFG905", "the result of a train op bound to a name that is used")
+                    else:
+                        kept.append(self.code(element.value))
+                if not kept:
+                    return parent, cst.Expr(cst.parse_expression(self._invoke(site)))
+                left = kept[0] if len(kept) == 1 else ", ".join(kept)
+                return parent, cst.parse_statement(f"{left} = {values}\n").body[0]
+        raise Refusal(site.call, "TFG905", "a train op's fetch result used other than by unpacking")
+
+    def _invoke(self, site: Site) -> str:
+        sig = site.signature
+        if site.feed_name is not None:
+            return f"{sig.name}(**{site.feed_name})"
+        args = []
+        for p in sig.params:
+            if p not in site.feed:
+                continue
+            value = self.code(site.feed[p])
+            args.append(value if self.p.node(p).info["default"] is None else f"{p}={value}")
+        return f"{sig.name}({', '.join(args)})"
+
+    def _values(self, site: Site) -> str:
+        sig = site.signature
+        if sig.inline:
+            items = [f"{f}.numpy()" for f in site.fetches]
+            return _structure(site.structure, items)
+        for r in sig.returns:
+            node = self.p.node(r)
+            if node.kind == "gradients" and not node.info["single"]:
+                raise Refusal(site.call, "TFG905", f"fetching the list `{r}` returned by tf.gradients")
+        call = self._invoke(site)
+        count = len(sig.returns)
+        if count == 0:
+            return call
+        if count == 1:
+            single = f"{call}.numpy()"
+            if site.structure == "single" or len(site.fetches) > 1:
+                return single
+            return _structure(site.structure, [single])
+        if site.structure == "tuple":
+            return f"tuple(t.numpy() for t in {call})"
+        return f"[t.numpy() for t in {call}]"
+
+    @property
+    def tape(self) -> str:
+        if not hasattr(self, "_tape"):
+            self._tape = self.fresh("tape")
+        return self._tape
+
+
+def _structure(structure: str, items: list[str]) -> str:
+    if structure == "single":
+        return items[0]
+    if structure == "tuple":
+        return f"({', '.join(items)}{',' if len(items) == 1 else ''})"
+    return f"[{', '.join(items)}]"
+
+
+def _indent(text: str) -> str:
+    return "\n".join(IND + ln if ln.strip() else ln for ln in text.splitlines())

@@ -1,0 +1,501 @@
+"""A model of a TF1 graph program: what each statement of the graph-building
+block defines (placeholder, variable, tensor, optimizer, train op, gradient,
+session), which graph values it reads, in source order.
+
+Names are resolved with LibCST metadata (through ``names.NameResolver``), so
+aliases, statement order and a graph built inside a function do not matter.
+Anything the model does not understand raises ``Refusal``: the caller then
+leaves the file intact and reports a manual diagnostic.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import functools
+from dataclasses import dataclass, field
+
+import libcst as cst
+from libcst.metadata import PositionProvider
+
+from tf1gradfix.catalog import _read
+
+GRAPH_KINDS = ("placeholder", "variable", "tensor", "static", "optimizer", "train",
+               "compute_gradients", "gradients", "init", "session", "varlist")
+
+
+class Refusal(Exception):
+    """The program holds a construct the rewrite cannot translate with certainty."""
+
+    def __init__(self, node: cst.CSTNode | None, code: str, message: str):
+        super().__init__(message)
+        self.node, self.code, self.message = node, code, message
+
+
+@functools.lru_cache(maxsize=None)
+def graph_ops() -> dict:
+    return _read("graph_ops.toml")
+
+
+def matches(qualified: str | None, table: str) -> bool:
+    return qualified is not None and any(fnmatch.fnmatchcase(qualified, p) for p in graph_ops()[table])
+
+
+@dataclass
+class GraphNode:
+    """One statement of the graph-building block that defines graph values."""
+
+    index: int
+    kind: str
+    names: tuple[str, ...]
+    stmt: cst.SimpleStatementLine
+    value: cst.BaseExpression | None
+    deps: frozenset[int] = frozenset()
+    info: dict = field(default_factory=dict)
+
+
+@dataclass
+class Item:
+    """A statement of the flattened block (scope and session `with`s removed)."""
+
+    stmt: cst.BaseStatement
+    prefix: str = ""
+    node: GraphNode | None = None
+    drop: bool = False          # graph plumbing that disappears (session, init, close)
+    lead: tuple = ()            # leading lines inherited from a removed `with`
+
+
+@dataclass
+class Program:
+    owner: cst.Module | cst.FunctionDef
+    items: list[Item]
+    nodes: list[GraphNode]
+    final: dict[str, int]                 # name -> index of the node that last binds it
+    sessions: set[str]
+    helpers: dict[str, cst.FunctionDef]   # user functions graph code calls
+    tf_alias: str
+
+    def node(self, name: str) -> GraphNode | None:
+        i = self.final.get(name)
+        return None if i is None else self.nodes[i]
+
+    def trainable(self) -> list[GraphNode]:
+        return [n for n in self.nodes if n.kind == "variable" and n.info["trainable"]]
+
+
+def arg(call: cst.Call, position: int, keyword: str) -> cst.BaseExpression | None:
+    """The argument bound to a parameter, given by position or keyword."""
+    for i, a in enumerate(call.args):
+        if a.keyword is not None and a.keyword.value == keyword:
+            return a.value
+        if a.keyword is None and a.star == "" and i == position:
+            return a.value
+    return None
+
+
+def bound_args(call: cst.Call, params: list[str], node: cst.CSTNode) -> dict[str, cst.BaseExpression]:
+    """Parameter -> argument for a call with the given positional parameter order."""
+    out = {}
+    for i, a in enumerate(call.args):
+        if a.star:
+            raise Refusal(node, "TFG905", "a call with *args/**kwargs in graph code")
+        if a.keyword is not None:
+            out[a.keyword.value] = a.value
+        elif i < len(params):
+            out[params[i]] = a.value
+        else:
+            raise Refusal(node, "TFG905", "too many positional arguments")
+    return out
+
+
+def loads(expr: cst.CSTNode) -> list[str]:
+    """Names an expression reads (attribute bases, not attribute names or keywords)."""
+    found: list[str] = []
+
+    class V(cst.CSTVisitor):
+        def visit_Attribute(self, node: cst.Attribute) -> bool:
+            node.value.visit(self)
+            return False
+
+        def visit_Arg(self, node: cst.Arg) -> bool:
+            node.value.visit(self)
+            return False
+
+        def visit_Name(self, node: cst.Name) -> None:
+            found.append(node.value)
+
+    expr.visit(V())
+    return found
+
+
+def literal_string(expr: cst.BaseExpression | None) -> str | None:
+    if isinstance(expr, cst.SimpleString):
+        return expr.evaluated_value if isinstance(expr.evaluated_value, str) else None
+    return None
+
+
+def target_names(target: cst.BaseExpression) -> tuple[str, ...] | None:
+    if isinstance(target, cst.Name):
+        return (target.value,)
+    if isinstance(target, (cst.Tuple, cst.List)):
+        names = [e.value.value for e in target.elements if isinstance(e.value, cst.Name)]
+        return tuple(names) if len(names) == len(target.elements) else None
+    return None
+
+
+class ModelBuilder:
+    """Classifies the statements of the graph block into a ``Program``."""
+
+    def __init__(self, visitor, names, module: cst.Module):
+        self.v, self.names, self.module = visitor, names, module
+
+    def position(self, node: cst.CSTNode) -> tuple[int, int]:
+        p = self.v.get_metadata(PositionProvider, node).start
+        return p.line, p.column + 1
+
+    def qualified(self, expr: cst.BaseExpression) -> str | None:
+        return self.names.qualified(expr)
+
+    def calls(self, node: cst.CSTNode) -> list[tuple[cst.Call, str | None]]:
+        out = []
+        builder = self
+
+        class V(cst.CSTVisitor):
+            def visit_Call(self, call: cst.Call) -> None:
+                out.append((call, builder.qualified(call.func)))
+
+        node.visit(V())
+        return out
+
+    # -- the block ---------------------------------------------------------
+    def build(self, owner, body: list[cst.BaseStatement], helpers, tf_alias: str) -> Program:
+        self.program = Program(owner, [], [], {}, set(), helpers, tf_alias)
+        self._flatten(body, "", ())
+        for item in self.program.items:
+            if isinstance(item.stmt, cst.SimpleStatementLine) and not item.drop:
+                self._classify(item)
+            elif not isinstance(item.stmt, cst.SimpleStatementLine):
+                self._check_compound(item.stmt)
+        return self.program
+
+    def _flatten(self, body, prefix: str, lead: tuple) -> None:
+        for stmt in body:
+            if isinstance(stmt, cst.With):
+                kind, info = self._with_kind(stmt)
+                if kind is not None:
+                    inner = list(stmt.body.body)
+                    carried = tuple(lead) + tuple(stmt.leading_lines)
+                    if kind == "session":
+                        self.program.sessions.add(info)
+                        self._flatten(inner, prefix, carried)
+                    else:
+                        self._flatten(inner, f"{prefix}{info}/", carried)
+                    lead = ()
+                    continue
+            self.program.items.append(Item(stmt, prefix, lead=lead))
+            lead = ()
+
+    def _with_kind(self, stmt: cst.With):
+        if len(stmt.items) != 1 or stmt.asynchronous is not None:
+            return None, None
+        item = stmt.items[0]
+        call = item.item
+        if not isinstance(call, cst.Call):
+            return None, None
+        q = self.qualified(call.func)
+        if matches(q, "sessions"):
+            if item.asname is None or not isinstance(item.asname.name, cst.Name) or call.args:
+                raise Refusal(stmt, "TFG905", "a session `with` without `as NAME`, or with arguments")
+            return "session", item.asname.name.value
+        if q == "tensorflow.variable_scope":
+            scope = literal_string(arg(call, 0, "name_or_scope"))
+            if scope is None or len(call.args) != 1 or item.asname is not None:
+                raise Refusal(stmt, "TFG905", "`tf.variable_scope` other than a plain string scope")
+            return "scope", scope
+        return None, None
+
+    def _check_compound(self, stmt: cst.BaseStatement) -> None:
+        """Host compound statements may run the graph, never build it."""
+        for call, q in self.calls(stmt):
+            if q is None:
+                continue
+            if matches(q, "sessions") or q in ("tensorflow.placeholder", "tensorflow.placeholder_with_default",
+                                               "tensorflow.Variable", "tensorflow.get_variable") \
+                    or fnmatch.fnmatchcase(q, "tensorflow.train.*Optimizer") or q == "tensorflow.gradients":
+                raise Refusal(call, "TFG904", f"graph built inside a compound statement (`{q.replace('tensorflow', 'tf', 1)}`)")
+
+    # -- one statement -----------------------------------------------------
+    def _add(self, item: Item, kind: str, names, value, deps=(), **info) -> GraphNode:
+        node = GraphNode(len(self.program.nodes), kind, tuple(names), item.stmt, value, frozenset(deps), info)
+        self.program.nodes.append(node)
+        for name in names:
+            self.program.final[name] = node.index
+        item.node = node
+        return node
+
+    def deps_of(self, expr: cst.CSTNode) -> set[int]:
+        out = set()
+        for name in loads(expr):
+            if name in self.program.final:
+                out.add(self.program.final[name])
+            helper = self.program.helpers.get(name)
+            if helper is not None:
+                out |= self._helper_deps(helper)
+        return out
+
+    def _helper_deps(self, helper: cst.FunctionDef) -> set[int]:
+        out = set()
+        for name in free_names(helper):
+            i = self.program.final.get(name)
+            if i is not None and self.program.nodes[i].kind in ("variable", "static"):
+                out.add(i)
+            elif i is not None:
+                raise Refusal(helper, "TFG905", f"function `{helper.name.value}` reads graph value `{name}` as a global")
+        return out
+
+    def _classify(self, item: Item) -> None:
+        stmt = item.stmt
+        if len(stmt.body) != 1:
+            if any(self.calls(s) for s in stmt.body):
+                raise Refusal(stmt, "TFG905", "several statements on one line")
+            return
+        small = stmt.body[0]
+        if isinstance(small, cst.Expr) and isinstance(small.value, cst.Call):
+            q = self.qualified(small.value.func)
+            if matches(q, "drop"):
+                item.drop = True
+            elif q is not None and not matches(q, "keep"):
+                raise Refusal(small, "TFG905", f"graph statement `{q.replace('tensorflow', 'tf', 1)}(...)` with no result")
+            return
+        if isinstance(small, (cst.AugAssign, cst.AnnAssign)):
+            touched = self.deps_of(small)
+            if touched:
+                raise Refusal(small, "TFG905", "augmented assignment of a graph value")
+            return
+        if not isinstance(small, cst.Assign):
+            return
+        if len(small.targets) != 1:
+            if self.deps_of(small.value):
+                raise Refusal(small, "TFG905", "chained assignment of a graph value")
+            return
+        names = target_names(small.targets[0].target)
+        value = small.value
+        if self._runs_graph(value):
+            return
+        deps = self.deps_of(value)
+        tf_calls = [(c, q) for c, q in self.calls(value) if q is not None]
+        if not deps and not tf_calls:
+            for name in names or ():
+                if name in self.program.final:
+                    raise Refusal(small, "TFG905", f"`{name}` rebound to a non-graph value")
+            return
+        if names is None:
+            raise Refusal(small, "TFG905", "graph value assigned to something other than names")
+        self._graph_statement(item, small, names, value, deps, tf_calls)
+
+    def _runs_graph(self, value: cst.BaseExpression) -> bool:
+        """`sess.run(...)`, `t.eval()`, `op.run()`: host code executing the graph."""
+        for call, _ in self.calls(value):
+            func = call.func
+            if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name):
+                receiver = func.value.value
+                if receiver in self.program.sessions or (
+                        func.attr.value in ("eval", "run") and receiver in self.program.final):
+                    return True
+        return False
+
+    def _graph_statement(self, item, small, names, value, deps, tf_calls) -> None:
+        call = value if isinstance(value, cst.Call) else None
+        q = self.qualified(call.func) if call is not None else None
+        one = names[0] if len(names) == 1 else None
+        if q in ("tensorflow.placeholder", "tensorflow.placeholder_with_default") and one:
+            self._placeholder(item, one, call, q)
+        elif q in ("tensorflow.Variable", "tensorflow.get_variable") and one:
+            self._variable(item, one, call, q, deps)
+        elif q is not None and fnmatch.fnmatchcase(q, "tensorflow.train.*Optimizer") and one:
+            self._add(item, "optimizer", names, value, deps, cls=q.rsplit(".", 1)[1], call=call)
+        elif matches(q, "initializers") and one:
+            self._add(item, "init", names, value)
+        elif matches(q, "sessions") and one:
+            if call.args:
+                raise Refusal(call, "TFG905", "a session created with arguments")
+            self.program.sessions.add(one)
+            item.drop = True
+        elif one and self._optimizer_method(item, one, value, deps):
+            pass
+        elif one and self._gradients(item, one, value, deps):
+            pass
+        elif one and isinstance(value, (cst.List, cst.Tuple)) and deps and all(
+                isinstance(e.value, cst.Name) and self.program.node(e.value.value) is not None
+                and self.program.node(e.value.value).kind == "variable" for e in value.elements):
+            self._add(item, "varlist", names, value, deps, members=[e.value.value for e in value.elements])
+        else:
+            self._tensor(item, names, value, deps, tf_calls)
+
+    def _placeholder(self, item, name, call, q) -> None:
+        if q == "tensorflow.placeholder":
+            dtype, shape = arg(call, 0, "dtype"), arg(call, 1, "shape")
+            self._add(item, "placeholder", (name,), call, dtype=dtype, shape=shape, default=None)
+            return
+        default, shape = arg(call, 0, "input"), arg(call, 1, "shape")
+        dtype = _literal_dtype(default)
+        if dtype is None or shape is None:
+            raise Refusal(call, "TFG905", "`tf.placeholder_with_default` whose default is not a number literal")
+        self._add(item, "placeholder", (name,), call, dtype=dtype, shape=shape, default=default)
+
+    def _variable(self, item, name, call, q, deps) -> None:
+        for i in deps:
+            if self.program.nodes[i].kind not in ("static",):
+                raise Refusal(call, "TFG905", f"variable `{name}` initialized from another graph value")
+        if q == "tensorflow.Variable":
+            bound = bound_args(call, ["initial_value", "trainable", "collections", "validate_shape",
+                                      "caching_device", "name", "variable_def", "dtype"], call)
+        else:
+            bound = bound_args(call, ["name", "shape", "dtype", "initializer", "regularizer", "trainable",
+                                      "collections", "caching_device", "partitioner", "validate_shape",
+                                      "use_resource", "custom_getter", "constraint"], call)
+        extra = set(bound) - {"initial_value", "trainable", "name", "dtype", "shape", "initializer"}
+        if extra:
+            raise Refusal(call, "TFG905", f"variable argument(s) {', '.join(sorted(extra))}")
+        trainable = bound.get("trainable")
+        if trainable is not None and not (isinstance(trainable, cst.Name) and trainable.value in ("True", "False")):
+            raise Refusal(call, "TFG905", "`trainable=` that is not True or False")
+        label = literal_string(bound.get("name"))
+        if bound.get("name") is not None and label is None:
+            raise Refusal(call, "TFG905", "a variable name that is not a string literal")
+        if label is None and (item.prefix or q == "tensorflow.get_variable"):
+            raise Refusal(call, "TFG905", "an unnamed variable inside a variable scope")
+        full = None if label is None else item.prefix + label
+        self._add(item, "variable", (name,), call, deps, source=q, bound=bound, full_name=full,
+                  trainable=trainable is None or trainable.value == "True")
+
+    def _optimizer_method(self, item, name, value, deps) -> bool:
+        call = value if isinstance(value, cst.Call) else None
+        if call is None or not isinstance(call.func, cst.Attribute):
+            return False
+        method = call.func.attr.value
+        if method not in ("minimize", "compute_gradients", "apply_gradients"):
+            return False
+        receiver = call.func.value
+        opt = None
+        if isinstance(receiver, cst.Name):
+            opt = self.program.node(receiver.value)
+            if opt is None or opt.kind != "optimizer":
+                return False
+        elif isinstance(receiver, cst.Call) and fnmatch.fnmatchcase(self.qualified(receiver.func) or "", "tensorflow.train.*Optimizer"):
+            opt = GraphNode(-1, "optimizer", (), item.stmt, receiver, frozenset(self.deps_of(receiver)),
+                            {"cls": self.qualified(receiver.func).rsplit(".", 1)[1], "call": receiver, "inline": True})
+        else:
+            return False
+        params = {"minimize": ["loss", "global_step", "var_list"],
+                  "compute_gradients": ["loss", "var_list"],
+                  "apply_gradients": ["grads_and_vars", "global_step", "name"]}[method]
+        bound = bound_args(call, params, call)
+        extra = set(bound) - set(params) - {"gate_gradients", "aggregation_method", "colocate_gradients_with_ops"}
+        if extra or "grad_loss" in bound:
+            raise Refusal(call, "TFG905", f"`{method}` argument(s) {', '.join(sorted(extra))}")
+        if "global_step" in bound:
+            raise Refusal(call, "TFG905", "`global_step=` (step counters are not rewritten yet)")
+        if opt.index == -1:
+            opt.index = len(self.program.nodes)
+            opt.names = ()
+            self.program.nodes.append(opt)
+        deps = set(deps) | {opt.index}
+        kind = "compute_gradients" if method == "compute_gradients" else "train"
+        self._add(item, kind, (name,), value, deps, method=method, optimizer=opt.index, bound=bound)
+        return True
+
+    def _gradients(self, item, name, value, deps) -> bool:
+        index = None
+        call = value
+        if isinstance(value, cst.Subscript) and len(value.slice) == 1:
+            element = value.slice[0].slice
+            if isinstance(element, cst.Index) and isinstance(element.value, cst.Integer):
+                index, call = int(element.value.value), value.value
+        if not isinstance(call, cst.Call) or self.qualified(call.func) != "tensorflow.gradients":
+            return False
+        bound = bound_args(call, ["ys", "xs", "grad_ys", "name", "colocate_gradients_with_ops",
+                                  "gate_gradients", "aggregation_method", "stop_gradients"], call)
+        if "stop_gradients" in bound or "grad_ys" in bound or "xs" not in bound:
+            raise Refusal(call, "TFG905", "`tf.gradients` with stop_gradients= or grad_ys=")
+        xs = bound["xs"]
+        xs_names = [xs.value] if isinstance(xs, cst.Name) else target_names(xs) if isinstance(xs, (cst.List, cst.Tuple)) else None
+        if not xs_names or any(self.program.node(n) is None for n in xs_names):
+            raise Refusal(call, "TFG905", "`tf.gradients` with respect to something other than named graph values")
+        single = isinstance(xs, cst.Name) and index == 0
+        if index is not None and not single:
+            raise Refusal(value, "TFG905", "an indexed `tf.gradients` result other than `[0]` of one tensor")
+        self._add(item, "gradients", (name,), value, deps, ys=bound["ys"], xs=xs_names, single=single)
+        return True
+
+    def _tensor(self, item, names, value, deps, tf_calls) -> None:
+        unsupported = None
+        for call, q in tf_calls:
+            if q in ("tensorflow.placeholder", "tensorflow.placeholder_with_default", "tensorflow.Variable", "tensorflow.get_variable"):
+                raise Refusal(call, "TFG904", f"`{q.replace('tensorflow', 'tf', 1)}` created inside a larger expression (comprehension, call)")
+            if matches(q, "sessions") or matches(q, "initializers") or q == "tensorflow.gradients":
+                raise Refusal(call, "TFG905", f"`{q.replace('tensorflow', 'tf', 1)}` in graph code")
+            if matches(q, "refuse"):   # refused only if some run needs it: never-run ops just go
+                unsupported = Refusal(call, "TFG905", f"`{q.replace('tensorflow', 'tf', 1)}` in graph code that runs")
+        for name in names:
+            prior = self.program.node(name)
+            if prior is not None and prior.kind not in ("tensor", "static"):
+                raise Refusal(item.stmt, "TFG905", f"`{name}` rebinds a {prior.kind}")
+        for n in (self.program.nodes[i] for i in deps):
+            if n.kind in ("train", "init", "optimizer", "session"):
+                raise Refusal(item.stmt, "TFG905", f"graph value computed from a {n.kind} op")
+        static = all(self.program.nodes[i].kind == "static" for i in deps) and all(matches(q, "pure") for _, q in tf_calls)
+        if static and any(n in self.program.final for n in names):
+            static = False
+        node = self._add(item, "static" if static else "tensor", names, value, deps)
+        if unsupported is not None:
+            node.info["unsupported"] = unsupported
+
+
+def _literal_dtype(expr) -> str | None:
+    """dtype of a placeholder_with_default's literal default, as TF1 infers it."""
+    if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.Minus):
+        expr = expr.expression
+    if isinstance(expr, cst.Float):
+        return "float32"
+    if isinstance(expr, cst.Integer):
+        return "int32"
+    if isinstance(expr, cst.Name) and expr.value in ("True", "False"):
+        return "bool"
+    return None
+
+
+def free_names(func: cst.FunctionDef) -> set[str]:
+    """Names a function reads that it neither receives nor binds itself."""
+    bound = {p.name.value for p in (*func.params.params, *func.params.kwonly_params, *func.params.posonly_params)}
+    for star in (func.params.star_arg, func.params.star_kwarg):
+        if isinstance(star, cst.Param):
+            bound.add(star.name.value)
+
+    class V(cst.CSTVisitor):
+        def _targets(self, target) -> None:
+            for name in loads(target):
+                bound.add(name)
+
+        def visit_AssignTarget(self, node) -> None:
+            self._targets(node.target)
+
+        def visit_AugAssign(self, node) -> None:
+            self._targets(node.target)
+
+        def visit_AnnAssign(self, node) -> None:
+            self._targets(node.target)
+
+        def visit_For(self, node) -> None:
+            self._targets(node.target)
+
+        def visit_CompFor(self, node) -> None:
+            self._targets(node.target)
+
+        def visit_AsName(self, node) -> None:
+            self._targets(node.name)
+
+        def visit_FunctionDef(self, node) -> None:
+            bound.add(node.name.value)
+
+    func.body.visit(V())
+    return set(loads(func.body)) - bound

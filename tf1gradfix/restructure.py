@@ -1,0 +1,299 @@
+"""Entry point: rewrite a TF1 Session/placeholder program into TF2 as a whole,
+or refuse and leave it byte-for-byte intact with a manual diagnostic.
+
+Stages: model (graph_model) -> sites and slices (slicing) -> variables and
+optimizers (emit_state) -> functions and call sites (emit_tape) -> assembly
+here. Never imports TensorFlow, never runs the file.
+"""
+
+from __future__ import annotations
+
+import builtins
+from dataclasses import dataclass, field
+
+import libcst as cst
+from libcst.metadata import (MetadataWrapper, ParentNodeProvider, PositionProvider,
+                             QualifiedNameProvider, ScopeProvider)
+
+from tf1gradfix import catalog as catalog_module
+from tf1gradfix.emit_state import StateEmitter
+from tf1gradfix.emit_tape import TapeEmitter
+from tf1gradfix.graph_model import ModelBuilder, Refusal, free_names, loads, matches
+from tf1gradfix.names import BindingCollector, NameResolver
+from tf1gradfix.slicing import HostScan, signatures
+
+Diagnostic = tuple[int, int, str, str, str]
+_GRAPH_CALLS = ("tensorflow.placeholder", "tensorflow.placeholder_with_default",
+                "tensorflow.Variable", "tensorflow.get_variable")
+# Codes of the constructs a successful restructuring removes.
+HANDLED = ("TFG101", "TFG102", "TFG103", "TFG104", "TFG105", "TFG106", "TFG107",
+           "TFG201", "TFG202", "TFG203", "TFG204", "TFG205", "TFG301", "TFG302")
+
+
+@dataclass
+class Restructured:
+    new_module: cst.Module | None
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+
+
+class _Meta(cst.MetadataDependent):
+    METADATA_DEPENDENCIES = (QualifiedNameProvider, ScopeProvider, PositionProvider, ParentNodeProvider)
+
+
+def restructure(module: cst.Module, path: str) -> Restructured:
+    wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
+    meta = _Meta()
+    with meta.resolve(wrapper):
+        bindings = BindingCollector()
+        module.visit(bindings)
+        meta.names = NameResolver(meta, bindings, catalog_module.load())
+        try:
+            new = _Rewrite(module, meta).run()
+        except Refusal as refusal:
+            line, col = _position(meta, refusal.node)
+            return Restructured(None, [(line, col, refusal.code, refusal.message, "manual")])
+    if new is None:
+        return Restructured(None)
+    return Restructured(new)
+
+
+def _position(meta, node) -> tuple[int, int]:
+    try:
+        p = meta.get_metadata(PositionProvider, node).start
+        return p.line, p.column + 1
+    except (KeyError, AttributeError):
+        return 1, 1
+
+
+class _Rewrite:
+    def __init__(self, module: cst.Module, meta):
+        self.module, self.meta = module, meta
+        self.taken = {n.value for n in _all_names(module)}
+
+    def code(self, node: cst.CSTNode) -> str:
+        return self.module.code_for_node(node)
+
+    def fresh(self, base: str) -> str:
+        name, k = base, 1
+        while name in self.taken:
+            k += 1
+            name = f"{base}_{k}"
+        self.taken.add(name)
+        return name
+
+    def run(self) -> cst.Module | None:
+        creations, sessions = self._graph_calls()
+        if not sessions or not creations:
+            return None
+        owners = {id(self._owner(c)): self._owner(c) for c in creations + sessions}
+        if len(owners) != 1:
+            raise Refusal(creations[0], "TFG904", "graph built in more than one function")
+        owner = next(iter(owners.values()))
+        alias = self._tf_alias()
+        helpers = {s.name.value: s for s in self.module.body if isinstance(s, cst.FunctionDef) and s is not owner}
+        body = list(owner.body.body) if isinstance(owner, cst.FunctionDef) else list(owner.body)
+        helpers.update({s.name.value: s for s in body if isinstance(s, cst.FunctionDef)})
+        program = ModelBuilder(self.meta, self.meta.names, self.module).build(owner, body, helpers, alias)
+        scan = HostScan(program, self.meta)
+        scan.run()
+        sigs = signatures(program, scan.sites)
+        state = StateEmitter(program, self.code, self.meta.names.qualified)
+        tape = TapeEmitter(program, self.code, self.fresh, state, self.meta)
+        self._optimizers(program, tape, sigs)
+        tape.name_functions(sigs)
+        helper = tape.helper(sigs)
+        texts = []
+        if helper[0] is not None:
+            texts.append(tape.helper_text(*helper))
+        texts += [tape.function_text(s, helper) for s in sigs if not s.inline]
+        moved = {i for s in sigs for i in s.nodes if program.nodes[i].kind == "tensor"}
+        replacements = dict(tape.call_site(site) for site in scan.sites)
+        for node in scan.removed:
+            replacements[node] = cst.RemovalSentinel.REMOVE
+        new_body = _Assembler(self, program, state, tape, replacements).body(texts, moved, owner)
+        if isinstance(owner, cst.Module):
+            return owner.with_changes(body=new_body)
+        new_owner = owner.with_changes(body=owner.body.with_changes(body=new_body))
+        return self.module.deep_replace(owner, new_owner)
+
+    def _graph_calls(self):
+        creations, sessions = [], []
+        names = self.meta.names
+
+        class V(cst.CSTVisitor):
+            def visit_Call(self, call: cst.Call) -> None:
+                q = names.qualified(call.func)
+                if q in _GRAPH_CALLS:
+                    creations.append(call)
+                elif matches(q, "sessions"):
+                    sessions.append(call)
+
+        self.module.visit(V())
+        return creations, sessions
+
+    def _owner(self, node: cst.CSTNode):
+        current = node
+        while True:
+            parent = self.meta.get_metadata(ParentNodeProvider, current, None)
+            if parent is None or isinstance(parent, cst.Module):
+                return self.module
+            if isinstance(parent, cst.FunctionDef):
+                return parent
+            if isinstance(parent, (cst.If, cst.For, cst.While, cst.Try, cst.ClassDef, cst.Lambda)):
+                raise Refusal(node, "TFG904", "graph built inside a loop, condition or class")
+            current = parent
+
+    def _tf_alias(self) -> str:
+        for stmt in self.module.body:
+            if isinstance(stmt, cst.SimpleStatementLine) and isinstance(stmt.body[0], cst.Import):
+                for alias in stmt.body[0].names:
+                    if self.code(alias.name) == "tensorflow":
+                        return alias.asname.name.value if alias.asname else "tensorflow"
+        raise Refusal(self.module.body[0] if self.module.body else None, "TFG905",
+                      "no `import tensorflow [as NAME]` to spell TF2 names with")
+
+    def _optimizers(self, program, tape: TapeEmitter, sigs) -> None:
+        placeholders = {n.index for n in program.nodes if n.kind == "placeholder"}
+        for node in program.nodes:
+            if node.kind != "optimizer":
+                continue
+            if node.deps & placeholders:
+                lr = tape.state.learning_rate(node)
+                others = [a for a in node.info["call"].args if a.value is not lr]
+                if lr is None or any(set(loads(a.value)) & {program.nodes[i].names[0] for i in placeholders} for a in others):
+                    raise Refusal(node.value, "TFG906", "an optimizer argument other than the learning rate is fed")
+                tape.fed_lr.add(node.index)
+            if node.info.get("inline"):
+                tape.optimizer_names[node.index] = self.fresh("optimizer")
+            else:
+                tape.optimizer_names[node.index] = node.names[0]
+
+
+class _Assembler:
+    """Builds the new statement list of the graph block."""
+
+    def __init__(self, rw: _Rewrite, program, state: StateEmitter, tape: TapeEmitter, replacements):
+        self.rw, self.p, self.state, self.tape = rw, program, state, tape
+        self.transformer = _Replace(replacements)
+
+    def body(self, texts: list[str], moved: set[int], owner) -> list[cst.BaseStatement]:
+        items = self.p.items
+        insert_at = max(pos for pos, it in enumerate(items) if it.node is not None) + 1
+        self._check_moved(moved, insert_at)
+        gap = 2 if isinstance(owner, cst.Module) else 1
+        functions = []
+        for text in texts:
+            for stmt in cst.parse_module(text + "\n").body:
+                functions.append(stmt.with_changes(leading_lines=[cst.EmptyLine()] * gap))
+        out: list[cst.BaseStatement] = []
+        pending: list[cst.EmptyLine] = []
+        after_functions = False
+        for pos, item in enumerate(items):
+            if pos == insert_at and functions:
+                out += functions
+                after_functions = True
+            new = self._translate(item)
+            lead = list(item.lead) + pending
+            if new is None:
+                pending = lead + [ln for ln in getattr(item.stmt, "leading_lines", ()) if ln.comment is not None]
+                continue
+            pending = []
+            own = list(new.leading_lines)
+            if after_functions:
+                lead = [ln for ln in lead + own if ln.comment is not None or True]
+                while lead and lead[0].comment is None:
+                    lead.pop(0)
+                lead, own = [cst.EmptyLine()] * gap + lead, []
+                after_functions = False
+            out.append(new.with_changes(leading_lines=lead + own))
+        if insert_at == len(items) and functions:
+            out += functions
+        if not out:
+            out.append(cst.SimpleStatementLine([cst.Pass()]))
+        return out
+
+    def _translate(self, item) -> cst.BaseStatement | None:
+        node = item.node
+        if item.drop:
+            return None
+        if node is None:
+            new = item.stmt.visit(self.transformer)
+            return None if isinstance(new, cst.RemovalSentinel) else new
+        kind = node.kind
+        if kind == "static":
+            return item.stmt
+        if kind == "variable":
+            text = self.state.variable(node)
+            return item.stmt if text is None else self._statement(text, item.stmt)
+        if kind == "optimizer":
+            text = self.state.optimizer(node, node.names[0], node.index in self.tape.fed_lr)
+            return self._statement(text, item.stmt)
+        if kind in ("train", "compute_gradients"):
+            opt = self.p.nodes[node.info["optimizer"]]
+            if opt.info.get("inline") and opt.stmt is item.stmt:
+                name = self.tape.optimizer_names[opt.index]
+                return self._statement(self.state.optimizer(opt, name, opt.index in self.tape.fed_lr), item.stmt)
+        return None
+
+    @staticmethod
+    def _statement(text: str, original: cst.SimpleStatementLine) -> cst.BaseStatement:
+        new = cst.parse_statement(text + "\n")
+        return new.with_changes(leading_lines=original.leading_lines)
+
+    def _check_moved(self, moved: set[int], insert_at: int) -> None:
+        """Moved statements read host names when called: those must not change later."""
+        rebound = set()
+        for item in self.p.items[insert_at:]:
+            rebound |= _bound_names(item.stmt)
+        known = set(self.p.final) | set(self.p.helpers) | set(dir(builtins))
+        for i in moved:
+            node = self.p.nodes[i]
+            if any(isinstance(s, cst.SimpleString) and "\n" in s.value for s in _strings(node.stmt)):
+                raise Refusal(node.stmt, "TFG905", "a multi-line string in graph code")
+            late = (set(loads(node.value)) - known) & rebound
+            if late:
+                raise Refusal(node.stmt, "TFG905", f"graph code reads `{sorted(late)[0]}`, which changes after the graph is built")
+
+
+class _Replace(cst.CSTTransformer):
+    def __init__(self, replacements):
+        super().__init__()
+        self.replacements = replacements
+
+    def on_leave(self, original_node, updated_node):
+        result = self.replacements.get(original_node, updated_node)
+        if isinstance(result, cst.SimpleStatementLine) and not result.body:
+            return cst.RemovalSentinel.REMOVE
+        return result
+
+
+def _all_names(module: cst.Module) -> list[cst.Name]:
+    out = []
+
+    class V(cst.CSTVisitor):
+        def visit_Name(self, node: cst.Name) -> None:
+            out.append(node)
+
+    module.visit(V())
+    return out
+
+
+def _strings(node: cst.CSTNode) -> list[cst.SimpleString]:
+    out = []
+
+    class V(cst.CSTVisitor):
+        def visit_SimpleString(self, s: cst.SimpleString) -> None:
+            out.append(s)
+
+    node.visit(V())
+    return out
+
+
+def _bound_names(stmt: cst.CSTNode) -> set[str]:
+    """Names a statement binds (assignment, loop and with targets, definitions)."""
+    holder = cst.FunctionDef(name=cst.Name("_"), params=cst.Parameters(), body=cst.IndentedBlock([stmt]))
+    return (set(loads(stmt)) - free_names(holder)) | _def_names(stmt)
+
+
+def _def_names(stmt) -> set[str]:
+    return {stmt.name.value} if isinstance(stmt, (cst.FunctionDef, cst.ClassDef)) else set()

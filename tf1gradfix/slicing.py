@@ -1,0 +1,316 @@
+"""Execution sites and their signatures, and the backward slice each needs.
+
+An execution site is a `sess.run(...)`, `t.eval(...)` or `op.run(...)` in the
+host code. Its signature is what it fetches and which placeholders it feeds;
+sites with the same signature share one TF2 function, whose body is the
+backward slice of the fetches over the graph statements, in source order.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import libcst as cst
+from libcst.metadata import ParentNodeProvider
+
+from tf1gradfix.graph_model import GraphNode, Program, Refusal, arg, free_names, loads, matches
+
+GRADIENT_KINDS = ("compute_gradients", "gradients", "train")
+
+
+@dataclass
+class Site:
+    call: cst.Call
+    fetches: list[str]          # graph names in fetch order
+    structure: str              # single | list | tuple | init
+    feed: dict[str, cst.BaseExpression] | None   # placeholder -> value (literal dict feed)
+    feed_name: str | None       # a host dict holding the feed (`**name` at the call)
+    fed: frozenset[str] = frozenset()
+    signature: "Signature | None" = None
+
+
+@dataclass
+class Signature:
+    fetches: tuple[str, ...]
+    fed: frozenset[str]
+    sites: list[Site] = field(default_factory=list)
+    nodes: list[int] = field(default_factory=list)      # slice, source order
+    params: list[str] = field(default_factory=list)     # placeholders, call order
+    train: GraphNode | None = None
+    returns: list[str] = field(default_factory=list)    # fetched values that reach Python
+    inline: bool = False       # only variables/static values: no function needed
+    name: str = ""
+
+
+class HostScan:
+    """Finds execution sites and every other use of graph names in host code."""
+
+    def __init__(self, program: Program, meta):
+        self.p, self.meta = program, meta
+        self.sites: list[Site] = []
+        self.feed_dicts: dict[str, frozenset[str]] = {}
+        self.feed_dict_nodes: list[cst.Dict] = []
+        self.removed: set[cst.CSTNode] = set()   # `sess.close()`, `sess.run(init)` statements
+        self.first_site_item: int | None = None
+
+    def graph_names(self) -> set[str]:
+        return set(self.p.final) | self.p.sessions
+
+    def run(self) -> None:
+        names = self.graph_names()
+        self._feed_bindings()
+        for position, item in enumerate(self.p.items):
+            if item.node is not None or item.drop:
+                if item.node is not None and self.first_site_item is not None:
+                    raise Refusal(item.stmt, "TFG905", "graph built after the graph already ran")
+                continue
+            if isinstance(item.stmt, (cst.FunctionDef, cst.ClassDef)):
+                self._definition(item.stmt, names)
+                continue
+            before = len(self.sites) + len(self.removed)
+            self._scan(item.stmt, names)
+            if len(self.sites) + len(self.removed) > before and self.first_site_item is None:
+                self.first_site_item = position
+
+    def _definition(self, stmt, names: set[str]) -> None:
+        """User functions may read variables and constants (as helpers), nothing else of the graph."""
+        used = free_names(stmt) if isinstance(stmt, cst.FunctionDef) else set(loads(stmt))
+        for name in sorted(used & names):
+            node = self.p.node(name)
+            if name in self.p.sessions or node.kind not in ("variable", "static"):
+                raise Refusal(stmt, "TFG905", f"`{stmt.name.value}` uses graph value `{name}`")
+
+    def _feed_bindings(self) -> None:
+        placeholders = {n.names[0] for n in self.p.nodes if n.kind == "placeholder"}
+        scan = self
+
+        class V(cst.CSTVisitor):
+            def visit_Assign(self, node: cst.Assign) -> None:
+                if not isinstance(node.value, cst.Dict):
+                    return
+                keys = [e.key for e in node.value.elements if isinstance(e, cst.DictElement)]
+                if not any(isinstance(k, cst.Name) and k.value in placeholders for k in keys):
+                    return
+                if len(keys) != len(node.value.elements) or not all(
+                        isinstance(k, cst.Name) and k.value in placeholders for k in keys):
+                    raise Refusal(node, "TFG902", "a feed dict mixing placeholders and other keys")
+                if len(node.targets) != 1 or not isinstance(node.targets[0].target, cst.Name):
+                    raise Refusal(node, "TFG902", "a feed dict bound to something other than a name")
+                name, keyset = node.targets[0].target.value, frozenset(k.value for k in keys)
+                if scan.feed_dicts.setdefault(name, keyset) != keyset:
+                    raise Refusal(node, "TFG902", f"feed dict `{name}` feeds different placeholders in different places")
+                scan.feed_dict_nodes.append(node.value)
+
+        for item in self.p.items:
+            if item.node is None:
+                item.stmt.visit(V())
+
+    def _scan(self, stmt: cst.CSTNode, names: set[str]) -> None:
+        scan = self
+
+        class V(cst.CSTVisitor):
+            def visit_Call(self, call: cst.Call) -> bool:
+                return not scan._site(call)
+
+            def visit_Dict(self, node: cst.Dict) -> bool:
+                if node in scan.feed_dict_nodes:
+                    for e in node.elements:
+                        e.value.visit(self)
+                    return False
+                return True
+
+            def visit_Attribute(self, node: cst.Attribute) -> bool:
+                node.value.visit(self)
+                return False
+
+            def visit_Arg(self, node: cst.Arg) -> bool:
+                node.value.visit(self)
+                return False
+
+            def visit_Name(self, node: cst.Name) -> None:
+                if node.value in scan.feed_dicts:
+                    raise Refusal(node, "TFG902", f"feed dict `{node.value}` used other than as a feed (dynamic feed)")
+                if node.value in names:
+                    kind = "session" if node.value in scan.p.sessions else scan.p.node(node.value).kind
+                    if kind == "placeholder":
+                        raise Refusal(node, "TFG902", f"placeholder `{node.value}` used outside a feed_dict literal (dynamic feed)")
+                    raise Refusal(node, "TFG905", f"{kind} `{node.value}` used outside `sess.run`/`.eval()`")
+
+        stmt.visit(V())
+
+    def _site(self, call: cst.Call) -> bool:
+        func = call.func
+        if not isinstance(func, cst.Attribute) or not isinstance(func.value, cst.Name):
+            return False
+        receiver, method = func.value.value, func.attr.value
+        if receiver in self.p.sessions:
+            if method == "close" and not call.args:
+                self._remove_statement(call)
+                return True
+            if method != "run":
+                raise Refusal(call, "TFG905", f"session method `{method}`")
+            fetch = arg(call, 0, "fetches")
+            feed = arg(call, 1, "feed_dict")
+            extra = [a for a in call.args[2:] if True] + [
+                a for a in call.args if a.keyword is not None and a.keyword.value not in ("fetches", "feed_dict")]
+            if fetch is None or extra:
+                raise Refusal(call, "TFG905", "`sess.run` with options or run_metadata")
+            self._add_site(call, fetch, feed)
+            return True
+        node = self.p.node(receiver)
+        if node is None:
+            return False
+        if method == "eval" and node.kind in ("tensor", "static", "variable", "gradients"):
+            feed = arg(call, 0, "feed_dict")
+            self._check_session_kw(call, ("feed_dict", "session"))
+            self._add_site(call, func.value, feed)
+            return True
+        if method == "run" and node.kind in ("train", "init"):
+            self._check_session_kw(call, ("feed_dict", "session"))
+            self._add_site(call, func.value, arg(call, 0, "feed_dict"))
+            return True
+        return False
+
+    def _check_session_kw(self, call: cst.Call, allowed) -> None:
+        for a in call.args:
+            if a.keyword is not None and a.keyword.value not in allowed:
+                raise Refusal(call, "TFG905", f"`{a.keyword.value}=` at an execution site")
+            if a.keyword is not None and a.keyword.value == "session":
+                if not (isinstance(a.value, cst.Name) and a.value.value in self.p.sessions):
+                    raise Refusal(call, "TFG905", "`session=` that is not the program's session")
+        if len([a for a in call.args if a.keyword is None]) > 1:
+            raise Refusal(call, "TFG905", "extra positional arguments at an execution site")
+
+    def _remove_statement(self, call: cst.Call) -> None:
+        parent = self.meta.get_metadata(ParentNodeProvider, call)
+        if not isinstance(parent, cst.Expr):
+            raise Refusal(call, "TFG905", "a session call whose result is used")
+        self.removed.add(parent)
+
+    def _add_site(self, call: cst.Call, fetch: cst.BaseExpression, feed) -> None:
+        structure, fetches = self._fetches(fetch)
+        if structure == "init":
+            if feed is not None:
+                raise Refusal(call, "TFG905", "an initializer run with a feed")
+            self._remove_statement(call)
+            return
+        site = Site(call, fetches, structure, None, None)
+        if feed is None or (isinstance(feed, cst.Name) and feed.value == "None"):
+            site.feed = {}
+        elif isinstance(feed, cst.Dict):
+            site.feed = {}
+            for e in feed.elements:
+                if not isinstance(e, cst.DictElement):
+                    raise Refusal(feed, "TFG902", "a feed dict built with ** (dynamic feed)")
+                key = e.key
+                if isinstance(key, (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString)):
+                    raise Refusal(key, "TFG903", "a placeholder fed by its string name")
+                node = self.p.node(key.value) if isinstance(key, cst.Name) else None
+                if node is None or node.kind != "placeholder":
+                    raise Refusal(key, "TFG902", "a feed key that is not a placeholder name (dynamic feed)")
+                if loads(e.value) and set(loads(e.value)) & self.graph_names():
+                    raise Refusal(e.value, "TFG905", "a feed value computed from graph values")
+                site.feed[key.value] = e.value
+        elif isinstance(feed, cst.Name) and feed.value in self.feed_dicts:
+            site.feed_name = feed.value
+        else:
+            raise Refusal(feed, "TFG902", "a feed dict the tool cannot read statically (dynamic feed)")
+        site.fed = frozenset(site.feed) if site.feed is not None else self.feed_dicts[site.feed_name]
+        self.sites.append(site)
+
+    def _fetches(self, fetch: cst.BaseExpression) -> tuple[str, list[str]]:
+        if isinstance(fetch, (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString)):
+            raise Refusal(fetch, "TFG903", "a value fetched by its string name")
+        if isinstance(fetch, cst.Call) and matches(self.meta.names.qualified(fetch.func), "initializers"):
+            return "init", []
+        if isinstance(fetch, cst.Name):
+            node = self.p.node(fetch.value)
+            if node is None:
+                raise Refusal(fetch, "TFG905", f"fetch `{fetch.value}` is not a graph value the tool knows")
+            if node.kind == "init":
+                return "init", []
+            if node.kind in ("optimizer", "compute_gradients", "varlist"):
+                raise Refusal(fetch, "TFG905", f"fetching a {node.kind}")
+            return "single", [fetch.value]
+        if isinstance(fetch, (cst.List, cst.Tuple)) and fetch.elements:
+            names = []
+            for e in fetch.elements:
+                if isinstance(e.value, (cst.SimpleString, cst.ConcatenatedString)):
+                    raise Refusal(e.value, "TFG903", "a value fetched by its string name")
+                kind, inner = self._fetches(e.value)
+                if kind != "single":
+                    raise Refusal(e.value, "TFG905", "a nested or initializer fetch")
+                names += inner
+            return ("list" if isinstance(fetch, cst.List) else "tuple"), names
+        raise Refusal(fetch, "TFG905", "a fetch that is not a name or a list of names")
+
+
+def signatures(program: Program, sites: list[Site]) -> list[Signature]:
+    """Groups sites by (fetches, fed placeholders) and slices each group."""
+    groups: dict[tuple, Signature] = {}
+    for site in sites:
+        key = (tuple(site.fetches), site.fed)
+        sig = groups.get(key)
+        if sig is None:
+            sig = groups[key] = Signature(tuple(site.fetches), site.fed)
+            _slice(program, sig, site)
+        sig.sites.append(site)
+        site.signature = sig
+    return list(groups.values())
+
+
+def closure(program: Program, roots) -> set[int]:
+    seen: set[int] = set()
+    stack = list(roots)
+    while stack:
+        i = stack.pop()
+        if i not in seen:
+            seen.add(i)
+            stack.extend(program.nodes[i].deps)
+    return seen
+
+
+def _slice(program: Program, sig: Signature, site: Site) -> None:
+    fetched = [program.node(n) for n in sig.fetches]
+    members = closure(program, [n.index for n in fetched])
+    for i in members:
+        if "unsupported" in program.nodes[i].info:
+            raise program.nodes[i].info["unsupported"]
+    sig.nodes = sorted(members)
+    trains = [n for n in fetched if n.kind == "train"]
+    if len(trains) > 1:
+        raise Refusal(site.call, "TFG905", "two train ops in one run")
+    sig.train = trains[0] if trains else None
+    if sig.train is not None and any(n.kind == "variable" for n in fetched):
+        raise Refusal(site.call, "TFG905", "a variable fetched in the same run as its update (order undefined)")
+    sig.returns = [n.names[0] if len(n.names) == 1 else None for n in fetched if n.kind not in ("train",)]
+    if None in sig.returns:
+        raise Refusal(site.call, "TFG905", "fetching one of several names bound together")
+    sig.returns = [name for name, n in zip(sig.fetches, fetched) if n.kind != "train"]
+    sig.inline = all(n.kind in ("variable", "static") for n in fetched) and not sig.fed
+    placeholders = [program.nodes[i] for i in sig.nodes if program.nodes[i].kind == "placeholder"]
+    for ph in placeholders:
+        if ph.names[0] not in sig.fed and ph.info["default"] is None:
+            raise Refusal(site.call, "TFG905", f"placeholder `{ph.names[0]}` is needed but not fed")
+    order = [n.names[0] for n in program.nodes if n.kind == "placeholder"]
+    plain = [p for p in order if p in sig.fed and program.node(p).info["default"] is None]
+    defaults = [p for p in order if program.node(p).info["default"] is not None
+                and (p in sig.fed or any(ph.names[0] == p for ph in placeholders))]
+    sig.params = plain + defaults
+
+
+def gradient_dependent(program: Program, members: list[int]) -> set[int]:
+    """Nodes of a slice computed from gradients (they run after the tape)."""
+    out: set[int] = set()
+    for i in members:
+        node = program.nodes[i]
+        if node.kind in GRADIENT_KINDS or any(d in out for d in node.deps):
+            out.add(i)
+    return out
+
+
+def reached_variables(program: Program, root: int, exclude_gradients: bool = True) -> list[GraphNode]:
+    """Trainable variables a loss reads through the forward statements, creation order."""
+    members = closure(program, [root])
+    return [program.nodes[i] for i in sorted(members)
+            if program.nodes[i].kind == "variable" and program.nodes[i].info["trainable"]]
