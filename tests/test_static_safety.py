@@ -127,6 +127,8 @@ def test_check_and_rewrite_do_not_import_tensorflow(tmp_path):
     assert result["tensorflow"] is False
     assert result["keras"] is False
     assert "tf.random.set_seed(0)" in (tmp_path / "train.py").read_text()  # the rewrite did happen
+    restructured = (tmp_path / "other.py").read_text()  # ... and the whole-program one too, statically
+    assert "tf.GradientTape()" in restructured and "tf.Session" not in restructured
 
 
 def test_trap_catches_an_import(tmp_path):
