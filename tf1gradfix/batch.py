@@ -36,9 +36,13 @@ class Outcome:
 
 def unified_diff(path: str, old: bytes, new: bytes) -> str:
     import difflib
+    import io
+    import tokenize
+
+    encoding, _ = tokenize.detect_encoding(io.BytesIO(old).readline)
 
     def lines(data: bytes) -> list[str]:
-        return data.decode("utf-8", errors="surrogateescape").splitlines(keepends=True)
+        return data.decode(encoding, errors="replace").splitlines(keepends=True)
 
     return "".join(difflib.unified_diff(lines(old), lines(new), f"a/{path}", f"b/{path}"))
 
@@ -50,6 +54,8 @@ def run_source(path: str, data: bytes, mode: str, codes: CodeFilter) -> Outcome:
         return Outcome(path, error=FileError(path, f"internal error ({type(exc).__name__}: {exc}); file left unchanged"))
     outcome = Outcome(path, result.findings, result.error)
     if result.new_source is None:
+        if path == "-" and mode == WRITE:
+            outcome.new_source = data  # a stdin filter echoes what it does not change
         return outcome
     outcome.changed = True
     if mode == DIFF:

@@ -34,6 +34,11 @@ class Settings:
         return tuple(extra)
 
 
+def _codes(value) -> tuple[str, ...]:
+    """Code prefixes are case-insensitive, as on the command line."""
+    return tuple(code.upper() for code in _split(value))
+
+
 def _split(value) -> tuple[str, ...]:
     if isinstance(value, (list, tuple)):
         items = value
@@ -53,16 +58,16 @@ def _from_setup_cfg(path: Path) -> Settings | None:
     section = parser["tf1gradfix"]
     settings = Settings(source=str(path))
     if "select" in section:
-        settings.select = _split(section["select"])
+        settings.select = _codes(section["select"])
     if "ignore" in section:
-        settings.ignore = _split(section["ignore"])
+        settings.ignore = _codes(section["ignore"])
     if "exclude" in section:
         settings.exclude = _split(section["exclude"])
     if "per-file-ignores" in section:
         for line in section["per-file-ignores"].splitlines():
             if ":" in line:
                 pattern, codes = line.split(":", 1)
-                settings.per_file_ignores[pattern.strip()] = _split(codes)
+                settings.per_file_ignores[pattern.strip()] = _codes(codes)
     return settings
 
 
@@ -76,13 +81,13 @@ def _from_pyproject(path: Path) -> Settings | None:
         return None
     settings = Settings(source=str(path))
     if "select" in table:
-        settings.select = _split(table["select"])
+        settings.select = _codes(table["select"])
     if "ignore" in table:
-        settings.ignore = _split(table["ignore"])
+        settings.ignore = _codes(table["ignore"])
     if "exclude" in table:
         settings.exclude = _split(table["exclude"])
     for pattern, codes in table.get("per-file-ignores", {}).items():
-        settings.per_file_ignores[pattern] = _split(codes)
+        settings.per_file_ignores[pattern] = _codes(codes)
     return settings
 
 

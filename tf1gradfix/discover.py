@@ -15,13 +15,32 @@ DEFAULT_EXCLUDES = (
 STDIN = "-"
 
 
+def _relative(path: Path) -> Path:
+    """The path as the user's settings speak of it: relative to the current folder when inside it."""
+    absolute = Path(os.path.abspath(path))
+    try:
+        return absolute.relative_to(Path.cwd())
+    except ValueError:
+        return absolute
+
+
 def _excluded(path: Path, patterns: tuple[str, ...]) -> bool:
-    text = path.as_posix()
+    """A bare pattern (`generated`, `*.pb2.py`) matches any folder or file name in
+    the path; a pattern with a slash (`pkg/generated`) matches the path relative
+    to the current folder, or anything below it."""
+    if not patterns:
+        return False
+    relative = _relative(path)
+    texts = {relative.as_posix(), path.as_posix()}
     for pattern in patterns:
-        if fnmatch.fnmatchcase(path.name, pattern) or fnmatch.fnmatchcase(text, pattern):
-            return True
-        if fnmatch.fnmatchcase(text, pattern.rstrip("/") + "/*"):
-            return True
+        bare = pattern.rstrip("/")
+        if "/" not in bare:
+            if any(fnmatch.fnmatchcase(part, bare) for part in relative.parts):
+                return True
+            continue
+        for text in texts:
+            if fnmatch.fnmatchcase(text, bare) or fnmatch.fnmatchcase(text, bare + "/*"):
+                return True
     return False
 
 
@@ -32,7 +51,6 @@ def discover(paths: list[str], exclude: tuple[str, ...] = ()) -> tuple[list[str]
     folders are walked without following symlinked folders, so a run never
     leaves the tree it was given.
     """
-    patterns = DEFAULT_EXCLUDES + tuple(exclude)
     files: list[str] = []
     missing: list[str] = []
     seen: set[str] = set()
@@ -53,10 +71,16 @@ def discover(paths: list[str], exclude: tuple[str, ...] = ()) -> tuple[list[str]
         elif path.is_dir():
             for root, dirs, names in os.walk(path, followlinks=False):
                 root_path = Path(root)
-                dirs[:] = sorted(d for d in dirs if not _excluded(root_path / d, patterns))
+                # Default folders are pruned by name below the given root only:
+                # a project that itself lives under `build/` is still checked.
+                dirs[:] = sorted(
+                    d for d in dirs
+                    if not any(fnmatch.fnmatchcase(d, p) for p in DEFAULT_EXCLUDES)
+                    and not _excluded(root_path / d, tuple(exclude))
+                )
                 for name in sorted(names):
                     candidate = root_path / name
-                    if name.endswith((".py", ".pyi")) and not candidate.is_symlink() and not _excluded(candidate, patterns):
+                    if name.endswith((".py", ".pyi")) and not candidate.is_symlink() and not _excluded(candidate, tuple(exclude)):
                         add(str(candidate))
         else:
             missing.append(raw)

@@ -32,7 +32,30 @@ def process_source(display: str, data: bytes, codes: CodeFilter, fix: bool = Tru
         return result
     if _MARKER not in data:
         return result
+    if b"\r" in data and b"\n" not in data:
+        # Old Mac line endings: LibCST loses the last one, so work on LF and
+        # turn every line ending back (no LF existed, so none is ambiguous).
+        result = _process_tensorflow_source(result, display, data.replace(b"\r", b"\n"), codes, fix)
+        if result.new_source is not None:
+            result.new_source = result.new_source.replace(b"\n", b"\r")
+        return result
     return _process_tensorflow_source(result, display, data, codes, fix)
+
+
+def _syntax_error(display: str, data: bytes, exc) -> FileError:
+    """Python's own compiler names the offending line more exactly than LibCST's parser."""
+    import warnings
+
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            compile(data, display, "exec", dont_inherit=True)
+    except SyntaxError as py_exc:
+        if py_exc.lineno:
+            return FileError(display, f"syntax error: {py_exc.msg}", py_exc.lineno, py_exc.offset)
+    except (ValueError, RecursionError, MemoryError):
+        pass
+    return FileError(display, f"syntax error: {exc.message}", exc.editor_line, exc.editor_column + 1)
 
 
 def _process_tensorflow_source(result: FileResult, display: str, data: bytes, codes: CodeFilter, fix: bool) -> FileResult:
@@ -50,7 +73,7 @@ def _process_tensorflow_source(result: FileResult, display: str, data: bytes, co
     try:
         module = cst.parse_module(data)
     except cst.ParserSyntaxError as exc:
-        result.error = FileError(display, f"syntax error: {exc.message}", exc.editor_line, exc.editor_column + 1)
+        result.error = _syntax_error(display, data, exc)
         return result
     except (RecursionError, UnicodeDecodeError, SyntaxError, ValueError) as exc:
         result.error = FileError(display, f"cannot parse: {exc}")

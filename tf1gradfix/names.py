@@ -92,7 +92,7 @@ class NameResolver:
             names = scope.get_qualified_names_for(node)
         except Exception:  # nodes the scope analysis has no record of
             return None
-        for name in names:
+        for name in sorted(names, key=lambda q: q.name):  # same answer on every run
             if name.source is QualifiedNameSource.IMPORT and normalize(name.name) is not None:
                 return name.name
         return None

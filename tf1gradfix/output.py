@@ -27,14 +27,18 @@ def _github_escape(text: str) -> str:
     return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
 
 
+def _github_property(text: str) -> str:
+    return _github_escape(text).replace(":", "%3A").replace(",", "%2C")
+
+
 def github_lines(findings: list[Finding], errors: list[FileError]) -> list[str]:
     lines = []
     for f in findings:
         lines.append(
-            f"::warning file={f.path},line={f.line},col={f.col},title={f.code}::{_github_escape(f.code + ' ' + f.message)}"
+            f"::warning file={_github_property(f.path)},line={f.line},col={f.col},title={f.code}::{_github_escape(f.code + ' ' + f.message)}"
         )
     for e in errors:
-        location = f"file={e.path}" + (f",line={e.line}" if e.line else "")
+        location = f"file={_github_property(e.path)}" + (f",line={e.line}" if e.line else "")
         lines.append(f"::error {location},title=tf1gradfix::{_github_escape(e.message)}")
     return lines
 
