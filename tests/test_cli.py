@@ -346,12 +346,6 @@ def test_exclude_globs(capsys):
     assert run(capsys, "check", "pkg", "--exclude", "*.py") == (0, "", "")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: discover() matches --exclude/config excludes against an explicit file's name and whole path only, "
-    "not its parent folders, so `exclude = generated` skips the folder in a walk but not the same file named "
-    "explicitly (which is how pre-commit passes files)",
-)
 def test_exclude_applies_to_explicit_files_in_excluded_folders(capsys):
     write("pkg/generated/ops.py", TF1)
     write("pkg/model.py", TF1)
@@ -359,11 +353,6 @@ def test_exclude_applies_to_explicit_files_in_excluded_folders(capsys):
     assert {f[0] for f in findings(out)} == {"pkg/model.py"}
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: path-like excludes (`pkg/generated`) are matched against the path text as given, so they stop "
-    "working when the run is given an absolute path",
-)
 def test_path_exclude_works_with_absolute_paths(capsys, tmp_path):
     write("pkg/generated/ops.py", TF1)
     write("pkg/model.py", TF1)
@@ -445,10 +434,6 @@ def test_rewrite_stdin_prints_the_new_source_and_reports_on_stderr(capsys, monke
     assert "-:3:1: TFG401 [*]" in err
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: `rewrite -` prints nothing when the input needs no change; a stdin filter must echo it",
-)
 def test_rewrite_stdin_echoes_unchanged_source(capsys, monkeypatch):
     _stdin(monkeypatch, TF2.encode())
     code, out, _ = run(capsys, "rewrite", "-")
@@ -826,10 +811,6 @@ def test_tf2_code_has_no_findings_and_is_byte_identical(capsys, source, tmp_path
     assert path.stat().st_ino == stat_before.st_ino  # not even replaced by an identical copy
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: rules/kinds.toml makes every tensorflow.* call a graph_value, so TF2's Strategy.run is taken for Operation.run (TFG106)",
-)
 def test_distribution_strategy_run_is_tf2(capsys):
     source = "import tensorflow as tf\n\nstrategy = tf.distribute.MirroredStrategy()\nstrategy.run(lambda: 1)\n"
     write("dist.py", source)
@@ -878,14 +859,9 @@ def test_explain_unknown_code_exits_2(capsys):
     assert "unknown rule code 'TFG999'" in err
 
 
-# -- known bugs (strict xfail: each turns into a failure once fixed, so the mark goes) --
+# -- regressions: bugs found by these tests, now fixed -------------------------
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: names.NameResolver.import_name iterates a set of qualified names, so whether a name bound by "
-    "both `import tensorflow.compat.v1 as tf` and `import tensorflow as tf` is fixed depends on PYTHONHASHSEED",
-)
 def test_ambiguous_alias_is_decided_the_same_way_every_run(tmp_path):
     source = "try:\n    import tensorflow.compat.v1 as tf\nexcept ImportError:\n    import tensorflow as tf\n\ntf.set_random_seed(0)\n"
     write("either.py", source)
@@ -904,11 +880,6 @@ def test_ambiguous_alias_is_decided_the_same_way_every_run(tmp_path):
                        "1 file checked: 1 finding, 1 need manual work.\n"}
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: config.py keeps select/ignore/per-file-ignores codes as written, while the command line "
-    "upper-cases them; `select = tfg1` in setup.cfg silently selects nothing",
-)
 def test_config_codes_are_case_insensitive(capsys):
     write("setup.cfg", "[tf1gradfix]\nselect = tfg1\n")
     write("app.py", CONFIG_CODE)
@@ -916,21 +887,12 @@ def test_config_codes_are_case_insensitive(capsys):
     assert codes_in(out) == {"TFG103", "TFG105"}
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: output.github_lines escapes only the message; `,` and `:` in the file property must be %2C / %3A",
-)
 def test_github_format_escapes_the_file_property(capsys):
     write("a,b.py", RENAMES_ONLY)
     _, out, _ = run(capsys, "check", "--format", "github", "a,b.py")
     assert out.startswith("::warning file=a%2Cb.py,line=3,col=1,title=TFG401::")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: batch.unified_diff decodes every file as UTF-8 with surrogateescape, so writing the diff of a "
-    "latin-1 file to a strict UTF-8 stdout raises UnicodeEncodeError",
-)
 def test_diff_of_a_latin1_file(capsys, tmp_path):
     data = "# -*- coding: latin-1 -*-\nimport tensorflow as tf\n# café\ntf.set_random_seed(0)\n".encode("latin-1")
     (tmp_path / "lat.py").write_bytes(data)

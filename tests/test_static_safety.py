@@ -283,10 +283,6 @@ def test_rewrite_leaves_bad_files_byte_identical(tmp_path, mode):
         assert "a_syntax" not in proc.stdout and "b_undecodable" not in proc.stdout
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: engine.py reports LibCST's ParserSyntaxError position (line 3 here), not the line of the error (2)",
-)
 def test_syntax_error_names_the_right_line(tmp_path):
     (tmp_path / "s.py").write_bytes(b"import tensorflow as tf\nx = = 1\ny = 2\n")
     proc = cli(tmp_path, "check", "--format", "json", "s.py")
@@ -345,10 +341,6 @@ def test_columns_count_characters_not_bytes(tmp_path, capsys, monkeypatch):
     assert out.splitlines()[0].startswith("u.py:2:8: TFG401 [*]")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: LibCST drops the last line ending of a CR-only (old Mac) file and engine.py writes that output",
-)
 def test_rewrite_keeps_cr_only_newlines(tmp_path, capsys, monkeypatch):
     data = b"import tensorflow as tf\rtf.set_random_seed(0)\rx = 1\r"
     path = tmp_path / "cr.py"
