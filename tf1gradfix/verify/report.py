@@ -24,8 +24,13 @@ def _fmt(x) -> str:
     return str(x)
 
 
+_NOISE = ("I0000 ", "W0000 ", "E0000 ", "WARNING: All log messages before absl")
+
+
 def _tail(text: str, lines: int = 15) -> str:
-    return "\n".join(text.rstrip().splitlines()[-lines:])
+    """Last lines of a stderr, without TensorFlow's start-up log chatter."""
+    kept = [line for line in text.rstrip().splitlines() if not line.startswith(_NOISE)]
+    return "\n".join(kept[-lines:])
 
 
 def summary(result) -> str:

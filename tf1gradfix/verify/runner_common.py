@@ -151,8 +151,8 @@ def run_user_script(script: str, trace: Trace, before_exit=None) -> int:
             print(code, file=sys.stderr)
             code = 1
         status = "exit"
-    except BaseException:  # noqa: BLE001 - the user's error is data here
-        tb = traceback.format_exc()
+    except BaseException as exc:  # noqa: BLE001 - the user's error is data here
+        tb = user_traceback(exc)
         sys.stderr.write(tb)
         trace.event("error", traceback=tb[-4000:])
         status, code = "error", 1
@@ -167,6 +167,16 @@ def run_user_script(script: str, trace: Trace, before_exit=None) -> int:
             trace.event("note", text="could not record final values:\n" + traceback.format_exc()[-1500:])
     trace.event("end", status=status, code=code)
     return code
+
+
+def user_traceback(exc: BaseException) -> str:
+    """The traceback as the user would see it, without runpy and runner frames."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    tbe = traceback.TracebackException.from_exception(exc)
+    frames = [f for f in tbe.stack
+              if not (f.filename.startswith(here) or f.filename.startswith("<frozen runpy"))]
+    tbe.stack = traceback.StackSummary.from_list(frames)
+    return "".join(tbe.format())
 
 
 def parse_args(argv: list[str]) -> tuple[str, str]:

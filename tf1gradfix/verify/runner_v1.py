@@ -359,7 +359,10 @@ def main(argv: list[str]) -> int:
     rc.seed_python()
     import tensorflow.compat.v1 as v1
 
+    verbosity = v1.logging.get_verbosity()
+    v1.logging.set_verbosity(v1.logging.ERROR)   # our own call's deprecation notice is noise
     v1.disable_v2_behavior()
+    v1.logging.set_verbosity(verbosity)
     v1.set_random_seed(rc.SEED)
     trace = rc.Trace(trace_dir, "original")
     tracer = V1Tracer(trace)
