@@ -900,3 +900,23 @@ def test_diff_of_a_latin1_file(capsys, tmp_path):
     assert code == 1
     assert "\n # café\n-tf.set_random_seed(0)\n+tf.random.set_seed(0)\n" in out
     assert (tmp_path / "lat.py").read_bytes() == data
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="bug: cli.py lets BrokenPipeError escape when stdout is closed early (`tf1gradfix rules | head -1`)",
+)
+@pytest.mark.parametrize("argv", [["rules"], ["explain", "TFG101"], ["check", "train.py"]], ids=["rules", "explain", "check"])
+def test_closed_stdout_is_not_a_traceback(tmp_path, argv):
+    write("train.py", TF1)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tf1gradfix", *argv],
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    proc.stdout.close()  # the reader is gone before the first line is written, like `| head -0`
+    _, err = proc.communicate(timeout=60)
+    assert b"Traceback" not in err, err.decode()
+    assert proc.returncode != 0
