@@ -292,6 +292,17 @@ def test_hanging_migration_times_out(tmp_path):
 
 
 @pytest.mark.tf
+def test_hanging_original_stops_both(tmp_path):
+    hang = "import time\ntime.sleep(600)\n" + TINY_TF1
+    result = verify_pair(_write(tmp_path, "o.py", hang), _write(tmp_path, "m.py", TINY_TF2),
+                         rtol=1e-3, atol=1e-6, timeout=20)
+    assert result.verdict == "ORIGINAL_FAILED", report.summary(result)
+    assert result.reason == "original timed out after 20 s"
+    assert result.migrated.status in ("killed", "timeout")   # it waited for the original's values
+    assert result.elapsed < 50
+
+
+@pytest.mark.tf
 def test_crashing_migration(tmp_path):
     crash = TINY_TF2.replace('print("loss %.5f" % loss.numpy())',
                              'raise ValueError("shapes do not line up in step %d" % i)')

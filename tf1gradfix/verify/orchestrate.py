@@ -199,6 +199,25 @@ def _run_both(original: Path, migrated: Path, trace_dir: str, timeout: float):
              "migrated": _start("tf1gradfix.verify.runner_v2", migrated, trace_dir, "migrated", timeout, False)}
     start = time.monotonic()
     timed_out, killed = set(), set()
+    try:
+        _wait(procs, sides, start, timeout, trace_dir, timed_out, killed)
+    except BaseException:
+        # Ctrl-C or any error here: the runners lead their own sessions and
+        # would not get the terminal's signal, so stop them explicitly.
+        for proc in procs.values():
+            _kill(proc)
+        raise
+    for role, proc in procs.items():
+        side = sides[role]
+        side.returncode = proc.returncode
+        side.elapsed = side.elapsed or time.monotonic() - start
+        side.stderr_tail = _read_tail(os.path.join(trace_dir, f"{role}.stderr"))
+        side.stdout_tail = _read_tail(os.path.join(trace_dir, f"{role}.stdout"), 1000)
+    return sides, timed_out, killed
+
+
+def _wait(procs, sides, start, timeout, trace_dir, timed_out, killed) -> None:
+    """Poll both runners; enforce the timeout; stop the migration if the original failed."""
     while any(p.poll() is None for p in procs.values()):
         now = time.monotonic()
         for role, proc in procs.items():
@@ -216,13 +235,6 @@ def _run_both(original: Path, migrated: Path, trace_dir: str, timeout: float):
             _kill(procs["migrated"])
             killed.add("migrated")
         time.sleep(0.02)
-    for role, proc in procs.items():
-        side = sides[role]
-        side.returncode = proc.returncode
-        side.elapsed = side.elapsed or time.monotonic() - start
-        side.stderr_tail = _read_tail(os.path.join(trace_dir, f"{role}.stderr"))
-        side.stdout_tail = _read_tail(os.path.join(trace_dir, f"{role}.stdout"), 1000)
-    return sides, timed_out, killed
 
 
 def _original_reported_failure(trace_dir: str) -> bool:
