@@ -12,7 +12,8 @@ from __future__ import annotations
 import libcst as cst
 from libcst.metadata import ParentNodeProvider
 
-from tf1gradfix.graph_model import GraphNode, Program, Refusal, loads
+from tf1gradfix.emit_state import optimizer_table
+from tf1gradfix.graph_model import GraphNode, Program, Refusal, loads, matches
 from tf1gradfix.slicing import Signature, Site, closure, gradient_dependent, reached_variables
 
 IND = "    "
@@ -178,6 +179,7 @@ class TapeEmitter:
         bound = node.info["bound"]
         opt = self.p.nodes[node.info["optimizer"]]
         opt_name = self.optimizer_names[opt.index]
+        self._check_sparse(node, opt)
         if node.kind == "compute_gradients" or node.info["method"] == "minimize":
             loss = bound["loss"]
             if not isinstance(loss, cst.Name):
@@ -198,6 +200,17 @@ class TapeEmitter:
         lines += self._learning_rate(opt, opt_name)
         lines.append(f"{opt_name}.apply_gradients([(g, v) for g, v in {pairs} if g is not None])")
         return lines
+
+    def _check_sparse(self, node: GraphNode, opt: GraphNode) -> None:
+        """v1 optimizers with their own sparse update differ from Keras on gathered rows."""
+        row = optimizer_table().get(opt.info["cls"], {})
+        if row.get("sparse", True):
+            return
+        for i in closure(self.p, [node.index]):
+            calls = self.p.nodes[i].info.get("calls", ())
+            if any(matches(q, "sparse_gradients") for q in calls):
+                raise Refusal(opt.info["call"], "TFG906", f"`{opt.info['cls']}` on sparse gradients "
+                              f"(embedding_lookup/gather): v1 updates only the looked-up rows, Keras all rows")
 
     def _learning_rate(self, opt: GraphNode, opt_name: str) -> list[str]:
         if opt.index not in self.fed_lr:

@@ -260,6 +260,11 @@ class ModelBuilder:
             return
         small = stmt.body[0]
         if isinstance(small, cst.Expr) and isinstance(small.value, cst.Call):
+            func = small.value.func
+            if isinstance(func, cst.Attribute) and func.attr.value == "run" and isinstance(func.value, cst.Call) \
+                    and matches(self.qualified(func.value.func), "initializers"):
+                item.drop = True   # `tf.global_variables_initializer().run()`
+                return
             q = self.qualified(small.value.func)
             if matches(q, "drop"):
                 item.drop = True
@@ -446,7 +451,10 @@ class ModelBuilder:
         static = all(self.program.nodes[i].kind == "static" for i in deps) and all(matches(q, "pure") for _, q in tf_calls)
         if static and any(n in self.program.final for n in names):
             static = False
-        node = self._add(item, "static" if static else "tensor", names, value, deps)
+        node = self._add(item, "static" if static else "tensor", names, value, deps, calls=[q for _, q in tf_calls])
+        for name in loads(value):
+            if name in self.program.helpers:   # a helper's calls count as this statement's
+                node.info["calls"] += [q for _, q in self.calls(self.program.helpers[name]) if q]
         if unsupported is not None:
             node.info["unsupported"] = unsupported
 

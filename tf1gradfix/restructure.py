@@ -110,6 +110,9 @@ class _Rewrite:
         replacements = dict(tape.call_site(site) for site in scan.sites)
         for node in scan.removed:
             replacements[node] = cst.RemovalSentinel.REMOVE
+        for feed in scan.feed_dict_nodes:   # `{x: v}` -> `{"x": v}`, passed as `f(**feed)`
+            replacements[feed] = feed.with_changes(elements=[
+                e.with_changes(key=cst.SimpleString(f'"{e.key.value}"')) for e in feed.elements])
         new_body = _Assembler(self, program, state, tape, replacements).body(texts, moved, owner)
         if isinstance(owner, cst.Module):
             return owner.with_changes(body=new_body)
@@ -184,7 +187,7 @@ class _Assembler:
         functions = []
         for text in texts:
             for stmt in cst.parse_module(text + "\n").body:
-                functions.append(stmt.with_changes(leading_lines=[cst.EmptyLine()] * gap))
+                functions.append(stmt.with_changes(leading_lines=[cst.EmptyLine(indent=False)] * gap))
         out: list[cst.BaseStatement] = []
         pending: list[cst.EmptyLine] = []
         after_functions = False
@@ -192,6 +195,7 @@ class _Assembler:
             if pos == insert_at and functions:
                 out += functions
                 after_functions = True
+                pending = []   # comments of graph statements stay with the graph
             new = self._translate(item)
             lead = list(item.lead) + pending
             if new is None:
@@ -203,7 +207,7 @@ class _Assembler:
                 lead = [ln for ln in lead + own if ln.comment is not None or True]
                 while lead and lead[0].comment is None:
                     lead.pop(0)
-                lead, own = [cst.EmptyLine()] * gap + lead, []
+                lead, own = [cst.EmptyLine(indent=False)] * gap + lead, []
                 after_functions = False
             out.append(new.with_changes(leading_lines=lead + own))
         if insert_at == len(items) and functions:

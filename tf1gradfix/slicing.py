@@ -123,6 +123,9 @@ class HostScan:
                 node.value.visit(self)
                 return False
 
+            def visit_AssignTarget(self, node: cst.AssignTarget) -> bool:
+                return not (isinstance(node.target, cst.Name) and node.target.value in scan.feed_dicts)
+
             def visit_Arg(self, node: cst.Arg) -> bool:
                 node.value.visit(self)
                 return False
