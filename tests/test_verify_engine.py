@@ -17,6 +17,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
 
 from tf1gradfix.verify import compare, report
 from tf1gradfix.verify.orchestrate import SideResult, VerifyResult, verify_pair
@@ -75,6 +78,29 @@ def test_check_nan_inf_and_tolerance():
     assert not ok and index == [0, 1] and abs_err == pytest.approx(0.01) and rel_err == pytest.approx(0.01 / 2.01)
     ok, *_, reason = compare.check([1.0, 2.0], [1.0], 1e-3, 1e-6)
     assert not ok and "shape" in reason
+
+
+_floats = hnp.arrays(np.float32, hnp.array_shapes(max_dims=2, max_side=4),
+                     elements=st.floats(width=32, allow_nan=True, allow_infinity=True))
+
+
+@settings(max_examples=200, deadline=None)
+@given(_floats, st.data())
+def test_check_is_reflexive_and_symmetric(a, data):
+    assert compare.check(a, a.copy(), 0.0, 0.0)[0], "a value always equals itself, NaN included"
+    b = data.draw(hnp.arrays(np.float32, a.shape, elements=st.floats(width=32, allow_nan=True)))
+    assert compare.check(a, b, 1e-3, 1e-6)[0] == compare.check(b, a, 1e-3, 1e-6)[0]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.floats(min_value=0.001, max_value=1000.0), st.integers(min_value=1, max_value=50))
+def test_few_ulps_pass_and_one_percent_fails(x, ulps):
+    a = np.float32(x)
+    b = a
+    for _ in range(ulps):
+        b = np.nextafter(b, np.float32(np.inf))
+    assert compare.check(a, b, compare.DEFAULT_RTOL, compare.DEFAULT_ATOL)[0]
+    assert not compare.check(a, a * np.float32(1.01), compare.DEFAULT_RTOL, compare.DEFAULT_ATOL)[0]
 
 
 def test_identical_traces_are_equivalent_and_counted():
