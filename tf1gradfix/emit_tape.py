@@ -58,7 +58,7 @@ class TapeEmitter:
                     continue
                 for d in self.p.nodes[i].deps:
                     if d in shared_set:
-                        returns += [n for n in self.p.nodes[d].names if self.p.final.get(n) == d or True]
+                        returns += list(self.p.nodes[d].names)
             returns += [f for f in sig.fetches if self.p.final[f] in shared_set]
         ordered = []
         for i in shared:
@@ -159,7 +159,7 @@ class TapeEmitter:
                 if xn.kind == "placeholder" or xn.kind == "variable" and not xn.info["trainable"]:
                     top.append(x)
                 elif xn.kind == "tensor":
-                    recorded = any(v.index for v in reached_variables(self.p, xn.index)) or reached_variables(self.p, xn.index)
+                    recorded = bool(reached_variables(self.p, xn.index))   # computed from watched variables
                     if "stop_gradient" in self.code(xn.value) or not recorded:
                         if xn.index in shared:
                             raise Refusal(node.value, "TFG905", f"gradient with respect to `{x}`, computed in shared code")
