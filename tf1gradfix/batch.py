@@ -15,6 +15,7 @@ from tf1gradfix.findings import CodeFilter, FileError, Finding
 from tf1gradfix.source_io import write_atomic
 
 CHECK, DIFF, PREVIEW, WRITE = "check", "diff", "preview", "write"
+PROPOSE = "propose"  # return the new source to the parent, write nothing (rewrite --verify)
 
 
 @dataclass(frozen=True)
@@ -60,12 +61,14 @@ def run_source(path: str, data: bytes, mode: str, codes: CodeFilter) -> Outcome:
     outcome.changed = True
     if mode == DIFF:
         outcome.diff = unified_diff(path, data, result.new_source)
+    elif mode == PROPOSE:
+        outcome.new_source = result.new_source
     elif mode == WRITE:
         if path == "-":
             outcome.new_source = result.new_source
         else:
             try:
-                refusal = _unwritable(Path(path))
+                refusal = unwritable(Path(path))
                 if refusal:
                     raise OSError(refusal)
                 write_atomic(Path(path), result.new_source)
@@ -76,7 +79,7 @@ def run_source(path: str, data: bytes, mode: str, codes: CodeFilter) -> Outcome:
     return outcome
 
 
-def _unwritable(path: Path) -> str | None:
+def unwritable(path: Path) -> str | None:
     """Why `path` must not be replaced, if it must not.
 
     A rename would replace a symlink by a plain file and ignores the file's own

@@ -12,7 +12,7 @@ import sys
 from contextlib import nullcontext
 
 from tf1gradfix import __version__
-from tf1gradfix.batch import CHECK, DIFF, PREVIEW, WRITE, Job, default_workers, run_all, run_source
+from tf1gradfix.batch import CHECK, DIFF, PREVIEW, PROPOSE, WRITE, Job, default_workers, run_all, run_source, unwritable
 from tf1gradfix.config import load_settings
 from tf1gradfix.discover import STDIN, discover
 from tf1gradfix.findings import CodeFilter, FileError
@@ -48,6 +48,13 @@ def build_parser() -> argparse.ArgumentParser:
     mode = rewrite.add_mutually_exclusive_group()
     mode.add_argument("--diff", action="store_true", help="print a unified diff; write nothing")
     mode.add_argument("--check", action="store_true", help="write nothing; exit 1 if anything would change or needs manual work")
+    proof = rewrite.add_argument_group("verification (needs the `verify` extra: TensorFlow)")
+    proof.add_argument("--verify", action="store_true",
+                       help="run each rewritten file against its original and write it only when EQUIVALENT")
+    proof.add_argument("--report-dir", metavar="DIR", help="with --verify: JSON, JUnit, Markdown and plot per file, plus a summary")
+    proof.add_argument("--rtol", type=float, default=None, help="with --verify: relative tolerance")
+    proof.add_argument("--atol", type=float, default=None, help="with --verify: absolute tolerance")
+    proof.add_argument("--timeout", type=float, default=None, help="with --verify: seconds each program may run")
 
     rules = sub.add_parser("rules", help="list every rule")
     rules.add_argument("--format", choices=("text", "markdown", "json"), default="text")
@@ -56,11 +63,9 @@ def build_parser() -> argparse.ArgumentParser:
     explain.add_argument("code")
 
     verify = sub.add_parser("verify", help="run ORIGINAL (TF1) and MIGRATED (TF2) side by side and compare")
-    try:
-        from tf1gradfix.verify import command as verify_command  # TensorFlow-free by contract
-        verify_command.add_arguments(verify)
-    except ImportError:  # TEMPORARY until the verifier lands
-        pass
+    from tf1gradfix.verify import command as verify_command  # TensorFlow-free by contract
+
+    verify_command.add_arguments(verify)
     return parser
 
 
@@ -70,6 +75,11 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("tf1gradfix: interrupted; every file is either unchanged or fully rewritten", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # `tf1gradfix check . | head`: the reader left, nothing is wrong
+        import os
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_FINDINGS
 
 
 def _main(argv: list[str] | None) -> int:
@@ -102,6 +112,8 @@ def _main(argv: list[str] | None) -> int:
 def _mode(args: argparse.Namespace) -> str:
     if args.command == "check":
         return CHECK
+    if args.verify:
+        return PROPOSE
     if args.diff:
         return DIFF
     if args.check:
@@ -125,6 +137,9 @@ def _run_files(args: argparse.Namespace) -> int:
     exclude = tuple(args.exclude) + settings.exclude
     mode = _mode(args)
     files, missing = discover(args.paths, exclude)
+    if mode == PROPOSE and STDIN in files:
+        print("tf1gradfix: --verify needs files on disk, not standard input", file=sys.stderr)
+        return EXIT_ERROR
     errors = [FileError(path, "no such file or folder") for path in missing]
 
     jobs = [Job(path, mode, CodeFilter(select, ignore + settings.ignores_for(path))) for path in files if path != STDIN]
@@ -150,6 +165,8 @@ def _run_files(args: argparse.Namespace) -> int:
         "errors": len(errors),
     }
 
+    if mode == PROPOSE:
+        return _prove(args, outcomes, findings, errors, summary)
     for outcome in outcomes:
         if outcome.diff:
             sys.stdout.write(outcome.diff)
@@ -171,6 +188,34 @@ def _run_files(args: argparse.Namespace) -> int:
     if mode in (DIFF, PREVIEW):
         return EXIT_FINDINGS if (changed or manual) else EXIT_CLEAN
     return EXIT_FINDINGS if manual else EXIT_CLEAN
+
+
+def _prove(args, outcomes, findings, errors, summary) -> int:
+    """rewrite --verify: report the static findings, then prove each rewrite."""
+    from tf1gradfix import rewrite_verify
+    from tf1gradfix.verify import command as verify_defaults
+
+    report = render(args.format, findings, errors, summary)
+    if report:
+        print(report)
+    changed = [(o.path, o.new_source) for o in outcomes if o.changed and o.new_source is not None]
+    rows = rewrite_verify.prove_and_write(
+        changed,
+        write=not (args.diff or args.check),
+        report_dir=args.report_dir,
+        rtol=args.rtol if args.rtol is not None else verify_defaults.DEFAULT_RTOL,
+        atol=args.atol if args.atol is not None else verify_defaults.DEFAULT_ATOL,
+        timeout=args.timeout if args.timeout is not None else verify_defaults.DEFAULT_TIMEOUT,
+        unwritable=unwritable,
+    )
+    if rows:
+        print(rewrite_verify.render_rows(rows))
+    if errors:
+        return EXIT_ERROR
+    proof = rewrite_verify.exit_code(rows)
+    if proof:
+        return proof
+    return EXIT_FINDINGS if any(not f.fixed for f in findings) else EXIT_CLEAN
 
 
 __all__ = ["main", "build_parser", "error_line"]

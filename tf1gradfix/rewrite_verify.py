@@ -1,0 +1,94 @@
+"""`rewrite --verify`: prove each rewritten file before it replaces the original.
+
+A rewrite is only as good as its proof, so with `--verify` a file is written
+only when the verifier finds it EQUIVALENT to the original; a file that
+diverges, fails or cannot be compared is left untouched and reported. The
+candidate is run from the original's own folder (a hidden sibling file), so
+relative paths in the program behave as they do for the original.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from tf1gradfix.source_io import write_atomic
+
+EQUIVALENT = "EQUIVALENT"
+
+
+@dataclass
+class ProofRow:
+    path: str
+    verdict: str
+    reason: str
+    written: bool
+    report_stem: str | None = None
+
+
+def _slug(path: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", path.strip("./")) or "stdin"
+
+
+def prove_and_write(changed: list[tuple[str, bytes]], *, write: bool, report_dir: str | None,
+                    rtol: float, atol: float, timeout: float, unwritable) -> list[ProofRow]:
+    """Verify each (path, rewritten source); write the EQUIVALENT ones when `write`."""
+    from tf1gradfix.verify import report
+    from tf1gradfix.verify.orchestrate import verify_pair
+
+    rows: list[ProofRow] = []
+    results = []
+    out = Path(report_dir) if report_dir else None
+    if out is not None:
+        out.mkdir(parents=True, exist_ok=True)
+    for path, new_source in changed:
+        original = Path(path)
+        candidate = original.with_name(f".{original.stem}.tf1gradfix-candidate.py")
+        try:
+            candidate.write_bytes(new_source)
+            result = verify_pair(original, candidate, rtol=rtol, atol=atol, timeout=timeout)
+        finally:
+            candidate.unlink(missing_ok=True)
+        result.migrated.script = f"{path} (rewritten)"
+        results.append(result)
+        row = ProofRow(path, result.verdict, result.reason, False)
+        if write and result.verdict == EQUIVALENT:
+            refusal = unwritable(original)
+            if refusal:
+                row.reason += f"; not written: {refusal}"
+            else:
+                write_atomic(original, new_source)
+                row.written = True
+        if out is not None:
+            row.report_stem = _slug(path)
+            base = out / row.report_stem
+            report.write_reports(result, json=f"{base}.json", junit=f"{base}.junit.xml",
+                                 markdown=f"{base}.md", plot=f"{base}.png")
+        rows.append(row)
+        print(report.summary(result), flush=True)
+    if out is not None and results:
+        report.write_reports(results, junit=out / "junit.xml", markdown=out / "summary.md")
+        (out / "summary.json").write_text(json.dumps([row.__dict__ for row in rows], indent=2) + "\n", encoding="utf-8")
+    return rows
+
+
+def render_rows(rows: list[ProofRow]) -> str:
+    lines = ["", "Verification summary:"]
+    for row in rows:
+        action = "written" if row.written else "left unchanged"
+        lines.append(f"  {row.path}: {row.verdict} ({action})")
+    counts: dict[str, int] = {}
+    for row in rows:
+        counts[row.verdict] = counts.get(row.verdict, 0) + 1
+    lines.append("  " + ", ".join(f"{n} {verdict}" for verdict, n in sorted(counts.items())))
+    return "\n".join(lines)
+
+
+def exit_code(rows: list[ProofRow]) -> int:
+    if any(row.verdict not in (EQUIVALENT, "DIVERGED") for row in rows):
+        return 2
+    return 1 if any(row.verdict == "DIVERGED" for row in rows) else 0
+
+
