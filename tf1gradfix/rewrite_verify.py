@@ -10,6 +10,7 @@ relative paths in the program behave as they do for the original.
 from __future__ import annotations
 
 import json
+import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,8 +29,9 @@ class ProofRow:
     report_stem: str | None = None
 
 
-def _slug(path: str) -> str:
-    return re.sub(r"[^A-Za-z0-9_.-]+", "_", path.strip("./")) or "stdin"
+def _slug(path: str, root: str) -> str:
+    """Report file stem: the path below the files' common folder, made file-name safe."""
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", os.path.relpath(path, root)).strip("_.") or "program"
 
 
 def prove_and_write(changed: list[tuple[str, bytes]], *, write: bool, report_dir: str | None,
@@ -43,6 +45,7 @@ def prove_and_write(changed: list[tuple[str, bytes]], *, write: bool, report_dir
     out = Path(report_dir) if report_dir else None
     if out is not None:
         out.mkdir(parents=True, exist_ok=True)
+    root = os.path.commonpath([os.path.dirname(os.path.abspath(p)) for p, _ in changed]) if changed else "."
     for path, new_source in changed:
         original = Path(path)
         candidate = original.with_name(f".{original.stem}.tf1gradfix-candidate.py")
@@ -62,7 +65,7 @@ def prove_and_write(changed: list[tuple[str, bytes]], *, write: bool, report_dir
                 write_atomic(original, new_source)
                 row.written = True
         if out is not None:
-            row.report_stem = _slug(path)
+            row.report_stem = _slug(os.path.abspath(path), root)
             base = out / row.report_stem
             report.write_reports(result, json=f"{base}.json", junit=f"{base}.junit.xml",
                                  markdown=f"{base}.md", plot=f"{base}.png")
