@@ -12,7 +12,8 @@ import functools
 import libcst as cst
 
 from tf1gradfix.catalog import _read
-from tf1gradfix.graph_model import GraphNode, Program, Refusal, bound_args
+from tf1gradfix.graph_model import GraphNode, Program
+from tf1gradfix.syntax import Refusal, bound_args
 
 
 @functools.lru_cache(maxsize=None)

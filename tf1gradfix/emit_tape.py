@@ -13,7 +13,8 @@ import libcst as cst
 from libcst.metadata import ParentNodeProvider
 
 from tf1gradfix.emit_state import optimizer_table
-from tf1gradfix.graph_model import GraphNode, Program, Refusal, loads, matches
+from tf1gradfix.graph_model import GraphNode, Program
+from tf1gradfix.syntax import Refusal, matches
 from tf1gradfix.slicing import Signature, Site, closure, gradient_dependent, reached_variables
 
 IND = "    "

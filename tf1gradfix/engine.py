@@ -83,17 +83,17 @@ def _process_tensorflow_source(result: FileResult, display: str, data: bytes, co
     silenced = suppressions(module.code)
     # Whole-program rewrite of a Session program first; findings stay those of
     # the original file (what the user wrote), marked fixed when it succeeded.
-    shaped, refused = _restructured(module, display, codes, result, silenced)
+    original = MetadataWrapper(module, unsafe_skip_copy=True)
+    shaped, refused = _restructured(original, display, codes, result, silenced)
     fix = fix and not refused  # a refused program is left byte-for-byte intact
-    original = module
     if shaped is not None:
         module = cst.parse_module(shaped.bytes)
-        for hit in detect(MetadataWrapper(original, unsafe_skip_copy=True), catalog):
+        for hit in detect(original, catalog):
             if codes.wants(hit.rule.code) and not is_suppressed(hit.line, hit.rule.code, silenced):
                 handled = hit.rule.code in HANDLED or hit.rule.safety == "safe"
                 result.findings.append(Finding(display, hit.line, hit.col, hit.rule.code, hit.message,
                                                hit.rule.safety, fix and handled))
-    wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
+    wrapper = original if shaped is None else MetadataWrapper(module, unsafe_skip_copy=True)
     replacements: dict[cst.CSTNode, str] = {}
     for hit in detect(wrapper, catalog):
         code = hit.rule.code
@@ -119,14 +119,14 @@ def _process_tensorflow_source(result: FileResult, display: str, data: bytes, co
     return result
 
 
-def _restructured(module, display, codes, result, silenced):
+def _restructured(wrapper, display, codes, result, silenced):
     """The restructured module, or None; a refusal's manual diagnostics go to the findings."""
     from tf1gradfix.findings import is_suppressed
     from tf1gradfix.restructure import HANDLED, restructure
 
     if not all(codes.wants(code) for code in HANDLED):  # it rewrites all of them at once
         return None, False
-    shaped = restructure(module, display)
+    shaped = restructure(wrapper.module, display, wrapper)
     for line, col, code, message, safety in shaped.diagnostics:
         if codes.wants(code) and not is_suppressed(line, code, silenced):
             result.findings.append(Finding(display, line, col, code, message, safety, False))

@@ -11,33 +11,16 @@ leaves the file intact and reports a manual diagnostic.
 from __future__ import annotations
 
 import fnmatch
-import functools
 from dataclasses import dataclass, field
 
 import libcst as cst
 from libcst.metadata import PositionProvider
 
-from tf1gradfix.catalog import _read
+from tf1gradfix.syntax import (Refusal, arg, bound_args, literal_dtype, literal_string, loads,
+                               matches, target_names)
 
 GRAPH_KINDS = ("placeholder", "variable", "tensor", "static", "optimizer", "train",
                "compute_gradients", "gradients", "init", "session", "varlist")
-
-
-class Refusal(Exception):
-    """The program holds a construct the rewrite cannot translate with certainty."""
-
-    def __init__(self, node: cst.CSTNode | None, code: str, message: str):
-        super().__init__(message)
-        self.node, self.code, self.message = node, code, message
-
-
-@functools.lru_cache(maxsize=None)
-def graph_ops() -> dict:
-    return _read("graph_ops.toml")
-
-
-def matches(qualified: str | None, table: str) -> bool:
-    return qualified is not None and any(fnmatch.fnmatchcase(qualified, p) for p in graph_ops()[table])
 
 
 @dataclass
@@ -80,66 +63,6 @@ class Program:
 
     def trainable(self) -> list[GraphNode]:
         return [n for n in self.nodes if n.kind == "variable" and n.info["trainable"]]
-
-
-def arg(call: cst.Call, position: int, keyword: str) -> cst.BaseExpression | None:
-    """The argument bound to a parameter, given by position or keyword."""
-    for i, a in enumerate(call.args):
-        if a.keyword is not None and a.keyword.value == keyword:
-            return a.value
-        if a.keyword is None and a.star == "" and i == position:
-            return a.value
-    return None
-
-
-def bound_args(call: cst.Call, params: list[str], node: cst.CSTNode) -> dict[str, cst.BaseExpression]:
-    """Parameter -> argument for a call with the given positional parameter order."""
-    out = {}
-    for i, a in enumerate(call.args):
-        if a.star:
-            raise Refusal(node, "TFG905", "a call with *args/**kwargs in graph code")
-        if a.keyword is not None:
-            out[a.keyword.value] = a.value
-        elif i < len(params):
-            out[params[i]] = a.value
-        else:
-            raise Refusal(node, "TFG905", "too many positional arguments")
-    return out
-
-
-def loads(expr: cst.CSTNode) -> list[str]:
-    """Names an expression reads (attribute bases, not attribute names or keywords)."""
-    found: list[str] = []
-
-    class V(cst.CSTVisitor):
-        def visit_Attribute(self, node: cst.Attribute) -> bool:
-            node.value.visit(self)
-            return False
-
-        def visit_Arg(self, node: cst.Arg) -> bool:
-            node.value.visit(self)
-            return False
-
-        def visit_Name(self, node: cst.Name) -> None:
-            found.append(node.value)
-
-    expr.visit(V())
-    return found
-
-
-def literal_string(expr: cst.BaseExpression | None) -> str | None:
-    if isinstance(expr, cst.SimpleString):
-        return expr.evaluated_value if isinstance(expr.evaluated_value, str) else None
-    return None
-
-
-def target_names(target: cst.BaseExpression) -> tuple[str, ...] | None:
-    if isinstance(target, cst.Name):
-        return (target.value,)
-    if isinstance(target, (cst.Tuple, cst.List)):
-        names = [e.value.value for e in target.elements if isinstance(e.value, cst.Name)]
-        return tuple(names) if len(names) == len(target.elements) else None
-    return None
 
 
 class ModelBuilder:
@@ -342,7 +265,7 @@ class ModelBuilder:
             self._add(item, "placeholder", (name,), call, dtype=dtype, shape=shape, default=None)
             return
         default, shape = arg(call, 0, "input"), arg(call, 1, "shape")
-        dtype = _literal_dtype(default)
+        dtype = literal_dtype(default)
         if dtype is None or shape is None:
             raise Refusal(call, "TFG905", "`tf.placeholder_with_default` whose default is not a number literal")
         self._add(item, "placeholder", (name,), call, dtype=dtype, shape=shape, default=default)
@@ -457,53 +380,3 @@ class ModelBuilder:
                 node.info["calls"] += [q for _, q in self.calls(self.program.helpers[name]) if q]
         if unsupported is not None:
             node.info["unsupported"] = unsupported
-
-
-def _literal_dtype(expr) -> str | None:
-    """dtype of a placeholder_with_default's literal default, as TF1 infers it."""
-    if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.Minus):
-        expr = expr.expression
-    if isinstance(expr, cst.Float):
-        return "float32"
-    if isinstance(expr, cst.Integer):
-        return "int32"
-    if isinstance(expr, cst.Name) and expr.value in ("True", "False"):
-        return "bool"
-    return None
-
-
-def free_names(func: cst.FunctionDef) -> set[str]:
-    """Names a function reads that it neither receives nor binds itself."""
-    bound = {p.name.value for p in (*func.params.params, *func.params.kwonly_params, *func.params.posonly_params)}
-    for star in (func.params.star_arg, func.params.star_kwarg):
-        if isinstance(star, cst.Param):
-            bound.add(star.name.value)
-
-    class V(cst.CSTVisitor):
-        def _targets(self, target) -> None:
-            for name in loads(target):
-                bound.add(name)
-
-        def visit_AssignTarget(self, node) -> None:
-            self._targets(node.target)
-
-        def visit_AugAssign(self, node) -> None:
-            self._targets(node.target)
-
-        def visit_AnnAssign(self, node) -> None:
-            self._targets(node.target)
-
-        def visit_For(self, node) -> None:
-            self._targets(node.target)
-
-        def visit_CompFor(self, node) -> None:
-            self._targets(node.target)
-
-        def visit_AsName(self, node) -> None:
-            self._targets(node.name)
-
-        def visit_FunctionDef(self, node) -> None:
-            bound.add(node.name.value)
-
-    func.body.visit(V())
-    return set(loads(func.body)) - bound

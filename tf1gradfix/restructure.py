@@ -18,7 +18,8 @@ from libcst.metadata import (MetadataWrapper, ParentNodeProvider, PositionProvid
 from tf1gradfix import catalog as catalog_module
 from tf1gradfix.emit_state import StateEmitter
 from tf1gradfix.emit_tape import TapeEmitter
-from tf1gradfix.graph_model import ModelBuilder, Refusal, free_names, loads, matches
+from tf1gradfix.graph_model import ModelBuilder
+from tf1gradfix.syntax import Refusal, free_names, loads, matches
 from tf1gradfix.names import BindingCollector, NameResolver
 from tf1gradfix.slicing import HostScan, signatures
 
@@ -40,8 +41,9 @@ class _Meta(cst.MetadataDependent):
     METADATA_DEPENDENCIES = (QualifiedNameProvider, ScopeProvider, PositionProvider, ParentNodeProvider)
 
 
-def restructure(module: cst.Module, path: str) -> Restructured:
-    wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
+def restructure(module: cst.Module, path: str, wrapper: MetadataWrapper | None = None) -> Restructured:
+    """`wrapper`: the module's MetadataWrapper, to share resolved metadata with detection."""
+    wrapper = wrapper or MetadataWrapper(module, unsafe_skip_copy=True)
     meta = _Meta()
     with meta.resolve(wrapper):
         bindings = BindingCollector()

@@ -13,7 +13,8 @@ from dataclasses import dataclass, field
 import libcst as cst
 from libcst.metadata import ParentNodeProvider
 
-from tf1gradfix.graph_model import GraphNode, Program, Refusal, arg, free_names, loads, matches
+from tf1gradfix.graph_model import GraphNode, Program
+from tf1gradfix.syntax import Refusal, arg, free_names, loads, matches
 
 GRADIENT_KINDS = ("compute_gradients", "gradients", "train")
 
