@@ -84,18 +84,20 @@ def _process_tensorflow_source(result: FileResult, display: str, data: bytes, co
     # Whole-program rewrite of a Session program first; findings stay those of
     # the original file (what the user wrote), marked fixed when it succeeded.
     original = MetadataWrapper(module, unsafe_skip_copy=True)
-    shaped, refused = _restructured(original, display, codes, result, silenced)
+    shaped, refused = _restructured(original, display, codes, result, silenced, catalog)
     fix = fix and not refused  # a refused program is left byte-for-byte intact
     if shaped is not None:
-        module = cst.parse_module(shaped.bytes)
+        wrapper, hits = shaped
+        module = wrapper.module
         for hit in detect(original, catalog):
             if codes.wants(hit.rule.code) and not is_suppressed(hit.line, hit.rule.code, silenced):
                 handled = hit.rule.code in HANDLED or hit.rule.safety == "safe"
                 result.findings.append(Finding(display, hit.line, hit.col, hit.rule.code, hit.message,
                                                hit.rule.safety, fix and handled))
-    wrapper = original if shaped is None else MetadataWrapper(module, unsafe_skip_copy=True)
+    else:
+        wrapper, hits = original, detect(original, catalog)
     replacements: dict[cst.CSTNode, str] = {}
-    for hit in detect(wrapper, catalog):
+    for hit in hits:
         code = hit.rule.code
         if shaped is None and (not codes.wants(code) or is_suppressed(hit.line, code, silenced)):
             continue  # (a restructured file gets every rename: it must run on TF2)
@@ -119,18 +121,38 @@ def _process_tensorflow_source(result: FileResult, display: str, data: bytes, co
     return result
 
 
-def _restructured(wrapper, display, codes, result, silenced):
-    """The restructured module, or None; a refusal's manual diagnostics go to the findings."""
+def _restructured(wrapper, display, codes, result, silenced, catalog):
+    """((wrapper, detections) of the restructured module, or None; refused?).
+
+    A refusal's manual diagnostics go to the findings. So does a rewrite that
+    would still hold a TF1 construct (a finding without a safe fix): it is
+    dropped, and the file is left intact.
+    """
+    import libcst as cst
+    from libcst.metadata import MetadataWrapper
+
+    from tf1gradfix.detect import detect
     from tf1gradfix.findings import is_suppressed
     from tf1gradfix.restructure import HANDLED, restructure
 
     if not all(codes.wants(code) for code in HANDLED):  # it rewrites all of them at once
         return None, False
     shaped = restructure(wrapper.module, display, wrapper)
-    for line, col, code, message, safety in shaped.diagnostics:
+    diagnostics = list(shaped.diagnostics)
+    new = None
+    if shaped.new_module is not None:
+        new_wrapper = MetadataWrapper(cst.parse_module(shaped.new_module.bytes), unsafe_skip_copy=True)
+        hits = detect(new_wrapper, catalog)
+        left = [h for h in hits if h.rule.safety != "safe"]
+        if left:
+            diagnostics.append((1, 1, "TFG905", f"the rewrite would leave {left[0].rule.code} "
+                                f"({left[0].message.split(';')[0]}); file left intact", "manual"))
+        else:
+            new = (new_wrapper, hits)
+    for line, col, code, message, safety in diagnostics:
         if codes.wants(code) and not is_suppressed(line, code, silenced):
             result.findings.append(Finding(display, line, col, code, message, safety, False))
-    return shaped.new_module, shaped.new_module is None and bool(shaped.diagnostics)
+    return new, new is None and bool(diagnostics)
 
 
 def _unparsable(source: bytes) -> str | None:

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 import libcst as cst
 from libcst.metadata import PositionProvider
 
-from tf1gradfix.syntax import (Refusal, arg, bound_args, literal_dtype, literal_string, loads,
+from tf1gradfix.syntax import (Refusal, arg, bound_args, free_names, literal_dtype, literal_string, loads,
                                matches, target_names)
 
 GRAPH_KINDS = ("placeholder", "variable", "tensor", "static", "optimizer", "train",

@@ -54,6 +54,8 @@ def restructure(module: cst.Module, path: str, wrapper: MetadataWrapper | None =
         except Refusal as refusal:
             line, col = _position(meta, refusal.node)
             return Restructured(None, [(line, col, refusal.code, refusal.message, "manual")])
+        except Exception as exc:  # noqa: BLE001 - a bug here must never cost the user's file
+            return Restructured(None, [(1, 1, "TFG905", f"internal error in the rewrite ({type(exc).__name__}: {exc}); file left intact", "manual")])
     if new is None:
         return Restructured(None)
     return Restructured(new)
