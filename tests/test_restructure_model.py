@@ -1,0 +1,120 @@
+"""The rewrite follows the program's meaning, not its spelling: other names,
+another statement order or the graph built inside main() migrate the same
+way; constructs it does not model are refused with the construct and line."""
+
+from __future__ import annotations
+
+import re
+import textwrap
+from pathlib import Path
+
+import libcst as cst
+import pytest
+
+from tf1gradfix.restructure import restructure
+
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "rewrite"
+SCENARIO = FIXTURES / "stop_gradient_product"
+RENAMES = {"w1": "alpha", "w2": "beta", "w3": "gamma", "x": "inputs", "a1": "left", "a2": "right",
+           "loss": "cost", "optimizer": "sgd", "gradients": "pairs", "train_op": "step_op",
+           "sess": "session", "data": "batches", "loss_val": "value", "i": "k", "tf": "T"}
+
+
+def rewrite(source: str):
+    return restructure(cst.parse_module(source), "input.py")
+
+
+def rename(source: str) -> str:
+    pattern = re.compile(r"\b(" + "|".join(map(re.escape, RENAMES)) + r")\b")
+    return pattern.sub(lambda m: RENAMES[m.group(1)], source)
+
+
+def functions(code: str) -> dict[str, str]:
+    """Every function definition (at any depth), dedented."""
+    module = cst.parse_module(code)
+    found = {}
+
+    class V(cst.CSTVisitor):
+        def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+            text = module.code_for_node(node.with_changes(leading_lines=()))
+            found[node.name.value] = textwrap.dedent(text)
+
+    module.visit(V())
+    return found
+
+
+def test_other_names_migrate_the_same_way():
+    source = (SCENARIO / "input.py").read_text()
+    expected = (SCENARIO / "expected.py").read_text()
+    renamed = rewrite(rename(source))
+    assert renamed.new_module is not None, renamed.diagnostics
+    # the renaming commutes with the rewrite (the tape's own names are fresh)
+    assert "import tensorflow as T\n" in renamed.new_module.code
+    assert renamed.new_module.code == rename(expected)
+
+
+def test_another_statement_order_migrates_the_same_way():
+    source = (SCENARIO / "input.py").read_text()
+    lines = source.splitlines(keepends=True)
+    placeholder = next(ln for ln in lines if "tf.placeholder" in ln)
+    optimizer = next(ln for ln in lines if "GradientDescentOptimizer" in ln)
+    lines.remove(placeholder)
+    lines.remove(optimizer)
+    first_variable = next(i for i, ln in enumerate(lines) if "get_variable" in ln)
+    lines.insert(first_variable, placeholder)
+    lines.insert(first_variable, optimizer)
+    moved = rewrite("".join(lines))
+    original = rewrite(source)
+    assert moved.new_module is not None, moved.diagnostics
+    assert functions(moved.new_module.code) == functions(original.new_module.code)
+    assert sorted(moved.new_module.code.splitlines()) == sorted(original.new_module.code.splitlines())
+
+
+def test_graph_built_inside_main_migrates_the_same_way():
+    source = (SCENARIO / "input.py").read_text()
+    head, body = source.split("import tensorflow as tf\n", 1)
+    wrapped = head + "import tensorflow as tf\n\n\ndef main():\n" + textwrap.indent(body, "    ") + \
+        '\n\nif __name__ == "__main__":\n    main()\n'
+    nested = rewrite(wrapped)
+    assert nested.new_module is not None, nested.diagnostics
+    inner = functions(nested.new_module.code)
+    assert inner["train_step"] == functions((SCENARIO / "expected.py").read_text())["train_step"]
+    assert "Session" not in nested.new_module.code
+
+
+BASE = """\
+import numpy as np
+import tensorflow as tf
+
+x = tf.placeholder(tf.float32, [None, 2])
+w = tf.Variable(tf.ones([2, 1]), name="w")
+loss = tf.reduce_sum(tf.matmul(x, w))
+{train}
+with tf.Session() as sess:
+    sess.run(tf.global_variables_initializer())
+    {run}
+"""
+
+
+@pytest.mark.parametrize("train, run, code, line", [
+    ("train_op = tf.train.RMSPropOptimizer(0.1).minimize(loss)", "sess.run(train_op, {x: np.ones([3, 2])})", "TFG906", 7),
+    ("train_op = tf.train.AdagradOptimizer(0.1).minimize(loss)", "sess.run(train_op, {x: np.ones([3, 2])})", "TFG906", 7),
+    ("train_op = tf.train.FtrlOptimizer(0.1).minimize(loss)", "sess.run(train_op, {x: np.ones([3, 2])})", "TFG906", 7),
+    ("train_op = tf.train.GradientDescentOptimizer(0.1).minimize(loss)", 'print(sess.run("Sum:0", {x: np.ones([3, 2])}))', "TFG903", 10),
+    ("train_op = tf.train.GradientDescentOptimizer(0.1).minimize(loss)", "print(sess.run(loss, {'x:0': np.ones([3, 2])}))", "TFG903", 10),
+    ("train_op = tf.train.GradientDescentOptimizer(0.1).minimize(loss)", "print(sess.run(loss, feed_dict=make_feed()))", "TFG902", 10),
+    ("train_op = tf.train.GradientDescentOptimizer(0.1).minimize(loss)", "print(sess.run(loss))", "TFG905", 10),
+    ("train_op = tf.train.GradientDescentOptimizer(0.1).minimize(loss)", "res = sess.run([train_op, loss], {x: np.ones([3, 2])})", "TFG905", 10),
+    ("graph = tf.get_default_graph()\nscaled = graph.get_tensor_by_name('Sum:0') * 2.0", "print(sess.run(scaled, {x: np.ones([3, 2])}))", "TFG905", 7),
+    ("tf.add_to_collection('losses', loss)", "print(sess.run(loss, {x: np.ones([3, 2])}))", "TFG905", 7),
+    ("for i in range(2):\n    v = tf.Variable(0.0)", "print(sess.run(loss, {x: np.ones([3, 2])}))", "TFG904", 8),
+])
+def test_refusals_name_the_construct_and_line(train, run, code, line):
+    result = rewrite(BASE.format(train=train, run=run))
+    assert result.new_module is None
+    assert [(d[0], d[2], d[4]) for d in result.diagnostics] == [(line, code, "manual")], result.diagnostics
+
+
+def test_a_file_without_a_session_is_not_restructured():
+    result = rewrite("import tensorflow as tf\nx = tf.placeholder(tf.float32)\ny = x * 2\n")
+    assert result.new_module is None and result.diagnostics == []
