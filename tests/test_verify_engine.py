@@ -160,6 +160,13 @@ def test_widened_sources_are_reported_by_name():
     assert c.stats["loss"].compared == 1 and c.stats["gradient"].compared == 1   # shared parts still compared
 
 
+def test_manual_updates_on_one_side_skip_applied_update_comparison():
+    manual = [e for e in _training() if e["kind"] == "compute"]
+    c = compare.compare_traces(_trace(_training()), _trace(manual))
+    assert c.equivalent and c.stats["applied update"].compared == 0 and c.stats["gradient"].compared == 10
+    assert any("applies updates through an optimizer (5 times)" in n for n in c.notes)
+
+
 def test_missing_events_count_mismatch():
     c = compare.compare_traces(_trace(_training(steps=4)), _trace(_training(steps=3)))
     assert any(d.quantity == "events" and "4 times" in d.reason and "3 times" in d.reason for d in c.divergences)
