@@ -902,10 +902,6 @@ def test_diff_of_a_latin1_file(capsys, tmp_path):
     assert (tmp_path / "lat.py").read_bytes() == data
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: cli.py lets BrokenPipeError escape when stdout is closed early (`tf1gradfix rules | head -1`)",
-)
 @pytest.mark.parametrize("argv", [["rules"], ["explain", "TFG101"], ["check", "train.py"]], ids=["rules", "explain", "check"])
 def test_closed_stdout_is_not_a_traceback(tmp_path, argv):
     write("train.py", TF1)
@@ -922,11 +918,6 @@ def test_closed_stdout_is_not_a_traceback(tmp_path, argv):
     assert proc.returncode != 0
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: fix_renames.RenameTransformer replaces the whole `tf.log` chain with freshly parsed text, "
-    "so a comment inside the chain is deleted",
-)
 def test_rename_keeps_a_comment_inside_the_chain(capsys):
     source = "import tensorflow as tf\n\ny = (tf  # keep me\n     .log(2.0))\n"
     path = write("c.py", source)

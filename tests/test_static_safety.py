@@ -220,7 +220,7 @@ BAD_FILES = {
     "a_syntax.py": (b"import tensorflow as tf\nx = = 1\ntf.set_random_seed(0)\n", "any"),
     "b_undecodable.py": (b"import tensorflow as tf\nname = '\xff\xfe\xfa'\ntf.set_random_seed(0)\n", 2),
     "c_binary.py": (b"\x7fELF\x02\x01\x01\x00tensorflow" + bytes(range(256)) * 4, 1),
-    "d_junk.py": (b"\x89\xfe\xc0tensorflow\x81\x82\n\xff" * 20, None),
+    "d_junk.py": (b"\x89\xfe\xc0tensorflow\x81\x82\n\xff" * 20, 1),  # the undecodable bytes are on line 1
 }
 GOOD = b"import tensorflow as tf\n\ntf.set_random_seed(0)\nx = tf.placeholder(tf.float32)\n"
 

@@ -71,7 +71,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     try:
-        return _main(argv)
+        code = _main(argv)
+        sys.stdout.flush()  # a closed pipe shows here, inside the handler below
+        return code
     except KeyboardInterrupt:
         print("tf1gradfix: interrupted; every file is either unchanged or fully rewritten", file=sys.stderr)
         return 130

@@ -24,7 +24,7 @@ class Detection:
     line: int
     col: int
     message: str
-    replacement: str | None = None  # dotted text that would replace `node`
+    replacement: tuple[int, list[str]] | None = None  # rename plan for `node` (see fix_renames)
 
 
 @dataclass
@@ -82,7 +82,7 @@ class Detector(cst.CSTVisitor):
         if rule.renames:
             target = self.catalog.renames[qualified]
             message_args["replacement"] = "tf" + target[len("tensorflow"):]
-            replacement = _renamed_text(node, raw, target)
+            replacement = _rename_plan(node, raw, target)
         self._add(rule, node, replacement, message_args)
 
     # -- method calls on known kinds ---------------------------------------
@@ -102,7 +102,7 @@ class Detector(cst.CSTVisitor):
                 self._add(rule, func, None, {"receiver": receiver, "method": func.attr.value})
                 return
 
-    def _add(self, rule: Rule, node: cst.CSTNode, replacement: str | None, args: dict[str, str]) -> None:
+    def _add(self, rule: Rule, node: cst.CSTNode, replacement, args: dict[str, str]) -> None:
         position = self.get_metadata(PositionProvider, node).start
         try:
             message = rule.message.format(**args)
@@ -111,22 +111,27 @@ class Detector(cst.CSTVisitor):
         self.found.append(Detection(rule, node, position.line, position.column + 1, message, replacement))
 
 
-def _renamed_text(node: cst.CSTNode, raw: str, target: str) -> str | None:
-    """`tf.set_random_seed` -> `tf.random.set_seed`, keeping the user's alias.
+def _rename_plan(node: cst.CSTNode, raw: str, target: str) -> tuple[int, list[str]] | None:
+    """How to turn `tf.set_random_seed` into `tf.random.set_seed`, keeping the user's alias:
+    (parts to drop below the alias, parts to put there).
 
-    Only when the chain's base is an alias of the `tensorflow` root itself; a
-    `compat.v1` alias or a bare imported name would need import edits.
+    Only when the chain's base is an alias of the `tensorflow` root itself (a
+    `compat.v1` alias or a bare imported name would need import edits) and no
+    comment sits inside the part being replaced.
     """
+    if not isinstance(node, cst.Attribute) or not raw.startswith("tensorflow.") or raw.startswith("tensorflow.compat."):
+        return None
     text = dotted(node)
-    if text is None or "." not in text or not raw.startswith("tensorflow."):
-        return None
-    if raw.startswith("tensorflow.compat."):
-        return None
     remainder = raw[len("tensorflow."):]
-    if not text.endswith("." + remainder):
+    if text is None or not text.endswith("." + remainder):
         return None
-    alias = text[: -len(remainder) - 1]
-    return alias + target[len("tensorflow"):]
+    old_parts = remainder.count(".") + 1
+    inner = node.value
+    for _ in range(old_parts - 1):
+        inner = inner.value
+    if "#" in cst.Module([]).code_for_node(node.value)[len(cst.Module([]).code_for_node(inner)):]:
+        return None
+    return old_parts, target[len("tensorflow."):].split(".")
 
 
 def detect(wrapper: MetadataWrapper, catalog: Catalog) -> list[Detection]:

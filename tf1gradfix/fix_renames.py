@@ -1,33 +1,42 @@
-"""Fixer: apply the safe symbol renames that detection marked."""
+"""Fixer: apply the safe symbol renames that detection marked.
+
+The new dotted name is built onto the user's own alias node and keeps the
+outermost dot (with any comment or line break around it), so nothing the
+user wrote is lost; detection refuses renames with comments deeper inside.
+"""
 
 from __future__ import annotations
-
-import functools
 
 import libcst as cst
 
 
-@functools.lru_cache(maxsize=512)
-def _expression(text: str) -> cst.BaseExpression:
-    """Parsed once per distinct name; LibCST nodes are immutable, so sharing is safe."""
-    return cst.parse_expression(text)
+def renamed_chain(node: cst.Attribute, old_parts: int, new_parts: list[str]) -> cst.Attribute:
+    """`alias.a.b` (old_parts=2 below the alias) -> `alias.x.y.z`, reusing the alias and outer dot."""
+    base: cst.BaseExpression = node
+    for _ in range(old_parts):
+        assert isinstance(base, cst.Attribute)
+        base = base.value
+    chain = base
+    for part in new_parts[:-1]:
+        chain = cst.Attribute(value=chain, attr=cst.Name(part))
+    return node.with_changes(value=chain, attr=node.attr.with_changes(value=new_parts[-1]))
 
 
 class RenameTransformer(cst.CSTTransformer):
-    """Replaces exactly the nodes detection chose, keeping their surrounding whitespace."""
+    """Replaces exactly the nodes detection chose."""
 
-    def __init__(self, replacements: dict[cst.CSTNode, str]):
+    def __init__(self, replacements: dict[cst.CSTNode, tuple[int, list[str]]]):
         super().__init__()
         self._replacements = replacements
 
     def on_leave(self, original_node, updated_node):
-        text = self._replacements.get(original_node)
-        if text is None:
+        plan = self._replacements.get(original_node)
+        if plan is None:
             return updated_node
-        return _expression(text)
+        return renamed_chain(updated_node, *plan)
 
 
-def apply_renames(module: cst.Module, replacements: dict[cst.CSTNode, str]) -> cst.Module:
+def apply_renames(module: cst.Module, replacements: dict[cst.CSTNode, tuple[int, list[str]]]) -> cst.Module:
     if not replacements:
         return module
     return module.visit(RenameTransformer(replacements))

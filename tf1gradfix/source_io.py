@@ -25,7 +25,14 @@ def decode_error(display: str, data: bytes) -> FileError | None:
     try:
         encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
     except SyntaxError as exc:
-        return FileError(display, f"cannot decode: {exc}", None, None)
+        # Undecodable bytes in the first two lines (where a coding cookie may
+        # stand): name the line that holds them.
+        try:
+            data.decode("utf-8")
+            line = None
+        except UnicodeDecodeError as bad:
+            line = data[: bad.start].count(b"\n") + 1
+        return FileError(display, f"cannot decode: {exc}", line, None)
     try:
         data.decode(encoding)
     except (UnicodeDecodeError, LookupError) as exc:
