@@ -166,21 +166,33 @@ class V1Tracer:
 
     # -- Session.run --------------------------------------------------
     def traced_run(self, sess, fetches, feed_dict, options, run_metadata):
+        """The user's run plus the traced tensors; tracing trouble never breaks the run."""
         self.last_session = sess
-        self.maybe_snapshot_init(sess)
-        computes, applies = self.plan(sess, fetches)
-        if (computes or applies) and not self.init_done:
-            self.snapshot_init(sess, partial=True)
-        extra, layout = self.extra_fetches(sess, computes, applies, feed_dict)
+        extra, layout = [], []
+        try:
+            self.maybe_snapshot_init(sess)
+            computes, applies = self.plan(sess, fetches)
+            if (computes or applies) and not self.init_done:
+                self.snapshot_init(sess, partial=True)
+            extra, layout = self.extra_fetches(sess, computes, applies, feed_dict)
+        except Exception as exc:  # noqa: BLE001
+            self.note(f"run {self.run_index}: not traced ({type(exc).__name__}: {exc})")
+            extra = []
         if extra:
             result, values = self.orig_run(sess, (fetches, extra), feed_dict, options, run_metadata)
         else:
             result, values = self.orig_run(sess, fetches, feed_dict, options, run_metadata), []
         self.run_index += 1
-        if extra:
-            self.emit(layout, values)
-        self.maybe_snapshot_init(sess)
+        try:
+            if extra:
+                self.emit(layout, values)
+            self.maybe_snapshot_init(sess)
+        except Exception as exc:  # noqa: BLE001
+            self.note(f"run {self.run_index - 1}: trace incomplete ({type(exc).__name__}: {exc})")
         return result
+
+    def note(self, text: str) -> None:
+        self.trace.event("note", text=text[:500])
 
     def ancestors_hit(self, op):
         """Compute/apply entries reachable from ``op`` (cached per op)."""

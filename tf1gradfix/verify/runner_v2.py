@@ -122,6 +122,15 @@ class V2Tracer:
         var = next_creator(**kwargs)
         if not self.tf.executing_eagerly():
             return var
+        try:
+            self.inject(var)
+        except Exception as exc:  # noqa: BLE001 - report, never break the program
+            self.trace.event("unmatched", name=rc.strip_name(var.name), shape=[], trainable=bool(var.trainable),
+                             error=f"{type(exc).__name__}: {exc}"[:300])
+        return var
+
+    def inject(self, var) -> None:
+        """Give ``var`` the original's initial value of the same name, and record the mapping."""
         base = self.keras_path() or rc.strip_name(var.name)
         name = self.unique(base)
         init = self.load_init()
@@ -143,7 +152,6 @@ class V2Tracer:
                                  shape=shape, trainable=bool(var.trainable))
         else:
             self.trace.event("unmatched", name=name, shape=shape, trainable=bool(var.trainable))
-        return var
 
     def match(self, name: str, init: dict):
         """The original variable for ``name``: same name, else an unambiguous scope difference.
@@ -189,6 +197,8 @@ class V2Tracer:
                 tracer.enter()
                 try:
                     tracer.record_compute(target, sources, grads)
+                except Exception as exc:  # noqa: BLE001 - tracing must never break the program
+                    tracer.trace.event("note", text=f"gradient not traced: {type(exc).__name__}: {exc}"[:500])
                 finally:
                     tracer.leave()
             return grads
@@ -243,8 +253,12 @@ class V2Tracer:
     def record_apply(self, grads, variables) -> None:
         if self.busy() or not self.tf.executing_eagerly():
             return
-        pairs = [(self.source_name(v, i), g) for i, (g, v) in enumerate(zip(grads, variables)) if g is not None]
-        self.trace.event("apply", grads={n: rc.encode_array(self.value(g)) for n, g in pairs})
+        try:
+            pairs = [(self.source_name(v, i), g) for i, (g, v) in enumerate(zip(grads, variables))
+                     if g is not None]
+            self.trace.event("apply", grads={n: rc.encode_array(self.value(g)) for n, g in pairs})
+        except Exception as exc:  # noqa: BLE001 - tracing must never break the program
+            self.trace.event("note", text=f"update not traced: {type(exc).__name__}: {exc}"[:500])
 
     def at_exit(self) -> None:
         values = {}
