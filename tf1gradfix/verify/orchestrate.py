@@ -307,6 +307,12 @@ def _decide(result: VerifyResult, trace_dir: str, ev: dict, rtol: float, atol: f
                         "stdout": _read_head(os.path.join(trace_dir, f"{role}.stdout"))}
     comparison = cmp_mod.compare_traces(traces["original"], traces["migrated"], rtol, atol)
     result.comparison = comparison
+    for role in ("original", "migrated"):
+        texts = list(dict.fromkeys(e["text"] for e in ev[role] if e["kind"] == "note"))
+        comparison.notes += [f"{role}: {t}" for t in texts[:10]]
+    if any(e["kind"] == "init" and e.get("partial") for e in ev["original"]):
+        comparison.notes.append("original: not every variable was initialized when the first gradient "
+                                "ran; only the initialized ones were passed on")
     compared = sum(s.compared for s in comparison.stats.values())
     if comparison.divergences:
         result.verdict, result.reason = DIVERGED, comparison.first.describe()
