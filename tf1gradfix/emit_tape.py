@@ -13,7 +13,7 @@ import libcst as cst
 from libcst.metadata import ParentNodeProvider
 
 from tf1gradfix.emit_state import optimizer_table
-from tf1gradfix.graph_model import GraphNode, Program
+from tf1gradfix.graph_model import GraphNode, Program, trainable_in
 from tf1gradfix.syntax import Refusal, matches
 from tf1gradfix.slicing import Signature, Site, closure, gradient_dependent, reached_variables
 
@@ -23,6 +23,7 @@ IND = "    "
 class TapeEmitter:
     def __init__(self, program: Program, code, fresh, state, meta):
         self.p, self.code, self.fresh, self.state, self.meta = program, code, fresh, state, meta
+        self.qualified = meta.names.qualified
         self.tf = program.tf_alias
         self.optimizer_names: dict[int, str] = {}
         self.fed_lr: set[int] = set()   # optimizers whose learning rate is fed
@@ -200,6 +201,9 @@ class TapeEmitter:
             pairs = self.code(bound["grads_and_vars"])
         lines += self._learning_rate(opt, opt_name)
         lines.append(f"{opt_name}.apply_gradients([(g, v) for g, v in {pairs} if g is not None])")
+        step = bound.get("global_step")
+        if step is not None:   # v1 counts an update after applying it
+            lines.append(f"{step.value}.assign_add(1)")
         return lines
 
     def _check_sparse(self, node: GraphNode, opt: GraphNode) -> None:
@@ -229,6 +233,8 @@ class TapeEmitter:
             if len(names) == len(given.elements) and all(
                     self.p.node(n) is not None and self.p.node(n).kind == "variable" for n in names):
                 return names
+        if isinstance(given, cst.Call) and matches(self.qualified(given.func), "trainable_lists"):
+            return trainable_in(self.p, given, node.index)
         if isinstance(given, cst.Name) and self.p.node(given.value) is not None \
                 and self.p.node(given.value).kind == "varlist":
             return list(self.p.node(given.value).info["members"])

@@ -110,6 +110,8 @@ class ModelBuilder:
                     if kind == "session":
                         self.program.sessions.add(info)
                         self._flatten(inner, prefix, carried)
+                    elif kind == "graph":
+                        self._flatten(inner, prefix, carried)
                     else:
                         self._flatten(inner, f"{prefix}{info}/", carried)
                     lead = ()
@@ -125,6 +127,11 @@ class ModelBuilder:
         if not isinstance(call, cst.Call):
             return None, None
         q = self.qualified(call.func)
+        func = call.func
+        if isinstance(func, cst.Attribute) and func.attr.value == "as_default" and not call.args \
+                and isinstance(func.value, cst.Call) and self.qualified(func.value.func) == "tensorflow.Graph" \
+                and not func.value.args and item.asname is None:
+            return "graph", None   # `with tf.Graph().as_default():` - TF2 has no graphs to enter
         if matches(q, "sessions"):
             if item.asname is None or not isinstance(item.asname.name, cst.Name) or call.args:
                 raise Refusal(stmt, "TFG905", "a session `with` without `as NAME`, or with arguments")
@@ -252,6 +259,8 @@ class ModelBuilder:
             pass
         elif one and self._gradients(item, one, value, deps):
             pass
+        elif one and call is not None and matches(q, "trainable_lists"):
+            self._add(item, "varlist", names, value, deps, members=trainable_in(self.program, call, len(self.program.nodes)))
         elif one and isinstance(value, (cst.List, cst.Tuple)) and deps and all(
                 isinstance(e.value, cst.Name) and self.program.node(e.value.value) is not None
                 and self.program.node(e.value.value).kind == "variable" for e in value.elements):
@@ -321,8 +330,11 @@ class ModelBuilder:
         extra = set(bound) - set(params) - {"gate_gradients", "aggregation_method", "colocate_gradients_with_ops"}
         if extra or "grad_loss" in bound:
             raise Refusal(call, "TFG905", f"`{method}` argument(s) {', '.join(sorted(extra))}")
-        if "global_step" in bound:
-            raise Refusal(call, "TFG905", "`global_step=` (step counters are not rewritten yet)")
+        step = bound.get("global_step")
+        if step is not None:
+            node = self.program.node(step.value) if isinstance(step, cst.Name) else None
+            if node is None or node.kind != "variable" or node.info["trainable"]:
+                raise Refusal(step, "TFG905", "`global_step=` that is not a non-trainable variable")
         if opt.index == -1:
             opt.index = len(self.program.nodes)
             opt.names = ()
@@ -380,3 +392,14 @@ class ModelBuilder:
                 node.info["calls"] += [q for _, q in self.calls(self.program.helpers[name]) if q]
         if unsupported is not None:
             node.info["unsupported"] = unsupported
+
+
+def trainable_in(program: Program, call: cst.Call, before: int) -> list[str]:
+    """`tf.trainable_variables(scope)` at a point of the program: trainable
+    variables created before it whose name starts with `scope` (creation order)."""
+    scope_arg = arg(call, 0, "scope")
+    scope = "" if scope_arg is None else literal_string(scope_arg)
+    if scope is None or any(c in scope for c in ".^$*+?{}[]\\|()") or len(call.args) > 1:
+        raise Refusal(call, "TFG905", "`tf.trainable_variables` with a scope that is not a plain string")
+    return [n.names[0] for n in program.trainable() if n.index < before
+            and (n.info["full_name"] or "").startswith(scope)]
