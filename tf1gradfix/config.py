@@ -47,6 +47,20 @@ def _split(value) -> tuple[str, ...]:
     return tuple(item.strip() for item in items if str(item).strip())
 
 
+def _settings(table, source: Path) -> Settings:
+    """One reader for both files: `table` maps option names to values."""
+    settings = Settings(source=str(source))
+    if "select" in table:
+        settings.select = _codes(table["select"])
+    if "ignore" in table:
+        settings.ignore = _codes(table["ignore"])
+    if "exclude" in table:
+        settings.exclude = _split(table["exclude"])
+    for pattern, codes in table.get("per-file-ignores", {}).items():
+        settings.per_file_ignores[pattern.strip()] = _codes(codes)
+    return settings
+
+
 def _from_setup_cfg(path: Path) -> Settings | None:
     parser = configparser.ConfigParser()
     try:
@@ -55,20 +69,11 @@ def _from_setup_cfg(path: Path) -> Settings | None:
         return None
     if not parser.has_section("tf1gradfix"):
         return None
-    section = parser["tf1gradfix"]
-    settings = Settings(source=str(path))
-    if "select" in section:
-        settings.select = _codes(section["select"])
-    if "ignore" in section:
-        settings.ignore = _codes(section["ignore"])
-    if "exclude" in section:
-        settings.exclude = _split(section["exclude"])
-    if "per-file-ignores" in section:
-        for line in section["per-file-ignores"].splitlines():
-            if ":" in line:
-                pattern, codes = line.split(":", 1)
-                settings.per_file_ignores[pattern.strip()] = _codes(codes)
-    return settings
+    table = dict(parser["tf1gradfix"])
+    # `per-file-ignores` is one "glob: CODES" per line in an INI file.
+    lines = table.pop("per-file-ignores", "").splitlines()
+    table["per-file-ignores"] = dict(line.split(":", 1) for line in lines if ":" in line)
+    return _settings(table, path)
 
 
 def _from_pyproject(path: Path) -> Settings | None:
@@ -77,18 +82,7 @@ def _from_pyproject(path: Path) -> Settings | None:
     except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError):
         return None
     table = data.get("tool", {}).get("tf1gradfix")
-    if table is None:
-        return None
-    settings = Settings(source=str(path))
-    if "select" in table:
-        settings.select = _codes(table["select"])
-    if "ignore" in table:
-        settings.ignore = _codes(table["ignore"])
-    if "exclude" in table:
-        settings.exclude = _split(table["exclude"])
-    for pattern, codes in table.get("per-file-ignores", {}).items():
-        settings.per_file_ignores[pattern] = _codes(codes)
-    return settings
+    return None if table is None else _settings(table, path)
 
 
 def load_settings(start: Path | None = None) -> Settings:
