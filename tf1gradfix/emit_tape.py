@@ -27,18 +27,28 @@ class TapeEmitter:
         self.tf = program.tf_alias
         self.optimizer_names: dict[int, str] = {}
         self.fed_lr: set[int] = set()   # optimizers whose learning rate is fed
+        self.locals: dict[str, str] = {}
 
     # -- planning ----------------------------------------------------------
     def name_functions(self, sigs: list[Signature]) -> None:
         trains = [s for s in sigs if s.train is not None]
+        used: set[str] = set()
         for sig in sigs:
             if sig.inline:
                 continue
-            if sig.train is not None:
-                base = "train_step" if len(trains) == 1 else f"{sig.train.names[0]}_step"
+            if sig.train is not None and len(trains) > 1:
+                op = sig.train.names[0]   # its statement and runs disappear: the name is free
+                base = op if "step" in op or "train" in op else f"{op}_step"
+                if base == op and op not in used:
+                    sig.name = op
+                    used.add(op)
+                    continue
+            elif sig.train is not None:
+                base = "train_step"
             else:
                 base = "compute_" + "_".join(sig.fetches)
             sig.name = self.fresh(base)
+            used.add(sig.name)
 
     def helper(self, sigs: list[Signature]) -> tuple[str | None, list[int], list[str], list[str]]:
         """Forward statements shared by several functions: (name, nodes, params, returns)."""
@@ -90,13 +100,24 @@ class TapeEmitter:
         specs = []
         for p in params:
             info = self.p.node(p).info
-            dtype = info["dtype"]
-            dtype = f"{self.tf}.{dtype}" if isinstance(dtype, str) else self.code(dtype) if dtype is not None else None
-            if dtype is None:
-                raise Refusal(self.p.node(p).value, "TFG905", f"placeholder `{p}` without a dtype")
+            dtype = self._dtype(p)
             shape = self.code(info["shape"]) if info["shape"] is not None else "None"
             specs.append(f"{self.tf}.TensorSpec(shape={shape}, dtype={dtype})")
-        return f"@{self.tf}.function(input_signature=[{', '.join(specs)}])"
+        one_line = f"@{self.tf}.function(input_signature=[{', '.join(specs)}])"
+        if len(one_line) <= 100:
+            return one_line
+        return f"@{self.tf}.function(input_signature=[\n" + "".join(f"{IND}{spec},\n" for spec in specs) + "])"
+
+    def _casts(self, params: list[str]) -> list[str]:
+        """A fed value takes the placeholder's dtype (as TF1's feed did), also when
+        the function runs eagerly and input_signature converts nothing."""
+        return [f"{p} = {self.tf}.cast({p}, {self._dtype(p)})" for p in params]
+
+    def _dtype(self, p: str) -> str:
+        dtype = self.p.node(p).info["dtype"]
+        if dtype is None:
+            raise Refusal(self.p.node(p).value, "TFG905", f"placeholder `{p}` without a dtype")
+        return f"{self.tf}.{dtype}" if isinstance(dtype, str) else self.code(dtype)
 
     def helper_text(self, name, nodes, params, returns) -> str:
         body = [self.stmt_text(self.p.nodes[i]) for i in nodes if self.p.nodes[i].kind == "tensor"]
@@ -120,7 +141,7 @@ class TapeEmitter:
             for w in watch_after.get(i, ()):
                 forward_lines.append(f"{self.tape}.watch({w})")
         grads = [i for i in sig.nodes if i in post]
-        lines: list[str] = []
+        lines: list[str] = self._casts(sig.params)
         if grads:
             count = sum(1 for i in grads if self.p.nodes[i].kind in ("gradients", "compute_gradients")
                         or self.p.nodes[i].info.get("method") == "minimize")
@@ -187,13 +208,11 @@ class TapeEmitter:
             if not isinstance(loss, cst.Name):
                 raise Refusal(loss, "TFG905", "a loss that is an expression, not a name")
             variables = self._var_list(node, loss)
-            vname = self.fresh("variables") if not hasattr(self, "_vn") else self._vn
-            self._vn = vname
+            vname = self.local("variables")
             lines = [f"{vname} = [{', '.join(variables)}]"]
             if node.kind == "compute_gradients":
                 return lines + [f"{name} = list(zip({self.tape}.gradient({loss.value}, {vname}), {vname}))"]
-            gname = self.fresh("grads") if not hasattr(self, "_gn") else self._gn
-            self._gn = gname
+            gname = self.local("grads")
             lines.append(f"{gname} = {self.tape}.gradient({loss.value}, {vname})")
             pairs = f"zip({gname}, {vname})"
         else:
@@ -303,9 +322,13 @@ class TapeEmitter:
 
     @property
     def tape(self) -> str:
-        if not hasattr(self, "_tape"):
-            self._tape = self.fresh("tape")
-        return self._tape
+        return self.local("tape")
+
+    def local(self, base: str) -> str:
+        """A name for the emitted functions' own locals, the same in every function."""
+        if base not in self.locals:
+            self.locals[base] = self.fresh(base)
+        return self.locals[base]
 
 
 def _structure(structure: str, items: list[str]) -> str:
