@@ -118,3 +118,39 @@ def test_refusals_name_the_construct_and_line(train, run, code, line):
 def test_a_file_without_a_session_is_not_restructured():
     result = rewrite("import tensorflow as tf\nx = tf.placeholder(tf.float32)\ny = x * 2\n")
     assert result.new_module is None and result.diagnostics == []
+
+
+SITE = """\
+import numpy as np
+import tensorflow as tf
+
+x = tf.placeholder(tf.float32, [None, 2])
+w = tf.Variable(tf.ones([2, 1]), name="w")
+loss = tf.reduce_sum(tf.matmul(x, w))
+train_op = tf.train.GradientDescentOptimizer(0.1).minimize(loss)
+d = np.ones([3, 2])
+sess = tf.InteractiveSession()
+sess.run(tf.global_variables_initializer())
+{run}
+"""
+
+
+@pytest.mark.parametrize("run, expected", [
+    ("print(sess.run(loss, {x: d}))", "print(compute_loss(d).numpy())"),
+    ("print(sess.run(loss, feed_dict={x: d}))", "print(compute_loss(d).numpy())"),
+    ("a, b = sess.run([loss, w], {x: d})", "a, b = [t.numpy() for t in compute_loss_w(d)]"),
+    ("r = sess.run((loss,), {x: d})", "r = (compute_loss(d).numpy(),)"),
+    ("_, l = sess.run([train_op, loss], feed_dict={x: d})", "l = train_step(d).numpy()"),
+    ("l = sess.run([train_op, loss], {x: d})[1]", "l = train_step(d).numpy()"),
+    ("sess.run(train_op, {x: d})", "train_step(d)"),
+    ("train_op.run(feed_dict={x: d})", "train_step(d)"),
+    ("v = loss.eval(feed_dict={x: d})", "v = compute_loss(d).numpy()"),
+    ("v = w.eval()", "v = w.numpy()"),
+    ("v = sess.run([w])", "v = [w.numpy()]"),
+])
+def test_call_sites_keep_the_callers_structure(run, expected):
+    result = rewrite(SITE.format(run=run))
+    assert result.new_module is not None, result.diagnostics
+    code = result.new_module.code
+    assert code.rstrip().splitlines()[-1] == expected
+    assert "Session" not in code and "global_variables_initializer" not in code

@@ -284,7 +284,15 @@ class TapeEmitter:
                     return parent, cst.Expr(cst.parse_expression(self._invoke(site)))
                 left = kept[0] if len(kept) == 1 else ", ".join(kept)
                 return parent, cst.parse_statement(f"{left} = {values}\n").body[0]
-        raise Refusal(site.call, "TFG905", "a train op's fetch result used other than by unpacking")
+        if isinstance(parent, cst.Subscript) and parent.value is site.call and site.structure != "single":
+            index = _literal_index(parent)
+            if index is not None and -len(site.fetches) <= index < len(site.fetches) \
+                    and self.p.node(site.fetches[index]).kind != "train":
+                position = sig.returns.index(site.fetches[index])   # `sess.run([op, t])[1]`: t's value
+                call = self._invoke(site)
+                value = f"{call}.numpy()" if len(sig.returns) == 1 else f"{call}[{position}].numpy()"
+                return parent, cst.parse_expression(value)
+        raise Refusal(site.call, "TFG905", "a train op's fetch result used other than by unpacking or indexing")
 
     def _invoke(self, site: Site) -> str:
         sig = site.signature
@@ -329,6 +337,17 @@ class TapeEmitter:
         if base not in self.locals:
             self.locals[base] = self.fresh(base)
         return self.locals[base]
+
+
+def _literal_index(subscript: cst.Subscript) -> int | None:
+    if len(subscript.slice) != 1 or not isinstance(subscript.slice[0].slice, cst.Index):
+        return None
+    value = subscript.slice[0].slice.value
+    negative = isinstance(value, cst.UnaryOperation) and isinstance(value.operator, cst.Minus)
+    number = value.expression if negative else value
+    if not isinstance(number, cst.Integer):
+        return None
+    return -int(number.value) if negative else int(number.value)
 
 
 def _structure(structure: str, items: list[str]) -> str:
