@@ -175,6 +175,11 @@ class TapeEmitter:
         top, after = [], {}
         for i in sig.nodes:
             node = self.p.nodes[i]
+            if node.kind in ("train", "compute_gradients") and "loss" in node.info["bound"] \
+                    and node.info["bound"].get("var_list") is not None:
+                # an explicit var_list trains trainable=False variables too
+                top += [v for v in self._var_list(node, node.info["bound"]["loss"])
+                        if not self.p.node(v).info["trainable"]]
             if node.kind != "gradients":
                 continue
             for x in node.info["xs"]:
