@@ -154,3 +154,16 @@ def test_call_sites_keep_the_callers_structure(run, expected):
     code = result.new_module.code
     assert code.rstrip().splitlines()[-1] == expected
     assert "Session" not in code and "global_variables_initializer" not in code
+
+
+@pytest.mark.parametrize("run, message", [
+    ("for trial in range(2):\n    sess.run(tf.global_variables_initializer())\n    sess.run(train_op, {x: d})",
+     "variables initialized again, or in a loop or condition"),
+    ("sess.run(train_op, {x: d})\nsess.run(tf.global_variables_initializer())",
+     "variables initialized again, or in a loop or condition"),
+    ("other = tf.Session()\nprint(other.run(loss, {x: d}))", "more than one session"),
+])
+def test_session_state_that_tf2_cannot_share_is_refused(run, message):
+    result = rewrite(SITE.format(run=run))
+    assert result.new_module is None
+    assert [d[3] for d in result.diagnostics] == [message]

@@ -98,6 +98,8 @@ class _Rewrite:
         body = list(owner.body.body) if isinstance(owner, cst.FunctionDef) else list(owner.body)
         helpers.update({s.name.value: s for s in body if isinstance(s, cst.FunctionDef)})
         program = ModelBuilder(self.meta, self.meta.names, self.module).build(owner, body, helpers, alias)
+        if len(sessions) > 1:   # each session holds its own variable values; TF2 has one
+            raise Refusal(sessions[1], "TFG905", "more than one session")
         scan = HostScan(program, self.meta)
         scan.run()
         sigs = signatures(program, scan.sites)

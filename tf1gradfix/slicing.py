@@ -53,6 +53,7 @@ class HostScan:
         self.feed_dict_nodes: list[cst.Dict] = []
         self.removed: set[cst.CSTNode] = set()   # `sess.close()`, `sess.run(init)` statements
         self.first_site_item: int | None = None
+        self.inits = 0
 
     def graph_names(self) -> set[str]:
         return set(self.p.final) | self.p.sessions
@@ -69,6 +70,7 @@ class HostScan:
                 self._definition(item.stmt, names)
                 continue
             before = len(self.sites) + len(self.removed)
+            self._item = item
             self._scan(item.stmt, names)
             if len(self.sites) + len(self.removed) > before and self.first_site_item is None:
                 self.first_site_item = position
@@ -197,6 +199,12 @@ class HostScan:
             if feed is not None:
                 raise Refusal(call, "TFG905", "an initializer run with a feed")
             self._remove_statement(call)
+            # TF2 initializes once, at creation: a re-initialization cannot simply go
+            stmt = self._item.stmt
+            top = isinstance(stmt, cst.SimpleStatementLine) and any(e in self.removed for e in stmt.body)
+            if self.sites or not top or self.inits:
+                raise Refusal(call, "TFG905", "variables initialized again, or in a loop or condition")
+            self.inits += 1
             return
         site = Site(call, fetches, structure, None, None)
         if feed is None or (isinstance(feed, cst.Name) and feed.value == "None"):
