@@ -129,13 +129,12 @@ class TapeEmitter:
         post = gradient_dependent(self.p, sig.nodes)
         forward = self._forward(sig)
         own = [i for i in forward if i not in set(hnodes)]
-        forward_lines = []
+        watch_top, watch_after = self._watches(sig, own, set(hnodes))
+        forward_lines = [f"{self.tape}.watch({w})" for w in watch_top]   # before any use
         if hname is not None and set(forward) & set(hnodes):
             needed = self._needed(sig, set(hnodes))
             targets = [r if r in needed else "_" for r in hreturns]
             forward_lines.append(f"{', '.join(targets)} = {hname}({', '.join(hparams)})")
-        watch_top, watch_after = self._watches(sig, own, set(hnodes))
-        forward_lines += [f"{self.tape}.watch({w})" for w in watch_top]
         for i in own:
             forward_lines.append(self.stmt_text(self.p.nodes[i]))
             for w in watch_after.get(i, ()):
