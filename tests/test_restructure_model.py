@@ -167,3 +167,12 @@ def test_session_state_that_tf2_cannot_share_is_refused(run, message):
     result = rewrite(SITE.format(run=run))
     assert result.new_module is None
     assert [d[3] for d in result.diagnostics] == [message]
+
+
+def test_optimizer_hyperparameter_from_graph_ops_is_refused():
+    source = BASE.format(train="decay = tf.Variable(1.0, name='decay')\nlr = 0.1 * decay\n"
+                               "train_op = tf.train.GradientDescentOptimizer(lr).minimize(loss)",
+                         run="sess.run(train_op, {x: np.ones([3, 2])})")
+    result = rewrite(source)
+    assert result.new_module is None
+    assert [(d[0], d[2]) for d in result.diagnostics] == [(9, "TFG906")]

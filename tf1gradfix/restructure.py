@@ -166,6 +166,8 @@ class _Rewrite:
         for node in program.nodes:
             if node.kind != "optimizer":
                 continue
+            if any(program.nodes[d].kind not in ("static", "placeholder") for d in node.deps):
+                raise Refusal(node.value, "TFG906", "an optimizer hyperparameter computed by graph ops")
             if node.deps & placeholders:
                 lr = tape.state.learning_rate(node)
                 others = [a for a in node.info["call"].args if a.value is not lr]
