@@ -204,6 +204,7 @@ class V2Tracer:
             return grads
 
         tf.GradientTape.gradient = gradient
+        self.patch_function_arguments()
 
         from tensorflow.python.training import optimizer as v1_optimizer
         orig_v1_apply = v1_optimizer.Optimizer.apply_gradients
@@ -222,6 +223,31 @@ class V2Tracer:
             self.patch_keras(sys.modules[KERAS_OPTIMIZER_MODULE])
         else:
             sys.meta_path.insert(0, PostImportHook({KERAS_OPTIMIZER_MODULE: self.patch_keras}))
+
+    def patch_function_arguments(self) -> None:
+        """Keep tf.function's argument conversion when its body runs eagerly.
+
+        A traced ``tf.function`` receives NumPy arrays as tensors; run
+        eagerly it would receive the arrays themselves, and code such as
+        ``tape.watch(x)`` or ``x.shape.rank`` would fail or behave
+        differently.  Convert them as tracing would (dtype kept).
+        """
+        from tensorflow.python.eager.polymorphic_function import polymorphic_function as pf
+        import numpy as np
+        tf, orig_call = self.tf, pf.Function.__call__
+
+        def convert(x):
+            return tf.constant(x) if isinstance(x, (np.ndarray, np.generic)) and x.dtype.kind in "biufc" else x
+
+        def __call__(self, *args, **kwds):
+            if self._run_functions_eagerly:
+                try:
+                    args, kwds = tf.nest.map_structure(convert, (args, kwds))
+                except Exception:  # noqa: BLE001 - an odd structure: pass it unchanged
+                    pass
+            return orig_call(self, *args, **kwds)
+
+        pf.Function.__call__ = __call__
 
     def patch_keras(self, module) -> None:
         tracer, Base = self, module.BaseOptimizer
