@@ -157,7 +157,7 @@ class HostScan:
                 raise Refusal(call, "TFG905", f"session method `{method}`")
             fetch = arg(call, 0, "fetches")
             feed = arg(call, 1, "feed_dict")
-            extra = [a for a in call.args[2:] if True] + [
+            extra = list(call.args[2:]) + [
                 a for a in call.args if a.keyword is not None and a.keyword.value not in ("fetches", "feed_dict")]
             if fetch is None or extra:
                 raise Refusal(call, "TFG905", "`sess.run` with options or run_metadata")
@@ -295,9 +295,6 @@ def _slice(program: Program, sig: Signature, site: Site) -> None:
     sig.train = trains[0] if trains else None
     if sig.train is not None and any(n.kind == "variable" for n in fetched):
         raise Refusal(site.call, "TFG905", "a variable fetched in the same run as its update (order undefined)")
-    sig.returns = [n.names[0] if len(n.names) == 1 else None for n in fetched if n.kind not in ("train",)]
-    if None in sig.returns:
-        raise Refusal(site.call, "TFG905", "fetching one of several names bound together")
     sig.returns = [name for name, n in zip(sig.fetches, fetched) if n.kind != "train"]
     sig.inline = all(n.kind in ("variable", "static") for n in fetched) and not sig.fed
     placeholders = [program.nodes[i] for i in sig.nodes if program.nodes[i].kind == "placeholder"]
@@ -321,7 +318,7 @@ def gradient_dependent(program: Program, members: list[int]) -> set[int]:
     return out
 
 
-def reached_variables(program: Program, root: int, exclude_gradients: bool = True) -> list[GraphNode]:
+def reached_variables(program: Program, root: int) -> list[GraphNode]:
     """Trainable variables a loss reads through the forward statements, creation order."""
     members = closure(program, [root])
     return [program.nodes[i] for i in sorted(members)
