@@ -278,6 +278,8 @@ def compare_events(cmp: Comparison, orig: list, mig: list, rtol: float, atol: fl
         return timeline[i - 1][1] + 0.5 if i else -0.5
 
     for kind, qty, left_o, left_m, n_o, n_m in leftovers:
+        left_o.sort(key=lambda t: t[2]["seq"])   # pair what is left in program order
+        left_m.sort(key=lambda t: t[2]["seq"])
         _unpaired(cmp, kind, qty, left_o, left_m, n_o, n_m, rtol, atol, decode, on_original_timeline)
 
 
