@@ -148,7 +148,7 @@ class ModelBuilder:
         for call, q in self.calls(stmt):
             if q is None:
                 continue
-            if matches(q, "sessions") or q in ("tensorflow.placeholder", "tensorflow.placeholder_with_default",
+            if q in ("tensorflow.placeholder", "tensorflow.placeholder_with_default",
                                                "tensorflow.Variable", "tensorflow.get_variable") \
                     or fnmatch.fnmatchcase(q, "tensorflow.train.*Optimizer") or q == "tensorflow.gradients":
                 raise Refusal(call, "TFG904", f"graph built inside a compound statement (`{q.replace('tensorflow', 'tf', 1)}`)")

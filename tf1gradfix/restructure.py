@@ -89,7 +89,8 @@ class _Rewrite:
         creations, sessions = self._graph_calls()
         if not sessions or not creations:
             return None
-        owners = {id(self._owner(c)): self._owner(c) for c in creations + sessions}
+        owners = {id(self._owner(c)): self._owner(c) for c in creations}
+        owners.update({id(self._owner(c, True)): self._owner(c, True) for c in sessions})
         if len(owners) != 1:
             raise Refusal(creations[0], "TFG904", "graph built in more than one function")
         owner = next(iter(owners.values()))
@@ -100,7 +101,8 @@ class _Rewrite:
         program = ModelBuilder(self.meta, self.meta.names, self.module).build(owner, body, helpers, alias)
         if len(sessions) > 1:   # each session holds its own variable values; TF2 has one
             raise Refusal(sessions[1], "TFG905", "more than one session")
-        scan = HostScan(program, self.meta)
+        nested = _nested_sessions(program, self.meta)
+        scan = HostScan(program, self.meta, nested)
         scan.run()
         sigs = signatures(program, scan.sites)
         state = StateEmitter(program, self.code, self.meta.names.qualified)
@@ -116,6 +118,8 @@ class _Rewrite:
         replacements = dict(tape.call_site(site) for site in scan.sites)
         for node in scan.removed:
             replacements[node] = cst.RemovalSentinel.REMOVE
+        for node in nested:   # a session `with` in host code: its body, dedented; `sess = tf.Session()`: gone
+            replacements[node] = _FLATTEN if isinstance(node, cst.With) else cst.RemovalSentinel.REMOVE
         for feed in scan.feed_dict_nodes:   # `{x: v}` -> `{"x": v}`, passed as `f(**feed)`
             replacements[feed] = feed.with_changes(elements=[
                 e.with_changes(key=cst.SimpleString(f'"{e.key.value}"')) for e in feed.elements])
@@ -140,7 +144,9 @@ class _Rewrite:
         self.module.visit(V())
         return creations, sessions
 
-    def _owner(self, node: cst.CSTNode):
+    def _owner(self, node: cst.CSTNode, session: bool = False):
+        """The function (or module) whose body builds the graph; a session may also sit
+        in a condition such as `if __name__ == "__main__":`, never in a loop."""
         current = node
         while True:
             parent = self.meta.get_metadata(ParentNodeProvider, current, None)
@@ -148,6 +154,9 @@ class _Rewrite:
                 return self.module
             if isinstance(parent, cst.FunctionDef):
                 return parent
+            if session and isinstance(parent, (cst.If, cst.Else)):
+                current = parent
+                continue
             if isinstance(parent, (cst.If, cst.For, cst.While, cst.Try, cst.ClassDef, cst.Lambda)):
                 raise Refusal(node, "TFG904", "graph built inside a loop, condition or class")
             current = parent
@@ -267,6 +276,40 @@ class _Assembler:
                 raise Refusal(node.stmt, "TFG905", f"graph code reads `{sorted(late)[0]}`, which changes after the graph is built")
 
 
+_FLATTEN = object()   # replace a `with` by its (already rewritten) body
+
+
+def _nested_sessions(program, meta) -> list[cst.CSTNode]:
+    """Sessions opened inside host compound statements (`if __name__ == ...:`):
+    their `with` nodes and `sess = tf.Session()` statements; names join the program's."""
+    found: list[cst.CSTNode] = []
+    names = meta.names
+
+    class V(cst.CSTVisitor):
+        def visit_With(self, node: cst.With) -> None:
+            item = node.items[0] if len(node.items) == 1 else None
+            if item is not None and isinstance(item.item, cst.Call) and matches(names.qualified(item.item.func), "sessions"):
+                if item.asname is None or not isinstance(item.asname.name, cst.Name) or item.item.args:
+                    raise Refusal(node, "TFG905", "a session `with` without `as NAME`, or with arguments")
+                program.sessions.add(item.asname.name.value)
+                found.append(node)
+
+        def visit_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> None:
+            small = node.body[0] if len(node.body) == 1 else None
+            if isinstance(small, cst.Assign) and isinstance(small.value, cst.Call) \
+                    and matches(names.qualified(small.value.func), "sessions"):
+                target = small.targets[0].target if len(small.targets) == 1 else None
+                if not isinstance(target, cst.Name) or small.value.args:
+                    raise Refusal(node, "TFG905", "a session bound to something other than a name")
+                program.sessions.add(target.value)
+                found.append(node)
+
+    for item in program.items:
+        if item.node is None and not item.drop and not isinstance(item.stmt, (cst.SimpleStatementLine, cst.FunctionDef, cst.ClassDef)):
+            item.stmt.visit(V())
+    return found
+
+
 class _Replace(cst.CSTTransformer):
     def __init__(self, replacements):
         super().__init__()
@@ -274,6 +317,11 @@ class _Replace(cst.CSTTransformer):
 
     def on_leave(self, original_node, updated_node):
         result = self.replacements.get(original_node, updated_node)
+        if result is _FLATTEN:
+            body = list(updated_node.body.body)
+            if body:
+                body[0] = body[0].with_changes(leading_lines=[*updated_node.leading_lines, *body[0].leading_lines])
+            return cst.FlattenSentinel(body)
         if isinstance(result, cst.SimpleStatementLine) and not result.body:
             return cst.RemovalSentinel.REMOVE
         return result

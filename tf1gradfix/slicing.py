@@ -46,8 +46,9 @@ class Signature:
 class HostScan:
     """Finds execution sites and every other use of graph names in host code."""
 
-    def __init__(self, program: Program, meta):
+    def __init__(self, program: Program, meta, sessions_opened=()):
         self.p, self.meta = program, meta
+        self.opened = set(sessions_opened)   # nested session `with`s and `sess = tf.Session()` lines
         self.sites: list[Site] = []
         self.feed_dicts: dict[str, frozenset[str]] = {}
         self.feed_dict_nodes: list[cst.Dict] = []
@@ -126,6 +127,15 @@ class HostScan:
                 node.value.visit(self)
                 return False
 
+            def visit_With(self, node: cst.With) -> bool:
+                if node in scan.opened:
+                    node.body.visit(self)
+                    return False
+                return True
+
+            def visit_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> bool:
+                return node not in scan.opened
+
             def visit_AssignTarget(self, node: cst.AssignTarget) -> bool:
                 return not (isinstance(node.target, cst.Name) and node.target.value in scan.feed_dicts)
 
@@ -177,6 +187,13 @@ class HostScan:
             return True
         return False
 
+    def _in_loop(self, node: cst.CSTNode) -> bool:
+        while node is not None and node is not self._item.stmt:
+            node = self.meta.get_metadata(ParentNodeProvider, node, None)
+            if isinstance(node, (cst.For, cst.While, cst.FunctionDef, cst.Lambda, cst.ClassDef)):
+                return True
+        return False
+
     def _check_session_kw(self, call: cst.Call, allowed) -> None:
         for a in call.args:
             if a.keyword is not None and a.keyword.value not in allowed:
@@ -200,9 +217,7 @@ class HostScan:
                 raise Refusal(call, "TFG905", "an initializer run with a feed")
             self._remove_statement(call)
             # TF2 initializes once, at creation: a re-initialization cannot simply go
-            stmt = self._item.stmt
-            top = isinstance(stmt, cst.SimpleStatementLine) and any(e in self.removed for e in stmt.body)
-            if self.sites or not top or self.inits:
+            if self.sites or self._in_loop(call) or self.inits:
                 raise Refusal(call, "TFG905", "variables initialized again, or in a loop or condition")
             self.inits += 1
             return
