@@ -414,3 +414,25 @@ def test_cli_reports_on_a_divergence(tmp_path):
     ET.parse(out / "v.xml")
     assert "| loss |" in (out / "v.md").read_text()
     assert (out / "v.png").stat().st_size > 1000
+
+
+@pytest.mark.tf
+def test_tf_function_bodies_get_tensors_when_run_eagerly(tmp_path):
+    # the body relies on tracing semantics: a NumPy argument arrives as a tensor
+    tf2 = TINY_TF2.replace("for i in range(5):", """@tf.function
+def step(x):
+    with tf.GradientTape() as tape:
+        tape.watch(x)
+        loss = tf.reduce_mean(tf.square(tf.matmul(x, w) - 1.0))
+    grad_w = tape.gradient(loss, w)
+    opt.apply_gradients([(grad_w, w)])
+    return loss
+
+
+for i in range(5):
+    print("loss %.5f" % step(data).numpy())
+    continue""")
+    result = verify_pair(_write(tmp_path, "o.py", TINY_TF1), _write(tmp_path, "m.py", tf2),
+                         rtol=1e-3, atol=1e-6, timeout=120)
+    assert result.verdict == "EQUIVALENT", report.summary(result)
+    assert result.comparison.steps == 5
