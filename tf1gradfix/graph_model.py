@@ -269,6 +269,10 @@ class ModelBuilder:
             self._tensor(item, names, value, deps, tf_calls)
 
     def _placeholder(self, item, name, call, q) -> None:
+        earlier = self.program.node(name)
+        if earlier is not None and earlier.kind in ("placeholder", "variable"):
+            # Two graph inputs under one name: a feed_dict key could mean either.
+            raise Refusal(call, "TFG905", f"`{name}` is bound to a second graph input")
         if q == "tensorflow.placeholder":
             dtype, shape = arg(call, 0, "dtype"), arg(call, 1, "shape")
             self._add(item, "placeholder", (name,), call, dtype=dtype, shape=shape, default=None)
