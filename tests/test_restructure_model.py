@@ -176,3 +176,26 @@ def test_optimizer_hyperparameter_from_graph_ops_is_refused():
     result = rewrite(source)
     assert result.new_module is None
     assert [(d[0], d[2]) for d in result.diagnostics] == [(9, "TFG906")]
+
+
+REBIND = """\
+import numpy as np
+import tensorflow as tf
+
+x = tf.placeholder(tf.float32, [None])
+w = tf.Variable(3.0, name="w")
+t = x * 2.0
+c = t + 0.5
+t = x * w
+a = tf.reduce_sum(t + c)
+b = tf.reduce_sum(t * 3.0)
+with tf.Session() as sess:
+    sess.run(tf.global_variables_initializer())
+    print(sess.run(a, {x: np.ones(2)}), sess.run(b, {x: np.ones(2)}))
+"""
+
+
+def test_no_shared_helper_when_it_would_reorder_a_rebound_name():
+    code = rewrite(REBIND).new_module.code
+    assert "def forward" not in code
+    assert "    t = x * 2.0\n    c = t + 0.5\n    t = x * w\n    a = tf.reduce_sum(t + c)\n" in functions(code)["compute_a"]

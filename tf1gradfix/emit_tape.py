@@ -54,7 +54,7 @@ class TapeEmitter:
         """Forward statements shared by several functions: (name, nodes, params, returns)."""
         forwards = [set(self._forward(sig)) for sig in sigs if not sig.inline]
         shared = sorted(i for i in set().union(*forwards) if sum(i in f for f in forwards) > 1) if forwards else []
-        if not shared:
+        if not shared or not self._can_share(sigs, set(shared)):
             return None, [], [], []
         members = closure(self.p, shared)
         params = [n.names[0] for n in self.p.nodes if n.kind == "placeholder" and n.index in members]
@@ -78,6 +78,20 @@ class TapeEmitter:
                 if n in returns and n not in ordered:
                     ordered.append(n)
         return self.fresh("forward"), shared, params, ordered
+
+    def _can_share(self, sigs: list[Signature], shared: set[int]) -> bool:
+        """A helper keeps source order only if no function rebinds a name it binds, and
+        no gradient is taken with respect to a value it computes that a tape must watch."""
+        shared_names = {n for i in shared for n in self.p.nodes[i].names}
+        for sig in sigs:
+            if sig.inline:
+                continue
+            own = [i for i in self._forward(sig) if i not in shared]
+            if any(set(self.p.nodes[i].names) & shared_names for i in own):
+                return False
+            if set(self._watches(sig, own, shared)[1]) & shared:
+                return False
+        return True
 
     def _forward(self, sig: Signature) -> list[int]:
         post = gradient_dependent(self.p, sig.nodes)
@@ -188,9 +202,7 @@ class TapeEmitter:
                 elif xn.kind == "tensor":
                     recorded = bool(reached_variables(self.p, xn.index))   # computed from watched variables
                     if "stop_gradient" in self.code(xn.value) or not recorded:
-                        if xn.index in shared:
-                            raise Refusal(node.value, "TFG905", f"gradient with respect to `{x}`, computed in shared code")
-                        after.setdefault(xn.index, []).append(x)
+                        after.setdefault(xn.index, []).append(x)   # (never in a helper: see _can_share)
                 elif xn.kind == "static":
                     raise Refusal(node.value, "TFG905", f"gradient with respect to the constant `{x}`")
         return list(dict.fromkeys(top)), after
