@@ -87,6 +87,8 @@ def rename_identifiers(text: str, variant: int) -> str:
     mapping = {}
     for name in sorted(bound):
         new = style(name, variant)
+        if name.startswith("_") and not new.startswith("_"):
+            new = "_" + new  # keep the "unused" convention: `loss, _ = ...` stays discarded
         while new in every_name or new in mapping.values():
             new += "_"
         mapping[name] = new
