@@ -433,7 +433,7 @@ def _trim(text):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="small smoke run (about a minute)")
+    parser.add_argument("--quick", action="store_true", help="small smoke run (a few minutes: TensorFlow starts several times)")
     parser.add_argument("--repeat", type=int, default=None, help="repetitions per figure (default 3; --quick 1)")
     parser.add_argument("--copies", type=int, default=None, help="varied copies of each TF1 fixture (default 5)")
     parser.add_argument("--plain", type=int, default=None, help="files without TensorFlow in the repository (default 2000)")
