@@ -284,6 +284,10 @@ class ModelBuilder:
         self._add(item, "placeholder", (name,), call, dtype=dtype, shape=shape, default=default)
 
     def _variable(self, item, name, call, q, deps) -> None:
+        earlier = self.program.node(name)
+        if earlier is not None and earlier.kind in ("placeholder", "variable"):
+            # the first one still lives in TF1's collections (compute_gradients would list it)
+            raise Refusal(call, "TFG905", f"`{name}` is bound to a second graph input")
         for i in deps:
             if self.program.nodes[i].kind not in ("static",):
                 raise Refusal(call, "TFG905", f"variable `{name}` initialized from another graph value")
