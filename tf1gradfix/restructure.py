@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 from libcst.metadata import (MetadataWrapper, ParentNodeProvider, PositionProvider,
-                             QualifiedNameProvider, ScopeProvider)
+                             ScopeProvider)
 
 from tf1gradfix import catalog as catalog_module
 from tf1gradfix.emit_state import StateEmitter
@@ -38,7 +38,9 @@ class Restructured:
 
 
 class _Meta(cst.MetadataDependent):
-    METADATA_DEPENDENCIES = (QualifiedNameProvider, ScopeProvider, PositionProvider, ParentNodeProvider)
+    # Names are resolved through the scope analysis (names.NameResolver); the
+    # whole-tree qualified-name table would cost a third of the analysis.
+    METADATA_DEPENDENCIES = (ScopeProvider, PositionProvider, ParentNodeProvider)
 
 
 def restructure(module: cst.Module, path: str, wrapper: MetadataWrapper | None = None) -> Restructured:
