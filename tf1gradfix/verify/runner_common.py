@@ -37,6 +37,22 @@ INIT_FILE = "init.json"
 
 # -- arrays ---------------------------------------------------------------
 
+class Reentrancy:
+    """Per-thread depth of the tracer's own TensorFlow calls, which must not be traced.
+
+    Subclasses set `self.local = threading.local()`.
+    """
+
+    def busy(self) -> bool:
+        return getattr(self.local, "depth", 0) > 0
+
+    def enter(self):
+        self.local.depth = getattr(self.local, "depth", 0) + 1
+
+    def leave(self):
+        self.local.depth -= 1
+
+
 def encode_array(value) -> dict:
     """Encode a NumPy-convertible value exactly (IndexedSlices already dense)."""
     arr = np.asarray(value)

@@ -22,7 +22,7 @@ from tf1gradfix.verify import runner_common as rc
 _WALK_BUDGET = 20000  # graph ops visited per cached ancestor walk
 
 
-class V1Tracer:
+class V1Tracer(rc.Reentrancy):
     """Patches Session/Optimizer/tf.gradients and writes the original's trace."""
 
     def __init__(self, trace: rc.Trace):
@@ -66,15 +66,6 @@ class V1Tracer:
                 if var.name == name:
                     return rc.strip_name(name)
         return f"source[{index}]"
-
-    def busy(self) -> bool:
-        return getattr(self.local, "depth", 0) > 0
-
-    def enter(self):
-        self.local.depth = getattr(self.local, "depth", 0) + 1
-
-    def leave(self):
-        self.local.depth -= 1
 
     # -- registration -------------------------------------------------
     def register_compute(self, ys, pairs, graph) -> None:

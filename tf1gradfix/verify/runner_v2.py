@@ -56,7 +56,7 @@ class PostImportHook(importlib.abc.MetaPathFinder):
         return spec
 
 
-class V2Tracer:
+class V2Tracer(rc.Reentrancy):
     """Creator scope + GradientTape/optimizer patches for the migrated side."""
 
     def __init__(self, tf, trace: rc.Trace, wait: float):
@@ -67,15 +67,6 @@ class V2Tracer:
         self.names: dict = {}             # id(tf.Variable) -> mapped name
         self.used: set = set()
         self.taken: set = set()           # original names already mapped
-
-    def busy(self) -> bool:
-        return getattr(self.local, "depth", 0) > 0
-
-    def enter(self):
-        self.local.depth = getattr(self.local, "depth", 0) + 1
-
-    def leave(self):
-        self.local.depth -= 1
 
     # -- initial values -------------------------------------------------
     def load_init(self) -> dict:
