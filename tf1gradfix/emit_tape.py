@@ -10,7 +10,7 @@ one helper. Values that reach Python are converted with `.numpy()`.
 from __future__ import annotations
 
 import libcst as cst
-from libcst.metadata import ParentNodeProvider
+from libcst.metadata import ParentNodeProvider, ScopeProvider
 
 from tf1gradfix.emit_state import optimizer_table
 from tf1gradfix.graph_model import GraphNode, Program, trainable_in
@@ -276,6 +276,18 @@ class TapeEmitter:
         raise Refusal(given, "TFG905", "a var_list that is not a list of variables")
 
     # -- call sites ----------------------------------------------------------
+    def _discarded(self, name: cst.Name) -> bool:
+        """A train op's result bound to `_`-something or to a name nothing reads."""
+        if name.value.startswith("_"):
+            return True
+        scope = self.meta.get_metadata(ScopeProvider, name, None)
+        if scope is None:
+            return False
+        for assignment in scope.assignments[name.value]:
+            if getattr(assignment, "node", None) is name:
+                return not assignment.references
+        return False
+
     def call_site(self, site: Site) -> tuple[cst.CSTNode, cst.CSTNode | cst.RemovalSentinel]:
         """(original node, replacement) for one execution site."""
         sig = site.signature
@@ -292,7 +304,7 @@ class TapeEmitter:
                 kept = []
                 for element, fetch in zip(target.elements, site.fetches):
                     if self.p.node(fetch).kind == "train":
-                        if not (isinstance(element.value, cst.Name) and element.value.value.startswith("_")):
+                        if not (isinstance(element.value, cst.Name) and self._discarded(element.value)):
                             raise Refusal(element.value, "TFG905", "the result of a train op bound to a name that is used")
                     else:
                         kept.append(self.code(element.value))
