@@ -41,6 +41,7 @@ def fuzz_settings(examples: int) -> settings:
 def assert_sound(data: bytes) -> None:
     """No internal error; output parses and compiles; a second pass changes nothing."""
     result = process_source("fuzzed.py", data, CodeFilter())
+    assert not [f for f in result.findings if "internal error" in f.message], result.findings
     if result.error is not None:
         assert not result.error.message.startswith("internal error"), result.error
         assert result.new_source is None
