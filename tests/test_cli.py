@@ -13,7 +13,6 @@ import os
 import re
 import subprocess
 import sys
-import textwrap
 import tomllib
 from pathlib import Path
 

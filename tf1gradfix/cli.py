@@ -16,7 +16,7 @@ from tf1gradfix.batch import CHECK, DIFF, PREVIEW, PROPOSE, WRITE, Job, default_
 from tf1gradfix.config import load_settings
 from tf1gradfix.discover import STDIN, discover
 from tf1gradfix.findings import CodeFilter, FileError
-from tf1gradfix.output import FORMATS, error_line, render, summary_sentence
+from tf1gradfix.output import FORMATS, render, summary_sentence
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 PROGRESS_THRESHOLD = 50  # files; below this a bar is noise
@@ -220,4 +220,4 @@ def _prove(args, outcomes, findings, errors, summary) -> int:
     return EXIT_FINDINGS if any(not f.fixed for f in findings) else EXIT_CLEAN
 
 
-__all__ = ["main", "build_parser", "error_line"]
+__all__ = ["main", "build_parser"]
