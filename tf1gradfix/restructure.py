@@ -74,7 +74,8 @@ def _position(meta, node) -> tuple[int, int]:
 class _Rewrite:
     def __init__(self, module: cst.Module, meta):
         self.module, self.meta = module, meta
-        self.taken = {n.value for n in _all_names(module)}
+        self.module_names = frozenset(n.value for n in _all_names(module))
+        self.taken = set(self.module_names)
 
     def code(self, node: cst.CSTNode) -> str:
         return self.module.code_for_node(node)
@@ -91,13 +92,45 @@ class _Rewrite:
         creations, sessions = self._graph_calls()
         if not sessions or not creations:
             return None
-        owners = {id(self._owner(c)): self._owner(c) for c in creations}
-        owners.update({id(self._owner(c, True)): self._owner(c, True) for c in sessions})
-        if len(owners) != 1:
-            raise Refusal(creations[0], "TFG904", "graph built in more than one function")
-        owner = next(iter(owners.values()))
+        groups: dict[int, list] = {}
+        for call in creations:
+            groups.setdefault(id(self._owner(call)), []).append(call)
+        for call in sessions:
+            groups.setdefault(id(self._owner(call, True)), []).append(call)
+        session_ids = {id(c) for c in sessions}
+        owners = {key: self._owner(calls[0], id(calls[0]) in session_ids) for key, calls in groups.items()}
+        opened = {key: [c for c in calls if id(c) in session_ids] for key, calls in groups.items()}
+        if len(owners) == 1:
+            key, owner = next(iter(owners.items()))
+            new_owner = self._rewrite_owner(owner, (), opened[key])
+            if isinstance(owner, cst.Module):
+                return new_owner
+            return self.module.deep_replace(owner, new_owner)
+        # Several functions, each building and running a graph of its own:
+        # each is rewritten on its own, all in one pass over the module.
+        for key, owner in owners.items():
+            self._check_independent(owner, groups[key], opened[key])
+        others = tuple(owners.values())
+        replaced = {owner: self._rewrite_owner(owner, others, opened[key]) for key, owner in owners.items()}
+        return self.module.visit(_Replace(replaced))
+
+    def _check_independent(self, owner, calls, sessions: list) -> None:
+        """A function may be rewritten alone when it builds and runs its own graph
+        and reads nothing graph-wide that another function could have added to."""
+        if isinstance(owner, cst.Module):
+            raise Refusal(calls[0], "TFG904", "graph built in more than one function")
+        if not sessions or len(sessions) == len(calls):
+            raise Refusal(calls[0], "TFG904", f"graph built in one function and run in another (`{owner.name.value}`)")
+        for call, q, graph_with in self.scan.graph_wide:
+            if self.scan.owner_of[call] is owner and not graph_with:
+                raise Refusal(call, "TFG904", f"`{q.replace('tensorflow', 'tf', 1)}` reads the default graph, "
+                              "which several functions of this file share")
+
+    def _rewrite_owner(self, owner, other_owners, sessions: list) -> cst.CSTNode:
+        self.taken = set(self.module_names)   # new names are local to the owner
         alias = self._tf_alias()
-        helpers = {s.name.value: s for s in self.module.body if isinstance(s, cst.FunctionDef) and s is not owner}
+        helpers = {s.name.value: s for s in self.module.body
+                   if isinstance(s, cst.FunctionDef) and s is not owner and s not in other_owners}
         body = list(owner.body.body) if isinstance(owner, cst.FunctionDef) else list(owner.body)
         helpers.update({s.name.value: s for s in body if isinstance(s, cst.FunctionDef)})
         program = ModelBuilder(self.meta, self.meta.names, self.module).build(owner, body, helpers, alias)
@@ -128,40 +161,23 @@ class _Rewrite:
         new_body = _Assembler(self, program, state, tape, replacements).body(texts, moved, owner)
         if isinstance(owner, cst.Module):
             return owner.with_changes(body=new_body)
-        new_owner = owner.with_changes(body=owner.body.with_changes(body=new_body))
-        return self.module.deep_replace(owner, new_owner)
+        return owner.with_changes(body=owner.body.with_changes(body=new_body))
 
     def _graph_calls(self):
-        creations, sessions = [], []
-        names = self.meta.names
+        self.scan = _GraphCallScan(self.meta.names)
+        self.module.visit(self.scan)
+        return self.scan.creations, self.scan.sessions
 
-        class V(cst.CSTVisitor):
-            def visit_Call(self, call: cst.Call) -> None:
-                q = names.qualified(call.func)
-                if q in _GRAPH_CALLS:
-                    creations.append(call)
-                elif matches(q, "sessions"):
-                    sessions.append(call)
-
-        self.module.visit(V())
-        return creations, sessions
-
-    def _owner(self, node: cst.CSTNode, session: bool = False):
+    def _owner(self, call: cst.Call, session: bool = False):
         """The function (or module) whose body builds the graph; a session may also sit
         in a condition such as `if __name__ == "__main__":`, never in a loop."""
-        current = node
-        while True:
-            parent = self.meta.get_metadata(ParentNodeProvider, current, None)
-            if parent is None or isinstance(parent, cst.Module):
-                return self.module
-            if isinstance(parent, cst.FunctionDef):
-                return parent
-            if session and isinstance(parent, (cst.If, cst.Else)):
-                current = parent
+        owner, between = self.scan.owner_of[call], self.scan.between[call]
+        for node in between:
+            if session and isinstance(node, (cst.If, cst.Else)):
                 continue
-            if isinstance(parent, (cst.If, cst.For, cst.While, cst.Try, cst.ClassDef, cst.Lambda)):
-                raise Refusal(node, "TFG904", "graph built inside a loop, condition or class")
-            current = parent
+            if isinstance(node, _BLOCKS):
+                raise Refusal(call, "TFG904", "graph built inside a loop, condition or class")
+        return owner or self.module
 
     def _tf_alias(self) -> str:
         for stmt in self.module.body:
@@ -276,6 +292,61 @@ class _Assembler:
             late = (set(loads(node.value)) - known) & rebound
             if late:
                 raise Refusal(node.stmt, "TFG905", f"graph code reads `{sorted(late)[0]}`, which changes after the graph is built")
+
+
+_BLOCKS = (cst.If, cst.For, cst.While, cst.Try, cst.TryStar, cst.ClassDef, cst.Lambda)
+_TRACKED = (cst.FunctionDef, cst.Else, cst.With) + _BLOCKS
+
+
+class _GraphCallScan(cst.CSTVisitor):
+    """One walk: the graph-building calls, the session calls, the calls that read
+    graph-wide state, and for each its innermost function and the compound
+    statements between them (instead of a parent table for the whole tree)."""
+
+    def __init__(self, names):
+        super().__init__()
+        self.names = names
+        self.creations: list[cst.Call] = []
+        self.sessions: list[cst.Call] = []
+        self.graph_wide: list[tuple[cst.Call, str, bool]] = []   # (call, name, inside `with tf.Graph().as_default()`)
+        self.owner_of: dict[cst.Call, cst.FunctionDef | None] = {}
+        self.between: dict[cst.Call, tuple] = {}
+        self.stack: list[cst.CSTNode] = []
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        if isinstance(node, _TRACKED):
+            self.stack.append(node)
+        elif isinstance(node, cst.Call):
+            self._call(node)
+        return True
+
+    def on_leave(self, original_node: cst.CSTNode) -> None:
+        if isinstance(original_node, _TRACKED):
+            self.stack.pop()
+
+    def _call(self, call: cst.Call) -> None:
+        q = self.names.qualified(call.func)
+        if q is None:
+            return
+        if q in _GRAPH_CALLS:
+            self.creations.append(call)
+        elif matches(q, "sessions"):
+            self.sessions.append(call)
+        elif not matches(q, "graph_wide"):
+            return
+        functions = [i for i, n in enumerate(self.stack) if isinstance(n, cst.FunctionDef)]
+        start = functions[-1] + 1 if functions else 0
+        self.owner_of[call] = self.stack[functions[-1]] if functions else None
+        self.between[call] = tuple(n for n in reversed(self.stack[start:]) if not isinstance(n, cst.With))
+        if matches(q, "graph_wide"):
+            inside = any(isinstance(n, cst.With) and self._own_graph(n) for n in self.stack[start:])
+            self.graph_wide.append((call, q, inside))
+
+    def _own_graph(self, node: cst.With) -> bool:
+        item = node.items[0].item if len(node.items) == 1 else None
+        func = item.func if isinstance(item, cst.Call) else None
+        return isinstance(func, cst.Attribute) and func.attr.value == "as_default" \
+            and isinstance(func.value, cst.Call) and self.names.qualified(func.value.func) == "tensorflow.Graph"
 
 
 _FLATTEN = object()   # replace a `with` by its (already rewritten) body
