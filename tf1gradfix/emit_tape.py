@@ -227,7 +227,12 @@ class TapeEmitter:
             vname = self.local("variables")
             lines = [f"{vname} = [{', '.join(variables)}]"]
             if node.kind == "compute_gradients":
-                return lines + [f"{name} = list(zip({self.tape}.gradient({loss.value}, {vname}), {vname}))"]
+                pairs = f"list(zip({self.tape}.gradient({loss.value}, {vname}), {vname}))"
+                if node.info["call"] is node.value:
+                    return lines + [f"{name} = {pairs}"]
+                # `g, v = zip(*opt.compute_gradients(loss))`: the pairs take the call's place
+                stmt = node.stmt.deep_replace(node.info["call"], cst.parse_expression(pairs))
+                return lines + [self.code(stmt.with_changes(leading_lines=())).strip()]
             gname = self.local("grads")
             lines.append(f"{gname} = {self.tape}.gradient({loss.value}, {vname})")
             pairs = f"zip({gname}, {vname})"

@@ -255,7 +255,7 @@ class ModelBuilder:
                 raise Refusal(call, "TFG905", "a session created with arguments")
             self.program.sessions.add(one)
             item.drop = True
-        elif one and self._optimizer_method(item, one, value, deps):
+        elif self._optimizer_method(item, names, value, deps):
             pass
         elif one and self._gradients(item, one, value, deps):
             pass
@@ -313,13 +313,22 @@ class ModelBuilder:
         self._add(item, "variable", (name,), call, deps, source=q, bound=bound, full_name=full,
                   trainable=trainable is None or trainable.value == "True")
 
-    def _optimizer_method(self, item, name, value, deps) -> bool:
+    def _optimizer_method(self, item, names, value, deps) -> bool:
+        """`opt.minimize/compute_gradients/apply_gradients(...)` as the value, or
+        `compute_gradients` inside a larger expression (`zip(*opt.compute_gradients(loss))`)."""
         call = value if isinstance(value, cst.Call) else None
-        if call is None or not isinstance(call.func, cst.Attribute):
+        nested = call is None or not isinstance(call.func, cst.Attribute) or \
+            call.func.attr.value not in ("minimize", "compute_gradients", "apply_gradients")
+        if nested:
+            found = [c for c, _ in self.calls(value) if c is not value and self._optimizer_call(c)]
+            if not found:
+                return False
+            call = found[0]
+            if len(found) > 1 or call.func.attr.value != "compute_gradients":
+                raise Refusal(call, "TFG905", f"`{call.func.attr.value}` inside a larger expression")
+        elif len(names) != 1 and call.func.attr.value != "compute_gradients":
             return False
         method = call.func.attr.value
-        if method not in ("minimize", "compute_gradients", "apply_gradients"):
-            return False
         receiver = call.func.value
         opt = None
         if isinstance(receiver, cst.Name):
@@ -349,8 +358,18 @@ class ModelBuilder:
             self.program.nodes.append(opt)
         deps = set(deps) | {opt.index}
         kind = "compute_gradients" if method == "compute_gradients" else "train"
-        self._add(item, kind, (name,), value, deps, method=method, optimizer=opt.index, bound=bound)
+        self._add(item, kind, names, value, deps, method=method, optimizer=opt.index, bound=bound, call=call)
         return True
+
+    def _optimizer_call(self, call: cst.Call) -> bool:
+        """A method call on an optimizer (named, or created in place)."""
+        func = call.func
+        if not isinstance(func, cst.Attribute) or func.attr.value not in ("minimize", "compute_gradients", "apply_gradients"):
+            return False
+        if isinstance(func.value, cst.Name):
+            node = self.program.node(func.value.value)
+            return node is not None and node.kind == "optimizer"
+        return isinstance(func.value, cst.Call) and fnmatch.fnmatchcase(self.qualified(func.value.func) or "", "tensorflow.train.*Optimizer")
 
     def _gradients(self, item, name, value, deps) -> bool:
         index = None
@@ -386,7 +405,8 @@ class ModelBuilder:
                 unsupported = Refusal(call, "TFG905", f"`{q.replace('tensorflow', 'tf', 1)}` in graph code that runs")
         for name in names:
             prior = self.program.node(name)
-            if prior is not None and prior.kind not in ("tensor", "static"):
+            # gradients edited in place (`grads, norm = tf.clip_by_global_norm(grads, 5.0)`) run in source order
+            if prior is not None and prior.kind not in ("tensor", "static", "compute_gradients", "gradients"):
                 raise Refusal(item.stmt, "TFG905", f"`{name}` rebinds a {prior.kind}")
         for n in (self.program.nodes[i] for i in deps):
             if n.kind in ("train", "init", "optimizer", "session"):
