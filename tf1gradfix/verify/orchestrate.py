@@ -56,7 +56,7 @@ class VerifyResult:
     original: SideResult
     migrated: SideResult
     comparison: cmp_mod.Comparison | None = None
-    mapping: list = field(default_factory=list)       # {original, migrated, shape, trainable}
+    mapping: list = field(default_factory=list)       # {original, migrated, shape, trainable, matched_by}
     unmatched: list = field(default_factory=list)     # migrated variables without an original
     rtol: float = cmp_mod.DEFAULT_RTOL
     atol: float = cmp_mod.DEFAULT_ATOL
@@ -263,7 +263,8 @@ def verify_pair(original: Path, migrated: Path, *, rtol: float = cmp_mod.DEFAULT
         for role, side in sides.items():
             _side_status(side, ev[role], role in timed_out, role in killed, timeout)
         result = VerifyResult("", "", sides["original"], sides["migrated"], **common)
-        result.mapping = [{k: e[k] for k in ("original", "migrated", "shape", "trainable")}
+        result.mapping = [{**{k: e[k] for k in ("original", "migrated", "shape", "trainable")},
+                           "matched_by": e.get("matched_by", "name")}
                           for e in ev["migrated"] if e["kind"] == "mapped"]
         result.unmatched = [{k: e.get(k) for k in ("name", "shape", "trainable")}
                             for e in ev["migrated"] if e["kind"] in ("unmatched", "mismatch")]
@@ -276,6 +277,16 @@ def verify_pair(original: Path, migrated: Path, *, rtol: float = cmp_mod.DEFAULT
     return result
 
 
+def _mismatch_text(e: dict) -> str:
+    shapes = f"shape {e['migrated_shape']}" if e["migrated_shape"] != e["original_shape"] else ""
+    odt, mdt = e.get("original_dtype"), e.get("migrated_dtype")
+    dtypes = f"dtype {mdt}" if odt != mdt else ""
+    what = " and ".join(x for x in (shapes, dtypes) if x)
+    was = " and ".join(x for x in (f"shape {e['original_shape']}" if shapes else "",
+                                   f"dtype {odt}" if dtypes else "") if x)
+    return f"variable {e['name']} has {what} in the migrated program but {was} in the original {e['original']}"
+
+
 def _decide(result: VerifyResult, trace_dir: str, ev: dict, rtol: float, atol: float) -> None:
     o, m = result.original, result.migrated
     if o.failed:
@@ -283,10 +294,8 @@ def _decide(result: VerifyResult, trace_dir: str, ev: dict, rtol: float, atol: f
         return
     mismatched = [e for e in ev["migrated"] if e["kind"] == "mismatch"]
     if mismatched:  # the root cause even when the migration then crashes on it
-        e = mismatched[0]
         result.verdict = NOT_COMPARABLE
-        result.reason = (f"variable {e['name']} has shape {e['migrated_shape']} in the migrated program "
-                         f"but {e['original_shape']} in the original"
+        result.reason = ("; ".join(_mismatch_text(e) for e in mismatched[:5])
                          + (f" (the migrated program then {m.reason})" if m.failed else ""))
         return
     if m.failed:

@@ -47,7 +47,9 @@ def summary(result) -> str:
                    + (f", {len(result.unmatched)} without an original (optimizer state etc.)"
                       if result.unmatched else ""))
         for m in result.mapping[:12]:
-            out.append(f"    {m['original']} -> {m['migrated']} {m['shape']}")
+            how = m.get("matched_by", "name")
+            out.append(f"    {m['original']} -> {m['migrated']} {m['shape']}"
+                       + (f" (by {how})" if how != "name" else ""))
         if len(result.mapping) > 12:
             out.append(f"    ... {len(result.mapping) - 12} more")
         for u in [u for u in result.unmatched if u.get("trainable")][:12]:

@@ -56,6 +56,15 @@ class PostImportHook(importlib.abc.MetaPathFinder):
         return spec
 
 
+def _shape(entry) -> list:
+    return list(entry["value"].get("shape", []))
+
+
+def _same_kind(a, b) -> bool:
+    """Same dtype, or both floating point (a float64 program migrated to float32 is compared)."""
+    return a == b or (a.kind == "f" and b.kind == "f")
+
+
 class V2Tracer(rc.Reentrancy):
     """Creator scope + GradientTape/optimizer patches for the migrated side."""
 
@@ -67,6 +76,7 @@ class V2Tracer(rc.Reentrancy):
         self.names: dict = {}             # id(tf.Variable) -> mapped name
         self.used: set = set()
         self.taken: set = set()           # original names already mapped
+        self.layer_pairs: dict = {}       # migrated layer prefix -> original prefix (matched by order)
 
     # -- initial values -------------------------------------------------
     def load_init(self) -> dict:
@@ -126,42 +136,67 @@ class V2Tracer(rc.Reentrancy):
         name = self.unique(base)
         init = self.load_init()
         shape = [int(d) for d in var.shape]
-        original = self.match(name, init)
+        dtype = var.dtype.as_numpy_dtype
+        original, how = self.match(name, shape, init)
         # Traces use the original's name so both sides speak of the same variable.
         self.created.append((original or name, var))
         self.names[id(var)] = original or name
-        if original is not None:
-            import numpy as np
-            self.taken.add(original)
-            value = rc.decode_array(init[original]["value"])
-            if list(value.shape) != shape:
-                self.trace.event("mismatch", name=name, original=original,
-                                 original_shape=list(value.shape), migrated_shape=shape)
-            else:
-                var.assign(np.asarray(value).astype(var.dtype.as_numpy_dtype))
-                self.trace.event("mapped", original=original, migrated=name, created_as=base,
-                                 shape=shape, trainable=bool(var.trainable))
-        else:
+        if original is None:
             self.trace.event("unmatched", name=name, shape=shape, trainable=bool(var.trainable))
+            return
+        import numpy as np
+        self.taken.add(original)
+        value = rc.decode_array(init[original]["value"])
+        if list(value.shape) != shape or not _same_kind(value.dtype, np.dtype(dtype)):
+            self.trace.event("mismatch", name=name, original=original,
+                             original_shape=list(value.shape), migrated_shape=shape,
+                             original_dtype=str(value.dtype), migrated_dtype=str(np.dtype(dtype)))
+            return
+        var.assign(np.asarray(value).astype(dtype))
+        self.trace.event("mapped", original=original, migrated=name, created_as=base, matched_by=how,
+                         shape=shape, trainable=bool(var.trainable))
 
-    def match(self, name: str, init: dict):
-        """The original variable for ``name``: same name, else an unambiguous scope difference.
+    def match(self, name: str, shape: list, init: dict):
+        """The original variable for ``name`` and how it was found.
 
-        Keras 3 prefixes the model's name (``sequential/hidden/kernel``)
-        where TF1 layers had none (``hidden/kernel``), and TF1 programs often
-        wrap everything in one more scope than the migration; both are
-        matched only when exactly one free original variable fits.
+        1. ``name``: the same name.
+        2. ``scope``: an unambiguous scope difference.  Keras 3 prefixes the
+           model's name (``small_cnn/dense/kernel``) where TF1 layers had none
+           (``dense/kernel``), and TF1 programs often wrap everything in one
+           more scope than the migration.
+        3. ``layer order``: layers named differently on the two sides
+           (``conv1`` vs TF1's automatic ``conv2d``).  The first free original
+           variable, in the original's creation order, with the same last
+           name component (``kernel``, ``bias``, ``gamma``) and the same
+           shape; once a layer prefix is paired (``conv1`` -> ``conv2d``), its
+           other variables go to the same original layer first.  Both
+           programs create a layer's variables when it is first called, so
+           creation order is call order.
         """
         free = [n for n in init if n not in self.taken]
         if name in init and name not in self.taken:
-            return name
+            return name, "name"
         parts = name.split("/")
         for i in range(1, len(parts)):
             suffix = "/".join(parts[i:])
             if suffix in free:
-                return suffix
+                return suffix, "scope"
         longer = [n for n in free if n.endswith("/" + name)]
-        return longer[0] if len(longer) == 1 else None
+        if len(longer) == 1:
+            return longer[0], "scope"
+        prefix, _, leaf = name.rpartition("/")
+        paired = self.layer_pairs.get(prefix)
+        if paired is not None and f"{paired}/{leaf}" in free:
+            return f"{paired}/{leaf}", "layer order"
+        if not prefix:
+            return None, None
+        for n in free:
+            o_prefix, _, o_leaf = n.rpartition("/")
+            if o_leaf == leaf and o_prefix and o_prefix not in self.layer_pairs.values() \
+                    and _shape(init[n]) == shape:
+                self.layer_pairs[prefix] = o_prefix
+                return n, "layer order"
+        return None, None
 
     # -- naming sources ---------------------------------------------------
     def source_name(self, src, index: int) -> str:
