@@ -13,7 +13,8 @@ import libcst as cst
 from libcst.metadata import ParentNodeProvider, ScopeProvider
 
 from tf1gradfix.emit_state import optimizer_table
-from tf1gradfix.graph_model import GraphNode, Program, trainable_in
+from tf1gradfix import var_lists
+from tf1gradfix.graph_model import GraphNode, Program
 from tf1gradfix.syntax import Refusal, matches
 from tf1gradfix.slicing import Signature, Site, closure, gradient_dependent, reached_variables
 
@@ -27,6 +28,7 @@ class TapeEmitter:
         self.tf = program.tf_alias
         self.optimizer_names: dict[int, str] = {}
         self.fed_lr: set[int] = set()   # optimizers whose learning rate is fed
+        self.trained_by: dict[int, set[str]] = {}   # optimizer -> the variables it updates
         self.locals: dict[str, str] = {}
 
     # -- planning ----------------------------------------------------------
@@ -224,6 +226,7 @@ class TapeEmitter:
             if not isinstance(loss, cst.Name):
                 raise Refusal(loss, "TFG905", "a loss that is an expression, not a name")
             variables = self._var_list(node, loss)
+            self._check_built_for(opt, variables)
             vname = self.local("variables")
             lines = [f"{vname} = [{', '.join(variables)}]"]
             if node.kind == "compute_gradients":
@@ -245,6 +248,14 @@ class TapeEmitter:
         if step is not None:   # v1 counts an update after applying it
             lines.append(f"{step.value}.assign_add(1)")
         return lines
+
+    def _check_built_for(self, opt: GraphNode, variables: list[str]) -> None:
+        """A Keras optimizer is built for the variables of its first update and
+        rejects others later; a v1 optimizer trains any list it is given."""
+        first = self.trained_by.setdefault(opt.index, set(variables))
+        if first != set(variables):
+            raise Refusal(opt.info["call"], "TFG906", "one optimizer trains different variable lists "
+                          "(a Keras optimizer only updates the variables of its first update)")
 
     def _check_sparse(self, node: GraphNode, opt: GraphNode) -> None:
         """v1 optimizers with their own sparse update differ from Keras on gathered rows."""
@@ -268,16 +279,9 @@ class TapeEmitter:
             if node.kind == "compute_gradients":
                 return [v.names[0] for v in self.p.trainable()]
             return [v.names[0] for v in reached_variables(self.p, self.p.final[loss.value])]
-        if isinstance(given, (cst.List, cst.Tuple)):
-            names = [e.value.value for e in given.elements if isinstance(e.value, cst.Name)]
-            if len(names) == len(given.elements) and all(
-                    self.p.node(n) is not None and self.p.node(n).kind == "variable" for n in names):
-                return names
-        if isinstance(given, cst.Call) and matches(self.qualified(given.func), "trainable_lists"):
-            return trainable_in(self.p, given, node.index)
-        if isinstance(given, cst.Name) and self.p.node(given.value) is not None \
-                and self.p.node(given.value).kind == "varlist":
-            return list(self.p.node(given.value).info["members"])
+        listed = var_lists.members(self.p, given, node.index, self.qualified)
+        if listed is not None:
+            return listed
         raise Refusal(given, "TFG905", "a var_list that is not a list of variables")
 
     # -- call sites ----------------------------------------------------------

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 import libcst as cst
 from libcst.metadata import PositionProvider
 
+from tf1gradfix import var_lists
 from tf1gradfix.syntax import (Refusal, arg, bound_args, free_names, literal_dtype, literal_string, loads,
                                matches, target_names)
 
@@ -259,12 +260,8 @@ class ModelBuilder:
             pass
         elif one and self._gradients(item, one, value, deps):
             pass
-        elif one and call is not None and matches(q, "trainable_lists"):
-            self._add(item, "varlist", names, value, deps, members=trainable_in(self.program, call, len(self.program.nodes)))
-        elif one and isinstance(value, (cst.List, cst.Tuple)) and deps and all(
-                isinstance(e.value, cst.Name) and self.program.node(e.value.value) is not None
-                and self.program.node(e.value.value).kind == "variable" for e in value.elements):
-            self._add(item, "varlist", names, value, deps, members=[e.value.value for e in value.elements])
+        elif one and (listed := var_lists.members(self.program, value, len(self.program.nodes), self.qualified)) is not None:
+            self._add(item, "varlist", names, value, deps, members=listed)
         else:
             self._tensor(item, names, value, deps, tf_calls)
 
@@ -420,14 +417,3 @@ class ModelBuilder:
                 node.info["calls"] += [q for _, q in self.calls(self.program.helpers[name]) if q]
         if unsupported is not None:
             node.info["unsupported"] = unsupported
-
-
-def trainable_in(program: Program, call: cst.Call, before: int) -> list[str]:
-    """`tf.trainable_variables(scope)` at a point of the program: trainable
-    variables created before it whose name starts with `scope` (creation order)."""
-    scope_arg = arg(call, 0, "scope")
-    scope = "" if scope_arg is None else literal_string(scope_arg)
-    if scope is None or any(c in scope for c in ".^$*+?{}[]\\|()") or len(call.args) > 1:
-        raise Refusal(call, "TFG905", "`tf.trainable_variables` with a scope that is not a plain string")
-    return [n.names[0] for n in program.trainable() if n.index < before
-            and (n.info["full_name"] or "").startswith(scope)]
