@@ -97,9 +97,11 @@ with tf.Session() as sess:
 
 
 @pytest.mark.parametrize("train, run, code, line", [
-    ("train_op = tf.train.RMSPropOptimizer(0.1).minimize(loss)", "sess.run(train_op, {x: np.ones([3, 2])})", "TFG906", 7),
-    ("train_op = tf.train.AdagradOptimizer(0.1).minimize(loss)", "sess.run(train_op, {x: np.ones([3, 2])})", "TFG906", 7),
-    ("train_op = tf.train.FtrlOptimizer(0.1).minimize(loss)", "sess.run(train_op, {x: np.ones([3, 2])})", "TFG906", 7),
+    ("train_op = tf.train.AdagradDAOptimizer(0.1, None).minimize(loss)", "sess.run(train_op, {x: np.ones([3, 2])})", "TFG906", 7),
+    ("lr = tf.placeholder(tf.float32, [])\ntrain_op = tf.train.MomentumOptimizer(lr, 0.9).minimize(loss)",
+     "sess.run(train_op, {x: np.ones([3, 2]), lr: 0.1})", "TFG906", 8),
+    ("lr = tf.placeholder(tf.float32, [])\ntrain_op = tf.train.RMSPropOptimizer(lr).minimize(loss)",
+     "sess.run(train_op, {x: np.ones([3, 2]), lr: 0.1})", "TFG906", 8),
     ("train_op = tf.train.GradientDescentOptimizer(0.1).minimize(loss)", 'print(sess.run("Sum:0", {x: np.ones([3, 2])}))', "TFG903", 10),
     ("train_op = tf.train.GradientDescentOptimizer(0.1).minimize(loss)", "print(sess.run(loss, {'x:0': np.ones([3, 2])}))", "TFG903", 10),
     ("train_op = tf.train.GradientDescentOptimizer(0.1).minimize(loss)", "print(sess.run(loss, feed_dict=make_feed()))", "TFG902", 10),

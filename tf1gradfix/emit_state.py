@@ -1,7 +1,8 @@
 """The statements that stay where they were: variables and optimizers.
 
 `tf.get_variable` becomes `tf.Variable(initializer(shape), name=...)` with the
-scope-qualified name; v1 optimizers become Keras optimizers. Both mappings are
+scope-qualified name; v1 optimizers become Keras optimizers, or stay v1 where
+no Keras optimizer gives the same numbers. Both mappings are
 tables (`rules/initializers.toml`, `rules/optimizers.toml`), not code.
 """
 
@@ -14,6 +15,10 @@ import libcst as cst
 from tf1gradfix.catalog import _read
 from tf1gradfix.graph_model import GraphNode, Program
 from tf1gradfix.syntax import Refusal, bound_args
+
+
+# Statuses whose target takes a learning rate set before every update (a fed one).
+FED_LR_STATUSES = ("exact", "within_tolerance")
 
 
 @functools.lru_cache(maxsize=None)
@@ -90,24 +95,31 @@ class StateEmitter:
 
     # -- optimizers ----------------------------------------------------------
     def optimizer(self, node: GraphNode, target: str, fed_lr: bool) -> str:
+        """The optimizer statement: the row's target with the v1 arguments mapped.
+
+        A `not_equivalent` row keeps the v1 optimizer (it runs eagerly and in
+        tf.function), with the reason as a comment; `manual` rows are refused."""
         row = optimizer_table().get(node.info["cls"])
         call = node.info["call"]
-        if row is None or row["status"] == "not_equivalent":
+        if row is None or row["status"] == "manual":
             why = row["why"] if row else "not in rules/optimizers.toml"
-            raise Refusal(call, "TFG906", f"`{node.info['cls']}` has no equivalent Keras optimizer ({why})")
+            raise Refusal(call, "TFG906", f"`{node.info['cls']}` has no TF2 rewrite ({why})")
         bound = bound_args(call, row["params"], call)
         kwargs = dict(row["defaults"])
         for v1_name, expr in bound.items():
             if v1_name in row["map"]:
                 kwargs[row["map"][v1_name]] = self.code(expr)
         if fed_lr:
-            if row["status"] != "equivalent":
+            if row["status"] not in FED_LR_STATUSES:
                 raise Refusal(call, "TFG906", f"`{node.info['cls']}` with a fed learning rate ({row['why']})")
             kwargs["learning_rate"] = "0.0"   # set from the fed value before every update
         if "learning_rate" not in kwargs:
             raise Refusal(call, "TFG906", "an optimizer without a learning rate")
         args = ", ".join(f"{k}={v}" for k, v in kwargs.items())
-        return f"{target} = {self.tf}.{row['target']}({args})"
+        text = f"{target} = {self.tf}.{row['target']}({args})"
+        if row["status"] == "not_equivalent":
+            text += f"  # kept: no Keras optimizer gives the same updates ({row['why']}); see `tf1gradfix explain TFG205`"
+        return text
 
     def learning_rate(self, node: GraphNode) -> cst.BaseExpression | None:
         row = optimizer_table().get(node.info["cls"])
