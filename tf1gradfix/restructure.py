@@ -75,6 +75,8 @@ class _Rewrite:
     def __init__(self, module: cst.Module, meta):
         self.module, self.meta = module, meta
         self.module_names = frozenset(n.value for n in _all_names(module))
+        self.compat_import: cst.SimpleStatementLine | None = None
+        self.module_edits: dict = {}
         self.taken = set(self.module_names)
 
     def code(self, node: cst.CSTNode) -> str:
@@ -100,19 +102,38 @@ class _Rewrite:
         session_ids = {id(c) for c in sessions}
         owners = {key: self._owner(calls[0], id(calls[0]) in session_ids) for key, calls in groups.items()}
         opened = {key: [c for c in calls if id(c) in session_ids] for key, calls in groups.items()}
+        self.alias = self._tf_alias()
+        self.module_edits = self._module_edits()
         if len(owners) == 1:
             key, owner = next(iter(owners.items()))
             new_owner = self._rewrite_owner(owner, (), opened[key])
             if isinstance(owner, cst.Module):
                 return new_owner
-            return self.module.deep_replace(owner, new_owner)
+            return self.module.visit(_Replace({**self.module_edits, owner: new_owner}))
         # Several functions, each building and running a graph of its own:
         # each is rewritten on its own, all in one pass over the module.
         for key, owner in owners.items():
             self._check_independent(owner, groups[key], opened[key])
         others = tuple(owners.values())
         replaced = {owner: self._rewrite_owner(owner, others, opened[key]) for key, owner in owners.items()}
-        return self.module.visit(_Replace(replaced))
+        return self.module.visit(_Replace({**self.module_edits, **replaced}))
+
+    def _module_edits(self) -> dict:
+        """Module-level statements a rewritten program no longer wants: calls that
+        switch TF1 graph mode on, and a `tensorflow.compat.v1` import, which
+        becomes the TF2 `tensorflow` import under the same alias (what the code
+        still spells `tf.X` is then renamed like in any TF1 file)."""
+        edits: dict = {}
+        for stmt in self.module.body:
+            small = stmt.body[0] if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 else None
+            if isinstance(small, cst.Expr) and isinstance(small.value, cst.Call) \
+                    and matches(self.meta.names.qualified(small.value.func), "drop"):
+                edits[stmt] = cst.RemovalSentinel.REMOVE
+            elif isinstance(small, cst.Import) and stmt is self.compat_import:
+                alias = small.names[0]
+                edits[stmt] = stmt.with_changes(body=[small.with_changes(names=[
+                    alias.with_changes(name=cst.Name("tensorflow"))])])
+        return edits
 
     def _check_independent(self, owner, calls, sessions: list) -> None:
         """A function may be rewritten alone when it builds and runs its own graph
@@ -128,7 +149,7 @@ class _Rewrite:
 
     def _rewrite_owner(self, owner, other_owners, sessions: list) -> cst.CSTNode:
         self.taken = set(self.module_names)   # new names are local to the owner
-        alias = self._tf_alias()
+        alias = self.alias
         helpers = {s.name.value: s for s in self.module.body
                    if isinstance(s, cst.FunctionDef) and s is not owner and s not in other_owners}
         body = list(owner.body.body) if isinstance(owner, cst.FunctionDef) else list(owner.body)
@@ -151,6 +172,8 @@ class _Rewrite:
         texts += [tape.function_text(s, helper) for s in sigs if not s.inline]
         moved = {i for s in sigs for i in s.nodes if program.nodes[i].kind == "tensor"}
         replacements = dict(tape.call_site(site) for site in scan.sites)
+        if isinstance(owner, cst.Module):
+            replacements.update(self.module_edits)
         for node in scan.removed:
             replacements[node] = cst.RemovalSentinel.REMOVE
         for node in nested:   # a session `with` in host code: its body, dedented; `sess = tf.Session()`: gone
@@ -180,11 +203,20 @@ class _Rewrite:
         return owner or self.module
 
     def _tf_alias(self) -> str:
+        """The name TF2 code is spelled with: `import tensorflow [as NAME]`, else
+        `import tensorflow.compat.v1 as NAME` (then rewritten to the TF2 import)."""
+        compat = None
         for stmt in self.module.body:
             if isinstance(stmt, cst.SimpleStatementLine) and isinstance(stmt.body[0], cst.Import):
                 for alias in stmt.body[0].names:
                     if self.code(alias.name) == "tensorflow":
                         return alias.asname.name.value if alias.asname else "tensorflow"
+                    if self.code(alias.name) == "tensorflow.compat.v1" and alias.asname is not None \
+                            and len(stmt.body) == 1 and len(stmt.body[0].names) == 1 and compat is None:
+                        compat = stmt
+        if compat is not None:
+            self.compat_import = compat
+            return compat.body[0].names[0].asname.name.value
         raise Refusal(self.module.body[0] if self.module.body else None, "TFG905",
                       "no `import tensorflow [as NAME]` to spell TF2 names with")
 
