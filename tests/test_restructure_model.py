@@ -201,3 +201,96 @@ def test_no_shared_helper_when_it_would_reorder_a_rebound_name():
     code = rewrite(REBIND).new_module.code
     assert "def forward" not in code
     assert "    t = x * 2.0\n    c = t + 0.5\n    t = x * w\n    a = tf.reduce_sum(t + c)\n" in functions(code)["compute_a"]
+
+
+LISTS = """\
+import numpy as np
+import tensorflow as tf
+
+x = tf.placeholder(tf.float32, [None, 2])
+with tf.variable_scope("enc"):
+    a = tf.get_variable("a", [2, 2], initializer=tf.zeros_initializer())
+with tf.variable_scope("head"):
+    b = tf.get_variable("b", [2, 1], initializer=tf.zeros_initializer())
+    frozen = tf.Variable(1.0, name="frozen", trainable=False)
+c = tf.Variable(0.0, name="head_c")
+loss = tf.reduce_sum(tf.matmul(tf.matmul(x, a), b) * frozen + c)
+chosen = {chosen}
+train_op = tf.train.GradientDescentOptimizer(0.1).minimize(loss, var_list=chosen)
+with tf.Session() as sess:
+    sess.run(tf.global_variables_initializer())
+    sess.run(train_op, {{x: np.ones([3, 2])}})
+"""
+
+
+@pytest.mark.parametrize("chosen, listed", [
+    ("tf.trainable_variables()", "[a, b, c]"),
+    ("tf.trainable_variables('head')", "[b, c]"),
+    ("tf.trainable_variables(scope='head/')", "[b]"),
+    ("tf.get_collection(tf.GraphKeys.TRAINABLE_VARIABLES, scope='enc')", "[a]"),
+    ("tf.get_collection('trainable_variables')", "[a, b, c]"),
+    ("tf.global_variables()", "[a, b, frozen, c]"),
+    ("[v for v in tf.global_variables() if v.name.startswith('head/')]", "[b, frozen]"),
+    ("[v for v in tf.global_variables() if v.name.endswith('c:0')]", "[c]"),
+    ("[v for v in tf.trainable_variables() if 'enc' not in v.op.name]", "[b, c]"),
+    ("tf.trainable_variables('enc') + [c]", "[a, c]"),
+    ("list(tf.trainable_variables('head'))", "[b, c]"),
+])
+def test_variable_lists_follow_tf1_collections_in_creation_order(chosen, listed):
+    result = rewrite(LISTS.format(chosen=chosen))
+    assert result.new_module is not None, result.diagnostics
+    assert f"variables = {listed}\n" in result.new_module.code
+
+
+@pytest.mark.parametrize("chosen", [
+    "tf.get_collection(tf.GraphKeys.UPDATE_OPS)",
+    "tf.trainable_variables('h.*')",
+    "[v for v in tf.global_variables() if len(v.name) > 3]",
+])
+def test_variable_lists_the_tool_cannot_read_are_refused(chosen):
+    result = rewrite(LISTS.format(chosen=chosen))
+    assert result.new_module is None
+    assert [(d[0], d[2], d[4]) for d in result.diagnostics] == [(12, "TFG905", "manual")], result.diagnostics
+
+
+STEP = """\
+import numpy as np
+import tensorflow as tf
+
+x = tf.placeholder(tf.float32, [None, 2])
+w = tf.Variable(tf.ones([2, 1]), name="w")
+loss = tf.reduce_sum(tf.matmul(x, w))
+{step}
+train_op = tf.train.GradientDescentOptimizer(0.1).minimize(loss, global_step=counter)
+with tf.Session() as sess:
+    sess.run(tf.global_variables_initializer())
+    sess.run(train_op, {{x: np.ones([3, 2])}})
+    print(sess.run(counter))
+"""
+
+
+@pytest.mark.parametrize("step, lines", [
+    ("counter = tf.train.get_or_create_global_step()",
+     ['counter = tf.Variable(0, name="global_step", trainable=False, dtype=tf.int64)']),
+    ("gs = tf.train.create_global_step()\ncounter = tf.train.get_global_step()",
+     ['gs = tf.Variable(0, name="global_step", trainable=False, dtype=tf.int64)', "counter = gs"]),
+    ("gs = tf.Variable(0, trainable=False, name='global_step')\ncounter = tf.train.get_or_create_global_step()",
+     ["counter = gs"]),
+])
+def test_global_step_sources_become_one_variable(step, lines):
+    result = rewrite(STEP.format(step=step))
+    assert result.new_module is not None, result.diagnostics
+    code = result.new_module.code
+    for line in lines:
+        assert line + "\n" in code
+    assert "    counter.assign_add(1)\n" in code and code.endswith("print(counter.numpy())\n")
+
+
+@pytest.mark.parametrize("step, message", [
+    ("counter = tf.train.get_global_step()", "before a global step exists"),
+    ("gs = tf.train.create_global_step()\ncounter = tf.train.create_global_step()", "a second global step"),
+])
+def test_global_step_that_tf1_would_not_give_is_refused(step, message):
+    result = rewrite(STEP.format(step=step))
+    assert result.new_module is None
+    assert message in result.diagnostics[0][3], result.diagnostics

@@ -252,6 +252,8 @@ class TapeEmitter:
     def _check_built_for(self, opt: GraphNode, variables: list[str]) -> None:
         """A Keras optimizer is built for the variables of its first update and
         rejects others later; a v1 optimizer trains any list it is given."""
+        if not optimizer_table().get(opt.info["cls"], {}).get("target", "").startswith("keras."):
+            return
         first = self.trained_by.setdefault(opt.index, set(variables))
         if first != set(variables):
             raise Refusal(opt.info["call"], "TFG906", "one optimizer trains different variable lists "

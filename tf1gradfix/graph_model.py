@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 import libcst as cst
 from libcst.metadata import PositionProvider
 
-from tf1gradfix import var_lists
+from tf1gradfix import global_step, var_lists
 from tf1gradfix.syntax import (Refusal, arg, bound_args, free_names, literal_dtype, literal_string, loads,
                                matches, target_names)
 
@@ -247,6 +247,8 @@ class ModelBuilder:
             self._placeholder(item, one, call, q)
         elif q in ("tensorflow.Variable", "tensorflow.get_variable") and one:
             self._variable(item, one, call, q, deps)
+        elif one and global_step.model(self, item, one, call, q):
+            pass
         elif q is not None and fnmatch.fnmatchcase(q, "tensorflow.train.*Optimizer") and one:
             self._add(item, "optimizer", names, value, deps, cls=q.rsplit(".", 1)[1], call=call)
         elif matches(q, "initializers") and one:

@@ -78,7 +78,7 @@ def _collection(program, call: cst.Call, q, before: int, qualified) -> list[str]
         # a train op made before it has added the optimizer's slot variables
         raise Refusal(call, "TFG905", "`tf.global_variables()` read after a train op (it would list the optimizer's slots)")
     chosen = []
-    variables = [n for n in program.nodes[:before] if n.kind == "variable"]
+    variables = [n for n in program.nodes[:before] if n.kind == "variable" and "alias_of" not in n.info]
     labels = [n.info["full_name"] for n in variables if n.info["full_name"] is not None]
     if len(set(labels)) != len(labels):   # TF1 would have renamed the second one `name_1`
         raise Refusal(call, "TFG905", "two variables with the same name= read through a collection")
