@@ -294,3 +294,50 @@ def test_global_step_that_tf1_would_not_give_is_refused(step, message):
     result = rewrite(STEP.format(step=step))
     assert result.new_module is None
     assert message in result.diagnostics[0][3], result.diagnostics
+
+
+GRADS = """\
+import numpy as np
+import tensorflow as tf
+
+x = tf.placeholder(tf.float32, [None, 2])
+w = tf.Variable(tf.ones([2, 1]), name="w")
+b = tf.Variable(0.0, name="b")
+target = tf.matmul(x, w) * 0.5
+loss = tf.reduce_sum(tf.square(tf.matmul(x, w) - target))
+{grads}
+with tf.Session() as sess:
+    sess.run(tf.global_variables_initializer())
+    print(sess.run({fetch}, {{x: np.ones([3, 2])}}))
+"""
+
+
+@pytest.mark.parametrize("grads, fetch, line", [
+    ("gw = tf.gradients(loss, w, stop_gradients=[target])[0]", "gw",
+     "gw = tape.gradient(loss, w)"),
+    ("gw, gb = tf.gradients(loss, [w, b], unconnected_gradients='zero')", "gb",
+     "gw, gb = tape.gradient(loss, [w, b], unconnected_gradients=tf.UnconnectedGradients.ZERO)"),
+    ("gw, = tf.gradients([loss, target], [w], grad_ys=[2.0, tf.ones([3, 1])])", "gw",
+     "gw, = tape.gradient([loss, target], [w], output_gradients=[2.0, tf.ones([3, 1])])"),
+    ("gs = tf.gradients(loss, [w, b], gate_gradients=True, aggregation_method=None)", "gs[0]",
+     "gs = tape.gradient(loss, [w, b])"),
+])
+def test_gradient_options_become_tape_arguments(grads, fetch, line):
+    result = rewrite(GRADS.format(grads=grads, fetch=fetch))
+    assert result.new_module is not None, result.diagnostics
+    assert f"    {line}\n" in result.new_module.code
+    stopped = "target = tf.stop_gradient(target)" in result.new_module.code
+    assert stopped == ("stop_gradients" in grads)
+
+
+@pytest.mark.parametrize("grads, fetch, message", [
+    ("gw = tf.gradients(loss, w, stop_gradients=[target])[0]\ngv = tf.gradients(loss, w)[0]", "[gw, gv]",
+     "`target` is a stop_gradients= target of one gradient but not of another computed in the same run"),
+    ("gw = tf.gradients(loss, w, stop_gradients=[w])[0]", "gw",
+     "`stop_gradients=` on `w`, which is not a tensor computed in graph code"),
+    ("gw, gb = tf.gradients(loss, [w])", "gw", "`tf.gradients` unpacked into a different number of names"),
+])
+def test_gradient_options_that_cannot_be_kept_are_refused(grads, fetch, message):
+    result = rewrite(GRADS.format(grads=grads, fetch=fetch))
+    assert result.new_module is None
+    assert [d[3] for d in result.diagnostics] == [message]

@@ -13,7 +13,7 @@ import libcst as cst
 from libcst.metadata import ParentNodeProvider, ScopeProvider
 
 from tf1gradfix.emit_state import optimizer_table
-from tf1gradfix import var_lists
+from tf1gradfix import gradient_calls, var_lists
 from tf1gradfix.graph_model import GraphNode, Program
 from tf1gradfix.syntax import Refusal, matches
 from tf1gradfix.slicing import Signature, Site, closure, gradient_dependent, reached_variables
@@ -153,8 +153,7 @@ class TapeEmitter:
             forward_lines.append(f"{', '.join(targets)} = {hname}({', '.join(hparams)})")
         for i in own:
             forward_lines.append(self.stmt_text(self.p.nodes[i]))
-            for w in watch_after.get(i, ()):
-                forward_lines.append(f"{self.tape}.watch({w})")
+            forward_lines += watch_after.get(i, [])
         grads = [i for i in sig.nodes if i in post]
         lines: list[str] = self._casts(sig.params)
         if grads:
@@ -186,7 +185,8 @@ class TapeEmitter:
         return names
 
     def _watches(self, sig, own, shared):
-        """Values TF1 differentiates with respect to that a tape would not watch by itself."""
+        """Lines the forward code needs: watches of values TF1 differentiates with respect to
+        that a tape would not watch by itself, and `stop_gradients=` cuts."""
         top, after = [], {}
         for i in sig.nodes:
             node = self.p.nodes[i]
@@ -204,17 +204,17 @@ class TapeEmitter:
                 elif xn.kind == "tensor":
                     recorded = bool(reached_variables(self.p, xn.index))   # computed from watched variables
                     if "stop_gradient" in self.code(xn.value) or not recorded:
-                        after.setdefault(xn.index, []).append(x)   # (never in a helper: see _can_share)
+                        after.setdefault(xn.index, []).append(f"{self.tape}.watch({x})")   # (never in a helper: see _can_share)
                 elif xn.kind == "static":
                     raise Refusal(node.value, "TFG905", f"gradient with respect to the constant `{x}`")
+        for i, lines in gradient_calls.stop_lines(self.p, sig.nodes, closure, self.tf).items():
+            after[i] = lines + after.get(i, [])
         return list(dict.fromkeys(top)), after
 
     def _gradient_lines(self, node: GraphNode) -> list[str]:
         name = node.names[0] if node.names else None
         if node.kind == "gradients":
-            xs = node.info["xs"]
-            target = xs[0] if node.info["single"] else f"[{', '.join(xs)}]"
-            return [f"{name} = {self.tape}.gradient({self.code(node.info['ys'])}, {target})"]
+            return [gradient_calls.gradient_text(self, node)]
         if node.kind == "tensor":
             return [self.stmt_text(node)]
         bound = node.info["bound"]

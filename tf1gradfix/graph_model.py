@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 import libcst as cst
 from libcst.metadata import PositionProvider
 
-from tf1gradfix import global_step, var_lists
+from tf1gradfix import global_step, gradient_calls, var_lists
 from tf1gradfix.syntax import (Refusal, arg, bound_args, free_names, literal_dtype, literal_string, loads,
                                matches, target_names)
 
@@ -260,7 +260,7 @@ class ModelBuilder:
             item.drop = True
         elif self._optimizer_method(item, names, value, deps):
             pass
-        elif one and self._gradients(item, one, value, deps):
+        elif gradient_calls.model(self, item, names, small.targets[0].target, value, deps):
             pass
         elif one and (listed := var_lists.members(self.program, value, len(self.program.nodes), self.qualified)) is not None:
             self._add(item, "varlist", names, value, deps, members=listed)
@@ -369,29 +369,6 @@ class ModelBuilder:
             node = self.program.node(func.value.value)
             return node is not None and node.kind == "optimizer"
         return isinstance(func.value, cst.Call) and fnmatch.fnmatchcase(self.qualified(func.value.func) or "", "tensorflow.train.*Optimizer")
-
-    def _gradients(self, item, name, value, deps) -> bool:
-        index = None
-        call = value
-        if isinstance(value, cst.Subscript) and len(value.slice) == 1:
-            element = value.slice[0].slice
-            if isinstance(element, cst.Index) and isinstance(element.value, cst.Integer):
-                index, call = int(element.value.value), value.value
-        if not isinstance(call, cst.Call) or self.qualified(call.func) != "tensorflow.gradients":
-            return False
-        bound = bound_args(call, ["ys", "xs", "grad_ys", "name", "colocate_gradients_with_ops",
-                                  "gate_gradients", "aggregation_method", "stop_gradients"], call)
-        if "stop_gradients" in bound or "grad_ys" in bound or "xs" not in bound:
-            raise Refusal(call, "TFG905", "`tf.gradients` with stop_gradients= or grad_ys=")
-        xs = bound["xs"]
-        xs_names = [xs.value] if isinstance(xs, cst.Name) else target_names(xs) if isinstance(xs, (cst.List, cst.Tuple)) else None
-        if not xs_names or any(self.program.node(n) is None for n in xs_names):
-            raise Refusal(call, "TFG905", "`tf.gradients` with respect to something other than named graph values")
-        single = isinstance(xs, cst.Name) and index == 0
-        if index is not None and not single:
-            raise Refusal(value, "TFG905", "an indexed `tf.gradients` result other than `[0]` of one tensor")
-        self._add(item, "gradients", (name,), value, deps, ys=bound["ys"], xs=xs_names, single=single)
-        return True
 
     def _tensor(self, item, names, value, deps, tf_calls) -> None:
         unsupported = None

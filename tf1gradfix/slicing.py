@@ -55,6 +55,7 @@ class HostScan:
         self.removed: set[cst.CSTNode] = set()   # `sess.close()`, `sess.run(init)` statements
         self.first_site_item: int | None = None
         self.inits = 0
+        self.expressions: dict[str, str] = {}   # fetched expression (code) -> its model name
 
     def graph_names(self) -> set[str]:
         return set(self.p.final) | self.p.sessions
@@ -269,7 +270,58 @@ class HostScan:
                     raise Refusal(e.value, "TFG905", "a nested or initializer fetch")
                 names += inner
             return ("list" if isinstance(fetch, cst.List) else "tuple"), names
-        raise Refusal(fetch, "TFG905", "a fetch that is not a name or a list of names")
+        return "single", [self._fetched_expression(fetch)]
+
+    def _fetched_expression(self, expr: cst.BaseExpression) -> str:
+        """`sess.run(grads[0])`, `sess.run(tf.matmul(x, w))`: the expression becomes a
+        tensor of the model under a fresh name, computed where the run asks for it."""
+        code = cst.Module([]).code_for_node(expr)
+        if code in self.expressions:
+            return self.expressions[code]
+        read = set(loads(expr))
+        deps = {self.p.final[n] for n in read if n in self.p.final}
+        if not deps or read & set(self.p.helpers) or read & self.p.sessions:
+            raise Refusal(expr, "TFG905", "a fetch that is not a name, a list of names or an expression of graph values")
+        for i in deps:
+            if self.p.nodes[i].kind not in ("tensor", "static", "variable", "placeholder", "gradients"):
+                raise Refusal(expr, "TFG905", f"a fetched expression of a {self.p.nodes[i].kind}")
+        calls = []
+
+        class V(cst.CSTVisitor):
+            def visit_Call(self, call: cst.Call) -> None:
+                calls.append(call)
+
+        expr.visit(V())
+        qualified = [self.meta.names.qualified(c.func) for c in calls]
+        for call, q in zip(calls, qualified):
+            if q is not None and (matches(q, "refuse") or matches(q, "sessions") or matches(q, "initializers")
+                                  or q in ("tensorflow.gradients", "tensorflow.placeholder", "tensorflow.Variable",
+                                           "tensorflow.get_variable", "tensorflow.placeholder_with_default")):
+                raise Refusal(call, "TFG905", f"`{q.replace('tensorflow', 'tf', 1)}` in a fetched expression")
+        taken = set(loads(self.p.owner)) | set(self.p.final) | set(self.p.helpers)
+        base = _describe(expr)
+        name, k = base, 1
+        while name in taken:
+            k += 1
+            name = f"{base}_{k}"
+        stmt = cst.SimpleStatementLine([cst.Assign([cst.AssignTarget(cst.Name(name))], expr)])
+        node = GraphNode(len(self.p.nodes), "tensor", (name,), stmt, expr, frozenset(deps), {"calls": [q for q in qualified if q]})
+        self.p.nodes.append(node)
+        self.p.final[name] = node.index
+        self.expressions[code] = name
+        return name
+
+
+def _describe(expr: cst.BaseExpression) -> str:
+    """A name for a fetched expression: `grads[0]` -> grads_0, `tf.matmul(...)` -> matmul."""
+    if isinstance(expr, cst.Subscript) and isinstance(expr.value, cst.Name) and len(expr.slice) == 1 \
+            and isinstance(expr.slice[0].slice, cst.Index) and isinstance(expr.slice[0].slice.value, cst.Integer):
+        return f"{expr.value.value}_{expr.slice[0].slice.value.value}"
+    if isinstance(expr, cst.Call):
+        func = expr.func.attr if isinstance(expr.func, cst.Attribute) else expr.func
+        if isinstance(func, cst.Name):
+            return func.value
+    return "fetched"
 
 
 def signatures(program: Program, sites: list[Site]) -> list[Signature]:
