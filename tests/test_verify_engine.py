@@ -309,7 +309,9 @@ def test_tiny_pair_equivalent_and_import_styles(tmp_path):
     result = verify_pair(_write(tmp_path, "o.py", styles), _write(tmp_path, "m.py", TINY_TF2),
                          rtol=1e-3, atol=1e-6, timeout=120)
     assert result.verdict == "EQUIVALENT", report.summary(result)
-    assert result.mapping == [{"original": "w", "migrated": "w", "shape": [2, 1], "trainable": True}]
+    # tf.random.normal on the line that creates w is its initial value, not a random op of the run
+    assert result.mapping == [{"original": "w", "migrated": "w", "shape": [2, 1], "trainable": True,
+                               "matched_by": "name"}]
     c = result.comparison
     assert (c.steps, c.gradients, c.printed_numbers) == (5, 5, 5)
 
@@ -436,3 +438,103 @@ for i in range(5):
                          rtol=1e-3, atol=1e-6, timeout=120)
     assert result.verdict == "EQUIVALENT", report.summary(result)
     assert result.comparison.steps == 5
+
+
+# -- variable mapping (runner_v2.V2Tracer.match, no TensorFlow needed) ---------------
+
+def _matcher():
+    from tf1gradfix.verify.runner_v2 import V2Tracer
+
+    return V2Tracer(tf=None, trace=None, wait=0)
+
+
+def _init(*items):
+    return {n: {"value": {"dtype": "<f4", "shape": list(shape), "b64": ""}, "trainable": True}
+            for n, shape in items}
+
+
+def _match_all(names_shapes, init):
+    tracer, out = _matcher(), []
+    for name, shape in names_shapes:
+        original, how = tracer.match(name, list(shape), init)
+        if original is not None:
+            tracer.taken.add(original)
+        out.append((original, how))
+    return out
+
+
+def test_mapping_by_name_then_scope_prefix():
+    init = _init(("dense/kernel", (3, 2)), ("dense/bias", (2,)), ("model/out/kernel", (2, 1)))
+    got = _match_all([("dense/kernel", (3, 2)), ("small_cnn/dense/bias", (2,)), ("out/kernel", (2, 1))], init)
+    assert got == [("dense/kernel", "name"), ("dense/bias", "scope"), ("model/out/kernel", "scope")]
+
+
+def test_mapping_pairs_renamed_layers_in_creation_order():
+    init = _init(("conv2d/kernel", (3, 3, 1, 4)), ("conv2d/bias", (4,)),
+                 ("dense/kernel", (8, 2)), ("dense/bias", (2,)))
+    got = _match_all([("m/conv1/kernel", (3, 3, 1, 4)), ("m/conv1/bias", (4,)),
+                      ("m/logits/kernel", (8, 2)), ("m/logits/bias", (2,))], init)
+    assert got == [("conv2d/kernel", "layer order"), ("conv2d/bias", "layer order"),
+                   ("dense/kernel", "layer order"), ("dense/bias", "layer order")]
+
+
+def test_mapping_never_pairs_layers_out_of_order_or_by_a_lone_bias():
+    init = _init(("layer0/kernel", (5, 8)), ("layer0/bias", (8,)),
+                 ("layer1/kernel", (8, 1)), ("layer1/bias", (1,)))
+    # the migration skipped layer0: its first layer fits layer1 by shape but not by order,
+    # and its bias must not be paired alone once the kernel was refused
+    got = _match_all([("out/kernel", (8, 1)), ("out/bias", (1,))], init)
+    assert got == [(None, None), (None, None)]
+
+
+def test_mapping_needs_the_same_last_name_component():
+    init = _init(("encoder/w1", (4, 6)))
+    assert _match_all([("encoder/w1_1", (4, 6)), ("other/kernel", (4, 6))], init) == [(None, None)] * 2
+
+
+# -- TensorFlow random ops -------------------------------------------------------------
+
+def test_random_op_types():
+    from tf1gradfix.verify.random_ops import is_random_op
+
+    for t in ("RandomUniform", "RandomStandardNormal", "TruncatedNormal", "StatelessRandomUniformV2",
+              "StatefulUniform", "Multinomial", "RandomShuffle", "RandomGamma", "ShuffleDatasetV3"):
+        assert is_random_op(t), t
+    for t in ("StatelessRandomGetKeyCounter", "MatMul", "Shape", "RngReadAndSkip", "Dropout"):
+        assert not is_random_op(t), t
+
+
+def test_random_reason_names_op_side_and_step():
+    from tf1gradfix.verify.orchestrate import _random_reason
+
+    ev = {"original": [{"kind": "random", "step": 3, "training": True, "count": 2,
+                        "ops": [{"type": "RandomUniform", "name": "dropout/random_uniform/RandomUniform"}]}],
+          "migrated": []}
+    text = _random_reason(ev)
+    assert "original ran RandomUniform dropout/random_uniform/RandomUniform in training step 3" in text
+    assert "the migrated program ran none" in text
+
+
+NOISY_TF1 = TINY_TF1.replace("loss = tf.reduce_mean(tf.square(tf.matmul(x, w) - 1.0))",
+                             "noisy = x + tf.random_normal(tf.shape(x), stddev=0.1)\n"
+                             "loss = tf.reduce_mean(tf.square(tf.matmul(noisy, w) - 1.0))")
+NOISY_TF2 = TINY_TF2.replace("loss = tf.reduce_mean(tf.square(tf.matmul(data, w) - 1.0))",
+                             "noisy = data + tf.random.normal(data.shape, stddev=0.1)\n"
+                             "        loss = tf.reduce_mean(tf.square(tf.matmul(noisy, w) - 1.0))")
+
+
+@pytest.mark.tf
+def test_random_op_in_training_is_not_comparable(tmp_path):
+    assert NOISY_TF1 != TINY_TF1 and NOISY_TF2 != TINY_TF2
+    result = verify_pair(_write(tmp_path, "o.py", NOISY_TF1), _write(tmp_path, "m.py", NOISY_TF2),
+                         rtol=1e-3, atol=1e-6, timeout=120)
+    assert result.verdict == "NOT_COMPARABLE", report.summary(result)
+    # random_normal (w's initial value) does not count; random_normal_1 (the noise) does
+    assert "original ran RandomStandardNormal random_normal_1/RandomStandardNormal in training step 1" \
+        in result.reason, result.reason
+    assert "migrated ran RandomStandardNormal (m.py:" in result.reason, result.reason
+    assert "in training step 1 (5 random op executions in all)" in result.reason
+    # one side only: still not comparable, and the reason says which side drew nothing
+    result = verify_pair(_write(tmp_path, "o.py", TINY_TF1), _write(tmp_path, "m.py", NOISY_TF2),
+                         rtol=1e-3, atol=1e-6, timeout=120)
+    assert result.verdict == "NOT_COMPARABLE" and "the original program ran none" in result.reason

@@ -22,6 +22,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from tf1gradfix.verify import compare as cmp_mod
+from tf1gradfix.verify import random_ops
 
 EQUIVALENT, DIVERGED = "EQUIVALENT", "DIVERGED"
 ORIGINAL_FAILED, MIGRATED_FAILED, NOT_COMPARABLE = "ORIGINAL_FAILED", "MIGRATED_FAILED", "NOT_COMPARABLE"
@@ -287,6 +288,18 @@ def _mismatch_text(e: dict) -> str:
     return f"variable {e['name']} has {what} in the migrated program but {was} in the original {e['original']}"
 
 
+def _random_reason(randoms: dict) -> str:
+    """Why a pair in which TensorFlow random ops ran is not compared (rule: random_ops.py)."""
+    parts = [random_ops.describe(randoms[r], r) for r in ("original", "migrated") if randoms[r]]
+    for role in ("original", "migrated"):
+        if not randoms[role]:
+            parts.append(f"the {role} program ran none")
+    return ("TensorFlow random ops ran after initialization, and a TF1 graph and TF2 eager code draw "
+            "different numbers from the same seed: " + "; ".join(parts)
+            + ". Compared values are reported but prove nothing; verify with dropout rate 0 or "
+              "training=False (or without the random op) to compare")
+
+
 def _decide(result: VerifyResult, trace_dir: str, ev: dict, rtol: float, atol: float) -> None:
     o, m = result.original, result.migrated
     if o.failed:
@@ -305,8 +318,9 @@ def _decide(result: VerifyResult, trace_dir: str, ev: dict, rtol: float, atol: f
     if unmatched:
         names = ", ".join(f"{e['name']} {e['shape']}" for e in unmatched)
         result.verdict = NOT_COMPARABLE
-        result.reason = (f"trainable variable(s) of the migrated program without a variable of the same "
-                         f"name in the original: {names}; they would start from different values")
+        result.reason = (f"trainable variable(s) of the migrated program without a counterpart in the "
+                         f"original (by name, scope or layer order): {names}; they would start from "
+                         f"different values")
         return
     traces = {}
     for role in ("original", "migrated"):
@@ -322,6 +336,10 @@ def _decide(result: VerifyResult, trace_dir: str, ev: dict, rtol: float, atol: f
         comparison.notes.append("original: not every variable was initialized when the first gradient "
                                 "ran; only the initialized ones were passed on")
     compared = sum(s.compared for s in comparison.stats.values())
+    randoms = {role: [e for e in ev[role] if e["kind"] == "random"] for role in ("original", "migrated")}
+    if randoms["original"] or randoms["migrated"]:
+        result.verdict, result.reason = NOT_COMPARABLE, _random_reason(randoms)
+        return
     if comparison.divergences:
         result.verdict, result.reason = DIVERGED, comparison.first.describe()
     elif compared == 0:

@@ -17,6 +17,7 @@ import sys
 import threading
 import weakref
 
+from tf1gradfix.verify import random_ops
 from tf1gradfix.verify import runner_common as rc
 
 _WALK_BUDGET = 20000  # graph ops visited per cached ancestor walk
@@ -47,6 +48,8 @@ class V1Tracer(rc.Reentrancy):
         self.last_session = None
         self.sessions = weakref.WeakSet()
         self.run_index = 0
+        self.steps = 0                         # gradient computations traced so far
+        self.randomness = random_ops.GraphRandomness(self)
 
     # -- keys and names -------------------------------------------------
     def tkey(self, t):
@@ -159,24 +162,34 @@ class V1Tracer(rc.Reentrancy):
     def traced_run(self, sess, fetches, feed_dict, options, run_metadata):
         """The user's run plus the traced tensors; tracing trouble never breaks the run."""
         self.last_session = sess
-        extra, layout = [], []
+        extra, layout, checks, preds = [], [], [], []
         try:
             self.maybe_snapshot_init(sess)
-            computes, applies = self.plan(sess, fetches)
+            fetch_ops = self.fetch_ops(sess, fetches)
+            computes, applies = self.plan(fetch_ops)
             if (computes or applies) and not self.init_done:
                 self.snapshot_init(sess, partial=True)
-            extra, layout = self.extra_fetches(sess, computes, applies, feed_dict)
+            fetchable = self.fetchable(sess, feed_dict)
+            extra, layout = self.extra_fetches(computes, applies, fetchable)
+            checks, preds = self.randomness.plan(fetch_ops, fetchable)
         except Exception as exc:  # noqa: BLE001
             self.note(f"run {self.run_index}: not traced ({type(exc).__name__}: {exc})")
-            extra = []
-        if extra:
-            result, values = self.orig_run(sess, (fetches, extra), feed_dict, options, run_metadata)
+            extra, layout, checks, preds = [], [], [], []
+        if extra or preds:
+            result, values = self.orig_run(sess, (fetches, extra + preds), feed_dict, options, run_metadata)
         else:
             result, values = self.orig_run(sess, fetches, feed_dict, options, run_metadata), []
         self.run_index += 1
         try:
+            if checks:
+                pred_values = {p.name: v for p, v in zip(preds, values[len(extra):])}
+                executed = self.randomness.executed(checks, pred_values)
+                if executed:
+                    self.trace.event("random", step=self.steps + 1, training=bool(layout),
+                                     ops=executed[:20], count=len(executed))
             if extra:
-                self.emit(layout, values)
+                self.emit(layout, values[:len(extra)])
+                self.steps += sum(1 for kind, *_ in layout if kind == "compute")
             self.maybe_snapshot_init(sess)
         except Exception as exc:  # noqa: BLE001
             self.note(f"run {self.run_index - 1}: trace incomplete ({type(exc).__name__}: {exc})")
@@ -208,14 +221,13 @@ class V1Tracer(rc.Reentrancy):
         self.walk_cache[key] = (computes, applies)
         return computes, applies
 
-    def plan(self, sess, fetches):
-        computes, applies = {}, {}
-        if not self.entries and not self.by_op:
-            return [], []
+    def fetch_ops(self, sess, fetches) -> list:
+        """The graph ops a run's fetches name (strings resolved, odd entries skipped)."""
         try:
             flat = self.nest.flatten(fetches)
         except Exception:  # noqa: BLE001
-            return [], []
+            return []
+        ops = []
         for f in flat:
             el = f
             if isinstance(f, str):
@@ -226,8 +238,15 @@ class V1Tracer(rc.Reentrancy):
             if isinstance(el, self.IndexedSlices):
                 el = el.values
             op = el if isinstance(el, self.ops.Operation) else getattr(el, "op", None)
-            if op is None or not hasattr(op, "graph"):
-                continue
+            if op is not None and hasattr(op, "graph"):
+                ops.append(op)
+        return ops
+
+    def plan(self, fetch_ops):
+        computes, applies = {}, {}
+        if not self.entries and not self.by_op:
+            return [], []
+        for op in fetch_ops:
             c, a = self.ancestors_hit(op)
             computes.update(c)
             applies.update(a)
@@ -250,7 +269,8 @@ class V1Tracer(rc.Reentrancy):
             self.ph_cache[key] = need
         return self.ph_cache[key]
 
-    def extra_fetches(self, sess, computes, applies, feed_dict):
+    def fetchable(self, sess, feed_dict):
+        """A test: can this tensor be added to the run's fetches (its placeholders are fed)?"""
         fed = set()
         for k in (feed_dict or {}):
             try:
@@ -258,7 +278,14 @@ class V1Tracer(rc.Reentrancy):
                 fed.add(el.op.name if hasattr(el, "op") else el.name)
             except Exception:  # noqa: BLE001
                 pass
-        ok = lambda t: self.placeholders(t) <= fed  # noqa: E731
+        graph = sess.graph
+
+        def ok(t):
+            base = t.values if isinstance(t, self.IndexedSlices) else t
+            return graph.is_fetchable(base) and self.placeholders(t) <= fed
+        return ok
+
+    def extra_fetches(self, computes, applies, ok):
         extra, layout = [], []
         for entry in computes:
             losses = [y for y in entry["loss"] if ok(y)]

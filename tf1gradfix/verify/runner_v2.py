@@ -17,6 +17,9 @@ import sys
 import threading
 import time
 
+import numpy as np
+
+from tf1gradfix.verify import random_ops
 from tf1gradfix.verify import runner_common as rc
 
 KERAS_OPTIMIZER_MODULE = "keras.src.optimizers.base_optimizer"
@@ -61,8 +64,8 @@ def _shape(entry) -> list:
 
 
 def _same_kind(a, b) -> bool:
-    """Same dtype, or both floating point (a float64 program migrated to float32 is compared)."""
-    return a == b or (a.kind == "f" and b.kind == "f")
+    """Same dtype (traces store booleans as int8)."""
+    return a == b or (b.kind == "b" and a == np.int8)
 
 
 class V2Tracer(rc.Reentrancy):
@@ -77,6 +80,8 @@ class V2Tracer(rc.Reentrancy):
         self.used: set = set()
         self.taken: set = set()           # original names already mapped
         self.layer_pairs: dict = {}       # migrated layer prefix -> original prefix (matched by order)
+        self.steps = 0                    # gradient computations recorded so far
+        self.randomness = random_ops.EagerRandomness(self)
 
     # -- initial values -------------------------------------------------
     def load_init(self) -> dict:
@@ -120,9 +125,14 @@ class V2Tracer(rc.Reentrancy):
         return None
 
     def creator(self, next_creator, **kwargs):
-        var = next_creator(**kwargs)
+        self.randomness.creating += 1
+        try:
+            var = next_creator(**kwargs)
+        finally:
+            self.randomness.creating -= 1
         if not self.tf.executing_eagerly():
             return var
+        self.randomness.variable_created()
         try:
             self.inject(var)
         except Exception as exc:  # noqa: BLE001 - report, never break the program
@@ -144,7 +154,6 @@ class V2Tracer(rc.Reentrancy):
         if original is None:
             self.trace.event("unmatched", name=name, shape=shape, trainable=bool(var.trainable))
             return
-        import numpy as np
         self.taken.add(original)
         value = rc.decode_array(init[original]["value"])
         if list(value.shape) != shape or not _same_kind(value.dtype, np.dtype(dtype)):
@@ -165,13 +174,15 @@ class V2Tracer(rc.Reentrancy):
            (``dense/kernel``), and TF1 programs often wrap everything in one
            more scope than the migration.
         3. ``layer order``: layers named differently on the two sides
-           (``conv1`` vs TF1's automatic ``conv2d``).  The first free original
-           variable, in the original's creation order, with the same last
-           name component (``kernel``, ``bias``, ``gamma``) and the same
-           shape; once a layer prefix is paired (``conv1`` -> ``conv2d``), its
-           other variables go to the same original layer first.  Both
+           (``conv1`` vs TF1's automatic ``conv2d``).  A layer's first
+           variable takes the first free original variable, in the
+           original's creation order, with the same last name component
+           (``kernel``, ``bias``, ``gamma``), if it has the same shape; that
+           pairs the layers (``conv1`` -> ``conv2d``) and the layer's other
+           variables go to the same original layer or stay unmatched.  Both
            programs create a layer's variables when it is first called, so
-           creation order is call order.
+           creation order is call order; a layer that does not fit the next
+           original one is left unmatched rather than paired out of order.
         """
         free = [n for n in init if n not in self.taken]
         if name in init and name not in self.taken:
@@ -185,17 +196,20 @@ class V2Tracer(rc.Reentrancy):
         if len(longer) == 1:
             return longer[0], "scope"
         prefix, _, leaf = name.rpartition("/")
-        paired = self.layer_pairs.get(prefix)
-        if paired is not None and f"{paired}/{leaf}" in free:
-            return f"{paired}/{leaf}", "layer order"
         if not prefix:
             return None, None
-        for n in free:
-            o_prefix, _, o_leaf = n.rpartition("/")
-            if o_leaf == leaf and o_prefix and o_prefix not in self.layer_pairs.values() \
-                    and _shape(init[n]) == shape:
-                self.layer_pairs[prefix] = o_prefix
-                return n, "layer order"
+        if prefix in self.layer_pairs:    # this layer was paired (or failed to pair) already
+            paired = self.layer_pairs[prefix]
+            ok = paired is not None and f"{paired}/{leaf}" in free
+            return (f"{paired}/{leaf}", "layer order") if ok else (None, None)
+        paired_layers = {p for p in self.layer_pairs.values() if p is not None}
+        candidates = [n for n in free if n.rpartition("/")[2] == leaf and n.rpartition("/")[0]
+                      and n.rpartition("/")[0] not in paired_layers]
+        # only the next original layer in creation order: skipping one would pair layers out of order
+        if candidates and _shape(init[candidates[0]]) == shape:
+            self.layer_pairs[prefix] = candidates[0].rpartition("/")[0]
+            return candidates[0], "layer order"
+        self.layer_pairs[prefix] = None
         return None, None
 
     # -- naming sources ---------------------------------------------------
@@ -230,6 +244,7 @@ class V2Tracer(rc.Reentrancy):
             return grads
 
         tf.GradientTape.gradient = gradient
+        self.randomness.install()
         self.patch_function_arguments()
 
         from tensorflow.python.training import optimizer as v1_optimizer
@@ -293,6 +308,8 @@ class V2Tracer(rc.Reentrancy):
         Base.apply = apply
 
     def record_compute(self, target, sources, grads) -> None:
+        self.randomness.flush()
+        self.steps += 1
         nest = self.tf.nest
         flat_src, flat_grads = nest.flatten(sources), nest.flatten(grads)
         targets = [self.value(t) for t in nest.flatten(target)]
@@ -306,6 +323,7 @@ class V2Tracer(rc.Reentrancy):
         if self.busy() or not self.tf.executing_eagerly():
             return
         try:
+            self.randomness.flush()
             pairs = [(self.source_name(v, i), g) for i, (g, v) in enumerate(zip(grads, variables))
                      if g is not None]
             self.trace.event("apply", grads={n: rc.encode_array(self.value(g)) for n, g in pairs})
@@ -313,6 +331,7 @@ class V2Tracer(rc.Reentrancy):
             self.trace.event("note", text=f"update not traced: {type(exc).__name__}: {exc}"[:500])
 
     def at_exit(self) -> None:
+        self.randomness.flush()
         values = {}
         for name, var in self.created:
             try:

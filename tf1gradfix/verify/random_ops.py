@@ -1,0 +1,228 @@
+"""Which TensorFlow random ops ran while the programs trained or evaluated.
+
+Both runners seed Python, NumPy and TensorFlow identically, and host-side
+random numbers (``random``, ``np.random``) therefore agree.  TensorFlow's
+own random ops do not: a TF1 graph derives each op's stream from the graph
+seed and the op's seed/position, TF2 eager ops and Keras 3 layers
+(``Dropout`` draws through a ``SeedGenerator`` and stateless kernels) use
+other generators, so a dropout mask or a ``tf.random.normal`` sample cannot
+be made equal between the two sides.
+
+The rule (README, TOLERANCES.md): a TensorFlow random op that runs after the
+variables are initialized, on either side, makes the pair NOT_COMPARABLE;
+the verdict names the op, the side and the step.  Random ops that only
+produce initial values are harmless (those values are injected from the
+original) and are not counted.  Where none ran (dropout with rate 0, or
+``training`` False in every run), the pair is compared as usual.
+
+* Original side (graph): the ops a ``Session.run`` reaches from its fetches,
+  not entering variable initializers; an op inside ``tf.cond`` branches
+  counts only when the run took that branch (the branch predicates are
+  fetched with the run).
+* Migrated side (eager): an op callback sees every op executed; ops run
+  under an initializer (Keras ``initializers``, ``init_ops``), while a
+  variable is being created, or on the line of the user's code that then
+  creates a variable (``tf.Variable(tf.random.normal(...))``) are initial
+  values.
+
+No TensorFlow import at module level: the parent process uses
+:func:`describe` only.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+
+_RANDOM = re.compile(r"Random|Multinomial|TruncatedNormal|StatefulUniform|StatefulStandardNormal"
+                     r"|Shuffle")     # RandomShuffle, and tf.data's ShuffleDataset* (seeded per side too)
+_NOT_RANDOM = re.compile(r"GetKeyCounter|GetAlg|Seed")
+_INITIALIZER_FILES = re.compile(r"[/\\](initializers|init_ops(_v2)?\.py)")
+_LAYER_FILES = re.compile(r"[/\\](keras|tf_keras)[/\\]")
+_WALK_BUDGET = 20000
+_HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def is_random_op(op_type: str) -> bool:
+    """True for op types that draw random numbers (stateful or stateless)."""
+    return bool(_RANDOM.search(op_type)) and not _NOT_RANDOM.search(op_type)
+
+
+def describe(events: list, role: str) -> str:
+    """One line for the verdict: the first random op of a side and how many ran."""
+    if not events:
+        return ""
+    first = events[0]
+    op = first["ops"][0]
+    where = f" ({op['where']})" if op.get("where") else ""
+    name = f" {op['name']}" if op["name"] != op["type"] else ""
+    when = (f"in training step {first['step']}" if first.get("training")
+            else f"after {first['step'] - 1} training steps" if first['step'] > 1 else "before training")
+    total = sum(e.get("count", len(e["ops"])) for e in events)
+    return f"{role} ran {op['type']}{name}{where} {when}" + (
+        f" ({total} random op executions in all)" if total > 1 else "")
+
+
+# -- original side: graph walk ------------------------------------------------------
+
+class GraphRandomness:
+    """Random ops a TF1 run executes; ``tracer`` is the V1Tracer (keys, placeholders)."""
+
+    def __init__(self, tracer):
+        self.tracer = tracer
+        self.cache: dict = {}
+
+    def reached(self, op) -> list:
+        """Random ops reachable from ``op``, not through variable initializers (cached)."""
+        key = self.tracer.okey(op)
+        if key in self.cache:
+            return self.cache[key]
+        graph = op.graph
+        initializers = {getattr(v.initializer, "name", None) for v in graph.get_collection("variables")}
+        found, seen, stack = [], set(), [op]
+        while stack and len(seen) < _WALK_BUDGET:
+            cur = stack.pop()
+            if cur.name in seen or cur.name in initializers:
+                continue
+            seen.add(cur.name)
+            if is_random_op(cur.type):
+                found.append(cur)
+            stack.extend(t.op for t in cur.inputs)
+            stack.extend(cur.control_inputs)
+        self.cache[key] = found
+        return found
+
+    @staticmethod
+    def conditions(op) -> list:
+        """(predicate tensor, branch) of every tf.cond (v1 control flow) around ``op``."""
+        out, ctx = [], getattr(op, "_control_flow_context", None)
+        while ctx is not None:
+            pred, branch = getattr(ctx, "pred", None), getattr(ctx, "branch", None)
+            if pred is not None and branch is not None:
+                out.append((pred, branch))
+            ctx = getattr(ctx, "outer_context", None)
+        return out
+
+    def plan(self, fetch_ops, fetchable) -> tuple:
+        """Random ops of this run and the predicates to fetch: ``(ops, [(op, [(pred, branch)])], preds)``.
+
+        A predicate that cannot be fetched (it needs an unfed placeholder)
+        leaves the op counted as executed.
+        """
+        ops, seen = [], set()
+        for op in fetch_ops:
+            for r in self.reached(op):
+                if r.name not in seen:
+                    seen.add(r.name)
+                    ops.append(r)
+        checks, preds = [], []
+        for r in ops:
+            conds = []
+            for pred, branch in self.conditions(r):
+                # tf.cond marks its pred_id (an Identity of the predicate) unfetchable
+                options = [pred] + ([pred.op.inputs[0]] if pred.op.type == "Identity" and pred.op.inputs else [])
+                usable = [p for p in options if fetchable(p)]
+                if not usable:
+                    conds = []              # cannot tell: counted as executed
+                    break
+                conds.append((usable[0], branch))
+            checks.append((r, conds))
+            preds.extend(p for p, _ in conds)
+        return checks, preds
+
+    @staticmethod
+    def executed(checks, pred_values: dict) -> list:
+        """The random ops whose enclosing branches were all taken."""
+        return [{"type": r.type, "name": r.name} for r, conds in checks
+                if all(bool(pred_values[p.name]) == bool(b) for p, b in conds)]
+
+
+# -- migrated side: eager op callback -------------------------------------------------
+
+def _user_frame():
+    """Innermost frame of the user's program (not TensorFlow, Keras, NumPy or this package)."""
+    frame = sys._getframe(2)
+    while frame is not None:
+        fn = frame.f_code.co_filename
+        if not (fn.startswith("<") or "site-packages" in fn or "dist-packages" in fn
+                or fn.startswith(_HERE) or fn.startswith(os.path.dirname(os.__file__))):
+            return frame
+        frame = frame.f_back
+    return None
+
+
+def _in_initializer() -> bool:
+    frame = sys._getframe(2)
+    while frame is not None:
+        if _INITIALIZER_FILES.search(frame.f_code.co_filename):
+            return True
+        frame = frame.f_back
+    return False
+
+
+class EagerRandomness:
+    """Records random ops executed eagerly in the migrated program."""
+
+    def __init__(self, tracer):
+        self.tracer = tracer
+        self.pending: list = []     # [(frame, line, op dict, training)] not yet known not to be initial values
+        self.creating = 0           # depth of variable creation in progress
+
+    def install(self) -> None:
+        from tensorflow.python.eager import record
+        from tensorflow.python.framework import op_callbacks
+
+        self.could_record = record.could_possibly_record
+        op_callbacks.add_op_callback(self.callback)
+
+    def callback(self, op_type, inputs, attrs, outputs, op_name=None, graph=None):
+        if graph is not None or self.creating or self.tracer.busy():
+            return None
+        try:
+            if isinstance(op_type, bytes):       # eager ops report their type as bytes
+                op_type = op_type.decode("utf-8", "replace")
+            if isinstance(op_name, bytes):
+                op_name = op_name.decode("utf-8", "replace")
+            if not is_random_op(op_type) or _in_initializer():
+                return None
+            frame = _user_frame()
+            where = (f"{os.path.basename(frame.f_code.co_filename)}:{frame.f_lineno}"
+                     if frame is not None else "")
+            op = {"type": op_type, "name": op_name or op_type, "where": where}
+            training = bool(self.could_record())
+            if self.pending and (self.pending[-1][0] is not frame or len(self.pending) >= 1000):
+                self.flush()
+            self.pending.append((frame, frame.f_lineno if frame is not None else None, op, training))
+        except Exception:  # noqa: BLE001 - observing must never break the program
+            pass
+        return None
+
+    def variable_created(self) -> None:
+        """A variable was created: random ops pending on the same line were its initial value.
+
+        Not when a layer created it (a Keras frame between the user's line
+        and the variable): a lazily built layer creates its weights on the
+        line that also runs, say, a dropout before it.
+        """
+        if not self.pending:
+            return
+        frame = _user_frame()
+        by_layer = False
+        f = sys._getframe(1)
+        while f is not None and f is not frame:
+            by_layer = by_layer or bool(_LAYER_FILES.search(f.f_code.co_filename))
+            f = f.f_back
+        if frame is not None and not by_layer and all(
+                f is frame and line == frame.f_lineno for f, line, _, _ in self.pending):
+            self.pending = []
+        else:
+            self.flush()
+
+    def flush(self) -> None:
+        if not self.pending:
+            return
+        pending, self.pending = self.pending, []
+        training = any(t for *_, t in pending)
+        self.tracer.trace.event("random", step=self.tracer.steps + 1, training=training,
+                                ops=[op for _, _, op, _ in pending][:20], count=len(pending))
