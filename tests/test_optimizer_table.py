@@ -18,13 +18,14 @@ import libcst as cst
 import pytest
 
 from tf1gradfix import emit_state
-from tf1gradfix.emit_state import FED_LR_STATUSES, optimizer_table
+from tf1gradfix.emit_state import FED_LR_STATUSES, optimizer_table, schedule_table
 from tf1gradfix.engine import process_source
 from tf1gradfix.findings import CodeFilter
 from tf1gradfix.restructure import restructure
 
 STATUSES = ("exact", "within_tolerance", "constant_lr", "not_equivalent", "manual")
-V1_SOURCES = Path(__file__).resolve().parent.parent / ".venv/lib/python3.11/site-packages/tensorflow/python/training"
+TF_SOURCES = Path(__file__).resolve().parent.parent / ".venv/lib/python3.11/site-packages/tensorflow/python"
+V1_SOURCES = TF_SOURCES / "training"
 
 PROGRAM = """\
 import numpy as np
@@ -69,7 +70,23 @@ def keras_candidate(row: dict) -> dict:
             "status": "within_tolerance"}
 
 
+def schedule_program(function: str, args: str) -> str:
+    """The program with a GradientDescent rate that is a schedule of the global step (fetched, printed)."""
+    call = f"tf.train.{function}({args.format(step='global_step')})"
+    return program("GradientDescentOptimizer", "lr") \
+        .replace("optimizer = ", f'global_step = tf.Variable(0, trainable=False, name="global_step")\nlr = {call}\noptimizer = ') \
+        .replace("optimizer.minimize(loss)", "optimizer.minimize(loss, global_step=global_step)") \
+        .replace("_, value = sess.run([train_op, loss]", "_, value, rate = sess.run([train_op, loss, lr]") \
+        .replace('"loss %.6f" % value)', '"loss %.6f" % value, "lr %.6f" % rate)')
+
+
 ROWS = list(optimizer_table().values())
+SCHEDULE_ROWS = list({id(row): row for row in schedule_table().values()}.values())
+MODEL_REFUSES_SCHEDULES = ("the program model refuses `tf.train.*` calls in graph code that runs (rules/graph_ops.toml "
+                           "`refuse`) before the optimizer stage can translate the schedule")
+SCHEDULES = [pytest.param(row, case, id=f"{row['v1'][0].rsplit('.', 1)[1]}({case['args']})",
+                          marks=pytest.mark.xfail(strict=True, reason=MODEL_REFUSES_SCHEDULES))
+             for row in SCHEDULE_ROWS for case in row["cases"]]
 CASES = [pytest.param(row, case, id=f"{row['v1']}({case['args']})") for row in ROWS for case in row["cases"]]
 
 
@@ -129,6 +146,23 @@ def test_a_fed_learning_rate_is_taken_only_where_the_target_allows_it(row):
         assert result.new_module is None and [d[2] for d in result.diagnostics] == ["TFG906"]
 
 
+@pytest.mark.parametrize("row", SCHEDULE_ROWS, ids=lambda r: r["v1"][0])
+def test_schedule_row_is_complete(row):
+    assert row["step"] in row["params"] and set(row["map"]) <= set(row["params"]) - {row["step"]}
+    assert row["cases"] and all("{step}" in case["args"] and case["max_rel"] < 1e-3 for case in row["cases"])
+    sources = TF_SOURCES / "keras/optimizer_v2/legacy_learning_rate_decay.py"
+    if sources.is_file():
+        exported = set(re.findall(r'"train\.(\w+)"', sources.read_text()))
+        assert {name.rsplit(".", 1)[1] for name in row["v1"]} <= exported
+
+
+@pytest.mark.parametrize("row, case", SCHEDULES)
+def test_a_schedule_feeding_an_optimizer_is_rewritten(row, case):
+    migrated = rewritten(schedule_program(row["v1"][0].rsplit(".", 1)[1], case["args"]))
+    assert migrated is not None
+    assert f"lr = tf.{row['target']}(" in migrated and "optimizer.learning_rate = lr" in migrated
+
+
 KEPT_V1_REPORTED = ("the engine's own check of the rewrite still reports the kept `tf.compat.v1.train` "
                     "optimizer (TFG205, and TFG204 on its apply_gradients) and refuses the file")
 
@@ -180,3 +214,17 @@ def test_row_is_backed_by_the_verifier(row, case, tmp_path, monkeypatch):
         wrong = verify(tmp_path, original, keras, "keras_candidate")
         assert wrong.verdict == DIVERGED, (wrong.verdict, wrong.reason)
         assert math.isinf(max_relative_difference(wrong)) or max_relative_difference(wrong) >= case["keras_max_rel"] / 10
+
+
+@pytest.mark.tf
+@pytest.mark.parametrize("row, case", SCHEDULES)
+def test_schedule_row_is_backed_by_the_verifier(row, case, tmp_path):
+    from tf1gradfix.verify.orchestrate import EQUIVALENT
+
+    original = schedule_program(row["v1"][0].rsplit(".", 1)[1], case["args"])
+    migrated = rewritten(original)
+    assert migrated is not None
+    result = verify(tmp_path, original, migrated, "migrated")
+    assert result.verdict == EQUIVALENT, (result.verdict, result.reason)
+    figure = max_relative_difference(result)
+    assert figure == 0.0 if case["max_rel"] == 0.0 else figure <= 10 * case["max_rel"], figure

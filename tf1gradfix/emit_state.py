@@ -27,6 +27,11 @@ def optimizer_table() -> dict[str, dict]:
 
 
 @functools.lru_cache(maxsize=None)
+def schedule_table() -> dict[str, dict]:
+    return {name: row for row in _read("schedules.toml")["schedule"] for name in row["v1"]}
+
+
+@functools.lru_cache(maxsize=None)
 def initializer_table() -> tuple[str, dict[str, dict]]:
     raw = _read("initializers.toml")
     by_symbol = {}
@@ -120,6 +125,27 @@ class StateEmitter:
         if row["status"] == "not_equivalent":
             text += f"  # kept: no Keras optimizer gives the same updates ({row['why']}); see `tf1gradfix explain TFG205`"
         return text
+
+    def scheduled_rate(self, opt: GraphNode) -> GraphNode | None:
+        """The graph statement `lr = tf.train.<schedule>(...)` the optimizer's learning rate names."""
+        lr = self.learning_rate(opt)
+        node = self.p.node(lr.value) if isinstance(lr, cst.Name) else None
+        if node is None or node.kind != "tensor" or len(node.names) != 1 or not isinstance(node.value, cst.Call):
+            return None
+        return node if self.qualified(node.value.func) in schedule_table() else None
+
+    def schedule(self, node: GraphNode) -> cst.SimpleStatementLine:
+        """`lr = tf.train.exponential_decay(0.1, step, ...)` -> the Keras schedule called on the
+        same step: the same rate, computed where TF1 computed it (rules/schedules.toml)."""
+        call = node.value
+        row = schedule_table()[self.qualified(call.func)]
+        bound = bound_args(call, row["params"], call)
+        step = bound.get(row["step"])
+        if step is None:
+            raise Refusal(call, "TFG906", "a learning-rate schedule without a step")
+        args = ", ".join(f"{row['map'][k]}={self.code(v)}" for k, v in bound.items() if k in row["map"])
+        text = f"{node.names[0]} = {self.tf}.{row['target']}({args})({self.code(step)})\n"
+        return cst.parse_statement(text).with_changes(leading_lines=node.stmt.leading_lines)
 
     def learning_rate(self, node: GraphNode) -> cst.BaseExpression | None:
         row = optimizer_table().get(node.info["cls"])

@@ -225,7 +225,13 @@ class _Rewrite:
         for node in program.nodes:
             if node.kind != "optimizer":
                 continue
-            if any(program.nodes[d].kind not in ("static", "placeholder") for d in node.deps):
+            schedule = tape.state.scheduled_rate(node)
+            if schedule is not None:   # the Keras schedule on the same step, set before each update
+                item = next(it for it in program.items if it.node is schedule)
+                item.stmt = schedule.stmt = tape.state.schedule(schedule)
+                tape.fed_lr.add(node.index)
+            computed = {d for d in node.deps if program.nodes[d].kind not in ("static", "placeholder")}
+            if computed - {schedule.index if schedule else None}:
                 raise Refusal(node.value, "TFG906", "an optimizer hyperparameter computed by graph ops")
             if node.deps & placeholders:
                 lr = tape.state.learning_rate(node)
