@@ -6,9 +6,14 @@ the node to replace; the fixers (``fix_renames``) do the replacing.
 
 from __future__ import annotations
 
+import re
+from collections.abc import Mapping
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 
 import libcst as cst
+from libcst._nodes.internal import CodegenState
+from libcst._position import CodePosition, CodeRange
 from libcst.metadata import MetadataWrapper, PositionProvider, ScopeProvider
 
 from tf1gradfix.catalog import Catalog, Rule
@@ -21,7 +26,7 @@ class Detection:
 
     rule: Rule
     node: cst.CSTNode
-    line: int
+    line: int  # 0 when detect() was asked for no positions
     col: int
     message: str
     replacement: tuple[int, list[str]] | None = None  # rename plan for `node` (see fix_renames)
@@ -33,7 +38,8 @@ class DetectionResult:
 
 
 class Detector(cst.CSTVisitor):
-    METADATA_DEPENDENCIES = (ScopeProvider, PositionProvider)
+    # Positions are looked up after the walk, for the nodes found (see starts).
+    METADATA_DEPENDENCIES = (ScopeProvider,)
 
     def __init__(self, catalog: Catalog, bindings: BindingCollector):
         super().__init__()
@@ -103,12 +109,11 @@ class Detector(cst.CSTVisitor):
                 return
 
     def _add(self, rule: Rule, node: cst.CSTNode, replacement, args: dict[str, str]) -> None:
-        position = self.get_metadata(PositionProvider, node).start
         try:
             message = rule.message.format(**args)
         except (KeyError, IndexError):
             message = rule.message
-        self.found.append(Detection(rule, node, position.line, position.column + 1, message, replacement))
+        self.found.append(Detection(rule, node, 0, 0, message, replacement))
 
 
 def _rename_plan(node: cst.CSTNode, raw: str, target: str) -> tuple[int, list[str]] | None:
@@ -134,9 +139,155 @@ def _rename_plan(node: cst.CSTNode, raw: str, target: str) -> tuple[int, list[st
     return old_parts, target[len("tensorflow."):].split(".")
 
 
-def detect(wrapper: MetadataWrapper, catalog: Catalog) -> list[Detection]:
+def detect(wrapper: MetadataWrapper, catalog: Catalog, positions: bool = True) -> list[Detection]:
+    """Rule hits in visiting order; `positions=False` leaves line and col at 0 (saves a codegen pass)."""
     bindings = BindingCollector()
     wrapper.module.visit(bindings)
     detector = Detector(catalog, bindings)
     wrapper.visit(detector)
+    if positions and detector.found:
+        table = starts(wrapper, [hit.node for hit in detector.found])
+        for hit in detector.found:
+            hit.line, hit.col = table[hit.node]
     return detector.found
+
+
+def starts(wrapper: MetadataWrapper, nodes) -> dict[cst.CSTNode, tuple[int, int]]:
+    """(line, 1-based column) where each node starts, as LibCST's PositionProvider says."""
+    known = getattr(wrapper, "_metadata", {}).get(PositionProvider)
+    if known is None:
+        known = _TrackedRanges.of(wrapper.module, nodes)
+        if known is None:
+            known = wrapper.resolve(PositionProvider)
+    return {node: (known[node].start.line, known[node].start.column + 1) for node in nodes}
+
+
+_NEWLINE = re.compile(r"\r\n?|\n")  # as libcst.metadata.position_provider counts lines
+
+
+class _TrackedRanges(CodegenState):
+    """PositionProvider's ranges for a few nodes.
+
+    The provider records a range for every node of the module, about five
+    times the cost of printing it. This prints the module once, notes the
+    token count where the syntactic range of each target node opens and
+    closes, and counts lines and columns afterwards the way the provider does.
+    """
+
+    @classmethod
+    def of(cls, module: cst.Module, nodes) -> dict[cst.CSTNode, CodeRange] | None:
+        """None when a node's range is derived otherwise (the provider then decides)."""
+        state = cls(default_indent=module.default_indent, default_newline=module.default_newline)
+        state.targets = set(nodes)
+        state.ranges = {}
+        state.unsure = False
+        module._codegen(state)
+        if state.unsure or len(state.ranges) != len(state.targets):
+            return None
+        return state._positions()
+
+    @contextmanager
+    def record_syntactic_position(self, node, *, start_node=None, end_node=None):
+        if node not in self.targets:
+            yield
+            return
+        if start_node is not None or end_node is not None:
+            self.unsure = True
+        opened = len(self.tokens)
+        try:
+            yield
+        finally:
+            self.ranges[node] = (opened, len(self.tokens))  # the last one recorded wins, as in the provider
+
+    def _positions(self) -> dict[cst.CSTNode, CodeRange]:
+        at: dict[int, CodePosition] = {}
+        line, column, done = 1, 0, 0
+        for index in sorted({i for pair in self.ranges.values() for i in pair}):
+            for token in self.tokens[done:index]:
+                segments = _NEWLINE.split(token)
+                if len(segments) == 1:
+                    column += len(token)
+                else:
+                    line += len(segments) - 1
+                    column = len(segments[-1])
+            done = index
+            at[index] = CodePosition(line, column)
+        return {node: CodeRange(at[start], at[end]) for node, (start, end) in self.ranges.items()}
+
+
+class _LazyTable(Mapping):
+    """A metadata table computed on first use (for metadata only a refusal needs)."""
+
+    def __init__(self, compute):
+        self._compute, self._table = compute, None
+
+    def _get(self):
+        if self._table is None:
+            self._table = self._compute()
+        return self._table
+
+    def __getitem__(self, node):
+        return self._get()[node]
+
+    def __iter__(self):
+        return iter(self._get())
+
+    def __len__(self):
+        return len(self._get())
+
+
+class AnalysisWrapper(MetadataWrapper):
+    """MetadataWrapper for a freshly parsed module, cheaper in two ways.
+
+    * PositionProvider is handed out as a table computed on first lookup: the
+      restructuring asks for positions only when it refuses a program, and
+      detection finds its own (see starts).
+    * LibCST resolves the scope, parent and expression-context providers in
+      batched walks in which each provider only handles the Module node and
+      walks the tree itself; the batched walk over the rest of the tree then
+      calls nothing and is skipped, and each provider's visitor methods are
+      looked up once per class instead of by ``inspect.getmembers`` each time.
+    """
+
+    __slots__ = ()
+
+    def __init__(self, module: cst.Module) -> None:
+        super().__init__(module, unsafe_skip_copy=True)
+
+    def resolve_many(self, providers):
+        if PositionProvider not in providers or PositionProvider in self._metadata:
+            return super().resolve_many(providers)
+        out = dict(super().resolve_many([p for p in providers if p is not PositionProvider]))
+        out[PositionProvider] = _LazyTable(self._all_positions)
+        return out
+
+    def _all_positions(self):
+        return super().resolve_many([PositionProvider])[PositionProvider]
+
+    def visit_batched(self, visitors, before_visit=None, after_leave=None):
+        visitors = list(visitors)
+        methods: dict[str, list] = {}
+        for visitor in visitors:
+            for name in _visitor_names(visitor):
+                methods.setdefault(name, []).append(getattr(visitor, name))
+        if before_visit is not None or after_leave is not None or set(methods) - {"visit_Module", "leave_Module"}:
+            return super().visit_batched(visitors, before_visit, after_leave)
+        with ExitStack() as stack:
+            for visitor in visitors:
+                stack.enter_context(visitor.resolve(self))
+            for method in methods.get("visit_Module", ()):
+                method(self.module)
+            for method in methods.get("leave_Module", ()):
+                method(self.module)
+        return self.module
+
+
+_VISITOR_NAMES: dict[type, tuple[str, ...]] = {}
+
+
+def _visitor_names(visitor) -> tuple[str, ...]:
+    """What ``get_visitors`` finds on a provider; it only depends on the class."""
+    names = _VISITOR_NAMES.get(type(visitor))
+    if names is None:
+        names = _VISITOR_NAMES[type(visitor)] = tuple(visitor.get_visitors())
+    return names

@@ -62,10 +62,9 @@ def _process_tensorflow_source(result: FileResult, display: str, data: bytes, co
     # LibCST costs a quarter second to import: only files that mention
     # TensorFlow pay for it.
     import libcst as cst
-    from libcst.metadata import MetadataWrapper
 
     from tf1gradfix import catalog as catalog_module
-    from tf1gradfix.detect import detect
+    from tf1gradfix.detect import AnalysisWrapper, detect
     from tf1gradfix.findings import is_suppressed, suppressions
     from tf1gradfix.fix_renames import apply_renames
     from tf1gradfix.restructure import HANDLED
@@ -83,11 +82,12 @@ def _process_tensorflow_source(result: FileResult, display: str, data: bytes, co
     silenced = suppressions(module.code)
     # Whole-program rewrite of a Session program first; findings stay those of
     # the original file (what the user wrote), marked fixed when it succeeded.
-    original = MetadataWrapper(module, unsafe_skip_copy=True)
+    original = AnalysisWrapper(module)
     shaped, refused = _restructured(original, display, codes, result, silenced, catalog)
     fix = fix and not refused  # a refused program is left byte-for-byte intact
+    parsed = data  # the bytes `module` was parsed from
     if shaped is not None:
-        wrapper, hits = shaped
+        wrapper, hits, parsed = shaped
         module = wrapper.module
         for hit in detect(original, catalog):
             if codes.wants(hit.rule.code) and not is_suppressed(hit.line, hit.rule.code, silenced):
@@ -111,7 +111,7 @@ def _process_tensorflow_source(result: FileResult, display: str, data: bytes, co
     if replacements or (shaped is not None and fix):
         new_module = apply_renames(module, replacements)
         new_source = new_module.bytes
-        problem = _unparsable(new_source)
+        problem = _unparsable(new_source, parsed=new_source == parsed)
         if problem is not None:
             # Never write a file we cannot read back: report and keep the original.
             result.error = FileError(display, f"internal error: rewritten code does not parse ({problem}); file left unchanged")
@@ -122,16 +122,15 @@ def _process_tensorflow_source(result: FileResult, display: str, data: bytes, co
 
 
 def _restructured(wrapper, display, codes, result, silenced, catalog):
-    """((wrapper, detections) of the restructured module, or None; refused?).
+    """((wrapper, detections, source) of the restructured module, or None; refused?).
 
     A refusal's manual diagnostics go to the findings. So does a rewrite that
     would still hold a TF1 construct (a finding without a safe fix): it is
     dropped, and the file is left intact.
     """
     import libcst as cst
-    from libcst.metadata import MetadataWrapper
 
-    from tf1gradfix.detect import detect
+    from tf1gradfix.detect import AnalysisWrapper, detect
     from tf1gradfix.findings import is_suppressed
     from tf1gradfix.restructure import HANDLED, restructure
 
@@ -141,27 +140,31 @@ def _restructured(wrapper, display, codes, result, silenced, catalog):
     diagnostics = list(shaped.diagnostics)
     new = None
     if shaped.new_module is not None:
-        new_wrapper = MetadataWrapper(cst.parse_module(shaped.new_module.bytes), unsafe_skip_copy=True)
-        hits = detect(new_wrapper, catalog)
+        # Parsed again: the rewritten tree may share nodes, which metadata cannot tell apart.
+        source = shaped.new_module.bytes
+        new_wrapper = AnalysisWrapper(cst.parse_module(source))
+        hits = detect(new_wrapper, catalog, positions=False)  # only what is left, and the renames
         left = [h for h in hits if h.rule.safety != "safe"]
         if left:
             diagnostics.append((1, 1, "TFG905", f"the rewrite would leave {left[0].rule.code} "
                                 f"({left[0].message.split(';')[0]}); file left intact", "manual"))
         else:
-            new = (new_wrapper, hits)
+            new = (new_wrapper, hits, source)
     for line, col, code, message, safety in diagnostics:
         if codes.wants(code) and not is_suppressed(line, code, silenced):
             result.findings.append(Finding(display, line, col, code, message, safety, False))
     return new, new is None and bool(diagnostics)
 
 
-def _unparsable(source: bytes) -> str | None:
+def _unparsable(source: bytes, parsed: bool = False) -> str | None:
+    """Why `source` cannot be read back, if it cannot; `parsed`: LibCST already read these very bytes."""
     import warnings
 
     import libcst as cst
 
     try:
-        cst.parse_module(source)
+        if not parsed:
+            cst.parse_module(source)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # the user's own warnings are not ours to print
             compile(source, "<rewritten>", "exec", dont_inherit=True)

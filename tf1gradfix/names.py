@@ -69,6 +69,60 @@ class BindingCollector(cst.CSTVisitor):
         if node.asname is not None:
             self._bind(node.asname.name, node.item)
 
+    # Bindings live in statements only, so a whole module is read statement by
+    # statement, in the order LibCST would visit them: a full visitor walk
+    # rebuilds every expression node and costs as much as the rest of detection.
+    def visit_Module(self, node: cst.Module) -> bool:
+        for stmt in node.body:
+            self._statement(stmt)
+        return False
+
+    def _statement(self, stmt: cst.CSTNode) -> None:
+        if isinstance(stmt, cst.SimpleStatementLine):
+            self._small(stmt.body)
+        elif isinstance(stmt, (cst.FunctionDef, cst.ClassDef)):
+            self._suite(stmt.body)
+        elif isinstance(stmt, cst.If):
+            self._suite(stmt.body)
+            if isinstance(stmt.orelse, cst.If):
+                self._statement(stmt.orelse)
+            elif stmt.orelse is not None:
+                self._suite(stmt.orelse.body)
+        elif isinstance(stmt, (cst.For, cst.While)):
+            self._suite(stmt.body)
+            if stmt.orelse is not None:
+                self._suite(stmt.orelse.body)
+        elif isinstance(stmt, cst.With):
+            for item in stmt.items:
+                self.visit_WithItem(item)
+            self._suite(stmt.body)
+        elif isinstance(stmt, (cst.Try, cst.TryStar)):
+            self._suite(stmt.body)
+            for handler in stmt.handlers:
+                self._suite(handler.body)
+            for tail in (stmt.orelse, stmt.finalbody):
+                if tail is not None:
+                    self._suite(tail.body)
+        elif isinstance(stmt, cst.Match):
+            for case in stmt.cases:
+                self._suite(case.body)
+        else:  # a statement kind this walk does not know: LibCST's own walk
+            stmt.visit(self)
+
+    def _suite(self, suite: cst.BaseSuite) -> None:
+        if isinstance(suite, cst.SimpleStatementSuite):
+            self._small(suite.body)
+        else:
+            for stmt in suite.body:
+                self._statement(stmt)
+
+    def _small(self, statements) -> None:
+        for small in statements:
+            if isinstance(small, cst.Assign):
+                self.visit_Assign(small)
+            elif isinstance(small, cst.AnnAssign):
+                self.visit_AnnAssign(small)
+
 
 class NameResolver:
     """Answers "which TF symbol is this" and "what kind of value is this" for one module.

@@ -1,0 +1,119 @@
+"""The cheaper analysis paths give exactly what LibCST's own machinery gives."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import libcst as cst
+import pytest
+from libcst.metadata import MetadataWrapper, PositionProvider
+
+from tf1gradfix import catalog
+from tf1gradfix.detect import AnalysisWrapper, _TrackedRanges, detect, starts
+from tf1gradfix.names import BindingCollector
+
+ROOT = Path(__file__).resolve().parent.parent
+SOURCES = sorted((ROOT / "fixtures" / "rewrite").glob("*/input.py")) + [ROOT / "tf1gradfix" / "names.py"]
+
+ODD = '''\
+import tensorflow as tf
+match x:
+    case [a, b]:
+        y = tf.Session()
+    case _:
+        with tf.Session() as s, open(f) as g: z: int = 3
+try:
+    q = 1
+except* ValueError:
+    r = 2
+else:
+    t = 3
+finally:
+    u = 4
+class C:
+    def f(self): self.a = 1; self.a = (tf.x)
+    if x: k = 1
+    elif y: k = 2
+    else: k = 3
+for i in x: w = 1
+else: w = 2
+while x: v = 1
+else: v = 2
+async def g():
+    async with a as b: c = d
+    async for e in f: h = 1
+a = b = c
+(x) = 5
+type X = int
+s = """\\r\\n""" ; t = "é\\t" + tf . y
+'''
+
+
+def _modules():
+    for path in SOURCES:
+        yield path.name, cst.parse_module(path.read_bytes())  # (names.py: plain Python, many shapes)
+    yield "odd", cst.parse_module(ODD)
+    yield "odd-crlf", cst.parse_module(ODD.replace("\n", "\r\n"))
+
+
+class _GenericWalk(BindingCollector):
+    def visit_Module(self, node):
+        return True
+
+
+def _ids(table):
+    return [(key, [id(v) for v in values]) for key, values in table.items()]
+
+
+@pytest.mark.parametrize("name,module", list(_modules()))
+def test_statement_walk_collects_what_the_visitor_walk_collects(name, module):
+    fast, slow = BindingCollector(), _GenericWalk()
+    module.visit(fast)
+    module.visit(slow)
+    assert _ids(fast.values) == _ids(slow.values)
+    assert _ids(fast.attributes) == _ids(slow.attributes)
+
+
+class _Expressions(cst.CSTVisitor):
+    def __init__(self):
+        super().__init__()
+        self.nodes = []
+
+    def visit_Name(self, node):
+        self.nodes.append(node)
+
+    def visit_Attribute(self, node):
+        self.nodes.append(node)
+
+    def visit_Call(self, node):
+        self.nodes.append(node)
+
+
+@pytest.mark.parametrize("name,module", list(_modules()))
+def test_tracked_ranges_are_the_position_providers(name, module):
+    found = _Expressions()
+    module.visit(found)
+    full = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
+    tracked = _TrackedRanges.of(module, found.nodes)
+    assert tracked is not None
+    assert {n: tracked[n] for n in found.nodes} == {n: full[n] for n in found.nodes}
+
+
+def test_a_node_without_its_own_range_falls_back_to_the_provider():
+    module = cst.parse_module("def f():\n    x = 1\n")
+    block = module.body[0].body  # an IndentedBlock takes its range from its statements
+    assert _TrackedRanges.of(module, [block]) is None
+    wrapper = AnalysisWrapper(module)
+    full = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
+    assert starts(wrapper, [block])[block] == (full[block].start.line, full[block].start.column + 1)
+
+
+@pytest.mark.parametrize("name,module", [m for m in _modules() if m[0] == "input.py"][:8])
+def test_detection_through_the_analysis_wrapper_is_unchanged(name, module):
+    rules = catalog.load()
+    plain = detect(MetadataWrapper(module, unsafe_skip_copy=True), rules)
+    wrapper = AnalysisWrapper(module)
+    fast = detect(wrapper, rules)
+    assert [(h.rule.code, h.line, h.col, h.message, h.replacement, id(h.node)) for h in fast] == \
+        [(h.rule.code, h.line, h.col, h.message, h.replacement, id(h.node)) for h in plain]
+    assert PositionProvider not in wrapper._metadata  # positions came from the hits alone
