@@ -116,7 +116,8 @@ class StateEmitter:
                 kwargs[row["map"][v1_name]] = self.code(expr)
         if fed_lr:
             if row["status"] not in FED_LR_STATUSES:
-                raise Refusal(call, "TFG906", f"`{node.info['cls']}` with a fed learning rate ({row['why']})")
+                raise Refusal(call, "TFG906", f"`{node.info['cls']}` with a learning rate that changes "
+                              f"between updates (fed or scheduled): {row['why']}")
             kwargs["learning_rate"] = "0.0"   # set from the fed value before every update
         if "learning_rate" not in kwargs:
             raise Refusal(call, "TFG906", "an optimizer without a learning rate")
