@@ -341,3 +341,50 @@ def test_gradient_options_that_cannot_be_kept_are_refused(grads, fetch, message)
     result = rewrite(GRADS.format(grads=grads, fetch=fetch))
     assert result.new_module is None
     assert [d[3] for d in result.diagnostics] == [message]
+
+
+PAIRS = """\
+import numpy as np
+import tensorflow as tf
+
+x = tf.placeholder(tf.float32, [None, 2])
+w = tf.Variable(tf.ones([2, 1]), name="w")
+b = tf.Variable(0.0, name="b")
+hidden = tf.matmul(x, w)
+loss = tf.reduce_sum(hidden + b)
+opt = tf.train.GradientDescentOptimizer(0.1)
+{pairs}
+train_op = opt.apply_gradients({arg})
+with tf.Session() as sess:
+    sess.run(tf.global_variables_initializer())
+    sess.run(train_op, {{x: np.ones([3, 2])}})
+"""
+
+
+@pytest.mark.parametrize("pairs, arg", [
+    ("grads = tf.gradients(loss, [w, b])", "zip([w, b], grads)"),
+    ("gw, gb = tf.gradients(loss, [w, b])", "[(w, gw), (b, gb)]"),
+    ("gvs = opt.compute_gradients(loss)", "[(v, g) for g, v in gvs]"),
+    ("gvs = opt.compute_gradients(loss)\nvg = gvs[0][0] * 2.0", "[(w, vg)]"),
+    ("gvs = opt.compute_gradients(loss)\ngrads, tvars = zip(*gvs)\ngrads, _ = tf.clip_by_global_norm(grads, 1.0)",
+     "list(zip(tvars, grads))"),
+    ("gw = tf.gradients(loss, w)[0]", "[(gw, hidden)]"),
+    ("gvs = opt.compute_gradients(loss)", "[(g, tf.identity(v)) for g, v in gvs]"),
+])
+def test_reversed_or_tensor_pairs_are_refused_with_their_line(pairs, arg):
+    source = PAIRS.format(pairs=pairs, arg=arg)
+    result = rewrite(source)
+    assert result.new_module is None
+    line = source.splitlines().index(f"train_op = opt.apply_gradients({arg})") + 1
+    assert [(d[0], d[2], d[4]) for d in result.diagnostics] == [(line, "TFG907", "manual")], result.diagnostics
+
+
+@pytest.mark.parametrize("pairs, arg", [
+    ("grads = tf.gradients(loss, [w, b])", "zip(grads, [w, b])"),
+    ("gvs = opt.compute_gradients(loss)", "[(g * 0.5 if v is w else g, v) for g, v in gvs]"),
+    ("gvs = opt.compute_gradients(loss)\ngvs = [(tf.clip_by_value(g, -1.0, 1.0), v) for g, v in gvs]", "gvs"),
+    ("gw, gb = tf.gradients(loss, [w, b])", "zip((gw, gb), (w, b))"),
+])
+def test_gradient_variable_pairs_pass(pairs, arg):
+    result = rewrite(PAIRS.format(pairs=pairs, arg=arg))
+    assert result.new_module is not None, result.diagnostics

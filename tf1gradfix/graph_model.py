@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 import libcst as cst
 from libcst.metadata import PositionProvider
 
-from tf1gradfix import global_step, gradient_calls, var_lists
+from tf1gradfix import global_step, grad_pairs, gradient_calls, var_lists
 from tf1gradfix.syntax import (Refusal, arg, bound_args, free_names, literal_dtype, literal_string, loads,
                                matches, target_names)
 
@@ -346,6 +346,8 @@ class ModelBuilder:
         extra = set(bound) - set(params) - {"gate_gradients", "aggregation_method", "colocate_gradients_with_ops"}
         if extra or "grad_loss" in bound:
             raise Refusal(call, "TFG905", f"`{method}` argument(s) {', '.join(sorted(extra))}")
+        if method == "apply_gradients" and "grads_and_vars" in bound:
+            grad_pairs.check(self, bound["grads_and_vars"])
         step = bound.get("global_step")
         if step is not None:
             node = self.program.node(step.value) if isinstance(step, cst.Name) else None
