@@ -388,3 +388,18 @@ def test_reversed_or_tensor_pairs_are_refused_with_their_line(pairs, arg):
 def test_gradient_variable_pairs_pass(pairs, arg):
     result = rewrite(PAIRS.format(pairs=pairs, arg=arg))
     assert result.new_module is not None, result.diagnostics
+
+
+def test_dropped_gradient_options_each_get_a_note():
+    source = GRADS.format(
+        grads="gs = tf.gradients(loss, [w, b], colocate_gradients_with_ops=True)\n"
+              "train_op = tf.train.GradientDescentOptimizer(0.1).minimize(\n"
+              "    loss, gate_gradients=tf.train.Optimizer.GATE_GRAPH, aggregation_method=None)",
+        fetch="gs[0]")
+    result = rewrite(source)
+    assert result.new_module is not None, result.diagnostics
+    assert "gate_gradients" not in result.new_module.code and "colocate" not in result.new_module.code
+    assert [(d[0], d[2], d[4]) for d in result.diagnostics] == [(9, "TFG206", "safe"), (11, "TFG206", "safe"),
+                                                                 (11, "TFG206", "safe")]
+    assert [d[3].split("=")[0] for d in result.diagnostics] == ["`colocate_gradients_with_ops", "`gate_gradients",
+                                                                "`aggregation_method"]

@@ -48,10 +48,19 @@ def model(builder, item, names, target, value, deps) -> bool:
         raise Refusal(value, "TFG905", "an indexed `tf.gradients` result other than `[0]` of one tensor")
     stops = _stops(program, bound.get("stop_gradients"), xs_names, call)
     unconnected = _unconnected(builder, bound.get("unconnected_gradients"))
+    note_dropped(builder, call, bound)
     builder._add(item, "gradients", names, value, deps, ys=bound["ys"], xs=xs_names, single=single,
-                 target=target, grad_ys=bound.get("grad_ys"), stops=stops, unconnected=unconnected,
-                 dropped=[(k, call) for k in DROPPED if k in bound])
+                 target=target, grad_ys=bound.get("grad_ys"), stops=stops, unconnected=unconnected)
     return True
+
+
+def note_dropped(builder, call: cst.Call, bound: dict) -> None:
+    """An info note (TFG206) per argument that only tuned graph-mode gradient building."""
+    what = "tf.gradients" if isinstance(call.func, cst.Name) or builder.qualified(call.func) == "tensorflow.gradients" \
+        else call.func.attr.value
+    for name in DROPPED:
+        if name in bound:
+            builder.note(bound[name], "TFG206", f"`{name}=` of `{what}` does nothing in TF2 (eager gradients); dropped")
 
 
 def _stops(program, given, xs_names, call) -> list[str]:

@@ -72,6 +72,13 @@ class ModelBuilder:
     def __init__(self, visitor, names, module: cst.Module):
         self.v, self.names, self.module = visitor, names, module
 
+    def note(self, node: cst.CSTNode, code: str, message: str) -> None:
+        """An info diagnostic of a successful rewrite (kept on the visitor, which
+        outlives this builder): (line, col, code, message, "safe")."""
+        if not hasattr(self.v, "notes"):
+            self.v.notes = []
+        self.v.notes.append((*self.position(node), code, message, "safe"))
+
     def position(self, node: cst.CSTNode) -> tuple[int, int]:
         p = self.v.get_metadata(PositionProvider, node).start
         return p.line, p.column + 1
@@ -343,7 +350,8 @@ class ModelBuilder:
                   "compute_gradients": ["loss", "var_list"],
                   "apply_gradients": ["grads_and_vars", "global_step", "name"]}[method]
         bound = bound_args(call, params, call)
-        extra = set(bound) - set(params) - {"gate_gradients", "aggregation_method", "colocate_gradients_with_ops"}
+        extra = set(bound) - set(params) - set(gradient_calls.DROPPED)
+        gradient_calls.note_dropped(self, call, bound)
         if extra or "grad_loss" in bound:
             raise Refusal(call, "TFG905", f"`{method}` argument(s) {', '.join(sorted(extra))}")
         if method == "apply_gradients" and "grads_and_vars" in bound:

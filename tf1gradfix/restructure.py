@@ -60,7 +60,7 @@ def restructure(module: cst.Module, path: str, wrapper: MetadataWrapper | None =
             return Restructured(None, [(1, 1, "TFG905", f"internal error in the rewrite ({type(exc).__name__}: {exc}); file left intact", "manual")])
     if new is None:
         return Restructured(None)
-    return Restructured(new)
+    return Restructured(new, list(getattr(meta, "notes", ())))   # info notes of the model (TFG206)
 
 
 def _position(meta, node) -> tuple[int, int]:
