@@ -6,10 +6,13 @@ verifier: EQUIVALENT, with a max relative difference that agrees with the
 row's status (exact: 0; otherwise at most 10x the recorded figure). A
 `not_equivalent` row's Keras candidate is emitted by the same rewrite (the
 row pointed at it) and must come out DIVERGED, so that claim is backed too.
+The rows of rules/schedules.toml get the same treatment with a program whose
+learning rate is that schedule of the global step.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import math
 import re
 from pathlib import Path
@@ -24,7 +27,8 @@ from tf1gradfix.findings import CodeFilter
 from tf1gradfix.restructure import restructure
 
 STATUSES = ("exact", "within_tolerance", "constant_lr", "not_equivalent", "manual")
-TF_SOURCES = Path(__file__).resolve().parent.parent / ".venv/lib/python3.11/site-packages/tensorflow/python"
+_TF_SPEC = importlib.util.find_spec("tensorflow")   # finds the installed sources without importing them
+TF_SOURCES = Path(_TF_SPEC.origin).parent / "python" if _TF_SPEC and _TF_SPEC.origin else Path("/nonexistent")
 V1_SOURCES = TF_SOURCES / "training"
 
 PROGRAM = """\
