@@ -10,7 +10,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tf1gradfix.engine import process_source
+from tf1gradfix.engine import mentions_tensorflow, preload, process_source
 from tf1gradfix.findings import CodeFilter, FileError, Finding
 from tf1gradfix.source_io import write_atomic
 
@@ -121,10 +121,14 @@ def run_all(jobs: list[Job], workers: int, on_done=None) -> list[Outcome]:
             if on_done:
                 on_done()
         return outcomes
+    import multiprocessing
     from concurrent.futures import ProcessPoolExecutor  # only paid for by parallel runs
 
+    context = multiprocessing.get_context()
+    if context.get_start_method() == "fork" and any(mentions_tensorflow(job.path) for job in jobs):
+        preload()  # forked workers inherit LibCST and the rules instead of each loading them
     chunk = max(1, min(4, len(jobs) // (workers * 8) or 1))  # small: Ctrl-C waits for running chunks
-    pool = ProcessPoolExecutor(max_workers=workers, initializer=_ignore_interrupts)
+    pool = ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=_ignore_interrupts)
     outcomes = []
     try:
         for outcome in pool.map(run_job, jobs, chunksize=chunk):

@@ -11,11 +11,6 @@ import fnmatch
 from dataclasses import dataclass, field
 from pathlib import Path
 
-try:
-    import tomllib
-except ModuleNotFoundError:  # Python 3.10
-    import tomli as tomllib
-
 
 @dataclass
 class Settings:
@@ -78,8 +73,18 @@ def _from_setup_cfg(path: Path) -> Settings | None:
 
 def _from_pyproject(path: Path) -> Settings | None:
     try:
-        data = tomllib.loads(path.read_text("utf-8"))
-    except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError):
+        text = path.read_text("utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None
+    if "tf1gradfix" not in text:  # no table of ours: skip importing and running the TOML parser
+        return None
+    try:
+        import tomllib
+    except ModuleNotFoundError:  # Python 3.10
+        import tomli as tomllib
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError:
         return None
     table = data.get("tool", {}).get("tf1gradfix")
     return None if table is None else _settings(table, path)

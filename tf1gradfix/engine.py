@@ -42,6 +42,30 @@ def process_source(display: str, data: bytes, codes: CodeFilter, fix: bool = Tru
     return _process_tensorflow_source(result, display, data, codes, fix)
 
 
+def mentions_tensorflow(path: str) -> bool:
+    """Whether the file at `path` would be parsed (unreadable files are not)."""
+    try:
+        with open(path, "rb") as handle:
+            return _MARKER in handle.read()
+    except OSError:
+        return False
+
+
+def preload() -> None:
+    """Import LibCST and the rewrite and read the rule tables now, in this process.
+
+    A parent that forks its workers afterwards pays for this once, instead of
+    once per worker.
+    """
+    import libcst  # noqa: F401
+
+    from tf1gradfix import catalog, detect, fix_renames, restructure  # noqa: F401
+    from tf1gradfix.syntax import graph_ops
+
+    catalog.load()
+    graph_ops()
+
+
 def _syntax_error(display: str, data: bytes, exc) -> FileError:
     """Python's own compiler names the offending line more exactly than LibCST's parser."""
     import warnings
@@ -79,7 +103,8 @@ def _process_tensorflow_source(result: FileResult, display: str, data: bytes, co
         return result
 
     catalog = catalog_module.load()
-    silenced = suppressions(module.code)
+    # (source encodings are ASCII-compatible: no marker in the bytes, none in the text)
+    silenced = suppressions(module.code) if b"tf1gradfix" in data else {}
     # Whole-program rewrite of a Session program first; findings stay those of
     # the original file (what the user wrote), marked fixed when it succeeded.
     original = AnalysisWrapper(module)
