@@ -403,3 +403,48 @@ def test_dropped_gradient_options_each_get_a_note():
                                                                  (11, "TFG206", "safe")]
     assert [d[3].split("=")[0] for d in result.diagnostics] == ["`colocate_gradients_with_ops", "`gate_gradients",
                                                                 "`aggregation_method"]
+
+
+SYNC = """\
+import numpy as np
+import tensorflow as tf
+
+x = tf.placeholder(tf.float32, [None, 2])
+online = tf.Variable(tf.ones([2, 1]), name="online")
+target = tf.Variable(tf.zeros([2, 1]), name="target", trainable=False)
+loss = tf.reduce_sum(tf.matmul(x, online) - tf.stop_gradient(tf.matmul(x, target)))
+train_op = tf.train.GradientDescentOptimizer(0.1).minimize(loss)
+{sync}
+with tf.Session() as sess:
+    sess.run(tf.global_variables_initializer())
+    sess.run(train_op, {{x: np.ones([3, 2])}})
+    {run}
+"""
+
+
+@pytest.mark.parametrize("sync, run, body", [
+    ("sync = [t.assign(o) for t, o in zip([target], [online])]", "sess.run(sync)",
+     "sync = [t.assign(o) for t, o in zip([target], [online])]"),
+    ("sync = target.assign(0.9 * target + 0.1 * online)", "sync.run()", "sync = target.assign(0.9 * target + 0.1 * online)"),
+    ("pairs = [target.assign(online)]\nsync = tf.group(*pairs)", "sess.run(sync)",
+     "pairs = [target.assign(online)]\n    sync = tf.group(*pairs)"),
+])
+def test_assignment_ops_become_functions_called_where_they_ran(sync, run, body):
+    result = rewrite(SYNC.format(sync=sync, run=run))
+    assert result.new_module is not None, result.diagnostics
+    code = result.new_module.code
+    assert f"def sync():\n    {body}\n" in code
+    assert code.rstrip().endswith("sync()")
+
+
+@pytest.mark.parametrize("sync, run, message", [
+    ("sync = target.assign(online)", "print(sess.run([sync, loss], {x: np.ones([3, 2])}))",
+     "an assignment op fetched with other values in one run (order undefined)"),
+    ("sync = target.assign(online)", "value = sess.run(sync)",
+     "the fetch result of a train or assignment op used other than by unpacking or indexing"),
+    ("sync = loss.assign(online)", "sess.run(sync)", "`.assign` on something other than a variable"),
+])
+def test_assignment_ops_the_tool_cannot_order_are_refused(sync, run, message):
+    result = rewrite(SYNC.format(sync=sync, run=run))
+    assert result.new_module is None
+    assert [d[3] for d in result.diagnostics] == [message]

@@ -47,6 +47,10 @@ class TapeEmitter:
                     continue
             elif sig.train is not None:
                 base = "train_step"
+            elif not sig.returns and len(sig.fetches) == 1 and sig.fetches[0] not in used:
+                sig.name = sig.fetches[0]   # an update op: its statement and runs disappear, the name is free
+                used.add(sig.name)
+                continue
             else:
                 base = "compute_" + "_".join(sig.fetches)
             sig.name = self.fresh(base)
@@ -155,7 +159,7 @@ class TapeEmitter:
             forward_lines.append(self.stmt_text(self.p.nodes[i]))
             forward_lines += watch_after.get(i, [])
         grads = [i for i in sig.nodes if i in post]
-        lines: list[str] = self._casts(sig.params)
+        lines: list[str] = self._casts(sig.params) + self._variable_lists(sig)
         if grads:
             count = sum(1 for i in grads if self.p.nodes[i].kind in ("gradients", "compute_gradients")
                         or self.p.nodes[i].info.get("method") == "minimize")
@@ -166,12 +170,21 @@ class TapeEmitter:
                 lines += self._gradient_lines(self.p.nodes[i])
         else:
             lines += forward_lines
+        # assignments (a target network's sync): the statements as written, in source order
+        lines += [self.stmt_text(self.p.nodes[i]) for i in sig.nodes if self.p.nodes[i].kind == "update"]
         if sig.returns:
             lines.append(f"return {', '.join(sig.returns)}")
         if not lines:
             lines.append("pass")
         header = f"{self.spec(sig.params)}\ndef {sig.name}({self.params_text(sig.params)}):\n"
         return header + _indent("\n".join(lines))
+
+    def _variable_lists(self, sig: Signature) -> list[str]:
+        """Variable lists that emitted statements read (their TF1 statements go: a
+        collection does not exist in TF2), as explicit lists in creation order."""
+        read = sorted({d for i in sig.nodes if self.p.nodes[i].kind not in ("train", "compute_gradients", "varlist")
+                       for d in self.p.nodes[i].deps if self.p.nodes[d].kind == "varlist"})
+        return [f"{self.p.nodes[i].names[0]} = [{', '.join(self.p.nodes[i].info['members'])}]" for i in read]
 
     def _needed(self, sig: Signature, shared: set[int]) -> set[str]:
         names = set()
@@ -314,7 +327,7 @@ class TapeEmitter:
             if isinstance(target, (cst.Tuple, cst.List)) and len(target.elements) == len(site.fetches):
                 kept = []
                 for element, fetch in zip(target.elements, site.fetches):
-                    if self.p.node(fetch).kind == "train":
+                    if self.p.node(fetch).kind in ("train", "update"):
                         if not (isinstance(element.value, cst.Name) and self._discarded(element.value)):
                             raise Refusal(element.value, "TFG905", "the result of a train op bound to a name that is used")
                     else:
@@ -326,12 +339,12 @@ class TapeEmitter:
         if isinstance(parent, cst.Subscript) and parent.value is site.call and site.structure != "single":
             index = _literal_index(parent)
             if index is not None and -len(site.fetches) <= index < len(site.fetches) \
-                    and self.p.node(site.fetches[index]).kind != "train":
+                    and self.p.node(site.fetches[index]).kind not in ("train", "update"):
                 position = sig.returns.index(site.fetches[index])   # `sess.run([op, t])[1]`: t's value
                 call = self._invoke(site)
                 value = f"{call}.numpy()" if len(sig.returns) == 1 else f"{call}[{position}].numpy()"
                 return parent, cst.parse_expression(value)
-        raise Refusal(site.call, "TFG905", "a train op's fetch result used other than by unpacking or indexing")
+        raise Refusal(site.call, "TFG905", "the fetch result of a train or assignment op used other than by unpacking or indexing")
 
     def _invoke(self, site: Site) -> str:
         sig = site.signature

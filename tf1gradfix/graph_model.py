@@ -16,12 +16,12 @@ from dataclasses import dataclass, field
 import libcst as cst
 from libcst.metadata import PositionProvider
 
-from tf1gradfix import global_step, grad_pairs, gradient_calls, var_lists
+from tf1gradfix import global_step, grad_pairs, gradient_calls, updates, var_lists
 from tf1gradfix.syntax import (Refusal, arg, bound_args, free_names, literal_dtype, literal_string, loads,
                                matches, target_names)
 
 GRAPH_KINDS = ("placeholder", "variable", "tensor", "static", "optimizer", "train",
-               "compute_gradients", "gradients", "init", "session", "varlist")
+               "compute_gradients", "gradients", "init", "session", "varlist", "update")
 
 
 @dataclass
@@ -267,6 +267,8 @@ class ModelBuilder:
             item.drop = True
         elif self._optimizer_method(item, names, value, deps):
             pass
+        elif one and updates.is_update(self, value, deps):
+            self._add(item, "update", names, value, deps, calls=[q for _, q in tf_calls])
         elif gradient_calls.model(self, item, names, small.targets[0].target, value, deps):
             pass
         elif one and (listed := var_lists.members(self.program, value, len(self.program.nodes), self.qualified)) is not None:
@@ -395,7 +397,7 @@ class ModelBuilder:
             if prior is not None and prior.kind not in ("tensor", "static", "compute_gradients", "gradients"):
                 raise Refusal(item.stmt, "TFG905", f"`{name}` rebinds a {prior.kind}")
         for n in (self.program.nodes[i] for i in deps):
-            if n.kind in ("train", "init", "optimizer", "session"):
+            if n.kind in ("train", "init", "optimizer", "session", "update"):
                 raise Refusal(item.stmt, "TFG905", f"graph value computed from a {n.kind} op")
         static = all(self.program.nodes[i].kind == "static" for i in deps) and all(matches(q, "pure") for _, q in tf_calls)
         if static and any(n in self.program.final for n in names):

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 import libcst as cst
 from libcst.metadata import ParentNodeProvider
 
+from tf1gradfix import updates
 from tf1gradfix.graph_model import GraphNode, Program
 from tf1gradfix.syntax import Refusal, arg, free_names, loads, matches
 
@@ -182,7 +183,7 @@ class HostScan:
             self._check_session_kw(call, ("feed_dict", "session"))
             self._add_site(call, func.value, feed)
             return True
-        if method == "run" and node.kind in ("train", "init"):
+        if method == "run" and node.kind in ("train", "init", "update"):
             self._check_session_kw(call, ("feed_dict", "session"))
             self._add_site(call, func.value, arg(call, 0, "feed_dict"))
             return True
@@ -356,13 +357,14 @@ def _slice(program: Program, sig: Signature, site: Site) -> None:
         if "unsupported" in program.nodes[i].info:
             raise program.nodes[i].info["unsupported"]
     sig.nodes = sorted(members)
+    updates.check_run(program, site.call, fetched)
     trains = [n for n in fetched if n.kind == "train"]
     if len(trains) > 1:
         raise Refusal(site.call, "TFG905", "two train ops in one run")
     sig.train = trains[0] if trains else None
     if sig.train is not None and any(n.kind == "variable" for n in fetched):
         raise Refusal(site.call, "TFG905", "a variable fetched in the same run as its update (order undefined)")
-    sig.returns = [name for name, n in zip(sig.fetches, fetched) if n.kind != "train"]
+    sig.returns = [name for name, n in zip(sig.fetches, fetched) if n.kind not in ("train", "update")]
     sig.inline = all(n.kind in ("variable", "static") for n in fetched) and not sig.fed
     placeholders = [program.nodes[i] for i in sig.nodes if program.nodes[i].kind == "placeholder"]
     for ph in placeholders:

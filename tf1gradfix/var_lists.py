@@ -74,9 +74,13 @@ def _collection(program, call: cst.Call, q, before: int, qualified) -> list[str]
     prefix = "" if scope is None or isinstance(scope, cst.Name) and scope.value == "None" else literal_string(scope)
     if prefix is None or _REGEX & set(prefix):
         raise Refusal(call, "TFG905", "a variable collection whose scope is not a plain string")
-    if which == "global" and any(n.kind == "train" for n in program.nodes[:before]):
+    slotless = graph_ops()["slotless_optimizers"]
+    if which == "global" and any(n.kind in ("train", "compute_gradients")
+                                 and program.nodes[n.info["optimizer"]].info["cls"] not in slotless
+                                 for n in program.nodes[:before]):
         # a train op made before it has added the optimizer's slot variables
-        raise Refusal(call, "TFG905", "`tf.global_variables()` read after a train op (it would list the optimizer's slots)")
+        raise Refusal(call, "TFG905", "`tf.global_variables()` read after a train op whose optimizer "
+                      "has slot variables (TF1 would list them too)")
     chosen = []
     variables = [n for n in program.nodes[:before] if n.kind == "variable" and "alias_of" not in n.info]
     labels = [n.info["full_name"] for n in variables if n.info["full_name"] is not None]
