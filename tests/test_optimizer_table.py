@@ -167,6 +167,19 @@ def test_a_schedule_feeding_an_optimizer_is_rewritten(row, case):
     assert f"lr = tf.{row['target']}(" in migrated and "optimizer.learning_rate = lr" in migrated
 
 
+@pytest.mark.parametrize("row", [r for r in ROWS if r["cases"]], ids=lambda r: r["v1"])
+def test_a_kept_v1_optimizer_is_noted_with_its_reason(row):
+    source = program(row["v1"], row["cases"][0]["args"])
+    result = restructure(cst.parse_module(source), "original.py")
+    notes = [d for d in result.diagnostics if d[2] == "TFG207"]
+    if row["status"] != "not_equivalent":
+        assert notes == []
+        return
+    line = 1 + next(i for i, ln in enumerate(source.splitlines()) if ln.startswith("optimizer = "))
+    assert [(d[0], d[4]) for d in notes] == [(line, "safe")] and row["why"] in notes[0][3]
+    assert f"optimizer = tf.{row['target']}(" in result.new_module.code and "# kept: " in result.new_module.code
+
+
 KEPT_V1_REPORTED = ("the engine's own check of the rewrite still reports the kept `tf.compat.v1.train` "
                     "optimizer (TFG205, and TFG204 on its apply_gradients) and refuses the file")
 

@@ -127,6 +127,13 @@ class StateEmitter:
             text += f"  # kept: no Keras optimizer gives the same updates ({row['why']}); see `tf1gradfix explain TFG205`"
         return text
 
+    def kept(self, node: GraphNode) -> str | None:
+        """Why the v1 optimizer stays v1 (an info note of the rewrite, TFG207), or None."""
+        row = optimizer_table().get(node.info["cls"])
+        if row is None or row["status"] != "not_equivalent":
+            return None
+        return f"`{node.info['cls']}` stays `tf.{row['target']}`: no Keras optimizer gives the same updates ({row['why']})"
+
     def scheduled_rate(self, opt: GraphNode) -> GraphNode | None:
         """The graph statement `lr = tf.train.<schedule>(...)` the optimizer's learning rate names."""
         lr = self.learning_rate(opt)

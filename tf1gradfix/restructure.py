@@ -239,6 +239,10 @@ class _Rewrite:
                 if lr is None or any(set(loads(a.value)) & {program.nodes[i].names[0] for i in placeholders} for a in others):
                     raise Refusal(node.value, "TFG906", "an optimizer argument other than the learning rate is fed")
                 tape.fed_lr.add(node.index)
+            kept = tape.state.kept(node)
+            if kept is not None:   # an info note, with the model's (TFG206)
+                self.meta.notes = [*getattr(self.meta, "notes", ()),
+                                   (*_position(self.meta, node.info["call"]), "TFG207", kept, "safe")]
             if node.info.get("inline"):
                 tape.optimizer_names[node.index] = self.fresh("optimizer")
             else:
