@@ -448,3 +448,25 @@ def test_assignment_ops_the_tool_cannot_order_are_refused(sync, run, message):
     result = rewrite(SYNC.format(sync=sync, run=run))
     assert result.new_module is None
     assert [d[3] for d in result.diagnostics] == [message]
+
+
+@pytest.mark.parametrize("run, expected", [
+    ("print(sess.run(w[0] * 2.0))", "print(compute_fetched().numpy())"),
+    ("print(sess.run(tf.reduce_sum(w), {x: d}))", "print(compute_reduce_sum(d).numpy())"),
+    ("print(sess.run([loss, tf.norm(w)], {x: d}))", "print([t.numpy() for t in compute_loss_norm(d)])"),
+])
+def test_fetched_expressions_become_computed_values(run, expected):
+    result = rewrite(SITE.format(run=run))
+    assert result.new_module is not None, result.diagnostics
+    assert result.new_module.code.rstrip().splitlines()[-1] == expected
+
+
+@pytest.mark.parametrize("run", [
+    "print(sess.run([v for v in [loss]], {x: d}))",
+    "print(sess.run(tf.unstack(w)))",
+    "print(sess.run(w.initial_value))",
+])
+def test_fetched_expressions_of_several_values_are_refused(run):
+    result = rewrite(SITE.format(run=run))
+    assert result.new_module is None
+    assert [d[2] for d in result.diagnostics] == ["TFG905"]

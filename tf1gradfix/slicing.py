@@ -281,6 +281,10 @@ class HostScan:
             return self.expressions[code]
         read = set(loads(expr))
         deps = {self.p.final[n] for n in read if n in self.p.final}
+        top = self.meta.names.qualified(expr.func) if isinstance(expr, cst.Call) else None
+        if not isinstance(expr, (cst.Subscript, cst.Call, cst.BinaryOperation, cst.UnaryOperation)) \
+                or isinstance(expr, cst.Call) and (top is None or matches(top, "several_results")):
+            raise Refusal(expr, "TFG905", "a fetch that is not a name, a list of names or an expression giving one tensor")
         if not deps or read & set(self.p.helpers) or read & self.p.sessions:
             raise Refusal(expr, "TFG905", "a fetch that is not a name, a list of names or an expression of graph values")
         for i in deps:
