@@ -470,3 +470,15 @@ def test_fetched_expressions_of_several_values_are_refused(run):
     result = rewrite(SITE.format(run=run))
     assert result.new_module is None
     assert [d[2] for d in result.diagnostics] == ["TFG905"]
+
+
+@pytest.mark.parametrize("loop, message", [
+    ("edited = [None]\nfor g, v in gvs:\n    edited.append((g, v))",
+     "a loop over graph values fills `edited`, which is not a list started empty just before"),
+    ("edited = []\nfor g, w in gvs:\n    edited.append((g, w))", "a loop over graph values rebinds the variable `w`"),
+])
+def test_gradient_loops_the_tool_cannot_follow_are_refused(loop, message):
+    source = PAIRS.format(pairs="gvs = opt.compute_gradients(loss)\n" + loop, arg="edited")
+    result = rewrite(source)
+    assert result.new_module is None
+    assert [d[3] for d in result.diagnostics] == [message]

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 import libcst as cst
 from libcst.metadata import PositionProvider
 
-from tf1gradfix import global_step, grad_pairs, gradient_calls, updates, var_lists
+from tf1gradfix import global_step, grad_pairs, gradient_calls, graph_loops, updates, var_lists
 from tf1gradfix.syntax import (Refusal, arg, bound_args, free_names, literal_dtype, literal_string, loads,
                                matches, target_names)
 
@@ -101,10 +101,10 @@ class ModelBuilder:
     def build(self, owner, body: list[cst.BaseStatement], helpers, tf_alias: str) -> Program:
         self.program = Program(owner, [], [], {}, set(), helpers, tf_alias)
         self._flatten(body, "", ())
-        for item in self.program.items:
+        for position, item in enumerate(self.program.items):
             if isinstance(item.stmt, cst.SimpleStatementLine) and not item.drop:
                 self._classify(item)
-            elif not isinstance(item.stmt, cst.SimpleStatementLine):
+            elif not isinstance(item.stmt, cst.SimpleStatementLine) and not graph_loops.model(self, item, position):
                 self._check_compound(item.stmt)
         return self.program
 
