@@ -482,3 +482,11 @@ def test_gradient_loops_the_tool_cannot_follow_are_refused(loop, message):
     result = rewrite(source)
     assert result.new_module is None
     assert [d[3] for d in result.diagnostics] == [message]
+
+
+def test_global_step_read_in_the_minimize_call():
+    source = STEP.format(step="counter = tf.train.get_or_create_global_step()").replace(
+        "global_step=counter", "global_step=tf.train.get_global_step()")
+    result = rewrite(source)
+    assert result.new_module is not None, result.diagnostics
+    assert "    counter.assign_add(1)\n" in result.new_module.code

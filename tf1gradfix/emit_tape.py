@@ -257,9 +257,8 @@ class TapeEmitter:
             pairs = self.code(bound["grads_and_vars"])
         lines += self._learning_rate(opt, opt_name)
         lines.append(f"{opt_name}.apply_gradients([(g, v) for g, v in {pairs} if g is not None])")
-        step = bound.get("global_step")
-        if step is not None:   # v1 counts an update after applying it
-            lines.append(f"{step.value}.assign_add(1)")
+        if node.info.get("step") is not None:   # v1 counts an update after applying it
+            lines.append(f"{node.info['step']}.assign_add(1)")
         return lines
 
     def _check_built_for(self, opt: GraphNode, variables: list[str]) -> None:

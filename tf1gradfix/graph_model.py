@@ -359,17 +359,22 @@ class ModelBuilder:
         if method == "apply_gradients" and "grads_and_vars" in bound:
             grad_pairs.check(self, bound["grads_and_vars"])
         step = bound.get("global_step")
+        step_name = None
         if step is not None:
             node = self.program.node(step.value) if isinstance(step, cst.Name) else None
+            if isinstance(step, cst.Call) and not step.args and matches(self.qualified(step.func), "global_step_getters"):
+                node = global_step.find(self.program)   # `global_step=tf.train.get_global_step()`
             if node is None or node.kind != "variable" or node.info["trainable"]:
                 raise Refusal(step, "TFG905", "`global_step=` that is not a non-trainable variable")
+            step_name = step.value if isinstance(step, cst.Name) else node.names[0]
         if opt.index == -1:
             opt.index = len(self.program.nodes)
             opt.names = ()
             self.program.nodes.append(opt)
         deps = set(deps) | {opt.index}
         kind = "compute_gradients" if method == "compute_gradients" else "train"
-        self._add(item, kind, names, value, deps, method=method, optimizer=opt.index, bound=bound, call=call)
+        self._add(item, kind, names, value, deps, method=method, optimizer=opt.index, bound=bound, call=call,
+                  step=step_name)
         return True
 
     def _optimizer_call(self, call: cst.Call) -> bool:
