@@ -538,3 +538,22 @@ def test_random_op_in_training_is_not_comparable(tmp_path):
     result = verify_pair(_write(tmp_path, "o.py", TINY_TF1), _write(tmp_path, "m.py", NOISY_TF2),
                          rtol=1e-3, atol=1e-6, timeout=120)
     assert result.verdict == "NOT_COMPARABLE" and "the original program ran none" in result.reason
+
+
+def test_statement_of_a_call_spread_over_lines(tmp_path):
+    """Random initial values written over two lines still belong to the variable's statement."""
+    import runpy
+
+    script = _write(tmp_path, "stmt.py", """
+    import sys
+    from tf1gradfix.verify.random_ops import _statement
+    def where():
+        return _statement(sys._getframe(1))
+    pair = (where(),
+            where())
+    first = where()
+    second = where()
+    """)
+    ns = runpy.run_path(str(script))
+    assert ns["pair"][0] == ns["pair"][1] == (str(script), 6)
+    assert ns["first"] != ns["second"]

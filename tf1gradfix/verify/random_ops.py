@@ -31,6 +31,7 @@ No TensorFlow import at module level: the parent process uses
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import sys
@@ -44,6 +45,7 @@ _WALK_BUDGET = 20000
 _HERE = os.path.dirname(os.path.abspath(__file__))
 
 
+@functools.lru_cache(maxsize=4096)
 def is_random_op(op_type: str) -> bool:
     """True for op types that draw random numbers (stateful or stateless)."""
     return bool(_RANDOM.search(op_type)) and not _NOT_RANDOM.search(op_type)
@@ -152,6 +154,36 @@ def _user_frame():
     return None
 
 
+_STATEMENTS: dict = {}
+
+
+def _statement(frame):
+    """(file, first line) of the innermost statement holding the frame's current line.
+
+    A call spread over several lines reports different lines for its parts
+    (``tf.Variable(`` on one, ``tf.random.normal(...)`` on the next), so
+    "the same line" means the same statement.
+    """
+    if frame is None:
+        return None
+    filename, line = frame.f_code.co_filename, frame.f_lineno
+    if filename not in _STATEMENTS:
+        starts = {}
+        try:
+            import ast
+            import linecache
+
+            tree = ast.parse("".join(linecache.getlines(filename)))
+            stmts = [n for n in ast.walk(tree) if isinstance(n, ast.stmt)]
+            for n in sorted(stmts, key=lambda n: n.end_lineno - n.lineno, reverse=True):
+                for i in range(n.lineno, n.end_lineno + 1):
+                    starts[i] = n.lineno
+        except Exception:  # noqa: BLE001 - no source: lines stand for statements
+            pass
+        _STATEMENTS[filename] = starts
+    return filename, _STATEMENTS[filename].get(line, line)
+
+
 def _in_initializer() -> bool:
     frame = sys._getframe(2)
     while frame is not None:
@@ -166,7 +198,7 @@ class EagerRandomness:
 
     def __init__(self, tracer):
         self.tracer = tracer
-        self.pending: list = []     # [(frame, line, op dict, training)] not yet known not to be initial values
+        self.pending: list = []     # [(frame, statement, op dict, training)] maybe initial values
         self.creating = 0           # depth of variable creation in progress
 
     def install(self) -> None:
@@ -193,7 +225,7 @@ class EagerRandomness:
             training = bool(self.could_record())
             if self.pending and (self.pending[-1][0] is not frame or len(self.pending) >= 1000):
                 self.flush()
-            self.pending.append((frame, frame.f_lineno if frame is not None else None, op, training))
+            self.pending.append((frame, _statement(frame), op, training))
         except Exception:  # noqa: BLE001 - observing must never break the program
             pass
         return None
@@ -213,8 +245,9 @@ class EagerRandomness:
         while f is not None and f is not frame:
             by_layer = by_layer or bool(_LAYER_FILES.search(f.f_code.co_filename))
             f = f.f_back
+        here = _statement(frame)
         if frame is not None and not by_layer and all(
-                f is frame and line == frame.f_lineno for f, line, _, _ in self.pending):
+                f is frame and stmt == here for f, stmt, _, _ in self.pending):
             self.pending = []
         else:
             self.flush()
