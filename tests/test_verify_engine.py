@@ -557,3 +557,15 @@ def test_statement_of_a_call_spread_over_lines(tmp_path):
     ns = runpy.run_path(str(script))
     assert ns["pair"][0] == ns["pair"][1] == (str(script), 6)
     assert ns["first"] != ns["second"]
+
+
+def test_graph_random_op_counts_only_in_taken_branches():
+    from types import SimpleNamespace as NS
+
+    from tf1gradfix.verify.random_ops import GraphRandomness
+
+    pred = NS(name="is_training:0")
+    in_branch, outside = NS(type="RandomUniform", name="cond/r"), NS(type="RandomUniform", name="r")
+    checks = [(in_branch, [(pred, 1)]), (outside, [])]
+    assert GraphRandomness.executed(checks, {"is_training:0": False}) == [{"type": "RandomUniform", "name": "r"}]
+    assert len(GraphRandomness.executed(checks, {"is_training:0": True})) == 2
