@@ -86,10 +86,7 @@ def schedule_program(function: str, args: str) -> str:
 
 ROWS = list(optimizer_table().values())
 SCHEDULE_ROWS = list({id(row): row for row in schedule_table().values()}.values())
-MODEL_REFUSES_SCHEDULES = ("the program model refuses `tf.train.*` calls in graph code that runs (rules/graph_ops.toml "
-                           "`refuse`) before the optimizer stage can translate the schedule")
-SCHEDULES = [pytest.param(row, case, id=f"{row['v1'][0].rsplit('.', 1)[1]}({case['args']})",
-                          marks=pytest.mark.xfail(strict=True, reason=MODEL_REFUSES_SCHEDULES))
+SCHEDULES = [pytest.param(row, case, id=f"{row['v1'][0].rsplit('.', 1)[1]}({case['args']})")
              for row in SCHEDULE_ROWS for case in row["cases"]]
 CASES = [pytest.param(row, case, id=f"{row['v1']}({case['args']})") for row in ROWS for case in row["cases"]]
 

@@ -14,7 +14,7 @@ import libcst as cst
 
 from tf1gradfix.catalog import _read
 from tf1gradfix.graph_model import GraphNode, Program
-from tf1gradfix.syntax import Refusal, bound_args
+from tf1gradfix.syntax import Refusal, bound_args, schedule_table
 
 
 # Statuses whose target takes a learning rate set before every update (a fed one).
@@ -24,11 +24,6 @@ FED_LR_STATUSES = ("exact", "within_tolerance")
 @functools.lru_cache(maxsize=None)
 def optimizer_table() -> dict[str, dict]:
     return {row["v1"]: row for row in _read("optimizers.toml")["optimizer"]}
-
-
-@functools.lru_cache(maxsize=None)
-def schedule_table() -> dict[str, dict]:
-    return {name: row for row in _read("schedules.toml")["schedule"] for name in row["v1"]}
 
 
 @functools.lru_cache(maxsize=None)

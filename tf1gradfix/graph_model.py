@@ -18,7 +18,7 @@ from libcst.metadata import PositionProvider
 
 from tf1gradfix import global_step, grad_pairs, gradient_calls, graph_loops, updates, var_lists
 from tf1gradfix.syntax import (Refusal, arg, bound_args, free_names, literal_dtype, literal_string, loads,
-                               matches, target_names)
+                               matches, schedule_table, target_names)
 
 GRAPH_KINDS = ("placeholder", "variable", "tensor", "static", "optimizer", "train",
                "compute_gradients", "gradients", "init", "session", "varlist", "update")
@@ -394,7 +394,7 @@ class ModelBuilder:
                 raise Refusal(call, "TFG904", f"`{q.replace('tensorflow', 'tf', 1)}` created inside a larger expression (comprehension, call)")
             if matches(q, "sessions") or matches(q, "initializers") or q == "tensorflow.gradients":
                 raise Refusal(call, "TFG905", f"`{q.replace('tensorflow', 'tf', 1)}` in graph code")
-            if matches(q, "refuse"):   # refused only if some run needs it: never-run ops just go
+            if matches(q, "refuse") and q not in schedule_table():   # refused only if some run needs it
                 unsupported = Refusal(call, "TFG905", f"`{q.replace('tensorflow', 'tf', 1)}` in graph code that runs")
         for name in names:
             prior = self.program.node(name)

@@ -26,6 +26,12 @@ def graph_ops() -> dict:
     return _read("graph_ops.toml")
 
 
+@functools.lru_cache(maxsize=None)
+def schedule_table() -> dict[str, dict]:
+    """Learning-rate schedules the optimizer stage translates (rules/schedules.toml)."""
+    return {name: row for row in _read("schedules.toml")["schedule"] for name in row["v1"]}
+
+
 def matches(qualified: str | None, table: str) -> bool:
     return qualified is not None and any(fnmatch.fnmatchcase(qualified, p) for p in graph_ops()[table])
 
