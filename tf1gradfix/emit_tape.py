@@ -10,7 +10,7 @@ one helper. Values that reach Python are converted with `.numpy()`.
 from __future__ import annotations
 
 import libcst as cst
-from libcst.metadata import ParentNodeProvider, ScopeProvider
+from libcst.metadata import ScopeProvider
 
 from tf1gradfix.emit_state import optimizer_table
 from tf1gradfix import gradient_calls, var_lists
@@ -256,7 +256,8 @@ class TapeEmitter:
             lines = []
             pairs = self.code(bound["grads_and_vars"])
         lines += self._learning_rate(opt, opt_name)
-        lines.append(f"{opt_name}.apply_gradients([(g, v) for g, v in {pairs} if g is not None])")
+        kept = "  # tf1gradfix: ignore[TFG204] a v1 optimizer, updating when called" if self.state.kept(opt) else ""
+        lines.append(f"{opt_name}.apply_gradients([(g, v) for g, v in {pairs} if g is not None]){kept}")
         if node.info.get("step") is not None:   # v1 counts an update after applying it
             lines.append(f"{node.info['step']}.assign_add(1)")
         return lines
@@ -315,7 +316,7 @@ class TapeEmitter:
         """(original node, replacement) for one execution site."""
         sig = site.signature
         values = self._values(site)
-        parent = self.meta.get_metadata(ParentNodeProvider, site.call)
+        parent = site.parent
         has_op = len(sig.returns) != len(site.fetches)
         if not has_op:
             return site.call, cst.parse_expression(values)

@@ -12,8 +12,7 @@ import builtins
 from dataclasses import dataclass, field
 
 import libcst as cst
-from libcst.metadata import (MetadataWrapper, ParentNodeProvider, PositionProvider,
-                             ScopeProvider)
+from libcst.metadata import MetadataWrapper, PositionProvider, ScopeProvider
 
 from tf1gradfix import catalog as catalog_module
 from tf1gradfix.emit_state import StateEmitter
@@ -40,7 +39,7 @@ class Restructured:
 class _Meta(cst.MetadataDependent):
     # Names are resolved through the scope analysis (names.NameResolver); the
     # whole-tree qualified-name table would cost a third of the analysis.
-    METADATA_DEPENDENCIES = (ScopeProvider, PositionProvider, ParentNodeProvider)
+    METADATA_DEPENDENCIES = (ScopeProvider, PositionProvider)
 
 
 def restructure(module: cst.Module, path: str, wrapper: MetadataWrapper | None = None) -> Restructured:

@@ -11,8 +11,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import libcst as cst
-from libcst.metadata import ParentNodeProvider
-
 from tf1gradfix import updates
 from tf1gradfix.graph_model import GraphNode, Program
 from tf1gradfix.syntax import Refusal, arg, free_names, loads, matches
@@ -29,6 +27,7 @@ class Site:
     feed_name: str | None       # a host dict holding the feed (`**name` at the call)
     fed: frozenset[str] = frozenset()
     signature: "Signature | None" = None
+    parent: cst.CSTNode | None = None   # the node holding the call (its statement decides the rewrite)
 
 
 @dataclass
@@ -55,6 +54,7 @@ class HostScan:
         self.feed_dict_nodes: list[cst.Dict] = []
         self.removed: set[cst.CSTNode] = set()   # `sess.close()`, `sess.run(init)` statements
         self.first_site_item: int | None = None
+        self._parents: dict = {}
         self.inits = 0
         self.expressions: dict[str, str] = {}   # fetched expression (code) -> its model name
 
@@ -191,10 +191,25 @@ class HostScan:
 
     def _in_loop(self, node: cst.CSTNode) -> bool:
         while node is not None and node is not self._item.stmt:
-            node = self.meta.get_metadata(ParentNodeProvider, node, None)
+            node = self.parent(node)
             if isinstance(node, (cst.For, cst.While, cst.FunctionDef, cst.Lambda, cst.ClassDef)):
                 return True
         return False
+
+    def parent(self, node: cst.CSTNode) -> cst.CSTNode | None:
+        """The parent of a node of the host statement being scanned. Built per
+        statement that holds a site, instead of a parent table of the whole module."""
+        stmt = self._item.stmt
+        table = self._parents.get(id(stmt))
+        if table is None:
+            table, stack = {}, [stmt]
+            while stack:
+                current = stack.pop()
+                for child in current.children:
+                    table[child] = current
+                    stack.append(child)
+            self._parents = {id(stmt): table}
+        return table.get(node)
 
     def _check_session_kw(self, call: cst.Call, allowed) -> None:
         for a in call.args:
@@ -207,7 +222,7 @@ class HostScan:
             raise Refusal(call, "TFG905", "extra positional arguments at an execution site")
 
     def _remove_statement(self, call: cst.Call) -> None:
-        parent = self.meta.get_metadata(ParentNodeProvider, call)
+        parent = self.parent(call)
         if not isinstance(parent, cst.Expr):
             raise Refusal(call, "TFG905", "a session call whose result is used")
         self.removed.add(parent)
@@ -223,7 +238,7 @@ class HostScan:
                 raise Refusal(call, "TFG905", "variables initialized again, or in a loop or condition")
             self.inits += 1
             return
-        site = Site(call, fetches, structure, None, None)
+        site = Site(call, fetches, structure, None, None, parent=self.parent(call))
         if feed is None or (isinstance(feed, cst.Name) and feed.value == "None"):
             site.feed = {}
         elif isinstance(feed, cst.Dict):
