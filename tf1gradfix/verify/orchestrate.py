@@ -23,6 +23,7 @@ from pathlib import Path
 
 from tf1gradfix.verify import compare as cmp_mod
 from tf1gradfix.verify import random_ops
+from tf1gradfix.verify.runner_common import ORIGINAL_DONE
 
 EQUIVALENT, DIVERGED = "EQUIVALENT", "DIVERGED"
 ORIGINAL_FAILED, MIGRATED_FAILED, NOT_COMPARABLE = "ORIGINAL_FAILED", "MIGRATED_FAILED", "NOT_COMPARABLE"
@@ -227,6 +228,9 @@ def _wait(procs, sides, start, timeout, trace_dir, timed_out, killed) -> None:
             elif proc.poll() is not None and not sides[role].elapsed:
                 sides[role].elapsed = now - start
         orig = procs["original"]
+        if orig.poll() is not None and not os.path.exists(os.path.join(trace_dir, ORIGINAL_DONE)):
+            # a migrated side waiting for variables of a later graph stops waiting
+            open(os.path.join(trace_dir, ORIGINAL_DONE), "w").close()
         if orig.poll() is not None and procs["migrated"].poll() is None and "original" not in timed_out:
             if orig.returncode != 0 or _original_reported_failure(trace_dir):
                 _kill(procs["migrated"])

@@ -33,6 +33,7 @@ import numpy as np
 
 SEED = 0
 INIT_FILE = "init.json"
+ORIGINAL_DONE = "original.done"   # written by the orchestrator once the original has exited
 
 
 # -- arrays ---------------------------------------------------------------

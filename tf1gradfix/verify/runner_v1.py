@@ -45,6 +45,10 @@ class V1Tracer(rc.Reentrancy):
         self.walk_cache: dict = {}             # fetch key -> (computes, applies)
         self.ph_cache: dict = {}               # tensor key -> placeholder names
         self.init_done = False
+        self.init_values: dict = {}            # every graph's variables, as first read (init.json)
+        self.labels: dict = {}                 # (graph id, variable name) -> name in traces
+        self.graphs_seen: dict = {}
+        self.snapshotted: set = set()          # (graph id, variable name) already in init_values
         self.last_session = None
         self.sessions = weakref.WeakSet()
         self.run_index = 0
@@ -62,13 +66,25 @@ class V1Tracer(rc.Reentrancy):
 
     def var_name(self, v, index: int, graph=None) -> str:
         if isinstance(v, self.Variable):
-            return rc.strip_name(v.name)
+            return self.label(v.graph, v.name)
         name = getattr(v, "name", None)
         if graph is not None and name is not None:
             for var in graph.get_collection("variables"):
                 if var.name == name:
-                    return rc.strip_name(name)
+                    return self.label(graph, name)
         return f"source[{index}]"
+
+    def label(self, graph, name: str) -> str:
+        """A variable's name in the traces: the graph's name, made unique across
+        graphs the way the TF2 program's single namespace does (w, w_1, ...)."""
+        key = (id(graph), name)
+        if key not in self.labels:
+            self.graphs_seen[id(graph)] = graph   # keeps ids from being reused
+            base = rc.strip_name(name)
+            taken = set(self.labels.values())
+            label = next(c for c in (base, *(f"{base}_{i}" for i in range(1, 1 << 20))) if c not in taken)
+            self.labels[key] = label
+        return self.labels[key]
 
     # -- registration -------------------------------------------------
     def register_compute(self, ys, pairs, graph) -> None:
@@ -318,8 +334,8 @@ class V1Tracer(rc.Reentrancy):
             self.trace.event(kind, **payload)
 
     # -- variable snapshots ---------------------------------------------
-    def read_variables(self, sess, partial: bool):
-        gvars = list(sess.graph.get_collection("variables"))
+    def read_variables(self, sess, partial: bool, only=None):
+        gvars = [v for v in sess.graph.get_collection("variables") if only is None or v in only]
         trainable = {v.name for v in sess.graph.get_collection("trainable_variables")}
         if not gvars:
             return {}
@@ -334,20 +350,34 @@ class V1Tracer(rc.Reentrancy):
                     pairs.append((v, self.orig_run(sess, v)))
                 except Exception:  # noqa: BLE001
                     pass
-        return {rc.strip_name(v.name): {"value": rc.encode_array(val), "trainable": v.name in trainable}
+        return {self.label(sess.graph, v.name): {"value": rc.encode_array(val), "trainable": v.name in trainable}
                 for v, val in pairs}
 
-    def maybe_snapshot_init(self, sess) -> None:
-        if not self.init_done and sess.graph.get_collection("variables"):
-            self.snapshot_init(sess, partial=False)
+    def new_variables(self, sess) -> list:
+        """Variables of this session's graph not read yet: a program may build
+        several graphs (one per function) and initialize each in turn."""
+        gid = id(sess.graph)
+        return [v for v in sess.graph.get_collection("variables") if (gid, v.name) not in self.snapshotted]
 
-    def snapshot_init(self, sess, partial: bool) -> None:
-        values = self.read_variables(sess, partial) if sess is not None else {}
+    def maybe_snapshot_init(self, sess) -> None:
+        """Before and after every run until new variables can be read: right
+        after their initializer ran, before any update."""
+        fresh = self.new_variables(sess)
+        if fresh:
+            self.snapshot_init(sess, partial=False, only=fresh)
+
+    def snapshot_init(self, sess, partial: bool, only=None) -> bool:
+        only = self.new_variables(sess) if only is None and sess is not None else only
+        values = self.read_variables(sess, partial, only) if sess is not None else {}
         if values is None:
-            return
+            return False
+        gid = id(sess.graph) if sess is not None else None
+        self.snapshotted |= {(gid, v.name) for v in only or ()}
+        self.init_values.update(values)
         self.init_done = True
-        self.trace.write_atomic(rc.INIT_FILE, {"variables": values, "partial": partial})
+        self.trace.write_atomic(rc.INIT_FILE, {"variables": self.init_values, "partial": partial, "final": False})
         self.trace.event("init", count=len(values), partial=partial)
+        return True
 
     def snapshot_final(self, sess) -> None:
         try:
@@ -362,8 +392,10 @@ class V1Tracer(rc.Reentrancy):
         if sess is not None and not getattr(sess, "_closed", True):
             self.snapshot_final(sess)
         if not self.init_done:
-            self.trace.write_atomic(rc.INIT_FILE, {"variables": {}, "partial": True,
+            self.trace.write_atomic(rc.INIT_FILE, {"variables": {}, "partial": True, "final": True,
                                                    "note": "the original never initialized its variables"})
+        else:   # the migrated side stops waiting for variables of graphs not built yet
+            self.trace.write_atomic(rc.INIT_FILE, {"variables": self.init_values, "partial": False, "final": True})
 
 
 def alias_tensorflow(v1, script: str) -> None:

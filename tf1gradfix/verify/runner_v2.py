@@ -75,6 +75,8 @@ class V2Tracer(rc.Reentrancy):
         self.tf, self.trace, self.wait = tf, trace, wait
         self.local = threading.local()
         self.init = None                  # name -> {"value", "trainable"}
+        self.init_final = False           # the original will read no more variables
+        self.init_stamp = 0
         self.created: list = []           # (name, tf.Variable)
         self.names: dict = {}             # id(tf.Variable) -> mapped name
         self.used: set = set()
@@ -90,15 +92,45 @@ class V2Tracer(rc.Reentrancy):
             deadline, start = time.monotonic() + self.wait, time.monotonic()
             while not os.path.exists(path) and time.monotonic() < deadline:
                 time.sleep(0.02)
-            try:
-                import json
-                with open(path, encoding="utf-8") as fh:
-                    self.init = json.load(fh).get("variables", {})
-            except (OSError, ValueError):
-                self.init = {}
+            if not self.read_init(path):
+                self.init, self.init_final = {}, True
                 self.trace.event("note", text=f"no initial values from the original after {self.wait:.0f} s")
             self.trace.event("init_wait", seconds=round(time.monotonic() - start, 3), count=len(self.init))
         return self.init
+
+    def read_init(self, path: str) -> bool:
+        import json
+        try:
+            stamp = os.stat(path).st_mtime_ns
+            with open(path, encoding="utf-8") as fh:
+                data = json.load(fh)
+        except (OSError, ValueError):
+            return False
+        self.init, self.init_stamp = data.get("variables", {}), stamp
+        self.init_final = data.get("final", True)
+        return True
+
+    def later_init(self) -> bool:
+        """Wait for the original to read the variables of a graph it builds
+        later (a program of several graphs); False once it has no more."""
+        if self.init_final:
+            return False
+        path = os.path.join(self.trace.dir, rc.INIT_FILE)
+        done = os.path.join(self.trace.dir, rc.ORIGINAL_DONE)
+        deadline, start = time.monotonic() + self.wait, time.monotonic()
+        while time.monotonic() < deadline:
+            exited = os.path.exists(done)
+            try:
+                if os.stat(path).st_mtime_ns != self.init_stamp and self.read_init(path):
+                    self.trace.event("init_wait", seconds=round(time.monotonic() - start, 3), count=len(self.init))
+                    return True
+            except OSError:
+                pass
+            if exited:
+                break
+            time.sleep(0.02)
+        self.init_final = True
+        return False
 
     def unique(self, base: str) -> str:
         """Uniquify like a TF1 graph does: w, w_1, w_2, ..."""
@@ -147,7 +179,12 @@ class V2Tracer(rc.Reentrancy):
         init = self.load_init()
         shape = [int(d) for d in var.shape]
         dtype = var.dtype.as_numpy_dtype
+        pairs = dict(self.layer_pairs)
         original, how = self.match(name, shape, init)
+        while original is None and var.trainable and self.later_init():
+            self.layer_pairs = dict(pairs)   # a failed match is no verdict while more variables may come
+            init = self.init
+            original, how = self.match(name, shape, init)
         # Traces use the original's name so both sides speak of the same variable.
         self.created.append((original or name, var))
         self.names[id(var)] = original or name
