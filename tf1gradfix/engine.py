@@ -156,7 +156,7 @@ def _restructured(wrapper, display, codes, result, silenced, catalog):
     import libcst as cst
 
     from tf1gradfix.detect import AnalysisWrapper, detect
-    from tf1gradfix.findings import is_suppressed
+    from tf1gradfix.findings import is_suppressed, suppressions
     from tf1gradfix.restructure import HANDLED, restructure
 
     if not all(codes.wants(code) for code in HANDLED):  # it rewrites all of them at once
@@ -168,8 +168,11 @@ def _restructured(wrapper, display, codes, result, silenced, catalog):
         # Parsed again: the rewritten tree may share nodes, which metadata cannot tell apart.
         source = shaped.new_module.bytes
         new_wrapper = AnalysisWrapper(cst.parse_module(source))
-        hits = detect(new_wrapper, catalog, positions=False)  # only what is left, and the renames
-        left = [h for h in hits if h.rule.safety != "safe"]
+        # Only what is left, and the renames. Lines are needed only where the rewrite
+        # itself kept a construct on purpose, with a suppression comment saying why.
+        kept = suppressions(shaped.new_module.code) if b"tf1gradfix:" in source else {}
+        hits = detect(new_wrapper, catalog, positions=bool(kept))
+        left = [h for h in hits if h.rule.safety != "safe" and not is_suppressed(h.line, h.rule.code, kept)]
         if left:
             diagnostics.append((1, 1, "TFG905", f"the rewrite would leave {left[0].rule.code} "
                                 f"({left[0].message.split(';')[0]}); file left intact", "manual"))
@@ -177,7 +180,9 @@ def _restructured(wrapper, display, codes, result, silenced, catalog):
             new = (new_wrapper, hits, source)
     for line, col, code, message, safety in diagnostics:
         if codes.wants(code) and not is_suppressed(line, code, silenced):
-            result.findings.append(Finding(display, line, col, code, message, safety, False))
+            # a successful rewrite's own notes (arguments dropped, optimizer kept) describe what it did
+            done = new is not None and safety != "manual"
+            result.findings.append(Finding(display, line, col, code, message, safety, done))
     return new, new is None and bool(diagnostics)
 
 
