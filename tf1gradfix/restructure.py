@@ -76,6 +76,7 @@ class _Rewrite:
         self.module_names = frozenset(n.value for n in _all_names(module))
         self.compat_import: cst.SimpleStatementLine | None = None
         self.module_edits: dict = {}
+        self.module_helpers: dict | None = None
         self.taken = set(self.module_names)
 
     def code(self, node: cst.CSTNode) -> str:
@@ -149,8 +150,11 @@ class _Rewrite:
     def _rewrite_owner(self, owner, other_owners, sessions: list) -> cst.CSTNode:
         self.taken = set(self.module_names)   # new names are local to the owner
         alias = self.alias
-        helpers = {s.name.value: s for s in self.module.body
-                   if isinstance(s, cst.FunctionDef) and s is not owner and s not in other_owners}
+        if self.module_helpers is None:   # once: the module's functions that build no graph
+            skip = {id(o) for o in other_owners} | {id(owner)}
+            self.module_helpers = {s.name.value: s for s in self.module.body
+                                   if isinstance(s, cst.FunctionDef) and id(s) not in skip}
+        helpers = dict(self.module_helpers)
         body = list(owner.body.body) if isinstance(owner, cst.FunctionDef) else list(owner.body)
         helpers.update({s.name.value: s for s in body if isinstance(s, cst.FunctionDef)})
         program = ModelBuilder(self.meta, self.meta.names, self.module).build(owner, body, helpers, alias)
