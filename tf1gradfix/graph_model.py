@@ -17,8 +17,8 @@ import libcst as cst
 from libcst.metadata import PositionProvider
 
 from tf1gradfix import global_step, grad_pairs, gradient_calls, graph_loops, updates, var_lists
-from tf1gradfix.syntax import (Refusal, arg, bound_args, free_names, literal_dtype, literal_string, loads,
-                               matches, schedule_table, target_names)
+from tf1gradfix.syntax import (Refusal, arg, bound_args, enters_new_graph, free_names, literal_dtype,
+                               literal_string, loads, matches, schedule_table, target_names)
 
 GRAPH_KINDS = ("placeholder", "variable", "tensor", "static", "optimizer", "train",
                "compute_gradients", "gradients", "init", "session", "varlist", "update")
@@ -135,11 +135,8 @@ class ModelBuilder:
         if not isinstance(call, cst.Call):
             return None, None
         q = self.qualified(call.func)
-        func = call.func
-        if isinstance(func, cst.Attribute) and func.attr.value == "as_default" and not call.args \
-                and isinstance(func.value, cst.Call) and self.qualified(func.value.func) == "tensorflow.Graph" \
-                and not func.value.args and item.asname is None:
-            return "graph", None   # `with tf.Graph().as_default():` - TF2 has no graphs to enter
+        if enters_new_graph(stmt, self.qualified):
+            return "graph", None   # TF2 has no graphs to enter
         if matches(q, "sessions"):
             if item.asname is None or not isinstance(item.asname.name, cst.Name) or call.args:
                 raise Refusal(stmt, "TFG905", "a session `with` without `as NAME`, or with arguments")

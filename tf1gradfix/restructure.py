@@ -18,7 +18,7 @@ from tf1gradfix import catalog as catalog_module
 from tf1gradfix.emit_state import StateEmitter
 from tf1gradfix.emit_tape import TapeEmitter
 from tf1gradfix.graph_model import ModelBuilder
-from tf1gradfix.syntax import Refusal, free_names, loads, matches
+from tf1gradfix.syntax import Refusal, enters_new_graph, free_names, loads, matches
 from tf1gradfix.names import BindingCollector, NameResolver
 from tf1gradfix.slicing import HostScan, signatures
 
@@ -94,14 +94,16 @@ class _Rewrite:
         creations, sessions = self._graph_calls()
         if not sessions or not creations:
             return None
-        groups: dict[int, list] = {}
-        for call in creations:
-            groups.setdefault(id(self._owner(call)), []).append(call)
-        for call in sessions:
-            groups.setdefault(id(self._owner(call, True)), []).append(call)
-        session_ids = {id(c) for c in sessions}
-        owners = {key: self._owner(calls[0], id(calls[0]) in session_ids) for key, calls in groups.items()}
-        opened = {key: [c for c in calls if id(c) in session_ids] for key, calls in groups.items()}
+        owners: dict[int, cst.CSTNode] = {}     # id -> the function (or module) building a graph
+        groups: dict[int, list] = {}            # id -> its graph calls
+        opened: dict[int, list] = {}            # id -> its session calls
+        for call, session in [(c, False) for c in creations] + [(c, True) for c in sessions]:
+            owner = self._owner(call, session)
+            owners[id(owner)] = owner
+            groups.setdefault(id(owner), []).append(call)
+            opened.setdefault(id(owner), [])
+            if session:
+                opened[id(owner)].append(call)
         self.alias = self._tf_alias()
         self.module_edits = self._module_edits()
         if len(owners) == 1:
@@ -384,15 +386,8 @@ class _GraphCallScan(cst.CSTVisitor):
         self.owner_of[call] = self.stack[functions[-1]] if functions else None
         self.between[call] = tuple(n for n in reversed(self.stack[start:]) if not isinstance(n, cst.With))
         if matches(q, "graph_wide"):
-            inside = any(isinstance(n, cst.With) and self._own_graph(n) for n in self.stack[start:])
+            inside = any(isinstance(n, cst.With) and enters_new_graph(n, self.names.qualified) for n in self.stack[start:])
             self.graph_wide.append((call, q, inside))
-
-    def _own_graph(self, node: cst.With) -> bool:
-        item = node.items[0].item if len(node.items) == 1 else None
-        func = item.func if isinstance(item, cst.Call) else None
-        return isinstance(func, cst.Attribute) and func.attr.value == "as_default" \
-            and isinstance(func.value, cst.Call) and self.names.qualified(func.value.func) == "tensorflow.Graph"
-
 
 _FLATTEN = object()   # replace a `with` by its (already rewritten) body
 

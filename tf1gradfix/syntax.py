@@ -36,6 +36,17 @@ def matches(qualified: str | None, table: str) -> bool:
     return qualified is not None and any(fnmatch.fnmatchcase(qualified, p) for p in graph_ops()[table])
 
 
+def enters_new_graph(stmt: cst.With, qualified) -> bool:
+    """`with tf.Graph().as_default():` (one item, no `as`): a graph of its own,
+    which TF2 does not need. `qualified` resolves a callee's name."""
+    item = stmt.items[0] if len(stmt.items) == 1 else None
+    call = item.item if item is not None and item.asname is None else None
+    func = call.func if isinstance(call, cst.Call) and not call.args else None
+    return isinstance(func, cst.Attribute) and func.attr.value == "as_default" \
+        and isinstance(func.value, cst.Call) and not func.value.args \
+        and qualified(func.value.func) == "tensorflow.Graph"
+
+
 def arg(call: cst.Call, position: int, keyword: str) -> cst.BaseExpression | None:
     """The argument bound to a parameter, given by position or keyword."""
     for i, a in enumerate(call.args):
