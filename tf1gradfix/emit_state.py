@@ -74,24 +74,53 @@ class StateEmitter:
             if init is not None and self.qualified(init.func) not in table:
                 return self.code(init)   # a tensor value: its shape is the variable's
             raise Refusal(node.value, "TFG905", "get_variable without a shape")
-        if init is None:
-            row, call_args = table[f"@{default_key}"], {}
+        ctor, init_dtype = self.initializer(init if init is not None else default_key)
+        dtype = dtype or init_dtype
+        return f"{ctor}({self.code(shape)}" + (f", dtype={self.code(dtype)})" if dtype is not None else ")")
+
+    def initializer(self, init: cst.Call | str) -> tuple[str, cst.BaseExpression | None]:
+        """The TF2 initializer object for a v1 initializer call (or a table key), and
+        the dtype the v1 call named, which moves to where the initializer is called."""
+        _, table = initializer_table()
+        if isinstance(init, str):
+            row, call_args = table[f"@{init}"], {}
         else:
             row = table.get(self.qualified(init.func) or "")
             if row is None:
                 raise Refusal(init, "TFG905", f"initializer `{self.code(init.func)}` has no TF2 mapping in rules/initializers.toml")
             call_args = bound_args(init, row["params"], init)
-        kwargs = dict(row.get("defaults", {}))
+        kwargs, dtype = dict(row.get("defaults", {})), None
         for v1_name, expr in call_args.items():
             if v1_name == "dtype":
-                dtype = dtype or expr
+                dtype = expr
             elif v1_name in row["map"]:
                 kwargs[row["map"][v1_name]] = self.code(expr)
             elif v1_name not in ("verify_shape",):
                 raise Refusal(init, "TFG905", f"initializer argument `{v1_name}`")
-        ctor = f"{self.tf}.{row['target']}({', '.join(f'{k}={v}' for k, v in kwargs.items())})"
-        call = f"{ctor}({self.code(shape)}" + (f", dtype={self.code(dtype)})" if dtype is not None else ")")
-        return call
+        return f"{self.tf}.{row['target']}({', '.join(f'{k}={v}' for k, v in kwargs.items())})", dtype
+
+    # -- layers --------------------------------------------------------------
+    def layer(self, node: GraphNode) -> str:
+        """`<var> = tf.keras.layers.X(<the v1 settings>)`: positional settings keep their
+        place up to the table's `positional`; initializers are mapped like get_variable's."""
+        row, bound = node.info["row"], node.info["bound"]
+        source = bound[row["params"][0]]
+        args = []
+        for position, a in enumerate(a for a in node.value.args if a.value is not source):
+            param = a.keyword.value if a.keyword is not None else row["params"][position + 1]
+            if param == "reuse":
+                continue   # None or False: a new layer, as every Keras layer is
+            value = self.code(a.value)
+            if param in row["initializers"]:
+                if not isinstance(a.value, cst.Call):
+                    raise Refusal(a.value, "TFG905", "a layer initializer that is not an initializer call")
+                value, dtype = self.initializer(a.value)
+                if dtype is not None:
+                    raise Refusal(a.value, "TFG905", "a layer initializer with its own dtype")
+            keyword = row.get("rename", {}).get(param, param)
+            positional = a.keyword is None and position < row["positional"]
+            args.append(value if positional else f"{keyword}={value}")
+        return f"{node.info['var']} = {self.tf}.{row['target']}({', '.join(args)})"
 
     # -- optimizers ----------------------------------------------------------
     def optimizer(self, node: GraphNode, target: str, fed_lr: bool) -> str:

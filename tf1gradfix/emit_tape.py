@@ -16,7 +16,7 @@ from tf1gradfix.emit_state import optimizer_table
 from tf1gradfix import gradient_calls, var_lists
 from tf1gradfix.graph_model import GraphNode, Program
 from tf1gradfix.syntax import Refusal, matches
-from tf1gradfix.slicing import Signature, Site, closure, gradient_dependent, reached_variables
+from tf1gradfix.slicing import Signature, Site, closure, gradient_dependent, reached_variables, variable_text
 
 IND = "    "
 
@@ -105,6 +105,9 @@ class TapeEmitter:
 
     # -- text --------------------------------------------------------------
     def stmt_text(self, node: GraphNode) -> str:
+        if "layer" in node.info:   # `h = tf.layers.dense(x, ...)` -> `h = <layer>(x)`
+            layer = self.p.nodes[node.info["layer"]].info["var"]
+            return f"{', '.join(node.names)} = {layer}({self.code(node.info['source'])})"
         text = self.code(node.stmt)
         lines = [ln for ln in text.splitlines() if ln.strip()]
         return "\n".join(lines)
@@ -292,8 +295,8 @@ class TapeEmitter:
         given = node.info["bound"].get("var_list")
         if given is None:
             if node.kind == "compute_gradients":
-                return [v.names[0] for v in self.p.trainable()]
-            return [v.names[0] for v in reached_variables(self.p, self.p.final[loss.value])]
+                return [variable_text(v) for v in self.p.trainable()]
+            return [variable_text(v) for v in reached_variables(self.p, self.p.final[loss.value])]
         listed = var_lists.members(self.p, given, node.index, self.qualified)
         if listed is not None:
             return listed

@@ -16,11 +16,11 @@ from dataclasses import dataclass, field
 import libcst as cst
 from libcst.metadata import PositionProvider
 
-from tf1gradfix import global_step, grad_pairs, gradient_calls, graph_loops, updates, var_lists
+from tf1gradfix import global_step, grad_pairs, gradient_calls, graph_loops, layers, updates, var_lists
 from tf1gradfix.syntax import (Refusal, arg, bound_args, enters_new_graph, free_names, literal_dtype,
                                literal_string, loads, matches, schedule_table, target_names)
 
-GRAPH_KINDS = ("placeholder", "variable", "tensor", "static", "optimizer", "train",
+GRAPH_KINDS = ("placeholder", "variable", "layer", "tensor", "static", "optimizer", "train",
                "compute_gradients", "gradients", "init", "session", "varlist", "update")
 
 
@@ -63,7 +63,9 @@ class Program:
         return None if i is None else self.nodes[i]
 
     def trainable(self) -> list[GraphNode]:
-        return [n for n in self.nodes if n.kind == "variable" and n.info["trainable"]]
+        """Trainable variables, and layers whose weights are trainable, in creation order."""
+        return [n for n in self.nodes if n.kind == "variable" and n.info["trainable"]
+                or n.kind == "layer" and n.info["weights"] and n.info["trainable"]]
 
 
 class ModelBuilder:
@@ -252,6 +254,8 @@ class ModelBuilder:
         elif q in ("tensorflow.Variable", "tensorflow.get_variable") and one:
             self._variable(item, one, call, q, deps)
         elif one and global_step.model(self, item, one, call, q):
+            pass
+        elif layers.model(self, item, names, call, q, deps):
             pass
         elif q is not None and fnmatch.fnmatchcase(q, "tensorflow.train.*Optimizer") and one:
             self._add(item, "optimizer", names, value, deps, cls=q.rsplit(".", 1)[1], call=call)

@@ -27,7 +27,7 @@ _GRAPH_CALLS = ("tensorflow.placeholder", "tensorflow.placeholder_with_default",
                 "tensorflow.Variable", "tensorflow.get_variable")
 # Codes of the constructs a successful restructuring removes.
 HANDLED = ("TFG101", "TFG102", "TFG103", "TFG104", "TFG105", "TFG106", "TFG107",
-           "TFG201", "TFG202", "TFG203", "TFG204", "TFG205", "TFG301", "TFG302", "TFG303", "TFG304")
+           "TFG201", "TFG202", "TFG203", "TFG204", "TFG205", "TFG301", "TFG302", "TFG303", "TFG304", "TFG305")
 
 
 @dataclass
@@ -73,7 +73,8 @@ def _position(meta, node) -> tuple[int, int]:
 class _Rewrite:
     def __init__(self, module: cst.Module, meta):
         self.module, self.meta = module, meta
-        self.module_names = frozenset(n.value for n in _all_names(module))
+        # names a new binding could shadow (attribute names and keywords cannot be shadowed)
+        self.module_names = frozenset(loads(module))
         self.compat_import: cst.SimpleStatementLine | None = None
         self.module_edits: dict = {}
         self.module_helpers: dict | None = None
@@ -169,6 +170,10 @@ class _Rewrite:
         state = StateEmitter(program, self.code, self.meta.names.qualified)
         tape = TapeEmitter(program, self.code, self.fresh, state, self.meta)
         self._optimizers(program, tape, sigs)
+        for node in program.nodes:   # a layer's variable: its TF1 name where that is free
+            if node.kind == "layer":
+                base = node.info["base"]
+                node.info["var"] = self.fresh(base if base not in self.taken else f"{base}_layer")
         tape.name_functions(sigs)
         helper = tape.helper(sigs)
         texts = []
@@ -311,6 +316,8 @@ class _Assembler:
         if kind == "variable":
             text = self.state.variable(node)
             return item.stmt if text is None else self._statement(text, item.stmt)
+        if kind == "layer":
+            return self._statement(self.state.layer(node), item.stmt)
         if kind == "optimizer":
             text = self.state.optimizer(node, node.names[0], node.index in self.tape.fed_lr)
             return self._statement(text, item.stmt)
@@ -438,17 +445,6 @@ class _Replace(cst.CSTTransformer):
         if isinstance(result, cst.SimpleStatementLine) and not result.body:
             return cst.RemovalSentinel.REMOVE
         return result
-
-
-def _all_names(module: cst.Module) -> list[cst.Name]:
-    out = []
-
-    class V(cst.CSTVisitor):
-        def visit_Name(self, node: cst.Name) -> None:
-            out.append(node)
-
-    module.visit(V())
-    return out
 
 
 def _strings(node: cst.CSTNode) -> list[cst.SimpleString]:

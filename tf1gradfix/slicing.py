@@ -407,7 +407,14 @@ def gradient_dependent(program: Program, members: list[int]) -> set[int]:
 
 
 def reached_variables(program: Program, root: int) -> list[GraphNode]:
-    """Trainable variables a loss reads through the forward statements, creation order."""
+    """Trainable variables (and layers with trainable weights) a loss reads through
+    the forward statements, creation order."""
     members = closure(program, [root])
-    return [program.nodes[i] for i in sorted(members)
-            if program.nodes[i].kind == "variable" and program.nodes[i].info["trainable"]]
+    return [n for n in program.trainable() if n.index in members]
+
+
+def variable_text(node: GraphNode) -> str:
+    """How a trained variable is listed: its name, or a layer's weights unpacked."""
+    if node.kind == "layer":
+        return f"*{node.info['var']}.trainable_variables"
+    return node.names[0]
