@@ -85,10 +85,11 @@ def test_the_layer_is_created_once_and_called_in_the_step(symbol, row):
 
 
 def test_settings_keep_their_place_and_initializers_are_mapped():
+    """...and a constructor longer than 100 characters gets one setting per line."""
     symbol = "tensorflow.layers.dense"
     migrated = rewritten(program(symbol, layer_table()[symbol]))
-    assert 'hidden = tf.keras.layers.Dense(4, activation=tf.nn.tanh, kernel_initializer=' \
-           'tf.keras.initializers.TruncatedNormal(mean=0.0, stddev=0.5), name="hidden")' in migrated
+    assert 'hidden = tf.keras.layers.Dense(\n    4,\n    activation=tf.nn.tanh,\n    kernel_initializer=' \
+           'tf.keras.initializers.TruncatedNormal(mean=0.0, stddev=0.5),\n    name="hidden",\n)\n' in migrated
     assert 'out = tf.keras.layers.Dense(1, name="out")' in migrated
 
 
@@ -96,7 +97,7 @@ def test_unnamed_layers_take_tf1s_names():
     source = program("tensorflow.layers.dense", layer_table()["tensorflow.layers.dense"]) \
         .replace(', name="hidden"', "").replace(', name="out"', "")
     migrated = rewritten(source)
-    assert "dense = tf.keras.layers.Dense(4," in migrated and "dense_1 = tf.keras.layers.Dense(1)" in migrated
+    assert "dense = tf.keras.layers.Dense(\n    4,\n" in migrated and "dense_1 = tf.keras.layers.Dense(1)" in migrated
     assert "h = dense(x)" in migrated and "prediction = dense_1(h)" in migrated
 
 

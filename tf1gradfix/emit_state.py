@@ -103,10 +103,34 @@ class StateEmitter:
     def layer(self, node: GraphNode) -> str:
         """`<var> = tf.keras.layers.X(<the v1 settings>)`: positional settings keep their
         place up to the table's `positional`; initializers are mapped like get_variable's."""
-        row, bound = node.info["row"], node.info["bound"]
+        row = node.info["row"]
+        args = self._layer_args(row, node.value, node.info["bound"])
+        text = f"{node.info['var']} = {self.tf}.{row['target']}({', '.join(args)})"
+        if len(text) <= 100:
+            return text   # else one setting per line, as a formatter would write it
+        return f"{node.info['var']} = {self.tf}.{row['target']}(\n" + "".join(f"    {a},\n" for a in args) + ")"
+
+    def layer_loop(self, node: GraphNode) -> list[str]:
+        """The loop that creates layers, run once where the graph was built: each
+        layer appended to its list; statements computing graph values left out."""
+        loop, sites = node.info["loop"], iter(node.info["sites"])
+        lines = [f"{site['list']} = []" for site in node.info["sites"]]
+        lines.append(f"for {self.code(loop.target)} in {self.code(loop.iter)}:")
+        for name, value, is_layer, graph in node.info["statements"]:
+            if is_layer:
+                site = next(sites)
+                lines.append(f"    {site['list']}.append({self.layer_constructor(site['row'], site['call'], site['bound'])})")
+            elif not graph:
+                lines.append(f"    {name} = {self.code(value)}")
+        return lines
+
+    def layer_constructor(self, row: dict, call: cst.Call, bound: dict) -> str:
+        return f"{self.tf}.{row['target']}({', '.join(self._layer_args(row, call, bound))})"
+
+    def _layer_args(self, row: dict, call: cst.Call, bound: dict) -> list[str]:
         source = bound[row["params"][0]]
         args = []
-        for position, a in enumerate(a for a in node.value.args if a.value is not source):
+        for position, a in enumerate(a for a in call.args if a.value is not source):
             param = a.keyword.value if a.keyword is not None else row["params"][position + 1]
             if param == "reuse":
                 continue   # None or False: a new layer, as every Keras layer is
@@ -120,7 +144,7 @@ class StateEmitter:
             keyword = row.get("rename", {}).get(param, param)
             positional = a.keyword is None and position < row["positional"]
             args.append(value if positional else f"{keyword}={value}")
-        return f"{node.info['var']} = {self.tf}.{row['target']}({', '.join(args)})"
+        return args
 
     # -- optimizers ----------------------------------------------------------
     def optimizer(self, node: GraphNode, target: str, fed_lr: bool) -> str:
@@ -189,3 +213,4 @@ class StateEmitter:
 
 def _string(expr) -> str | None:
     return expr.evaluated_value if isinstance(expr, cst.SimpleString) else None
+

@@ -108,8 +108,28 @@ class TapeEmitter:
         if "layer" in node.info:   # `h = tf.layers.dense(x, ...)` -> `h = <layer>(x)`
             layer = self.p.nodes[node.info["layer"]].info["var"]
             return f"{', '.join(node.names)} = {layer}({self.code(node.info['source'])})"
+        if "layer_loop" in node.info:
+            return self._layer_loop(self.p.nodes[node.info["layer_loop"]])
         text = self.code(node.stmt)
         lines = [ln for ln in text.splitlines() if ln.strip()]
+        return "\n".join(lines)
+
+    def _layer_loop(self, layers: GraphNode) -> str:
+        """The loop again, zipped with the lists of layers it created: each call
+        site calls its layer of this iteration."""
+        loop, sites = layers.info["loop"], layers.info["sites"]
+        target = self.code(loop.target)
+        if isinstance(loop.target, cst.Tuple) and not loop.target.lpar:
+            target = f"({target})"
+        header = ", ".join([target] + [s["var"] for s in sites])
+        lines = [f"for {header} in zip({self.code(loop.iter)}, {', '.join(s['list'] for s in sites)}):"]
+        calls = iter(sites)
+        for name, value, is_layer, _ in layers.info["statements"]:
+            if is_layer:
+                site = next(calls)
+                lines.append(f"{IND}{name} = {site['var']}({self.code(site['source'])})")
+            else:
+                lines.append(f"{IND}{name} = {self.code(value)}")
         return "\n".join(lines)
 
     def params_text(self, params: list[str]) -> str:

@@ -106,7 +106,8 @@ class ModelBuilder:
         for position, item in enumerate(self.program.items):
             if isinstance(item.stmt, cst.SimpleStatementLine) and not item.drop:
                 self._classify(item)
-            elif not isinstance(item.stmt, cst.SimpleStatementLine) and not graph_loops.model(self, item, position):
+            elif not isinstance(item.stmt, cst.SimpleStatementLine) and not graph_loops.model(self, item, position) \
+                    and not layers.loop_model(self, item):
                 self._check_compound(item.stmt)
         return self.program
 
@@ -411,6 +412,11 @@ class ModelBuilder:
         node = self._add(item, "static" if static else "tensor", names, value, deps, calls=[q for _, q in tf_calls])
         for name in loads(value):
             if name in self.program.helpers:   # a helper's calls count as this statement's
-                node.info["calls"] += [q for _, q in self.calls(self.program.helpers[name]) if q]
+                inner = [q for _, q in self.calls(self.program.helpers[name]) if q]
+                creates = [q for q in inner if q in layers.layer_table() or q in ("tensorflow.Variable", "tensorflow.get_variable")]
+                if creates:   # called in every step, it would make new weights each time
+                    raise Refusal(item.stmt, "TFG905", f"`{name}` creates weights (`{creates[0].replace('tensorflow', 'tf', 1)}`) "
+                                  "when called; a builder function is left for a manual migration to a `tf.Module`")
+                node.info["calls"] += inner
         if unsupported is not None:
             node.info["unsupported"] = unsupported

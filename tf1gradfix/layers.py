@@ -16,7 +16,7 @@ import keyword
 import libcst as cst
 
 from tf1gradfix.catalog import _read
-from tf1gradfix.syntax import Refusal, bound_args, literal_string
+from tf1gradfix.syntax import Refusal, bound_args, literal_string, loads
 
 
 @functools.lru_cache(maxsize=None)
@@ -51,9 +51,8 @@ def model(builder, item, names, call: cst.Call | None, q: str | None, deps) -> b
             if builder.program.nodes[i].kind != "static":
                 raise Refusal(expr, "TFG905", f"a `{_short(q)}` setting computed from a graph value")
     label = literal_string(bound.get("name"))
-    if label is None:   # TF1's own name for the k-th unnamed layer of a kind: dense, dense_1, ...
-        k = sum(1 for n in builder.program.nodes if n.kind == "layer" and n.info["row"] is row)
-        label = row["auto_name"] + (f"_{k}" if k else "")
+    if label is None:
+        label = _auto_name(builder.program, row, [])
     base = label if label.isidentifier() and not keyword.iskeyword(label) else row["auto_name"]
     layer = builder._add(item, "layer", (), call, (), row=row, symbol=q, bound=bound, base=base, var=None,
                          weights=row["weights"], trainable=trainable is None or trainable.value == "True")
@@ -65,3 +64,75 @@ def model(builder, item, names, call: cst.Call | None, q: str | None, deps) -> b
 
 def _short(q: str) -> str:
     return q.replace("tensorflow", "tf", 1)
+
+
+def loop_model(builder, item) -> bool:
+    """A host `for` loop that creates layers (`for i, size in enumerate(SIZES):
+    h = tf.layers.dense(h, size, name="layer%d" % i)`): one `layer` node for the
+    layers the loop creates (a list per call site, filled by the same loop where
+    the graph was built) and one `tensor` node, the loop again in the step
+    functions, zipped with those lists. False if `item` is not such a loop."""
+    loop = item.stmt
+    if not isinstance(loop, cst.For):
+        return False
+    sites = [(c, q) for c, q in builder.calls(loop) if q in layer_table()]
+    if not sites:
+        return False
+    if loop.orelse is not None or loop.asynchronous is not None or builder.deps_of(loop.iter):
+        raise Refusal(loop, "TFG904", "layers created in a loop over graph values, or with `else:`")
+    program = builder.program
+    statements, layer_sites, bound = [], [], set()
+    for stmt in loop.body.body:
+        small = stmt.body[0] if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 else None
+        if not isinstance(small, cst.Assign) or len(small.targets) != 1 or not isinstance(small.targets[0].target, cst.Name):
+            raise Refusal(stmt, "TFG905", "a loop creating layers whose body is not one `name = ...` per line")
+        name, value = small.targets[0].target.value, small.value
+        q = builder.qualified(value.func) if isinstance(value, cst.Call) else None
+        row = layer_table().get(q or "")
+        graph = bool(builder.deps_of(value)) or any(n in bound for n in loads(value))
+        if row is not None:
+            layer_sites.append(_site(builder, value, q, row, bound, _auto_name(program, row, layer_sites)))
+        elif any(q is not None for _, q in builder.calls(value)) and not graph:
+            raise Refusal(small, "TFG905", "a loop creating layers also calls TensorFlow on host values")
+        statements.append((name, value, row is not None, graph or row is not None))
+        if graph or row is not None:
+            bound.add(name)
+    for name in bound:
+        prior = program.node(name)
+        if prior is not None and prior.kind not in ("tensor", "static"):
+            raise Refusal(loop, "TFG905", f"a loop creating layers rebinds the {prior.kind} `{name}`")
+    weights = any(site["row"]["weights"] for site in layer_sites)
+    trainable = all(site["trainable"] for site in layer_sites if site["row"]["weights"])
+    layer = builder._add(item, "layer", (), None, (), loop=loop, sites=layer_sites, statements=statements,
+                         weights=weights, trainable=trainable, lists=None, var=None)
+    deps = {i for _, value, _, _ in statements for i in builder.deps_of(value)} | {layer.index}
+    targets = tuple(sorted(set(loads(loop.target)) | {name for name, *_ in statements}))
+    builder._add(item, "tensor", targets, loop, deps, calls=[q for _, q in builder.calls(loop) if q],
+                 layer_loop=layer.index)
+    item.node = layer
+    return True
+
+
+def _auto_name(program, row: dict, pending: list[dict]) -> str:
+    """TF1's own name for the k-th unnamed layer of a kind: dense, dense_1, ..."""
+    sites = [site for n in program.nodes if n.kind == "layer" for site in n.info.get("sites", [n.info])] + pending
+    k = sum(1 for site in sites if site["row"] is row)
+    return row["auto_name"] + (f"_{k}" if k else "")
+
+
+def _site(builder, call: cst.Call, q: str, row: dict, graph_names: set, base: str) -> dict:
+    bound = bound_args(call, row["params"], call)
+    source = bound.get(row["params"][0])
+    refused = sorted(set(bound) - set(row["keep"]) - {row["params"][0]})
+    if source is None or refused:
+        raise Refusal(call, "TFG905", f"`{_short(q)}` argument(s) {', '.join(refused) or 'inputs missing'}: {row['why']}")
+    for a in call.args:
+        if a.value is not source and (builder.deps_of(a.value) or set(loads(a.value)) & graph_names):
+            raise Refusal(a.value, "TFG905", f"a `{_short(q)}` setting computed from a graph value")
+    trainable = bound.get("trainable")
+    if trainable is not None and not (isinstance(trainable, cst.Name) and trainable.value in ("True", "False")):
+        raise Refusal(trainable, "TFG905", "`trainable=` that is not True or False")
+    return {"call": call, "row": row, "bound": bound, "source": source, "base": base,
+            "trainable": trainable is None or trainable.value == "True"}
+
+

@@ -171,9 +171,11 @@ class _Rewrite:
         tape = TapeEmitter(program, self.code, self.fresh, state, self.meta)
         self._optimizers(program, tape, sigs)
         for node in program.nodes:   # a layer's variable: its TF1 name where that is free
-            if node.kind == "layer":
-                base = node.info["base"]
-                node.info["var"] = self.fresh(base if base not in self.taken else f"{base}_layer")
+            for layer in node.info.get("sites", [node.info]) if node.kind == "layer" else ():
+                base = layer["base"]
+                layer["var"] = self.fresh(base if base not in self.taken else f"{base}_layer")
+                if "sites" in node.info:   # created in a loop: a list of them
+                    layer["list"] = self.fresh(f"{base}_layers")
         tape.name_functions(sigs)
         helper = tape.helper(sigs)
         texts = []
@@ -284,6 +286,9 @@ class _Assembler:
                 after_functions = True
                 pending = []   # comments of graph statements stay with the graph
             new = self._translate(item)
+            rest = []
+            if isinstance(new, list):   # one statement became several (a loop creating layers)
+                new, rest = new[0], new[1:]
             lead = list(item.lead) + pending
             if new is None:
                 pending = lead + [ln for ln in getattr(item.stmt, "leading_lines", ()) if ln.comment is not None]
@@ -297,6 +302,7 @@ class _Assembler:
                 lead, own = [cst.EmptyLine(indent=False)] * gap + lead, []
                 after_functions = False
             out.append(new.with_changes(leading_lines=lead + own))
+            out += rest
         if insert_at == len(items) and functions:
             out += functions
         if not out:
@@ -316,6 +322,8 @@ class _Assembler:
         if kind == "variable":
             text = self.state.variable(node)
             return item.stmt if text is None else self._statement(text, item.stmt)
+        if kind == "layer" and "loop" in node.info:
+            return list(cst.parse_module("\n".join(self.state.layer_loop(node)) + "\n").body)
         if kind == "layer":
             return self._statement(self.state.layer(node), item.stmt)
         if kind == "optimizer":

@@ -415,6 +415,9 @@ def reached_variables(program: Program, root: int) -> list[GraphNode]:
 
 def variable_text(node: GraphNode) -> str:
     """How a trained variable is listed: its name, or a layer's weights unpacked."""
+    if node.kind == "layer" and "sites" in node.info:   # the layers a loop created
+        return ", ".join(f"*[w for layer in {site['list']} for w in layer.trainable_variables]"
+                         for site in node.info["sites"] if site["row"]["weights"])
     if node.kind == "layer":
         return f"*{node.info['var']}.trainable_variables"
     return node.names[0]
