@@ -13,7 +13,7 @@ import libcst as cst
 from libcst.metadata import ScopeProvider
 
 from tf1gradfix.emit_state import optimizer_table
-from tf1gradfix import gradient_calls, var_lists
+from tf1gradfix import gradient_calls, losses, var_lists
 from tf1gradfix.graph_model import GraphNode, Program
 from tf1gradfix.syntax import Refusal, matches
 from tf1gradfix.slicing import Signature, Site, closure, gradient_dependent, reached_variables, variable_text
@@ -110,7 +110,8 @@ class TapeEmitter:
             return f"{', '.join(node.names)} = {layer}({self.code(node.info['source'])})"
         if "layer_loop" in node.info:
             return self._layer_loop(self.p.nodes[node.info["layer_loop"]])
-        text = self.code(node.stmt)
+        stmt = losses.rewritten_statement(node.stmt, node.info.get("calls", ()), self.qualified, self.code, self.tf)
+        text = self.code(stmt)
         lines = [ln for ln in text.splitlines() if ln.strip()]
         return "\n".join(lines)
 

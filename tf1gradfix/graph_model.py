@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 import libcst as cst
 from libcst.metadata import PositionProvider
 
-from tf1gradfix import global_step, grad_pairs, gradient_calls, graph_loops, layers, updates, var_lists
+from tf1gradfix import global_step, grad_pairs, gradient_calls, graph_loops, layers, losses, updates, var_lists
 from tf1gradfix.syntax import (Refusal, arg, bound_args, enters_new_graph, free_names, literal_dtype,
                                literal_string, loads, matches, schedule_table, target_names)
 
@@ -396,7 +396,9 @@ class ModelBuilder:
                 raise Refusal(call, "TFG904", f"`{q.replace('tensorflow', 'tf', 1)}` created inside a larger expression (comprehension, call)")
             if matches(q, "sessions") or matches(q, "initializers") or q == "tensorflow.gradients":
                 raise Refusal(call, "TFG905", f"`{q.replace('tensorflow', 'tf', 1)}` in graph code")
-            if matches(q, "refuse") and q not in schedule_table():   # refused only if some run needs it
+            if q in losses.loss_table():
+                losses.check(call, q, self.module.code_for_node)
+            elif matches(q, "refuse") and q not in schedule_table():   # refused only if some run needs it
                 unsupported = Refusal(call, "TFG905", f"`{q.replace('tensorflow', 'tf', 1)}` in graph code that runs")
         for name in names:
             prior = self.program.node(name)
