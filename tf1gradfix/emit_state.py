@@ -60,6 +60,10 @@ class StateEmitter:
             args.append(f"dtype={self.code(bound['dtype'])}")
         return f"{target} = {self.tf}.Variable({', '.join(args)})"
 
+    def builder_variable(self, call: cst.Call, bound) -> str:
+        """The initial value of a builder function's `tf.get_variable`."""
+        return self._initial_value(GraphNode(-1, "variable", (), call, call), bound)
+
     def _initial_value(self, node: GraphNode, bound) -> str:
         shape = bound.get("shape")
         init = bound.get("initializer")

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 import libcst as cst
 from libcst.metadata import PositionProvider
 
-from tf1gradfix import global_step, grad_pairs, gradient_calls, graph_loops, layers, losses, updates, var_lists
+from tf1gradfix import builders, global_step, grad_pairs, gradient_calls, graph_loops, layers, losses, updates, var_lists
 from tf1gradfix.syntax import (Refusal, arg, bound_args, enters_new_graph, free_names, literal_dtype,
                                literal_string, loads, matches, schedule_table, target_names)
 
@@ -107,8 +107,8 @@ class ModelBuilder:
             if isinstance(item.stmt, cst.SimpleStatementLine) and not item.drop:
                 self._classify(item)
             elif not isinstance(item.stmt, cst.SimpleStatementLine) and not graph_loops.model(self, item, position) \
-                    and not layers.loop_model(self, item):
-                self._check_compound(item.stmt)
+                    and not layers.loop_model(self, item) and not isinstance(item.stmt, cst.FunctionDef):
+                self._check_compound(item.stmt)   # (a function is checked where graph code calls it)
         return self.program
 
     def _flatten(self, body, prefix: str, lead: tuple) -> None:
@@ -178,6 +178,8 @@ class ModelBuilder:
             helper = self.program.helpers.get(name)
             if helper is not None:
                 out |= self._helper_deps(helper)
+                if builders.creates_variables(helper, self.calls):   # its weights, made once
+                    out.add(builders.node(self, helper).index)
         return out
 
     def _helper_deps(self, helper: cst.FunctionDef) -> set[int]:
@@ -415,7 +417,7 @@ class ModelBuilder:
         for name in loads(value):
             if name in self.program.helpers:   # a helper's calls count as this statement's
                 inner = [q for _, q in self.calls(self.program.helpers[name]) if q]
-                creates = [q for q in inner if q in layers.layer_table() or q in ("tensorflow.Variable", "tensorflow.get_variable")]
+                creates = [q for q in inner if q in layers.layer_table() or q == "tensorflow.Variable"]
                 if creates:   # called in every step, it would make new weights each time
                     raise Refusal(item.stmt, "TFG905", f"`{name}` creates weights (`{creates[0].replace('tensorflow', 'tf', 1)}`) "
                                   "when called; a builder function is left for a manual migration to a `tf.Module`")

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider, ScopeProvider
 
-from tf1gradfix import catalog as catalog_module
+from tf1gradfix import builders, catalog as catalog_module
 from tf1gradfix.emit_state import StateEmitter
 from tf1gradfix.emit_tape import TapeEmitter
 from tf1gradfix.graph_model import ModelBuilder
@@ -78,6 +78,7 @@ class _Rewrite:
         self.compat_import: cst.SimpleStatementLine | None = None
         self.module_edits: dict = {}
         self.module_helpers: dict | None = None
+        self.builder_edits: dict = {}   # builder function -> its tf.Module class and instance
         self.taken = set(self.module_names)
 
     def code(self, node: cst.CSTNode) -> str:
@@ -105,6 +106,8 @@ class _Rewrite:
             opened.setdefault(id(owner), [])
             if session:
                 opened[id(owner)].append(call)
+        for key in [k for k, owner in owners.items() if self._is_builder(owner, groups[k], opened[k])]:
+            del owners[key]   # a builder function: its variables are made once, where graph code calls it
         self.alias = self._tf_alias()
         self.module_edits = self._module_edits()
         if len(owners) == 1:
@@ -112,14 +115,20 @@ class _Rewrite:
             new_owner = self._rewrite_owner(owner, (), opened[key])
             if isinstance(owner, cst.Module):
                 return new_owner
-            return self.module.visit(_Replace({**self.module_edits, owner: new_owner}))
+            return self.module.visit(_Replace({**self.module_edits, **self.builder_edits, owner: new_owner}))
         # Several functions, each building and running a graph of its own:
         # each is rewritten on its own, all in one pass over the module.
         for key, owner in owners.items():
             self._check_independent(owner, groups[key], opened[key])
         others = tuple(owners.values())
         replaced = {owner: self._rewrite_owner(owner, others, opened[key]) for key, owner in owners.items()}
-        return self.module.visit(_Replace({**self.module_edits, **replaced}))
+        return self.module.visit(_Replace({**self.module_edits, **self.builder_edits, **replaced}))
+
+    def _is_builder(self, owner, calls, sessions) -> bool:
+        """A function that only makes variables with `tf.get_variable` (under a variable
+        scope, for every caller to share), while another function runs the graph."""
+        return isinstance(owner, cst.FunctionDef) and not sessions and all(
+            self.meta.names.qualified(c.func) == "tensorflow.get_variable" for c in calls)
 
     def _module_edits(self) -> dict:
         """Module-level statements a rewritten program no longer wants: calls that
@@ -170,8 +179,15 @@ class _Rewrite:
         state = StateEmitter(program, self.code, self.meta.names.qualified)
         tape = TapeEmitter(program, self.code, self.fresh, state, self.meta)
         self._optimizers(program, tape, sigs)
+        for node in program.nodes:   # a builder function: a tf.Module class, its instance the function's name
+            if node.kind == "layer" and "builder" in node.info:
+                helper = node.info["builder"]
+                node.info["class"] = self.fresh("".join(p.capitalize() for p in helper.name.value.split("_")) or "Builder")
+                gap = 2 if any(helper is stmt for stmt in self.module.body) else 1
+                made = cst.FlattenSentinel(builders.class_statements(node, alias, state.builder_variable, gap))
+                self.builder_edits[helper] = made
         for node in program.nodes:   # a layer's variable: its TF1 name where that is free
-            for layer in node.info.get("sites", [node.info]) if node.kind == "layer" else ():
+            for layer in node.info.get("sites", [node.info]) if node.kind == "layer" and "builder" not in node.info else ():
                 base = layer["base"]
                 layer["var"] = self.fresh(base if base not in self.taken else f"{base}_layer")
                 if "sites" in node.info:   # created in a loop: a list of them
@@ -184,6 +200,7 @@ class _Rewrite:
         texts += [tape.function_text(s, helper) for s in sigs if not s.inline]
         moved = {i for s in sigs for i in s.nodes if program.nodes[i].kind == "tensor"}
         replacements = dict(tape.call_site(site) for site in scan.sites)
+        replacements.update(self.builder_edits)
         if isinstance(owner, cst.Module):
             replacements.update(self.module_edits)
         for node in scan.removed:
@@ -315,6 +332,8 @@ class _Assembler:
             return None
         if node is None:
             new = item.stmt.visit(self.transformer)
+            if isinstance(new, cst.FlattenSentinel):
+                return list(new.nodes)
             return None if isinstance(new, cst.RemovalSentinel) else new
         kind = node.kind
         if kind == "static":

@@ -71,6 +71,9 @@ def _collection(program, call: cst.Call, q, before: int, qualified) -> list[str]
         extra = [a for a in call.args if a.keyword is not None and a.keyword.value != "scope"]
     if extra or len(call.args) > 2:
         raise Refusal(call, "TFG905", "a variable collection read with arguments other than a scope")
+    if any(n.kind == "layer" for n in program.nodes[:before]):   # (their variables have no statement of their own)
+        raise Refusal(call, "TFG905", "a variable collection in a program with layers or builder functions; "
+                      "list the variables and the layers' `trainable_variables` explicitly")
     prefix = "" if scope is None or isinstance(scope, cst.Name) and scope.value == "None" else literal_string(scope)
     if prefix is None or _REGEX & set(prefix):
         raise Refusal(call, "TFG905", "a variable collection whose scope is not a plain string")

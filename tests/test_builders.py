@@ -1,0 +1,68 @@
+"""Builder functions (`tf.get_variable` under one `tf.variable_scope`) become
+`tf.Module` classes whose instance takes the function's name. The meaning of
+the rewrite is proven by the verifier through the `builders_shared_in_main`
+fixture (tests/test_restructure_fixtures.py); these tests pin the shapes the
+rewrite accepts and refuses."""
+
+from __future__ import annotations
+
+import libcst as cst
+import pytest
+
+from tf1gradfix.restructure import restructure
+
+PROGRAM = '''\
+import numpy as np
+import tensorflow as tf
+
+
+def block(inputs, again):
+{body}
+
+
+x = tf.placeholder(tf.float32, [None, 3])
+y = tf.placeholder(tf.float32, [None, 2])
+loss = tf.reduce_mean(tf.square(block(x, again=False) + block(2.0 * x, again=True) - y))
+train = tf.train.GradientDescentOptimizer(0.1).minimize(loss)
+
+with tf.Session() as sess:
+    sess.run(tf.global_variables_initializer())
+    print(sess.run([train, loss], {{x: np.ones((2, 3)), y: np.ones((2, 2))}})[1])
+'''
+SCOPED = '''\
+    with tf.variable_scope("block", reuse=again):
+        {name} = tf.get_variable("{name}", [3, 2])
+        return tf.matmul(inputs, {name})'''
+
+
+def rewrite(body: str):
+    return restructure(cst.parse_module(PROGRAM.format(body=body)), "original.py")
+
+
+def test_the_function_becomes_a_module_called_as_before():
+    code = rewrite(SCOPED.format(name="w")).new_module.code
+    assert "class Block(tf.Module):" in code and '        super().__init__(name="block")' in code
+    assert 'self.w = tf.Variable(tf.keras.initializers.GlorotUniform()([3, 2]), name="w")' in code
+    assert "    def __call__(self, inputs, again):\n        return tf.matmul(inputs, self.w)" in code
+    assert "\nblock = Block()\n" in code and "block(x, again=False) + block(2.0 * x, again=True)" in code
+    assert "variables = [*block.trainable_variables]" in code
+
+
+def test_a_variable_named_like_a_module_attribute_is_stored_under_another_attribute():
+    code = rewrite(SCOPED.format(name="variables")).new_module.code
+    assert 'self.variables_variable = tf.Variable(' in code and "tf.matmul(inputs, self.variables_variable)" in code
+
+
+@pytest.mark.parametrize("body, why", [
+    ('    w = tf.get_variable("w", [3, 2])\n    return tf.matmul(inputs, w)', "not one `with tf.variable_scope"),
+    ('    with tf.variable_scope("block", reuse=again, initializer=tf.zeros_initializer()):\n'
+     '        w = tf.get_variable("w", [3, 2])\n        return tf.matmul(inputs, w)', "other than a string name"),
+    ('    with tf.variable_scope("block", reuse=again):\n'
+     '        w = tf.get_variable("w", [3, 2], regularizer=tf.nn.l2_loss)\n        return tf.matmul(inputs, w)', "regularizer"),
+    ('    with tf.variable_scope("block", reuse=again):\n'
+     '        n = 2\n        w = tf.get_variable("w", [3, n])\n        return tf.matmul(inputs, w)', "created from `n`"),
+])
+def test_builders_the_rewrite_cannot_follow_are_refused_with_the_line(body, why):
+    result = rewrite(body)
+    assert result.new_module is None
+    assert any(d[2] == "TFG905" and why in d[3] for d in result.diagnostics), result.diagnostics

@@ -1,0 +1,179 @@
+"""Builder functions: `tf.get_variable` under one `tf.variable_scope`, called
+wherever the graph needs the same weights.
+
+    def encoder(x, reuse):
+        with tf.variable_scope("encoder", reuse=reuse):
+            w = tf.get_variable("w", [4, 6])
+            return tf.matmul(x, w)
+
+In TF1 the first call creates `encoder/w` and every later call (with
+`reuse=True` or `tf.AUTO_REUSE`) gets the same variable back. In TF2 the
+function becomes a `tf.Module` whose constructor creates the variables under
+the same names, once, and whose `__call__` is the function's computation; an
+instance takes the function's name, so every call site reads as before.
+The model gives each such function one `layer` node (its weights) that the
+statements calling it depend on.
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from tf1gradfix.syntax import Refusal, bound_args, literal_string, loads
+
+# attributes tf.Module has already: a variable named like one is stored under `<name>_variable`
+MODULE_ATTRIBUTES = frozenset({"name", "name_scope", "variables", "trainable_variables", "non_trainable_variables",
+                               "submodules", "with_name_scope"})
+GET_VARIABLE = ("name", "shape", "dtype", "initializer", "regularizer", "trainable", "collections",
+                "caching_device", "partitioner", "validate_shape", "use_resource", "custom_getter", "constraint")
+
+
+def creates_variables(helper: cst.FunctionDef, calls) -> bool:
+    """Does the function call `tf.get_variable` (a builder, when it is one)?"""
+    return any(q == "tensorflow.get_variable" for _, q in calls(helper))
+
+
+def node(builder, helper: cst.FunctionDef):
+    """The builder's `layer` node, made on its first use."""
+    program = builder.program
+    for n in program.nodes:
+        if n.kind == "layer" and n.info.get("builder") is helper:
+            return n
+    scope, inner = _scope(builder, helper)
+    params = {p.name.value for p in (*helper.params.params, *helper.params.kwonly_params)}
+    local = set()
+    variables = []
+    for stmt in inner:
+        small = stmt.body[0] if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 else None
+        value = small.value if isinstance(small, cst.Assign) else None
+        call = value if isinstance(value, cst.Call) and builder.qualified(value.func) == "tensorflow.get_variable" else None
+        if call is None:
+            for c, q in builder.calls(stmt):
+                if q in ("tensorflow.get_variable", "tensorflow.Variable", "tensorflow.variable_scope") \
+                        or (q or "").startswith("tensorflow.layers."):
+                    raise Refusal(c, "TFG905", f"`{helper.name.value}` creates weights other than by "
+                                  "`NAME = tf.get_variable(...)` statements")
+            local |= set(loads(stmt)) if not isinstance(stmt, cst.SimpleStatementLine) else \
+                {n for s in stmt.body if isinstance(s, cst.Assign) for t in s.targets for n in loads(t.target)}
+            continue
+        if len(small.targets) != 1 or not isinstance(small.targets[0].target, cst.Name):
+            raise Refusal(stmt, "TFG905", "a `tf.get_variable` result assigned to something other than one name")
+        bound = bound_args(call, list(GET_VARIABLE), call)
+        extra = set(bound) - {"name", "shape", "dtype", "initializer"}
+        if extra:
+            raise Refusal(call, "TFG905", f"variable argument(s) {', '.join(sorted(extra))} in a builder function")
+        label = literal_string(bound.get("name"))
+        if label is None:
+            raise Refusal(call, "TFG905", "a variable name that is not a string literal")
+        reads = set(loads(call)) & (params | local)
+        if reads:   # created once: its shape and initializer must not depend on a call's arguments
+            raise Refusal(call, "TFG905", f"`{label}` is created from `{sorted(reads)[0]}`, which each call may change")
+        variables.append((small.targets[0].target.value, label, call, bound, stmt))
+    if not variables:
+        raise Refusal(helper, "TFG905", f"`{helper.name.value}` calls `tf.get_variable` where the rewrite cannot follow")
+    names = [v[0] for v in variables]
+    if len(set(names)) != len(names) or set(names) & (params | local):
+        raise Refusal(helper, "TFG905", f"`{helper.name.value}` binds a variable's name twice")
+    index = len(program.nodes)
+    from tf1gradfix.graph_model import GraphNode
+    made = GraphNode(index, "layer", (), helper, None, frozenset(),
+                     {"builder": helper, "scope": scope, "variables": variables, "inner": inner,
+                      "weights": True, "trainable": True, "var": helper.name.value, "class": None})
+    program.nodes.append(made)
+    return made
+
+
+def _scope(builder, helper: cst.FunctionDef):
+    """("scope name", statements inside it): the body is one `with tf.variable_scope("NAME", reuse=...)`."""
+    body = list(helper.body.body)
+    if body and _docstring(body[0]):
+        body = body[1:]
+    if helper.decorators or helper.asynchronous is not None or len(body) != 1 or not isinstance(body[0], cst.With):
+        raise Refusal(helper, "TFG905", f"builder function `{helper.name.value}` whose body is not one "
+                      "`with tf.variable_scope(\"NAME\", reuse=...)` block")
+    stmt = body[0]
+    call = stmt.items[0].item if len(stmt.items) == 1 and stmt.items[0].asname is None else None
+    if not isinstance(call, cst.Call) or builder.qualified(call.func) != "tensorflow.variable_scope":
+        raise Refusal(stmt, "TFG905", f"builder function `{helper.name.value}` without one `tf.variable_scope`")
+    bound = bound_args(call, ["name_or_scope", "default_name", "values", "initializer", "regularizer",
+                              "caching_device", "partitioner", "custom_getter", "reuse"], call)
+    scope = literal_string(bound.get("name_or_scope"))
+    if scope is None or set(bound) - {"name_or_scope", "reuse"}:
+        raise Refusal(call, "TFG905", "a builder's `tf.variable_scope` other than a string name and `reuse=`")
+    return scope, list(stmt.body.body)
+
+
+def _docstring(stmt) -> bool:
+    return isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 and isinstance(stmt.body[0], cst.Expr) \
+        and isinstance(stmt.body[0].value, (cst.SimpleString, cst.ConcatenatedString))
+
+
+class _SelfNames(cst.CSTTransformer):
+    """Reads of the builder's variables become attributes of the module (`w` -> `self.w`)."""
+
+    def __init__(self, reads: set, attribute: dict):
+        super().__init__()
+        self.reads, self.attribute = reads, attribute
+
+    def leave_Name(self, original: cst.Name, updated: cst.Name):
+        if id(original) in self.reads:
+            return cst.Attribute(value=cst.Name("self"), attr=cst.Name(self.attribute[original.value]))
+        return updated
+
+
+def class_statements(node, tf: str, initial_value, gap: int) -> list[cst.BaseStatement]:
+    """`class Encoder(tf.Module)` (variables in `__init__`, the computation in
+    `__call__`) and `encoder = Encoder()`, in place of the function; its
+    docstring becomes the class's, the comments above the scope stay in `__call__`."""
+    info = node.info
+    helper = info["builder"]
+    first = list(helper.body.body)
+    docstring = first[0] if first and _docstring(first[0]) else None
+    scope_comments = [ln for ln in (first[1] if docstring else first[0]).leading_lines if ln.comment is not None]
+    attribute = {v[0]: v[0] + "_variable" if v[0] in MODULE_ATTRIBUTES else v[0] for v in info["variables"]}
+    init = "".join(f"            self.{attribute[local]} = {tf}.Variable({initial_value(call, bound)}, name=\"{label}\")\n"
+                   for local, label, call, bound, _ in info["variables"])
+    text = (f"class {info['class']}({tf}.Module):\n"
+            f"    def __init__(self):\n"
+            f"        super().__init__(name=\"{info['scope']}\")\n"
+            f"        with self.name_scope:\n{init}\n"
+            f"    def __call__(self):\n        pass\n")
+    cls = cst.parse_statement(text)
+    skip = {id(v[4]) for v in info["variables"]}
+    names = {v[0] for v in info["variables"]}
+    body = [s for s in info["inner"] if id(s) not in skip]
+    reads = {id(n) for s in body for n in _name_nodes(s) if n.value in names}
+    body = [s.visit(_SelfNames(reads, attribute)) for s in body]
+    if body:
+        body[0] = body[0].with_changes(leading_lines=[*scope_comments, *body[0].leading_lines])
+    params = helper.params.with_changes(params=[cst.Param(cst.Name("self")), *helper.params.params])
+    call = helper.with_changes(name=cst.Name("__call__"), params=params, leading_lines=[cst.EmptyLine(indent=False)],
+                               body=helper.body.with_changes(body=body))
+    methods = list(cls.body.body)
+    if docstring is not None:
+        methods = [docstring, methods[0].with_changes(leading_lines=[cst.EmptyLine(indent=False)])]
+    cls = cls.with_changes(body=cls.body.with_changes(body=[*methods[:2 if docstring else 1], call]),
+                           leading_lines=helper.leading_lines)
+    instance = cst.parse_statement(f"{helper.name.value} = {info['class']}()\n").with_changes(
+        leading_lines=[cst.EmptyLine(indent=False)] * gap)
+    return [cls, instance]
+
+
+def _name_nodes(stmt: cst.CSTNode) -> list[cst.Name]:
+    """The Name nodes that read or bind a value (not attribute names or keywords)."""
+    found: list[cst.Name] = []
+
+    class V(cst.CSTVisitor):
+        def visit_Attribute(self, n: cst.Attribute) -> bool:
+            n.value.visit(self)
+            return False
+
+        def visit_Arg(self, n: cst.Arg) -> bool:
+            n.value.visit(self)
+            return False
+
+        def visit_Name(self, n: cst.Name) -> None:
+            found.append(n)
+
+    stmt.visit(V())
+    return found
