@@ -65,3 +65,37 @@ def test_restructured_is_equivalent(scenario: Path):
 
     result = orchestrate.verify_pair(scenario / "input.py", scenario / "expected.py")
     assert result.verdict == orchestrate.EQUIVALENT, (result.verdict, result.reason)
+
+
+RUN_ALL = """\
+import contextlib, io, os, runpy, sys
+failed = []
+for path in sys.argv[1:]:
+    try:
+        with contextlib.redirect_stdout(io.StringIO()):
+            runpy.run_path(path, run_name="__main__")
+    except SystemExit as exit:
+        if exit.code not in (None, 0):
+            failed.append(f"{path}: exit {exit.code}")
+    except Exception as exc:
+        failed.append(f"{path}: {exc!r}")
+print("\\n".join(failed))
+"""
+
+
+@pytest.mark.tf
+def test_rewrites_run_with_real_tf_functions():
+    """The verifier runs migrated programs with `tf.config.run_functions_eagerly(True)`
+    so it can read traced values; a rewrite must also run as written, where each
+    `tf.function` is traced into a graph (variables made only on the first trace,
+    no Python bool of a tensor)."""
+    import os
+    import subprocess
+    import sys
+
+    paths = [str(p / "expected.py") for p in RESTRUCTURED]
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
+    done = subprocess.run([sys.executable, "-c", RUN_ALL, *paths], capture_output=True, text=True, env=env,
+                          timeout=900)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.strip() == "", done.stdout
