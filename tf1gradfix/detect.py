@@ -16,6 +16,7 @@ from libcst._nodes.internal import CodegenState
 from libcst._position import CodePosition, CodeRange
 from libcst.metadata import MetadataWrapper, PositionProvider, ScopeProvider
 
+from tf1gradfix import walk
 from tf1gradfix.catalog import Catalog, Rule
 from tf1gradfix.names import BindingCollector, NameResolver, dotted
 
@@ -144,7 +145,8 @@ def detect(wrapper: MetadataWrapper, catalog: Catalog, positions: bool = True) -
     bindings = BindingCollector()
     wrapper.module.visit(bindings)
     detector = Detector(catalog, bindings)
-    wrapper.visit(detector)
+    with detector.resolve(wrapper):
+        walk.visit(wrapper.module, detector)
     if positions and detector.found:
         table = starts(wrapper, [hit.node for hit in detector.found])
         for hit in detector.found:
@@ -247,6 +249,7 @@ class AnalysisWrapper(MetadataWrapper):
       walks the tree itself; the batched walk over the rest of the tree then
       calls nothing and is skipped, and each provider's visitor methods are
       looked up once per class instead of by ``inspect.getmembers`` each time.
+    * The providers' own visitors walk without rebuilding the tree (walk.read_only_visits).
     """
 
     __slots__ = ()
@@ -271,8 +274,10 @@ class AnalysisWrapper(MetadataWrapper):
             for name in _visitor_names(visitor):
                 methods.setdefault(name, []).append(getattr(visitor, name))
         if before_visit is not None or after_leave is not None or set(methods) - {"visit_Module", "leave_Module"}:
-            return super().visit_batched(visitors, before_visit, after_leave)
+            with walk.read_only_visits():
+                return super().visit_batched(visitors, before_visit, after_leave)
         with ExitStack() as stack:
+            stack.enter_context(walk.read_only_visits())
             for visitor in visitors:
                 stack.enter_context(visitor.resolve(self))
             for method in methods.get("visit_Module", ()):

@@ -85,6 +85,15 @@ def _syntax_error(display: str, data: bytes, exc) -> FileError:
 def _process_tensorflow_source(result: FileResult, display: str, data: bytes, codes: CodeFilter, fix: bool) -> FileResult:
     # LibCST costs a quarter second to import: only files that mention
     # TensorFlow pay for it.
+    from tf1gradfix.walk import read_only_visits
+
+    # Every read-only LibCST walk of the rewrite (scope analysis, detection,
+    # the restructuring's visitors) then runs without rebuilding the tree.
+    with read_only_visits():
+        return _analyzed(result, display, data, codes, fix)
+
+
+def _analyzed(result: FileResult, display: str, data: bytes, codes: CodeFilter, fix: bool) -> FileResult:
     import libcst as cst
 
     from tf1gradfix import catalog as catalog_module

@@ -14,6 +14,7 @@ from __future__ import annotations
 import libcst as cst
 from libcst.metadata import QualifiedNameSource, ScopeProvider
 
+from tf1gradfix import walk
 from tf1gradfix.catalog import Catalog
 
 TF_ROOT = "tensorflow"
@@ -106,8 +107,8 @@ class BindingCollector(cst.CSTVisitor):
         elif isinstance(stmt, cst.Match):
             for case in stmt.cases:
                 self._suite(case.body)
-        else:  # a statement kind this walk does not know: LibCST's own walk
-            stmt.visit(self)
+        else:  # a statement kind this walk does not know: a visit of all of it
+            walk.visit(stmt, self)
 
     def _suite(self, suite: cst.BaseSuite) -> None:
         if isinstance(suite, cst.SimpleStatementSuite):

@@ -11,6 +11,7 @@ import functools
 import libcst as cst
 
 from tf1gradfix.catalog import _read
+from tf1gradfix.walk import children, visit
 
 
 class Refusal(Exception):
@@ -75,20 +76,18 @@ def bound_args(call: cst.Call, params: list[str], node: cst.CSTNode) -> dict[str
 def loads(expr: cst.CSTNode) -> list[str]:
     """Names an expression reads (attribute bases, not attribute names or keywords)."""
     found: list[str] = []
-
-    class V(cst.CSTVisitor):
-        def visit_Attribute(self, node: cst.Attribute) -> bool:
-            node.value.visit(self)
-            return False
-
-        def visit_Arg(self, node: cst.Arg) -> bool:
-            node.value.visit(self)
-            return False
-
-        def visit_Name(self, node: cst.Name) -> None:
+    stack = [expr]
+    while stack:  # in visiting order: each node's children pushed last-first
+        node = stack.pop()
+        kind = type(node)
+        if kind is cst.Attribute or kind is cst.Arg:
+            stack.append(node.value)
+            continue
+        if kind is cst.Name:
             found.append(node.value)
-
-    expr.visit(V())
+        below = children(node)
+        below.reverse()
+        stack.extend(below)
     return found
 
 
@@ -153,5 +152,5 @@ def free_names(func: cst.FunctionDef) -> set[str]:
         def visit_FunctionDef(self, node) -> None:
             bound.add(node.name.value)
 
-    func.body.visit(V())
+    visit(func.body, V())
     return set(loads(func.body)) - bound

@@ -1,0 +1,174 @@
+"""Read-only walks over LibCST trees that do not rebuild the tree.
+
+``node.visit(visitor)`` rebuilds every node it passes through, even for a
+``CSTVisitor`` whose result is the unchanged tree; that construction is most
+of the cost of a walk. ``visit`` here makes the same callbacks in the same
+order and builds nothing; ``walk`` yields the nodes such a visit reaches.
+Children come in LibCST's own visiting order, read from each node class's
+``_visit_and_replace_children`` (see ``child_fields``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import weakref
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import libcst as cst
+from libcst import MaybeSentinel
+from libcst._typed_visitor import CSTTypedBaseFunctions, CSTTypedVisitorFunctions
+
+_FIELDS: dict[type, tuple[str, ...]] = {}
+
+
+def child_fields(cls: type) -> tuple[str, ...]:
+    """The fields of a node class that LibCST visits, in visiting order.
+
+    ``_visit_and_replace_children`` names each field it visits as a string
+    constant, in that order (``visit_required(self, "body", self.body, ...)``),
+    so the code object's constants give the order without reading source.
+    tests/test_walk.py checks this against the source of every node class.
+    """
+    names = _FIELDS.get(cls)
+    if names is None:
+        own = {f.name for f in dataclasses.fields(cls)}
+        consts = cls._visit_and_replace_children.__code__.co_consts
+        names = _FIELDS[cls] = tuple(c for c in consts if isinstance(c, str) and c in own)
+    return names
+
+
+def children(node: cst.CSTNode) -> list[cst.CSTNode]:
+    """The nodes LibCST visits directly below `node`, in order (``node.children`` without the rebuild).
+
+    A visited field holds a node, a sequence of nodes, None or MaybeSentinel.
+    """
+    out: list[cst.CSTNode] = []
+    for name in _FIELDS.get(type(node)) or child_fields(type(node)):
+        value = getattr(node, name)
+        if type(value) is tuple or type(value) is list:
+            out.extend(value)
+        elif value is not None and type(value) is not MaybeSentinel:
+            out.append(value)
+    return out
+
+
+def walk(node: cst.CSTNode, skip: tuple[type, ...] = ()) -> Iterator[cst.CSTNode]:
+    """`node` and every node below it, in the order a CSTVisitor visits them.
+
+    Nodes of the `skip` types are yielded but not entered.
+    """
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        yield current
+        if not (skip and isinstance(current, skip)):
+            below = children(current)
+            below.reverse()
+            stack.extend(below)
+
+
+class _Plan:
+    """How to call one visitor class: its callbacks looked up once per node type."""
+
+    def __init__(self, cls: type) -> None:
+        self._cls = weakref.ref(cls)  # (the plan lives as long as its class)
+        self.own_on_visit = cls.on_visit is not cst.CSTVisitor.on_visit
+        self.own_on_leave = cls.on_leave is not cst.CSTVisitor.on_leave
+        custom_attributes = (cls.on_visit_attribute is not cst.CSTVisitor.on_visit_attribute
+                             or cls.on_leave_attribute is not cst.CSTVisitor.on_leave_attribute)
+        # Node types with per-attribute callbacks (`visit_ClassDef_bases`) go
+        # through LibCST's own child visit, which makes those calls.
+        self.all_attributes = custom_attributes
+        defined = {name for klass in cls.__mro__ if klass not in _STUBS for name in vars(klass)}
+        self.attribute_types = {name.split("_")[1] for name in defined
+                                if name.startswith(("visit_", "leave_")) and name.count("_") >= 2
+                                and self._method(name) is not None}
+        self.visits: dict[type, object] = {}
+        self.leaves: dict[type, object] = {}
+
+    def _method(self, name: str):
+        """The class's function of that name; None for none or LibCST's no-op stub."""
+        method = getattr(self._cls(), name, None)
+        return None if getattr(method, "_is_no_op", False) else method
+
+    def callbacks(self, node_cls: type):
+        visit = self.visits.get(node_cls, False)
+        if visit is False:
+            visit = self.visits[node_cls] = self._method("visit_" + node_cls.__name__)
+            self.leaves[node_cls] = self._method("leave_" + node_cls.__name__)
+        return visit, self.leaves[node_cls]
+
+
+_STUBS = (CSTTypedVisitorFunctions, CSTTypedBaseFunctions)  # no-op stubs for every callback
+_PLANS: weakref.WeakKeyDictionary[type, _Plan] = weakref.WeakKeyDictionary()  # visitor classes can be local
+
+
+def visit(node: cst.CSTNode, visitor: cst.CSTVisitor) -> None:
+    """``node.visit(visitor)`` for a read-only visitor, without rebuilding any node."""
+    plan = _PLANS.get(type(visitor))
+    if plan is None:
+        plan = _PLANS[type(visitor)] = _Plan(type(visitor))
+    if plan.all_attributes or any(name.startswith(("visit_", "leave_")) for name in getattr(visitor, "__dict__", ())):
+        _LIBCST_VISIT(node, visitor)  # callbacks this plan cannot see
+    else:
+        _visit(node, visitor, plan)
+
+
+def _visit(node: cst.CSTNode, visitor: cst.CSTVisitor, plan: _Plan) -> None:
+    node_cls = type(node)
+    on_visit, on_leave = plan.callbacks(node_cls)
+    if plan.own_on_visit:
+        enter = visitor.on_visit(node)
+    else:
+        enter = on_visit is None or on_visit(visitor, node) is not False
+    if enter:
+        if node_cls.__name__ in plan.attribute_types:
+            node._visit_and_replace_children(visitor)
+        else:
+            for name in _FIELDS.get(node_cls) or child_fields(node_cls):
+                value = getattr(node, name)
+                if type(value) is tuple or type(value) is list:
+                    for child in value:
+                        _visit(child, visitor, plan)
+                elif value is not None and type(value) is not MaybeSentinel:
+                    _visit(value, visitor, plan)
+    if plan.own_on_leave:
+        visitor.on_leave(node)
+    elif on_leave is not None:
+        on_leave(visitor, node)
+
+
+_LIBCST_VISIT = cst.CSTNode.visit
+
+
+_READ_ONLY: weakref.WeakKeyDictionary[type, bool] = weakref.WeakKeyDictionary()
+
+
+def _fast_visit(self, visitor):
+    read_only = _READ_ONLY.get(type(visitor))
+    if read_only is None:
+        read_only = _READ_ONLY[type(visitor)] = isinstance(visitor, cst.CSTVisitor)
+    if read_only:
+        visit(self, visitor)
+        return self
+    return _LIBCST_VISIT(self, visitor)
+
+
+@contextmanager
+def read_only_visits() -> Iterator[None]:
+    """Within: every ``node.visit(visitor)`` with a CSTVisitor runs as ``visit`` above.
+
+    For code that is not ours and walks with ``node.visit`` (LibCST's
+    metadata providers): the same callbacks in the same order, the same
+    return value (the node itself), no rebuilt nodes. Transformers keep
+    LibCST's walk.
+    """
+    if cst.CSTNode.visit is _fast_visit:
+        yield
+        return
+    cst.CSTNode.visit = _fast_visit
+    try:
+        yield
+    finally:
+        cst.CSTNode.visit = _LIBCST_VISIT
