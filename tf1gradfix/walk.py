@@ -44,7 +44,8 @@ def children(node: cst.CSTNode) -> list[cst.CSTNode]:
     A visited field holds a node, a sequence of nodes, None or MaybeSentinel.
     """
     out: list[cst.CSTNode] = []
-    for name in _FIELDS.get(type(node)) or child_fields(type(node)):
+    fields = _FIELDS.get(type(node))
+    for name in fields if fields is not None else child_fields(type(node)):
         value = getattr(node, name)
         if type(value) is tuple or type(value) is list:
             out.extend(value)
@@ -69,35 +70,33 @@ def walk(node: cst.CSTNode, skip: tuple[type, ...] = ()) -> Iterator[cst.CSTNode
 
 
 class _Plan:
-    """How to call one visitor class: its callbacks looked up once per node type."""
+    """How to call one visitor class, looked up once per node type:
+    (visit callback, leave callback, fields to walk; None: LibCST's own child visit)."""
 
     def __init__(self, cls: type) -> None:
         self._cls = weakref.ref(cls)  # (the plan lives as long as its class)
         self.own_on_visit = cls.on_visit is not cst.CSTVisitor.on_visit
         self.own_on_leave = cls.on_leave is not cst.CSTVisitor.on_leave
-        custom_attributes = (cls.on_visit_attribute is not cst.CSTVisitor.on_visit_attribute
-                             or cls.on_leave_attribute is not cst.CSTVisitor.on_leave_attribute)
+        self.all_attributes = (cls.on_visit_attribute is not cst.CSTVisitor.on_visit_attribute
+                               or cls.on_leave_attribute is not cst.CSTVisitor.on_leave_attribute)
         # Node types with per-attribute callbacks (`visit_ClassDef_bases`) go
         # through LibCST's own child visit, which makes those calls.
-        self.all_attributes = custom_attributes
         defined = {name for klass in cls.__mro__ if klass not in _STUBS for name in vars(klass)}
         self.attribute_types = {name.split("_")[1] for name in defined
                                 if name.startswith(("visit_", "leave_")) and name.count("_") >= 2
                                 and self._method(name) is not None}
-        self.visits: dict[type, object] = {}
-        self.leaves: dict[type, object] = {}
+        self.calls: dict[type, tuple] = {}
 
     def _method(self, name: str):
         """The class's function of that name; None for none or LibCST's no-op stub."""
         method = getattr(self._cls(), name, None)
         return None if getattr(method, "_is_no_op", False) else method
 
-    def callbacks(self, node_cls: type):
-        visit = self.visits.get(node_cls, False)
-        if visit is False:
-            visit = self.visits[node_cls] = self._method("visit_" + node_cls.__name__)
-            self.leaves[node_cls] = self._method("leave_" + node_cls.__name__)
-        return visit, self.leaves[node_cls]
+    def lookup(self, node_cls: type) -> tuple:
+        name = node_cls.__name__
+        fields = None if name in self.attribute_types else child_fields(node_cls)
+        calls = self.calls[node_cls] = (self._method("visit_" + name), self._method("leave_" + name), fields)
+        return calls
 
 
 _STUBS = (CSTTypedVisitorFunctions, CSTTypedBaseFunctions)  # no-op stubs for every callback
@@ -116,17 +115,17 @@ def visit(node: cst.CSTNode, visitor: cst.CSTVisitor) -> None:
 
 
 def _visit(node: cst.CSTNode, visitor: cst.CSTVisitor, plan: _Plan) -> None:
-    node_cls = type(node)
-    on_visit, on_leave = plan.callbacks(node_cls)
+    calls = plan.calls.get(type(node))
+    on_visit, on_leave, fields = calls if calls is not None else plan.lookup(type(node))
     if plan.own_on_visit:
         enter = visitor.on_visit(node)
     else:
         enter = on_visit is None or on_visit(visitor, node) is not False
     if enter:
-        if node_cls.__name__ in plan.attribute_types:
+        if fields is None:
             node._visit_and_replace_children(visitor)
         else:
-            for name in _FIELDS.get(node_cls) or child_fields(node_cls):
+            for name in fields:
                 value = getattr(node, name)
                 if type(value) is tuple or type(value) is list:
                     for child in value:
