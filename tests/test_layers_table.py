@@ -28,19 +28,21 @@ shape = {shape}
 xs = rng.randn({steps}, 5, *shape[1:]).astype(np.float32)
 ys = rng.randn({steps}, 5, 1).astype(np.float32)
 
-x = tf.placeholder(tf.float32, shape)
+x = tf.placeholder(tf.float32, {shape})
 y = tf.placeholder(tf.float32, [None, 1])
+training = tf.placeholder(tf.bool, [])
 h = tf.layers.{name}(x{example})
 {flatten}prediction = tf.layers.dense(h, 1, name="out")
 loss = tf.reduce_mean(tf.square(prediction - y))
-train_op = tf.train.GradientDescentOptimizer(0.05).minimize(loss)
+with tf.control_dependencies(tf.get_collection(tf.GraphKeys.UPDATE_OPS)):
+    train_op = tf.train.GradientDescentOptimizer(0.05).minimize(loss)
 
 with tf.Session() as sess:
     sess.run(tf.global_variables_initializer())
     for step in range({steps}):
-        _, value = sess.run([train_op, loss], feed_dict={{x: xs[step], y: ys[step]}})
+        _, value = sess.run([train_op, loss], feed_dict={{x: xs[step], y: ys[step], training: True}})
         print("step", step, "loss %.6f" % value)
-    print("prediction", sess.run(prediction, {{x: xs[0]}}).ravel())
+    print("prediction", sess.run(prediction, {{x: xs[0], training: False}}).ravel())
 """
 STEPS = 6
 ROWS = list(layer_table().items())
@@ -79,7 +81,8 @@ def test_the_layer_is_created_once_and_called_in_the_step(symbol, row):
     created = [ln for ln in migrated.splitlines() if f"= tf.{row['target']}(" in ln and not ln.startswith("out = ")]
     assert len(created) == 1 and not created[0].startswith(" "), created   # where the graph was built
     layer = created[0].split(" = ")[0]
-    assert f"h = {layer}(x)" in migrated and "tf.layers" not in migrated
+    call = f"h = {layer}(x, training=training)" if "training" in row.get("call", ()) else f"h = {layer}(x)"
+    assert call in migrated and "tf.layers" not in migrated
     if row["weights"]:
         assert f"*{layer}.trainable_variables" in migrated
 
@@ -125,10 +128,10 @@ def test_settings_without_a_one_to_one_rewrite_are_refused(setting, why):
 
 def test_layers_that_are_not_in_the_table_stay_refused():
     source = program("tensorflow.layers.dense", layer_table()["tensorflow.layers.dense"]) \
-        .replace("prediction = tf.layers.dense(h, 1", "h = tf.layers.dropout(h, 0.5)\nprediction = tf.layers.dense(h, 1")
+        .replace("prediction = tf.layers.dense(h, 1", "h = tf.layers.separable_conv1d(h, 2, 1)\nprediction = tf.layers.dense(h, 1")
     result = process_source("original.py", source.encode(), CodeFilter())
     assert result.new_source is None
-    assert any(f.code == "TFG905" and "tf.layers.dropout" in f.message for f in result.findings)
+    assert any(f.code == "TFG905" and "tf.layers.separable_conv1d" in f.message for f in result.findings)
 
 
 @pytest.mark.parametrize("symbol, row", ROWS[:1], ids=IDS[:1])
@@ -158,3 +161,32 @@ def test_row_is_backed_by_the_verifier(symbol, row, tmp_path):
     (tmp_path / "migrated.py").write_text(migrated)
     result = verify_pair(tmp_path / "original.py", tmp_path / "migrated.py")
     assert result.verdict == EQUIVALENT, (result.verdict, result.reason)
+
+
+BATCH_NORM = "tensorflow.layers.batch_normalization"
+
+
+def test_a_mode_flag_becomes_the_literal_of_each_function():
+    migrated = rewritten(program(BATCH_NORM, layer_table()[BATCH_NORM]))
+    assert "batch_normalization = tf.keras.layers.BatchNormalization(momentum=0.9)" in migrated
+    train = migrated.split("def train_step(")[1].split("\ndef ")[0]
+    evaluate = migrated.split("def compute_prediction(")[1].split("\ndef ")[0]
+    assert "    training = True\n" in train and "    training = False\n" in evaluate
+    assert "control_dependencies" not in migrated and "UPDATE_OPS" not in migrated
+    assert "compute_prediction(xs[0])" in migrated   # the flag is no argument
+
+
+@pytest.mark.parametrize("change, why", [
+    (("h = tf.layers.batch_normalization(x,", "h = tf.layers.batch_normalization(tf.reshape(x, [-1, 2, 3, 1]),"),
+     "rank is not known"),
+    (("with tf.control_dependencies(tf.get_collection(tf.GraphKeys.UPDATE_OPS)):\n    train_op", "train_op"),
+     "does not run a train op under"),
+    (("xs[0], training: False}", "xs[0], training: step > 3}"), "other than True or False"),
+    (("training = tf.placeholder(tf.bool, [])", "training = tf.placeholder(tf.float32, [])"), "bool placeholder"),
+])
+def test_batch_normalization_the_rewrite_cannot_keep_exact_is_refused(change, why):
+    source = program(BATCH_NORM, layer_table()[BATCH_NORM]).replace(*change)
+    assert change[1] in source
+    result = restructure(cst.parse_module(source), "original.py")
+    assert result.new_module is None
+    assert any(why in d[3] for d in result.diagnostics), result.diagnostics

@@ -136,8 +136,8 @@ class StateEmitter:
         args = []
         for position, a in enumerate(a for a in call.args if a.value is not source):
             param = a.keyword.value if a.keyword is not None else row["params"][position + 1]
-            if param == "reuse":
-                continue   # None or False: a new layer, as every Keras layer is
+            if param == "reuse" or param in row.get("call", ()) or param in row.get("accepted", {}):
+                continue   # reuse None/False: a new layer, as every Keras layer is; `training` goes to the call
             value = self.code(a.value)
             if param in row["initializers"]:
                 if not isinstance(a.value, cst.Call):

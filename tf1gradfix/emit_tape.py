@@ -107,7 +107,8 @@ class TapeEmitter:
     def stmt_text(self, node: GraphNode) -> str:
         if "layer" in node.info:   # `h = tf.layers.dense(x, ...)` -> `h = <layer>(x)`
             layer = self.p.nodes[node.info["layer"]].info["var"]
-            return f"{', '.join(node.names)} = {layer}({self.code(node.info['source'])})"
+            args = [self.code(node.info["source"])] + [f"{k}={self.code(v)}" for k, v in node.info["call_args"]]
+            return f"{', '.join(node.names)} = {layer}({', '.join(args)})"
         if "layer_loop" in node.info:
             return self._layer_loop(self.p.nodes[node.info["layer_loop"]])
         stmt = losses.rewritten_statement(node.stmt, node.info.get("calls", ()), self.qualified, self.code, self.tf)
@@ -183,7 +184,8 @@ class TapeEmitter:
             forward_lines.append(self.stmt_text(self.p.nodes[i]))
             forward_lines += watch_after.get(i, [])
         grads = [i for i in sig.nodes if i in post]
-        lines: list[str] = self._casts(sig.params) + self._variable_lists(sig)
+        lines: list[str] = self._casts(sig.params) + [f"{k} = {v}" for k, v in sig.flags.items()] \
+            + self._variable_lists(sig)
         if grads:
             count = sum(1 for i in grads if self.p.nodes[i].kind in ("gradients", "compute_gradients")
                         or self.p.nodes[i].info.get("method") == "minimize")

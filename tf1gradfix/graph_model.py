@@ -46,6 +46,7 @@ class Item:
     node: GraphNode | None = None
     drop: bool = False          # graph plumbing that disappears (session, init, close)
     lead: tuple = ()            # leading lines inherited from a removed `with`
+    stats: bool = False         # under `tf.control_dependencies(<UPDATE_OPS>)`: runs the batch-norm updates
 
 
 @dataclass
@@ -73,6 +74,7 @@ class ModelBuilder:
 
     def __init__(self, visitor, names, module: cst.Module):
         self.v, self.names, self.module = visitor, names, module
+        self.update_ops_names: set[str] = set()   # `update_ops = tf.get_collection(tf.GraphKeys.UPDATE_OPS)`
 
     def note(self, node: cst.CSTNode, code: str, message: str) -> None:
         """An info diagnostic of a successful rewrite (kept on the visitor, which
@@ -111,7 +113,7 @@ class ModelBuilder:
                 self._check_compound(item.stmt)   # (a function is checked where graph code calls it)
         return self.program
 
-    def _flatten(self, body, prefix: str, lead: tuple) -> None:
+    def _flatten(self, body, prefix: str, lead: tuple, stats: bool = False) -> None:
         for stmt in body:
             if isinstance(stmt, cst.With):
                 kind, info = self._with_kind(stmt)
@@ -120,14 +122,18 @@ class ModelBuilder:
                     carried = tuple(lead) + tuple(stmt.leading_lines)
                     if kind == "session":
                         self.program.sessions.add(info)
-                        self._flatten(inner, prefix, carried)
-                    elif kind == "graph":
-                        self._flatten(inner, prefix, carried)
+                        self._flatten(inner, prefix, carried, stats)
+                    elif kind in ("graph", "update_ops"):   # TF2 has no graph, and runs ops in order
+                        self._flatten(inner, prefix, carried, stats or kind == "update_ops")
                     else:
-                        self._flatten(inner, f"{prefix}{info}/", carried)
+                        self._flatten(inner, f"{prefix}{info}/", carried, stats)
                     lead = ()
                     continue
-            self.program.items.append(Item(stmt, prefix, lead=lead))
+            small = stmt.body[0] if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 else None
+            if isinstance(small, cst.Assign) and len(small.targets) == 1 and isinstance(small.targets[0].target, cst.Name) \
+                    and self._update_ops(small.value):   # known before the `with` that reads it
+                self.update_ops_names.add(small.targets[0].target.value)
+            self.program.items.append(Item(stmt, prefix, lead=lead, stats=stats))
             lead = ()
 
     def _with_kind(self, stmt: cst.With):
@@ -140,6 +146,9 @@ class ModelBuilder:
         q = self.qualified(call.func)
         if enters_new_graph(stmt, self.qualified):
             return "graph", None   # TF2 has no graphs to enter
+        if q == "tensorflow.control_dependencies" and item.asname is None and len(call.args) == 1 \
+                and self._update_ops(call.args[0].value):
+            return "update_ops", None
         if matches(q, "sessions"):
             if item.asname is None or not isinstance(item.asname.name, cst.Name) or call.args:
                 raise Refusal(stmt, "TFG905", "a session `with` without `as NAME`, or with arguments")
@@ -150,6 +159,15 @@ class ModelBuilder:
                 raise Refusal(stmt, "TFG905", "`tf.variable_scope` other than a plain string scope")
             return "scope", scope
         return None, None
+
+    def _update_ops(self, expr: cst.BaseExpression) -> bool:
+        """`tf.get_collection(tf.GraphKeys.UPDATE_OPS)`, or a name bound to it."""
+        if isinstance(expr, cst.Name):
+            return expr.value in self.update_ops_names
+        if not isinstance(expr, cst.Call) or not matches(self.qualified(expr.func), "collection_getters") or len(expr.args) != 1:
+            return False
+        key = expr.args[0].value
+        return self.qualified(key) == "tensorflow.GraphKeys.UPDATE_OPS" or literal_string(key) == "update_ops"
 
     def _check_compound(self, stmt: cst.BaseStatement) -> None:
         """Host compound statements may run the graph, never build it."""
@@ -173,6 +191,9 @@ class ModelBuilder:
     def deps_of(self, expr: cst.CSTNode) -> set[int]:
         out = set()
         for name in loads(expr):
+            if name in self.update_ops_names:
+                raise Refusal(expr, "TFG905", f"`{name}` (the UPDATE_OPS collection) read other than by "
+                              "`with tf.control_dependencies(...)`")
             if name in self.program.final:
                 out.add(self.program.final[name])
             helper = self.program.helpers.get(name)
@@ -225,6 +246,9 @@ class ModelBuilder:
         names = target_names(small.targets[0].target)
         value = small.value
         if self._runs_graph(value):
+            return
+        if names is not None and len(names) == 1 and self._update_ops(value):
+            item.drop = True   # read by a `with tf.control_dependencies(...)` only (see deps_of)
             return
         deps = self.deps_of(value)
         tf_calls = [(c, q) for c, q in self.calls(value) if q is not None]
@@ -378,7 +402,7 @@ class ModelBuilder:
         deps = set(deps) | {opt.index}
         kind = "compute_gradients" if method == "compute_gradients" else "train"
         self._add(item, kind, names, value, deps, method=method, optimizer=opt.index, bound=bound, call=call,
-                  step=step_name)
+                  step=step_name, stats=item.stats)
         return True
 
     def _optimizer_call(self, call: cst.Call) -> bool:

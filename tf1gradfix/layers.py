@@ -36,16 +36,27 @@ def model(builder, item, names, call: cst.Call | None, q: str | None, deps) -> b
     source = bound.get(row["params"][0])
     if source is None:
         raise Refusal(call, "TFG905", f"`{_short(q)}` without its input")
-    refused = sorted(set(bound) - set(row["keep"]) - {row["params"][0]} - {"reuse"})
+    accepted = row.get("accepted", {})
+    refused = sorted(set(bound) - set(row["keep"]) - {row["params"][0], "reuse"} - set(row.get("call", ())) - set(accepted))
     if refused:
         raise Refusal(call, "TFG905", f"`{_short(q)}` argument(s) {', '.join(refused)}: {row['why']}")
+    for param, values in accepted.items():
+        if param in bound and builder.module.code_for_node(bound[param]) not in values:
+            raise Refusal(bound[param], "TFG905", f"`{_short(q)}` with `{param}=` other than {' or '.join(values)}")
+    call_args = [(param, _mode(builder, q, bound[param])) for param in row.get("call", ()) if param in bound]
+    if row.get("ranks") and "fused" not in bound and _rank(builder, source) not in row["ranks"]:
+        raise Refusal(call, "TFG905", f"`{_short(q)}` on an input whose rank is not known to be "
+                      f"{' or '.join(map(str, row['ranks']))}: TF1 fuses 4-D batch normalization, and its fused kernel "
+                      "updates the moving variance with Bessel's correction, which Keras does not (pass `fused=False` "
+                      "in TF1 if that is what you want)")
     reuse = bound.get("reuse")
     if reuse is not None and not (isinstance(reuse, cst.Name) and reuse.value in ("None", "False")):
         raise Refusal(reuse, "TFG905", f"`{_short(q)}` with `reuse=`: {row['why']}")
     trainable = bound.get("trainable")
     if trainable is not None and not (isinstance(trainable, cst.Name) and trainable.value in ("True", "False")):
         raise Refusal(trainable, "TFG905", "`trainable=` that is not True or False")
-    settings = [a.value for a in call.args if a.value is not source]
+    at_call = [bound[p] for p in row.get("call", ()) if p in bound]
+    settings = [a.value for a in call.args if a.value is not source and not any(a.value is e for e in at_call)]
     for expr in settings:
         for i in builder.deps_of(expr):
             if builder.program.nodes[i].kind != "static":
@@ -56,10 +67,42 @@ def model(builder, item, names, call: cst.Call | None, q: str | None, deps) -> b
     base = label if label.isidentifier() and not keyword.iskeyword(label) else row["auto_name"]
     layer = builder._add(item, "layer", (), call, (), row=row, symbol=q, bound=bound, base=base, var=None,
                          weights=row["weights"], trainable=trainable is None or trainable.value == "True")
-    builder._add(item, "tensor", names, call, set(builder.deps_of(source)) | {layer.index},
-                 calls=[q], layer=layer.index, source=source)
+    flags = {builder.program.final[e.value] for _, e in call_args if isinstance(e, cst.Name) and e.value in builder.program.final}
+    builder._add(item, "tensor", names, call, set(builder.deps_of(source)) | {layer.index} | flags,
+                 calls=[q], layer=layer.index, source=source, call_args=call_args)
     item.node = layer   # the statement's place keeps the layer; the call moves into the steps
     return True
+
+
+def _mode(builder, q: str, expr: cst.BaseExpression) -> cst.BaseExpression:
+    """`training=`: True/False, or a bool placeholder that every run feeds with
+    True or False (a mode flag: each step function gets the literal of its runs)."""
+    if isinstance(expr, cst.Name) and expr.value in ("True", "False"):
+        return expr
+    flag = builder.program.node(expr.value) if isinstance(expr, cst.Name) else None
+    if flag is None or flag.kind != "placeholder" or not _is_bool(builder, flag):
+        raise Refusal(expr, "TFG905", f"`{_short(q)}` with `training=` that is neither True/False nor a bool placeholder")
+    flag.info["mode_flag"] = True
+    return expr
+
+
+def _is_bool(builder, flag) -> bool:
+    dtype, default = flag.info["dtype"], flag.info["default"]
+    if default is not None:
+        return isinstance(default, cst.Name) and default.value in ("True", "False")
+    return dtype is not None and builder.qualified(dtype) == "tensorflow.bool"
+
+
+def _rank(builder, expr: cst.BaseExpression) -> int | None:
+    """The rank of a layer's input where the program states it: a placeholder's literal
+    shape, through layers that keep the rank (dense, dropout, batch norm) or set it."""
+    node = builder.program.node(expr.value) if isinstance(expr, cst.Name) else None
+    if node is not None and node.kind == "placeholder" and isinstance(node.info["shape"], (cst.List, cst.Tuple)):
+        return len(node.info["shape"].elements)
+    if node is not None and "layer" in node.info:
+        row = builder.program.nodes[node.info["layer"]].info["row"]
+        return row.get("output_rank") or _rank(builder, node.info["source"])
+    return None
 
 
 def _short(q: str) -> str:

@@ -40,6 +40,7 @@ class Signature:
     train: GraphNode | None = None
     returns: list[str] = field(default_factory=list)    # fetched values that reach Python
     inline: bool = False       # only variables/static values: no function needed
+    flags: dict[str, str] = field(default_factory=dict)   # mode flag -> "True"/"False" in this function
     name: str = ""
 
 
@@ -347,15 +348,54 @@ def _describe(expr: cst.BaseExpression) -> str:
 def signatures(program: Program, sites: list[Site]) -> list[Signature]:
     """Groups sites by (fetches, fed placeholders) and slices each group."""
     groups: dict[tuple, Signature] = {}
+    flags = {n.names[0] for n in program.nodes if n.kind == "placeholder" and n.info.get("mode_flag")}
     for site in sites:
-        key = (tuple(site.fetches), site.fed)
+        values = _flag_values(program, site, flags)
+        fed = site.fed - flags
+        key = (tuple(site.fetches), fed, tuple(sorted(values.items())))
         sig = groups.get(key)
         if sig is None:
-            sig = groups[key] = Signature(tuple(site.fetches), site.fed)
+            sig = groups[key] = Signature(tuple(site.fetches), fed, flags=values)
             _slice(program, sig, site)
+            _check_statistics(program, sig, site)
         sig.sites.append(site)
         site.signature = sig
     return list(groups.values())
+
+
+def _flag_values(program: Program, site: Site, flags: set[str]) -> dict[str, str]:
+    """The literal each mode flag of the run's slice has: fed True/False, or its default.
+    Runs with other values of a flag become another function."""
+    members = closure(program, [program.final[f] for f in site.fetches])
+    out = {}
+    for name in sorted(flags):
+        if program.final[name] not in members:
+            continue
+        value = (site.feed or {}).get(name)
+        if value is None and site.feed_name is not None:
+            raise Refusal(site.call, "TFG905", f"the mode flag `{name}` fed through a dict built elsewhere")
+        value = value if value is not None else program.node(name).info["default"]
+        if not (isinstance(value, cst.Name) and value.value in ("True", "False")):
+            raise Refusal(value if value is not None else site.call, "TFG905",
+                          f"the mode flag `{name}` fed with something other than True or False")
+        out[name] = value.value
+    return out
+
+
+def _check_statistics(program: Program, sig: "Signature", site: Site) -> None:
+    """Keras batch normalization updates its moving statistics whenever it is called
+    with training=True; TF1 only in runs of a train op under the UPDATE_OPS dependency."""
+    for i in sig.nodes:
+        node = program.nodes[i]
+        if "layer" not in node.info or not program.nodes[node.info["layer"]].info["row"].get("statistics"):
+            continue
+        training = dict(node.info["call_args"]).get("training")
+        value = training.value if isinstance(training, cst.Name) else None
+        value = sig.flags.get(value, value)
+        if value == "True" and not (sig.train is not None and sig.train.info.get("stats")):
+            raise Refusal(site.call, "TFG905", "a run with batch normalization in training mode that does not run a "
+                          "train op under `tf.control_dependencies(UPDATE_OPS)`: TF1 leaves the moving statistics, "
+                          "Keras would update them")
 
 
 def closure(program: Program, roots) -> set[int]:
@@ -385,11 +425,12 @@ def _slice(program: Program, sig: Signature, site: Site) -> None:
         raise Refusal(site.call, "TFG905", "a variable fetched in the same run as its update (order undefined)")
     sig.returns = [name for name, n in zip(sig.fetches, fetched) if n.kind not in ("train", "update")]
     sig.inline = all(n.kind in ("variable", "static") for n in fetched) and not sig.fed
-    placeholders = [program.nodes[i] for i in sig.nodes if program.nodes[i].kind == "placeholder"]
+    placeholders = [program.nodes[i] for i in sig.nodes if program.nodes[i].kind == "placeholder"
+                    and not program.nodes[i].info.get("mode_flag")]   # (a flag is a literal in each function)
     for ph in placeholders:
         if ph.names[0] not in sig.fed and ph.info["default"] is None:
             raise Refusal(site.call, "TFG905", f"placeholder `{ph.names[0]}` is needed but not fed")
-    order = [n.names[0] for n in program.nodes if n.kind == "placeholder"]
+    order = [n.names[0] for n in program.nodes if n.kind == "placeholder" and not n.info.get("mode_flag")]
     plain = [p for p in order if p in sig.fed and program.node(p).info["default"] is None]
     defaults = [p for p in order if program.node(p).info["default"] is not None
                 and (p in sig.fed or any(ph.names[0] == p for ph in placeholders))]
