@@ -233,7 +233,7 @@ class TapeEmitter:
                     and node.info["bound"].get("var_list") is not None:
                 # an explicit var_list trains trainable=False variables too
                 top += [v for v in self._var_list(node, node.info["bound"]["loss"])
-                        if not self.p.node(v).info["trainable"]]
+                        if self.p.node(v) is not None and not self.p.node(v).info["trainable"]]
             if node.kind != "gradients":
                 continue
             for x in node.info["xs"]:

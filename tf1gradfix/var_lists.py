@@ -71,9 +71,9 @@ def _collection(program, call: cst.Call, q, before: int, qualified) -> list[str]
         extra = [a for a in call.args if a.keyword is not None and a.keyword.value != "scope"]
     if extra or len(call.args) > 2:
         raise Refusal(call, "TFG905", "a variable collection read with arguments other than a scope")
-    if any(n.kind == "layer" for n in program.nodes[:before]):   # (their variables have no statement of their own)
-        raise Refusal(call, "TFG905", "a variable collection in a program with layers or builder functions; "
-                      "list the variables and the layers' `trainable_variables` explicitly")
+    if any(n.kind == "layer" and "builder" not in n.info for n in program.nodes[:before]):
+        raise Refusal(call, "TFG905", "a variable collection in a program with tf.layers (their variables have "
+                      "no statement of their own); list the variables and the layers' `trainable_variables`")
     prefix = "" if scope is None or isinstance(scope, cst.Name) and scope.value == "None" else literal_string(scope)
     if prefix is None or _REGEX & set(prefix):
         raise Refusal(call, "TFG905", "a variable collection whose scope is not a plain string")
@@ -85,11 +85,19 @@ def _collection(program, call: cst.Call, q, before: int, qualified) -> list[str]
         raise Refusal(call, "TFG905", "`tf.global_variables()` read after a train op whose optimizer "
                       "has slot variables (TF1 would list them too)")
     chosen = []
-    variables = [n for n in program.nodes[:before] if n.kind == "variable" and "alias_of" not in n.info]
-    labels = [n.info["full_name"] for n in variables if n.info["full_name"] is not None]
+    variables = [n for n in program.nodes[:before] if n.kind == "variable" and "alias_of" not in n.info
+                 or "builder" in n.info]
+    labels = [n.info.get("full_name") for n in variables if n.info.get("full_name") is not None]
     if len(set(labels)) != len(labels):   # TF1 would have renamed the second one `name_1`
         raise Refusal(call, "TFG905", "two variables with the same name= read through a collection")
     for node in variables:
+        if "builder" in node.info:   # a builder function's module: all its variables are `SCOPE/...`
+            scope = node.info["scope"] + "/"
+            if scope.startswith(prefix):
+                chosen.append(f"*{node.info['var']}.trainable_variables")
+            elif prefix.startswith(scope):
+                raise Refusal(call, "TFG905", f"a collection of some of the variables of `{node.info['var']}`")
+            continue
         if which == "trainable" and not node.info["trainable"]:
             continue
         name = node.info["full_name"]
@@ -109,6 +117,8 @@ def _filtered(program, comp: cst.ListComp, before: int, qualified) -> list[str] 
     source = members(program, loop.iter, before, qualified)
     if source is None:
         return None
+    if any(name.startswith("*") for name in source):
+        raise Refusal(comp, "TFG905", "a filtered collection holding a builder function's variables")
     if not loop.ifs:
         return source
     var = loop.target.value
