@@ -100,3 +100,15 @@ def test_off_damaged_and_unwritable(kept, tmp_path, capsys, monkeypatch):
     shutil.rmtree(kept)
     kept.write_text("a file where the folder should be")
     assert _check(capsys, str(program)) == expected
+
+
+def test_stored_results_need_no_libcst_in_the_parent(kept, tmp_path, capsys, monkeypatch):
+    """A parallel check whose files all have stored results does not load LibCST before forking."""
+    for name in ("a.py", "b.py"):
+        shutil.copy(PROGRAM, tmp_path / name)
+    args = ["-j", "2", str(tmp_path / "a.py"), str(tmp_path / "b.py")]
+    expected = _uncached(capsys, monkeypatch, *args)
+    loads = []
+    monkeypatch.setattr(batch, "preload", lambda: loads.append(1))
+    assert _check(capsys, *args) == expected and loads == [1]  # nothing stored yet
+    assert _check(capsys, *args) == expected and loads == [1]

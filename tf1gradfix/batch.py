@@ -111,6 +111,21 @@ def run_job(job: Job) -> Outcome:
     return outcome
 
 
+def _parses(job: Job) -> bool:
+    """Whether run_job will parse the file: it mentions TensorFlow and no stored `check` result stands in."""
+    if not mentions_tensorflow(job.path):
+        return False
+    if job.mode != CHECK:
+        return True
+    from tf1gradfix import cache
+
+    try:
+        data = Path(job.path).read_bytes()
+    except OSError:
+        return False
+    return cache.load(cache.key(job.mode, job.path, data, job.codes)) is None
+
+
 def _ignore_interrupts() -> None:
     """Workers leave Ctrl-C to the parent, which lets running chunks finish."""
     import signal
@@ -136,7 +151,7 @@ def run_all(jobs: list[Job], workers: int, on_done=None) -> list[Outcome]:
     from concurrent.futures import ProcessPoolExecutor  # only paid for by parallel runs
 
     context = multiprocessing.get_context()
-    if context.get_start_method() == "fork" and any(mentions_tensorflow(job.path) for job in jobs):
+    if context.get_start_method() == "fork" and any(_parses(job) for job in jobs):
         preload()  # forked workers inherit LibCST and the rules instead of each loading them
     chunk = max(1, min(4, len(jobs) // (workers * 8) or 1))  # small: Ctrl-C waits for running chunks
     pool = ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=_ignore_interrupts)
