@@ -158,10 +158,11 @@ def _fast_visit(self, visitor):
 def read_only_visits() -> Iterator[None]:
     """Within: every ``node.visit(visitor)`` with a CSTVisitor runs as ``visit`` above.
 
-    For code that is not ours and walks with ``node.visit`` (LibCST's
-    metadata providers): the same callbacks in the same order, the same
-    return value (the node itself), no rebuilt nodes. Transformers keep
-    LibCST's walk.
+    For code that walks with ``node.visit`` (LibCST's metadata providers,
+    the restructuring's visitors): the same callbacks in the same order, the
+    same return value (the node itself), no rebuilt nodes. Transformers keep
+    LibCST's walk. Correct whether or not the patch is in place, so another
+    thread leaving it early only costs time.
     """
     if cst.CSTNode.visit is _fast_visit:
         yield
