@@ -10,18 +10,19 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import libcst as cst
 import pytest
 
-from tf1gradfix.restructure import restructure
+from tf1gradfix.engine import process_source
+from tf1gradfix.findings import CodeFilter
 
 ROOT = Path(__file__).resolve().parent.parent / "fixtures" / "verify"
 ORIGINALS = sorted(ROOT.glob("*/original*.py"))
 
 
 def rewritten(path: Path) -> str | None:
-    module = restructure(cst.parse_module(path.read_bytes()), path.name).new_module
-    return None if module is None else module.code
+    """What `tf1gradfix rewrite` writes (the restructuring, then the renames), or None."""
+    result = process_source(path.name, path.read_bytes(), CodeFilter())
+    return None if result.new_source is None else result.new_source.decode()
 
 
 ACCEPTED = [p for p in ORIGINALS if rewritten(p) is not None]
