@@ -4,12 +4,20 @@
 the tool's current output, on purpose, so nobody edits them by hand.
 """
 
+import os
+import tempfile
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "fixtures"
+
+
+def pytest_configure(config):
+    """`check` keeps results in a cache folder; tests (and the CLI runs they start)
+    use a fresh one, never the user's."""
+    os.environ.setdefault("TF1GRADFIX_CACHE_DIR", tempfile.mkdtemp(prefix="tf1gradfix-test-cache-"))
 
 
 def pytest_addoption(parser):

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from tf1gradfix.syntax import Refusal, bound_args, literal_string, loads
+from tf1gradfix.syntax import Refusal, bound_args, literal_string, loads, name_nodes
 
 # attributes tf.Module has already: a variable named like one is stored under `<name>_variable`
 MODULE_ATTRIBUTES = frozenset({"name", "name_scope", "variables", "trainable_variables", "non_trainable_variables",
@@ -142,7 +142,7 @@ def class_statements(node, tf: str, initial_value, gap: int) -> list[cst.BaseSta
     skip = {id(v[4]) for v in info["variables"]}
     names = {v[0] for v in info["variables"]}
     body = [s for s in info["inner"] if id(s) not in skip]
-    reads = {id(n) for s in body for n in _name_nodes(s) if n.value in names}
+    reads = {id(n) for s in body for n in name_nodes(s) if n.value in names}
     body = [s.visit(_SelfNames(reads, attribute)) for s in body]
     if body:
         body[0] = body[0].with_changes(leading_lines=[*scope_comments, *body[0].leading_lines])
@@ -157,23 +157,3 @@ def class_statements(node, tf: str, initial_value, gap: int) -> list[cst.BaseSta
     instance = cst.parse_statement(f"{helper.name.value} = {info['class']}()\n").with_changes(
         leading_lines=[cst.EmptyLine(indent=False)] * gap)
     return [cls, instance]
-
-
-def _name_nodes(stmt: cst.CSTNode) -> list[cst.Name]:
-    """The Name nodes that read or bind a value (not attribute names or keywords)."""
-    found: list[cst.Name] = []
-
-    class V(cst.CSTVisitor):
-        def visit_Attribute(self, n: cst.Attribute) -> bool:
-            n.value.visit(self)
-            return False
-
-        def visit_Arg(self, n: cst.Arg) -> bool:
-            n.value.visit(self)
-            return False
-
-        def visit_Name(self, n: cst.Name) -> None:
-            found.append(n)
-
-    stmt.visit(V())
-    return found

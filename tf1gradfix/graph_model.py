@@ -17,7 +17,7 @@ import libcst as cst
 from libcst.metadata import PositionProvider
 
 from tf1gradfix import builders, global_step, grad_pairs, gradient_calls, graph_loops, layers, losses, updates, var_lists
-from tf1gradfix.syntax import (Refusal, arg, bound_args, enters_new_graph, free_names, literal_dtype,
+from tf1gradfix.syntax import (Refusal, arg, bound_args, enters_new_graph, free_names, literal_bool, literal_dtype,
                                literal_string, loads, matches, schedule_table, target_names)
 
 GRAPH_KINDS = ("placeholder", "variable", "layer", "tensor", "static", "optimizer", "train",
@@ -337,9 +337,7 @@ class ModelBuilder:
         extra = set(bound) - {"initial_value", "trainable", "name", "dtype", "shape", "initializer"}
         if extra:
             raise Refusal(call, "TFG905", f"variable argument(s) {', '.join(sorted(extra))}")
-        trainable = bound.get("trainable")
-        if trainable is not None and not (isinstance(trainable, cst.Name) and trainable.value in ("True", "False")):
-            raise Refusal(call, "TFG905", "`trainable=` that is not True or False")
+        trainable = literal_bool(bound.get("trainable"), "trainable") is not False
         label = literal_string(bound.get("name"))
         if bound.get("name") is not None and label is None:
             raise Refusal(call, "TFG905", "a variable name that is not a string literal")
@@ -347,7 +345,7 @@ class ModelBuilder:
             raise Refusal(call, "TFG905", "an unnamed variable inside a variable scope")
         full = None if label is None else item.prefix + label
         self._add(item, "variable", (name,), call, deps, source=q, bound=bound, full_name=full,
-                  trainable=trainable is None or trainable.value == "True")
+                  trainable=trainable)
 
     def _optimizer_method(self, item, names, value, deps) -> bool:
         """`opt.minimize/compute_gradients/apply_gradients(...)` as the value, or

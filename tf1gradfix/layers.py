@@ -16,7 +16,7 @@ import keyword
 import libcst as cst
 
 from tf1gradfix.catalog import _read
-from tf1gradfix.syntax import Refusal, bound_args, literal_string, loads
+from tf1gradfix.syntax import Refusal, bound_args, literal_bool, literal_string, loads
 
 
 @functools.lru_cache(maxsize=None)
@@ -52,9 +52,7 @@ def model(builder, item, names, call: cst.Call | None, q: str | None, deps) -> b
     reuse = bound.get("reuse")
     if reuse is not None and not (isinstance(reuse, cst.Name) and reuse.value in ("None", "False")):
         raise Refusal(reuse, "TFG905", f"`{_short(q)}` with `reuse=`: {row['why']}")
-    trainable = bound.get("trainable")
-    if trainable is not None and not (isinstance(trainable, cst.Name) and trainable.value in ("True", "False")):
-        raise Refusal(trainable, "TFG905", "`trainable=` that is not True or False")
+    trainable = literal_bool(bound.get("trainable"), "trainable") is not False
     at_call = [bound[p] for p in row.get("call", ()) if p in bound]
     settings = [a.value for a in call.args if a.value is not source and not any(a.value is e for e in at_call)]
     for expr in settings:
@@ -66,7 +64,7 @@ def model(builder, item, names, call: cst.Call | None, q: str | None, deps) -> b
         label = _auto_name(builder.program, row, [])
     base = label if label.isidentifier() and not keyword.iskeyword(label) else row["auto_name"]
     layer = builder._add(item, "layer", (), call, (), row=row, symbol=q, bound=bound, base=base, var=None,
-                         weights=row["weights"], trainable=trainable is None or trainable.value == "True")
+                         weights=row["weights"], trainable=trainable)
     flags = {builder.program.final[e.value] for _, e in call_args if isinstance(e, cst.Name) and e.value in builder.program.final}
     builder._add(item, "tensor", names, call, set(builder.deps_of(source)) | {layer.index} | flags,
                  calls=[q], layer=layer.index, source=source, call_args=call_args)
@@ -172,10 +170,7 @@ def _site(builder, call: cst.Call, q: str, row: dict, graph_names: set, base: st
     for a in call.args:
         if a.value is not source and (builder.deps_of(a.value) or set(loads(a.value)) & graph_names):
             raise Refusal(a.value, "TFG905", f"a `{_short(q)}` setting computed from a graph value")
-    trainable = bound.get("trainable")
-    if trainable is not None and not (isinstance(trainable, cst.Name) and trainable.value in ("True", "False")):
-        raise Refusal(trainable, "TFG905", "`trainable=` that is not True or False")
     return {"call": call, "row": row, "bound": bound, "source": source, "base": base,
-            "trainable": trainable is None or trainable.value == "True"}
+            "trainable": literal_bool(bound.get("trainable"), "trainable") is not False}
 
 

@@ -75,7 +75,12 @@ def bound_args(call: cst.Call, params: list[str], node: cst.CSTNode) -> dict[str
 
 def loads(expr: cst.CSTNode) -> list[str]:
     """Names an expression reads (attribute bases, not attribute names or keywords)."""
-    found: list[str] = []
+    return [n.value for n in name_nodes(expr)]
+
+
+def name_nodes(expr: cst.CSTNode) -> list[cst.Name]:
+    """The Name nodes of `loads`, in visiting order."""
+    found: list[cst.Name] = []
     stack = [expr]
     while stack:  # in visiting order: each node's children pushed last-first
         node = stack.pop()
@@ -84,11 +89,20 @@ def loads(expr: cst.CSTNode) -> list[str]:
             stack.append(node.value)
             continue
         if kind is cst.Name:
-            found.append(node.value)
+            found.append(node)
         below = children(node)
         below.reverse()
         stack.extend(below)
     return found
+
+
+def literal_bool(expr: cst.BaseExpression | None, what: str) -> bool | None:
+    """True/False written as such (None when absent); Refusal for anything else."""
+    if expr is None:
+        return None
+    if isinstance(expr, cst.Name) and expr.value in ("True", "False"):
+        return expr.value == "True"
+    raise Refusal(expr, "TFG905", f"`{what}=` that is not True or False")
 
 
 def literal_string(expr: cst.BaseExpression | None) -> str | None:
