@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from tf1gradfix.syntax import Refusal, bound_args, literal_string, loads, name_nodes
+from tf1gradfix.syntax import Refusal, bound_args, bound_names, literal_string, loads, name_nodes
 
 # attributes tf.Module has already: a variable named like one is stored under `<name>_variable`
 MODULE_ATTRIBUTES = frozenset({"name", "name_scope", "variables", "trainable_variables", "non_trainable_variables",
@@ -53,8 +53,7 @@ def node(builder, helper: cst.FunctionDef):
                         or (q or "").startswith("tensorflow.layers."):
                     raise Refusal(c, "TFG905", f"`{helper.name.value}` creates weights other than by "
                                   "`NAME = tf.get_variable(...)` statements")
-            local |= set(loads(stmt)) if not isinstance(stmt, cst.SimpleStatementLine) else \
-                {n for s in stmt.body if isinstance(s, cst.Assign) for t in s.targets for n in loads(t.target)}
+            local |= bound_names(stmt)
             continue
         if len(small.targets) != 1 or not isinstance(small.targets[0].target, cst.Name):
             raise Refusal(stmt, "TFG905", "a `tf.get_variable` result assigned to something other than one name")

@@ -18,7 +18,7 @@ from tf1gradfix import builders, catalog as catalog_module
 from tf1gradfix.emit_state import StateEmitter
 from tf1gradfix.emit_tape import TapeEmitter
 from tf1gradfix.graph_model import ModelBuilder
-from tf1gradfix.syntax import Refusal, enters_new_graph, free_names, loads, matches
+from tf1gradfix.syntax import Refusal, bound_names, enters_new_graph, loads, matches
 from tf1gradfix.names import BindingCollector, NameResolver
 from tf1gradfix.slicing import HostScan, signatures
 
@@ -364,7 +364,7 @@ class _Assembler:
         """Moved statements read host names when called: those must not change later."""
         rebound = set()
         for item in self.p.items[insert_at:]:
-            rebound |= _bound_names(item.stmt)
+            rebound |= bound_names(item.stmt)
         known = set(self.p.final) | set(self.p.helpers) | set(dir(builtins))
         for i in moved:
             node = self.p.nodes[i]
@@ -485,11 +485,3 @@ def _strings(node: cst.CSTNode) -> list[cst.SimpleString]:
     return out
 
 
-def _bound_names(stmt: cst.CSTNode) -> set[str]:
-    """Names a statement binds (assignment, loop and with targets, definitions)."""
-    holder = cst.FunctionDef(name=cst.Name("_"), params=cst.Parameters(), body=cst.IndentedBlock([stmt]))
-    return (set(loads(stmt)) - free_names(holder)) | _def_names(stmt)
-
-
-def _def_names(stmt) -> set[str]:
-    return {stmt.name.value} if isinstance(stmt, (cst.FunctionDef, cst.ClassDef)) else set()

@@ -133,6 +133,13 @@ def literal_dtype(expr) -> str | None:
     return None
 
 
+def bound_names(stmt: cst.CSTNode) -> set[str]:
+    """Names a statement binds (assignment, loop and with targets, definitions)."""
+    holder = cst.FunctionDef(name=cst.Name("_"), params=cst.Parameters(), body=cst.IndentedBlock([stmt]))
+    defined = {stmt.name.value} if isinstance(stmt, (cst.FunctionDef, cst.ClassDef)) else set()
+    return (set(loads(stmt)) - free_names(holder)) | defined
+
+
 def free_names(func: cst.FunctionDef) -> set[str]:
     """Names a function reads that it neither receives nor binds itself."""
     bound = {p.name.value for p in (*func.params.params, *func.params.kwonly_params, *func.params.posonly_params)}
