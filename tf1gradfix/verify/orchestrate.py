@@ -10,6 +10,8 @@ program can never block on a full pipe; reads are capped.
 
 from __future__ import annotations
 
+import re
+
 import json
 import os
 import shutil
@@ -165,6 +167,20 @@ def _load_json(path: str):
         return None
 
 
+_EXCEPTION_LINE = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception|Exit|Interrupt)\b.*")
+
+
+def _exception_line(tb: str) -> str:
+    """The line naming the exception. TensorFlow's messages carry the traceback of
+    the op after them, and a chained error may only say "Graph execution error:",
+    so: the last exception line that says more than a heading."""
+    lines = [ln for ln in tb.strip().splitlines() if _EXCEPTION_LINE.match(ln)]
+    telling = [ln for ln in lines if not ln.rstrip().endswith(":")]
+    if telling:
+        return telling[-1]
+    return lines[-1] if lines else (tb.strip().splitlines()[-1] if tb.strip() else "exception")
+
+
 def _side_status(side: SideResult, events: list, timed_out: bool, killed: bool, timeout: float) -> None:
     end = next((e for e in reversed(events) if e["kind"] == "end"), None)
     started = any(e["kind"] == "start" for e in events)
@@ -176,9 +192,9 @@ def _side_status(side: SideResult, events: list, timed_out: bool, killed: bool, 
     elif end is not None:
         side.exit_code = end.get("code")
         if end["status"] == "error":
-            tb = next((e["traceback"] for e in reversed(events) if e["kind"] == "error"), "")
-            last = tb.strip().splitlines()[-1] if tb.strip() else "exception"
-            side.status, side.reason = "failed", f"raised {last}"
+            error = next((e for e in reversed(events) if e["kind"] == "error"), {})
+            summary = error.get("exception") or _exception_line(error.get("traceback", ""))
+            side.status, side.reason = "failed", f"raised {summary}"
         elif end.get("code"):
             side.status, side.reason = "failed", f"exited with status {end['code']} (sys.exit)"
         else:

@@ -171,7 +171,7 @@ def run_user_script(script: str, trace: Trace, before_exit=None) -> int:
     except BaseException as exc:  # noqa: BLE001 - the user's error is data here
         tb = user_traceback(exc)
         sys.stderr.write(tb)
-        trace.event("error", traceback=tb[-4000:])
+        trace.event("error", traceback=tb[-4000:], exception=exception_summary(exc))
         status, code = "error", 1
     try:
         sys.stdout.flush()
@@ -184,6 +184,18 @@ def run_user_script(script: str, trace: Trace, before_exit=None) -> int:
             trace.event("note", text="could not record final values:\n" + traceback.format_exc()[-1500:])
     trace.event("end", status=status, code=code)
     return code
+
+
+def exception_summary(exc: BaseException) -> str:
+    """`Type: what went wrong`, in one line. A TensorFlow error's message goes on
+    with the traceback of the op that failed (indented lines, `[[node]]` marks,
+    "Detected at node", headings ending in a colon): the last line that is none
+    of those says what happened."""
+    skip = ("[[", "File ", "Detected at node", "defined at", "Traceback")
+    lines = [ln.strip() for ln in str(exc).splitlines()
+             if ln.strip() and not ln.startswith((" ", "\t")) and not ln.strip().startswith(skip)]
+    telling = [ln for ln in lines if not ln.endswith(":")] or lines   # ("Graph execution error:" heads a block)
+    return f"{type(exc).__name__}: {telling[-1][:300]}" if telling else type(exc).__name__
 
 
 def user_traceback(exc: BaseException) -> str:
