@@ -66,3 +66,20 @@ def test_builders_the_rewrite_cannot_follow_are_refused_with_the_line(body, why)
     result = rewrite(body)
     assert result.new_module is None
     assert any(d[2] == "TFG905" and why in d[3] for d in result.diagnostics), result.diagnostics
+
+
+def test_host_code_listing_the_variables_gets_the_list_in_creation_order():
+    source = PROGRAM.format(body=SCOPED.format(name="w")).replace(
+        "    print(sess.run(", "    print(len(tf.trainable_variables()))\n    print(sess.run(")
+    source = source.replace("def block(inputs, again):", "def outer(t):\n"
+                            "    with tf.variable_scope(\"outer\"):\n"
+                            "        v = tf.get_variable(\"v\", [2, 2])\n"
+                            "        return tf.matmul(t, v)\n\n\ndef block(inputs, again):")
+    source = source.replace("tf.square(block(x, again=False)", "tf.square(outer(block(x, again=False))")
+    code = rewrite_source(source).new_module.code
+    # block's variables were made first: it is called inside outer(...)
+    assert "print(len([*block.trainable_variables, *outer.trainable_variables]))" in code
+
+
+def rewrite_source(source: str):
+    return restructure(cst.parse_module(source), "original.py")

@@ -20,6 +20,7 @@ from __future__ import annotations
 import libcst as cst
 
 from tf1gradfix.syntax import Refusal, bound_args, bound_names, literal_string, loads, name_nodes
+from tf1gradfix.walk import children
 
 # attributes tf.Module has already: a variable named like one is stored under `<name>_variable`
 MODULE_ATTRIBUTES = frozenset({"name", "name_scope", "variables", "trainable_variables", "non_trainable_variables",
@@ -31,6 +32,23 @@ GET_VARIABLE = ("name", "shape", "dtype", "initializer", "regularizer", "trainab
 def creates_variables(helper: cst.FunctionDef, calls) -> bool:
     """Does the function call `tf.get_variable` (a builder, when it is one)?"""
     return any(q == "tensorflow.get_variable" for _, q in calls(helper))
+
+
+def called_first(expr: cst.CSTNode, helpers: dict) -> list[str]:
+    """The functions `expr` calls by name, in the order Python calls them (arguments
+    before the call: `projection(encoder(x))` calls encoder first), which is the
+    order a builder's variables were made in."""
+    order: list[str] = []
+
+    def post(node: cst.CSTNode) -> None:
+        for child in children(node):
+            post(child)
+        if isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and node.func.value in helpers \
+                and node.func.value not in order:
+            order.append(node.func.value)
+
+    post(expr)
+    return order
 
 
 def node(builder, helper: cst.FunctionDef):

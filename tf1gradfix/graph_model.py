@@ -190,6 +190,9 @@ class ModelBuilder:
 
     def deps_of(self, expr: cst.CSTNode) -> set[int]:
         out = set()
+        for name in builders.called_first(expr, self.program.helpers):   # (their variables, in TF1's order)
+            if builders.creates_variables(self.program.helpers[name], self.calls):
+                builders.node(self, self.program.helpers[name])
         for name in loads(expr):
             if name in self.update_ops_names:
                 raise Refusal(expr, "TFG905", f"`{name}` (the UPDATE_OPS collection) read other than by "

@@ -203,6 +203,8 @@ class _Rewrite:
         replacements.update(self.builder_edits)
         if isinstance(owner, cst.Module):
             replacements.update(self.module_edits)
+        for call, text in scan.variable_lists.items():
+            replacements[call] = cst.parse_expression(text)
         for node in scan.removed:
             replacements[node] = cst.RemovalSentinel.REMOVE
         for node in nested:   # a session `with` in host code: its body, dedented; `sess = tf.Session()`: gone

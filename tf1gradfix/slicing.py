@@ -11,9 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import libcst as cst
-from tf1gradfix import updates
+from tf1gradfix import updates, var_lists
 from tf1gradfix.graph_model import GraphNode, Program
-from tf1gradfix.syntax import Refusal, arg, free_names, loads, matches
+from tf1gradfix.syntax import Refusal, arg, free_names, graph_ops, loads, matches
 
 GRADIENT_KINDS = ("compute_gradients", "gradients", "train")
 
@@ -54,6 +54,7 @@ class HostScan:
         self.feed_dicts: dict[str, frozenset[str]] = {}
         self.feed_dict_nodes: list[cst.Dict] = []
         self.removed: set[cst.CSTNode] = set()   # `sess.close()`, `sess.run(init)` statements
+        self.variable_lists: dict[cst.Call, str] = {}   # `tf.trainable_variables()` in host code -> the list
         self.first_site_item: int | None = None
         self._parents: dict = {}
         self.inits = 0
@@ -117,7 +118,7 @@ class HostScan:
 
         class V(cst.CSTVisitor):
             def visit_Call(self, call: cst.Call) -> bool:
-                return not scan._site(call)
+                return not scan._site(call) and not scan._variable_list(call)
 
             def visit_Dict(self, node: cst.Dict) -> bool:
                 if node in scan.feed_dict_nodes:
@@ -156,6 +157,19 @@ class HostScan:
                     raise Refusal(node, "TFG905", f"{kind} `{node.value}` used outside `sess.run`/`.eval()`")
 
         stmt.visit(V())
+
+    def _variable_list(self, call: cst.Call) -> bool:
+        """`len(tf.trainable_variables())` after the graph is built: the variables it
+        lists, written out (var_lists reads the collection, or refuses it)."""
+        qualified = self.meta.names.qualified
+        q = qualified(call.func)
+        if q not in graph_ops()["variable_collections"] and not matches(q, "collection_getters"):
+            return False
+        listed = var_lists.members(self.p, call, len(self.p.nodes), qualified)
+        if listed is None:
+            return False
+        self.variable_lists[call] = f"[{', '.join(listed)}]"
+        return True
 
     def _site(self, call: cst.Call) -> bool:
         func = call.func
