@@ -267,7 +267,9 @@ class TapeEmitter:
             variables = self._var_list(node, loss)
             self._check_built_for(opt, variables)
             vname = self.local("variables")
-            lines = [f"{vname} = [{', '.join(variables)}]"]
+            listed = variables[0][1:] if len(variables) == 1 and variables[0].startswith("*[") else \
+                f"[{', '.join(variables)}]"   # (one loop's layers: their comprehension is the list)
+            lines = [f"{vname} = {listed}"]
             if node.kind == "compute_gradients":
                 pairs = f"list(zip({self.tape}.gradient({loss.value}, {vname}), {vname}))"
                 if node.info["call"] is node.value:
