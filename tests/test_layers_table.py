@@ -190,3 +190,21 @@ def test_batch_normalization_the_rewrite_cannot_keep_exact_is_refused(change, wh
     result = restructure(cst.parse_module(source), "original.py")
     assert result.new_module is None
     assert any(why in d[3] for d in result.diagnostics), result.diagnostics
+
+
+def test_a_loop_checks_its_layers_settings_like_a_single_call():
+    """One settings check serves both: a loop's layer with a refused argument or a
+    `training=` (the loop in the step function passes the input only) is refused."""
+    loop = ("h = x\nfor width in [4, 3]:\n    h = tf.layers.dense(h, width, {setting})\n"
+            "prediction = tf.layers.dense(h, 1")
+    base = program("tensorflow.layers.dense", layer_table()["tensorflow.layers.dense"])
+    for setting, why in [("kernel_regularizer=tf.nn.l2_loss", "kernel_regularizer"), ("reuse=True", "reuse="),
+                         ("trainable=1", "trainable=")]:
+        source = base.replace("prediction = tf.layers.dense(h, 1", loop.format(setting=setting))
+        result = restructure(cst.parse_module(source), "original.py")
+        assert result.new_module is None and any(why in d[3] for d in result.diagnostics), (setting, result.diagnostics)
+    source = program("tensorflow.layers.dropout", layer_table()["tensorflow.layers.dropout"]).replace(
+        "h = tf.layers.dropout(x, rate=0.0, training=training)",
+        "h = x\nfor rate in [0.0]:\n    h = tf.layers.dropout(h, rate=rate, training=training)")
+    result = restructure(cst.parse_module(source), "original.py")
+    assert any("inside a loop" in d[3] for d in result.diagnostics), result.diagnostics

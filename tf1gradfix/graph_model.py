@@ -75,6 +75,7 @@ class ModelBuilder:
     def __init__(self, visitor, names, module: cst.Module):
         self.v, self.names, self.module = visitor, names, module
         self.update_ops_names: set[str] = set()   # `update_ops = tf.get_collection(tf.GraphKeys.UPDATE_OPS)`
+        self.makes_variables: dict[str, bool] = {}        # helper name -> makes variables (see _builder)
 
     def note(self, node: cst.CSTNode, code: str, message: str) -> None:
         """An info diagnostic of a successful rewrite (kept on the visitor, which
@@ -130,10 +131,11 @@ class ModelBuilder:
                     lead = ()
                     continue
             small = stmt.body[0] if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 else None
-            if isinstance(small, cst.Assign) and len(small.targets) == 1 and isinstance(small.targets[0].target, cst.Name) \
-                    and self._update_ops(small.value):   # known before the `with` that reads it
+            collection = isinstance(small, cst.Assign) and len(small.targets) == 1 \
+                and isinstance(small.targets[0].target, cst.Name) and self._update_ops(small.value)
+            if collection:   # `update_ops = tf.get_collection(UPDATE_OPS)`: read by a `with` only (see deps_of)
                 self.update_ops_names.add(small.targets[0].target.value)
-            self.program.items.append(Item(stmt, prefix, lead=lead, stats=stats))
+            self.program.items.append(Item(stmt, prefix, lead=lead, stats=stats, drop=collection))
             lead = ()
 
     def _with_kind(self, stmt: cst.With):
@@ -190,10 +192,12 @@ class ModelBuilder:
 
     def deps_of(self, expr: cst.CSTNode) -> set[int]:
         out = set()
-        for name in builders.called_first(expr, self.program.helpers):   # (their variables, in TF1's order)
-            if builders.creates_variables(self.program.helpers[name], self.calls):
-                builders.node(self, self.program.helpers[name])
-        for name in loads(expr):
+        names = loads(expr)
+        if any(self._builder(name) for name in names):   # their variables are made in Python's call order
+            for name in builders.called_first(expr, self.program.helpers):
+                if self._builder(name):
+                    builders.node(self, self.program.helpers[name])
+        for name in names:
             if name in self.update_ops_names:
                 raise Refusal(expr, "TFG905", f"`{name}` (the UPDATE_OPS collection) read other than by "
                               "`with tf.control_dependencies(...)`")
@@ -202,9 +206,16 @@ class ModelBuilder:
             helper = self.program.helpers.get(name)
             if helper is not None:
                 out |= self._helper_deps(helper)
-                if builders.creates_variables(helper, self.calls):   # its weights, made once
+                if self._builder(name):   # its weights, made once
                     out.add(builders.node(self, helper).index)
         return out
+
+    def _builder(self, name: str) -> bool:
+        """Is `name` a helper function that makes variables (a builder)? Asked once per helper."""
+        if name not in self.makes_variables:
+            helper = self.program.helpers.get(name)
+            self.makes_variables[name] = helper is not None and builders.creates_variables(helper, self.calls)
+        return self.makes_variables[name]
 
     def _helper_deps(self, helper: cst.FunctionDef) -> set[int]:
         out = set()
@@ -249,9 +260,6 @@ class ModelBuilder:
         names = target_names(small.targets[0].target)
         value = small.value
         if self._runs_graph(value):
-            return
-        if names is not None and len(names) == 1 and self._update_ops(value):
-            item.drop = True   # read by a `with tf.control_dependencies(...)` only (see deps_of)
             return
         deps = self.deps_of(value)
         tf_calls = [(c, q) for c, q in self.calls(value) if q is not None]

@@ -32,33 +32,7 @@ def model(builder, item, names, call: cst.Call | None, q: str | None, deps) -> b
         return False
     if len(names) != 1:
         raise Refusal(call, "TFG905", f"`{_short(q)}` assigned to something other than one name")
-    bound = bound_args(call, row["params"], call)
-    source = bound.get(row["params"][0])
-    if source is None:
-        raise Refusal(call, "TFG905", f"`{_short(q)}` without its input")
-    accepted = row.get("accepted", {})
-    refused = sorted(set(bound) - set(row["keep"]) - {row["params"][0], "reuse"} - set(row.get("call", ())) - set(accepted))
-    if refused:
-        raise Refusal(call, "TFG905", f"`{_short(q)}` argument(s) {', '.join(refused)}: {row['why']}")
-    for param, values in accepted.items():
-        if param in bound and builder.module.code_for_node(bound[param]) not in values:
-            raise Refusal(bound[param], "TFG905", f"`{_short(q)}` with `{param}=` other than {' or '.join(values)}")
-    call_args = [(param, _mode(builder, q, bound[param])) for param in row.get("call", ()) if param in bound]
-    if row.get("ranks") and "fused" not in bound and _rank(builder, source) not in row["ranks"]:
-        raise Refusal(call, "TFG905", f"`{_short(q)}` on an input whose rank is not known to be "
-                      f"{' or '.join(map(str, row['ranks']))}: TF1 fuses 4-D batch normalization, and its fused kernel "
-                      "updates the moving variance with Bessel's correction, which Keras does not (pass `fused=False` "
-                      "in TF1 if that is what you want)")
-    reuse = bound.get("reuse")
-    if reuse is not None and not (isinstance(reuse, cst.Name) and reuse.value in ("None", "False")):
-        raise Refusal(reuse, "TFG905", f"`{_short(q)}` with `reuse=`: {row['why']}")
-    trainable = literal_bool(bound.get("trainable"), "trainable") is not False
-    at_call = [bound[p] for p in row.get("call", ()) if p in bound]
-    settings = [a.value for a in call.args if a.value is not source and not any(a.value is e for e in at_call)]
-    for expr in settings:
-        for i in builder.deps_of(expr):
-            if builder.program.nodes[i].kind != "static":
-                raise Refusal(expr, "TFG905", f"a `{_short(q)}` setting computed from a graph value")
+    bound, source, call_args, trainable = _settings(builder, call, q, row)
     label = literal_string(bound.get("name"))
     if label is None:
         label = _auto_name(builder.program, row, [])
@@ -132,7 +106,11 @@ def loop_model(builder, item) -> bool:
         row = layer_table().get(q or "")
         graph = bool(builder.deps_of(value)) or any(n in bound for n in loads(value))
         if row is not None:
-            layer_sites.append(_site(builder, value, q, row, bound, _auto_name(program, row, layer_sites)))
+            site_bound, source, call_args, trainable = _settings(builder, value, q, row, bound)
+            if call_args:   # (the loop in the step function calls each layer with its input only)
+                raise Refusal(value, "TFG905", f"`{_short(q)}` with `training=` inside a loop")
+            layer_sites.append({"call": value, "row": row, "bound": site_bound, "source": source,
+                                "base": _auto_name(program, row, layer_sites), "trainable": trainable})
         elif any(q is not None for _, q in builder.calls(value)) and not graph:
             raise Refusal(small, "TFG905", "a loop creating layers also calls TensorFlow on host values")
         statements.append((name, value, row is not None, graph or row is not None))
@@ -161,16 +139,35 @@ def _auto_name(program, row: dict, pending: list[dict]) -> str:
     return row["auto_name"] + (f"_{k}" if k else "")
 
 
-def _site(builder, call: cst.Call, q: str, row: dict, graph_names: set, base: str) -> dict:
+def _settings(builder, call: cst.Call, q: str, row: dict, graph_names: set = frozenset()):
+    """(arguments, input, call-time arguments, trainable) of a layer call; Refusal for
+    settings the table does not pass on, or that are computed from graph values
+    (`graph_names`: names a loop binds to graph values)."""
     bound = bound_args(call, row["params"], call)
     source = bound.get(row["params"][0])
-    refused = sorted(set(bound) - set(row["keep"]) - {row["params"][0]})
-    if source is None or refused:
-        raise Refusal(call, "TFG905", f"`{_short(q)}` argument(s) {', '.join(refused) or 'inputs missing'}: {row['why']}")
+    if source is None:
+        raise Refusal(call, "TFG905", f"`{_short(q)}` without its input")
+    accepted = row.get("accepted", {})
+    refused = sorted(set(bound) - set(row["keep"]) - {row["params"][0], "reuse"} - set(row.get("call", ())) - set(accepted))
+    if refused:
+        raise Refusal(call, "TFG905", f"`{_short(q)}` argument(s) {', '.join(refused)}: {row['why']}")
+    for param, values in accepted.items():
+        if param in bound and builder.module.code_for_node(bound[param]) not in values:
+            raise Refusal(bound[param], "TFG905", f"`{_short(q)}` with `{param}=` other than {' or '.join(values)}")
+    reuse = bound.get("reuse")
+    if reuse is not None and not (isinstance(reuse, cst.Name) and reuse.value in ("None", "False")):
+        raise Refusal(reuse, "TFG905", f"`{_short(q)}` with `reuse=`: {row['why']}")
+    call_args = [(param, _mode(builder, q, bound[param])) for param in row.get("call", ()) if param in bound]
+    if row.get("ranks") and "fused" not in bound and _rank(builder, source) not in row["ranks"]:
+        raise Refusal(call, "TFG905", f"`{_short(q)}` on an input whose rank is not known to be "
+                      f"{' or '.join(map(str, row['ranks']))}: TF1 fuses 4-D batch normalization, and its fused kernel "
+                      "updates the moving variance with Bessel's correction, which Keras does not (pass `fused=False` "
+                      "in TF1 if that is what you want)")
+    at_call = [bound[p] for p in row.get("call", ()) if p in bound]
     for a in call.args:
-        if a.value is not source and (builder.deps_of(a.value) or set(loads(a.value)) & graph_names):
+        if a.value is source or any(a.value is e for e in at_call):
+            continue
+        if set(loads(a.value)) & graph_names or any(builder.program.nodes[i].kind != "static"
+                                                    for i in builder.deps_of(a.value)):
             raise Refusal(a.value, "TFG905", f"a `{_short(q)}` setting computed from a graph value")
-    return {"call": call, "row": row, "bound": bound, "source": source, "base": base,
-            "trainable": literal_bool(bound.get("trainable"), "trainable") is not False}
-
-
+    return bound, source, call_args, literal_bool(bound.get("trainable"), "trainable") is not False

@@ -187,10 +187,13 @@ class _Rewrite:
                 made = cst.FlattenSentinel(builders.class_statements(node, alias, state.builder_variable, gap))
                 self.builder_edits[helper] = made
         for node in program.nodes:   # a layer's variable: its TF1 name where that is free
-            for layer in node.info.get("sites", [node.info]) if node.kind == "layer" and "builder" not in node.info else ():
+            if node.kind != "layer" or "builder" in node.info:
+                continue
+            in_loop = "sites" in node.info   # a loop's layers: a list per call site
+            for layer in node.info["sites"] if in_loop else [node.info]:
                 base = layer["base"]
                 layer["var"] = self.fresh(base if base not in self.taken else f"{base}_layer")
-                if "sites" in node.info:   # created in a loop: a list of them
+                if in_loop:
                     layer["list"] = self.fresh(f"{base}_layers")
         tape.name_functions(sigs)
         helper = tape.helper(sigs)
