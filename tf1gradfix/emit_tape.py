@@ -30,6 +30,7 @@ class TapeEmitter:
         self.fed_lr: set[int] = set()   # optimizers whose learning rate is fed
         self.trained_by: dict[int, set[str]] = {}   # optimizer -> the variables it updates
         self.locals: dict[str, str] = {}
+        self.attributes: dict[str, str] = {}   # a model class: graph name -> the attribute holding it
 
     # -- planning ----------------------------------------------------------
     def name_functions(self, sigs: list[Signature]) -> None:
@@ -377,19 +378,24 @@ class TapeEmitter:
     def _invoke(self, site: Site) -> str:
         sig = site.signature
         if site.feed_name is not None:
-            return f"{sig.name}(**{site.feed_name})"
+            return f"{self._on(site, sig.name)}(**{site.feed_name})"
         args = []
         for p in sig.params:
             if p not in site.feed:
                 continue
             value = self.code(site.feed[p])
             args.append(value if self.p.node(p).info["default"] is None else f"{p}={value}")
-        return f"{sig.name}({', '.join(args)})"
+        return f"{self._on(site, sig.name)}({', '.join(args)})"
+
+    @staticmethod
+    def _on(site: Site, name: str) -> str:
+        """`name`, or the attribute of the model instance the run named."""
+        return name if site.receiver is None else f"{site.receiver}.{name}"
 
     def _values(self, site: Site) -> str:
         sig = site.signature
         if sig.inline:
-            items = [f"{f}.numpy()" for f in site.fetches]
+            items = [f"{self._on(site, self.attributes.get(f, f))}.numpy()" for f in site.fetches]
             return _structure(site.structure, items)
         for r in sig.returns:
             node = self.p.node(r)

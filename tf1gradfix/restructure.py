@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider, ScopeProvider
 
-from tf1gradfix import builders, catalog as catalog_module
+from tf1gradfix import builders, catalog as catalog_module, model_classes
 from tf1gradfix.emit_state import StateEmitter
 from tf1gradfix.emit_tape import TapeEmitter
 from tf1gradfix.graph_model import ModelBuilder
@@ -44,14 +44,22 @@ class _Meta(cst.MetadataDependent):
 
 def restructure(module: cst.Module, path: str, wrapper: MetadataWrapper | None = None) -> Restructured:
     """`wrapper`: the module's MetadataWrapper, to share resolved metadata with detection."""
-    wrapper = wrapper or MetadataWrapper(module, unsafe_skip_copy=True)
+    return _restructure(module, wrapper or MetadataWrapper(module, unsafe_skip_copy=True))
+
+
+def _restructure(module: cst.Module, wrapper: MetadataWrapper, plan=None) -> Restructured:
+    """`plan`: the model class `module` was desugared for (model_classes)."""
     meta = _Meta()
     with meta.resolve(wrapper):
         bindings = BindingCollector()
         module.visit(bindings)
         meta.names = NameResolver(meta, bindings, catalog_module.load())
         try:
-            new = _Rewrite(module, meta).run()
+            try:
+                new = _Rewrite(module, meta, plan).run()
+            except model_classes.ClassFound as found:   # read again, `self.<attr>` as names in `__init__`
+                desugared, plan = model_classes.desugar(module, found.cls)
+                return _restructure(desugared, MetadataWrapper(desugared, unsafe_skip_copy=True), plan)
         except Refusal as refusal:
             line, col = _position(meta, refusal.node)
             return Restructured(None, [(line, col, refusal.code, refusal.message, "manual")])
@@ -71,8 +79,8 @@ def _position(meta, node) -> tuple[int, int]:
 
 
 class _Rewrite:
-    def __init__(self, module: cst.Module, meta):
-        self.module, self.meta = module, meta
+    def __init__(self, module: cst.Module, meta, plan=None):
+        self.module, self.meta, self.plan = module, meta, plan
         # names a new binding could shadow (attribute names and keywords cannot be shadowed)
         self.module_names = frozenset(loads(module))
         self.compat_import: cst.SimpleStatementLine | None = None
@@ -108,8 +116,17 @@ class _Rewrite:
                 opened[id(owner)].append(call)
         for key in [k for k, owner in owners.items() if self._is_builder(owner, groups[k], opened[k])]:
             del owners[key]   # a builder function: its variables are made once, where graph code calls it
+        classes = [(o, c) for o in owners.values() if (c := model_classes.model_class(self.module, o)) is not None]
+        if classes and self.plan is None:
+            raise model_classes.ClassFound(classes[0][1])
         self.alias = self._tf_alias()
         self.module_edits = self._module_edits()
+        if classes:   # a model class's `__init__` builds the graph; any other owner only runs it
+            (init, cls), = classes
+            for key, owner in owners.items():
+                if owner is not init and len(opened[key]) != len(groups[key]):
+                    raise Refusal(groups[key][0], "TFG904", f"graph built outside model class `{cls.name.value}` too")
+            return self._rewrite_owner(init, (), [c for calls in opened.values() for c in calls], cls)
         if len(owners) == 1:
             key, owner = next(iter(owners.items()))
             new_owner = self._rewrite_owner(owner, (), opened[key])
@@ -159,7 +176,8 @@ class _Rewrite:
                 raise Refusal(call, "TFG904", f"`{q.replace('tensorflow', 'tf', 1)}` reads the default graph, "
                               "which several functions of this file share")
 
-    def _rewrite_owner(self, owner, other_owners, sessions: list) -> cst.CSTNode:
+    def _rewrite_owner(self, owner, other_owners, sessions: list, cls=None) -> cst.CSTNode:
+        """`cls`: the model class whose `__init__` is `owner`; the whole new module is returned."""
         self.taken = set(self.module_names)   # new names are local to the owner
         alias = self.alias
         if self.module_helpers is None:   # once: the module's functions that build no graph
@@ -172,12 +190,25 @@ class _Rewrite:
         program = ModelBuilder(self.meta, self.meta.names, self.module).build(owner, body, helpers, alias)
         if len(sessions) > 1:   # each session holds its own variable values; TF2 has one
             raise Refusal(sessions[1], "TFG905", "more than one session")
-        nested = _nested_sessions(program, self.meta)
-        scan = HostScan(program, self.meta, nested)
+        host = session_params = None
+        if cls is None:
+            nested = _nested_sessions([it.stmt for it in program.items if it.node is None and not it.drop
+                                       and not isinstance(it.stmt, (cst.SimpleStatementLine, cst.FunctionDef, cst.ClassDef))],
+                                      program, self.meta)
+        else:
+            host = model_classes.host_statements(self.module, cls)
+            nested = _nested_sessions(host, program, self.meta)
+            session_params = model_classes.session_parameters(self.module, cls, host, program.sessions)
+            # (methods and attributes; `tf.Module`'s own are checked where they are named)
+            self.taken |= self.plan.members - model_classes.vanishing(self.plan, program) - builders.MODULE_ATTRIBUTES
+        scan = HostScan(program, self.meta, nested, host, self.plan and self.plan.graph_attributes(program.final),
+                        session_params.session_arguments() if session_params else ())
         scan.run()
         sigs = signatures(program, scan.sites)
         state = StateEmitter(program, self.code, self.meta.names.qualified)
         tape = TapeEmitter(program, self.code, self.fresh, state, self.meta)
+        if cls is not None:
+            tape.attributes = dict(self.plan.attributes)
         self._optimizers(program, tape, sigs)
         for node in program.nodes:   # a builder function: a tf.Module class, its instance the function's name
             if node.kind == "layer" and "builder" in node.info:
@@ -215,6 +246,13 @@ class _Rewrite:
         for feed in scan.feed_dict_nodes:   # `{x: v}` -> `{"x": v}`, passed as `f(**feed)`
             replacements[feed] = feed.with_changes(elements=[
                 e.with_changes(key=cst.SimpleString(f'"{e.key.value}"')) for e in feed.elements])
+        if cls is not None:   # the functions become methods, the runs calls of them on the instance
+            init_body = _Assembler(self, program, state, tape, replacements).body([], moved, owner)
+            methods = [s for text in texts for s in cst.parse_module(text + "\n").body]
+            replacements.update(session_params.edits())
+            replacements.update(self.module_edits)
+            replacements[cls] = model_classes.rewritten_class(self.plan, owner, alias, init_body, methods)
+            return self.module.visit(_Replace(replacements))
         new_body = _Assembler(self, program, state, tape, replacements).body(texts, moved, owner)
         if isinstance(owner, cst.Module):
             return owner.with_changes(body=new_body)
@@ -431,9 +469,9 @@ class _GraphCallScan(cst.CSTVisitor):
 _FLATTEN = object()   # replace a `with` by its (already rewritten) body
 
 
-def _nested_sessions(program, meta) -> list[cst.CSTNode]:
-    """Sessions opened inside host compound statements (`if __name__ == ...:`):
-    their `with` nodes and `sess = tf.Session()` statements; names join the program's."""
+def _nested_sessions(statements, program, meta) -> list[cst.CSTNode]:
+    """Sessions opened in host `statements` (`if __name__ == ...:`, a model class's
+    callers): their `with` nodes and `sess = tf.Session()` statements; names join the program's."""
     found: list[cst.CSTNode] = []
     names = meta.names
 
@@ -456,9 +494,8 @@ def _nested_sessions(program, meta) -> list[cst.CSTNode]:
                 program.sessions.add(target.value)
                 found.append(node)
 
-    for item in program.items:
-        if item.node is None and not item.drop and not isinstance(item.stmt, (cst.SimpleStatementLine, cst.FunctionDef, cst.ClassDef)):
-            item.stmt.visit(V())
+    for stmt in statements:
+        stmt.visit(V())
     return found
 
 
@@ -469,6 +506,8 @@ class _Replace(cst.CSTTransformer):
 
     def on_leave(self, original_node, updated_node):
         result = self.replacements.get(original_node, updated_node)
+        if callable(result):   # an edit of the rewritten node (its children may hold other edits)
+            result = result(updated_node)
         if result is _FLATTEN:
             body = list(updated_node.body.body)
             if body:

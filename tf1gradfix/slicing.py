@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 from tf1gradfix import updates, var_lists
-from tf1gradfix.graph_model import GraphNode, Program
+from tf1gradfix.graph_model import GraphNode, Item, Program
 from tf1gradfix.syntax import Refusal, arg, free_names, graph_ops, loads, matches
 
 GRADIENT_KINDS = ("compute_gradients", "gradients", "train")
@@ -28,6 +28,7 @@ class Site:
     fed: frozenset[str] = frozenset()
     signature: "Signature | None" = None
     parent: cst.CSTNode | None = None   # the node holding the call (its statement decides the rewrite)
+    receiver: str | None = None   # a model class's instance whose attributes the run names (`model`)
 
 
 @dataclass
@@ -47,8 +48,12 @@ class Signature:
 class HostScan:
     """Finds execution sites and every other use of graph names in host code."""
 
-    def __init__(self, program: Program, meta, sessions_opened=()):
+    def __init__(self, program: Program, meta, sessions_opened=(), host=None, attributes=None, session_args=()):
+        """`host`: the statements that run a model class's graph (see model_classes), with
+        `attributes` (attribute -> graph name) and the session arguments that go."""
         self.p, self.meta = program, meta
+        self.host, self.attributes, self.session_args = host, attributes or {}, set(session_args)
+        self._receiver: str | None = None
         self.opened = set(sessions_opened)   # nested session `with`s and `sess = tf.Session()` lines
         self.sites: list[Site] = []
         self.feed_dicts: dict[str, frozenset[str]] = {}
@@ -61,10 +66,15 @@ class HostScan:
         self.expressions: dict[str, str] = {}   # fetched expression (code) -> its model name
 
     def graph_names(self) -> set[str]:
+        if self.host is not None:   # host code reaches a model class's graph values as attributes only
+            return set(self.p.sessions)
         return set(self.p.final) | self.p.sessions
 
     def run(self) -> None:
         names = self.graph_names()
+        if self.host is not None:
+            self._host(self.host, names)
+            return
         self._feed_bindings()
         for position, item in enumerate(self.p.items):
             if item.node is not None or item.drop:
@@ -79,6 +89,16 @@ class HostScan:
             self._scan(item.stmt, names)
             if len(self.sites) + len(self.removed) > before and self.first_site_item is None:
                 self.first_site_item = position
+
+    def _host(self, statements, names: set[str]) -> None:
+        """Every statement of the host code; a function's statements one by one (a run
+        inside a function is not in a loop for being there)."""
+        for stmt in statements:
+            if isinstance(stmt, cst.FunctionDef) and isinstance(stmt.body, cst.IndentedBlock):
+                self._host(stmt.body.body, names)
+            else:
+                self._item = Item(stmt)
+                self._scan(stmt, names)
 
     def _definition(self, stmt, names: set[str]) -> None:
         """User functions may read variables and constants (as helpers), nothing else of the graph."""
@@ -128,7 +148,13 @@ class HostScan:
                 return True
 
             def visit_Attribute(self, node: cst.Attribute) -> bool:
+                if node.attr.value in scan.attributes:
+                    raise Refusal(node, "TFG905", f"graph value `{cst.Module([]).code_for_node(node)}` used "
+                                  "outside `sess.run`")
                 node.value.visit(self)
+                return False
+
+            def visit_Parameters(self, node: cst.Parameters) -> bool:
                 return False
 
             def visit_With(self, node: cst.With) -> bool:
@@ -144,7 +170,8 @@ class HostScan:
                 return not (isinstance(node.target, cst.Name) and node.target.value in scan.feed_dicts)
 
             def visit_Arg(self, node: cst.Arg) -> bool:
-                node.value.visit(self)
+                if node not in scan.session_args:   # (a session passed on: the argument goes)
+                    node.value.visit(self)
                 return False
 
             def visit_Name(self, node: cst.Name) -> None:
@@ -165,6 +192,8 @@ class HostScan:
         q = qualified(call.func)
         if q not in graph_ops()["variable_collections"] and not matches(q, "collection_getters"):
             return False
+        if self.host is not None:
+            raise Refusal(call, "TFG905", "a variable collection read outside the model class")
         listed = var_lists.members(self.p, call, len(self.p.nodes), qualified)
         if listed is None:
             return False
@@ -190,7 +219,7 @@ class HostScan:
                 raise Refusal(call, "TFG905", "`sess.run` with options or run_metadata")
             self._add_site(call, fetch, feed)
             return True
-        node = self.p.node(receiver)
+        node = self.p.node(receiver) if self.host is None else None   # (host names are not graph names)
         if node is None:
             return False
         if method == "eval" and node.kind in ("tensor", "static", "variable", "gradients"):
@@ -243,13 +272,15 @@ class HostScan:
         self.removed.add(parent)
 
     def _add_site(self, call: cst.Call, fetch: cst.BaseExpression, feed) -> None:
+        self._receiver = None
         structure, fetches = self._fetches(fetch)
         if structure == "init":
             if feed is not None:
                 raise Refusal(call, "TFG905", "an initializer run with a feed")
             self._remove_statement(call)
             # TF2 initializes once, at creation: a re-initialization cannot simply go
-            if self.sites or self._in_loop(call) or self.inits:
+            # (functions of host code run in an order the scan does not know)
+            if self.sites and self.host is None or self._in_loop(call) or self.inits:
                 raise Refusal(call, "TFG905", "variables initialized again, or in a loop or condition")
             self.inits += 1
             return
@@ -264,17 +295,19 @@ class HostScan:
                 key = e.key
                 if isinstance(key, (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString)):
                     raise Refusal(key, "TFG903", "a placeholder fed by its string name")
-                node = self.p.node(key.value) if isinstance(key, cst.Name) else None
+                name = self._graph_name(key)
+                node = self.p.node(name) if name is not None else None
                 if node is None or node.kind != "placeholder":
                     raise Refusal(key, "TFG902", "a feed key that is not a placeholder name (dynamic feed)")
                 if loads(e.value) and set(loads(e.value)) & self.graph_names():
                     raise Refusal(e.value, "TFG905", "a feed value computed from graph values")
-                site.feed[key.value] = e.value
+                site.feed[name] = e.value
         elif isinstance(feed, cst.Name) and feed.value in self.feed_dicts:
             site.feed_name = feed.value
         else:
             raise Refusal(feed, "TFG902", "a feed dict the tool cannot read statically (dynamic feed)")
         site.fed = frozenset(site.feed) if site.feed is not None else self.feed_dicts[site.feed_name]
+        site.receiver = self._receiver
         self.sites.append(site)
 
     def _fetches(self, fetch: cst.BaseExpression) -> tuple[str, list[str]]:
@@ -282,15 +315,16 @@ class HostScan:
             raise Refusal(fetch, "TFG903", "a value fetched by its string name")
         if isinstance(fetch, cst.Call) and matches(self.meta.names.qualified(fetch.func), "initializers"):
             return "init", []
-        if isinstance(fetch, cst.Name):
-            node = self.p.node(fetch.value)
+        name = self._graph_name(fetch)
+        if name is not None or isinstance(fetch, cst.Name):
+            node = self.p.node(name) if name is not None else None
             if node is None:
-                raise Refusal(fetch, "TFG905", f"fetch `{fetch.value}` is not a graph value the tool knows")
+                raise Refusal(fetch, "TFG905", f"fetch `{cst.Module([]).code_for_node(fetch)}` is not a graph value the tool knows")
             if node.kind == "init":
                 return "init", []
             if node.kind in ("optimizer", "compute_gradients", "varlist"):
                 raise Refusal(fetch, "TFG905", f"fetching a {node.kind}")
-            return "single", [fetch.value]
+            return "single", [name]
         if isinstance(fetch, (cst.List, cst.Tuple)) and fetch.elements:
             names = []
             for e in fetch.elements:
@@ -302,6 +336,21 @@ class HostScan:
                 names += inner
             return ("list" if isinstance(fetch, cst.List) else "tuple"), names
         return "single", [self._fetched_expression(fetch)]
+
+    def _graph_name(self, expr: cst.BaseExpression) -> str | None:
+        """The graph name a fetch or feed key names: a name, or with a model class,
+        `<instance>.<attribute>` (one instance per run)."""
+        if self.host is None:
+            return expr.value if isinstance(expr, cst.Name) else None
+        if not isinstance(expr, cst.Attribute) or expr.attr.value not in self.attributes:
+            return None
+        receiver = cst.Module([]).code_for_node(expr.value)
+        if self._receiver not in (None, receiver):
+            raise Refusal(expr, "TFG905", f"one run naming two instances (`{self._receiver}`, `{receiver}`)")
+        if set(loads(expr.value)) & self.p.sessions or not isinstance(expr.value, (cst.Name, cst.Attribute)):
+            raise Refusal(expr, "TFG905", "a model instance that is not a name or an attribute")
+        self._receiver = receiver
+        return self.attributes[expr.attr.value]
 
     def _fetched_expression(self, expr: cst.BaseExpression) -> str:
         """`sess.run(grads[0])`, `sess.run(tf.matmul(x, w))`: the expression becomes a
