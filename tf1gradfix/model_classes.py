@@ -65,14 +65,19 @@ def desugar(module: cst.Module, cls: cst.ClassDef) -> tuple[cst.Module, ModelCla
     params = init.params.params
     if not params or init.params.posonly_params:
         raise Refusal(init, "TFG904", "a model class whose `__init__` has no `self` parameter")
+    if cls.keywords or any(cst.Module([]).code_for_node(b.value) != "object" for b in cls.bases):
+        raise Refusal(cls, "TFG904", f"model class `{cls.name.value}` with a base class of its own")
     self_name = params[0].name.value
     members = _members(cls, self_name)
     methods = {s.name.value for s in cls.body.body if isinstance(s, cst.FunctionDef)}
+    class_level = set().union(*(bound_names(s) for s in cls.body.body if not isinstance(s, cst.FunctionDef)))
     taken = set(loads(init)) | {p.name.value for p in params}
     attributes: dict[str, str] = {}
     for attr in sorted({a.attr.value for a in _self_attributes(init.body, self_name)}):
-        if attr in methods:
-            raise Refusal(init, "TFG904", f"`{self_name}.{attr}` (a method) used while the graph is built")
+        if attr in methods or attr not in _set_in(init.body, self_name) | class_level:
+            # a method, or something a base class provides: a plain name would mean another thing
+            raise Refusal(init, "TFG904", f"`{self_name}.{attr}`, a method or an attribute `__init__` does not "
+                          "set, used while the graph is built")
         name, k = attr, 1
         while name in taken:
             k += 1
@@ -113,6 +118,22 @@ class _Descendants:
 
     def __contains__(self, node: cst.CSTNode) -> bool:
         return id(node) in self.ids
+
+
+def _set_in(body: cst.CSTNode, self_name: str) -> set[str]:
+    """Attributes `self.<attr> = ...` (or a tuple of them) sets."""
+    found = set()
+
+    class V(cst.CSTVisitor):
+        def visit_AssignTarget(self, node: cst.AssignTarget) -> None:
+            targets = node.target.elements if isinstance(node.target, (cst.Tuple, cst.List)) else [node]
+            for t in targets:
+                a = t.value if isinstance(t, cst.Element) else t.target
+                if isinstance(a, cst.Attribute) and isinstance(a.value, cst.Name) and a.value.value == self_name:
+                    found.add(a.attr.value)
+
+    body.visit(V())
+    return found
 
 
 def _self_attributes(node: cst.CSTNode, self_name: str) -> list[cst.Attribute]:
@@ -217,9 +238,7 @@ class Attributes:
 
     def class_def(self, cls: cst.ClassDef, init: cst.FunctionDef, methods: list[cst.FunctionDef]) -> cst.ClassDef:
         """`cls` (as rewritten elsewhere) with its new `__init__`, the methods after it,
-        and `tf.Module` as its base."""
-        if cls.keywords or any(cst.Module([]).code_for_node(b.value) != "object" for b in cls.bases):
-            raise Refusal(cls, "TFG904", f"model class `{cls.name.value}` with a base class of its own")
+        and `tf.Module` as its base (it had none, or `object`: see desugar)."""
         body = []
         for stmt in cls.body.body:
             if isinstance(stmt, cst.FunctionDef) and stmt.name.value == "__init__":

@@ -202,7 +202,7 @@ class _Rewrite:
             # (methods and attributes; `tf.Module`'s own are checked where they are named)
             self.taken |= self.plan.members - model_classes.vanishing(self.plan, program) - builders.MODULE_ATTRIBUTES
         scan = HostScan(program, self.meta, nested, host, self.plan and self.plan.graph_attributes(program.final),
-                        session_params.session_arguments() if session_params else ())
+                        session_params)
         scan.run()
         sigs = signatures(program, scan.sites)
         state = StateEmitter(program, self.code, self.meta.names.qualified)

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 import libcst as cst
 from tf1gradfix import updates, var_lists
 from tf1gradfix.graph_model import GraphNode, Item, Program
-from tf1gradfix.syntax import Refusal, arg, free_names, graph_ops, loads, matches
+from tf1gradfix.syntax import Refusal, arg, bound_names, free_names, graph_ops, loads, matches
 
 GRADIENT_KINDS = ("compute_gradients", "gradients", "train")
 
@@ -48,12 +48,16 @@ class Signature:
 class HostScan:
     """Finds execution sites and every other use of graph names in host code."""
 
-    def __init__(self, program: Program, meta, sessions_opened=(), host=None, attributes=None, session_args=()):
+    def __init__(self, program: Program, meta, sessions_opened=(), host=None, attributes=None, session_params=None):
         """`host`: the statements that run a model class's graph (see model_classes), with
-        `attributes` (attribute -> graph name) and the session arguments that go."""
+        `attributes` (attribute -> graph name) and the parameters that receive the session
+        (model_classes.SessionParameters)."""
         self.p, self.meta = program, meta
-        self.host, self.attributes, self.session_args = host, attributes or {}, set(session_args)
+        self.host, self.attributes = host, attributes or {}
+        self.session_params = session_params
+        self.session_args = session_params.session_arguments() if session_params else set()
         self._receiver: str | None = None
+        self._sessions = program.sessions   # the session names where the scan is
         self.opened = set(sessions_opened)   # nested session `with`s and `sess = tf.Session()` lines
         self.sites: list[Site] = []
         self.feed_dicts: dict[str, frozenset[str]] = {}
@@ -73,7 +77,7 @@ class HostScan:
     def run(self) -> None:
         names = self.graph_names()
         if self.host is not None:
-            self._host(self.host, names)
+            self._host(self.host, self._opened_in(self.host))
             return
         self._feed_bindings()
         for position, item in enumerate(self.p.items):
@@ -90,15 +94,36 @@ class HostScan:
             if len(self.sites) + len(self.removed) > before and self.first_site_item is None:
                 self.first_site_item = position
 
-    def _host(self, statements, names: set[str]) -> None:
+    def _host(self, statements, sessions: set[str]) -> None:
         """Every statement of the host code; a function's statements one by one (a run
-        inside a function is not in a loop for being there)."""
+        inside a function is not in a loop for being there). `sessions`: the names that
+        hold the session there; a function's own names hide the outer ones."""
         for stmt in statements:
             if isinstance(stmt, cst.FunctionDef) and isinstance(stmt.body, cst.IndentedBlock):
-                self._host(stmt.body.body, names)
+                params = stmt.params
+                local = {p.name.value for p in (*params.posonly_params, *params.params, *params.kwonly_params)}
+                local |= set().union(*(bound_names(s) for s in stmt.body.body))
+                inner = (sessions - local) | self._opened_in(stmt.body.body)
+                received = self.session_params.removed_params.get(stmt) if self.session_params else None
+                self._host(stmt.body.body, inner | ({received} if received else set()))
             else:
                 self._item = Item(stmt)
-                self._scan(stmt, names)
+                self._sessions = sessions
+                self._scan(stmt, sessions)
+
+    def _opened_in(self, statements) -> set[str]:
+        """Names of the sessions `statements` open (not those of the functions they define)."""
+        if not self.opened:
+            return set()
+        out, stack = set(), list(statements)
+        while stack:
+            node = stack.pop()
+            if node in self.opened:
+                out.add(node.items[0].asname.name.value if isinstance(node, cst.With) else node.body[0].targets[0].target.value)
+            if isinstance(node, (cst.With, cst.IndentedBlock, cst.If, cst.Else, cst.For, cst.While, cst.Try, cst.Finally,
+                                 cst.ExceptHandler)):
+                stack.extend(node.children)
+        return out
 
     def _definition(self, stmt, names: set[str]) -> None:
         """User functions may read variables and constants (as helpers), nothing else of the graph."""
@@ -205,7 +230,7 @@ class HostScan:
         if not isinstance(func, cst.Attribute) or not isinstance(func.value, cst.Name):
             return False
         receiver, method = func.value.value, func.attr.value
-        if receiver in self.p.sessions:
+        if receiver in self._sessions:
             if method == "close" and not call.args:
                 self._remove_statement(call)
                 return True

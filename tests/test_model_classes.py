@@ -1,0 +1,120 @@
+"""Model classes: `__init__` builds the graph into attributes, other code runs
+it through `sess.run(model.<attr>, feed_dict={model.<placeholder>: ...})`.
+The meaning of the rewrite is proven by the verifier through the
+`model_class_*` fixtures (tests/test_restructure_fixtures.py); these tests pin
+the shapes it accepts and refuses, and where a refusal points."""
+
+from __future__ import annotations
+
+import libcst as cst
+import pytest
+
+from tf1gradfix.restructure import restructure
+
+PROGRAM = '''\
+import numpy as np
+import tensorflow as tf
+
+
+class Model{bases}:
+    def __init__(self, n):
+{init}
+
+
+def train(model, sess):
+{train}
+
+
+model = Model(3)
+with tf.Session() as sess:
+    sess.run(tf.global_variables_initializer())
+{main}
+'''
+INIT = '''\
+        self.x = tf.placeholder(tf.float32, [None, n])
+        self.w = tf.Variable(tf.zeros([n, 1]), name="w")
+        self.loss = tf.reduce_mean(tf.square(tf.matmul(self.x, self.w) - 1.0))
+        self.train_op = tf.train.GradientDescentOptimizer(0.1).minimize(self.loss)'''
+TRAIN = '''\
+    for _ in range(3):
+        print(sess.run([model.train_op, model.loss], feed_dict={model.x: np.ones((2, 3))})[1])'''
+MAIN = "    train(model, sess)"
+
+
+def rewrite(init=INIT, train=TRAIN, main=MAIN, bases=""):
+    source = PROGRAM.format(init=init, train=train, main=main, bases=bases)
+    return restructure(cst.parse_module(source), "original.py"), source
+
+
+def refusal(**parts) -> tuple[int, str]:
+    shaped, source = rewrite(**parts)
+    assert shaped.new_module is None
+    (line, _, code, message, safety), = shaped.diagnostics
+    assert safety == "manual" and code in ("TFG904", "TFG905")
+    return line, message, source.splitlines()[line - 1]
+
+
+def test_the_class_becomes_a_module_with_methods_and_the_session_goes():
+    shaped, _ = rewrite()
+    code = shaped.new_module.code
+    assert "class Model(tf.Module):" in code
+    assert "def train(model):" in code and "train(model)\n" in code
+    assert "    def train_step(self, x):" in code
+    assert "model.train_step(np.ones((2, 3))).numpy()" in code
+    assert "self.w = tf.Variable(" in code and "sess" not in code
+    compile(code, "rewritten.py", "exec")
+
+
+def test_the_session_is_found_through_keywords_and_calls_of_calls():
+    shaped, _ = rewrite(train="    report(session=sess, model=model)\n\n\ndef report(model, session):\n"
+                              "    print(session.run(model.loss, {model.x: np.ones((1, 3))}))",
+                        main="    train(model=model, sess=sess)")
+    code = shaped.new_module.code
+    assert "def report(model):" in code and "report(model=model)" in code
+    assert "train(model=model)" in code and "sess" not in code and "session" not in code
+
+
+def test_an_attribute_named_like_a_local_of_init_stays_apart_from_it():
+    init = INIT.replace("self.loss = tf.reduce_mean(tf.square(tf.matmul(self.x, self.w) - 1.0))",
+                        "hidden = tf.matmul(self.x, self.w)\n        self.hidden = tf.nn.relu(hidden)\n"
+                        "        self.loss = tf.reduce_mean(tf.square(self.hidden - 1.0))")
+    shaped, _ = rewrite(init=init, main="    train(model, sess)\n    print(sess.run(model.hidden, {model.x: np.ones((1, 3))}))")
+    code = shaped.new_module.code
+    assert "hidden = tf.matmul(x, self.w)\n" in code and "hidden_2 = tf.nn.relu(hidden)\n" in code
+    assert "return hidden_2\n" in code
+    compile(code, "rewritten.py", "exec")
+
+
+def test_a_refusal_inside_init_names_its_line():
+    line, message, text = refusal(init=INIT + "\n        self.u = tf.Variable(1.0, collections=['mine'])")
+    assert "collections" in message and "self.u = tf.Variable" in text
+
+
+@pytest.mark.parametrize("parts, expected, where", [
+    (dict(train="    print(model.loss.shape)"), "used outside `sess.run`", "model.loss.shape"),
+    (dict(train="    print(sess.run([model.loss, other.loss]))", main="    other = model\n    train(model, sess)"),
+     "two instances", "other.loss"),
+    (dict(main="    jobs = [train]\n    train(model, sess)"), "used other than by a call", "jobs = [train]"),
+    (dict(main="    train(model, sess)\n    train(model, None)"), "called without the session", "train(model, None)"),
+    (dict(bases="(Base)"), "base class of its own", "class Model(Base):"),
+    (dict(init=INIT + "\n        self.finish()"), "does not set, used while the graph is built", "def __init__"),
+    (dict(init=INIT + "\n        register(self)"), "other than to set or read an attribute", "def __init__"),
+])
+def test_refused_with_the_line(parts, expected, where):
+    if parts.get("bases") == "(Base)":
+        parts["init"] = INIT
+    if "self.finish()" in parts.get("init", ""):   # (a module function of that name is not the method)
+        parts["train"] = TRAIN + "\n\n\ndef finish():\n    pass"
+    line, message, text = refusal(**parts)
+    assert expected in message
+    assert where in text
+
+
+def test_a_parameter_named_like_the_session_is_not_the_session():
+    shaped, _ = rewrite(train="    sess = 3\n    print(sess, sess.run)", main="    train(model, 0)")
+    assert shaped.new_module is not None and "print(sess, sess.run)" in shaped.new_module.code
+
+
+def test_a_graph_also_built_outside_the_class_is_refused():
+    line, message, text = refusal(main="    bias = tf.Variable(0.0)\n    train(model, sess)")
+    assert "outside model class" in message or "compound statement" in message
