@@ -490,3 +490,31 @@ def test_global_step_read_in_the_minimize_call():
     result = rewrite(source)
     assert result.new_module is not None, result.diagnostics
     assert "    counter.assign_add(1)\n" in result.new_module.code
+
+
+STEPPED = """\
+import numpy as np
+import tensorflow as tf
+
+x = tf.placeholder(tf.float32, [None, 2])
+w = tf.Variable(tf.ones([2, 1]), name="w")
+step = tf.Variable(0, trainable=False, name="step")
+loss = tf.reduce_sum(tf.matmul(x, w))
+train_op = tf.train.GradientDescentOptimizer(0.1).minimize(loss, global_step=step)
+with tf.Session() as sess:
+    sess.run(tf.global_variables_initializer())
+    {run}
+"""
+
+
+def test_the_step_counter_fetched_with_its_train_op_is_its_value_after_the_update():
+    result = rewrite(STEPPED.format(run="_, n = sess.run([train_op, step], {x: np.ones([3, 2])})"))
+    code = result.new_module.code
+    assert "    step.assign_add(1)\n    return step\n" in code
+    assert code.rstrip().endswith("n = train_step(np.ones([3, 2])).numpy()")
+
+
+def test_a_weight_fetched_with_its_update_is_still_refused():
+    result = rewrite(STEPPED.format(run="_, v = sess.run([train_op, w], {x: np.ones([3, 2])})"))
+    assert result.new_module is None
+    assert [d[3] for d in result.diagnostics] == ["a variable fetched in the same run as its update (order undefined)"]

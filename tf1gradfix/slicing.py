@@ -509,7 +509,12 @@ def _slice(program: Program, sig: Signature, site: Site) -> None:
     if len(trains) > 1:
         raise Refusal(site.call, "TFG905", "two train ops in one run")
     sig.train = trains[0] if trains else None
-    if sig.train is not None and any(n.kind == "variable" for n in fetched):
+    # A TF1 (reference) variable fetched with its own update shares the variable's buffer, so the
+    # run returns the value after the update. Allowed for the step counter the train op increments
+    # (`_, step = sess.run([train, global_step])`): the function returns it after `assign_add`.
+    # Other variables stay refused: which update a weight's fetch sees is not pinned down.
+    step = sig.train.info.get("step") if sig.train is not None else None
+    if sig.train is not None and any(n.kind == "variable" and n.names[0] != step for n in fetched):
         raise Refusal(site.call, "TFG905", "a variable fetched in the same run as its update (order undefined)")
     sig.returns = [name for name, n in zip(sig.fetches, fetched) if n.kind not in ("train", "update")]
     sig.inline = all(n.kind in ("variable", "static") for n in fetched) and not sig.fed
