@@ -110,6 +110,27 @@ def test_refused_with_the_line(parts, expected, where):
     assert where in text
 
 
+BUILT_BY_METHODS = INIT.replace("        self.loss", "        self.build()\n\n    def build(self):\n        self.loss")
+
+
+def test_methods_init_builds_the_graph_with_are_read_where_they_are_called():
+    shaped, _ = rewrite(init=BUILT_BY_METHODS)
+    code = shaped.new_module.code
+    assert "def build" not in code and "self.build()" not in code
+    assert "loss = tf.reduce_mean(tf.square(tf.matmul(x, self.w) - 1.0))" in code
+    compile(code, "rewritten.py", "exec")
+
+
+@pytest.mark.parametrize("init, main, expected", [
+    (BUILT_BY_METHODS.replace("def build(self):", "def build(self, scale=1.0):"), MAIN, "takes arguments"),
+    (BUILT_BY_METHODS.replace("self.build()", "self.build()\n        self.build()"), MAIN, "called twice"),
+    (BUILT_BY_METHODS, "    model.build()\n    train(model, sess)", "is used again"),
+])
+def test_methods_that_build_the_graph_are_refused_unless_plain(init, main, expected):
+    shaped, _ = rewrite(init=init, main=main)
+    assert shaped.new_module is None and expected in shaped.diagnostics[0][3]
+
+
 def test_a_parameter_named_like_the_session_is_not_the_session():
     shaped, _ = rewrite(train="    sess = 3\n    print(sess, sess.run)", main="    train(model, 0)")
     assert shaped.new_module is not None and "print(sess, sess.run)" in shaped.new_module.code

@@ -37,6 +37,7 @@ class ModelClass:
     self_name: str                          # `__init__`'s first parameter
     attributes: dict[str, str]              # name inside `__init__` after desugar -> attribute
     members: frozenset[str]                 # every attribute and method name the class uses
+    inlined: tuple[str, ...] = ()           # methods `__init__` builds the graph with (`self.build()`)
 
     def graph_attributes(self, graph_names) -> dict[str, str]:
         """attribute -> model name, for the attributes that hold graph values."""
@@ -51,11 +52,91 @@ def init_of(cls: cst.ClassDef) -> cst.FunctionDef | None:
 
 
 def model_class(module: cst.Module, owner: cst.CSTNode) -> cst.ClassDef | None:
-    """The module-level class whose `__init__` is `owner`, if it is one."""
+    """The module-level class whose `__init__` is `owner`, or one of the methods
+    `__init__` builds the graph with, if it is one."""
     for stmt in module.body:
-        if isinstance(stmt, cst.ClassDef) and init_of(stmt) is owner:
-            return stmt
+        if isinstance(stmt, cst.ClassDef) and owner in stmt.body.body and isinstance(owner, cst.FunctionDef):
+            init = init_of(stmt)
+            if init is owner or init is not None and any(m is owner for m in build_methods(stmt, init)):
+                return stmt
     return None
+
+
+def build_methods(cls: cst.ClassDef, init: cst.FunctionDef) -> list[cst.FunctionDef]:
+    """Methods that `__init__` calls as statements `self.build()` (and those they call
+    so), in call order: their statements are read as if written at the call."""
+    self_name = init.params.params[0].name.value if init.params.params else None
+    methods = {s.name.value: s for s in cls.body.body if isinstance(s, cst.FunctionDef) and s is not init}
+    found: list[cst.FunctionDef] = []
+
+    def expand(statements) -> None:
+        for stmt in statements:
+            method = methods.get(_self_call(stmt, self_name))
+            if method is None:
+                continue
+            if any(m is method for m in found):
+                raise Refusal(stmt, "TFG904", f"`{self_name}.{method.name.value}()` called twice while the graph is built")
+            params = method.params
+            if [p.name.value for p in params.params] != [self_name] or params.star_arg != cst.MaybeSentinel.DEFAULT \
+                    or params.kwonly_params or params.star_kwarg or params.posonly_params or method.decorators \
+                    or not isinstance(method.body, cst.IndentedBlock) or _returns_value(method):
+                raise Refusal(stmt, "TFG904", f"`{self_name}.{method.name.value}()` builds the graph but takes "
+                              "arguments, is decorated or returns a value")
+            found.append(method)
+            expand(method.body.body)
+
+    if self_name is not None:
+        expand(init.body.body)
+    return found
+
+
+def init_statements(cls: cst.ClassDef, plan: "ModelClass") -> list[cst.BaseStatement]:
+    """`__init__`'s statements, with each `self.build()` replaced by that method's own
+    (without its docstring)."""
+    methods = {s.name.value: s for s in cls.body.body if isinstance(s, cst.FunctionDef)}
+
+    def expand(statements) -> list[cst.BaseStatement]:
+        out = []
+        for stmt in statements:
+            name = _self_call(stmt, plan.self_name)
+            if name in plan.inlined:
+                body = list(methods[name].body.body)
+                out += expand(body[1:] if body and _is_docstring(body[0]) else body)
+            else:
+                out.append(stmt)
+        return out
+
+    return expand(init_of(cls).body.body)
+
+
+def _self_call(stmt: cst.CSTNode, self_name: str | None) -> str | None:
+    """`m` for a statement `self.m()`."""
+    small = stmt.body[0] if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 else None
+    call = small.value if isinstance(small, cst.Expr) else None
+    if isinstance(call, cst.Call) and not call.args and isinstance(call.func, cst.Attribute) \
+            and isinstance(call.func.value, cst.Name) and call.func.value.value == self_name:
+        return call.func.attr.value
+    return None
+
+
+def _returns_value(method: cst.FunctionDef) -> bool:
+    found = []
+
+    class V(cst.CSTVisitor):
+        def visit_Return(self, node: cst.Return) -> None:
+            found.append(node.value is not None)
+
+        def visit_Yield(self, node: cst.Yield) -> None:
+            found.append(True)
+
+        def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+            return node is method
+
+        def visit_Lambda(self, node: cst.Lambda) -> bool:
+            return False
+
+    method.visit(V())
+    return any(found)
 
 
 def desugar(module: cst.Module, cls: cst.ClassDef) -> tuple[cst.Module, ModelClass]:
@@ -70,11 +151,17 @@ def desugar(module: cst.Module, cls: cst.ClassDef) -> tuple[cst.Module, ModelCla
     self_name = params[0].name.value
     members = _members(cls, self_name)
     methods = {s.name.value for s in cls.body.body if isinstance(s, cst.FunctionDef)}
+    inlined = build_methods(cls, init)
+    regions = [init.body] + [m.body for m in inlined]   # where `self.<attr>` is read as a name
+    calls = {id(stmt.body[0].value.func) for region in regions for stmt in region.body
+             if _self_call(stmt, self_name) in {m.name.value for m in inlined}}
+    used = [a for region in regions for a in _self_attributes(region, self_name) if id(a) not in calls]
+    assigned = set().union(*(_set_in(region, self_name) for region in regions))
     class_level = set().union(*(bound_names(s) for s in cls.body.body if not isinstance(s, cst.FunctionDef)))
-    taken = set(loads(init)) | {p.name.value for p in params}
+    taken = set().union(*(loads(r) for r in regions)) | {p.name.value for p in params}
     attributes: dict[str, str] = {}
-    for attr in sorted({a.attr.value for a in _self_attributes(init.body, self_name)}):
-        if attr in methods or attr not in _set_in(init.body, self_name) | class_level:
+    for attr in sorted({a.attr.value for a in used}):
+        if attr in methods or attr not in assigned | class_level:
             # a method, or something a base class provides: a plain name would mean another thing
             raise Refusal(init, "TFG904", f"`{self_name}.{attr}`, a method or an attribute `__init__` does not "
                           "set, used while the graph is built")
@@ -85,32 +172,34 @@ def desugar(module: cst.Module, cls: cst.ClassDef) -> tuple[cst.Module, ModelCla
         taken.add(name)
         attributes[name] = attr
     local = {attr: name for name, attr in attributes.items()}
-    bare = [n for n in name_nodes(init.body) if n.value == self_name]
-    if len(bare) != len(_self_attributes(init.body, self_name)):
-        raise Refusal(init, "TFG904", f"`{self_name}` used in `__init__` other than to set or read an attribute")
+    for region, owner in zip(regions, [init, *inlined]):
+        bare = [n for n in name_nodes(region) if n.value == self_name]
+        if len(bare) != len(_self_attributes(region, self_name)):
+            raise Refusal(owner, "TFG904", f"`{self_name}` used in `{owner.name.value}` other than to set or read an attribute")
 
-    inside = _Descendants(init.body)
-    path = {id(module), id(cls), id(cls.body), id(init)}
+    inside = _Descendants(*regions)
+    path = {id(module), id(cls), id(cls.body), id(init)} | {id(m) for m in inlined}
 
     class Desugar(cst.CSTTransformer):
         def on_visit(self, node: cst.CSTNode) -> bool:
             return id(node) in path or node in inside
 
         def leave_Attribute(self, original: cst.Attribute, updated: cst.Attribute) -> cst.BaseExpression:
-            if isinstance(updated.value, cst.Name) and updated.value.value == self_name:
+            if isinstance(updated.value, cst.Name) and updated.value.value == self_name and id(original) not in calls:
                 return cst.Name(local[updated.attr.value], lpar=updated.lpar, rpar=updated.rpar)
             return updated
 
     new = module.visit(Desugar())
-    return cst.parse_module(new.bytes), ModelClass(cls.name.value, self_name, attributes, members)
+    plan = ModelClass(cls.name.value, self_name, attributes, members, tuple(m.name.value for m in inlined))
+    return cst.parse_module(new.bytes), plan
 
 
 class _Descendants:
     """Membership test for the nodes under one node (by identity)."""
 
-    def __init__(self, root: cst.CSTNode):
+    def __init__(self, *roots: cst.CSTNode):
         self.ids: set[int] = set()
-        stack = [root]
+        stack = list(roots)
         while stack:
             node = stack.pop()
             self.ids.add(id(node))
@@ -241,6 +330,8 @@ class Attributes:
         and `tf.Module` as its base (it had none, or `object`: see desugar)."""
         body = []
         for stmt in cls.body.body:
+            if isinstance(stmt, cst.FunctionDef) and stmt.name.value in self.plan.inlined:
+                continue   # its statements are `__init__`'s and the methods'
             if isinstance(stmt, cst.FunctionDef) and stmt.name.value == "__init__":
                 body.append(init)
                 body += [m.with_changes(leading_lines=[cst.EmptyLine(indent=False)]) for m in methods]
@@ -329,11 +420,30 @@ def _without_trailing_comma(kept: list, original: list) -> list:
 
 
 # -- the pieces restructure asks for ------------------------------------------
-def host_statements(module: cst.Module, cls: cst.ClassDef) -> list[cst.BaseStatement]:
+def host_statements(module: cst.Module, cls: cst.ClassDef, plan: ModelClass) -> list[cst.BaseStatement]:
     """Where a model class's graph may run: the module outside the class, and the
-    class's other methods and statements."""
+    class's other methods and statements. The methods that build the graph go with
+    `__init__`, so nothing else may call them."""
     init = init_of(cls)
-    return [s for s in module.body if s is not cls] + [s for s in cls.body.body if s is not init]
+    host = [s for s in module.body if s is not cls] + [
+        s for s in cls.body.body if s is not init and not (isinstance(s, cst.FunctionDef) and s.name.value in plan.inlined)]
+    if plan.inlined:
+        for stmt in host:
+            for a in _attributes_named(stmt, plan.inlined):
+                raise Refusal(a, "TFG904", f"`{a.attr.value}` builds the graph in `__init__` and is used again")
+    return host
+
+
+def _attributes_named(node: cst.CSTNode, names) -> list[cst.Attribute]:
+    found = []
+
+    class V(cst.CSTVisitor):
+        def visit_Attribute(self, a: cst.Attribute) -> None:
+            if a.attr.value in names:
+                found.append(a)
+
+    node.visit(V())
+    return found
 
 
 def vanishing(plan: ModelClass, program) -> set[str]:

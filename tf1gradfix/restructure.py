@@ -116,17 +116,17 @@ class _Rewrite:
                 opened[id(owner)].append(call)
         for key in [k for k, owner in owners.items() if self._is_builder(owner, groups[k], opened[k])]:
             del owners[key]   # a builder function: its variables are made once, where graph code calls it
-        classes = [(o, c) for o in owners.values() if (c := model_classes.model_class(self.module, o)) is not None]
+        classes = {k: c for k, o in owners.items() if (c := model_classes.model_class(self.module, o)) is not None}
         if classes and self.plan is None:
-            raise model_classes.ClassFound(classes[0][1])
+            raise model_classes.ClassFound(next(iter(classes.values())))
         self.alias = self._tf_alias()
         self.module_edits = self._module_edits()
         if classes:   # a model class's `__init__` builds the graph; any other owner only runs it
-            (init, cls), = classes
+            cls = next(iter(classes.values()))
             for key, owner in owners.items():
-                if owner is not init and len(opened[key]) != len(groups[key]):
+                if classes.get(key) is not cls and len(opened[key]) != len(groups[key]):
                     raise Refusal(groups[key][0], "TFG904", f"graph built outside model class `{cls.name.value}` too")
-            return self._rewrite_owner(init, (), [c for calls in opened.values() for c in calls], cls)
+            return self._rewrite_owner(model_classes.init_of(cls), (), [c for calls in opened.values() for c in calls], cls)
         if len(owners) == 1:
             key, owner = next(iter(owners.items()))
             new_owner = self._rewrite_owner(owner, (), opened[key])
@@ -186,6 +186,8 @@ class _Rewrite:
                                    if isinstance(s, cst.FunctionDef) and id(s) not in skip}
         helpers = dict(self.module_helpers)
         body = list(owner.body.body) if isinstance(owner, cst.FunctionDef) else list(owner.body)
+        if cls is not None:   # (with the statements of the methods `__init__` builds the graph with)
+            body = model_classes.init_statements(cls, self.plan)
         helpers.update({s.name.value: s for s in body if isinstance(s, cst.FunctionDef)})
         program = ModelBuilder(self.meta, self.meta.names, self.module).build(owner, body, helpers, alias)
         if len(sessions) > 1:   # each session holds its own variable values; TF2 has one
@@ -196,7 +198,7 @@ class _Rewrite:
                                        and not isinstance(it.stmt, (cst.SimpleStatementLine, cst.FunctionDef, cst.ClassDef))],
                                       program, self.meta)
         else:
-            host = model_classes.host_statements(self.module, cls)
+            host = model_classes.host_statements(self.module, cls, self.plan)
             nested = _nested_sessions(host, program, self.meta)
             session_params = model_classes.session_parameters(self.module, cls, host, program.sessions)
             # (methods and attributes; `tf.Module`'s own are checked where they are named)
@@ -243,9 +245,9 @@ class _Rewrite:
             replacements[node] = cst.RemovalSentinel.REMOVE
         for node in nested:   # a session `with` in host code: its body, dedented; `sess = tf.Session()`: gone
             replacements[node] = _FLATTEN if isinstance(node, cst.With) else cst.RemovalSentinel.REMOVE
-        for feed in scan.feed_dict_nodes:   # `{x: v}` -> `{"x": v}`, passed as `f(**feed)`
+        for feed, names in scan.feed_dict_nodes.items():   # `{x: v}` -> `{"x": v}`, passed as `f(**feed)`
             replacements[feed] = feed.with_changes(elements=[
-                e.with_changes(key=cst.SimpleString(f'"{e.key.value}"')) for e in feed.elements])
+                e.with_changes(key=cst.SimpleString(f'"{name}"')) for e, name in zip(feed.elements, names)])
         if cls is not None:   # the functions become methods, the runs calls of them on the instance
             init_body = _Assembler(self, program, state, tape, replacements).body([], moved, owner)
             methods = [s for text in texts for s in cst.parse_module(text + "\n").body]

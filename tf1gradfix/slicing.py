@@ -61,7 +61,8 @@ class HostScan:
         self.opened = set(sessions_opened)   # nested session `with`s and `sess = tf.Session()` lines
         self.sites: list[Site] = []
         self.feed_dicts: dict[str, frozenset[str]] = {}
-        self.feed_dict_nodes: list[cst.Dict] = []
+        self.feed_dict_nodes: dict[cst.Dict, list[str]] = {}   # a feed dict bound to a name -> its placeholders
+        self.feed_receivers: dict[str, str | None] = {}   # (a model class: the instance its keys name)
         self.removed: set[cst.CSTNode] = set()   # `sess.close()`, `sess.run(init)` statements
         self.variable_lists: dict[cst.Call, str] = {}   # `tf.trainable_variables()` in host code -> the list
         self.first_site_item: int | None = None
@@ -77,9 +78,10 @@ class HostScan:
     def run(self) -> None:
         names = self.graph_names()
         if self.host is not None:
+            self._feed_bindings(self.host)
             self._host(self.host, self._opened_in(self.host))
             return
-        self._feed_bindings()
+        self._feed_bindings([item.stmt for item in self.p.items if item.node is None])
         for position, item in enumerate(self.p.items):
             if item.node is not None or item.drop:
                 if item.node is not None and self.first_site_item is not None:
@@ -133,30 +135,36 @@ class HostScan:
             if name in self.p.sessions or node.kind not in ("variable", "static"):
                 raise Refusal(stmt, "TFG905", f"`{stmt.name.value}` uses graph value `{name}`")
 
-    def _feed_bindings(self) -> None:
+    def _feed_bindings(self, statements) -> None:
+        """`feed = {x: ..., y: ...}` (or `{model.x: ...}`): dicts of placeholders bound to a name."""
         placeholders = {n.names[0] for n in self.p.nodes if n.kind == "placeholder"}
         scan = self
+
+        def placeholder(key: cst.BaseExpression) -> str | None:
+            name = scan._graph_name(key)
+            return name if name in placeholders else None
 
         class V(cst.CSTVisitor):
             def visit_Assign(self, node: cst.Assign) -> None:
                 if not isinstance(node.value, cst.Dict):
                     return
+                scan._receiver = None
                 keys = [e.key for e in node.value.elements if isinstance(e, cst.DictElement)]
-                if not any(isinstance(k, cst.Name) and k.value in placeholders for k in keys):
+                names = [placeholder(k) for k in keys]
+                if not any(names):
                     return
-                if len(keys) != len(node.value.elements) or not all(
-                        isinstance(k, cst.Name) and k.value in placeholders for k in keys):
+                if len(keys) != len(node.value.elements) or not all(names):
                     raise Refusal(node, "TFG902", "a feed dict mixing placeholders and other keys")
                 if len(node.targets) != 1 or not isinstance(node.targets[0].target, cst.Name):
                     raise Refusal(node, "TFG902", "a feed dict bound to something other than a name")
-                name, keyset = node.targets[0].target.value, frozenset(k.value for k in keys)
-                if scan.feed_dicts.setdefault(name, keyset) != keyset:
+                name, keyset = node.targets[0].target.value, frozenset(names)
+                if scan.feed_dicts.setdefault(name, keyset) != keyset \
+                        or scan.feed_receivers.setdefault(name, scan._receiver) != scan._receiver:
                     raise Refusal(node, "TFG902", f"feed dict `{name}` feeds different placeholders in different places")
-                scan.feed_dict_nodes.append(node.value)
+                scan.feed_dict_nodes[node.value] = names
 
-        for item in self.p.items:
-            if item.node is None:
-                item.stmt.visit(V())
+        for stmt in statements:
+            stmt.visit(V())
 
     def _scan(self, stmt: cst.CSTNode, names: set[str]) -> None:
         scan = self
@@ -329,6 +337,10 @@ class HostScan:
                 site.feed[name] = e.value
         elif isinstance(feed, cst.Name) and feed.value in self.feed_dicts:
             site.feed_name = feed.value
+            receiver = self.feed_receivers[feed.value]
+            if self._receiver not in (None, receiver):
+                raise Refusal(call, "TFG905", f"one run naming two instances (`{self._receiver}`, `{receiver}`)")
+            self._receiver = receiver
         else:
             raise Refusal(feed, "TFG902", "a feed dict the tool cannot read statically (dynamic feed)")
         site.fed = frozenset(site.feed) if site.feed is not None else self.feed_dicts[site.feed_name]
