@@ -26,10 +26,9 @@ def train(model, sess):
 
 
 model = Model(3)
-with tf.Session() as sess:
-    sess.run(tf.global_variables_initializer())
-{main}
+{session}{main}
 '''
+SESSION = "with tf.Session() as sess:\n    sess.run(tf.global_variables_initializer())\n"
 INIT = '''\
         self.x = tf.placeholder(tf.float32, [None, n])
         self.w = tf.Variable(tf.zeros([n, 1]), name="w")
@@ -41,8 +40,8 @@ TRAIN = '''\
 MAIN = "    train(model, sess)"
 
 
-def rewrite(init=INIT, train=TRAIN, main=MAIN, bases=""):
-    source = PROGRAM.format(init=init, train=train, main=main, bases=bases)
+def rewrite(init=INIT, train=TRAIN, main=MAIN, bases="", session=SESSION):
+    source = PROGRAM.format(init=init, train=train, main=main, bases=bases, session=session)
     return restructure(cst.parse_module(source), "original.py"), source
 
 
@@ -129,6 +128,22 @@ def test_methods_init_builds_the_graph_with_are_read_where_they_are_called():
 def test_methods_that_build_the_graph_are_refused_unless_plain(init, main, expected):
     shaped, _ = rewrite(init=init, main=main)
     assert shaped.new_module is None and expected in shaped.diagnostics[0][3]
+
+
+OWN_SESSION = INIT + "\n        self.sess = tf.Session()\n        self.sess.run(tf.global_variables_initializer())"
+
+
+def test_a_session_the_instance_keeps_goes_with_its_runs():
+    shaped, _ = rewrite(init=OWN_SESSION + "\n\n    def fit(self):\n        return self.sess.run(self.loss, {self.x: np.ones((1, 3))})",
+                        train="    print(model.fit())", main="train(model, None)", session="")
+    code = shaped.new_module.code
+    assert "self.sess" not in code and "return self.compute_loss(np.ones((1, 3))).numpy()" in code
+
+
+def test_a_session_the_instance_keeps_used_otherwise_is_refused():
+    shaped, _ = rewrite(init=OWN_SESSION + "\n\n    def graph(self):\n        return self.sess.graph",
+                        train="    print(model.graph())", main="train(model, None)", session="")
+    assert shaped.new_module is None and "`self.sess` used outside" in shaped.diagnostics[0][3]
 
 
 def test_a_parameter_named_like_the_session_is_not_the_session():

@@ -43,6 +43,10 @@ class ModelClass:
         """attribute -> model name, for the attributes that hold graph values."""
         return {attr: name for name, attr in self.attributes.items() if name in graph_names}
 
+    def session_attributes(self, sessions) -> set[str]:
+        """Attributes that hold a session `__init__` opened (`self.sess`)."""
+        return {attr for name, attr in self.attributes.items() if name in sessions}
+
 
 def init_of(cls: cst.ClassDef) -> cst.FunctionDef | None:
     for stmt in cls.body.body:
@@ -283,7 +287,8 @@ class Attributes:
             self.renamed[name] = attr
             if name in params:
                 self.kept_params.append(name)
-        clash = (set(self.renamed.values()) & method_names) | (set(self.renamed.values()) & MODULE_ATTRIBUTES)
+        kept = {attr for name, attr in self.renamed.items() if name in bound or name in params}   # (the rest are gone)
+        clash = kept & (method_names | MODULE_ATTRIBUTES)
         if clash:
             raise Refusal(self.init, "TFG904", f"attribute `{sorted(clash)[0]}` would clash with a method "
                           "of the rewritten class or of `tf.Module`")
@@ -420,6 +425,18 @@ def _without_trailing_comma(kept: list, original: list) -> list:
 
 
 # -- the pieces restructure asks for ------------------------------------------
+@dataclass
+class ClassHost:
+    """Where a model class's graph runs, for slicing.HostScan."""
+
+    statements: list[cst.BaseStatement]        # the module outside the class, the class's other methods
+    init_statements: list[cst.BaseStatement]   # `__init__`'s own host statements (`sess.run(init)`)
+    init_sessions: set[str]                    # sessions `__init__` opens (`self.sess = tf.Session()`)
+    attributes: dict[str, str]                 # attribute -> graph name
+    session_attributes: set[str]               # attributes holding a session
+    session_params: SessionParameters
+
+
 def host_statements(module: cst.Module, cls: cst.ClassDef, plan: ModelClass) -> list[cst.BaseStatement]:
     """Where a model class's graph may run: the module outside the class, and the
     class's other methods and statements. The methods that build the graph go with

@@ -192,19 +192,22 @@ class _Rewrite:
         program = ModelBuilder(self.meta, self.meta.names, self.module).build(owner, body, helpers, alias)
         if len(sessions) > 1:   # each session holds its own variable values; TF2 has one
             raise Refusal(sessions[1], "TFG905", "more than one session")
-        host = session_params = None
+        host = None
         if cls is None:
             nested = _nested_sessions([it.stmt for it in program.items if it.node is None and not it.drop
                                        and not isinstance(it.stmt, (cst.SimpleStatementLine, cst.FunctionDef, cst.ClassDef))],
                                       program, self.meta)
         else:
-            host = model_classes.host_statements(self.module, cls, self.plan)
-            nested = _nested_sessions(host, program, self.meta)
-            session_params = model_classes.session_parameters(self.module, cls, host, program.sessions)
+            init_sessions = set(program.sessions)   # (`self.sess = tf.Session()` in `__init__`)
+            statements = model_classes.host_statements(self.module, cls, self.plan)
+            nested = _nested_sessions(statements, program, self.meta)
+            host = model_classes.ClassHost(
+                statements, [it.stmt for it in program.items if it.node is None and not it.drop], init_sessions,
+                self.plan.graph_attributes(program.final), self.plan.session_attributes(init_sessions),
+                model_classes.session_parameters(self.module, cls, statements, program.sessions))
             # (methods and attributes; `tf.Module`'s own are checked where they are named)
             self.taken |= self.plan.members - model_classes.vanishing(self.plan, program) - builders.MODULE_ATTRIBUTES
-        scan = HostScan(program, self.meta, nested, host, self.plan and self.plan.graph_attributes(program.final),
-                        session_params)
+        scan = HostScan(program, self.meta, nested, host)
         scan.run()
         sigs = signatures(program, scan.sites)
         state = StateEmitter(program, self.code, self.meta.names.qualified)
@@ -251,7 +254,7 @@ class _Rewrite:
         if cls is not None:   # the functions become methods, the runs calls of them on the instance
             init_body = _Assembler(self, program, state, tape, replacements).body([], moved, owner)
             methods = [s for text in texts for s in cst.parse_module(text + "\n").body]
-            replacements.update(session_params.edits())
+            replacements.update(host.session_params.edits())
             replacements.update(self.module_edits)
             replacements[cls] = model_classes.rewritten_class(self.plan, owner, alias, init_body, methods)
             return self.module.visit(_Replace(replacements))

@@ -48,14 +48,13 @@ class Signature:
 class HostScan:
     """Finds execution sites and every other use of graph names in host code."""
 
-    def __init__(self, program: Program, meta, sessions_opened=(), host=None, attributes=None, session_params=None):
-        """`host`: the statements that run a model class's graph (see model_classes), with
-        `attributes` (attribute -> graph name) and the parameters that receive the session
-        (model_classes.SessionParameters)."""
+    def __init__(self, program: Program, meta, sessions_opened=(), host=None):
+        """`host`: a model class's host code (model_classes.ClassHost): where its graph runs."""
         self.p, self.meta = program, meta
-        self.host, self.attributes = host, attributes or {}
-        self.session_params = session_params
-        self.session_args = session_params.session_arguments() if session_params else set()
+        self.host = host
+        self.attributes = host.attributes if host else {}
+        self.session_params = host.session_params if host else None
+        self.session_args = self.session_params.session_arguments() if self.session_params else set()
         self._receiver: str | None = None
         self._sessions = program.sessions   # the session names where the scan is
         self.opened = set(sessions_opened)   # nested session `with`s and `sess = tf.Session()` lines
@@ -78,8 +77,9 @@ class HostScan:
     def run(self) -> None:
         names = self.graph_names()
         if self.host is not None:
-            self._feed_bindings(self.host)
-            self._host(self.host, self._opened_in(self.host))
+            self._feed_bindings(self.host.statements + self.host.init_statements)
+            self._host(self.host.init_statements, self.host.init_sessions)
+            self._host(self.host.statements, self._opened_in(self.host.statements))
             return
         self._feed_bindings([item.stmt for item in self.p.items if item.node is None])
         for position, item in enumerate(self.p.items):
@@ -181,7 +181,7 @@ class HostScan:
                 return True
 
             def visit_Attribute(self, node: cst.Attribute) -> bool:
-                if node.attr.value in scan.attributes:
+                if node.attr.value in scan.attributes or scan.host and node.attr.value in scan.host.session_attributes:
                     raise Refusal(node, "TFG905", f"graph value `{cst.Module([]).code_for_node(node)}` used "
                                   "outside `sess.run`")
                 node.value.visit(self)
@@ -235,10 +235,14 @@ class HostScan:
 
     def _site(self, call: cst.Call) -> bool:
         func = call.func
-        if not isinstance(func, cst.Attribute) or not isinstance(func.value, cst.Name):
+        if not isinstance(func, cst.Attribute):
             return False
-        receiver, method = func.value.value, func.attr.value
-        if receiver in self._sessions:
+        held = self.host is not None and isinstance(func.value, cst.Attribute) \
+            and func.value.attr.value in self.host.session_attributes   # `self.sess.run(...)`
+        if not isinstance(func.value, cst.Name) and not held:
+            return False
+        receiver, method = None if held else func.value.value, func.attr.value
+        if held or receiver in self._sessions:
             if method == "close" and not call.args:
                 self._remove_statement(call)
                 return True
