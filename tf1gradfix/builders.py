@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from tf1gradfix.syntax import Refusal, bound_args, bound_names, literal_string, loads, name_nodes
+from tf1gradfix.syntax import Refusal, bound_args, bound_names, is_docstring, literal_string, loads, names_as_attributes
 from tf1gradfix.walk import children
 
 # attributes tf.Module has already: a variable named like one is stored under `<name>_variable`
@@ -103,7 +103,7 @@ def node(builder, helper: cst.FunctionDef):
 def _scope(builder, helper: cst.FunctionDef):
     """("scope name", statements inside it): the body is one `with tf.variable_scope("NAME", reuse=...)`."""
     body = list(helper.body.body)
-    if body and _docstring(body[0]):
+    if body and is_docstring(body[0]):
         body = body[1:]
     if helper.decorators or helper.asynchronous is not None or len(body) != 1 or not isinstance(body[0], cst.With):
         raise Refusal(helper, "TFG905", f"builder function `{helper.name.value}` whose body is not one "
@@ -120,24 +120,6 @@ def _scope(builder, helper: cst.FunctionDef):
     return scope, list(stmt.body.body)
 
 
-def _docstring(stmt) -> bool:
-    return isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 and isinstance(stmt.body[0], cst.Expr) \
-        and isinstance(stmt.body[0].value, (cst.SimpleString, cst.ConcatenatedString))
-
-
-class _SelfNames(cst.CSTTransformer):
-    """Reads of the builder's variables become attributes of the module (`w` -> `self.w`)."""
-
-    def __init__(self, reads: set, attribute: dict):
-        super().__init__()
-        self.reads, self.attribute = reads, attribute
-
-    def leave_Name(self, original: cst.Name, updated: cst.Name):
-        if id(original) in self.reads:
-            return cst.Attribute(value=cst.Name("self"), attr=cst.Name(self.attribute[original.value]))
-        return updated
-
-
 def class_statements(node, tf: str, initial_value, gap: int) -> list[cst.BaseStatement]:
     """`class Encoder(tf.Module)` (variables in `__init__`, the computation in
     `__call__`) and `encoder = Encoder()`, in place of the function; its
@@ -145,7 +127,7 @@ def class_statements(node, tf: str, initial_value, gap: int) -> list[cst.BaseSta
     info = node.info
     helper = info["builder"]
     first = list(helper.body.body)
-    docstring = first[0] if first and _docstring(first[0]) else None
+    docstring = first[0] if first and is_docstring(first[0]) else None
     scope_comments = [ln for ln in (first[1] if docstring else first[0]).leading_lines if ln.comment is not None]
     attribute = {v[0]: v[0] + "_variable" if v[0] in MODULE_ATTRIBUTES else v[0] for v in info["variables"]}
     init = "".join(f"            self.{attribute[local]} = {tf}.Variable({initial_value(call, bound)}, name=\"{label}\")\n"
@@ -157,10 +139,8 @@ def class_statements(node, tf: str, initial_value, gap: int) -> list[cst.BaseSta
             f"    def __call__(self):\n        pass\n")
     cls = cst.parse_statement(text)
     skip = {id(v[4]) for v in info["variables"]}
-    names = {v[0] for v in info["variables"]}
     body = [s for s in info["inner"] if id(s) not in skip]
-    reads = {id(n) for s in body for n in name_nodes(s) if n.value in names}
-    body = [s.visit(_SelfNames(reads, attribute)) for s in body]
+    body = [names_as_attributes(s, attribute) for s in body]
     if body:
         body[0] = body[0].with_changes(leading_lines=[*scope_comments, *body[0].leading_lines])
     params = helper.params.with_changes(params=[cst.Param(cst.Name("self")), *helper.params.params])

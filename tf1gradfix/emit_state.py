@@ -177,7 +177,7 @@ class StateEmitter:
         text = f"{target} = {self.tf}.{row['target']}({args})"
         if row["status"] == "not_equivalent":
             # kept on purpose: the comment says why and keeps `check` quiet on this line
-            text += f"  # tf1gradfix: ignore[TFG205] kept: no Keras optimizer gives the same updates; see `tf1gradfix explain TFG207`"
+            text += "  # tf1gradfix: ignore[TFG205] kept: no Keras optimizer gives the same updates; see `tf1gradfix explain TFG207`"
         return text
 
     def kept(self, node: GraphNode) -> str | None:

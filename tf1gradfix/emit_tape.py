@@ -16,7 +16,8 @@ from tf1gradfix.emit_state import optimizer_table
 from tf1gradfix import gradient_calls, losses, var_lists
 from tf1gradfix.graph_model import GraphNode, Program
 from tf1gradfix.syntax import Refusal, matches
-from tf1gradfix.slicing import Signature, Site, closure, gradient_dependent, reached_variables, variable_text
+from tf1gradfix.host_scan import Site
+from tf1gradfix.slicing import Signature, closure, gradient_dependent, reached_variables, variable_text
 
 IND = "    "
 

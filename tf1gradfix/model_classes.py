@@ -4,23 +4,25 @@
 along as a parameter.
 
 The class becomes a `tf.Module`. Its `__init__` still creates the variables,
-layers and optimizers; the step functions become its methods; each run calls
-one on the instance the run named (`model.train_step(xb, yb)`); session
-parameters disappear from functions and from their calls.
+layers and optimizers; the step functions become its methods (emit_class);
+each run calls one on the instance the run named (`model.train_step(xb, yb)`);
+session parameters disappear from functions and their calls (session_params).
 
-How: `desugar` first reads `self.<attr>` inside `__init__` as a plain name, so
-the rest of the rewrite sees one function building a graph. `Attributes` then
-turns the names that `__init__` shares with the methods back into attributes.
+How: `desugar` first reads `self.<attr>` inside `__init__` (and the methods it
+builds the graph with) as a plain name, so the rest of the rewrite sees one
+function building a graph; emit_class turns the names `__init__` shares with
+the methods back into attributes.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import libcst as cst
 
 from tf1gradfix.builders import MODULE_ATTRIBUTES
-from tf1gradfix.syntax import Refusal, bound_names, free_names, loads, name_nodes
+from tf1gradfix.session_params import SessionParameters
+from tf1gradfix.syntax import Refusal, bound_names, is_docstring, loads, name_nodes
 
 
 class ClassFound(Exception):
@@ -105,7 +107,7 @@ def init_statements(cls: cst.ClassDef, plan: "ModelClass") -> list[cst.BaseState
             name = _self_call(stmt, plan.self_name)
             if name in plan.inlined:
                 body = list(methods[name].body.body)
-                out += expand(body[1:] if body and _is_docstring(body[0]) else body)
+                out += expand(body[1:] if body and is_docstring(body[0]) else body)
             else:
                 out.append(stmt)
         return out
@@ -252,180 +254,6 @@ def _members(cls: cst.ClassDef, self_name: str) -> frozenset[str]:
 
 
 @dataclass
-class Attributes:
-    """Turns `__init__`'s names back into attributes, and step functions into methods."""
-
-    plan: ModelClass
-    init: cst.FunctionDef
-    tf_alias: str
-    renamed: dict[str, str] = field(default_factory=dict)    # name -> attribute
-    kept_params: list[str] = field(default_factory=list)     # `__init__` parameters a method reads
-    method_names: frozenset[str] = frozenset()
-    init_names: frozenset[str] = frozenset()                 # what `__init__` binds or receives
-
-    def plan_names(self, init_body: list[cst.BaseStatement], methods: list[cst.FunctionDef]) -> None:
-        """Which names become attributes: every desugared one, and each name of
-        `__init__` (local or parameter) that a method reads."""
-        self.renamed = dict(self.plan.attributes)
-        bound = set().union(*(bound_names(s) for s in init_body)) if init_body else set()
-        params = {p.name.value for p in self.init.params.params[1:]} | \
-            {p.name.value for p in self.init.params.kwonly_params}
-        self.init_names = frozenset(bound | params)
-        read = set().union(*(free_names(m) for m in methods)) if methods else set()
-        method_names = self.method_names = frozenset(m.name.value for m in methods)
-        taken = set(self.plan.members) | method_names
-        for name in sorted(read & (bound | params)):
-            if name in self.renamed:
-                continue
-            if name in params and name in bound:
-                raise Refusal(self.init, "TFG904", f"`{name}` is both a parameter of `__init__` and bound in it")
-            attr, k = name, 1
-            while attr in taken:
-                k += 1
-                attr = f"{name}_{k}"
-            taken.add(attr)
-            self.renamed[name] = attr
-            if name in params:
-                self.kept_params.append(name)
-        kept = {attr for name, attr in self.renamed.items() if name in bound or name in params}   # (the rest are gone)
-        clash = kept & (method_names | MODULE_ATTRIBUTES)
-        if clash:
-            raise Refusal(self.init, "TFG904", f"attribute `{sorted(clash)[0]}` would clash with a method "
-                          "of the rewritten class or of `tf.Module`")
-
-    def init_body(self, body: list[cst.BaseStatement]) -> list[cst.BaseStatement]:
-        """`super().__init__()` first (after a docstring), parameters a method reads
-        kept as attributes, and every renamed name as `self.<attribute>`."""
-        renamed = {k: v for k, v in self.renamed.items() if k not in self.kept_params}
-        out = [self._attributes(stmt, renamed) for stmt in body]
-        first = 1 if out and _is_docstring(out[0]) else 0
-        head = [cst.parse_statement("super().__init__()\n")]
-        head += [cst.parse_statement(f"{self.plan.self_name}.{self.renamed[p]} = {p}\n") for p in self.kept_params]
-        if out and first == 0:
-            head[0] = head[0].with_changes(leading_lines=out[0].leading_lines)
-            out[0] = out[0].with_changes(leading_lines=())
-        return out[:first] + head + out[first:]
-
-    def method(self, fn: cst.FunctionDef) -> cst.FunctionDef:
-        """A step function as a method: `self` first, shared names read through it."""
-        free = free_names(fn) & (set(self.renamed) | self.method_names)
-        body = self._attributes(fn.body, {n: self.renamed.get(n, n) for n in free})
-        params = fn.params.with_changes(params=[cst.Param(cst.Name(self.plan.self_name)), *fn.params.params])
-        decorators = fn.decorators
-        if any(set(loads(d)) & (self.init_names | set(self.renamed)) for d in decorators):
-            # an input signature whose shapes `__init__` knows: not yet known where the class is defined
-            decorators = [cst.Decorator(cst.parse_expression(f"{self.tf_alias}.function"))]
-        return fn.with_changes(body=body, params=params, decorators=decorators)
-
-    def _attributes(self, node: cst.CSTNode, renamed: dict[str, str]):
-        targets = {id(n) for n in name_nodes(node) if n.value in renamed}
-        self_name = self.plan.self_name
-
-        class Rename(cst.CSTTransformer):
-            def leave_Name(self, original: cst.Name, updated: cst.Name) -> cst.BaseExpression:
-                if id(original) not in targets:
-                    return updated
-                return cst.Attribute(cst.Name(self_name), cst.Name(renamed[original.value]),
-                                     lpar=updated.lpar, rpar=updated.rpar)
-
-        return node.visit(Rename()) if targets else node
-
-    def class_def(self, cls: cst.ClassDef, init: cst.FunctionDef, methods: list[cst.FunctionDef]) -> cst.ClassDef:
-        """`cls` (as rewritten elsewhere) with its new `__init__`, the methods after it,
-        and `tf.Module` as its base (it had none, or `object`: see desugar)."""
-        body = []
-        for stmt in cls.body.body:
-            if isinstance(stmt, cst.FunctionDef) and stmt.name.value in self.plan.inlined:
-                continue   # its statements are `__init__`'s and the methods'
-            if isinstance(stmt, cst.FunctionDef) and stmt.name.value == "__init__":
-                body.append(init)
-                body += [m.with_changes(leading_lines=[cst.EmptyLine(indent=False)]) for m in methods]
-            else:
-                body.append(stmt)
-        base = cst.Arg(cst.parse_expression(f"{self.tf_alias}.Module"))
-        return cls.with_changes(bases=[base], body=cls.body.with_changes(body=body),
-                                lpar=cst.LeftParen(), rpar=cst.RightParen())
-
-
-def _is_docstring(stmt: cst.BaseStatement) -> bool:
-    return isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 and isinstance(stmt.body[0], cst.Expr) \
-        and isinstance(stmt.body[0].value, (cst.SimpleString, cst.ConcatenatedString))
-
-
-# -- sessions passed as parameters ------------------------------------------
-@dataclass
-class SessionParameters:
-    """Parameters that receive the session, found by following calls from where a
-    session is opened: they go from the function and from every call."""
-
-    functions: dict[str, tuple[cst.FunctionDef, int]]   # callee name -> (def, parameters before the arguments)
-    removed_params: dict[cst.FunctionDef, str] = field(default_factory=dict)
-    removed_args: dict[cst.Call, int] = field(default_factory=dict)   # call -> position of the session argument
-
-    def find(self, calls: list[tuple[cst.Call, str]], sessions: set[str]) -> None:
-        """`calls`: (call, callee name) of every call of a known function."""
-        changed = True
-        while changed:
-            changed = False
-            for call, callee in calls:
-                fn, offset = self.functions[callee]
-                for position, a in enumerate(call.args):
-                    if not (isinstance(a.value, cst.Name) and a.value.value in sessions) or a.star:
-                        continue
-                    param = _parameter(fn, offset, position, a)
-                    if param is None:
-                        raise Refusal(call, "TFG905", f"the session passed to `{callee}` matches no parameter")
-                    known = self.removed_params.setdefault(fn, param)
-                    if known != param:
-                        raise Refusal(call, "TFG905", f"`{callee}` receives the session in two parameters")
-                    if param not in sessions:
-                        sessions.add(param)
-                        changed = True
-        for call, callee in calls:
-            fn, offset = self.functions[callee]
-            if fn not in self.removed_params:
-                continue
-            param = self.removed_params[fn]
-            passed = [i for i, a in enumerate(call.args) if _parameter(fn, offset, i, a) == param]
-            value = call.args[passed[0]].value if len(passed) == 1 else None
-            if not (isinstance(value, cst.Name) and value.value in sessions):
-                raise Refusal(call, "TFG905", f"`{callee}` called without the session for `{param}`")
-            self.removed_args[call] = passed[0]
-
-    def session_arguments(self) -> set[cst.Arg]:
-        return {call.args[i] for call, i in self.removed_args.items()}
-
-    def edits(self) -> dict:
-        """Replacements for `restructure._Replace`: parameter lists, and calls (as functions
-        of the rewritten call, whose other arguments may hold rewritten runs)."""
-        out: dict = {}
-        for fn, param in self.removed_params.items():
-            kept = [p for p in fn.params.params if p.name.value != param]
-            out[fn.params] = fn.params.with_changes(params=_without_trailing_comma(kept, fn.params.params))
-        for call, i in self.removed_args.items():
-            out[call] = lambda updated, i=i: updated.with_changes(
-                args=_without_trailing_comma([a for j, a in enumerate(updated.args) if j != i], updated.args))
-        return out
-
-
-def _parameter(fn: cst.FunctionDef, offset: int, position: int, a: cst.Arg) -> str | None:
-    params = [p.name.value for p in (*fn.params.posonly_params, *fn.params.params)]
-    if a.keyword is not None:
-        names = params + [p.name.value for p in fn.params.kwonly_params]
-        return a.keyword.value if a.keyword.value in names else None
-    index = position + offset
-    return params[index] if index < len(params) else None
-
-
-def _without_trailing_comma(kept: list, original: list) -> list:
-    """Keep the last element's comma as the original last one had it."""
-    if kept and original and kept[-1] is not original[-1]:
-        kept = [*kept[:-1], kept[-1].with_changes(comma=original[-1].comma)]
-    return kept
-
-
-# -- the pieces restructure asks for ------------------------------------------
-@dataclass
 class ClassHost:
     """Where a model class's graph runs, for slicing.HostScan."""
 
@@ -469,53 +297,3 @@ def vanishing(plan: ModelClass, program) -> set[str]:
     kept = ("variable", "static", "layer", "optimizer")
     return {attr for name, attr in plan.attributes.items()
             if name in program.final and program.node(name).kind not in kept}
-
-
-def session_parameters(module: cst.Module, cls: cst.ClassDef, host, sessions: set[str]) -> SessionParameters:
-    """The parameters that receive the session (module functions, the class's methods),
-    found from the calls in `host`; their names join `sessions`."""
-    functions = {s.name.value: (s, 0) for s in module.body if isinstance(s, cst.FunctionDef)}
-    functions.update({s.name.value: (s, 1) for s in cls.body.body
-                      if isinstance(s, cst.FunctionDef) and s.name.value != "__init__"})
-    calls: list[tuple[cst.Call, str]] = []
-    called: set[int] = set()
-    references: list[cst.Name] = []
-
-    class V(cst.CSTVisitor):
-        def visit_Call(self, call: cst.Call) -> None:
-            func = call.func
-            name = func.value if isinstance(func, cst.Name) else \
-                func.attr.value if isinstance(func, cst.Attribute) and func.attr.value in functions \
-                and functions[func.attr.value][1] == 1 else None
-            if name in functions:
-                calls.append((call, name))
-                called.add(id(func) if isinstance(func, cst.Name) else id(func.attr))
-
-        def visit_Name(self, node: cst.Name) -> None:
-            if node.value in functions:
-                references.append(node)
-
-    for stmt in host:
-        stmt.visit(V())
-    found = SessionParameters(functions)
-    found.find(calls, sessions)
-    changed = {fn.name.value for fn in found.removed_params}
-    for ref in references:
-        if ref.value in changed and id(ref) not in called and not _defines(ref, functions):
-            raise Refusal(ref, "TFG905", f"`{ref.value}` receives the session but is used other than by a call")
-    return found
-
-
-def _defines(name: cst.Name, functions) -> bool:
-    """The name node of a `def` itself."""
-    return any(fn.name is name for fn, _ in functions.values())
-
-
-def rewritten_class(plan: ModelClass, init: cst.FunctionDef, tf_alias: str, init_body, methods):
-    """The replacement of the class: a function of the class as rewritten elsewhere
-    (its other methods may hold runs)."""
-    attributes = Attributes(plan, init, tf_alias)
-    attributes.plan_names(init_body, methods)
-    new_init = init.with_changes(body=init.body.with_changes(body=attributes.init_body(init_body)))
-    new_methods = [attributes.method(m) for m in methods]
-    return lambda updated: attributes.class_def(updated, new_init, new_methods)

@@ -14,13 +14,14 @@ from dataclasses import dataclass, field
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider, ScopeProvider
 
-from tf1gradfix import builders, catalog as catalog_module, model_classes
+from tf1gradfix import builders, catalog as catalog_module, emit_class, model_classes, session_params
 from tf1gradfix.emit_state import StateEmitter
 from tf1gradfix.emit_tape import TapeEmitter
 from tf1gradfix.graph_model import ModelBuilder
 from tf1gradfix.syntax import Refusal, bound_names, enters_new_graph, loads, matches
 from tf1gradfix.names import BindingCollector, NameResolver
-from tf1gradfix.slicing import HostScan, signatures
+from tf1gradfix.host_scan import HostScan
+from tf1gradfix.slicing import signatures
 
 Diagnostic = tuple[int, int, str, str, str]
 _GRAPH_CALLS = ("tensorflow.placeholder", "tensorflow.placeholder_with_default",
@@ -204,7 +205,7 @@ class _Rewrite:
             host = model_classes.ClassHost(
                 statements, [it.stmt for it in program.items if it.node is None and not it.drop], init_sessions,
                 self.plan.graph_attributes(program.final), self.plan.session_attributes(init_sessions),
-                model_classes.session_parameters(self.module, cls, statements, program.sessions))
+                session_params.session_parameters(self.module, cls, statements, program.sessions))
             # (methods and attributes; `tf.Module`'s own are checked where they are named)
             self.taken |= self.plan.members - model_classes.vanishing(self.plan, program) - builders.MODULE_ATTRIBUTES
         scan = HostScan(program, self.meta, nested, host)
@@ -256,7 +257,7 @@ class _Rewrite:
             methods = [s for text in texts for s in cst.parse_module(text + "\n").body]
             replacements.update(host.session_params.edits())
             replacements.update(self.module_edits)
-            replacements[cls] = model_classes.rewritten_class(self.plan, owner, alias, init_body, methods)
+            replacements[cls] = emit_class.rewritten_class(self.plan, owner, alias, init_body, methods)
             return self.module.visit(_Replace(replacements))
         new_body = _Assembler(self, program, state, tape, replacements).body(texts, moved, owner)
         if isinstance(owner, cst.Module):

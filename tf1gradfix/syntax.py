@@ -96,6 +96,28 @@ def name_nodes(expr: cst.CSTNode) -> list[cst.Name]:
     return found
 
 
+def is_docstring(stmt: cst.CSTNode) -> bool:
+    return isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 and isinstance(stmt.body[0], cst.Expr) \
+        and isinstance(stmt.body[0].value, (cst.SimpleString, cst.ConcatenatedString))
+
+
+def names_as_attributes(node: cst.CSTNode, attribute: dict[str, str], self_name: str = "self"):
+    """`node` with each name `loads` finds in `attribute` written `self.<attribute[name]>`:
+    a function's locals that become an object's state."""
+    targets = {id(n) for n in name_nodes(node) if n.value in attribute}
+    if not targets:
+        return node
+
+    class Rename(cst.CSTTransformer):
+        def leave_Name(self, original: cst.Name, updated: cst.Name) -> cst.BaseExpression:
+            if id(original) not in targets:
+                return updated
+            return cst.Attribute(cst.Name(self_name), cst.Name(attribute[original.value]),
+                                 lpar=updated.lpar, rpar=updated.rpar)
+
+    return node.visit(Rename())
+
+
 def literal_bool(expr: cst.BaseExpression | None, what: str) -> bool | None:
     """True/False written as such (None when absent); Refusal for anything else."""
     if expr is None:
