@@ -518,3 +518,14 @@ def test_a_weight_fetched_with_its_update_is_still_refused():
     result = rewrite(STEPPED.format(run="_, v = sess.run([train_op, w], {x: np.ones([3, 2])})"))
     assert result.new_module is None
     assert [d[3] for d in result.diagnostics] == ["a variable fetched in the same run as its update (order undefined)"]
+
+
+@pytest.mark.parametrize("run, expected", [
+    ("g = sess.run(grads, {x: d})", "g = [g.numpy() for g in compute_grads(d)]"),
+    ("g, l = sess.run([grads, loss], {x: d})",
+     "g, l = [tf.nest.map_structure(lambda g: g.numpy(), t) for t in compute_grads_loss(d)]"),
+])
+def test_a_fetched_list_of_gradients_is_a_list_of_arrays(run, expected):
+    source = SITE.format(run=run).replace("d = np.ones", "grads = tf.gradients(loss, [w])\nd = np.ones")
+    code = rewrite(source).new_module.code
+    assert code.rstrip().splitlines()[-1] == expected

@@ -398,14 +398,17 @@ class TapeEmitter:
         if sig.inline:
             items = [f"{self._on(site, self.attributes.get(f, f))}.numpy()" for f in site.fetches]
             return _structure(site.structure, items)
-        for r in sig.returns:
-            node = self.p.node(r)
-            if node.kind == "gradients" and not node.info["single"]:
-                raise Refusal(site.call, "TFG905", f"fetching the list `{r}` returned by tf.gradients")
+        lists = [r for r in sig.returns if self.p.node(r).kind == "gradients" and not self.p.node(r).info["single"]]
         call = self._invoke(site)
         count = len(sig.returns)
         if count == 0:
             return call
+        if lists and count == 1:   # `sess.run(grads)`: a list of arrays, like TF1's
+            return _structure(site.structure, [f"[g.numpy() for g in {call}]"]) if site.structure != "single" \
+                else f"[g.numpy() for g in {call}]"
+        if lists:   # a list among other values: each value converted where it is
+            items = f"{self.tf}.nest.map_structure(lambda g: g.numpy(), t) for t in {call}"
+            return f"tuple({items})" if site.structure == "tuple" else f"[{items}]"
         if count == 1:
             single = f"{call}.numpy()"
             if site.structure == "single" or len(site.fetches) > 1:
