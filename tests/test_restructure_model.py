@@ -529,3 +529,10 @@ def test_a_fetched_list_of_gradients_is_a_list_of_arrays(run, expected):
     source = SITE.format(run=run).replace("d = np.ones", "grads = tf.gradients(loss, [w])\nd = np.ones")
     code = rewrite(source).new_module.code
     assert code.rstrip().splitlines()[-1] == expected
+
+
+def test_a_fetched_variable_list_is_the_values_of_its_variables_in_order():
+    source = SITE.format(run="vals = sess.run(listed)").replace(
+        "d = np.ones", "b = tf.Variable(0.0, name='b')\nlisted = tf.trainable_variables()\nd = np.ones")
+    code = rewrite(source).new_module.code
+    assert code.rstrip().splitlines()[-1] == "vals = [v.numpy() for v in [w, b]]"

@@ -120,6 +120,17 @@ def _scope(builder, helper: cst.FunctionDef):
     return scope, list(stmt.body.body)
 
 
+def attribute_name(local: str) -> str:
+    """The module attribute holding a builder's variable (`tf.Module`'s own names are taken)."""
+    return local + "_variable" if local in MODULE_ATTRIBUTES else local
+
+
+def variables_text(node) -> str:
+    """A builder module's variables, in the order TF1 made them (`tf.Module.trainable_variables`
+    sorts them by attribute name instead)."""
+    return ", ".join(f"{node.info['var']}.{attribute_name(v[0])}" for v in node.info["variables"])
+
+
 def class_statements(node, tf: str, initial_value, gap: int) -> list[cst.BaseStatement]:
     """`class Encoder(tf.Module)` (variables in `__init__`, the computation in
     `__call__`) and `encoder = Encoder()`, in place of the function; its
@@ -129,7 +140,7 @@ def class_statements(node, tf: str, initial_value, gap: int) -> list[cst.BaseSta
     first = list(helper.body.body)
     docstring = first[0] if first and is_docstring(first[0]) else None
     scope_comments = [ln for ln in (first[1] if docstring else first[0]).leading_lines if ln.comment is not None]
-    attribute = {v[0]: v[0] + "_variable" if v[0] in MODULE_ATTRIBUTES else v[0] for v in info["variables"]}
+    attribute = {v[0]: attribute_name(v[0]) for v in info["variables"]}
     init = "".join(f"            self.{attribute[local]} = {tf}.Variable({initial_value(call, bound)}, name=\"{label}\")\n"
                    for local, label, call, bound, _ in info["variables"])
     text = (f"class {info['class']}({tf}.Module):\n"

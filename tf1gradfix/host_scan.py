@@ -290,6 +290,11 @@ class HostScan:
 
     def _add_site(self, call: cst.Call, fetch: cst.BaseExpression, feed) -> None:
         self._receiver = None
+        listed = self.p.node(fetch.value) if isinstance(fetch, cst.Name) and self.host is None else None
+        if listed is not None and listed.kind == "varlist" and feed is None:
+            # `sess.run(g_vars)`: the values of the variables it lists, in its order
+            self.variable_lists[call] = f"[v.numpy() for v in [{', '.join(listed.info['members'])}]]"
+            return
         structure, fetches = self._fetches(fetch)
         if structure == "init":
             if feed is not None:

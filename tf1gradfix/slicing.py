@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import libcst as cst
-from tf1gradfix import updates
+from tf1gradfix import builders, updates
 from tf1gradfix.graph_model import GraphNode, Program
 from tf1gradfix.host_scan import Site
 from tf1gradfix.syntax import Refusal
@@ -151,6 +151,8 @@ def variable_text(node: GraphNode) -> str:
     if node.kind == "layer" and "sites" in node.info:   # the layers a loop created
         return ", ".join(f"*[w for layer in {site['list']} for w in layer.trainable_variables]"
                          for site in node.info["sites"] if site["row"]["weights"])
+    if node.kind == "layer" and "builder" in node.info:
+        return builders.variables_text(node)
     if node.kind == "layer":
         return f"*{node.info['var']}.trainable_variables"
     return node.names[0]

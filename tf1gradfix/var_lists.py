@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from tf1gradfix import builders
 from tf1gradfix.syntax import Refusal, arg, graph_ops, literal_string, matches
 
 _REGEX = set(".^$*+?{}[]\\|()")
@@ -94,7 +95,7 @@ def _collection(program, call: cst.Call, q, before: int, qualified) -> list[str]
         if "builder" in node.info:   # a builder function's module: all its variables are `SCOPE/...`
             scope = node.info["scope"] + "/"
             if scope.startswith(prefix):
-                chosen.append(f"*{node.info['var']}.trainable_variables")
+                chosen.append(builders.variables_text(node))
             elif prefix.startswith(scope):
                 raise Refusal(call, "TFG905", f"a collection of some of the variables of `{node.info['var']}`")
             continue
