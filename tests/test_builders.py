@@ -83,3 +83,28 @@ def test_host_code_listing_the_variables_gets_the_list_in_creation_order():
 
 def rewrite_source(source: str):
     return restructure(cst.parse_module(source), "original.py")
+
+
+LAYER_FUNCTION = '''\
+    with tf.variable_scope(again):
+        w = tf.get_variable("w", [int(inputs.get_shape()[-1]), 2])
+        return tf.matmul(inputs, w)'''
+
+
+def test_a_layer_function_makes_its_variables_per_scope_on_the_first_call():
+    source = PROGRAM.format(body=LAYER_FUNCTION).replace("again=False", "again='one'").replace("again=True", "again='two'")
+    code = rewrite_source(source).new_module.code
+    assert '        w = self.variable(f"{again}/w", lambda: tf.keras.initializers.GlorotUniform()(' in code
+    assert "variables = [*block.made.values()]" in code
+    compile(code, "rewritten.py", "exec")
+
+
+@pytest.mark.parametrize("change, why", [
+    (("    print(sess.run(", "    print(len(tf.trainable_variables()))\n    print(sess.run("), "known only when it runs"),
+    (("loss = tf.reduce_mean", "with tf.variable_scope('outer'):\n    y2 = block(x, again='three')\nloss = tf.reduce_mean"),
+     "inside `tf.variable_scope(\"outer\")`"),
+])
+def test_a_layer_function_where_names_are_not_known_is_refused(change, why):
+    source = PROGRAM.format(body=LAYER_FUNCTION).replace("again=False", "again='one'").replace("again=True", "again='two'")
+    result = rewrite_source(source.replace(*change))
+    assert result.new_module is None and why in result.diagnostics[0][3], result.diagnostics

@@ -13,6 +13,12 @@ the same names, once, and whose `__call__` is the function's computation; an
 instance takes the function's name, so every call site reads as before.
 The model gives each such function one `layer` node (its weights) that the
 statements calling it depend on.
+
+A layer function takes its scope as a parameter (`def dense(x, n_out, scope)`)
+and makes new variables under each scope it is called with, shaped by its
+arguments. Its module keeps them by `"SCOPE/name"` and makes each on the first
+call under its scope, when the arguments that shape it are known, as
+`tf.variable_scope(scope)` + `tf.get_variable` did.
 """
 
 from __future__ import annotations
@@ -59,6 +65,7 @@ def node(builder, helper: cst.FunctionDef):
             return n
     scope, inner = _scope(builder, helper)
     params = {p.name.value for p in (*helper.params.params, *helper.params.kwonly_params)}
+    per_call = scope in params   # a layer function: the scope, and so the variables, come with each call
     local = set()
     variables = []
     for stmt in inner:
@@ -83,7 +90,7 @@ def node(builder, helper: cst.FunctionDef):
         if label is None:
             raise Refusal(call, "TFG905", "a variable name that is not a string literal")
         reads = set(loads(call)) & (params | local)
-        if reads:   # created once: its shape and initializer must not depend on a call's arguments
+        if reads and not per_call:   # created once: its shape and initializer must not depend on a call's arguments
             raise Refusal(call, "TFG905", f"`{label}` is created from `{sorted(reads)[0]}`, which each call may change")
         variables.append((small.targets[0].target.value, label, call, bound, stmt))
     if not variables:
@@ -94,14 +101,16 @@ def node(builder, helper: cst.FunctionDef):
     index = len(program.nodes)
     from tf1gradfix.graph_model import GraphNode
     made = GraphNode(index, "layer", (), helper, None, frozenset(),
-                     {"builder": helper, "scope": scope, "variables": variables, "inner": inner,
+                     {"builder": helper, "scope": None if per_call else scope, "scope_parameter": scope if per_call else None,
+                      "variables": variables, "inner": inner,
                       "weights": True, "trainable": True, "var": helper.name.value, "class": None})
     program.nodes.append(made)
     return made
 
 
 def _scope(builder, helper: cst.FunctionDef):
-    """("scope name", statements inside it): the body is one `with tf.variable_scope("NAME", reuse=...)`."""
+    """("scope name", statements inside it): the body is one `with tf.variable_scope("NAME", reuse=...)`;
+    for a layer function, the name of the parameter holding the scope."""
     body = list(helper.body.body)
     if body and is_docstring(body[0]):
         body = body[1:]
@@ -115,6 +124,9 @@ def _scope(builder, helper: cst.FunctionDef):
     bound = bound_args(call, ["name_or_scope", "default_name", "values", "initializer", "regularizer",
                               "caching_device", "partitioner", "custom_getter", "reuse"], call)
     scope = literal_string(bound.get("name_or_scope"))
+    given = bound.get("name_or_scope")
+    if scope is None and isinstance(given, cst.Name) and given.value in {p.name.value for p in helper.params.params}:
+        scope = given.value   # (a parameter: see _per_call_statements)
     if scope is None or set(bound) - {"name_or_scope", "reuse"}:
         raise Refusal(call, "TFG905", "a builder's `tf.variable_scope` other than a string name and `reuse=`")
     return scope, list(stmt.body.body)
@@ -128,6 +140,8 @@ def attribute_name(local: str) -> str:
 def variables_text(node) -> str:
     """A builder module's variables, in the order TF1 made them (`tf.Module.trainable_variables`
     sorts them by attribute name instead)."""
+    if node.info["scope_parameter"] is not None:   # a layer function's: made call by call
+        return f"*{node.info['var']}.made.values()"
     return ", ".join(f"{node.info['var']}.{attribute_name(v[0])}" for v in node.info["variables"])
 
 
@@ -140,28 +154,53 @@ def class_statements(node, tf: str, initial_value, gap: int) -> list[cst.BaseSta
     first = list(helper.body.body)
     docstring = first[0] if first and is_docstring(first[0]) else None
     scope_comments = [ln for ln in (first[1] if docstring else first[0]).leading_lines if ln.comment is not None]
-    attribute = {v[0]: attribute_name(v[0]) for v in info["variables"]}
-    init = "".join(f"            self.{attribute[local]} = {tf}.Variable({initial_value(call, bound)}, name=\"{label}\")\n"
-                   for local, label, call, bound, _ in info["variables"])
-    text = (f"class {info['class']}({tf}.Module):\n"
-            f"    def __init__(self):\n"
-            f"        super().__init__(name=\"{info['scope']}\")\n"
-            f"        with self.name_scope:\n{init}\n"
-            f"    def __call__(self):\n        pass\n")
+    if info["scope_parameter"] is not None:
+        text, body = _per_call_statements(node, tf, initial_value)
+    else:
+        attribute = {v[0]: attribute_name(v[0]) for v in info["variables"]}
+        init = "".join(f"            self.{attribute[local]} = {tf}.Variable({initial_value(call, bound)}, name=\"{label}\")\n"
+                       for local, label, call, bound, _ in info["variables"])
+        text = (f"class {info['class']}({tf}.Module):\n"
+                f"    def __init__(self):\n"
+                f"        super().__init__(name=\"{info['scope']}\")\n"
+                f"        with self.name_scope:\n{init}\n"
+                f"    def __call__(self):\n        pass\n")
+        skip = {id(v[4]) for v in info["variables"]}
+        body = [names_as_attributes(s, attribute) for s in info["inner"] if id(s) not in skip]
     cls = cst.parse_statement(text)
-    skip = {id(v[4]) for v in info["variables"]}
-    body = [s for s in info["inner"] if id(s) not in skip]
-    body = [names_as_attributes(s, attribute) for s in body]
     if body:
         body[0] = body[0].with_changes(leading_lines=[*scope_comments, *body[0].leading_lines])
     params = helper.params.with_changes(params=[cst.Param(cst.Name("self")), *helper.params.params])
     call = helper.with_changes(name=cst.Name("__call__"), params=params, leading_lines=[cst.EmptyLine(indent=False)],
                                body=helper.body.with_changes(body=body))
-    methods = list(cls.body.body)
-    if docstring is not None:
-        methods = [docstring, methods[0].with_changes(leading_lines=[cst.EmptyLine(indent=False)])]
-    cls = cls.with_changes(body=cls.body.with_changes(body=[*methods[:2 if docstring else 1], call]),
-                           leading_lines=helper.leading_lines)
+    init, *others = [m for m in cls.body.body if m.name.value != "__call__"]
+    head = [init] if docstring is None else [docstring, init.with_changes(leading_lines=[cst.EmptyLine(indent=False)])]
+    cls = cls.with_changes(body=cls.body.with_changes(body=[*head, call, *others]), leading_lines=helper.leading_lines)
     instance = cst.parse_statement(f"{helper.name.value} = {info['class']}()\n").with_changes(
         leading_lines=[cst.EmptyLine(indent=False)] * gap)
     return [cls, instance]
+
+
+def _per_call_statements(node, tf: str, initial_value) -> tuple[str, list[cst.BaseStatement]]:
+    """A layer function's module: variables kept by `"SCOPE/name"`, each made on the
+    first call under its scope; `w = tf.get_variable("w", ...)` reads it from there."""
+    info = node.info
+    scope = info["scope_parameter"]
+    text = (f"class {info['class']}({tf}.Module):\n"
+            f"    def __init__(self):\n"
+            f"        super().__init__(name=\"{info['builder'].name.value}\")\n"
+            f"        self.made = {{}}   # \"SCOPE/name\" -> variable\n\n"
+            f"    def __call__(self):\n        pass\n\n"
+            f"    def variable(self, name, initial_value):\n"
+            f"        if name not in self.made:   # the first call under this scope\n"
+            f"            self.made[name] = {tf}.Variable(initial_value(), name=name)\n"
+            f"        return self.made[name]\n")
+    made = {id(v[4]): v for v in info["variables"]}
+    body = []
+    for stmt in info["inner"]:
+        if id(stmt) in made:
+            local, label, call, bound, _ = made[id(stmt)]
+            stmt = stmt.with_changes(body=[cst.parse_statement(
+                f"{local} = self.variable(f\"{{{scope}}}/{label}\", lambda: {initial_value(call, bound)})\n").body[0]])
+        body.append(stmt)
+    return text, body

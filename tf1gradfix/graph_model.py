@@ -284,6 +284,9 @@ class ModelBuilder:
         return False
 
     def _graph_statement(self, item, small, names, value, deps, tf_calls) -> None:
+        if item.prefix and any("builder" in self.program.nodes[d].info for d in deps):
+            raise Refusal(small, "TFG905", f"a builder function called inside `tf.variable_scope(\"{item.prefix[:-1]}\")`: "
+                          "its variables would lose that scope's name")
         call = value if isinstance(value, cst.Call) else None
         q = self.qualified(call.func) if call is not None else None
         one = names[0] if len(names) == 1 else None

@@ -92,6 +92,9 @@ def _collection(program, call: cst.Call, q, before: int, qualified) -> list[str]
     if len(set(labels)) != len(labels):   # TF1 would have renamed the second one `name_1`
         raise Refusal(call, "TFG905", "two variables with the same name= read through a collection")
     for node in variables:
+        if "builder" in node.info and node.info["scope"] is None:
+            raise Refusal(call, "TFG905", f"a collection of variables that `{node.info['var']}` makes under "
+                          "the scopes it is called with (known only when it runs)")
         if "builder" in node.info:   # a builder function's module: all its variables are `SCOPE/...`
             scope = node.info["scope"] + "/"
             if scope.startswith(prefix):
