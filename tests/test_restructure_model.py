@@ -536,3 +536,8 @@ def test_a_fetched_variable_list_is_the_values_of_its_variables_in_order():
         "d = np.ones", "b = tf.Variable(0.0, name='b')\nlisted = tf.trainable_variables()\nd = np.ones")
     code = rewrite(source).new_module.code
     assert code.rstrip().splitlines()[-1] == "vals = [v.numpy() for v in [w, b]]"
+
+
+def test_reading_the_step_counter_through_tf_train_global_step_is_its_value():
+    code = rewrite(STEPPED.format(run="print(tf.train.global_step(sess, step))")).new_module.code
+    assert code.rstrip().endswith("print(int(step.numpy()))")

@@ -151,7 +151,7 @@ class HostScan:
 
         class V(cst.CSTVisitor):
             def visit_Call(self, call: cst.Call) -> bool:
-                return not scan._site(call) and not scan._variable_list(call)
+                return not scan._site(call) and not scan._variable_list(call) and not scan._step_read(call)
 
             def visit_Dict(self, node: cst.Dict) -> bool:
                 if node in scan.feed_dict_nodes:
@@ -211,6 +211,20 @@ class HostScan:
         if listed is None:
             return False
         self.variable_lists[call] = f"[{', '.join(listed)}]"
+        return True
+
+    def _step_read(self, call: cst.Call) -> bool:
+        """`tf.train.global_step(sess, step)`: the counter's value, a Python int as TF1 gave it."""
+        if self.meta.names.qualified(call.func) != "tensorflow.train.global_step":
+            return False
+        sess, step = arg(call, 0, "sess"), arg(call, 1, "global_step_tensor")
+        self._receiver = None
+        name = self._graph_name(step) if step is not None else None
+        node = self.p.node(name) if name is not None else None
+        if not (isinstance(sess, cst.Name) and sess.value in self._sessions) or node is None or node.kind != "variable" \
+                or len(call.args) != 2:
+            raise Refusal(call, "TFG905", "`tf.train.global_step` of something other than the session and a variable")
+        self.variable_lists[call] = f"int({cst.Module([]).code_for_node(step)}.numpy())"
         return True
 
     def _site(self, call: cst.Call) -> bool:
