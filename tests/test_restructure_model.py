@@ -541,3 +541,19 @@ def test_a_fetched_variable_list_is_the_values_of_its_variables_in_order():
 def test_reading_the_step_counter_through_tf_train_global_step_is_its_value():
     code = rewrite(STEPPED.format(run="print(tf.train.global_step(sess, step))")).new_module.code
     assert code.rstrip().endswith("print(int(step.numpy()))")
+
+
+def test_one_gradient_taken_from_a_list_is_the_gradient_for_that_tensor():
+    source = STEPPED.format(run="print(sess.run(g, {x: np.ones([3, 2])}))").replace(
+        "train_op = ", "g = tf.gradients(loss, [step, w])[1]\ntrain_op = ")
+    code = rewrite(source).new_module.code
+    assert "    g = tape.gradient(loss, w)\n" in code
+
+
+def test_a_loss_computed_from_a_gradient_is_refused():
+    source = STEPPED.format(run="sess.run(train_op, {x: np.ones([3, 2])})").replace(
+        "train_op = tf.train.GradientDescentOptimizer(0.1).minimize(loss, global_step=step)",
+        "g = tf.gradients(loss, [x])[0]\npenalty = loss + tf.reduce_sum(tf.square(g))\n"
+        "train_op = tf.train.GradientDescentOptimizer(0.1).minimize(penalty, global_step=step)")
+    result = rewrite(source)
+    assert result.new_module is None and "second order" in result.diagnostics[0][3]

@@ -44,9 +44,12 @@ def model(builder, item, names, target, value, deps) -> bool:
     if unpacked and (index is not None or not isinstance(xs, (cst.List, cst.Tuple)) or len(names) != len(xs_names)):
         raise Refusal(target, "TFG905", "`tf.gradients` unpacked into a different number of names")
     single = isinstance(xs, cst.Name) and index == 0 or unpacked
-    if index is not None and not single:
-        raise Refusal(value, "TFG905", "an indexed `tf.gradients` result other than `[0]` of one tensor")
+    listed = isinstance(xs, (cst.List, cst.Tuple)) and index is not None and 0 <= index < len(xs_names)
+    if index is not None and not single and not listed:
+        raise Refusal(value, "TFG905", "an indexed `tf.gradients` result other than one of its tensors")
     stops = _stops(program, bound.get("stop_gradients"), xs_names, call)
+    if listed:   # `tf.gradients(y, [a, b])[1]`: the gradient with respect to b alone (each is its own)
+        xs_names, single = [xs_names[index]], True
     unconnected = _unconnected(builder, bound.get("unconnected_gradients"))
     note_dropped(builder, call, bound)
     builder._add(item, "gradients", names, value, deps, ys=bound["ys"], xs=xs_names, single=single,

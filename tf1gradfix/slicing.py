@@ -100,8 +100,14 @@ def _slice(program: Program, sig: Signature, site: Site) -> None:
     fetched = [program.node(n) for n in sig.fetches]
     members = closure(program, [n.index for n in fetched])
     for i in members:
-        if "unsupported" in program.nodes[i].info:
-            raise program.nodes[i].info["unsupported"]
+        node = program.nodes[i]
+        if "unsupported" in node.info:
+            raise node.info["unsupported"]
+        differentiates = node.kind in ("gradients", "compute_gradients") or node.info.get("method") == "minimize"
+        if differentiates and any(program.nodes[j].kind in GRADIENT_KINDS for j in closure(program, node.deps)):
+            # the tape would have to record the inner gradient: nested tapes, which the rewrite does not write
+            raise Refusal(node.value, "TFG905", "a gradient of a value computed from another gradient "
+                          "(a gradient penalty, second order)")
     sig.nodes = sorted(members)
     updates.check_run(program, site.call, fetched)
     trains = [n for n in fetched if n.kind == "train"]
