@@ -14,7 +14,7 @@ import libcst as cst
 
 from tf1gradfix.catalog import _read
 from tf1gradfix.graph_model import GraphNode, Program
-from tf1gradfix.syntax import Refusal, bound_args, schedule_table
+from tf1gradfix.syntax import Refusal, bound_args, call_text, schedule_table
 
 
 # Statuses whose target takes a learning rate set before every update (a fed one).
@@ -109,10 +109,7 @@ class StateEmitter:
         place up to the table's `positional`; initializers are mapped like get_variable's."""
         row = node.info["row"]
         args = self._layer_args(row, node.value, node.info["bound"])
-        text = f"{node.info['var']} = {self.tf}.{row['target']}({', '.join(args)})"
-        if len(text) <= 100:
-            return text   # else one setting per line, as a formatter would write it
-        return f"{node.info['var']} = {self.tf}.{row['target']}(\n" + "".join(f"    {a},\n" for a in args) + ")"
+        return call_text(f"{node.info['var']} = {self.tf}.{row['target']}(", args)
 
     def layer_loop(self, node: GraphNode) -> list[str]:
         """The loop that creates layers, run once where the graph was built: each

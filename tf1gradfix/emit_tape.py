@@ -15,7 +15,7 @@ from libcst.metadata import ScopeProvider
 from tf1gradfix.emit_state import optimizer_table
 from tf1gradfix import gradient_calls, losses, var_lists
 from tf1gradfix.graph_model import GraphNode, Program
-from tf1gradfix.syntax import Refusal, matches
+from tf1gradfix.syntax import Refusal, call_text, matches
 from tf1gradfix.host_scan import Site
 from tf1gradfix.slicing import Signature, closure, gradient_dependent, reached_variables, variable_text
 
@@ -150,10 +150,7 @@ class TapeEmitter:
             dtype = self._dtype(p)
             shape = self.code(info["shape"]) if info["shape"] is not None else "None"
             specs.append(f"{self.tf}.TensorSpec(shape={shape}, dtype={dtype})")
-        one_line = f"@{self.tf}.function(input_signature=[{', '.join(specs)}])"
-        if len(one_line) <= 100:
-            return one_line
-        return f"@{self.tf}.function(input_signature=[\n" + "".join(f"{IND}{spec},\n" for spec in specs) + "])"
+        return call_text(f"@{self.tf}.function(input_signature=[", specs, "])")
 
     def _casts(self, params: list[str]) -> list[str]:
         """A fed value takes the placeholder's dtype (as TF1's feed did), also when

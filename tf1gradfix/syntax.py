@@ -96,6 +96,15 @@ def name_nodes(expr: cst.CSTNode) -> list[cst.Name]:
     return found
 
 
+def call_text(head: str, args: list[str], close: str = ")") -> str:
+    """`head` + the arguments + `close` on one line when it fits in 100 columns, else one
+    argument per line, as a formatter would write it."""
+    one_line = f"{head}{', '.join(args)}{close}"
+    if len(one_line) <= 100:
+        return one_line
+    return head + "\n" + "".join(f"    {a},\n" for a in args) + close
+
+
 def is_docstring(stmt: cst.CSTNode) -> bool:
     return isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 and isinstance(stmt.body[0], cst.Expr) \
         and isinstance(stmt.body[0].value, (cst.SimpleString, cst.ConcatenatedString))
