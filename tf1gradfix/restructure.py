@@ -1,31 +1,32 @@
 """Entry point: rewrite a TF1 Session/placeholder program into TF2 as a whole,
 or refuse and leave it byte-for-byte intact with a manual diagnostic.
 
-Stages: model (graph_model) -> sites and slices (slicing) -> variables and
-optimizers (emit_state) -> functions and call sites (emit_tape) -> assembly
-here. Never imports TensorFlow, never runs the file.
+Stages: where the graph is built and run (owners) -> model (graph_model) ->
+execution sites (host_scan) and slices (slicing) -> variables and optimizers
+(emit_state) -> functions and call sites (emit_tape) -> assembly (assemble).
+A model class goes through model_classes first and comes out of emit_class.
+Never imports TensorFlow, never runs the file.
 """
 
 from __future__ import annotations
 
-import builtins
 from dataclasses import dataclass, field
 
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider, ScopeProvider
 
 from tf1gradfix import builders, catalog as catalog_module, emit_class, model_classes, session_params
+from tf1gradfix.assemble import FLATTEN, Assembler, Replace
 from tf1gradfix.emit_state import StateEmitter
 from tf1gradfix.emit_tape import TapeEmitter
 from tf1gradfix.graph_model import ModelBuilder
-from tf1gradfix.syntax import Refusal, bound_names, enters_new_graph, loads, matches
-from tf1gradfix.names import BindingCollector, NameResolver
 from tf1gradfix.host_scan import HostScan
+from tf1gradfix.names import BindingCollector, NameResolver
+from tf1gradfix.owners import BLOCKS, GraphCallScan, nested_sessions
 from tf1gradfix.slicing import signatures
+from tf1gradfix.syntax import Refusal, loads, matches
 
 Diagnostic = tuple[int, int, str, str, str]
-_GRAPH_CALLS = ("tensorflow.placeholder", "tensorflow.placeholder_with_default",
-                "tensorflow.Variable", "tensorflow.get_variable")
 # Codes of the constructs a successful restructuring removes.
 HANDLED = ("TFG101", "TFG102", "TFG103", "TFG104", "TFG105", "TFG106", "TFG107",
            "TFG201", "TFG202", "TFG203", "TFG204", "TFG205", "TFG301", "TFG302", "TFG303", "TFG304", "TFG305", "TFG306")
@@ -133,14 +134,14 @@ class _Rewrite:
             new_owner = self._rewrite_owner(owner, (), opened[key])
             if isinstance(owner, cst.Module):
                 return new_owner
-            return self.module.visit(_Replace({**self.module_edits, **self.builder_edits, owner: new_owner}))
+            return self.module.visit(Replace({**self.module_edits, **self.builder_edits, owner: new_owner}))
         # Several functions, each building and running a graph of its own:
         # each is rewritten on its own, all in one pass over the module.
         for key, owner in owners.items():
             self._check_independent(owner, groups[key], opened[key])
         others = tuple(owners.values())
         replaced = {owner: self._rewrite_owner(owner, others, opened[key]) for key, owner in owners.items()}
-        return self.module.visit(_Replace({**self.module_edits, **self.builder_edits, **replaced}))
+        return self.module.visit(Replace({**self.module_edits, **self.builder_edits, **replaced}))
 
     def _is_builder(self, owner, calls, sessions) -> bool:
         """A function that only makes variables with `tf.get_variable` (under a variable
@@ -195,13 +196,13 @@ class _Rewrite:
             raise Refusal(sessions[1], "TFG905", "more than one session")
         host = None
         if cls is None:
-            nested = _nested_sessions([it.stmt for it in program.items if it.node is None and not it.drop
+            nested = nested_sessions([it.stmt for it in program.items if it.node is None and not it.drop
                                        and not isinstance(it.stmt, (cst.SimpleStatementLine, cst.FunctionDef, cst.ClassDef))],
                                       program, self.meta)
         else:
             init_sessions = set(program.sessions)   # (`self.sess = tf.Session()` in `__init__`)
             statements = model_classes.host_statements(self.module, cls, self.plan)
-            nested = _nested_sessions(statements, program, self.meta)
+            nested = nested_sessions(statements, program, self.meta)
             host = model_classes.ClassHost(
                 statements, [it.stmt for it in program.items if it.node is None and not it.drop], init_sessions,
                 self.plan.graph_attributes(program.final), self.plan.session_attributes(init_sessions),
@@ -248,24 +249,24 @@ class _Rewrite:
         for node in scan.removed:
             replacements[node] = cst.RemovalSentinel.REMOVE
         for node in nested:   # a session `with` in host code: its body, dedented; `sess = tf.Session()`: gone
-            replacements[node] = _FLATTEN if isinstance(node, cst.With) else cst.RemovalSentinel.REMOVE
+            replacements[node] = FLATTEN if isinstance(node, cst.With) else cst.RemovalSentinel.REMOVE
         for feed, names in scan.feed_dict_nodes.items():   # `{x: v}` -> `{"x": v}`, passed as `f(**feed)`
             replacements[feed] = feed.with_changes(elements=[
                 e.with_changes(key=cst.SimpleString(f'"{name}"')) for e, name in zip(feed.elements, names)])
         if cls is not None:   # the functions become methods, the runs calls of them on the instance
-            init_body = _Assembler(self, program, state, tape, replacements).body([], moved, owner)
+            init_body = Assembler(program, state, tape, replacements).body([], moved, owner)
             methods = [s for text in texts for s in cst.parse_module(text + "\n").body]
             replacements.update(host.session_params.edits())
             replacements.update(self.module_edits)
             replacements[cls] = emit_class.rewritten_class(self.plan, owner, alias, init_body, methods)
-            return self.module.visit(_Replace(replacements))
-        new_body = _Assembler(self, program, state, tape, replacements).body(texts, moved, owner)
+            return self.module.visit(Replace(replacements))
+        new_body = Assembler(program, state, tape, replacements).body(texts, moved, owner)
         if isinstance(owner, cst.Module):
             return owner.with_changes(body=new_body)
         return owner.with_changes(body=owner.body.with_changes(body=new_body))
 
     def _graph_calls(self):
-        self.scan = _GraphCallScan(self.meta.names)
+        self.scan = GraphCallScan(self.meta.names)
         self.module.visit(self.scan)
         return self.scan.creations, self.scan.sessions
 
@@ -276,7 +277,7 @@ class _Rewrite:
         for node in between:
             if session and isinstance(node, (cst.If, cst.Else)):
                 continue
-            if isinstance(node, _BLOCKS):
+            if isinstance(node, BLOCKS):
                 raise Refusal(call, "TFG904", "graph built inside a loop, condition or class")
         return owner or self.module
 
@@ -325,213 +326,3 @@ class _Rewrite:
                 tape.optimizer_names[node.index] = self.fresh("optimizer")
             else:
                 tape.optimizer_names[node.index] = node.names[0]
-
-
-class _Assembler:
-    """Builds the new statement list of the graph block."""
-
-    def __init__(self, rw: _Rewrite, program, state: StateEmitter, tape: TapeEmitter, replacements):
-        self.rw, self.p, self.state, self.tape = rw, program, state, tape
-        self.transformer = _Replace(replacements)
-
-    def body(self, texts: list[str], moved: set[int], owner) -> list[cst.BaseStatement]:
-        items = self.p.items
-        insert_at = max(pos for pos, it in enumerate(items) if it.node is not None) + 1
-        self._check_moved(moved, insert_at)
-        gap = 2 if isinstance(owner, cst.Module) else 1
-        functions = []
-        for text in texts:
-            for stmt in cst.parse_module(text + "\n").body:
-                functions.append(stmt.with_changes(leading_lines=[cst.EmptyLine(indent=False)] * gap))
-        out: list[cst.BaseStatement] = []
-        pending: list[cst.EmptyLine] = []
-        after_functions = False
-        for pos, item in enumerate(items):
-            if pos == insert_at and functions:
-                out += functions
-                after_functions = True
-                pending = []   # comments of graph statements stay with the graph
-            new = self._translate(item)
-            rest = []
-            if isinstance(new, list):   # one statement became several (a loop creating layers)
-                new, rest = new[0], new[1:]
-            lead = list(item.lead) + pending
-            if new is None:
-                pending = lead + [ln for ln in getattr(item.stmt, "leading_lines", ()) if ln.comment is not None]
-                continue
-            pending = []
-            own = list(new.leading_lines)
-            if after_functions:
-                lead = [ln for ln in lead + own if ln.comment is not None or True]
-                while lead and lead[0].comment is None:
-                    lead.pop(0)
-                lead, own = [cst.EmptyLine(indent=False)] * gap + lead, []
-                after_functions = False
-            out.append(new.with_changes(leading_lines=lead + own))
-            out += rest
-        if insert_at == len(items) and functions:
-            out += functions
-        if not out:
-            out.append(cst.SimpleStatementLine([cst.Pass()]))
-        return out
-
-    def _translate(self, item) -> cst.BaseStatement | None:
-        node = item.node
-        if item.drop:
-            return None
-        if node is None:
-            new = item.stmt.visit(self.transformer)
-            if isinstance(new, cst.FlattenSentinel):
-                return list(new.nodes)
-            return None if isinstance(new, cst.RemovalSentinel) else new
-        kind = node.kind
-        if kind == "static":
-            return item.stmt
-        if kind == "variable":
-            text = self.state.variable(node)
-            return item.stmt if text is None else self._statement(text, item.stmt)
-        if kind == "layer" and "loop" in node.info:
-            return list(cst.parse_module("\n".join(self.state.layer_loop(node)) + "\n").body)
-        if kind == "layer":
-            return self._statement(self.state.layer(node), item.stmt)
-        if kind == "optimizer":
-            text = self.state.optimizer(node, node.names[0], node.index in self.tape.fed_lr)
-            return self._statement(text, item.stmt)
-        if kind in ("train", "compute_gradients"):
-            opt = self.p.nodes[node.info["optimizer"]]
-            if opt.info.get("inline") and opt.stmt is item.stmt:
-                name = self.tape.optimizer_names[opt.index]
-                return self._statement(self.state.optimizer(opt, name, opt.index in self.tape.fed_lr), item.stmt)
-        return None
-
-    @staticmethod
-    def _statement(text: str, original: cst.SimpleStatementLine) -> cst.BaseStatement:
-        new = cst.parse_statement(text + "\n")
-        return new.with_changes(leading_lines=original.leading_lines)
-
-    def _check_moved(self, moved: set[int], insert_at: int) -> None:
-        """Moved statements read host names when called: those must not change later."""
-        rebound = set()
-        for item in self.p.items[insert_at:]:
-            rebound |= bound_names(item.stmt)
-        known = set(self.p.final) | set(self.p.helpers) | set(dir(builtins))
-        for i in moved:
-            node = self.p.nodes[i]
-            if any(isinstance(s, cst.SimpleString) and "\n" in s.value for s in _strings(node.stmt)):
-                raise Refusal(node.stmt, "TFG905", "a multi-line string in graph code")
-            late = (set(loads(node.value)) - known) & rebound
-            if late:
-                raise Refusal(node.stmt, "TFG905", f"graph code reads `{sorted(late)[0]}`, which changes after the graph is built")
-
-
-_BLOCKS = (cst.If, cst.For, cst.While, cst.Try, cst.TryStar, cst.ClassDef, cst.Lambda)
-_TRACKED = (cst.FunctionDef, cst.Else, cst.With) + _BLOCKS
-
-
-class _GraphCallScan(cst.CSTVisitor):
-    """One walk: the graph-building calls, the session calls, the calls that read
-    graph-wide state, and for each its innermost function and the compound
-    statements between them (instead of a parent table for the whole tree)."""
-
-    def __init__(self, names):
-        super().__init__()
-        self.names = names
-        self.creations: list[cst.Call] = []
-        self.sessions: list[cst.Call] = []
-        self.graph_wide: list[tuple[cst.Call, str, bool]] = []   # (call, name, inside `with tf.Graph().as_default()`)
-        self.owner_of: dict[cst.Call, cst.FunctionDef | None] = {}
-        self.between: dict[cst.Call, tuple] = {}
-        self.stack: list[cst.CSTNode] = []
-
-    def on_visit(self, node: cst.CSTNode) -> bool:
-        if isinstance(node, _TRACKED):
-            self.stack.append(node)
-        elif isinstance(node, cst.Call):
-            self._call(node)
-        return True
-
-    def on_leave(self, original_node: cst.CSTNode) -> None:
-        if isinstance(original_node, _TRACKED):
-            self.stack.pop()
-
-    def _call(self, call: cst.Call) -> None:
-        q = self.names.qualified(call.func)
-        if q is None:
-            return
-        if q in _GRAPH_CALLS:
-            self.creations.append(call)
-        elif matches(q, "sessions"):
-            self.sessions.append(call)
-        elif not matches(q, "graph_wide"):
-            return
-        functions = [i for i, n in enumerate(self.stack) if isinstance(n, cst.FunctionDef)]
-        start = functions[-1] + 1 if functions else 0
-        self.owner_of[call] = self.stack[functions[-1]] if functions else None
-        self.between[call] = tuple(n for n in reversed(self.stack[start:]) if not isinstance(n, cst.With))
-        if matches(q, "graph_wide"):
-            inside = any(isinstance(n, cst.With) and enters_new_graph(n, self.names.qualified) for n in self.stack[start:])
-            self.graph_wide.append((call, q, inside))
-
-_FLATTEN = object()   # replace a `with` by its (already rewritten) body
-
-
-def _nested_sessions(statements, program, meta) -> list[cst.CSTNode]:
-    """Sessions opened in host `statements` (`if __name__ == ...:`, a model class's
-    callers): their `with` nodes and `sess = tf.Session()` statements; names join the program's."""
-    found: list[cst.CSTNode] = []
-    names = meta.names
-
-    class V(cst.CSTVisitor):
-        def visit_With(self, node: cst.With) -> None:
-            item = node.items[0] if len(node.items) == 1 else None
-            if item is not None and isinstance(item.item, cst.Call) and matches(names.qualified(item.item.func), "sessions"):
-                if item.asname is None or not isinstance(item.asname.name, cst.Name) or item.item.args:
-                    raise Refusal(node, "TFG905", "a session `with` without `as NAME`, or with arguments")
-                program.sessions.add(item.asname.name.value)
-                found.append(node)
-
-        def visit_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> None:
-            small = node.body[0] if len(node.body) == 1 else None
-            if isinstance(small, cst.Assign) and isinstance(small.value, cst.Call) \
-                    and matches(names.qualified(small.value.func), "sessions"):
-                target = small.targets[0].target if len(small.targets) == 1 else None
-                if not isinstance(target, cst.Name) or small.value.args:
-                    raise Refusal(node, "TFG905", "a session bound to something other than a name")
-                program.sessions.add(target.value)
-                found.append(node)
-
-    for stmt in statements:
-        stmt.visit(V())
-    return found
-
-
-class _Replace(cst.CSTTransformer):
-    def __init__(self, replacements):
-        super().__init__()
-        self.replacements = replacements
-
-    def on_leave(self, original_node, updated_node):
-        result = self.replacements.get(original_node, updated_node)
-        if callable(result):   # an edit of the rewritten node (its children may hold other edits)
-            result = result(updated_node)
-        if result is _FLATTEN:
-            body = list(updated_node.body.body)
-            if body:
-                body[0] = body[0].with_changes(leading_lines=[*updated_node.leading_lines, *body[0].leading_lines])
-            return cst.FlattenSentinel(body)
-        if isinstance(result, cst.SimpleStatementLine) and not result.body:
-            return cst.RemovalSentinel.REMOVE
-        return result
-
-
-def _strings(node: cst.CSTNode) -> list[cst.SimpleString]:
-    out = []
-
-    class V(cst.CSTVisitor):
-        def visit_SimpleString(self, s: cst.SimpleString) -> None:
-            out.append(s)
-
-    node.visit(V())
-    return out
-
-
