@@ -154,3 +154,12 @@ def test_a_parameter_named_like_the_session_is_not_the_session():
 def test_a_graph_also_built_outside_the_class_is_refused():
     line, message, text = refusal(main="    bias = tf.Variable(0.0)\n    train(model, sess)")
     assert "outside model class" in message or "compound statement" in message
+
+
+def test_methods_whose_first_parameter_is_not_self_get_no_input_signature():
+    """tf.function leaves out of an input signature only a first parameter named `self`."""
+    source = PROGRAM.format(init=INIT, train=TRAIN, main=MAIN, bases="", session=SESSION).replace("self", "me")
+    code = restructure(cst.parse_module(source), "original.py").new_module.code
+    assert "    @tf.function\n    def train_step(me, x):" in code
+    shaped, _ = rewrite()
+    assert "    @tf.function(input_signature=[tf.TensorSpec(shape=[None, n]" not in shaped.new_module.code  # (n: __init__'s)

@@ -75,8 +75,9 @@ class Attributes:
         body = names_as_attributes(fn.body, {n: self.renamed.get(n, n) for n in free}, self.plan.self_name)
         params = fn.params.with_changes(params=[cst.Param(cst.Name(self.plan.self_name)), *fn.params.params])
         decorators = fn.decorators
-        if any(set(loads(d)) & (self.init_names | set(self.renamed)) for d in decorators):
-            # an input signature whose shapes `__init__` knows: not yet known where the class is defined
+        if self.plan.self_name != "self" or any(set(loads(d)) & (self.init_names | set(self.renamed)) for d in decorators):
+            # no input signature: tf.function takes a first parameter named other than `self` for
+            # one of it, and shapes `__init__` knows are not known yet where the class is defined
             decorators = [cst.Decorator(cst.parse_expression(f"{self.tf_alias}.function"))]
         return fn.with_changes(body=body, params=params, decorators=decorators)
 
