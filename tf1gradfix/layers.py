@@ -34,11 +34,15 @@ def model(builder, item, names, call: cst.Call | None, q: str | None, deps) -> b
         raise Refusal(call, "TFG905", f"`{_short(q)}` assigned to something other than one name")
     bound, source, call_args, trainable = _settings(builder, call, q, row)
     label = literal_string(bound.get("name"))
+    if label is not None and any(n.info.get("full_name") == item.prefix + label for n in builder.program.nodes
+                                 if n.kind == "layer"):
+        raise Refusal(call, "TFG905", f"a second layer named `{item.prefix + label}`: TF1 refuses it "
+                      "(its variables exist already) unless `reuse=True`")
     if label is None:
         label = _auto_name(builder.program, row, [])
     base = label if label.isidentifier() and not keyword.iskeyword(label) else row["auto_name"]
     layer = builder._add(item, "layer", (), call, (), row=row, symbol=q, bound=bound, base=base, var=None,
-                         weights=row["weights"], trainable=trainable)
+                         weights=row["weights"], trainable=trainable, full_name=item.prefix + label)
     flags = {builder.program.final[e.value] for _, e in call_args if isinstance(e, cst.Name) and e.value in builder.program.final}
     builder._add(item, "tensor", names, call, set(builder.deps_of(source)) | {layer.index} | flags,
                  calls=[q], layer=layer.index, source=source, call_args=call_args)
@@ -65,15 +69,17 @@ def _is_bool(builder, flag) -> bool:
     return dtype is not None and builder.qualified(dtype) == "tensorflow.bool"
 
 
-def _rank(builder, expr: cst.BaseExpression) -> int | None:
+def _rank(builder, expr: cst.BaseExpression, before: int | None = None) -> int | None:
     """The rank of a layer's input where the program states it: a placeholder's literal
-    shape, through layers that keep the rank (dense, dropout, batch norm) or set it."""
-    node = builder.program.node(expr.value) if isinstance(expr, cst.Name) else None
+    shape, through layers that keep the rank (dense, dropout, batch norm) or set it.
+    `before`: the statement reading `expr` (`net = layer(net)` reads the `net` bound before it)."""
+    bound = [n for n in builder.program.nodes[:before] if isinstance(expr, cst.Name) and expr.value in n.names]
+    node = bound[-1] if bound else None
     if node is not None and node.kind == "placeholder" and isinstance(node.info["shape"], (cst.List, cst.Tuple)):
         return len(node.info["shape"].elements)
     if node is not None and "layer" in node.info:
         row = builder.program.nodes[node.info["layer"]].info["row"]
-        return row.get("output_rank") or _rank(builder, node.info["source"])
+        return row.get("output_rank") or _rank(builder, node.info["source"], node.index)
     return None
 
 
