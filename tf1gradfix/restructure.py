@@ -21,6 +21,7 @@ from tf1gradfix.graph_model import ModelBuilder
 from tf1gradfix.syntax import Refusal, bound_names, enters_new_graph, loads, matches
 from tf1gradfix.names import BindingCollector, NameResolver
 from tf1gradfix.slicing import HostScan, signatures
+from tf1gradfix.walk import walk
 
 Diagnostic = tuple[int, int, str, str, str]
 _GRAPH_CALLS = ("tensorflow.placeholder", "tensorflow.placeholder_with_default",
@@ -484,13 +485,6 @@ class _Replace(cst.CSTTransformer):
 
 
 def _strings(node: cst.CSTNode) -> list[cst.SimpleString]:
-    out = []
-
-    class V(cst.CSTVisitor):
-        def visit_SimpleString(self, s: cst.SimpleString) -> None:
-            out.append(s)
-
-    node.visit(V())
-    return out
+    return [s for s in walk(node) if type(s) is cst.SimpleString]
 
 
