@@ -290,6 +290,7 @@ class _Assembler:
     def __init__(self, rw: _Rewrite, program, state: StateEmitter, tape: TapeEmitter, replacements):
         self.rw, self.p, self.state, self.tape = rw, program, state, tape
         self.transformer = _Replace(replacements)
+        self.targets = {id(node) for node in replacements}
 
     def body(self, texts: list[str], moved: set[int], owner) -> list[cst.BaseStatement]:
         items = self.p.items
@@ -337,6 +338,8 @@ class _Assembler:
         if item.drop:
             return None
         if node is None:
+            if not any(id(inner) in self.targets for inner in walk(item.stmt)):
+                return item.stmt   # (nothing to replace: the transformer would only rebuild it)
             new = item.stmt.visit(self.transformer)
             if isinstance(new, cst.FlattenSentinel):
                 return list(new.nodes)
