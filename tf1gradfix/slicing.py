@@ -14,6 +14,7 @@ import libcst as cst
 from tf1gradfix import updates, var_lists
 from tf1gradfix.graph_model import GraphNode, Program
 from tf1gradfix.syntax import Refusal, arg, free_names, graph_ops, loads, matches
+from tf1gradfix.walk import children
 
 GRADIENT_KINDS = ("compute_gradients", "gradients", "train")
 
@@ -220,7 +221,7 @@ class HostScan:
             table, stack = {}, [stmt]
             while stack:
                 current = stack.pop()
-                for child in current.children:
+                for child in children(current):   # (LibCST's `.children` rebuilds the node)
                     table[child] = current
                     stack.append(child)
             self._parents = {id(stmt): table}
