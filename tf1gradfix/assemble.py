@@ -13,6 +13,7 @@ import libcst as cst
 from tf1gradfix.emit_state import StateEmitter
 from tf1gradfix.emit_tape import TapeEmitter
 from tf1gradfix.syntax import Refusal, bound_names, loads
+from tf1gradfix.walk import walk
 
 FLATTEN = object()   # replace a `with` by its (already rewritten) body
 
@@ -23,6 +24,7 @@ class Assembler:
     def __init__(self, program, state: StateEmitter, tape: TapeEmitter, replacements):
         self.p, self.state, self.tape = program, state, tape
         self.transformer = Replace(replacements)
+        self.targets = {id(node) for node in replacements}
 
     def body(self, texts: list[str], moved: set[int], owner) -> list[cst.BaseStatement]:
         items = self.p.items
@@ -70,6 +72,8 @@ class Assembler:
         if item.drop:
             return None
         if node is None:
+            if not any(id(inner) in self.targets for inner in walk(item.stmt)):
+                return item.stmt   # (nothing to replace: the transformer would only rebuild it)
             new = item.stmt.visit(self.transformer)
             if isinstance(new, cst.FlattenSentinel):
                 return list(new.nodes)
@@ -134,11 +138,4 @@ class Replace(cst.CSTTransformer):
 
 
 def _strings(node: cst.CSTNode) -> list[cst.SimpleString]:
-    out = []
-
-    class V(cst.CSTVisitor):
-        def visit_SimpleString(self, s: cst.SimpleString) -> None:
-            out.append(s)
-
-    node.visit(V())
-    return out
+    return [s for s in walk(node) if type(s) is cst.SimpleString]

@@ -217,11 +217,18 @@ class _TrackedRanges(CodegenState):
         return {node: CodeRange(at[start], at[end]) for node, (start, end) in self.ranges.items()}
 
 
-class _LazyTable(Mapping):
-    """A metadata table computed on first use (for metadata only a refusal needs)."""
+class _LazyPositions(Mapping):
+    """PositionProvider's table, computed on first use (only a refusal or a note needs it).
 
-    def __init__(self, compute):
-        self._compute, self._table = compute, None
+    The first few nodes asked about are found by printing the module once
+    each (see _TrackedRanges); the whole table costs about five printings.
+    """
+
+    _SINGLE = 3
+
+    def __init__(self, module: cst.Module, compute):
+        self._module, self._compute, self._table = module, compute, None
+        self._single = 0
 
     def _get(self):
         if self._table is None:
@@ -229,6 +236,11 @@ class _LazyTable(Mapping):
         return self._table
 
     def __getitem__(self, node):
+        if self._table is None and self._single < self._SINGLE:
+            self._single += 1
+            found = _TrackedRanges.of(self._module, [node])
+            if found is not None:
+                return found[node]
         return self._get()[node]
 
     def __iter__(self):
@@ -241,9 +253,10 @@ class _LazyTable(Mapping):
 class AnalysisWrapper(MetadataWrapper):
     """MetadataWrapper for a freshly parsed module, cheaper in two ways.
 
-    * PositionProvider is handed out as a table computed on first lookup: the
-      restructuring asks for positions only when it refuses a program, and
-      detection finds its own (see starts).
+    * PositionProvider is handed out as a table computed on first lookup (or
+      node by node for the first few): the restructuring asks for positions
+      only when it refuses a program or notes something, and detection finds
+      its own (see starts).
     * LibCST resolves the scope, parent and expression-context providers in
       batched walks in which each provider only handles the Module node and
       walks the tree itself; the batched walk over the rest of the tree then
@@ -261,7 +274,7 @@ class AnalysisWrapper(MetadataWrapper):
         if PositionProvider not in providers or PositionProvider in self._metadata:
             return super().resolve_many(providers)
         out = dict(super().resolve_many([p for p in providers if p is not PositionProvider]))
-        out[PositionProvider] = _LazyTable(self._all_positions)
+        out[PositionProvider] = _LazyPositions(self.module, self._all_positions)
         return out
 
     def _all_positions(self):

@@ -144,7 +144,8 @@ def _analyzed(result: FileResult, display: str, data: bytes, codes: CodeFilter, 
 
     if replacements or (shaped is not None and fix):
         new_module = apply_renames(module, replacements)
-        new_source = new_module.bytes
+        # (a module no rename touched prints as the bytes it was parsed from: LibCST round-trips exactly)
+        new_source = parsed if new_module is module else new_module.bytes
         problem = _unparsable(new_source, parsed=new_source == parsed)
         if problem is not None:
             # Never write a file we cannot read back: report and keep the original.

@@ -19,6 +19,7 @@ from libcst.metadata import PositionProvider
 from tf1gradfix import builders, global_step, grad_pairs, gradient_calls, graph_loops, layers, losses, updates, var_lists
 from tf1gradfix.syntax import (Refusal, arg, bound_args, enters_new_graph, free_names, literal_bool, literal_dtype,
                                literal_string, loads, matches, schedule_table, target_names)
+from tf1gradfix.walk import walk
 
 GRAPH_KINDS = ("placeholder", "variable", "layer", "tensor", "static", "optimizer", "train",
                "compute_gradients", "gradients", "init", "session", "varlist", "update")
@@ -92,15 +93,8 @@ class ModelBuilder:
         return self.names.qualified(expr)
 
     def calls(self, node: cst.CSTNode) -> list[tuple[cst.Call, str | None]]:
-        out = []
-        builder = self
-
-        class V(cst.CSTVisitor):
-            def visit_Call(self, call: cst.Call) -> None:
-                out.append((call, builder.qualified(call.func)))
-
-        node.visit(V())
-        return out
+        # (a walk: a visitor class made on every call would cost more than the walk itself)
+        return [(call, self.qualified(call.func)) for call in walk(node) if type(call) is cst.Call]
 
     # -- the block ---------------------------------------------------------
     def build(self, owner, body: list[cst.BaseStatement], helpers, tf_alias: str) -> Program:

@@ -11,6 +11,7 @@ import libcst as cst
 from tf1gradfix import var_lists
 from tf1gradfix.graph_model import GraphNode, Item, Program
 from tf1gradfix.syntax import Refusal, arg, bound_names, free_names, graph_ops, loads, matches
+from tf1gradfix.walk import children
 
 @dataclass
 class Site:
@@ -104,7 +105,7 @@ class HostScan:
                 out.add(node.items[0].asname.name.value if isinstance(node, cst.With) else node.body[0].targets[0].target.value)
             if isinstance(node, (cst.With, cst.IndentedBlock, cst.If, cst.Else, cst.For, cst.While, cst.Try, cst.Finally,
                                  cst.ExceptHandler)):
-                stack.extend(node.children)
+                stack.extend(children(node))
         return out
 
     def _definition(self, stmt, names: set[str]) -> None:
@@ -280,7 +281,7 @@ class HostScan:
             table, stack = {}, [stmt]
             while stack:
                 current = stack.pop()
-                for child in current.children:
+                for child in children(current):   # (LibCST's `.children` rebuilds the node)
                     table[child] = current
                     stack.append(child)
             self._parents = {id(stmt): table}

@@ -22,6 +22,7 @@ import libcst as cst
 
 from tf1gradfix.builders import MODULE_ATTRIBUTES
 from tf1gradfix.session_params import SessionParameters
+from tf1gradfix.walk import children
 from tf1gradfix.syntax import Refusal, bound_names, is_docstring, loads, name_nodes
 
 
@@ -209,7 +210,7 @@ class _Descendants:
         while stack:
             node = stack.pop()
             self.ids.add(id(node))
-            stack.extend(node.children)
+            stack.extend(children(node))
 
     def __contains__(self, node: cst.CSTNode) -> bool:
         return id(node) in self.ids

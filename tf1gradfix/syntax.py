@@ -178,31 +178,39 @@ def free_names(func: cst.FunctionDef) -> set[str]:
         if isinstance(star, cst.Param):
             bound.add(star.name.value)
 
-    class V(cst.CSTVisitor):
-        def _targets(self, target) -> None:
-            for name in loads(target):
-                bound.add(name)
-
-        def visit_AssignTarget(self, node) -> None:
-            self._targets(node.target)
-
-        def visit_AugAssign(self, node) -> None:
-            self._targets(node.target)
-
-        def visit_AnnAssign(self, node) -> None:
-            self._targets(node.target)
-
-        def visit_For(self, node) -> None:
-            self._targets(node.target)
-
-        def visit_CompFor(self, node) -> None:
-            self._targets(node.target)
-
-        def visit_AsName(self, node) -> None:
-            self._targets(node.name)
-
-        def visit_FunctionDef(self, node) -> None:
-            bound.add(node.name.value)
-
-    visit(func.body, V())
+    visit(func.body, _Binder(bound))
     return set(loads(func.body)) - bound
+
+
+class _Binder(cst.CSTVisitor):
+    """Adds the names a function body binds to `bound` (one class for all calls:
+    a visitor class made on every call would cost more than its walk)."""
+
+    def __init__(self, bound: set[str]) -> None:
+        super().__init__()
+        self.bound = bound
+
+    def _targets(self, target) -> None:
+        for name in loads(target):
+            self.bound.add(name)
+
+    def visit_AssignTarget(self, node) -> None:
+        self._targets(node.target)
+
+    def visit_AugAssign(self, node) -> None:
+        self._targets(node.target)
+
+    def visit_AnnAssign(self, node) -> None:
+        self._targets(node.target)
+
+    def visit_For(self, node) -> None:
+        self._targets(node.target)
+
+    def visit_CompFor(self, node) -> None:
+        self._targets(node.target)
+
+    def visit_AsName(self, node) -> None:
+        self._targets(node.name)
+
+    def visit_FunctionDef(self, node) -> None:
+        self.bound.add(node.name.value)

@@ -18,6 +18,7 @@ from contextlib import contextmanager
 import libcst as cst
 from libcst import MaybeSentinel
 from libcst._typed_visitor import CSTTypedBaseFunctions, CSTTypedVisitorFunctions
+from libcst.metadata import scope_provider
 
 _FIELDS: dict[type, tuple[str, ...]] = {}
 
@@ -154,6 +155,30 @@ def _fast_visit(self, visitor):
     return _LIBCST_VISIT(self, visitor)
 
 
+class _ExactTypes:
+    """``isinstance(node, this)`` for node classes without subclasses: one set
+    lookup by exact type, where a tuple of LibCST's ABC classes costs one ABC
+    check per class that does not match."""
+
+    def __init__(self, types: tuple[type, ...]) -> None:
+        self._exact = frozenset(types)
+
+    def __instancecheck__(self, node) -> bool:
+        return type(node) in self._exact
+
+
+def _exact_types(types):
+    """`types` as _ExactTypes where that answers the same (no class has a subclass), else as they are."""
+    if isinstance(types, tuple) and not any(cls.__subclasses__() for cls in types):
+        return _ExactTypes(types)
+    return types
+
+
+# LibCST's scope analysis checks every node it leaves against these 18 classes.
+_ASSIGNMENT_LIKE = scope_provider._ASSIGNMENT_LIKE_NODES
+_ASSIGNMENT_LIKE_EXACT = _exact_types(_ASSIGNMENT_LIKE)
+
+
 @contextmanager
 def read_only_visits() -> Iterator[None]:
     """Within: every ``node.visit(visitor)`` with a CSTVisitor runs as ``visit`` above.
@@ -161,14 +186,17 @@ def read_only_visits() -> Iterator[None]:
     For code that walks with ``node.visit`` (LibCST's metadata providers,
     the restructuring's visitors): the same callbacks in the same order, the
     same return value (the node itself), no rebuilt nodes. Transformers keep
-    LibCST's walk. Correct whether or not the patch is in place, so another
-    thread leaving it early only costs time.
+    LibCST's walk. The scope analysis's test of every node it leaves goes by
+    exact type (_ExactTypes). Correct whether or not the patches are in place,
+    so another thread leaving them early only costs time.
     """
     if cst.CSTNode.visit is _fast_visit:
         yield
         return
     cst.CSTNode.visit = _fast_visit
+    scope_provider._ASSIGNMENT_LIKE_NODES = _ASSIGNMENT_LIKE_EXACT
     try:
         yield
     finally:
         cst.CSTNode.visit = _LIBCST_VISIT
+        scope_provider._ASSIGNMENT_LIKE_NODES = _ASSIGNMENT_LIKE
