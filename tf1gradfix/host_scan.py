@@ -11,7 +11,7 @@ import libcst as cst
 from tf1gradfix import var_lists
 from tf1gradfix.graph_model import GraphNode, Item, Program
 from tf1gradfix.syntax import Refusal, arg, bound_names, free_names, graph_ops, loads, matches
-from tf1gradfix.walk import children
+from tf1gradfix.walk import children, walk
 
 @dataclass
 class Site:
@@ -38,7 +38,7 @@ class HostScan:
         self.session_args = self.session_params.session_arguments() if self.session_params else set()
         self._receiver: str | None = None
         self._sessions = program.sessions   # the session names where the scan is
-        self.opened = set(sessions_opened)   # nested session `with`s and `sess = tf.Session()` lines
+        self.opened = dict(sessions_opened)   # nested session `with`s and `sess = tf.Session()` lines -> name
         self.sites: list[Site] = []
         self.feed_dicts: dict[str, frozenset[str]] = {}
         self.feed_dict_nodes: dict[cst.Dict, list[str]] = {}   # a feed dict bound to a name -> its placeholders
@@ -98,15 +98,8 @@ class HostScan:
         """Names of the sessions `statements` open (not those of the functions they define)."""
         if not self.opened:
             return set()
-        out, stack = set(), list(statements)
-        while stack:
-            node = stack.pop()
-            if node in self.opened:
-                out.add(node.items[0].asname.name.value if isinstance(node, cst.With) else node.body[0].targets[0].target.value)
-            if isinstance(node, (cst.With, cst.IndentedBlock, cst.If, cst.Else, cst.For, cst.While, cst.Try, cst.Finally,
-                                 cst.ExceptHandler)):
-                stack.extend(children(node))
-        return out
+        return {self.opened[node] for stmt in statements for node in walk(stmt, skip=(cst.FunctionDef, cst.ClassDef))
+                if node in self.opened}
 
     def _definition(self, stmt, names: set[str]) -> None:
         """User functions may read variables and constants (as helpers), nothing else of the graph."""

@@ -22,7 +22,7 @@ import libcst as cst
 
 from tf1gradfix.builders import MODULE_ATTRIBUTES
 from tf1gradfix.session_params import SessionParameters
-from tf1gradfix.walk import children
+from tf1gradfix.walk import walk
 from tf1gradfix.syntax import Refusal, bound_names, is_docstring, loads, name_nodes
 
 
@@ -184,12 +184,12 @@ def desugar(module: cst.Module, cls: cst.ClassDef) -> tuple[cst.Module, ModelCla
         if len(bare) != len(_self_attributes(region, self_name)):
             raise Refusal(owner, "TFG904", f"`{self_name}` used in `{owner.name.value}` other than to set or read an attribute")
 
-    inside = _Descendants(*regions)
+    inside = {id(n) for region in regions for n in walk(region)}
     path = {id(module), id(cls), id(cls.body), id(init)} | {id(m) for m in inlined}
 
     class Desugar(cst.CSTTransformer):
         def on_visit(self, node: cst.CSTNode) -> bool:
-            return id(node) in path or node in inside
+            return id(node) in path or id(node) in inside
 
         def leave_Attribute(self, original: cst.Attribute, updated: cst.Attribute) -> cst.BaseExpression:
             if isinstance(updated.value, cst.Name) and updated.value.value == self_name and id(original) not in calls:
@@ -201,47 +201,25 @@ def desugar(module: cst.Module, cls: cst.ClassDef) -> tuple[cst.Module, ModelCla
     return cst.parse_module(new.bytes), plan
 
 
-class _Descendants:
-    """Membership test for the nodes under one node (by identity)."""
-
-    def __init__(self, *roots: cst.CSTNode):
-        self.ids: set[int] = set()
-        stack = list(roots)
-        while stack:
-            node = stack.pop()
-            self.ids.add(id(node))
-            stack.extend(children(node))
-
-    def __contains__(self, node: cst.CSTNode) -> bool:
-        return id(node) in self.ids
-
-
 def _set_in(body: cst.CSTNode, self_name: str) -> set[str]:
     """Attributes `self.<attr> = ...` (or a tuple of them) sets."""
     found = set()
-
-    class V(cst.CSTVisitor):
-        def visit_AssignTarget(self, node: cst.AssignTarget) -> None:
-            targets = node.target.elements if isinstance(node.target, (cst.Tuple, cst.List)) else [node]
-            for t in targets:
-                a = t.value if isinstance(t, cst.Element) else t.target
-                if isinstance(a, cst.Attribute) and isinstance(a.value, cst.Name) and a.value.value == self_name:
+    for node in walk(body):
+        if type(node) is cst.AssignTarget:
+            target = node.target
+            for a in [e.value for e in target.elements] if isinstance(target, (cst.Tuple, cst.List)) else [target]:
+                if _on(a, self_name):
                     found.add(a.attr.value)
-
-    body.visit(V())
     return found
 
 
 def _self_attributes(node: cst.CSTNode, self_name: str) -> list[cst.Attribute]:
-    found = []
+    return [a for a in walk(node) if _on(a, self_name)]
 
-    class V(cst.CSTVisitor):
-        def visit_Attribute(self, a: cst.Attribute) -> None:
-            if isinstance(a.value, cst.Name) and a.value.value == self_name:
-                found.append(a)
 
-    node.visit(V())
-    return found
+def _on(node: cst.CSTNode, self_name: str) -> bool:
+    """Is `node` an attribute of `self` (`self.<attr>`)?"""
+    return type(node) is cst.Attribute and type(node.value) is cst.Name and node.value.value == self_name
 
 
 def _members(cls: cst.ClassDef, self_name: str) -> frozenset[str]:
@@ -281,15 +259,7 @@ def host_statements(module: cst.Module, cls: cst.ClassDef, plan: ModelClass) -> 
 
 
 def _attributes_named(node: cst.CSTNode, names) -> list[cst.Attribute]:
-    found = []
-
-    class V(cst.CSTVisitor):
-        def visit_Attribute(self, a: cst.Attribute) -> None:
-            if a.attr.value in names:
-                found.append(a)
-
-    node.visit(V())
-    return found
+    return [a for a in walk(node) if type(a) is cst.Attribute and a.attr.value in names]
 
 
 def vanishing(plan: ModelClass, program) -> set[str]:

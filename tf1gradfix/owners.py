@@ -66,10 +66,10 @@ class GraphCallScan(cst.CSTVisitor):
             self.graph_wide.append((call, q, inside))
 
 
-def nested_sessions(statements, program, meta) -> list[cst.CSTNode]:
+def nested_sessions(statements, program, meta) -> dict[cst.CSTNode, str]:
     """Sessions opened in host `statements` (`if __name__ == ...:`, a model class's
     callers): their `with` nodes and `sess = tf.Session()` statements; names join the program's."""
-    found: list[cst.CSTNode] = []
+    found: dict[cst.CSTNode, str] = {}   # node -> the name it binds the session to
     names = meta.names
 
     class V(cst.CSTVisitor):
@@ -79,7 +79,7 @@ def nested_sessions(statements, program, meta) -> list[cst.CSTNode]:
                 if item.asname is None or not isinstance(item.asname.name, cst.Name) or item.item.args:
                     raise Refusal(node, "TFG905", "a session `with` without `as NAME`, or with arguments")
                 program.sessions.add(item.asname.name.value)
-                found.append(node)
+                found[node] = item.asname.name.value
 
         def visit_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> None:
             small = node.body[0] if len(node.body) == 1 else None
@@ -89,7 +89,7 @@ def nested_sessions(statements, program, meta) -> list[cst.CSTNode]:
                 if not isinstance(target, cst.Name) or small.value.args:
                     raise Refusal(node, "TFG905", "a session bound to something other than a name")
                 program.sessions.add(target.value)
-                found.append(node)
+                found[node] = target.value
 
     for stmt in statements:
         stmt.visit(V())
