@@ -32,6 +32,13 @@ def process_source(display: str, data: bytes, codes: CodeFilter, fix: bool = Tru
         return result
     if _MARKER not in data:
         return result
+    from tf1gradfix import prefilter
+
+    if not prefilter.load().possible(data).anything:
+        # It mentions TensorFlow but spells no TF1 construct (TF2 code): LibCST
+        # is not needed, only Python's compiler, to report a broken file.
+        result.error = _python_syntax_error(display, data)
+        return result
     if b"\r" in data and b"\n" not in data:
         # Old Mac line endings: LibCST loses the last one, so work on LF and
         # turn every line ending back (no LF existed, so none is ambiguous).
@@ -68,6 +75,12 @@ def preload() -> None:
 
 def _syntax_error(display: str, data: bytes, exc) -> FileError:
     """Python's own compiler names the offending line more exactly than LibCST's parser."""
+    return (_python_syntax_error(display, data)
+            or FileError(display, f"syntax error: {exc.message}", exc.editor_line, exc.editor_column + 1))
+
+
+def _python_syntax_error(display: str, data: bytes) -> FileError | None:
+    """The syntax error Python's compiler finds in `data`, with its line, if any."""
     import warnings
 
     try:
@@ -79,7 +92,7 @@ def _syntax_error(display: str, data: bytes, exc) -> FileError:
             return FileError(display, f"syntax error: {py_exc.msg}", py_exc.lineno, py_exc.offset)
     except (ValueError, RecursionError, MemoryError):
         pass
-    return FileError(display, f"syntax error: {exc.message}", exc.editor_line, exc.editor_column + 1)
+    return None
 
 
 def _process_tensorflow_source(result: FileResult, display: str, data: bytes, codes: CodeFilter, fix: bool) -> FileResult:
@@ -121,15 +134,14 @@ def _analyzed(result: FileResult, display: str, data: bytes, codes: CodeFilter, 
     fix = fix and not refused  # a refused program is left byte-for-byte intact
     parsed = data  # the bytes `module` was parsed from
     if shaped is not None:
-        wrapper, hits, parsed = shaped
-        module = wrapper.module
+        module, hits, parsed = shaped
         for hit in detect(original, catalog):
             if codes.wants(hit.rule.code) and not is_suppressed(hit.line, hit.rule.code, silenced):
                 handled = hit.rule.code in HANDLED or hit.rule.safety == "safe"
                 result.findings.append(Finding(display, hit.line, hit.col, hit.rule.code, hit.message,
                                                hit.rule.safety, fix and handled))
     else:
-        wrapper, hits = original, detect(original, catalog)
+        hits = detect(original, catalog)
     replacements: dict[cst.CSTNode, str] = {}
     for hit in hits:
         code = hit.rule.code
@@ -146,7 +158,7 @@ def _analyzed(result: FileResult, display: str, data: bytes, codes: CodeFilter, 
         new_module = apply_renames(module, replacements)
         # (a module no rename touched prints as the bytes it was parsed from: LibCST round-trips exactly)
         new_source = parsed if new_module is module else new_module.bytes
-        problem = _unparsable(new_source, parsed=new_source == parsed)
+        problem = _unparsable(new_source)
         if problem is not None:
             # Never write a file we cannot read back: report and keep the original.
             result.error = FileError(display, f"internal error: rewritten code does not parse ({problem}); file left unchanged")
@@ -157,7 +169,7 @@ def _analyzed(result: FileResult, display: str, data: bytes, codes: CodeFilter, 
 
 
 def _restructured(wrapper, display, codes, result, silenced, catalog):
-    """((wrapper, detections, source) of the restructured module, or None; refused?).
+    """((module, detections, source) of the restructured module, or None; refused?).
 
     A refusal's manual diagnostics go to the findings. So does a rewrite that
     would still hold a TF1 construct (a finding without a safe fix): it is
@@ -165,6 +177,7 @@ def _restructured(wrapper, display, codes, result, silenced, catalog):
     """
     import libcst as cst
 
+    from tf1gradfix import prefilter
     from tf1gradfix.detect import AnalysisWrapper, detect
     from tf1gradfix.findings import is_suppressed, suppressions
     from tf1gradfix.restructure import HANDLED, restructure
@@ -175,19 +188,24 @@ def _restructured(wrapper, display, codes, result, silenced, catalog):
     diagnostics = list(shaped.diagnostics)
     new = None
     if shaped.new_module is not None:
-        # Parsed again: the rewritten tree may share nodes, which metadata cannot tell apart.
         source = shaped.new_module.bytes
-        new_wrapper = AnalysisWrapper(cst.parse_module(source))
-        # Only what is left, and the renames. Lines are needed only where the rewrite
-        # itself kept a construct on purpose, with a suppression comment saying why.
-        kept = suppressions(shaped.new_module.code) if b"tf1gradfix:" in source else {}
-        hits = detect(new_wrapper, catalog, positions=bool(kept))
-        left = [h for h in hits if h.rule.safety != "safe" and not is_suppressed(h.line, h.rule.code, kept)]
-        if left:
-            diagnostics.append((1, 1, "TFG905", f"the rewrite would leave {left[0].rule.code} "
-                                f"({left[0].message.split(';')[0]}); file left intact", "manual"))
+        if not prefilter.load().possible(source).codes:
+            # No rule can fire on the rewritten text: nothing is left and nothing
+            # needs a rename, so it is not parsed and analyzed again.
+            new = (shaped.new_module, [], source)
         else:
-            new = (new_wrapper, hits, source)
+            # Parsed again: the rewritten tree may share nodes, which metadata cannot tell apart.
+            new_wrapper = AnalysisWrapper(cst.parse_module(source))
+            # Only what is left, and the renames. Lines are needed only where the rewrite
+            # itself kept a construct on purpose, with a suppression comment saying why.
+            kept = suppressions(shaped.new_module.code) if b"tf1gradfix:" in source else {}
+            hits = detect(new_wrapper, catalog, positions=bool(kept))
+            left = [h for h in hits if h.rule.safety != "safe" and not is_suppressed(h.line, h.rule.code, kept)]
+            if left:
+                diagnostics.append((1, 1, "TFG905", f"the rewrite would leave {left[0].rule.code} "
+                                    f"({left[0].message.split(';')[0]}); file left intact", "manual"))
+            else:
+                new = (new_wrapper.module, hits, source)
     for line, col, code, message, safety in diagnostics:
         if codes.wants(code) and not is_suppressed(line, code, silenced):
             # a successful rewrite's own notes (arguments dropped, optimizer kept) describe what it did
@@ -196,18 +214,18 @@ def _restructured(wrapper, display, codes, result, silenced, catalog):
     return new, new is None and bool(diagnostics)
 
 
-def _unparsable(source: bytes, parsed: bool = False) -> str | None:
-    """Why `source` cannot be read back, if it cannot; `parsed`: LibCST already read these very bytes."""
+def _unparsable(source: bytes) -> str | None:
+    """Why Python cannot compile `source`, if it cannot.
+
+    The renames put one dotted name in place of another in a tree LibCST
+    printed; Python's own compiler is the reader that matters to the user.
+    """
     import warnings
 
-    import libcst as cst
-
     try:
-        if not parsed:
-            cst.parse_module(source)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # the user's own warnings are not ours to print
             compile(source, "<rewritten>", "exec", dont_inherit=True)
-    except (cst.ParserSyntaxError, SyntaxError, ValueError) as exc:
+    except (SyntaxError, ValueError) as exc:
         return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
     return None
