@@ -10,6 +10,7 @@ from libcst.metadata import MetadataWrapper, PositionProvider
 
 from tf1gradfix import catalog
 from tf1gradfix.detect import AnalysisWrapper, _TrackedRanges, detect, starts
+from tf1gradfix.fix_renames import renamed_chain, renamed_source
 from tf1gradfix.names import BindingCollector
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -117,3 +118,36 @@ def test_detection_through_the_analysis_wrapper_is_unchanged(name, module):
     assert [(h.rule.code, h.line, h.col, h.message, h.replacement, id(h.node)) for h in fast] == \
         [(h.rule.code, h.line, h.col, h.message, h.replacement, id(h.node)) for h in plain]
     assert PositionProvider not in wrapper._metadata  # positions came from the hits alone
+
+
+class _ReferenceRenames(cst.CSTTransformer):
+    """Renames the way LibCST's own transformers would: rebuild the tree, then print it."""
+
+    def __init__(self, plans):
+        super().__init__()
+        self.plans = plans
+
+    def on_leave(self, original_node, updated_node):
+        plan = self.plans.get(original_node)
+        return updated_node if plan is None else renamed_chain(updated_node, *plan)
+
+
+RENAMES = '''\
+import tensorflow as tf
+tf.set_random_seed(1)
+y = tf.log(tf.log(x)) + (tf .  random_normal)([2]) * tf.squared_difference(a, b)
+z = (tf.
+     truncated_normal([3]))  # a line break inside the chain
+def f():
+    return tf.random_uniform([1], dtype=tf.float32)
+'''
+
+
+@pytest.mark.parametrize("name,module", list(_modules()) + [("renames", cst.parse_module(RENAMES)),
+                                                             ("renames-crlf", cst.parse_module(RENAMES.replace("\n", "\r\n")))])
+def test_renaming_while_printing_gives_the_transformers_bytes(name, module):
+    plans = {h.node: h.replacement for h in detect(AnalysisWrapper(module), catalog.load(), positions=False)
+             if h.replacement is not None}
+    if name.startswith("renames"):
+        assert len(plans) == 7
+    assert renamed_source(module, plans) == module.visit(_ReferenceRenames(plans)).bytes

@@ -112,7 +112,7 @@ def _analyzed(result: FileResult, display: str, data: bytes, codes: CodeFilter, 
     from tf1gradfix import catalog as catalog_module
     from tf1gradfix.detect import AnalysisWrapper, detect
     from tf1gradfix.findings import is_suppressed, suppressions
-    from tf1gradfix.fix_renames import apply_renames
+    from tf1gradfix.fix_renames import renamed_source
     from tf1gradfix.restructure import HANDLED
 
     try:
@@ -155,9 +155,8 @@ def _analyzed(result: FileResult, display: str, data: bytes, codes: CodeFilter, 
     result.findings.sort(key=lambda f: (f.line, f.col, f.code))
 
     if replacements or (shaped is not None and fix):
-        new_module = apply_renames(module, replacements)
-        # (a module no rename touched prints as the bytes it was parsed from: LibCST round-trips exactly)
-        new_source = parsed if new_module is module else new_module.bytes
+        # (a module no rename touches prints as the bytes it was parsed from: LibCST round-trips exactly)
+        new_source = renamed_source(module, replacements) if replacements else parsed
         problem = _unparsable(new_source)
         if problem is not None:
             # Never write a file we cannot read back: report and keep the original.

@@ -8,6 +8,7 @@ user wrote is lost; detection refuses renames with comments deeper inside.
 from __future__ import annotations
 
 import libcst as cst
+from libcst._nodes.internal import CodegenState
 
 
 def renamed_chain(node: cst.Attribute, old_parts: int, new_parts: list[str]) -> cst.Attribute:
@@ -22,21 +23,27 @@ def renamed_chain(node: cst.Attribute, old_parts: int, new_parts: list[str]) -> 
     return node.with_changes(value=chain, attr=node.attr.with_changes(value=new_parts[-1]))
 
 
-class RenameTransformer(cst.CSTTransformer):
-    """Replaces exactly the nodes detection chose."""
+def renamed_source(module: cst.Module, replacements: dict[cst.CSTNode, tuple[int, list[str]]]) -> bytes:
+    """`module`'s bytes with each replaced chain printed renamed.
 
-    def __init__(self, replacements: dict[cst.CSTNode, tuple[int, list[str]]]):
-        super().__init__()
-        self._replacements = replacements
+    One printing pass, instead of a transformer that rebuilds every node of
+    the module and then a printing: each target's own tokens are swapped for
+    the tokens of its renamed copy as it is printed. Detection marks only the
+    outermost chains, so targets never nest.
+    """
+    state = _RenamingState(default_indent=module.default_indent, default_newline=module.default_newline)
+    state.plans, state.opened = replacements, {}
+    module._codegen(state)
+    return "".join(state.tokens).encode(module.encoding)
 
-    def on_leave(self, original_node, updated_node):
-        plan = self._replacements.get(original_node)
-        if plan is None:
-            return updated_node
-        return renamed_chain(updated_node, *plan)
 
+class _RenamingState(CodegenState):
+    def before_codegen(self, node: cst.CSTNode) -> None:
+        if node in self.plans:
+            self.opened[node] = len(self.tokens)
 
-def apply_renames(module: cst.Module, replacements: dict[cst.CSTNode, tuple[int, list[str]]]) -> cst.Module:
-    if not replacements:
-        return module
-    return module.visit(RenameTransformer(replacements))
+    def after_codegen(self, node: cst.CSTNode) -> None:
+        start = self.opened.pop(node, None)
+        if start is not None:
+            del self.tokens[start:]
+            renamed_chain(node, *self.plans[node])._codegen(self)
