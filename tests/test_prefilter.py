@@ -12,8 +12,9 @@ from pathlib import Path
 
 import libcst as cst
 import pytest
+from libcst.metadata import QualifiedNameSource, ScopeProvider
 
-from tf1gradfix import catalog, engine, prefilter
+from tf1gradfix import catalog, engine, prefilter, walk
 from tf1gradfix.detect import AnalysisWrapper, detect
 from tf1gradfix.findings import CodeFilter
 from tf1gradfix.prefilter import Spelling
@@ -30,6 +31,10 @@ SPELLINGS = {
     "renamed_root": "import tensorflow as T\nT.set_random_seed(1)\nk = T.GraphKeys.TRAINABLE_VARIABLES\n",
     "keras_submodule": "import tensorflow.compat.v1 as tf\nd = tf.layers.dense(x, 3)\n",
     "method_on_session": "import tensorflow as tf\nwith tf.Session() as s:\n    s.run(op)\n    v.eval()\n",
+    "dotted_import": ("import tensorflow.compat.v1\nx = tensorflow.compat.v1.placeholder(tensorflow.compat.v1.float32)\n"
+                      "y = tensorflow.compat.v1.Session().run(x)\n"),
+    "through_calls": "import tensorflow as tf\nv = tf.get_variable('w', [2])[0]\nz = tf.train.AdamOptimizer(0.1).minimize(v)\n",
+    "local_import": "def f():\n    import tensorflow.compat.v1 as v1\n    return v1.gradients(y, [x])\n",
     "comment_inside": "import tensorflow as tf\ny = (tf.  # why\n     log(x))\n",
 }
 
@@ -66,9 +71,34 @@ def test_every_rule_detection_fires_is_possible(name, data):
     fired = {hit.rule.code for hit in detect(AnalysisWrapper(module), catalog.load(), positions=False)}
     possible = prefilter.load().possible(data)
     assert fired <= possible.codes, fired - possible.codes
+    resolved = prefilter.load().possible(data, resolve=True)
+    assert fired <= resolved.codes <= possible.codes, fired - resolved.codes
     shaped = restructure(module, name, AnalysisWrapper(module))
     if shaped.new_module is not None or shaped.diagnostics:
         assert possible.anything
+
+
+@pytest.mark.parametrize("name,data", list(_sources()))
+def test_imported_names_hold_every_name_the_scope_analysis_gives_through_an_import(name, data):
+    try:
+        module = cst.parse_module(data)
+    except cst.ParserSyntaxError:
+        pytest.skip("not parsed by LibCST")
+    wrapper = AnalysisWrapper(module)
+    scopes = wrapper.resolve(ScopeProvider)
+    given = set()
+    for node in walk.walk(module):
+        if type(node) in (cst.Name, cst.Attribute) and scopes.get(node) is not None:
+            given |= {q.name for q in scopes[node].get_qualified_names_for(node) if q.source is QualifiedNameSource.IMPORT}
+    assert given <= prefilter.imported_names(data), given - prefilter.imported_names(data)
+
+
+def test_keras_attributes_and_module_members_are_not_tf1_names():
+    """What the identifiers alone cannot tell apart, the imports do."""
+    text = (b"import tensorflow as tf\nlayer = tf.keras.layers.Dense(3)\n"
+            b"opt.apply_gradients(zip(g, model.trainable_variables))\n")
+    assert prefilter.load().possible(text).codes
+    assert not prefilter.load().possible(text, resolve=True).codes
 
 
 def test_the_alias_spellings_do_fire():

@@ -14,6 +14,21 @@ except ModuleNotFoundError:  # Python 3.10
 
 SAFETIES = ("safe", "unsafe", "manual")
 
+TF_ROOT = "tensorflow"
+_V1_PREFIXES = ("tensorflow.compat.v1.", "tensorflow._api.v2.compat.v1.")
+
+
+def normalize(qualified: str) -> str | None:
+    """`tensorflow.compat.v1.X` -> `tensorflow.X`; anything outside TensorFlow -> None."""
+    for prefix in _V1_PREFIXES:
+        if qualified.startswith(prefix):
+            return TF_ROOT + "." + qualified[len(prefix):]
+    if qualified == TF_ROOT or qualified.startswith(TF_ROOT + "."):
+        return qualified
+    if qualified.startswith("keras."):
+        return qualified
+    return None
+
 
 @dataclass(frozen=True)
 class Rule:

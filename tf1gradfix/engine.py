@@ -188,7 +188,7 @@ def _restructured(wrapper, display, codes, result, silenced, catalog):
     new = None
     if shaped.new_module is not None:
         source = shaped.new_module.bytes
-        if not prefilter.load().possible(source).codes:
+        if not prefilter.load().possible(source, resolve=True).codes:
             # No rule can fire on the rewritten text: nothing is left and nothing
             # needs a rename, so it is not parsed and analyzed again.
             new = (shaped.new_module, [], source)

@@ -15,23 +15,7 @@ import libcst as cst
 from libcst.metadata import QualifiedNameSource, ScopeProvider
 
 from tf1gradfix import walk
-from tf1gradfix.catalog import Catalog
-
-TF_ROOT = "tensorflow"
-_V1_PREFIXES = ("tensorflow.compat.v1.", "tensorflow._api.v2.compat.v1.")
-
-
-def normalize(qualified: str) -> str | None:
-    """`tensorflow.compat.v1.X` -> `tensorflow.X`; anything outside TensorFlow -> None."""
-    for prefix in _V1_PREFIXES:
-        if qualified.startswith(prefix):
-            return TF_ROOT + "." + qualified[len(prefix):]
-    if qualified == TF_ROOT or qualified.startswith(TF_ROOT + "."):
-        return qualified
-    if qualified.startswith("keras."):
-        return qualified
-    return None
-
+from tf1gradfix.catalog import Catalog, normalize
 
 def dotted(node: cst.BaseExpression) -> str | None:
     """`a.b.c` as text for a pure Name/Attribute chain, else None."""

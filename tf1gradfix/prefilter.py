@@ -16,7 +16,7 @@ import re
 from dataclasses import dataclass
 
 from tf1gradfix import catalog as catalog_module
-from tf1gradfix.catalog import Catalog
+from tf1gradfix.catalog import Catalog, normalize
 
 # Runs of ASCII identifier characters. TensorFlow's names are ASCII, so an
 # identifier equal to, starting with or ending with one of them yields a run
@@ -75,15 +75,80 @@ class Prefilter:
         self._methods = [(rule.code, method, rule.receiver) for rule in catalog.rules for method in rule.methods]
         self._kinds = [(kind, Spelling.of(p)) for kind, patterns in catalog.kinds.items() for p in patterns]
         self._method_results = dict(catalog.method_results)
+        self._receivers = {rule.receiver for rule in catalog.rules if rule.methods}
+        self._catalog = catalog
 
-    def possible(self, data: bytes) -> Possible:
+    def possible(self, data: bytes, resolve: bool = False) -> Possible:
+        """`resolve`: when the identifiers leave a rule possible, ask Python's parser
+        which names the imports actually make (`imported_names`), and match those."""
         tokens = frozenset(t.decode("ascii") for t in _TOKEN.findall(data))
         kinds = {kind for kind, spelling in self._kinds if spelling.written_in(tokens)}
+        codes = {code for code, spelling in self._symbols if spelling.written_in(tokens)}
+        if resolve and (codes or kinds & self._receivers):
+            names = imported_names(data)
+            if names is not None:
+                qualified = [q for q in map(normalize, names) if q is not None]
+                kinds = {kind for kind in map(self._catalog.kind_of_call, qualified) if kind is not None}
+                codes = {hit[0].code for hit in map(self._catalog.symbol_rule, qualified) if hit is not None}
         if "optimizer" in kinds:  # `opt.minimize(...)` makes what method_results says
             kinds |= {kind for method, kind in self._method_results.items() if method in tokens}
-        codes = {code for code, spelling in self._symbols if spelling.written_in(tokens)}
         codes |= {code for code, method, receiver in self._methods if method in tokens and receiver in kinds}
         return Possible(frozenset(codes), frozenset(kinds))
+
+
+def imported_names(data: bytes) -> set[str] | None:
+    """Every qualified name LibCST's scope analysis could give a name or attribute
+    chain of `data` through an import (None when Python cannot parse it).
+
+    As in LibCST, a chain's name reads through calls and subscripts
+    (`tf.Session().run` is `tf.Session.run`) and its first part is replaced by
+    what an import binds it to. Scopes are ignored: a chain counts if any
+    import anywhere binds its first part, which only adds names.
+    """
+    import ast
+
+    try:
+        tree = ast.parse(data)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+    bound: dict[str, set[str]] = {}
+    chains: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.asname:
+                    bound.setdefault(alias.asname, set()).add(alias.name)
+                else:
+                    root = alias.name.split(".", 1)[0]
+                    bound.setdefault(root, set()).add(root)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level == 0 and node.module:
+                for alias in node.names:
+                    bound.setdefault(alias.asname or alias.name, set()).add(f"{node.module}.{alias.name}")
+        elif isinstance(node, (ast.Name, ast.Attribute)):
+            chain = _chain(node)
+            if chain is not None:
+                chains.add(chain)
+    names = {path for paths in bound.values() for path in paths}
+    for chain in chains:
+        root, dot, rest = chain.partition(".")
+        names.update(path + dot + rest for path in bound.get(root, ()))
+    return names
+
+
+def _chain(node) -> str | None:
+    import ast
+
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        base = _chain(node.value)
+        return None if base is None else f"{base}.{node.attr}"
+    if isinstance(node, ast.Call):
+        return _chain(node.func)
+    if isinstance(node, ast.Subscript):
+        return _chain(node.value)
+    return None
 
 
 @functools.lru_cache(maxsize=None)
