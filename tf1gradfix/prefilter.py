@@ -84,21 +84,24 @@ class Prefilter:
         tokens = frozenset(t.decode("ascii") for t in _TOKEN.findall(data))
         kinds = {kind for kind, spelling in self._kinds if spelling.written_in(tokens)}
         codes = {code for code, spelling in self._symbols if spelling.written_in(tokens)}
+        methods = tokens
         if resolve and (codes or kinds & self._receivers):
-            names = imported_names(data)
-            if names is not None:
+            found = imported_names(data)
+            if found is not None:
+                names, methods = found
                 qualified = [q for q in map(normalize, names) if q is not None]
                 kinds = {kind for kind in map(self._catalog.kind_of_call, qualified) if kind is not None}
                 codes = {hit[0].code for hit in map(self._catalog.symbol_rule, qualified) if hit is not None}
         if "optimizer" in kinds:  # `opt.minimize(...)` makes what method_results says
-            kinds |= {kind for method, kind in self._method_results.items() if method in tokens}
-        codes |= {code for code, method, receiver in self._methods if method in tokens and receiver in kinds}
+            kinds |= {kind for method, kind in self._method_results.items() if method in methods}
+        codes |= {code for code, method, receiver in self._methods if method in methods and receiver in kinds}
         return Possible(frozenset(codes), frozenset(kinds))
 
 
-def imported_names(data: bytes) -> set[str] | None:
+def imported_names(data: bytes) -> tuple[set[str], set[str]] | None:
     """Every qualified name LibCST's scope analysis could give a name or attribute
-    chain of `data` through an import (None when Python cannot parse it).
+    chain of `data` through an import, and the names of the methods `data`
+    calls (None when Python cannot parse it).
 
     As in LibCST, a chain's name reads through calls and subscripts
     (`tf.Session().run` is `tf.Session.run`) and its first part is replaced by
@@ -113,6 +116,7 @@ def imported_names(data: bytes) -> set[str] | None:
         return None
     bound: dict[str, set[str]] = {}
     chains: set[str] = set()
+    methods: set[str] = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             for alias in node.names:
@@ -129,11 +133,13 @@ def imported_names(data: bytes) -> set[str] | None:
             chain = _chain(node)
             if chain is not None:
                 chains.add(chain)
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            methods.add(node.func.attr)
     names = {path for paths in bound.values() for path in paths}
     for chain in chains:
         root, dot, rest = chain.partition(".")
         names.update(path + dot + rest for path in bound.get(root, ()))
-    return names
+    return names, methods
 
 
 def _chain(node) -> str | None:
