@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import stat
 import subprocess
 import sys
@@ -63,6 +64,7 @@ finally:
         "codes": codes,
         "tensorflow": "tensorflow" in sys.modules,
         "keras": "keras" in sys.modules,
+        "libcst": "libcst" in sys.modules,
         "loaded": sorted(m for m in sys.modules if m.split(".")[0] in ("tensorflow", "keras", "tf_keras")),
     }))
 """
@@ -129,6 +131,17 @@ def test_check_and_rewrite_do_not_import_tensorflow(tmp_path):
     assert "tf.random.set_seed(0)" in (tmp_path / "train.py").read_text()  # the rewrite did happen
     restructured = (tmp_path / "other.py").read_text()  # ... and the whole-program one too, statically
     assert "tf.GradientTape()" in restructured and "tf.Session" not in restructured
+
+
+def test_check_of_tf2_code_does_not_import_libcst(tmp_path):
+    """What pre-commit runs on migrated code starts in a fraction of the time LibCST takes to load."""
+    shutil.copy(ROOT / "fixtures" / "verify" / "dev_linear_sgd" / "migrated.py", tmp_path / "model.py")
+    (tmp_path / "util.py").write_text("def f(x):\n    return x + 1\n")
+    result = probe(tmp_path, ["check", "model.py", "util.py"], ["check", "-j", "2", "model.py", "util.py"])
+    assert result["codes"] == [0, 0]
+    assert result["libcst"] is False
+    (tmp_path / "old.py").write_text(TF1)
+    assert probe(tmp_path, ["check", "old.py"])["libcst"] is True  # (the probe can tell)
 
 
 def test_trap_catches_an_import(tmp_path):

@@ -10,7 +10,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tf1gradfix.engine import mentions_tensorflow, preload, process_source
+from tf1gradfix.engine import may_parse, preload, process_source
 from tf1gradfix.findings import CodeFilter, FileError, Finding
 from tf1gradfix.source_io import write_atomic
 
@@ -112,8 +112,8 @@ def run_job(job: Job) -> Outcome:
 
 
 def _parses(job: Job) -> bool:
-    """Whether run_job will parse the file: it mentions TensorFlow and no stored `check` result stands in."""
-    if not mentions_tensorflow(job.path):
+    """Whether run_job may parse the file: it may hold a TF1 construct and no stored `check` result stands in."""
+    if not may_parse(job.path):
         return False
     if job.mode != CHECK:
         return True

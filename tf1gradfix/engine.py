@@ -49,13 +49,20 @@ def process_source(display: str, data: bytes, codes: CodeFilter, fix: bool = Tru
     return _process_tensorflow_source(result, display, data, codes, fix)
 
 
-def mentions_tensorflow(path: str) -> bool:
-    """Whether the file at `path` would be parsed (unreadable files are not)."""
+def may_parse(path: str) -> bool:
+    """Whether the file at `path` may be parsed with LibCST (unreadable files are not).
+
+    Only the identifiers are read (a fraction of a millisecond): a file whose
+    imports rule everything out is still counted here, and skipped later.
+    """
     try:
         with open(path, "rb") as handle:
-            return _MARKER in handle.read()
+            data = handle.read()
     except OSError:
         return False
+    from tf1gradfix import prefilter
+
+    return _MARKER in data and prefilter.load().possible(data).anything
 
 
 def preload() -> None:
