@@ -77,6 +77,7 @@ class ModelBuilder:
         self.v, self.names, self.module = visitor, names, module
         self.update_ops_names: set[str] = set()   # `update_ops = tf.get_collection(tf.GraphKeys.UPDATE_OPS)`
         self.makes_variables: dict[str, bool] = {}        # helper name -> makes variables (see _builder)
+        self._calls: dict[cst.CSTNode, list] = {}
 
     def note(self, node: cst.CSTNode, code: str, message: str) -> None:
         """An info diagnostic of a successful rewrite (kept on the visitor, which
@@ -93,8 +94,13 @@ class ModelBuilder:
         return self.names.qualified(expr)
 
     def calls(self, node: cst.CSTNode) -> list[tuple[cst.Call, str | None]]:
-        # (a walk: a visitor class made on every call would cost more than the walk itself)
-        return [(call, self.qualified(call.func)) for call in walk(node) if type(call) is cst.Call]
+        """The calls in `node`, each with its function's TensorFlow name (not to be modified:
+        kept per node, since the model asks about a statement several times)."""
+        found = self._calls.get(node)
+        if found is None:
+            # (a walk: a visitor class made on every call would cost more than the walk itself)
+            found = self._calls[node] = [(call, self.qualified(call.func)) for call in walk(node) if type(call) is cst.Call]
+        return found
 
     # -- the block ---------------------------------------------------------
     def build(self, owner, body: list[cst.BaseStatement], helpers, tf_alias: str) -> Program:

@@ -120,10 +120,19 @@ class NameResolver:
         self._visitor = visitor
         self._bindings = bindings
         self._catalog = catalog
-        self._kind_cache: dict[int, str | None] = {}
+        # Both keyed by the node itself (identity), which keeps it alive: an id could
+        # be reused by a node made later, a node cannot.
+        self._kind_cache: dict[cst.CSTNode, str | None] = {}
+        self._import_names: dict[cst.CSTNode, str | None] = {}
 
     def import_name(self, node: cst.CSTNode) -> str | None:
         """The raw qualified name of `node` when it comes from a TensorFlow/Keras import."""
+        if node in self._import_names:   # (the analysis asks about the same call many times)
+            return self._import_names[node]
+        found = self._import_names[node] = self._lookup(node)
+        return found
+
+    def _lookup(self, node: cst.CSTNode) -> str | None:
         scope = self._visitor.get_metadata(ScopeProvider, node, None)
         if scope is None:
             return None
@@ -149,12 +158,11 @@ class NameResolver:
         """Kind of the value `expr` evaluates to: session, optimizer, graph_value, keras or None."""
         if _depth > 20:
             return None
-        key = id(expr)
-        if key in self._kind_cache:
-            return self._kind_cache[key]
-        self._kind_cache[key] = None  # cycle guard
+        if expr in self._kind_cache:
+            return self._kind_cache[expr]
+        self._kind_cache[expr] = None  # cycle guard
         result = self._infer(expr, _depth)
-        self._kind_cache[key] = result
+        self._kind_cache[expr] = result
         return result
 
     def _infer(self, expr: cst.BaseExpression, depth: int) -> str | None:
