@@ -80,7 +80,7 @@ def test_every_rule_detection_fires_is_possible(name, data, module):
     assert fired <= resolved.codes <= possible.codes, fired - resolved.codes
     shaped = restructure(module, name, AnalysisWrapper(module))
     if shaped.new_module is not None or shaped.diagnostics:
-        assert resolved.anything
+        assert resolved.anything and prefilter.load().worth_parsing(data)
 
 
 @pytest.mark.parametrize("name,data,module", list(_parsed()))
@@ -113,6 +113,13 @@ def test_the_alias_spellings_do_fire():
 def test_tf2_code_rules_nothing_possible():
     possible = prefilter.load().possible(TF2.encode())
     assert possible.codes == frozenset() and not possible.anything
+    assert not prefilter.load().worth_parsing(TF2.encode())
+
+
+def test_migrated_code_is_not_worth_parsing_though_its_words_leave_rules_possible():
+    migrated = (ROOT / "fixtures" / "verify" / "batchnorm_update_ops" / "migrated.py").read_bytes()
+    assert prefilter.load().possible(migrated).anything
+    assert not prefilter.load().worth_parsing(migrated)
 
 
 @pytest.mark.parametrize("pattern,parts,starts,ends", [

@@ -34,7 +34,7 @@ def process_source(display: str, data: bytes, codes: CodeFilter, fix: bool = Tru
         return result
     from tf1gradfix import prefilter
 
-    if not prefilter.load().possible(data, resolve=True).anything:
+    if not prefilter.load().worth_parsing(data):
         # It mentions TensorFlow but spells no TF1 construct (TF2 code): LibCST
         # is not needed, only Python's compiler, to report a broken file.
         result.error = _python_syntax_error(display, data)
