@@ -1,12 +1,14 @@
-"""Which rules could fire on a source, read off its identifiers without parsing.
+"""Which rules could fire on a source, read without LibCST.
 
 Detection resolves a name through the imports, so every part of a qualified
 name it matches (`tensorflow.train.AdamOptimizer`) is written somewhere in
 the file as an identifier: in the import or in the attribute chain. A rule
 whose symbol has a part the file never spells cannot fire, nor can a method
 rule whose method is never spelled or whose receiver kind cannot be made.
-This is a necessary condition, checked on tokens of the raw bytes: when it
-says nothing can fire, LibCST need not parse the text at all.
+This is a necessary condition, checked first on tokens of the raw bytes
+(a tenth of a millisecond), then, where those leave a rule possible, on the
+names the imports make (Python's own parser, about two milliseconds). When
+it says nothing can fire, LibCST need not parse the text at all.
 """
 
 from __future__ import annotations
