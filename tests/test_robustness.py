@@ -64,6 +64,12 @@ def test_file_vanishing_after_discovery(tmp_path):
     assert outcome.error is not None and "cannot read" in outcome.error.message
 
 
+def _interruptible() -> None:
+    """Ctrl-C as at a terminal. A shell's background job (`make test &`) starts
+    with SIGINT ignored; the CLI would inherit that and never see the interrupt."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def test_interrupt_leaves_every_file_old_or_new(tmp_path):
     tree = tmp_path / "many"
     tree.mkdir()
@@ -73,6 +79,7 @@ def test_interrupt_leaves_every_file_old_or_new(tmp_path):
     proc = subprocess.Popen(
         [sys.executable, "-m", "tf1gradfix", "rewrite", "-j", "2", str(tree)],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+        preexec_fn=_interruptible,
     )
     time.sleep(1.0)
     os.killpg(proc.pid, signal.SIGINT)
