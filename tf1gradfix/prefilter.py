@@ -13,6 +13,7 @@ it says nothing can fire, LibCST need not parse the text at all.
 
 from __future__ import annotations
 
+import ast
 import functools
 import re
 from dataclasses import dataclass
@@ -122,8 +123,6 @@ def imported_names(data: bytes) -> tuple[set[str], set[str]] | None:
     what an import binds it to. Scopes are ignored: a chain counts if any
     import anywhere binds its first part, which only adds names.
     """
-    import ast
-
     try:
         tree = ast.parse(data)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
@@ -157,8 +156,6 @@ def imported_names(data: bytes) -> tuple[set[str], set[str]] | None:
 
 
 def _chain(node) -> str | None:
-    import ast
-
     if isinstance(node, ast.Name):
         return node.id
     if isinstance(node, ast.Attribute):
