@@ -13,7 +13,7 @@ import libcst as cst
 from tf1gradfix.emit_state import StateEmitter
 from tf1gradfix.emit_tape import TapeEmitter
 from tf1gradfix.syntax import Refusal, bound_names, loads
-from tf1gradfix.walk import walk
+from tf1gradfix.walk import mark_holders, walk
 
 FLATTEN = object()   # replace a `with` by its (already rewritten) body
 
@@ -24,7 +24,6 @@ class Assembler:
     def __init__(self, program, state: StateEmitter, tape: TapeEmitter, replacements):
         self.p, self.state, self.tape = program, state, tape
         self.transformer = Replace(replacements)
-        self.targets = {id(node) for node in replacements}
 
     def body(self, texts: list[str], moved: set[int], owner) -> list[cst.BaseStatement]:
         items = self.p.items
@@ -72,9 +71,7 @@ class Assembler:
         if item.drop:
             return None
         if node is None:
-            if not any(id(inner) in self.targets for inner in walk(item.stmt)):
-                return item.stmt   # (nothing to replace: the transformer would only rebuild it)
-            new = item.stmt.visit(self.transformer)
+            new = item.stmt.visit(self.transformer)   # (a statement with nothing to replace comes back as it is)
             if isinstance(new, cst.FlattenSentinel):
                 return list(new.nodes)
             return None if isinstance(new, cst.RemovalSentinel) else new
@@ -119,9 +116,20 @@ class Assembler:
 
 
 class Replace(cst.CSTTransformer):
+    """Puts `replacements` (node -> new node, sentinel, FLATTEN or an edit of the
+    rewritten node) into a tree. Only the nodes on the way to a replaced node
+    are entered and rebuilt: the rest of the tree is kept as it is."""
+
     def __init__(self, replacements):
         super().__init__()
         self.replacements = replacements
+        self._holds: dict[cst.CSTNode, bool] = {}   # node -> a replaced node is it or below it
+
+    def on_visit(self, node) -> bool:
+        holds = self._holds.get(node)
+        if holds is None:   # the root of a visit: every node below it is marked at once
+            holds = mark_holders(node, self.replacements, self._holds)
+        return holds
 
     def on_leave(self, original_node, updated_node):
         result = self.replacements.get(original_node, updated_node)

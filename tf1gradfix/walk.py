@@ -70,6 +70,21 @@ def walk(node: cst.CSTNode, skip: tuple[type, ...] = ()) -> Iterator[cst.CSTNode
             stack.extend(below)
 
 
+def mark_holders(node: cst.CSTNode, targets, holds: dict) -> bool:
+    """Whether `node` or a node below it is in `targets`; the answer for `node`
+    and for every node below it is stored in `holds`.
+
+    A transformer that changes only its targets need not enter (and so
+    rebuild) a subtree that holds none.
+    """
+    found = node in targets
+    for child in children(node):
+        if mark_holders(child, targets, holds):
+            found = True
+    holds[node] = found
+    return found
+
+
 class _Plan:
     """How to call one visitor class, looked up once per node type:
     (visit callback, leave callback, fields to walk; None: LibCST's own child visit)."""
