@@ -12,6 +12,7 @@ import pytest
 from libcst.metadata import ExpressionContextProvider, MetadataWrapper, ParentNodeProvider, ScopeProvider
 
 from tf1gradfix import walk
+from tf1gradfix.assemble import FLATTEN, Replace
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -138,6 +139,45 @@ def test_transformers_keep_libcsts_walk():
     with walk.read_only_visits():
         assert module.visit(Rename()).code == "X = A + B\n"
     assert cst.CSTNode.visit is walk._LIBCST_VISIT
+
+
+class _RebuildAll(Replace):
+    """Replace as LibCST runs any transformer: every node entered and rebuilt."""
+
+    on_visit = cst.CSTTransformer.on_visit
+
+
+def _edits(module):
+    """Replacements of every kind Replace takes, spread over the module: renamed
+    names, a removed statement, a flattened `with`, an edit of the rebuilt node."""
+    edits = {}
+    for i, node in enumerate(walk.walk(module)):
+        if isinstance(node, cst.Name) and i % 7 == 0:
+            edits[node] = node.with_changes(value=node.value + "_r")
+        elif isinstance(node, cst.SimpleStatementLine) and i % 11 == 0:
+            edits[node] = cst.RemovalSentinel.REMOVE
+        elif isinstance(node, cst.With) and i % 2 == 0:
+            edits[node] = FLATTEN
+        elif isinstance(node, cst.Call) and i % 5 == 0:
+            edits[node] = lambda updated: updated.with_changes(args=updated.args[:1])
+    return edits
+
+
+@pytest.mark.parametrize("path,module", _every_file_slow_for_some())
+def test_replace_rebuilds_only_the_way_to_its_targets(path, module):
+    edits = _edits(module)
+    try:
+        expected = module.visit(_RebuildAll(edits))
+    except Exception as exc:  # an edit that empties a block: both must refuse it alike
+        with pytest.raises(type(exc)):
+            module.visit(Replace(edits))
+        return
+    new = module.visit(Replace(edits))
+    assert new.code == expected.code
+    holds: dict = {}
+    walk.mark_holders(module, edits, holds)
+    kept = [s for s in module.body if not holds[s]]
+    assert all(any(s is t for t in new.body) for s in kept)   # untouched statements: the same objects
 
 
 def _facts(module, fast: bool):

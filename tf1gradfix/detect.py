@@ -12,13 +12,13 @@ from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 
 import libcst as cst
-from libcst._nodes.internal import CodegenState
 from libcst._position import CodePosition, CodeRange
 from libcst.metadata import MetadataWrapper, PositionProvider, ScopeProvider
 
 from tf1gradfix import walk
 from tf1gradfix.catalog import Catalog, Rule
 from tf1gradfix.names import BindingCollector, NameResolver, dotted
+from tf1gradfix.printing import NO_POSITION, PlainState
 
 
 @dataclass
@@ -167,7 +167,7 @@ def starts(wrapper: MetadataWrapper, nodes) -> dict[cst.CSTNode, tuple[int, int]
 _NEWLINE = re.compile(r"\r\n?|\n")  # as libcst.metadata.position_provider counts lines
 
 
-class _TrackedRanges(CodegenState):
+class _TrackedRanges(PlainState):
     """PositionProvider's ranges for a few nodes.
 
     The provider records a range for every node of the module, about five
@@ -188,11 +188,13 @@ class _TrackedRanges(CodegenState):
             return None
         return state._positions()
 
-    @contextmanager
     def record_syntactic_position(self, node, *, start_node=None, end_node=None):
         if node not in self.targets:
-            yield
-            return
+            return NO_POSITION
+        return self._record(node, start_node, end_node)
+
+    @contextmanager
+    def _record(self, node, start_node, end_node):
         if start_node is not None or end_node is not None:
             self.unsure = True
         opened = len(self.tokens)

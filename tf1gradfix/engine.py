@@ -183,7 +183,7 @@ def _restructured(wrapper, display, codes, result, silenced, catalog):
     """
     import libcst as cst
 
-    from tf1gradfix import prefilter
+    from tf1gradfix import prefilter, printing
     from tf1gradfix.detect import AnalysisWrapper, detect
     from tf1gradfix.findings import is_suppressed, suppressions
     from tf1gradfix.restructure import HANDLED, restructure
@@ -194,7 +194,7 @@ def _restructured(wrapper, display, codes, result, silenced, catalog):
     diagnostics = list(shaped.diagnostics)
     new = None
     if shaped.new_module is not None:
-        source = shaped.new_module.bytes
+        source = printing.source_bytes(shaped.new_module)
         if not prefilter.load().possible(source, resolve=True).codes:
             # No rule can fire on the rewritten text: nothing is left and nothing
             # needs a rename, so it is not parsed and analyzed again.
@@ -204,7 +204,7 @@ def _restructured(wrapper, display, codes, result, silenced, catalog):
             new_wrapper = AnalysisWrapper(cst.parse_module(source))
             # Only what is left, and the renames. Lines are needed only where the rewrite
             # itself kept a construct on purpose, with a suppression comment saying why.
-            kept = suppressions(shaped.new_module.code) if b"tf1gradfix:" in source else {}
+            kept = suppressions(source.decode(shaped.new_module.encoding)) if b"tf1gradfix:" in source else {}
             hits = detect(new_wrapper, catalog, positions=bool(kept))
             left = [h for h in hits if h.rule.safety != "safe" and not is_suppressed(h.line, h.rule.code, kept)]
             if left:

@@ -8,7 +8,8 @@ user wrote is lost; detection refuses renames with comments deeper inside.
 from __future__ import annotations
 
 import libcst as cst
-from libcst._nodes.internal import CodegenState
+
+from tf1gradfix.printing import PlainState
 
 
 def renamed_chain(node: cst.Attribute, old_parts: int, new_parts: list[str]) -> cst.Attribute:
@@ -37,7 +38,7 @@ def renamed_source(module: cst.Module, replacements: dict[cst.CSTNode, tuple[int
     return "".join(state.tokens).encode(module.encoding)
 
 
-class _RenamingState(CodegenState):
+class _RenamingState(PlainState):
     def before_codegen(self, node: cst.CSTNode) -> None:
         if node in self.plans:
             self.opened[node] = len(self.tokens)

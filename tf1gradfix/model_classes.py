@@ -21,6 +21,7 @@ from dataclasses import dataclass
 import libcst as cst
 
 from tf1gradfix.builders import MODULE_ATTRIBUTES
+from tf1gradfix.printing import source_bytes
 from tf1gradfix.session_params import SessionParameters
 from tf1gradfix.walk import walk
 from tf1gradfix.syntax import Refusal, bound_names, is_docstring, loads, name_nodes
@@ -198,7 +199,7 @@ def desugar(module: cst.Module, cls: cst.ClassDef) -> tuple[cst.Module, ModelCla
 
     new = module.visit(Desugar())
     plan = ModelClass(cls.name.value, self_name, attributes, members, tuple(m.name.value for m in inlined))
-    return cst.parse_module(new.bytes), plan
+    return cst.parse_module(source_bytes(new)), plan
 
 
 def _set_in(body: cst.CSTNode, self_name: str) -> set[str]:

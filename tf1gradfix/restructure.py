@@ -23,6 +23,7 @@ from tf1gradfix.graph_model import ModelBuilder
 from tf1gradfix.host_scan import HostScan
 from tf1gradfix.names import BindingCollector, NameResolver
 from tf1gradfix.owners import BLOCKS, GraphCallScan, nested_sessions
+from tf1gradfix.printing import code_for_node
 from tf1gradfix.slicing import signatures
 from tf1gradfix.syntax import Refusal, loads, matches
 
@@ -92,7 +93,7 @@ class _Rewrite:
         self.taken = set(self.module_names)
 
     def code(self, node: cst.CSTNode) -> str:
-        return self.module.code_for_node(node)
+        return code_for_node(self.module, node)
 
     def fresh(self, base: str) -> str:
         name, k = base, 1
