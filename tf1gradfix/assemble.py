@@ -13,6 +13,7 @@ import libcst as cst
 from tf1gradfix.emit_state import StateEmitter
 from tf1gradfix.emit_tape import TapeEmitter
 from tf1gradfix.syntax import Refusal, bound_names, loads
+from tf1gradfix.verbatim import Verbatim, fits
 from tf1gradfix.walk import mark_holders, walk
 
 FLATTEN = object()   # replace a `with` by its (already rewritten) body
@@ -21,19 +22,26 @@ FLATTEN = object()   # replace a `with` by its (already rewritten) body
 class Assembler:
     """Builds the new statement list of the graph block."""
 
-    def __init__(self, program, state: StateEmitter, tape: TapeEmitter, replacements):
-        self.p, self.state, self.tape = program, state, tape
+    def __init__(self, program, state: StateEmitter, tape: TapeEmitter, replacements, module: cst.Module | None = None):
+        """`module`: where generated statements go in as text when they fit its
+        layout (verbatim.py); None: they are always parsed."""
+        self.p, self.state, self.tape, self.module = program, state, tape, module
         self.transformer = Replace(replacements)
 
     def body(self, texts: list[str], moved: set[int], owner) -> list[cst.BaseStatement]:
+        """`texts`: the generated functions, put after the last graph statement."""
         items = self.p.items
         insert_at = max(pos for pos, it in enumerate(items) if it.node is not None) + 1
         self._check_moved(moved, insert_at)
         gap = 2 if isinstance(owner, cst.Module) else 1
         functions = []
         for text in texts:
+            blank = [cst.EmptyLine(indent=False)] * gap
+            if self.module is not None and fits(text, self.module):
+                functions.append(Verbatim(text, blank))
+                continue
             for stmt in cst.parse_module(text + "\n").body:
-                functions.append(stmt.with_changes(leading_lines=[cst.EmptyLine(indent=False)] * gap))
+                functions.append(stmt.with_changes(leading_lines=blank))
         out: list[cst.BaseStatement] = []
         pending: list[cst.EmptyLine] = []
         after_functions = False
@@ -95,8 +103,9 @@ class Assembler:
                 return self._statement(self.state.optimizer(opt, name, opt.index in self.tape.fed_lr), item.stmt)
         return None
 
-    @staticmethod
-    def _statement(text: str, original: cst.SimpleStatementLine) -> cst.BaseStatement:
+    def _statement(self, text: str, original: cst.SimpleStatementLine) -> cst.BaseStatement:
+        if self.module is not None and fits(text, self.module):
+            return Verbatim(text, original.leading_lines)
         new = cst.parse_statement(text + "\n")
         return new.with_changes(leading_lines=original.leading_lines)
 

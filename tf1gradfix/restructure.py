@@ -261,7 +261,7 @@ class _Rewrite:
             replacements.update(self.module_edits)
             replacements[cls] = emit_class.rewritten_class(self.plan, owner, alias, init_body, methods)
             return self.module.visit(Replace(replacements))
-        new_body = Assembler(program, state, tape, replacements).body(texts, moved, owner)
+        new_body = Assembler(program, state, tape, replacements, self.module).body(texts, moved, owner)
         if isinstance(owner, cst.Module):
             return owner.with_changes(body=new_body)
         return owner.with_changes(body=owner.body.with_changes(body=new_body))
