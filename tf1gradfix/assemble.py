@@ -14,7 +14,7 @@ from tf1gradfix.emit_state import StateEmitter
 from tf1gradfix.emit_tape import TapeEmitter
 from tf1gradfix.syntax import Refusal, bound_names, loads
 from tf1gradfix.verbatim import Verbatim, fits
-from tf1gradfix.walk import mark_holders, walk
+from tf1gradfix.walk import TargetedTransformer, walk
 
 FLATTEN = object()   # replace a `with` by its (already rewritten) body
 
@@ -124,21 +124,13 @@ class Assembler:
                 raise Refusal(node.stmt, "TFG905", f"graph code reads `{sorted(late)[0]}`, which changes after the graph is built")
 
 
-class Replace(cst.CSTTransformer):
+class Replace(TargetedTransformer):
     """Puts `replacements` (node -> new node, sentinel, FLATTEN or an edit of the
-    rewritten node) into a tree. Only the nodes on the way to a replaced node
-    are entered and rebuilt: the rest of the tree is kept as it is."""
+    rewritten node) into a tree, rebuilding only the way to them."""
 
     def __init__(self, replacements):
-        super().__init__()
+        super().__init__(replacements)
         self.replacements = replacements
-        self._holds: dict[cst.CSTNode, bool] = {}   # node -> a replaced node is it or below it
-
-    def on_visit(self, node) -> bool:
-        holds = self._holds.get(node)
-        if holds is None:   # the root of a visit: every node below it is marked at once
-            holds = mark_holders(node, self.replacements, self._holds)
-        return holds
 
     def on_leave(self, original_node, updated_node):
         result = self.replacements.get(original_node, updated_node)

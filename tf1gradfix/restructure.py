@@ -17,6 +17,7 @@ from libcst.metadata import MetadataWrapper, PositionProvider, ScopeProvider
 
 from tf1gradfix import builders, catalog as catalog_module, emit_class, model_classes, session_params
 from tf1gradfix.assemble import FLATTEN, Assembler, Replace
+from tf1gradfix.detect import AnalysisWrapper
 from tf1gradfix.emit_state import StateEmitter
 from tf1gradfix.emit_tape import TapeEmitter
 from tf1gradfix.graph_model import ModelBuilder
@@ -47,7 +48,7 @@ class _Meta(cst.MetadataDependent):
 
 def restructure(module: cst.Module, path: str, wrapper: MetadataWrapper | None = None) -> Restructured:
     """`wrapper`: the module's MetadataWrapper, to share resolved metadata with detection."""
-    return _restructure(module, wrapper or MetadataWrapper(module, unsafe_skip_copy=True))
+    return _restructure(module, wrapper or AnalysisWrapper(module))
 
 
 def _restructure(module: cst.Module, wrapper: MetadataWrapper, plan=None) -> Restructured:
@@ -62,7 +63,7 @@ def _restructure(module: cst.Module, wrapper: MetadataWrapper, plan=None) -> Res
                 new = _Rewrite(module, meta, plan).run()
             except model_classes.ClassFound as found:   # read again, `self.<attr>` as names in `__init__`
                 desugared, plan = model_classes.desugar(module, found.cls)
-                return _restructure(desugared, MetadataWrapper(desugared, unsafe_skip_copy=True), plan)
+                return _restructure(desugared, AnalysisWrapper(desugared), plan)
         except Refusal as refusal:
             line, col = _position(meta, refusal.node)
             return Restructured(None, [(line, col, refusal.code, refusal.message, "manual")])

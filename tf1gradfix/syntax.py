@@ -11,7 +11,7 @@ import functools
 import libcst as cst
 
 from tf1gradfix.catalog import _read
-from tf1gradfix.walk import children, visit
+from tf1gradfix.walk import TargetedTransformer, children, visit
 
 
 class Refusal(Exception):
@@ -113,18 +113,18 @@ def is_docstring(stmt: cst.CSTNode) -> bool:
 def names_as_attributes(node: cst.CSTNode, attribute: dict[str, str], self_name: str = "self"):
     """`node` with each name `loads` finds in `attribute` written `self.<attribute[name]>`:
     a function's locals that become an object's state."""
-    targets = {id(n) for n in name_nodes(node) if n.value in attribute}
+    targets = {n for n in name_nodes(node) if n.value in attribute}
     if not targets:
         return node
 
-    class Rename(cst.CSTTransformer):
+    class Rename(TargetedTransformer):
         def leave_Name(self, original: cst.Name, updated: cst.Name) -> cst.BaseExpression:
-            if id(original) not in targets:
+            if original not in targets:
                 return updated
             return cst.Attribute(cst.Name(self_name), cst.Name(attribute[original.value]),
                                  lpar=updated.lpar, rpar=updated.rpar)
 
-    return node.visit(Rename())
+    return node.visit(Rename(targets))
 
 
 def literal_bool(expr: cst.BaseExpression | None, what: str) -> bool | None:

@@ -85,6 +85,25 @@ def mark_holders(node: cst.CSTNode, targets, holds: dict) -> bool:
     return found
 
 
+class TargetedTransformer(cst.CSTTransformer):
+    """A transformer that changes only nodes in `targets` (a set or a dict of them).
+
+    It enters only the subtrees that hold a target, so the rest of the tree is
+    kept as it is instead of being rebuilt node by node.
+    """
+
+    def __init__(self, targets) -> None:
+        super().__init__()
+        self.targets = targets
+        self._holds: dict[cst.CSTNode, bool] = {}   # node -> a target is it or below it
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        holds = self._holds.get(node)
+        if holds is None:   # the root of a visit: every node below it is marked at once
+            holds = mark_holders(node, self.targets, self._holds)
+        return holds and super().on_visit(node)
+
+
 class _Plan:
     """How to call one visitor class, looked up once per node type:
     (visit callback, leave callback, fields to walk; None: LibCST's own child visit)."""
