@@ -137,18 +137,20 @@ def _analyzed(result: FileResult, display: str, data: bytes, codes: CodeFilter, 
     # Whole-program rewrite of a Session program first; findings stay those of
     # the original file (what the user wrote), marked fixed when it succeeded.
     original = AnalysisWrapper(module)
-    shaped, refused = _restructured(original, display, codes, result, silenced, catalog)
+    found = detect(original, catalog)
+    # The safe renames go into the code the restructuring copies and keeps, as it is printed.
+    renames = {hit.node: hit.replacement for hit in found if hit.replacement is not None and hit.rule.safety == "safe"}
+    shaped, refused = _restructured(original, display, codes, result, silenced, catalog, renames)
     fix = fix and not refused  # a refused program is left byte-for-byte intact
     parsed = data  # the bytes `module` was parsed from
+    hits = found
     if shaped is not None:
         module, hits, parsed = shaped
-        for hit in detect(original, catalog):
+        for hit in found:
             if codes.wants(hit.rule.code) and not is_suppressed(hit.line, hit.rule.code, silenced):
                 handled = hit.rule.code in HANDLED or hit.rule.safety == "safe"
                 result.findings.append(Finding(display, hit.line, hit.col, hit.rule.code, hit.message,
                                                hit.rule.safety, fix and handled))
-    else:
-        hits = detect(original, catalog)
     replacements: dict[cst.CSTNode, str] = {}
     for hit in hits:
         code = hit.rule.code
@@ -174,8 +176,13 @@ def _analyzed(result: FileResult, display: str, data: bytes, codes: CodeFilter, 
     return result
 
 
-def _restructured(wrapper, display, codes, result, silenced, catalog):
+def _restructured(wrapper, display, codes, result, silenced, catalog, renames):
     """((module, detections, source) of the restructured module, or None; refused?).
+
+    `renames`: rename plans of chains of the original module (detect), applied
+    wherever the rewrite prints those chains. Whatever is left to rename (code
+    printed otherwise, a chain the rewrite rebuilt) is found by analyzing the
+    rewritten module again, as is anything else left.
 
     A refusal's manual diagnostics go to the findings. So does a rewrite that
     would still hold a TF1 construct (a finding without a safe fix): it is
@@ -186,15 +193,16 @@ def _restructured(wrapper, display, codes, result, silenced, catalog):
     from tf1gradfix import prefilter, printing
     from tf1gradfix.detect import AnalysisWrapper, detect
     from tf1gradfix.findings import is_suppressed, suppressions
+    from tf1gradfix.fix_renames import renamed_source
     from tf1gradfix.restructure import HANDLED, restructure
 
     if not all(codes.wants(code) for code in HANDLED):  # it rewrites all of them at once
         return None, False
-    shaped = restructure(wrapper.module, display, wrapper)
+    shaped = restructure(wrapper.module, display, wrapper, renames)
     diagnostics = list(shaped.diagnostics)
     new = None
     if shaped.new_module is not None:
-        source = printing.source_bytes(shaped.new_module)
+        source = renamed_source(shaped.new_module, renames) if renames else printing.source_bytes(shaped.new_module)
         if not prefilter.load().possible(source, resolve=True).codes:
             # No rule can fire on the rewritten text: nothing is left and nothing
             # needs a rename, so it is not parsed and analyzed again.

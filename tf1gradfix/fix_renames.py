@@ -32,10 +32,15 @@ def renamed_source(module: cst.Module, replacements: dict[cst.CSTNode, tuple[int
     the tokens of its renamed copy as it is printed. Detection marks only the
     outermost chains, so targets never nest.
     """
+    return renamed_code(module, module, replacements).encode(module.encoding)
+
+
+def renamed_code(module: cst.Module, node: cst.CSTNode, replacements: dict[cst.CSTNode, tuple[int, list[str]]]) -> str:
+    """``module.code_for_node(node)`` with the replaced chains within it printed renamed."""
     state = _RenamingState(default_indent=module.default_indent, default_newline=module.default_newline)
     state.plans, state.opened = replacements, {}
-    module._codegen(state)
-    return "".join(state.tokens).encode(module.encoding)
+    node._codegen(state)
+    return "".join(state.tokens)
 
 
 class _RenamingState(PlainState):

@@ -20,6 +20,7 @@ from tf1gradfix.assemble import FLATTEN, Assembler, Replace
 from tf1gradfix.detect import AnalysisWrapper
 from tf1gradfix.emit_state import StateEmitter
 from tf1gradfix.emit_tape import TapeEmitter
+from tf1gradfix.fix_renames import renamed_code
 from tf1gradfix.graph_model import ModelBuilder
 from tf1gradfix.host_scan import HostScan
 from tf1gradfix.names import BindingCollector, NameResolver
@@ -46,12 +47,14 @@ class _Meta(cst.MetadataDependent):
     METADATA_DEPENDENCIES = (ScopeProvider, PositionProvider)
 
 
-def restructure(module: cst.Module, path: str, wrapper: MetadataWrapper | None = None) -> Restructured:
-    """`wrapper`: the module's MetadataWrapper, to share resolved metadata with detection."""
-    return _restructure(module, wrapper or AnalysisWrapper(module))
+def restructure(module: cst.Module, path: str, wrapper: MetadataWrapper | None = None, renames=None) -> Restructured:
+    """`wrapper`: the module's MetadataWrapper, to share resolved metadata with detection.
+    `renames`: rename plans of chains of `module` (fix_renames), applied where
+    the rewrite copies their code; the new module is to be printed with them too."""
+    return _restructure(module, wrapper or AnalysisWrapper(module), renames=renames or {})
 
 
-def _restructure(module: cst.Module, wrapper: MetadataWrapper, plan=None) -> Restructured:
+def _restructure(module: cst.Module, wrapper: MetadataWrapper, plan=None, renames=None) -> Restructured:
     """`plan`: the model class `module` was desugared for (model_classes)."""
     meta = _Meta()
     with meta.resolve(wrapper):
@@ -60,7 +63,7 @@ def _restructure(module: cst.Module, wrapper: MetadataWrapper, plan=None) -> Res
         meta.names = NameResolver(meta, bindings, catalog_module.load())
         try:
             try:
-                new = _Rewrite(module, meta, plan).run()
+                new = _Rewrite(module, meta, plan, renames).run()
             except model_classes.ClassFound as found:   # read again, `self.<attr>` as names in `__init__`
                 desugared, plan = model_classes.desugar(module, found.cls)
                 return _restructure(desugared, AnalysisWrapper(desugared), plan)
@@ -83,8 +86,8 @@ def _position(meta, node) -> tuple[int, int]:
 
 
 class _Rewrite:
-    def __init__(self, module: cst.Module, meta, plan=None):
-        self.module, self.meta, self.plan = module, meta, plan
+    def __init__(self, module: cst.Module, meta, plan=None, renames=None):
+        self.module, self.meta, self.plan, self.renames = module, meta, plan, renames
         # names a new binding could shadow (attribute names and keywords cannot be shadowed)
         self.module_names = frozenset(loads(module))
         self.compat_import: cst.SimpleStatementLine | None = None
@@ -94,6 +97,8 @@ class _Rewrite:
         self.taken = set(self.module_names)
 
     def code(self, node: cst.CSTNode) -> str:
+        if self.renames:
+            return renamed_code(self.module, node, self.renames)
         return code_for_node(self.module, node)
 
     def fresh(self, base: str) -> str:
