@@ -141,56 +141,7 @@ class HostScan:
             stmt.visit(V())
 
     def _scan(self, stmt: cst.CSTNode, names: set[str]) -> None:
-        scan = self
-
-        class V(cst.CSTVisitor):
-            def visit_Call(self, call: cst.Call) -> bool:
-                return not scan._site(call) and not scan._variable_list(call) and not scan._step_read(call)
-
-            def visit_Dict(self, node: cst.Dict) -> bool:
-                if node in scan.feed_dict_nodes:
-                    for e in node.elements:
-                        e.value.visit(self)
-                    return False
-                return True
-
-            def visit_Attribute(self, node: cst.Attribute) -> bool:
-                if node.attr.value in scan.attributes or scan.host and node.attr.value in scan.host.session_attributes:
-                    raise Refusal(node, "TFG905", f"graph value `{cst.Module([]).code_for_node(node)}` used "
-                                  "outside `sess.run`")
-                node.value.visit(self)
-                return False
-
-            def visit_Parameters(self, node: cst.Parameters) -> bool:
-                return False
-
-            def visit_With(self, node: cst.With) -> bool:
-                if node in scan.opened:
-                    node.body.visit(self)
-                    return False
-                return True
-
-            def visit_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> bool:
-                return node not in scan.opened
-
-            def visit_AssignTarget(self, node: cst.AssignTarget) -> bool:
-                return not (isinstance(node.target, cst.Name) and node.target.value in scan.feed_dicts)
-
-            def visit_Arg(self, node: cst.Arg) -> bool:
-                if node not in scan.session_args:   # (a session passed on: the argument goes)
-                    node.value.visit(self)
-                return False
-
-            def visit_Name(self, node: cst.Name) -> None:
-                if node.value in scan.feed_dicts:
-                    raise Refusal(node, "TFG902", f"feed dict `{node.value}` used other than as a feed (dynamic feed)")
-                if node.value in names:
-                    kind = "session" if node.value in scan.p.sessions else scan.p.node(node.value).kind
-                    if kind == "placeholder":
-                        raise Refusal(node, "TFG902", f"placeholder `{node.value}` used outside a feed_dict literal (dynamic feed)")
-                    raise Refusal(node, "TFG905", f"{kind} `{node.value}` used outside `sess.run`/`.eval()`")
-
-        stmt.visit(V())
+        stmt.visit(_HostReads(self, names))
 
     def _variable_list(self, call: cst.Call) -> bool:
         """`len(tf.trainable_variables())` after the graph is built: the variables it
@@ -428,6 +379,62 @@ class HostScan:
         self.p.final[name] = node.index
         self.expressions[code] = name
         return name
+
+
+
+class _HostReads(cst.CSTVisitor):
+    """One host statement of HostScan: its runs become sites, and no graph value
+    (`names`) may be read outside a run."""
+
+    def __init__(self, scan: HostScan, names: set[str]) -> None:
+        super().__init__()
+        self.scan, self.names = scan, names
+
+    def visit_Call(self, call: cst.Call) -> bool:
+        return not self.scan._site(call) and not self.scan._variable_list(call) and not self.scan._step_read(call)
+
+    def visit_Dict(self, node: cst.Dict) -> bool:
+        if node in self.scan.feed_dict_nodes:
+            for e in node.elements:
+                e.value.visit(self)
+            return False
+        return True
+
+    def visit_Attribute(self, node: cst.Attribute) -> bool:
+        if node.attr.value in self.scan.attributes or self.scan.host and node.attr.value in self.scan.host.session_attributes:
+            raise Refusal(node, "TFG905", f"graph value `{cst.Module([]).code_for_node(node)}` used "
+                          "outside `sess.run`")
+        node.value.visit(self)
+        return False
+
+    def visit_Parameters(self, node: cst.Parameters) -> bool:
+        return False
+
+    def visit_With(self, node: cst.With) -> bool:
+        if node in self.scan.opened:
+            node.body.visit(self)
+            return False
+        return True
+
+    def visit_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> bool:
+        return node not in self.scan.opened
+
+    def visit_AssignTarget(self, node: cst.AssignTarget) -> bool:
+        return not (isinstance(node.target, cst.Name) and node.target.value in self.scan.feed_dicts)
+
+    def visit_Arg(self, node: cst.Arg) -> bool:
+        if node not in self.scan.session_args:   # (a session passed on: the argument goes)
+            node.value.visit(self)
+        return False
+
+    def visit_Name(self, node: cst.Name) -> None:
+        if node.value in self.scan.feed_dicts:
+            raise Refusal(node, "TFG902", f"feed dict `{node.value}` used other than as a feed (dynamic feed)")
+        if node.value in self.names:
+            kind = "session" if node.value in self.scan.p.sessions else self.scan.p.node(node.value).kind
+            if kind == "placeholder":
+                raise Refusal(node, "TFG902", f"placeholder `{node.value}` used outside a feed_dict literal (dynamic feed)")
+            raise Refusal(node, "TFG905", f"{kind} `{node.value}` used outside `sess.run`/`.eval()`")
 
 
 def _describe(expr: cst.BaseExpression) -> str:

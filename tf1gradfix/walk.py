@@ -116,7 +116,7 @@ class _Plan:
                                or cls.on_leave_attribute is not cst.CSTVisitor.on_leave_attribute)
         # Node types with per-attribute callbacks (`visit_ClassDef_bases`) go
         # through LibCST's own child visit, which makes those calls.
-        defined = {name for klass in cls.__mro__ if klass not in _STUBS for name in vars(klass)}
+        defined = self.defined = {name for klass in cls.__mro__ if klass not in _STUBS for name in vars(klass)}
         self.attribute_types = {name.split("_")[1] for name in defined
                                 if name.startswith(("visit_", "leave_")) and name.count("_") >= 2
                                 and self._method(name) is not None}
@@ -124,6 +124,8 @@ class _Plan:
 
     def _method(self, name: str):
         """The class's function of that name; None for none or LibCST's no-op stub."""
+        if name not in self.defined:
+            return None
         method = getattr(self._cls(), name, None)
         return None if getattr(method, "_is_no_op", False) else method
 
