@@ -40,12 +40,11 @@ class DetectionResult:
 
 class Detector(cst.CSTVisitor):
     # Positions are looked up after the walk, for the nodes found (see starts).
-    METADATA_DEPENDENCIES = (ScopeProvider,)
 
-    def __init__(self, catalog: Catalog, bindings: BindingCollector):
+    def __init__(self, catalog: Catalog, names: NameResolver):
         super().__init__()
         self.catalog = catalog
-        self.names = NameResolver(self, bindings, catalog)
+        self.names = names
         self.found: list[Detection] = []
         # Inner parts of `tf.a.b` chains: only the outermost part is a reference.
         # Kept by the visitor itself: a parent-node table costs more than the analysis.
@@ -142,16 +141,27 @@ def _rename_plan(node: cst.CSTNode, raw: str, target: str) -> tuple[int, list[st
 
 def detect(wrapper: MetadataWrapper, catalog: Catalog, positions: bool = True) -> list[Detection]:
     """Rule hits in visiting order; `positions=False` leaves line and col at 0 (saves a codegen pass)."""
-    bindings = BindingCollector()
-    wrapper.module.visit(bindings)
-    detector = Detector(catalog, bindings)
-    with detector.resolve(wrapper):
-        walk.visit(wrapper.module, detector)
+    detector = Detector(catalog, shared_names(wrapper, catalog))
+    walk.visit(wrapper.module, detector)
     if positions and detector.found:
         table = starts(wrapper, [hit.node for hit in detector.found])
         for hit in detector.found:
             hit.line, hit.col = table[hit.node]
     return detector.found
+
+
+def shared_names(wrapper: MetadataWrapper, catalog: Catalog) -> NameResolver:
+    """The module's NameResolver: made once per AnalysisWrapper and catalog, so
+    detection and the restructuring look each name up once."""
+    kept = getattr(wrapper, "_names", None)
+    if kept is not None and kept[0] is catalog:
+        return kept[1]
+    bindings = BindingCollector()
+    wrapper.module.visit(bindings)
+    names = NameResolver(wrapper.resolve(ScopeProvider), bindings, catalog)
+    if isinstance(wrapper, AnalysisWrapper):
+        wrapper._names = (catalog, names)
+    return names
 
 
 def starts(wrapper: MetadataWrapper, nodes) -> dict[cst.CSTNode, tuple[int, int]]:
@@ -267,10 +277,11 @@ class AnalysisWrapper(MetadataWrapper):
     * The providers' own visitors walk without rebuilding the tree (walk.read_only_visits).
     """
 
-    __slots__ = ()
+    __slots__ = ("_names",)
 
     def __init__(self, module: cst.Module) -> None:
         super().__init__(module, unsafe_skip_copy=True)
+        self._names = None   # (catalog, NameResolver): see shared_names
 
     def resolve_many(self, providers):
         if PositionProvider not in providers or PositionProvider in self._metadata:

@@ -12,7 +12,7 @@ name, so ``.run()`` on an unrelated object is never taken for ``sess.run``.
 from __future__ import annotations
 
 import libcst as cst
-from libcst.metadata import QualifiedNameSource, ScopeProvider
+from libcst.metadata import QualifiedNameSource
 
 from tf1gradfix import walk
 from tf1gradfix.catalog import Catalog, normalize
@@ -112,12 +112,13 @@ class BindingCollector(cst.CSTVisitor):
 class NameResolver:
     """Answers "which TF symbol is this" and "what kind of value is this" for one module.
 
-    Needs a visitor that has ``ScopeProvider`` resolved;
-    it calls ``visitor.get_metadata`` lazily.
+    `scopes`: the module's ``ScopeProvider`` table (node -> scope). One resolver
+    serves detection and the restructuring of a module (AnalysisWrapper.names),
+    so each name is looked up once.
     """
 
-    def __init__(self, visitor: cst.MetadataDependent, bindings: BindingCollector, catalog: Catalog):
-        self._visitor = visitor
+    def __init__(self, scopes, bindings: BindingCollector, catalog: Catalog):
+        self._scopes = scopes
         self._bindings = bindings
         self._catalog = catalog
         # Both keyed by the node itself (identity), which keeps it alive: an id could
@@ -133,7 +134,7 @@ class NameResolver:
         return found
 
     def _lookup(self, node: cst.CSTNode) -> str | None:
-        scope = self._visitor.get_metadata(ScopeProvider, node, None)
+        scope = self._scopes.get(node)
         if scope is None:
             return None
         try:
@@ -196,10 +197,7 @@ class NameResolver:
         return None
 
     def _name_kind(self, name: cst.Name, depth: int) -> str | None:
-        try:
-            scope = self._visitor.get_metadata(ScopeProvider, name)
-        except KeyError:
-            return None
+        scope = self._scopes.get(name)
         if scope is None:
             return None
         values: list[cst.BaseExpression] = []

@@ -17,13 +17,12 @@ from libcst.metadata import MetadataWrapper, PositionProvider, ScopeProvider
 
 from tf1gradfix import builders, catalog as catalog_module, emit_class, model_classes, session_params
 from tf1gradfix.assemble import FLATTEN, Assembler, Replace
-from tf1gradfix.detect import AnalysisWrapper
+from tf1gradfix.detect import AnalysisWrapper, shared_names
 from tf1gradfix.emit_state import StateEmitter
 from tf1gradfix.emit_tape import TapeEmitter
 from tf1gradfix.fix_renames import renamed_code
 from tf1gradfix.graph_model import ModelBuilder
 from tf1gradfix.host_scan import HostScan
-from tf1gradfix.names import BindingCollector, NameResolver
 from tf1gradfix.owners import BLOCKS, GraphCallScan, nested_sessions
 from tf1gradfix.printing import code_for_node
 from tf1gradfix.slicing import signatures
@@ -58,9 +57,7 @@ def _restructure(module: cst.Module, wrapper: MetadataWrapper, plan=None, rename
     """`plan`: the model class `module` was desugared for (model_classes)."""
     meta = _Meta()
     with meta.resolve(wrapper):
-        bindings = BindingCollector()
-        module.visit(bindings)
-        meta.names = NameResolver(meta, bindings, catalog_module.load())
+        meta.names = shared_names(wrapper, catalog_module.load())
         try:
             try:
                 new = _Rewrite(module, meta, plan, renames).run()
