@@ -177,3 +177,20 @@ def test_renames_while_restructuring_give_what_a_second_analysis_gives(monkeypat
     assert len(renamed) >= 3   # (the comparison covers restructured files with renames in them)
     for path in REWRITE_INPUTS:
         assert early[path] == late[path], path.parent.name
+
+
+@pytest.mark.parametrize("source", [b"x = 1\n", b"def f():\n    nonlocal x\n", b"x = (\n", b"return 1\n",
+                                    b"f(**a, *b)\n", b"x = 1\x00\n", b"def f(a, a): pass\n"])
+def test_unparsable_says_what_compiling_the_text_says(source):
+    """The check of a rewrite compiles the syntax tree the prefilter kept, when there is one."""
+    from tf1gradfix import engine, prefilter
+
+    try:
+        compile(source, "<rewritten>", "exec", dont_inherit=True)
+        expected = None
+    except (SyntaxError, ValueError) as exc:
+        expected = str(exc).splitlines()[0]
+    prefilter.python_tree.cache_clear()
+    assert engine._unparsable(source) == expected
+    prefilter.python_tree(source)   # as after the prefilter read it
+    assert engine._unparsable(source) == expected

@@ -236,10 +236,13 @@ def _unparsable(source: bytes) -> str | None:
     """
     import warnings
 
+    from tf1gradfix.prefilter import python_tree
+
+    tree = python_tree(source)   # (parsed already when the prefilter read the rewrite's imports)
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # the user's own warnings are not ours to print
-            compile(source, "<rewritten>", "exec", dont_inherit=True)
+            compile(source if tree is None else tree, "<rewritten>", "exec", dont_inherit=True)
     except (SyntaxError, ValueError) as exc:
         return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
     return None

@@ -123,9 +123,8 @@ def imported_names(data: bytes) -> tuple[set[str], set[str]] | None:
     what an import binds it to. Scopes are ignored: a chain counts if any
     import anywhere binds its first part, which only adds names.
     """
-    try:
-        tree = ast.parse(data)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
+    tree = python_tree(data)
+    if tree is None:
         return None
     bound: dict[str, set[str]] = {}
     chains: set[str] = set()
@@ -153,6 +152,23 @@ def imported_names(data: bytes) -> tuple[set[str], set[str]] | None:
         root, dot, rest = chain.partition(".")
         names.update(path + dot + rest for path in bound.get(root, ()))
     return names, methods
+
+
+@functools.lru_cache(maxsize=2)
+def python_tree(data: bytes) -> ast.Module | None:
+    """Python's own syntax tree of `data` (None when Python cannot parse it).
+
+    Kept for the last texts read: the engine compiles the rewritten text it
+    has just read the imports of (engine._unparsable).
+    """
+    import warnings
+
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")   # the user's own warnings are not ours to print
+            return ast.parse(data)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
 
 
 def _chain(node) -> str | None:
