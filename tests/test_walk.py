@@ -193,6 +193,9 @@ def _facts(module, fast: bool):
     scopes, contexts, parents = (tables[p] for p in providers)
     out = []
     for node in walk.walk(module):
+        if type(node) in walk.TOKEN_TYPES:   # the fast walk gives tokens no scope: see below
+            out.append([contexts.get(node), order.get(id(parents.get(node)))])
+            continue
         scope = scopes.get(node)
         facts = [type(scope).__name__ if scope is not None else None,
                  contexts.get(node), order.get(id(parents.get(node)))]
@@ -210,7 +213,44 @@ def _facts(module, fast: bool):
 
 @pytest.mark.parametrize("path,module", _every_file_slow_for_some())
 def test_providers_answer_the_same(path, module):
+    """Except for one thing: in the fast walk, token nodes (whitespace, operators,
+    brackets) get no scope, and nothing in tf1gradfix asks for theirs."""
     assert _facts(module, fast=True) == _facts(module, fast=False)
+
+
+def test_token_nodes_hold_only_token_nodes():
+    classes = [c for c in _node_classes() if c.__name__ in _TOKEN_NAMES]
+    assert len(classes) > 50
+    for cls in classes:
+        assert walk.fields_past_tokens(cls) == (), cls.__name__
+    # and the fields left out of other nodes are those that hold tokens: none of them is a Name
+    assert walk.fields_past_tokens(cst.Call) == ("func", "args")
+    assert walk.fields_past_tokens(cst.Arg) == ("keyword", "value")
+
+
+class _NoTokens(cst.CSTVisitor):
+    """A callback for every node type except the tokens: the walk leaves tokens out."""
+
+    def __init__(self):
+        super().__init__()
+        self.calls = []
+
+
+_TOKEN_NAMES = {cls.__name__ for cls in walk.TOKEN_TYPES}
+for _cls in _node_classes():
+    if _cls.__name__ not in _TOKEN_NAMES:
+        setattr(_NoTokens, "visit_" + _cls.__name__, lambda self, node: self.calls.append(("visit", id(node))))
+        setattr(_NoTokens, "leave_" + _cls.__name__, lambda self, node: self.calls.append(("leave", id(node))))
+
+
+@pytest.mark.parametrize("path,module", _every_file_slow_for_some())
+def test_a_walk_past_tokens_makes_the_same_callbacks(path, module):
+    expected, fast = _NoTokens(), _NoTokens()
+    module.visit(expected)
+    walk.visit(module, fast)
+    assert walk._PLANS[_NoTokens].past_tokens
+    assert fast.calls == expected.calls
+    assert not walk._Plan(Typed).past_tokens and not walk._Plan(_Record).past_tokens
 
 
 def _loads_by_visitor(expr):

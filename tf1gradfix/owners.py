@@ -8,6 +8,7 @@ from __future__ import annotations
 import libcst as cst
 
 from tf1gradfix.syntax import Refusal, enters_new_graph, matches
+from tf1gradfix.walk import token_blind
 
 GRAPH_CALLS = ("tensorflow.placeholder", "tensorflow.placeholder_with_default",
                "tensorflow.Variable", "tensorflow.get_variable")
@@ -20,6 +21,7 @@ TRACKED = (cst.FunctionDef, cst.Else, cst.With) + BLOCKS
 _TRACKED_TYPES = frozenset(TRACKED)
 
 
+@token_blind   # (it tracks blocks and calls only)
 class GraphCallScan(cst.CSTVisitor):
     """One walk: the graph-building calls, the session calls, the calls that read
     graph-wide state, and for each its innermost function and the compound

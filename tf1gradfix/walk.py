@@ -11,12 +11,14 @@ Children come in LibCST's own visiting order, read from each node class's
 from __future__ import annotations
 
 import dataclasses
+import typing
 import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager
 
 import libcst as cst
 from libcst import MaybeSentinel
+from libcst._nodes import op as _op, whitespace as _whitespace
 from libcst._typed_visitor import CSTTypedBaseFunctions, CSTTypedVisitorFunctions
 from libcst.metadata import scope_provider
 
@@ -37,6 +39,52 @@ def child_fields(cls: type) -> tuple[str, ...]:
         consts = cls._visit_and_replace_children.__code__.co_consts
         names = _FIELDS[cls] = tuple(c for c in consts if isinstance(c, str) and c in own)
     return names
+
+
+# Token nodes: whitespace, comments, newlines, operators and brackets. They hold
+# only other token nodes (tests/test_walk.py checks that), so a walk whose
+# visitor has no callback for any of them need not enter them: they are more
+# than half the nodes of a module.
+TOKEN_TYPES: frozenset[type] = frozenset(
+    [cls for module in (_whitespace, _op) for cls in vars(module).values()
+     if isinstance(cls, type) and issubclass(cls, cst.CSTNode) and cls.__module__ == module.__name__]
+    + [cst.LeftParen, cst.RightParen, cst.LeftSquareBracket, cst.RightSquareBracket, cst.LeftCurlyBrace, cst.RightCurlyBrace])
+_TOKEN_NAMES = frozenset(cls.__name__ for cls in TOKEN_TYPES)
+_SPARSE_FIELDS: dict[type, tuple[str, ...]] = {}
+
+
+def _holds_tokens_only(hint) -> bool:
+    """Whether a field annotated `hint` can hold only token nodes (or None / MaybeSentinel)."""
+    args = typing.get_args(hint)
+    if args:
+        return all(_holds_tokens_only(a) for a in args)
+    return hint is type(None) or hint is MaybeSentinel or (
+        isinstance(hint, type) and any(issubclass(hint, token) for token in TOKEN_TYPES))
+
+
+def fields_past_tokens(cls: type) -> tuple[str, ...]:
+    """child_fields(cls) without the fields that can only hold token nodes."""
+    names = _SPARSE_FIELDS.get(cls)
+    if names is None:
+        try:
+            hints = typing.get_type_hints(cls)
+        except Exception:  # an annotation that does not resolve: keep every field
+            hints = {}
+        names = _SPARSE_FIELDS[cls] = tuple(
+            name for name in child_fields(cls) if name not in hints or not _holds_tokens_only(hints[name]))
+    return names
+
+
+# Visitors whose on_visit/on_leave need not see token nodes. LibCST's scope
+# analysis records a scope for every node it leaves; nothing asks for the
+# scope of a bracket or a space, so its walk leaves them out too.
+_TOKEN_BLIND: set[type] = {scope_provider.ScopeVisitor}
+
+
+def token_blind(cls: type) -> type:
+    """Class decorator: this visitor's on_visit/on_leave ignore token nodes."""
+    _TOKEN_BLIND.add(cls)
+    return cls
 
 
 def children(node: cst.CSTNode) -> list[cst.CSTNode]:
@@ -120,6 +168,10 @@ class _Plan:
         self.attribute_types = {name.split("_")[1] for name in defined
                                 if name.startswith(("visit_", "leave_")) and name.count("_") >= 2
                                 and self._method(name) is not None}
+        # Token nodes are left out when nothing of this visitor would see them.
+        blind = any(issubclass(cls, klass) for klass in _TOKEN_BLIND)
+        self.past_tokens = (blind or not (self.own_on_visit or self.own_on_leave)) and not any(
+            self._method(prefix + name) is not None for name in _TOKEN_NAMES for prefix in ("visit_", "leave_"))
         self.calls: dict[type, tuple] = {}
 
     def _method(self, name: str):
@@ -131,7 +183,10 @@ class _Plan:
 
     def lookup(self, node_cls: type) -> tuple:
         name = node_cls.__name__
-        fields = None if name in self.attribute_types else child_fields(node_cls)
+        if name in self.attribute_types:
+            fields = None
+        else:
+            fields = fields_past_tokens(node_cls) if self.past_tokens else child_fields(node_cls)
         calls = self.calls[node_cls] = (self._method("visit_" + name), self._method("leave_" + name), fields)
         return calls
 
