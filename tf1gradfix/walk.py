@@ -103,6 +103,19 @@ def children(node: cst.CSTNode) -> list[cst.CSTNode]:
     return out
 
 
+def children_past_tokens(node: cst.CSTNode) -> list[cst.CSTNode]:
+    """children(node) without the token nodes (for walks that look for names, calls, statements)."""
+    out: list[cst.CSTNode] = []
+    fields = _SPARSE_FIELDS.get(type(node))
+    for name in fields if fields is not None else fields_past_tokens(type(node)):
+        value = getattr(node, name)
+        if type(value) is tuple or type(value) is list:
+            out.extend(value)
+        elif value is not None and type(value) is not MaybeSentinel:
+            out.append(value)
+    return out
+
+
 def walk(node: cst.CSTNode, skip: tuple[type, ...] = ()) -> Iterator[cst.CSTNode]:
     """`node` and every node below it, in the order a CSTVisitor visits them.
 
