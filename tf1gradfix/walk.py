@@ -18,7 +18,8 @@ from contextlib import contextmanager
 
 import libcst as cst
 from libcst import MaybeSentinel
-from libcst._nodes import op as _op, whitespace as _whitespace
+from libcst._nodes import op as _op
+from libcst._nodes import whitespace as _whitespace
 from libcst._typed_visitor import CSTTypedBaseFunctions, CSTTypedVisitorFunctions
 from libcst.metadata import scope_provider
 
@@ -68,7 +69,7 @@ def fields_past_tokens(cls: type) -> tuple[str, ...]:
     if names is None:
         try:
             hints = typing.get_type_hints(cls)
-        except Exception:  # an annotation that does not resolve: keep every field
+        except (NameError, TypeError, AttributeError):  # an annotation that does not resolve: keep every field
             hints = {}
         names = _SPARSE_FIELDS[cls] = tuple(
             name for name in child_fields(cls) if name not in hints or not _holds_tokens_only(hints[name]))
