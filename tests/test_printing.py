@@ -2,27 +2,14 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import libcst as cst
 import pytest
+from test_walk import MODULES as FIXTURE_MODULES
 
 from tf1gradfix import printing, walk
 
-ROOT = Path(__file__).resolve().parent.parent
-
-
-def _modules():
-    out = []
-    for path in sorted((ROOT / "fixtures").rglob("*.py")):
-        try:
-            out.append((path.relative_to(ROOT).as_posix(), cst.parse_module(path.read_bytes())))
-        except cst.ParserSyntaxError:  # fixtures that are meant not to parse
-            continue
-    return out
-
-
-MODULES = _modules()
+# Every fixture that parses (the same list tests/test_walk.py walks).
+MODULES = list(FIXTURE_MODULES)
 # Files whose layout the fixtures do not all have: tabs, CRLF, an encoding, odd comments.
 ODD = {
     "tabs_crlf": b"import tensorflow as tf\r\nif True:\r\n\tx = tf.log(  # c\r\n\t\t1.0)\r\n\r\n\tdef f(a,\r\n b):\r\n\t\treturn a\r\n",

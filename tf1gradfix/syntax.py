@@ -11,7 +11,7 @@ import functools
 import libcst as cst
 
 from tf1gradfix.catalog import _read
-from tf1gradfix.walk import TargetedTransformer, children_past_tokens, visit
+from tf1gradfix.walk import TargetedTransformer, children, visit
 
 
 class Refusal(Exception):
@@ -90,7 +90,7 @@ def name_nodes(expr: cst.CSTNode) -> list[cst.Name]:
             continue
         if kind is cst.Name:
             found.append(node)
-        below = children_past_tokens(node)   # (no token holds a name)
+        below = children(node, past_tokens=True)   # (no token holds a name)
         below.reverse()
         stack.extend(below)
     return found

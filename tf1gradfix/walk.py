@@ -88,27 +88,18 @@ def token_blind(cls: type) -> type:
     return cls
 
 
-def children(node: cst.CSTNode) -> list[cst.CSTNode]:
+def children(node: cst.CSTNode, past_tokens: bool = False) -> list[cst.CSTNode]:
     """The nodes LibCST visits directly below `node`, in order (``node.children`` without the rebuild).
 
-    A visited field holds a node, a sequence of nodes, None or MaybeSentinel.
+    `past_tokens`: without the token nodes (for walks that look for names,
+    calls or statements). A visited field holds a node, a sequence of nodes,
+    None or MaybeSentinel.
     """
     out: list[cst.CSTNode] = []
-    fields = _FIELDS.get(type(node))
-    for name in fields if fields is not None else child_fields(type(node)):
-        value = getattr(node, name)
-        if type(value) is tuple or type(value) is list:
-            out.extend(value)
-        elif value is not None and type(value) is not MaybeSentinel:
-            out.append(value)
-    return out
-
-
-def children_past_tokens(node: cst.CSTNode) -> list[cst.CSTNode]:
-    """children(node) without the token nodes (for walks that look for names, calls, statements)."""
-    out: list[cst.CSTNode] = []
-    fields = _SPARSE_FIELDS.get(type(node))
-    for name in fields if fields is not None else fields_past_tokens(type(node)):
+    fields = (_SPARSE_FIELDS if past_tokens else _FIELDS).get(type(node))
+    if fields is None:
+        fields = fields_past_tokens(type(node)) if past_tokens else child_fields(type(node))
+    for name in fields:
         value = getattr(node, name)
         if type(value) is tuple or type(value) is list:
             out.extend(value)
