@@ -130,10 +130,9 @@ class Replace(TargetedTransformer):
 
     def __init__(self, replacements):
         super().__init__(replacements)
-        self.replacements = replacements
 
     def on_leave(self, original_node, updated_node):
-        result = self.replacements.get(original_node, updated_node)
+        result = self.targets.get(original_node, updated_node)
         if callable(result):   # an edit of the rewritten node (its children may hold other edits)
             result = result(updated_node)
         if result is FLATTEN:
