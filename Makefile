@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install demo test test-fast bench clean
+.PHONY: install demo test test-fast bench coverage clean
 
 $(STAMP): setup.cfg pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -25,6 +25,11 @@ test-fast: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/run.py
+
+# make coverage CORPUS=DIR [RUNNABLE=FILE] [COVERAGE_ARGS="--timeout 60 --json out.json"]
+coverage: $(STAMP)
+	@test -n "$(CORPUS)" || { echo "usage: make coverage CORPUS=DIR [RUNNABLE=FILE]" >&2; exit 2; }
+	$(BIN)/python benchmarks/coverage.py "$(CORPUS)" $(if $(RUNNABLE),--runnable "$(RUNNABLE)") $(COVERAGE_ARGS)
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info
