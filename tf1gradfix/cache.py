@@ -45,7 +45,7 @@ def fingerprint() -> bytes:
     libcst = importlib.util.find_spec("libcst")
     files = [Path(libcst.origin).parent / "_version.py"] if libcst and libcst.origin else []
     for where in (_PACKAGE, Path(rules.__file__).resolve().parent):
-        files += sorted(p for p in where.iterdir() if p.suffix in (".py", ".toml"))
+        files += sorted(p for p in where.iterdir() if p.suffix in (".py", ".toml", ".txt"))
     for path in files:
         digest.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
     return digest.digest()
