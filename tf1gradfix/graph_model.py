@@ -78,6 +78,7 @@ class ModelBuilder:
         self.update_ops_names: set[str] = set()   # `update_ops = tf.get_collection(tf.GraphKeys.UPDATE_OPS)`
         self.makes_variables: dict[str, bool] = {}        # helper name -> makes variables (see _builder)
         self._calls: dict[cst.CSTNode, list] = {}
+        self.options = None   # session_options.SessionOptions of the owner, when a session takes arguments
 
     def note(self, node: cst.CSTNode, code: str, message: str) -> None:
         """An info diagnostic of a successful rewrite (kept on the visitor, which
@@ -135,7 +136,8 @@ class ModelBuilder:
                 and isinstance(small.targets[0].target, cst.Name) and self._update_ops(small.value)
             if collection:   # `update_ops = tf.get_collection(UPDATE_OPS)`: read by a `with` only (see deps_of)
                 self.update_ops_names.add(small.targets[0].target.value)
-            self.program.items.append(Item(stmt, prefix, lead=lead, stats=stats, drop=collection))
+            options = self.options is not None and stmt in self.options.statements   # `config = tf.ConfigProto()`
+            self.program.items.append(Item(stmt, prefix, lead=lead, stats=stats, drop=collection or options))
             lead = ()
 
     def _with_kind(self, stmt: cst.With):
@@ -152,8 +154,9 @@ class ModelBuilder:
                 and self._update_ops(call.args[0].value):
             return "update_ops", None
         if matches(q, "sessions"):
-            if item.asname is None or not isinstance(item.asname.name, cst.Name) or call.args:
-                raise Refusal(stmt, "TFG905", "a session `with` without `as NAME`, or with arguments")
+            if item.asname is None or not isinstance(item.asname.name, cst.Name):
+                raise Refusal(stmt, "TFG905", "a session `with` without `as NAME`")
+            self.session_arguments(call, stmt)
             return "session", item.asname.name.value
         if q == "tensorflow.variable_scope":
             scope = literal_string(arg(call, 0, "name_or_scope"))
@@ -161,6 +164,13 @@ class ModelBuilder:
                 raise Refusal(stmt, "TFG905", "`tf.variable_scope` other than a plain string scope")
             return "scope", scope
         return None, None
+
+    def session_arguments(self, call: cst.Call, where: cst.CSTNode) -> None:
+        """Only `config=` options, dropped with a note (session_options)."""
+        if call.args and self.options is None:
+            raise Refusal(where, "TFG905", "a session created with arguments")
+        if call.args:
+            self.options.check(call, where, self)
 
     def _update_ops(self, expr: cst.BaseExpression) -> bool:
         """`tf.get_collection(tf.GraphKeys.UPDATE_OPS)`, or a name bound to it."""
@@ -303,8 +313,7 @@ class ModelBuilder:
         elif matches(q, "initializers") and one:
             self._add(item, "init", names, value)
         elif matches(q, "sessions") and one:
-            if call.args:
-                raise Refusal(call, "TFG905", "a session created with arguments")
+            self.session_arguments(call, call)
             self.program.sessions.add(one)
             item.drop = True
         elif self._optimizer_method(item, names, value, deps):

@@ -68,9 +68,10 @@ class GraphCallScan(cst.CSTVisitor):
             self.graph_wide.append((call, q, inside))
 
 
-def nested_sessions(statements, program, meta) -> dict[cst.CSTNode, str]:
+def nested_sessions(statements, program, meta, builder) -> dict[cst.CSTNode, str]:
     """Sessions opened in host `statements` (`if __name__ == ...:`, a model class's
-    callers): their `with` nodes and `sess = tf.Session()` statements; names join the program's."""
+    callers): their `with` nodes and `sess = tf.Session()` statements; names join the program's.
+    `builder`: the ModelBuilder, which checks a session's arguments."""
     found: dict[cst.CSTNode, str] = {}   # node -> the name it binds the session to
     names = meta.names
 
@@ -78,8 +79,9 @@ def nested_sessions(statements, program, meta) -> dict[cst.CSTNode, str]:
         def visit_With(self, node: cst.With) -> None:
             item = node.items[0] if len(node.items) == 1 else None
             if item is not None and isinstance(item.item, cst.Call) and matches(names.qualified(item.item.func), "sessions"):
-                if item.asname is None or not isinstance(item.asname.name, cst.Name) or item.item.args:
-                    raise Refusal(node, "TFG905", "a session `with` without `as NAME`, or with arguments")
+                if item.asname is None or not isinstance(item.asname.name, cst.Name):
+                    raise Refusal(node, "TFG905", "a session `with` without `as NAME`")
+                builder.session_arguments(item.item, node)
                 program.sessions.add(item.asname.name.value)
                 found[node] = item.asname.name.value
 
@@ -88,8 +90,9 @@ def nested_sessions(statements, program, meta) -> dict[cst.CSTNode, str]:
             if isinstance(small, cst.Assign) and isinstance(small.value, cst.Call) \
                     and matches(names.qualified(small.value.func), "sessions"):
                 target = small.targets[0].target if len(small.targets) == 1 else None
-                if not isinstance(target, cst.Name) or small.value.args:
+                if not isinstance(target, cst.Name):
                     raise Refusal(node, "TFG905", "a session bound to something other than a name")
+                builder.session_arguments(small.value, node)
                 program.sessions.add(target.value)
                 found[node] = target.value
 

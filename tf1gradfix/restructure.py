@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider, ScopeProvider
 
-from tf1gradfix import builders, catalog as catalog_module, emit_class, model_classes, session_params
+from tf1gradfix import builders, catalog as catalog_module, emit_class, model_classes, session_options, session_params
 from tf1gradfix.assemble import FLATTEN, Assembler, Replace
 from tf1gradfix.detect import AnalysisWrapper, shared_names
 from tf1gradfix.emit_state import StateEmitter
@@ -195,18 +195,21 @@ class _Rewrite:
         if cls is not None:   # (with the statements of the methods `__init__` builds the graph with)
             body = model_classes.init_statements(cls, self.plan)
         helpers.update({s.name.value: s for s in body if isinstance(s, cst.FunctionDef)})
-        program = ModelBuilder(self.meta, self.meta.names, self.module).build(owner, body, helpers, alias)
+        builder = ModelBuilder(self.meta, self.meta.names, self.module)
+        if any(call.args for call in self.scan.sessions):   # (`tf.Session(config=...)`: its options go with it)
+            builder.options = session_options.SessionOptions(owner if cls is None else cls, self.meta.names.qualified)
+        program = builder.build(owner, body, helpers, alias)
         if len(sessions) > 1:   # each session holds its own variable values; TF2 has one
             raise Refusal(sessions[1], "TFG905", "more than one session")
         host = None
         if cls is None:
             nested = nested_sessions([it.stmt for it in program.items if it.node is None and not it.drop
                                        and not isinstance(it.stmt, (cst.SimpleStatementLine, cst.FunctionDef, cst.ClassDef))],
-                                      program, self.meta)
+                                      program, self.meta, builder)
         else:
             init_sessions = set(program.sessions)   # (`self.sess = tf.Session()` in `__init__`)
             statements = model_classes.host_statements(self.module, cls, self.plan)
-            nested = nested_sessions(statements, program, self.meta)
+            nested = nested_sessions(statements, program, self.meta, builder)
             host = model_classes.ClassHost(
                 statements, [it.stmt for it in program.items if it.node is None and not it.drop], init_sessions,
                 self.plan.graph_attributes(program.final), self.plan.session_attributes(init_sessions),
@@ -250,7 +253,7 @@ class _Rewrite:
             replacements.update(self.module_edits)
         for call, text in scan.variable_lists.items():
             replacements[call] = cst.parse_expression(text)
-        for node in scan.removed:
+        for node in scan.removed | (builder.options.statements if builder.options else set()):
             replacements[node] = cst.RemovalSentinel.REMOVE
         for node in nested:   # a session `with` in host code: its body, dedented; `sess = tf.Session()`: gone
             replacements[node] = FLATTEN if isinstance(node, cst.With) else cst.RemovalSentinel.REMOVE

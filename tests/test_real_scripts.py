@@ -1,0 +1,77 @@
+"""How real TF1 scripts are written: session options, graph resets at the top,
+`tf.get_variable` with its defaults spelled out, constant-only graphs, scripts
+in sections. Each mechanism's rewrite is proven by a fixture (fixtures/rewrite/);
+here, without TensorFlow, the cases around it: what is accepted, what is refused
+and why.
+"""
+
+from __future__ import annotations
+
+import textwrap
+
+import libcst as cst
+
+from tf1gradfix.restructure import restructure
+
+
+def _shaped(source: str):
+    return restructure(cst.parse_module(textwrap.dedent(source)), "input.py")
+
+
+def _refusal(source: str) -> str:
+    shaped = _shaped(source)
+    assert shaped.new_module is None and shaped.diagnostics, shaped.diagnostics
+    return shaped.diagnostics[0][3]
+
+
+GRAPH = """\
+import tensorflow as tf
+x = tf.placeholder(tf.float32, [None, 2])
+w = tf.Variable(tf.ones([2, 1]), name="w")
+y = tf.matmul(x, w)
+"""
+
+
+def test_inline_session_options_are_dropped_with_a_note():
+    shaped = _shaped(GRAPH + """\
+sess = tf.Session(config=tf.ConfigProto(allow_soft_placement=True, log_device_placement=True))
+sess.run(tf.global_variables_initializer())
+print(sess.run(y, {x: [[1.0, 2.0]]}))
+""")
+    assert shaped.new_module is not None
+    code = shaped.new_module.code
+    assert "ConfigProto" not in code and "Session" not in code
+    assert [d[2] for d in shaped.diagnostics] == ["TFG103"] and "config=" in shaped.diagnostics[0][3]
+
+
+def test_session_options_in_a_main_guard_go_with_the_session():
+    shaped = _shaped(GRAPH + """\
+if __name__ == "__main__":
+    options = tf.ConfigProto()
+    options.gpu_options.allow_growth = True
+    with tf.Session(config=options) as sess:
+        sess.run(tf.global_variables_initializer())
+        print(sess.run(y, {x: [[1.0, 2.0]]}))
+""")
+    assert shaped.new_module is not None
+    assert "options" not in shaped.new_module.code
+
+
+def test_session_options_read_elsewhere_are_refused():
+    message = _refusal(GRAPH + """\
+options = tf.ConfigProto()
+print(options)
+with tf.Session(config=options) as sess:
+    sess.run(tf.global_variables_initializer())
+    print(sess.run(y, {x: [[1.0, 2.0]]}))
+""")
+    assert "other than `config=`" in message
+
+
+def test_a_session_target_is_refused():
+    message = _refusal(GRAPH + """\
+with tf.Session("grpc://localhost:2222") as sess:
+    sess.run(tf.global_variables_initializer())
+    print(sess.run(y, {x: [[1.0, 2.0]]}))
+""")
+    assert "session created with arguments" in message
