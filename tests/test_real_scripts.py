@@ -75,3 +75,52 @@ with tf.Session("grpc://localhost:2222") as sess:
     print(sess.run(y, {x: [[1.0, 2.0]]}))
 """)
     assert "session created with arguments" in message
+
+
+RUN = """\
+with tf.Session() as sess:
+    sess.run(tf.global_variables_initializer())
+    print(sess.run(y, {x: [[1.0, 2.0]]}))
+"""
+
+
+def test_a_graph_reset_before_any_graph_code_is_dropped():
+    shaped = _shaped(GRAPH.replace("import tensorflow as tf\n", "import tensorflow as tf\ntf.reset_default_graph()\n") + RUN)
+    assert shaped.new_module is not None and "reset_default_graph" not in shaped.new_module.code
+
+
+def test_a_graph_reset_after_graph_code_is_refused():
+    message = _refusal(GRAPH + "tf.reset_default_graph()\n" + RUN)
+    assert "after graph code" in message
+
+
+def test_the_framework_import_stays_while_something_else_reads_it():
+    source = "from tensorflow.python.framework import ops\nops.reset_default_graph()\n" + GRAPH + \
+        "print(ops.get_default_graph)\n" + RUN
+    assert "import ops" in _shaped(source).new_module.code
+    alone = _shaped("from tensorflow.python.framework import ops\nops.reset_default_graph()\n" + GRAPH + RUN)
+    assert "ops" not in alone.new_module.code
+
+
+def test_default_valued_get_variable_arguments_are_as_if_left_out():
+    shaped = _shaped(GRAPH + 'k = tf.get_variable("k", [2], regularizer=None, partitioner=None, custom_getter=None)\n'
+                     + RUN.replace("y, {", "y + k, {"))
+    assert shaped.new_module is not None and "regularizer" not in shaped.new_module.code
+
+
+def test_a_non_default_variable_argument_is_still_refused():
+    message = _refusal(GRAPH + 'k = tf.get_variable("k", [2], regularizer=tf.nn.l2_loss)\n'
+                       + RUN.replace("y, {", "y + k, {"))
+    assert "regularizer" in message
+
+
+def test_tf_variable_keeps_only_arguments_tf2_takes():
+    kept = _shaped(GRAPH.replace('name="w")', 'name="w", validate_shape=True)') + RUN)
+    assert "validate_shape=True" in kept.new_module.code
+    assert "collections" in _refusal(GRAPH.replace('name="w")', 'name="w", collections=None)') + RUN)
+
+
+def test_an_integer_get_variable_without_initializer_starts_at_zeros():
+    shaped = _shaped(GRAPH + 'n = tf.get_variable("n", [], dtype=tf.int64, trainable=False)\n'
+                     + RUN.replace("print(sess.run(y, {x: [[1.0, 2.0]]}))", "print(sess.run(n))"))
+    assert "Zeros()([], dtype=tf.int64)" in shaped.new_module.code

@@ -25,7 +25,8 @@ from __future__ import annotations
 
 import libcst as cst
 
-from tf1gradfix.syntax import Refusal, bound_args, bound_names, is_docstring, literal_string, loads, names_as_attributes
+from tf1gradfix.syntax import (Refusal, bound_args, bound_names, is_docstring, literal_string, loads, names_as_attributes,
+                               without_defaults)
 from tf1gradfix.walk import children
 
 # attributes tf.Module has already: a variable named like one is stored under `<name>_variable`
@@ -82,7 +83,7 @@ def node(builder, helper: cst.FunctionDef):
             continue
         if len(small.targets) != 1 or not isinstance(small.targets[0].target, cst.Name):
             raise Refusal(stmt, "TFG905", "a `tf.get_variable` result assigned to something other than one name")
-        bound = bound_args(call, list(GET_VARIABLE), call)
+        bound = without_defaults(bound_args(call, list(GET_VARIABLE), call), "tensorflow.get_variable")
         extra = set(bound) - {"name", "shape", "dtype", "initializer"}
         if extra:
             raise Refusal(call, "TFG905", f"variable argument(s) {', '.join(sorted(extra))} in a builder function")

@@ -36,6 +36,13 @@ def initializer_table() -> tuple[str, dict[str, dict]]:
     return raw["default"], {**{f"@{k}": v for k, v in raw["initializer"].items()}, **by_symbol}
 
 
+@functools.lru_cache(maxsize=None)
+def default_initializer(qualified_dtype: str | None) -> str:
+    """The table key of get_variable's initializer when none is given, by dtype."""
+    raw = _read("initializers.toml")
+    return raw["default_integer"] if qualified_dtype in raw["integer_dtypes"] else raw["default"]
+
+
 class StateEmitter:
     def __init__(self, program: Program, code, qualified):
         self.p, self.code, self.qualified = program, code, qualified
@@ -78,6 +85,8 @@ class StateEmitter:
             if init is not None and self.qualified(init.func) not in table:
                 return self.code(init)   # a tensor value: its shape is the variable's
             raise Refusal(node.value, "TFG905", "get_variable without a shape")
+        if init is None:
+            default_key = default_initializer(self.qualified(dtype) if dtype is not None else None)
         ctor, init_dtype = self.initializer(init if init is not None else default_key)
         dtype = dtype or init_dtype
         return f"{ctor}({self.code(shape)}" + (f", dtype={self.code(dtype)})" if dtype is not None else ")")

@@ -18,7 +18,7 @@ from libcst.metadata import PositionProvider
 
 from tf1gradfix import builders, global_step, grad_pairs, gradient_calls, graph_loops, layers, losses, updates, var_lists
 from tf1gradfix.syntax import (Refusal, arg, bound_args, enters_new_graph, free_names, literal_bool, literal_dtype,
-                               literal_string, loads, matches, schedule_table, target_names)
+                               literal_string, loads, matches, schedule_table, target_names, without_defaults)
 from tf1gradfix.walk import walk
 
 GRAPH_KINDS = ("placeholder", "variable", "layer", "tensor", "static", "optimizer", "train",
@@ -251,7 +251,10 @@ class ModelBuilder:
                 item.drop = True   # `tf.global_variables_initializer().run()`
                 return
             q = self.qualified(small.value.func)
-            if matches(q, "drop"):
+            if matches(q, "graph_resets") and self.program.nodes:
+                raise Refusal(small, "TFG905", f"`{q.rsplit('.', 1)[1]}()` after graph code: a second graph "
+                              "in the same script")
+            if matches(q, "drop") or matches(q, "graph_resets"):   # (a reset before any graph code: nothing to reset)
                 item.drop = True
             elif q is not None and not matches(q, "keep"):
                 raise Refusal(small, "TFG905", f"graph statement `{q.replace('tensorflow', 'tf', 1)}(...)` with no result")
@@ -357,6 +360,7 @@ class ModelBuilder:
             bound = bound_args(call, ["name", "shape", "dtype", "initializer", "regularizer", "trainable",
                                       "collections", "caching_device", "partitioner", "validate_shape",
                                       "use_resource", "custom_getter", "constraint"], call)
+        bound = without_defaults(bound, q)
         extra = set(bound) - {"initial_value", "trainable", "name", "dtype", "shape", "initializer"}
         if extra:
             raise Refusal(call, "TFG905", f"variable argument(s) {', '.join(sorted(extra))}")

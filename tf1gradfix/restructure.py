@@ -26,7 +26,7 @@ from tf1gradfix.host_scan import HostScan
 from tf1gradfix.owners import BLOCKS, GraphCallScan, nested_sessions
 from tf1gradfix.printing import code_for_node
 from tf1gradfix.slicing import signatures
-from tf1gradfix.syntax import Refusal, loads, matches
+from tf1gradfix.syntax import Refusal, loads, matches, name_nodes
 
 Diagnostic = tuple[int, int, str, str, str]
 # Codes of the constructs a successful restructuring removes.
@@ -162,12 +162,32 @@ class _Rewrite:
         for stmt in self.module.body:
             small = stmt.body[0] if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 else None
             if isinstance(small, cst.Expr) and isinstance(small.value, cst.Call) \
-                    and matches(self.meta.names.qualified(small.value.func), "drop"):
+                    and (matches(q := self.meta.names.qualified(small.value.func), "drop") or matches(q, "graph_resets")):
                 edits[stmt] = cst.RemovalSentinel.REMOVE
             elif isinstance(small, cst.Import) and stmt is self.compat_import:
                 alias = small.names[0]
                 edits[stmt] = stmt.with_changes(body=[small.with_changes(names=[
                     alias.with_changes(name=cst.Name("tensorflow"))])])
+        if edits:
+            edits.update(self._imports_only_for(edits))
+        return edits
+
+    def _imports_only_for(self, dropped: dict) -> dict:
+        """`from tensorflow.python.framework import ops`, when `ops.reset_default_graph()`
+        was all it was imported for: it goes with the dropped statements."""
+        edits: dict = {}
+        for stmt in self.module.body:
+            small = stmt.body[0] if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 else None
+            if not isinstance(small, cst.ImportFrom) or small.module is None or isinstance(small.names, cst.ImportStar) \
+                    or len(small.names) != 1 or self.code(small.module) != "tensorflow.python.framework":
+                continue
+            alias = small.names[0]
+            local = (alias.asname.name if alias.asname else alias.name).value
+            dropped_uses = sum(1 for s in dropped for n in name_nodes(s) if n.value == local)
+            uses = sum(1 for n in name_nodes(self.module) if n.value == local) - len(
+                [n for n in name_nodes(stmt) if n.value == local])
+            if dropped_uses and uses == dropped_uses:
+                edits[stmt] = cst.RemovalSentinel.REMOVE
         return edits
 
     def _check_independent(self, owner, calls, sessions: list) -> None:

@@ -33,6 +33,13 @@ def schedule_table() -> dict[str, dict]:
     return {name: row for row in _read("schedules.toml")["schedule"] for name in row["v1"]}
 
 
+def without_defaults(bound: dict, maker: str) -> dict:
+    """A variable maker's bound arguments less those written with their default value
+    (`regularizer=None`, `trainable=True`): as if left out (graph_ops.toml)."""
+    defaults = graph_ops()["variable_defaults"][maker]
+    return {k: v for k, v in bound.items() if not (isinstance(v, cst.Name) and v.value in defaults.get(k, ()))}
+
+
 def matches(qualified: str | None, table: str) -> bool:
     return qualified is not None and any(fnmatch.fnmatchcase(qualified, p) for p in graph_ops()[table])
 
