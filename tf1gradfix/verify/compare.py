@@ -51,9 +51,10 @@ class Divergence:
     migrated: object = None
     abs_err: float | None = None
     rel_err: float | None = None
-    index: list | None = None     # element with the largest error
+    index: list | None = None     # the element that fails the tolerance worst
     reason: str = ""
     order: tuple = (0, 0)         # sort key: position in the original's run
+    largest: dict | None = None   # the largest difference, when at another element
 
     def describe(self) -> str:
         where = f"step {self.step}, " if self.step is not None else ""
@@ -67,6 +68,11 @@ class Divergence:
             at = f" at {self.index}" if self.index else ""
             text += (f": original {self.original} vs migrated {self.migrated}{at}, "
                      f"abs error {self.abs_err:.3g}, rel error {self.rel_err:.3g}")
+        if self.largest:
+            at = f" at {self.largest['index']}" if self.largest["index"] else ""
+            text += (f" (largest difference{at}: abs error {self.largest['abs_err']:.3g}, "
+                     f"rel error {self.largest['rel_err']:.3g}"
+                     + (", within tolerance)" if self.largest.get("within_tolerance") else ")"))
         return text
 
 
@@ -136,42 +142,67 @@ def _num(x):
 
 
 def check(a, b, rtol: float, atol: float, extra_tol=0.0):
-    """Return (ok, abs_err, rel_err, index, reason) for two values."""
+    """Return (ok, abs_err, rel_err, index, reason) for two values.
+
+    The element reported is the one that fails the tolerance worst (largest
+    |a - b| over what the rule allows), so a DIVERGED message always names an
+    element that fails; when all pass, it is the one of largest difference.
+    """
+    c = closeness(a, b, rtol, atol, extra_tol)
+    return c["ok"], c["abs_err"], c["rel_err"], c["index"], c["reason"]
+
+
+def closeness(a, b, rtol: float, atol: float, extra_tol=0.0) -> dict:
+    """:func:`check` plus the largest difference (``max_abs_err`` at ``max_index``), for the statistics."""
     a, b = np.asarray(a), np.asarray(b)
+    out = {"ok": False, "abs_err": None, "rel_err": None, "index": None, "reason": "",
+           "max_abs_err": None, "max_rel_err": None, "max_index": None}
     if a.shape != b.shape:
-        return False, None, None, None, f"shape {list(a.shape)} vs {list(b.shape)}"
+        return {**out, "reason": f"shape {list(a.shape)} vs {list(b.shape)}"}
     if a.dtype.kind not in "fciub" or b.dtype.kind not in "fciub":
         same = bool(np.array_equal(a, b))
-        return same, None, None, None, "" if same else "values differ"
+        return {**out, "ok": same, "reason": "" if same else "values differ"}
     if a.size == 0:
-        return True, 0.0, 0.0, None, ""
+        return {**out, "ok": True, "abs_err": 0.0, "rel_err": 0.0, "max_abs_err": 0.0, "max_rel_err": 0.0}
     a64, b64 = a.astype(np.float64), b.astype(np.float64)
     nan_a, nan_b = np.isnan(a64), np.isnan(b64)
     both_nan = nan_a & nan_b
-    with np.errstate(invalid="ignore", over="ignore"):
+    with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
         diff = np.abs(a64 - b64)
         same_inf = np.isinf(a64) & (a64 == b64)
         diff = np.where(both_nan | same_inf, 0.0, diff)
         diff = np.where(nan_a ^ nan_b, np.inf, diff)
         scale = np.maximum(np.abs(a64), np.abs(b64))
         scale = np.where(np.isfinite(scale), scale, 0.0)
-        bad = diff > atol + rtol * scale + extra_tol
+        allowed = atol + rtol * scale + extra_tol
+        bad = diff > allowed
         rel = np.where(diff == 0, 0.0, diff / np.maximum(scale, np.finfo(np.float64).tiny))
-    worst = int(np.argmax(diff))
-    index = list(np.unravel_index(worst, a.shape)) if a.ndim else None
-    return (not bool(bad.any()), float(diff.reshape(-1)[worst]), float(rel.reshape(-1)[worst]),
-            [int(i) for i in index] if index is not None else None, "")
+        # how far beyond its allowance each element is (inf when nothing is allowed)
+        over = np.where(bad, np.where(allowed > 0, diff / np.where(allowed > 0, allowed, 1.0), np.inf), -1.0)
+
+    def at(flat_index):
+        index = np.unravel_index(flat_index, a.shape) if a.ndim else None
+        return (float(diff.reshape(-1)[flat_index]), float(rel.reshape(-1)[flat_index]),
+                [int(i) for i in index] if index is not None else None)
+
+    largest = int(np.argmax(diff))
+    out["max_abs_err"], out["max_rel_err"], out["max_index"] = at(largest)
+    out["max_ok"] = not bool(bad.reshape(-1)[largest])
+    out["ok"] = not bool(bad.any())
+    out["abs_err"], out["rel_err"], out["index"] = at(largest if out["ok"] else int(np.argmax(over)))
+    return out
 
 
 def _record(cmp: Comparison, kind: str, a, b, rtol, atol, *, step, name, order, extra_tol=0.0):
-    ok, abs_err, rel_err, index, reason = check(a, b, rtol, atol, extra_tol)
+    c = closeness(a, b, rtol, atol, extra_tol)
+    ok, abs_err, rel_err, index, reason = c["ok"], c["abs_err"], c["rel_err"], c["index"], c["reason"]
     st = cmp.stats[kind]
     st.compared += 1
     st.elements += int(np.asarray(a).size)
-    if abs_err is not None and math.isfinite(abs_err):
-        st.max_abs_err = max(st.max_abs_err, abs_err)
-        st.max_rel_err = max(st.max_rel_err, rel_err)
-    elif abs_err is not None:
+    if c["max_abs_err"] is not None and math.isfinite(c["max_abs_err"]):
+        st.max_abs_err = max(st.max_abs_err, c["max_abs_err"])
+        st.max_rel_err = max(st.max_rel_err, c["max_rel_err"])
+    elif c["max_abs_err"] is not None:
         st.max_abs_err = st.max_rel_err = math.inf
     if not ok:
         st.diverged += 1
@@ -180,8 +211,11 @@ def _record(cmp: Comparison, kind: str, a, b, rtol, atol, *, step, name, order, 
             orig, mig = _num(a_arr[tuple(index)]), _num(b_arr[tuple(index)])
         else:
             orig, mig = _summary(a_arr), _summary(b_arr)
-        cmp.divergences.append(Divergence(kind, step, name, orig, mig, abs_err, rel_err, index,
-                                          reason, order))
+        d = Divergence(kind, step, name, orig, mig, abs_err, rel_err, index, reason, order)
+        if c["max_index"] != index and c["max_abs_err"] is not None:
+            d.largest = {"abs_err": c["max_abs_err"], "rel_err": c["max_rel_err"], "index": c["max_index"],
+                         "within_tolerance": c["max_ok"]}
+        cmp.divergences.append(d)
     return ok
 
 
