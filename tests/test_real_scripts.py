@@ -124,3 +124,15 @@ def test_an_integer_get_variable_without_initializer_starts_at_zeros():
     shaped = _shaped(GRAPH + 'n = tf.get_variable("n", [], dtype=tf.int64, trainable=False)\n'
                      + RUN.replace("print(sess.run(y, {x: [[1.0, 2.0]]}))", "print(sess.run(n))"))
     assert "Zeros()([], dtype=tf.int64)" in shaped.new_module.code
+
+
+def test_a_graph_of_constants_only_is_restructured():
+    shaped = _shaped('import tensorflow as tf\nh = tf.constant("a")\nw = tf.constant("b")\n'
+                     'with tf.Session() as sess:\n    print(sess.run(h + w))\n')
+    assert shaped.new_module is not None and "Session" not in shaped.new_module.code
+
+
+def test_a_session_without_a_graph_it_can_follow_gets_a_reason():
+    message = _refusal("import tensorflow as tf\nq = tf.FIFOQueue(3, [tf.float32])\nitem = q.dequeue()\n"
+                       "with tf.Session() as sess:\n    print(sess.run(item))\n")
+    assert "tf.FIFOQueue" in message and "queues" in message

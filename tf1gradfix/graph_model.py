@@ -251,6 +251,8 @@ class ModelBuilder:
                 item.drop = True   # `tf.global_variables_initializer().run()`
                 return
             q = self.qualified(small.value.func)
+            if matches(q, "queues"):
+                raise _queue_refusal(small, q)
             if matches(q, "graph_resets") and self.program.nodes:
                 raise Refusal(small, "TFG905", f"`{q.rsplit('.', 1)[1]}()` after graph code: a second graph "
                               "in the same script")
@@ -443,6 +445,8 @@ class ModelBuilder:
     def _tensor(self, item, names, value, deps, tf_calls) -> None:
         unsupported = None
         for call, q in tf_calls:
+            if matches(q, "queues"):
+                raise _queue_refusal(call, q)
             if q in ("tensorflow.placeholder", "tensorflow.placeholder_with_default", "tensorflow.Variable", "tensorflow.get_variable"):
                 raise Refusal(call, "TFG904", f"`{q.replace('tensorflow', 'tf', 1)}` created inside a larger expression (comprehension, call)")
             if matches(q, "sessions") or matches(q, "initializers") or q == "tensorflow.gradients":
@@ -473,3 +477,8 @@ class ModelBuilder:
                 node.info["calls"] += inner
         if unsupported is not None:
             node.info["unsupported"] = unsupported
+
+
+def _queue_refusal(node: cst.CSTNode, q: str) -> Refusal:
+    return Refusal(node, "TFG905", f"`{q.replace('tensorflow', 'tf', 1)}`: TF1 input queues and their threads "
+                   "have no TF2 rewrite (tf.data replaces them)")

@@ -108,7 +108,7 @@ class _Rewrite:
 
     def run(self) -> cst.Module | None:
         creations, sessions = self._graph_calls()
-        if not sessions or not creations:
+        if not sessions:
             return None
         owners: dict[int, cst.CSTNode] = {}     # id -> the function (or module) building a graph
         groups: dict[int, list] = {}            # id -> its graph calls
