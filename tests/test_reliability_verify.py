@@ -9,8 +9,13 @@ the program through the same `runner_common.run_user_script`, so the orchestrati
 from __future__ import annotations
 
 import math
+import textwrap
+from pathlib import Path
 
-from tf1gradfix.verify import compare
+import pytest
+
+from tf1gradfix import cli
+from tf1gradfix.verify import compare, orchestrate
 
 
 def test_a_divergence_names_an_element_that_fails_the_tolerance():
@@ -25,3 +30,69 @@ def test_a_divergence_names_an_element_that_fails_the_tolerance():
     assert "largest difference at [0]" in text and "within tolerance" in text
     # the statistics still show the largest difference
     assert math.isclose(cmp.stats["gradient"].max_abs_err, 5e-4, rel_tol=1e-6)
+
+
+# -- a TensorFlow-free runner --------------------------------------------------------
+
+FAKE_RUNNER = '''
+import os, sys
+from tf1gradfix.verify import runner_common as rc
+
+SIDE = "{side}"
+trace_dir, script = rc.parse_args(sys.argv[1:])
+trace = rc.Trace(trace_dir, SIDE)
+trace.event("start", side=SIDE, script=os.path.abspath(script))
+final = lambda: trace.write_atomic(SIDE + ".final.json", {{"variables": {{}}}})
+sys.exit(rc.run_user_script(script, trace, before_exit=final))
+'''
+
+
+def install_fake_runners(folder: Path) -> dict:
+    """Write the two runner modules into `folder`; return the PYTHONPATH and RUNNERS to use."""
+    folder.mkdir(exist_ok=True)
+    for side in ("original", "migrated"):
+        (folder / f"fake_runner_{side}.py").write_text(FAKE_RUNNER.format(side=side))
+    return {"original": "fake_runner_original", "migrated": "fake_runner_migrated"}
+
+
+@pytest.fixture
+def fake_runners(tmp_path, monkeypatch):
+    runners = install_fake_runners(tmp_path / "runners")
+    monkeypatch.setenv("PYTHONPATH", str(tmp_path / "runners"))
+    monkeypatch.setattr(orchestrate, "RUNNERS", runners)
+    return runners
+
+
+def programs(tmp_path, original: str, migrated: str) -> tuple[Path, Path]:
+    folder = tmp_path / "programs"
+    folder.mkdir(exist_ok=True)
+    (folder / "original.py").write_text(textwrap.dedent(original))
+    (folder / "migrated.py").write_text(textwrap.dedent(migrated))
+    return folder / "original.py", folder / "migrated.py"
+
+
+# -- item 7: tolerances and timeout ---------------------------------------------------
+
+def test_the_fake_runner_sees_a_divergence(tmp_path, fake_runners):
+    original, migrated = programs(tmp_path, "print('loss', 1.0)", "print('loss', 1.5)")
+    assert orchestrate.verify_pair(original, migrated, timeout=60).verdict == "DIVERGED"
+
+
+@pytest.mark.parametrize("limits", [{"rtol": math.nan}, {"atol": math.nan}, {"rtol": -1e-3},
+                                    {"atol": math.inf}, {"timeout": 0}, {"timeout": -5}, {"timeout": math.nan}])
+def test_a_meaningless_tolerance_or_timeout_is_refused_not_turned_into_a_verdict(tmp_path, fake_runners, limits):
+    original, migrated = programs(tmp_path, "print('loss', 1.0)", "print('loss', 1.5)")
+    with pytest.raises(ValueError, match=next(iter(limits))):
+        orchestrate.verify_pair(original, migrated, **{"timeout": 60, **limits})
+
+
+@pytest.mark.parametrize("option", [["--rtol", "nan"], ["--atol", "nan"], ["--rtol", "-1"], ["--atol", "inf"],
+                                    ["--timeout", "0"], ["--timeout", "-5"], ["--timeout", "nan"],
+                                    ["--plot", "p.txt"]])
+def test_verify_refuses_bad_numbers_and_plot_formats_as_argument_errors(tmp_path, capsys, option):
+    original, migrated = programs(tmp_path, "print(1)", "print(1)")
+    with pytest.raises(SystemExit) as stop:
+        cli.main(["verify", str(original), str(migrated), *option])
+    assert stop.value.code == 2
+    err = capsys.readouterr().err
+    assert f"argument {option[0]}" in err and "Traceback" not in err

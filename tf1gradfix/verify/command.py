@@ -9,24 +9,37 @@ from __future__ import annotations
 
 import argparse
 
+from tf1gradfix.cli_types import nonneg_float, positive_float
+
 DEFAULT_RTOL = 1e-3    # keep in sync with compare.DEFAULT_RTOL (not imported: NumPy is slow to load)
 DEFAULT_ATOL = 1e-6
 DEFAULT_TIMEOUT = 300.0
 
 
+PLOT_FORMATS = (".png", ".svg", ".pdf")
+
+
+def plot_path(text: str) -> str:
+    """The picture's format is chosen by its extension: refuse one matplotlib would not write."""
+    if not text.lower().endswith(PLOT_FORMATS):
+        raise argparse.ArgumentTypeError(f"{text!r}: the picture must end in {', '.join(PLOT_FORMATS)}")
+    return text
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("original", help="the TF1 program (run with tensorflow.compat.v1 semantics)")
     parser.add_argument("migrated", help="the TF2 program to check against it")
-    parser.add_argument("--rtol", type=float, default=DEFAULT_RTOL,
+    parser.add_argument("--rtol", type=nonneg_float, default=DEFAULT_RTOL,
                         help=f"relative tolerance (default {DEFAULT_RTOL:g}, see TOLERANCES.md)")
-    parser.add_argument("--atol", type=float, default=DEFAULT_ATOL,
+    parser.add_argument("--atol", type=nonneg_float, default=DEFAULT_ATOL,
                         help=f"absolute tolerance (default {DEFAULT_ATOL:g})")
-    parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT,
+    parser.add_argument("--timeout", type=positive_float, default=DEFAULT_TIMEOUT,
                         help=f"seconds each program may run (default {DEFAULT_TIMEOUT:g})")
     parser.add_argument("--json", metavar="FILE", help="write the full result as JSON")
     parser.add_argument("--junit", metavar="FILE", help="write JUnit XML (one testcase per quantity kind)")
     parser.add_argument("--markdown", metavar="FILE", help="write a Markdown summary (for CI job summaries)")
-    parser.add_argument("--plot", metavar="FILE.png", help="write a picture of both loss curves")
+    parser.add_argument("--plot", metavar="FILE.png", type=plot_path,
+                        help="write a picture of both loss curves (.png, .svg or .pdf)")
 
 
 def run(args: argparse.Namespace) -> int:

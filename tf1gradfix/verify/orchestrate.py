@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 
 import json
+import math
 import os
 import shutil
 import signal
@@ -34,6 +35,7 @@ DEFAULT_TIMEOUT = 300.0
 STDOUT_CAP = 4 * 1024 * 1024   # bytes of stdout parsed for printed numbers
 TAIL = 3000                    # characters of stderr kept for the report
 _PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])
+RUNNERS = {"original": "tf1gradfix.verify.runner_v1", "migrated": "tf1gradfix.verify.runner_v2"}
 
 
 @dataclass
@@ -212,8 +214,8 @@ def _side_status(side: SideResult, events: list, timed_out: bool, killed: bool, 
 def _run_both(original: Path, migrated: Path, trace_dir: str, timeout: float):
     sides = {"original": SideResult("original", str(original)),
              "migrated": SideResult("migrated", str(migrated))}
-    procs = {"original": _start("tf1gradfix.verify.runner_v1", original, trace_dir, "original", timeout, True),
-             "migrated": _start("tf1gradfix.verify.runner_v2", migrated, trace_dir, "migrated", timeout, False)}
+    procs = {"original": _start(RUNNERS["original"], original, trace_dir, "original", timeout, True),
+             "migrated": _start(RUNNERS["migrated"], migrated, trace_dir, "migrated", timeout, False)}
     start = time.monotonic()
     timed_out, killed = set(), set()
     try:
@@ -269,6 +271,7 @@ def verify_pair(original: Path, migrated: Path, *, rtol: float = cmp_mod.DEFAULT
                 atol: float = cmp_mod.DEFAULT_ATOL, timeout: float = DEFAULT_TIMEOUT,
                 keep_trace: Path | None = None) -> VerifyResult:
     """Run both programs concurrently, compare their traces, return the verdict."""
+    check_limits(rtol, atol, timeout)
     original, migrated = Path(original).resolve(), Path(migrated).resolve()
     t0 = time.monotonic()
     common = dict(rtol=rtol, atol=atol, timeout=timeout)
@@ -296,6 +299,16 @@ def verify_pair(original: Path, migrated: Path, *, rtol: float = cmp_mod.DEFAULT
         shutil.rmtree(trace_dir, ignore_errors=True)
     result.elapsed = time.monotonic() - t0
     return result
+
+
+def check_limits(rtol: float, atol: float, timeout: float) -> None:
+    """A NaN tolerance makes every comparison pass, so it (and any other
+    meaningless limit) is refused rather than turned into a verdict."""
+    for name, value in (("rtol", rtol), ("atol", atol)):
+        if not (isinstance(value, (int, float)) and math.isfinite(value) and value >= 0):
+            raise ValueError(f"{name} must be a finite number >= 0, not {value!r}")
+    if not (isinstance(timeout, (int, float)) and timeout > 0 and not math.isnan(timeout)):
+        raise ValueError(f"timeout must be a number of seconds > 0, not {timeout!r}")
 
 
 def _mismatch_text(e: dict) -> str:
