@@ -102,15 +102,68 @@ def _python_syntax_error(display: str, data: bytes) -> FileError | None:
     return None
 
 
+# Deepest syntax tree the rewrite takes (Python's own limit on nested brackets).
+# LibCST's printer and visitors recurse once or more per level and exhaust
+# Python's recursion limit at about 250 levels; its native parser crashes the
+# process on very deep input and takes minutes on a 30,000-term sum.
+MAX_DEPTH = 200
+
+
+def _python_judgement(display: str, data: bytes) -> FileError | None:
+    """Why the file must not reach LibCST's parser: Python rejects it, or it is too deep.
+
+    Python's compiler judges first, so a file LibCST would crash or stall on
+    is reported, with its line, instead of taking the run down.
+    """
+    from tf1gradfix.prefilter import python_tree
+
+    tree = python_tree(data)  # (usually read already by the prefilter)
+    if tree is None:
+        return _python_syntax_error(display, data) or FileError(
+            display, "too deeply nested for Python's parser; file left unchanged")
+    depth, line = nesting_depth(tree)
+    if depth > MAX_DEPTH:
+        return FileError(display, f"too deeply nested for the rewrite ({depth} levels, limit {MAX_DEPTH}); "
+                         "file left unchanged", line)
+    return None
+
+
+def nesting_depth(tree) -> tuple[int, int | None]:
+    """(depth of the deepest node of a Python syntax tree, its line), without recursion.
+
+    `a and b and c` is one node for Python but a nest of two for LibCST, so a
+    boolean operation counts one level per operator.
+    """
+    import ast
+
+    deepest, line = 0, None
+    stack = [(tree, 1, tree)]
+    pop, push, children, bool_op = stack.pop, stack.append, ast.iter_child_nodes, ast.BoolOp
+    while stack:
+        node, depth, parent = pop()
+        if depth > deepest:  # (a Load or Store marker has no line: its parent's)
+            deepest, line = depth, getattr(node, "lineno", None) or getattr(parent, "lineno", None)
+        for child in children(node):
+            push((child, depth + (len(child.values) - 1 if isinstance(child, bool_op) else 1), node))
+    return deepest, line
+
+
 def _process_tensorflow_source(result: FileResult, display: str, data: bytes, codes: CodeFilter, fix: bool) -> FileResult:
+    result.error = _python_judgement(display, data)
+    if result.error is not None:
+        return result
     # LibCST costs a quarter second to import: only files that mention
     # TensorFlow pay for it.
     from tf1gradfix.walk import read_only_visits
 
     # Every read-only LibCST walk of the rewrite (scope analysis, detection,
     # the restructuring's visitors) then runs without rebuilding the tree.
-    with read_only_visits():
-        return _analyzed(result, display, data, codes, fix)
+    try:
+        with read_only_visits():
+            return _analyzed(result, display, data, codes, fix)
+    except RecursionError:  # nesting Python's tree does not show (a long chain of implicitly joined strings)
+        return FileResult(display, error=FileError(
+            display, "too deeply nested for the rewrite (Python's recursion limit reached); file left unchanged"))
 
 
 def _analyzed(result: FileResult, display: str, data: bytes, codes: CodeFilter, fix: bool) -> FileResult:
@@ -167,7 +220,15 @@ def _analyzed(result: FileResult, display: str, data: bytes, codes: CodeFilter, 
         # (a module no rename touches prints as the bytes it was parsed from: LibCST round-trips exactly)
         new_source = renamed_source(module, replacements) if replacements else parsed
         problem = _unparsable(new_source)
-        if problem is not None:
+        gone = _names_tf2_lacks(new_source, data) if problem is None and shaped is not None else None
+        if gone is not None:
+            # A restructured program must run on TF2: never write a name it lacks.
+            line, col, code, message, safety = gone
+            result.findings = [f if not f.fixed else Finding(**{**f.to_json(), "fixed": False}) for f in result.findings]
+            if codes.wants(code):
+                result.findings.append(Finding(display, line, col, code, message, safety, False))
+                result.findings.sort(key=lambda f: (f.line, f.col, f.code))
+        elif problem is not None:
             # Never write a file we cannot read back: report and keep the original.
             result.error = FileError(display, f"internal error: rewritten code does not parse ({problem}); file left unchanged")
             result.findings = [f if not f.fixed else Finding(**{**f.to_json(), "fixed": False}) for f in result.findings]
@@ -226,6 +287,30 @@ def _restructured(wrapper, display, codes, result, silenced, catalog, renames):
             done = new is not None and safety != "manual"
             result.findings.append(Finding(display, line, col, code, message, safety, done))
     return new, new is None and bool(diagnostics)
+
+
+def _names_tf2_lacks(source: bytes, original: bytes):
+    """The refusal of a rewrite that would spell a `tf.*` name TF2 does not have, or None.
+
+    Such a program fails with an AttributeError the first time that line runs;
+    the line reported is where the original spells the name (or 1). A line the
+    rewrite kept on purpose carries a suppression comment and is not judged.
+    """
+    from tf1gradfix import api_surface
+    from tf1gradfix.findings import suppressions
+    from tf1gradfix.prefilter import python_tree
+
+    tree = python_tree(source)
+    gone = api_surface.missing(tree) if tree is not None else api_surface.missing_in_source(source)
+    if gone and b"tf1gradfix:" in source:
+        kept = suppressions(source.decode("utf-8", "replace"))
+        gone = [m for m in gone if m.line not in kept]
+    if not gone:
+        return None
+    name = gone[0].name
+    where = [m for m in api_surface.missing_in_source(original) if m.name == name]
+    line, col = (where[0].line, where[0].col) if where else (1, 1)
+    return (line, col, "TFG905", f"the rewrite would write `tf.{name}`, which TF2 does not have; file left intact", "manual")
 
 
 def _unparsable(source: bytes) -> str | None:
