@@ -9,7 +9,10 @@ the program through the same `runner_common.run_user_script`, so the orchestrati
 from __future__ import annotations
 
 import math
+import os
+import signal
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
@@ -96,3 +99,32 @@ def test_verify_refuses_bad_numbers_and_plot_formats_as_argument_errors(tmp_path
     assert stop.value.code == 2
     err = capsys.readouterr().err
     assert f"argument {option[0]}" in err and "Traceback" not in err
+
+
+# -- item 18: the process's real exit status counts --------------------------------------
+
+EXIT_LATE = "import atexit, os\natexit.register(lambda: os._exit({code}))\n"
+
+
+def test_an_exit_status_set_after_the_script_body_fails_that_side(tmp_path, fake_runners):
+    original, migrated = programs(tmp_path, "print('loss', 1.0)\n",
+                                  "print('loss', 1.0)\n" + EXIT_LATE.format(code=3))
+    result = orchestrate.verify_pair(original, migrated, timeout=60)
+    assert result.verdict == "MIGRATED_FAILED", result.reason
+    assert "status 3" in result.reason and result.migrated.exit_code == 3
+
+
+def test_an_original_failing_by_its_exit_status_is_original_failed(tmp_path, fake_runners):
+    original, migrated = programs(tmp_path, "import sys\nprint('loss', 1.0)\nsys.exit(4)\n", "print('loss', 1.0)\n")
+    result = orchestrate.verify_pair(original, migrated, timeout=60)
+    assert result.verdict == "ORIGINAL_FAILED" and "status 4" in result.reason, result.reason
+
+
+def test_both_sides_exiting_with_the_same_status_are_compared_and_the_status_reported(tmp_path, fake_runners):
+    late = EXIT_LATE.format(code=3)
+    original, migrated = programs(tmp_path, "print('loss', 1.0)\n" + late, "print('loss', 1.0)\n" + late)
+    result = orchestrate.verify_pair(original, migrated, timeout=60)
+    assert result.verdict == "EQUIVALENT" and "both programs exited with status 3" in result.reason, result.reason
+    original, migrated = programs(tmp_path, "print('loss', 1.0)\n" + late, "print('loss', 1.5)\n" + late)
+    assert orchestrate.verify_pair(original, migrated, timeout=60).verdict == "DIVERGED"
+

@@ -42,7 +42,7 @@ RUNNERS = {"original": "tf1gradfix.verify.runner_v1", "migrated": "tf1gradfix.ve
 class SideResult:
     role: str                       # "original" or "migrated"
     script: str
-    status: str = "not started"     # ok | failed | timeout | killed
+    status: str = "not started"     # ok | failed | exited (non-zero status) | timeout | killed
     reason: str = ""
     returncode: int | None = None
     exit_code: int | None = None    # what the program itself exited with
@@ -192,13 +192,19 @@ def _side_status(side: SideResult, events: list, timed_out: bool, killed: bool, 
     elif killed:
         side.status, side.reason = "killed", "stopped because the original failed"
     elif end is not None:
-        side.exit_code = end.get("code")
+        # The process's own status is the truth: atexit handlers and threads
+        # still run after the trace's end event and can change it.
+        code = end.get("code")
+        side.exit_code = rc if rc is not None and rc >= 0 else code
         if end["status"] == "error":
             error = next((e for e in reversed(events) if e["kind"] == "error"), {})
             summary = error.get("exception") or _exception_line(error.get("traceback", ""))
             side.status, side.reason = "failed", f"raised {summary}"
-        elif end.get("code"):
-            side.status, side.reason = "failed", f"exited with status {end['code']} (sys.exit)"
+        elif rc is not None and rc < 0:
+            side.status, side.reason = "failed", f"killed by signal {-rc} after its script ended"
+        elif side.exit_code:
+            how = "sys.exit" if side.exit_code == code else "set after the script ended: atexit or os._exit"
+            side.status, side.reason = "exited", f"exited with status {side.exit_code} ({how})"
         else:
             side.status = "ok"
     elif not started:
@@ -250,7 +256,7 @@ def _wait(procs, sides, start, timeout, trace_dir, timed_out, killed) -> None:
             # a migrated side waiting for variables of a later graph stops waiting
             open(os.path.join(trace_dir, ORIGINAL_DONE), "w").close()
         if orig.poll() is not None and procs["migrated"].poll() is None and "original" not in timed_out:
-            if orig.returncode != 0 or _original_reported_failure(trace_dir):
+            if _original_failed(trace_dir, orig.returncode):
                 _kill(procs["migrated"])
                 killed.add("migrated")
         if "original" in timed_out and procs["migrated"].poll() is None:
@@ -259,10 +265,15 @@ def _wait(procs, sides, start, timeout, trace_dir, timed_out, killed) -> None:
         time.sleep(0.02)
 
 
-def _original_reported_failure(trace_dir: str) -> bool:
+def _original_failed(trace_dir: str, returncode: int) -> bool:
+    """Whether the migration can stop: the original raised or crashed. A plain
+    non-zero exit status after a complete trace is not enough, since the
+    migration may exit with the same status (then both are compared)."""
     events = load_events(os.path.join(trace_dir, "original.events.jsonl"))
     end = next((e for e in reversed(events) if e["kind"] == "end"), None)
-    return end is not None and (end["status"] == "error" or bool(end.get("code")))
+    if end is None:
+        return returncode != 0
+    return end["status"] == "error" or returncode < 0
 
 
 # -- verdict ------------------------------------------------------------------------
@@ -334,6 +345,16 @@ def _random_reason(randoms: dict) -> str:
 
 
 def _decide(result: VerifyResult, trace_dir: str, ev: dict, rtol: float, atol: float) -> None:
+    o, m = result.original, result.migrated
+    same_exit = o.status == m.status == "exited" and o.exit_code == m.exit_code
+    if same_exit:   # a shared non-zero status is behaviour to compare, not a failure of either side
+        o.status = m.status = "ok"
+    _decide_run(result, trace_dir, ev, rtol, atol)
+    if same_exit:
+        result.reason += f"; both programs exited with status {o.exit_code}"
+
+
+def _decide_run(result: VerifyResult, trace_dir: str, ev: dict, rtol: float, atol: float) -> None:
     o, m = result.original, result.migrated
     if o.failed:
         result.verdict, result.reason = ORIGINAL_FAILED, f"original {o.reason}"
