@@ -1,15 +1,26 @@
 """Settings from `[tf1gradfix]` in setup.cfg or `[tool.tf1gradfix]` in pyproject.toml.
 
 The nearest file above the current folder that has the section wins;
-command-line flags win over both.
+command-line flags win over both. A file that holds our section but cannot be
+read, parsed or understood is a ConfigError naming the file (and line), never
+a silent fallback to the defaults.
 """
 
 from __future__ import annotations
 
 import configparser
 import fnmatch
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
+
+
+class ConfigError(Exception):
+    """A setting the run cannot use: `file:line: error: message`."""
+
+    def __init__(self, path: Path, message: str, line: int | None = None):
+        where = f"{path}:{line}" if line else str(path)
+        super().__init__(f"{where}: error: {message}")
 
 
 @dataclass
@@ -29,54 +40,87 @@ class Settings:
         return tuple(extra)
 
 
-def _codes(value) -> tuple[str, ...]:
+def _codes(value, key: str, fail) -> tuple[str, ...]:
     """Code prefixes are case-insensitive, as on the command line."""
-    return tuple(code.upper() for code in _split(value))
+    return tuple(code.upper() for code in _split(value, key, fail))
 
 
-def _split(value) -> tuple[str, ...]:
-    if isinstance(value, (list, tuple)):
+def _split(value, key: str, fail) -> tuple[str, ...]:
+    if isinstance(value, str):
+        items = value.replace("\n", ",").split(",")
+    elif isinstance(value, list) and all(isinstance(item, str) for item in value):
         items = value
     else:
-        items = str(value).replace("\n", ",").split(",")
-    return tuple(item.strip() for item in items if str(item).strip())
+        fail(key, f"`{key}` must be a string or a list of strings, not {value!r}")
+    return tuple(item.strip() for item in items if item.strip())
 
 
-def _settings(table, source: Path) -> Settings:
+def _settings(table, source: Path, text: str) -> Settings:
     """One reader for both files: `table` maps option names to values."""
+
+    def fail(key: str, message: str):
+        raise ConfigError(source, message, _line_of(text, key))
+
     settings = Settings(source=str(source))
     if "select" in table:
-        settings.select = _codes(table["select"])
+        settings.select = _codes(table["select"], "select", fail)
     if "ignore" in table:
-        settings.ignore = _codes(table["ignore"])
+        settings.ignore = _codes(table["ignore"], "ignore", fail)
     if "exclude" in table:
-        settings.exclude = _split(table["exclude"])
-    for pattern, codes in table.get("per-file-ignores", {}).items():
-        settings.per_file_ignores[pattern.strip()] = _codes(codes)
+        settings.exclude = _split(table["exclude"], "exclude", fail)
+    per_file = table.get("per-file-ignores", {})
+    if not isinstance(per_file, dict):
+        fail("per-file-ignores", f"`per-file-ignores` must be a table of glob = codes, not {per_file!r}")
+    for pattern, codes in per_file.items():
+        settings.per_file_ignores[pattern.strip()] = _codes(codes, "per-file-ignores", fail)
     return settings
 
 
-def _from_setup_cfg(path: Path) -> Settings | None:
-    parser = configparser.ConfigParser()
+def _line_of(text: str, key: str) -> int | None:
+    """The line where `key` is set (TOML's parser and configparser do not say)."""
+    match = re.search(rf"^[ \t]*[\"']?{re.escape(key)}[\"']?[ \t]*[=:]", text, re.MULTILINE)
+    return text.count("\n", 0, match.start()) + 1 if match else None
+
+
+def _text(path: Path) -> str | None:
+    """The file's text when it may hold our settings (None: it cannot)."""
     try:
-        parser.read(path, encoding="utf-8")
-    except configparser.Error:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise ConfigError(path, f"cannot read: {exc.strerror or exc}") from None
+    if b"tf1gradfix" not in data:  # no section of ours: skip the parser
         return None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ConfigError(path, f"not UTF-8 text ({exc.reason})", data[: exc.start].count(b"\n") + 1) from None
+
+
+def _from_setup_cfg(path: Path) -> Settings | None:
+    text = _text(path)
+    if text is None:
+        return None
+    parser = configparser.ConfigParser(interpolation=None)  # `%` in a glob is a character, not a reference
+    try:
+        parser.read_string(text, source=str(path))
+    except configparser.Error as exc:
+        line = getattr(exc, "lineno", None) or next((n for n, _ in getattr(exc, "errors", ())), None)
+        raise ConfigError(path, " ".join(str(getattr(exc, "message", exc)).split()), line) from None
     if not parser.has_section("tf1gradfix"):
         return None
     table = dict(parser["tf1gradfix"])
     # `per-file-ignores` is one "glob: CODES" per line in an INI file.
-    lines = table.pop("per-file-ignores", "").splitlines()
-    table["per-file-ignores"] = dict(line.split(":", 1) for line in lines if ":" in line)
-    return _settings(table, path)
+    lines = [line for line in table.pop("per-file-ignores", "").splitlines() if line.strip()]
+    for line in lines:
+        if ":" not in line:
+            raise ConfigError(path, f"per-file-ignores: {line.strip()!r} is not `glob: CODES`", _line_of(text, "per-file-ignores"))
+    table["per-file-ignores"] = dict(line.split(":", 1) for line in lines)
+    return _settings(table, path, text)
 
 
 def _from_pyproject(path: Path) -> Settings | None:
-    try:
-        text = path.read_text("utf-8")
-    except (OSError, UnicodeDecodeError):
-        return None
-    if "tf1gradfix" not in text:  # no table of ours: skip importing and running the TOML parser
+    text = _text(path)
+    if text is None:
         return None
     try:
         import tomllib
@@ -84,10 +128,16 @@ def _from_pyproject(path: Path) -> Settings | None:
         import tomli as tomllib
     try:
         data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError:
-        return None
-    table = data.get("tool", {}).get("tf1gradfix")
-    return None if table is None else _settings(table, path)
+    except tomllib.TOMLDecodeError as exc:
+        # tomllib says "... (at line 3, column 7)"; the line goes in front, where editors look.
+        match = re.search(r"\(at line (\d+), column \d+\)", str(exc))
+        message = str(exc)[: match.start()].strip() if match else str(exc)
+        raise ConfigError(path, f"invalid TOML: {message}", int(match.group(1)) if match else None) from None
+    tool = data.get("tool", {})
+    table = tool.get("tf1gradfix") if isinstance(tool, dict) else None
+    if table is not None and not isinstance(table, dict):
+        raise ConfigError(path, "`tool.tf1gradfix` must be a table", _line_of(text, "tf1gradfix"))
+    return None if table is None else _settings(table, path, text)
 
 
 def load_settings(start: Path | None = None) -> Settings:
