@@ -7,15 +7,20 @@ whole syntax trees; in rewrite mode the worker writes the file itself.
 from __future__ import annotations
 
 import os
+import threading
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from tf1gradfix.engine import may_parse, preload, process_source
 from tf1gradfix.findings import CodeFilter, FileError, Finding
-from tf1gradfix.source_io import write_atomic
+from tf1gradfix.output import shown
+from tf1gradfix.source_io import Snapshot, SourceError, read_source, refusal, write_atomic
 
 CHECK, DIFF, PREVIEW, WRITE = "check", "diff", "preview", "write"
 PROPOSE = "propose"  # return the new source to the parent, write nothing (rewrite --verify)
+MAX_WORKERS = 61  # more gains nothing on a single machine; also the Windows limit of a process pool
+EXIT_ORPHANED = 3
 
 
 @dataclass(frozen=True)
@@ -48,11 +53,25 @@ def unified_diff(path: str, old: bytes, new: bytes) -> str:
     return "".join(difflib.unified_diff(lines(old), lines(new), f"a/{path}", f"b/{path}"))
 
 
-def run_source(path: str, data: bytes, mode: str, codes: CodeFilter) -> Outcome:
+INTERNAL = "internal error"
+BUG_HINT = "a bug in tf1gradfix: please report it"
+_WRITING = threading.Lock()  # a worker whose parent died waits for a running write to end
+
+
+def internal_error(path: str, exc: BaseException) -> FileError:
+    return FileError(path, f"{INTERNAL}: {type(exc).__name__}: {exc}; file left unchanged ({BUG_HINT})")
+
+
+def run_source(path: str, data: bytes, mode: str, codes: CodeFilter, snapshot: Snapshot | None = None) -> Outcome:
+    """One file's outcome; `snapshot` is what the file was when read, so a later edit is never overwritten."""
     try:
-        result = process_source(path, data, codes, fix=True)
+        return _run_source(path, data, mode, codes, snapshot)
     except Exception as exc:  # a bug of ours must not cost the user a file or the run
-        return Outcome(path, error=FileError(path, f"internal error ({type(exc).__name__}: {exc}); file left unchanged"))
+        return Outcome(path, error=internal_error(path, exc))
+
+
+def _run_source(path: str, data: bytes, mode: str, codes: CodeFilter, snapshot: Snapshot | None) -> Outcome:
+    result = process_source(path, data, codes, fix=True)
     outcome = Outcome(path, result.findings, result.error)
     if result.new_source is None:
         if path == "-" and mode == WRITE:
@@ -60,7 +79,7 @@ def run_source(path: str, data: bytes, mode: str, codes: CodeFilter) -> Outcome:
         return outcome
     outcome.changed = True
     if mode == DIFF:
-        outcome.diff = unified_diff(path, data, result.new_source)
+        outcome.diff = unified_diff(shown(path), data, result.new_source)
     elif mode == PROPOSE:
         outcome.new_source = result.new_source
     elif mode == WRITE:
@@ -71,10 +90,12 @@ def run_source(path: str, data: bytes, mode: str, codes: CodeFilter) -> Outcome:
                 refusal = unwritable(Path(path))
                 if refusal:
                     raise OSError(refusal)
-                write_atomic(Path(path), result.new_source)
+                with _WRITING:
+                    write_atomic(Path(path), result.new_source, snapshot)
             except OSError as exc:
                 outcome.changed = False
-                outcome.error = FileError(path, f"cannot write: {exc.strerror or exc}")
+                message = str(exc) if isinstance(exc, SourceError) else f"cannot write: {exc.strerror or exc}"
+                outcome.error = FileError(path, message)
                 outcome.findings = [Finding(**{**f.to_json(), "fixed": False}) for f in outcome.findings]
     return outcome
 
@@ -94,11 +115,27 @@ def unwritable(path: Path) -> str | None:
 
 def run_job(job: Job) -> Outcome:
     try:
-        data = Path(job.path).read_bytes()
+        return _run_job(job)
+    except Exception as exc:  # in a worker too: one file's bug is that file's error
+        return Outcome(job.path, error=internal_error(job.path, exc))
+
+
+def _read(path: str) -> tuple[bytes, Snapshot] | FileError:
+    try:
+        return read_source(path)
+    except SourceError as exc:
+        return FileError(path, str(exc))
     except OSError as exc:
-        return Outcome(job.path, error=FileError(job.path, f"cannot read: {exc.strerror or exc}"))
+        return FileError(path, f"cannot read: {exc.strerror or exc}")
+
+
+def _run_job(job: Job) -> Outcome:
+    read = _read(job.path)
+    if isinstance(read, FileError):
+        return Outcome(job.path, error=read)
+    data, snapshot = read
     if job.mode != CHECK:
-        return run_source(job.path, data, job.mode, job.codes)
+        return run_source(job.path, data, job.mode, job.codes, snapshot)
     from tf1gradfix import cache  # `check` only: it writes nothing, so its outcome is all there is
 
     key = cache.key(job.mode, job.path, data, job.codes)
@@ -106,31 +143,48 @@ def run_job(job: Job) -> Outcome:
     if kept is not None:
         return Outcome(job.path, *kept)
     outcome = run_source(job.path, data, job.mode, job.codes)
-    if not (outcome.error and outcome.error.message.startswith("internal error")):
+    if not (outcome.error and outcome.error.message.startswith(INTERNAL)):
         cache.store(key, outcome.findings, outcome.error, outcome.changed)
     return outcome
 
 
 def _parses(job: Job) -> bool:
     """Whether run_job may parse the file: it may hold a TF1 construct and no stored `check` result stands in."""
+    try:
+        if refusal(os.stat(job.path)):
+            return False  # never read here: run_job reports it
+    except OSError:
+        return False
     if not may_parse(job.path):
         return False
     if job.mode != CHECK:
         return True
     from tf1gradfix import cache
 
-    try:
-        data = Path(job.path).read_bytes()
-    except OSError:
+    read = _read(job.path)
+    if isinstance(read, FileError):
         return False
+    data, _ = read
     return cache.load(cache.key(job.mode, job.path, data, job.codes)) is None
 
 
-def _ignore_interrupts() -> None:
-    """Workers leave Ctrl-C to the parent, which lets running chunks finish."""
+def _start_worker(parent: int) -> None:
+    """Workers leave Ctrl-C, SIGTERM and SIGHUP to the parent, which lets running
+    chunks finish; a worker whose parent died (even by SIGKILL) exits by itself."""
     import signal
 
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    for name in ("SIGINT", "SIGTERM", "SIGHUP"):
+        if hasattr(signal, name):
+            signal.signal(getattr(signal, name), signal.SIG_IGN)
+    threading.Thread(target=_watch_parent, args=(parent,), daemon=True, name="tf1gradfix-parent").start()
+
+
+def _watch_parent(parent: int, every: float = 0.5) -> None:
+    """Orphaned workers would wait for work forever: their copy of the task pipe keeps it open."""
+    while os.getppid() == parent:
+        time.sleep(every)
+    with _WRITING:  # never leave a half-written temporary file behind
+        os._exit(EXIT_ORPHANED)
 
 
 def run_all(jobs: list[Job], workers: int, on_done=None) -> list[Outcome]:
@@ -149,24 +203,35 @@ def run_all(jobs: list[Job], workers: int, on_done=None) -> list[Outcome]:
         return outcomes
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor  # only paid for by parallel runs
+    from concurrent.futures.process import BrokenProcessPool as BrokenExecutor
 
     context = multiprocessing.get_context()
     if context.get_start_method() == "fork" and any(_parses(job) for job in jobs):
         preload()  # forked workers inherit LibCST and the rules instead of each loading them
     chunk = max(1, min(4, len(jobs) // (workers * 8) or 1))  # small: Ctrl-C waits for running chunks
-    pool = ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=_ignore_interrupts)
+    pool = ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=_start_worker, initargs=(os.getpid(),))
     outcomes = []
     try:
         for outcome in pool.map(run_job, jobs, chunksize=chunk):
             outcomes.append(outcome)
             if on_done:
                 on_done()
-    except KeyboardInterrupt:
+    except KeyboardInterrupt:  # SIGTERM and SIGHUP arrive here too (cli.py)
         pool.shutdown(wait=True, cancel_futures=True)
         raise
+    except BrokenExecutor as exc:  # a worker was killed (out of memory, kill -9): report, do not crash
+        pool.shutdown(wait=True, cancel_futures=True)
+        lost = f"{INTERNAL}: a worker process died ({type(exc).__name__}); the file is either unchanged or fully rewritten"
+        outcomes += [Outcome(job.path, error=FileError(job.path, lost)) for job in jobs[len(outcomes):]]
     pool.shutdown(wait=True)
     return outcomes
 
 
 def default_workers() -> int:
     return max(1, os.cpu_count() or 1)
+
+
+def worker_count(requested: int | None, files: int) -> int:
+    """No more workers than files (each costs a process and memory), and at most MAX_WORKERS."""
+    wanted = requested if requested is not None else default_workers()
+    return max(1, min(wanted, files, MAX_WORKERS))

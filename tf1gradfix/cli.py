@@ -1,19 +1,22 @@
 """Command line: check, rewrite, rules, explain, verify.
 
 Exit codes everywhere: 0 clean / equivalent, 1 findings / diverged,
-2 errors (a file could not be read or parsed, a verification side failed).
+2 errors (a file could not be read or parsed, a verification side failed,
+a bad setting, an internal error), 128+N stopped by signal N.
 This module must stay free of TensorFlow: pre-commit runs start here.
 """
 
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
-from contextlib import nullcontext
+from contextlib import contextmanager, nullcontext
 
 from tf1gradfix import __version__
-from tf1gradfix.batch import CHECK, DIFF, PREVIEW, PROPOSE, WRITE, Job, default_workers, run_all, run_source, unwritable
-from tf1gradfix.config import load_settings
+from tf1gradfix.batch import BUG_HINT, CHECK, DIFF, PREVIEW, PROPOSE, WRITE, Job, run_all, run_source, unwritable, worker_count
+from tf1gradfix.cli_types import nonneg_float, positive_float, positive_int
+from tf1gradfix.config import ConfigError, load_settings
 from tf1gradfix.discover import STDIN, discover
 from tf1gradfix.findings import CodeFilter, FileError
 from tf1gradfix.output import FORMATS, render, summary_sentence
@@ -32,7 +35,8 @@ def _add_file_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--select", type=_codes, help="only these code prefixes (comma separated; ALL)")
     parser.add_argument("--ignore", type=_codes, help="skip these code prefixes (comma separated)")
     parser.add_argument("--exclude", action="append", default=[], help="glob of paths to skip (repeatable)")
-    parser.add_argument("-j", "--jobs", type=int, default=None, help="worker processes (default: all cores; serial for one file)")
+    parser.add_argument("-j", "--jobs", type=positive_int, default=None,
+                        help="worker processes (default: all cores; never more than files; serial for one file)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -52,9 +56,9 @@ def build_parser() -> argparse.ArgumentParser:
     proof.add_argument("--verify", action="store_true",
                        help="run each rewritten file against its original and write it only when EQUIVALENT")
     proof.add_argument("--report-dir", metavar="DIR", help="with --verify: JSON, JUnit, Markdown and plot per file, plus a summary")
-    proof.add_argument("--rtol", type=float, default=None, help="with --verify: relative tolerance")
-    proof.add_argument("--atol", type=float, default=None, help="with --verify: absolute tolerance")
-    proof.add_argument("--timeout", type=float, default=None, help="with --verify: seconds each program may run")
+    proof.add_argument("--rtol", type=nonneg_float, default=None, help="with --verify: relative tolerance")
+    proof.add_argument("--atol", type=nonneg_float, default=None, help="with --verify: absolute tolerance")
+    proof.add_argument("--timeout", type=positive_float, default=None, help="with --verify: seconds each program may run")
 
     rules = sub.add_parser("rules", help="list every rule")
     rules.add_argument("--format", choices=("text", "markdown", "json"), default="text")
@@ -69,19 +73,76 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: list[str] | None = None) -> int:
+class Stopped(KeyboardInterrupt):
+    """SIGTERM or SIGHUP, handled like Ctrl-C: running files finish, the rest stay as they are."""
+
+    def __init__(self, signum: int):
+        super().__init__(signum)
+        self.signum = signum
+
+
+def _stop(signum, _frame) -> None:
+    raise Stopped(signum)
+
+
+@contextmanager
+def _stop_on_signals():
+    """SIGTERM (a CI cancel) and SIGHUP (a closed terminal) stop the run as Ctrl-C does."""
+    kept = {}
+    for name in ("SIGTERM", "SIGHUP"):
+        number = getattr(signal, name, None)
+        if number is None:
+            continue
+        try:
+            kept[number] = signal.signal(number, _stop)
+        except ValueError:  # not the main thread (an embedding program): leave its signals alone
+            pass
     try:
-        code = _main(argv)
-        sys.stdout.flush()  # a closed pipe shows here, inside the handler below
+        yield
+    finally:
+        for number, handler in kept.items():
+            signal.signal(number, handler)
+
+
+def _safe_streams() -> None:
+    """A character the terminal's encoding lacks is printed as an escape, never a crash after the files were written."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.reconfigure(errors="backslashreplace")
+        except (AttributeError, ValueError, OSError):  # not a text stream of ours, or closed
+            pass
+
+
+def _say(text: str) -> None:
+    try:
+        print(text, file=sys.stderr)
+    except (OSError, ValueError, AttributeError):  # no terminal left (SIGHUP): the exit code says it
+        pass
+
+
+def main(argv: list[str] | None = None) -> int:
+    _safe_streams()
+    try:
+        with _stop_on_signals():
+            code = _main(argv)
+            sys.stdout.flush()  # a closed pipe shows here, inside the handler below
         return code
-    except KeyboardInterrupt:
-        print("tf1gradfix: interrupted; every file is either unchanged or fully rewritten", file=sys.stderr)
-        return 130
+    except KeyboardInterrupt as exc:
+        signum = getattr(exc, "signum", signal.SIGINT)
+        what = "interrupted" if signum == signal.SIGINT else f"stopped by {signal.Signals(signum).name}"
+        _say(f"tf1gradfix: {what}; every file is either unchanged or fully rewritten")
+        return 128 + signum
     except BrokenPipeError:  # `tf1gradfix check . | head`: the reader left, nothing is wrong
         import os
 
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return EXIT_FINDINGS
+    except ConfigError as exc:
+        _say(f"tf1gradfix: {exc}")
+        return EXIT_ERROR
+    except Exception as exc:  # a bug of ours: one line and exit 2, never a traceback taken for findings
+        _say(f"tf1gradfix: internal error: {type(exc).__name__}: {exc} ({BUG_HINT})")
+        return EXIT_ERROR
 
 
 def _main(argv: list[str] | None) -> int:
@@ -138,18 +199,20 @@ def _run_files(args: argparse.Namespace) -> int:
     ignore = (args.ignore if args.ignore is not None else settings.ignore)
     exclude = tuple(args.exclude) + settings.exclude
     mode = _mode(args)
-    files, missing = discover(args.paths, exclude)
+    files, errors = discover(args.paths, exclude)
     if mode == PROPOSE and STDIN in files:
         print("tf1gradfix: --verify needs files on disk, not standard input", file=sys.stderr)
         return EXIT_ERROR
-    errors = [FileError(path, "no such file or folder") for path in missing]
 
     jobs = [Job(path, mode, CodeFilter(select, ignore + settings.ignores_for(path))) for path in files if path != STDIN]
-    workers = args.jobs if args.jobs is not None else default_workers()
+    workers = worker_count(args.jobs, len(jobs))
     outcomes = []
     if STDIN in files:
-        data = sys.stdin.buffer.read()
-        outcomes.append(run_source(STDIN, data, mode, CodeFilter(select, ignore)))
+        data = _read_stdin()
+        if data is None:
+            print("tf1gradfix: standard input is closed; nothing to read", file=sys.stderr)
+            return EXIT_ERROR
+        outcomes.append(_stdin_outcome(data, mode, CodeFilter(select, ignore)))
     with _progress(len(jobs)) as bar:
         task = bar.add_task("tf1gradfix", total=len(jobs)) if bar else None
         outcomes += run_all(jobs, workers, (lambda: bar.advance(task)) if bar else None)
@@ -190,6 +253,29 @@ def _run_files(args: argparse.Namespace) -> int:
     if mode in (DIFF, PREVIEW):
         return EXIT_FINDINGS if (changed or manual) else EXIT_CLEAN
     return EXIT_FINDINGS if manual else EXIT_CLEAN
+
+
+def _read_stdin() -> bytes | None:
+    stream = getattr(sys.stdin, "buffer", None)
+    if stream is None:
+        return None
+    try:
+        return stream.read()
+    except (OSError, ValueError):  # a closed descriptor
+        return None
+
+
+def _stdin_outcome(data: bytes, mode: str, codes: CodeFilter):
+    """`rewrite -` is an editor filter: whatever it cannot rewrite, it prints back unchanged."""
+    from tf1gradfix.batch import Outcome
+    from tf1gradfix.source_io import MAX_FILE_BYTES, long_line
+
+    too_long = long_line(data) or (
+        f"input too large: {len(data)} bytes (limit {MAX_FILE_BYTES} bytes)" if len(data) > MAX_FILE_BYTES else None)
+    outcome = Outcome(STDIN, error=FileError(STDIN, too_long)) if too_long else run_source(STDIN, data, mode, codes)
+    if mode == WRITE and outcome.new_source is None:
+        outcome.new_source = data
+    return outcome
 
 
 def _prove(args, outcomes, findings, errors, summary) -> int:

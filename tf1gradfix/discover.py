@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import fnmatch
 import os
+import stat
 from pathlib import Path
+
+from tf1gradfix.findings import FileError
 
 # Folders that never hold the user's own sources.
 DEFAULT_EXCLUDES = (
@@ -44,44 +47,75 @@ def _excluded(path: Path, patterns: tuple[str, ...]) -> bool:
     return False
 
 
-def discover(paths: list[str], exclude: tuple[str, ...] = ()) -> tuple[list[str], list[str]]:
+def discover(paths: list[str], exclude: tuple[str, ...] = ()) -> tuple[list[str], list[FileError]]:
     """Expand `paths` into Python files, in a stable order.
 
-    Returns (files, missing). A file named explicitly is always taken;
+    Returns (files, errors). A file named explicitly is always taken;
     folders are walked without following symlinked folders, so a run never
-    leaves the tree it was given.
+    leaves the tree it was given. Only regular files are taken (a FIFO would
+    block the read forever); a folder that cannot be read is an error, never
+    a silent skip. A file reached twice (`a.py`, `./a.py`, a link to it) is
+    taken once, under the first spelling.
     """
     files: list[str] = []
-    missing: list[str] = []
-    seen: set[str] = set()
+    errors: list[FileError] = []
+    seen: set = set()
+    exclude = tuple(exclude)
 
-    def add(name: str) -> None:
-        if name not in seen:
-            seen.add(name)
+    def add(name: str, key) -> None:
+        if key not in seen:
+            seen.add(key)
             files.append(name)
 
     for raw in paths:
         if raw == STDIN:
-            add(STDIN)
+            add(STDIN, STDIN)
+            continue
+        try:
+            info = os.stat(raw)
+        except FileNotFoundError:
+            errors.append(FileError(raw, "no such file or folder"))
+            continue
+        except OSError as exc:
+            errors.append(FileError(raw, f"cannot read: {exc.strerror or exc}"))
             continue
         path = Path(raw)
-        if path.is_file():
-            if not _excluded(path, tuple(exclude)):
-                add(str(path))
-        elif path.is_dir():
-            for root, dirs, names in os.walk(path, followlinks=False):
-                root_path = Path(root)
-                # Default folders are pruned by name below the given root only:
-                # a project that itself lives under `build/` is still checked.
-                dirs[:] = sorted(
-                    d for d in dirs
-                    if not any(fnmatch.fnmatchcase(d, p) for p in DEFAULT_EXCLUDES)
-                    and not _excluded(root_path / d, tuple(exclude))
-                )
-                for name in sorted(names):
-                    candidate = root_path / name
-                    if name.endswith((".py", ".pyi")) and not candidate.is_symlink() and not _excluded(candidate, tuple(exclude)):
-                        add(str(candidate))
-        else:
-            missing.append(raw)
-    return files, missing
+        if stat.S_ISDIR(info.st_mode):
+            _walk(path, exclude, add, errors)
+        elif not stat.S_ISREG(info.st_mode):
+            errors.append(FileError(raw, "not a regular file; not read"))
+        elif not _excluded(path, exclude):
+            add(str(path), (info.st_dev, info.st_ino))
+    return files, errors
+
+
+def _walk(top: Path, exclude: tuple[str, ...], add, errors: list[FileError]) -> None:
+    """Each folder's files (sorted), then its subfolders depth first, as os.walk orders them."""
+    stack = [top]
+    while stack:
+        folder = stack.pop()
+        try:
+            with os.scandir(folder) as listing:
+                entries = sorted(listing, key=lambda entry: entry.name)
+            try:
+                os.stat(os.path.join(folder, "."))
+            except OSError as exc:  # listed but not enterable (r without x)
+                errors.append(FileError(str(folder), f"cannot enter folder: {exc.strerror or exc}; its files were not checked"))
+                continue
+            subfolders = []
+            for entry in entries:
+                name = entry.name
+                if entry.is_dir(follow_symlinks=False):
+                    # Default folders are pruned by name below the given root only:
+                    # a project that itself lives under `build/` is still checked.
+                    if not any(fnmatch.fnmatchcase(name, p) for p in DEFAULT_EXCLUDES) and not _excluded(folder / name, exclude):
+                        subfolders.append(folder / name)
+                elif name.endswith((".py", ".pyi")) and entry.is_file(follow_symlinks=False):
+                    candidate = folder / name
+                    if not _excluded(candidate, exclude):
+                        info = entry.stat(follow_symlinks=False)
+                        add(str(candidate), (info.st_dev, info.st_ino))
+        except OSError as exc:
+            errors.append(FileError(str(folder), f"cannot read folder: {exc.strerror or exc}; its files were not checked"))
+            continue
+        stack.extend(reversed(subfolders))

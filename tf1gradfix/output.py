@@ -7,15 +7,35 @@ import json
 from tf1gradfix.findings import FileError, Finding
 
 FORMATS = ("text", "json", "github")
+_ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+def shown(path: str) -> str:
+    """`path` safe to print on one line: control characters and undecodable bytes
+    (surrogate escapes) as backslash escapes, so a file name cannot forge output."""
+    if path.isprintable():
+        return path
+    return "".join(_escaped(char) for char in path)
+
+
+def _escaped(char: str) -> str:
+    if char in _ESCAPES:
+        return _ESCAPES[char]
+    if char.isprintable():
+        return char
+    code = ord(char)
+    if 0xDC80 <= code <= 0xDCFF:  # a byte os.fsdecode could not decode
+        return f"\\x{code - 0xDC00:02x}"
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
 
 
 def finding_line(finding: Finding) -> str:
     mark = " [*]" if finding.fixed else ""
-    return f"{finding.path}:{finding.line}:{finding.col}: {finding.code}{mark} {finding.message}"
+    return f"{shown(finding.path)}:{finding.line}:{finding.col}: {finding.code}{mark} {finding.message}"
 
 
 def error_line(error: FileError) -> str:
-    where = error.path
+    where = shown(error.path)
     if error.line is not None:
         where += f":{error.line}"
         if error.col is not None:
@@ -28,7 +48,7 @@ def _github_escape(text: str) -> str:
 
 
 def _github_property(text: str) -> str:
-    return _github_escape(text).replace(":", "%3A").replace(",", "%2C")
+    return _github_escape(shown(text)).replace(":", "%3A").replace(",", "%2C")
 
 
 def github_lines(findings: list[Finding], errors: list[FileError]) -> list[str]:

@@ -2,19 +2,96 @@
 
 Encoding (coding cookie, BOM) and newline style are kept because LibCST parses
 the raw bytes and renders them back the same way. Writes are atomic: a
-temporary file in the same folder, then a rename, keeping the file's mode.
+temporary file in the same folder, then a rename, keeping the file's mode,
+and only when the file is still what was read. Only regular files within
+the size limits are read: a FIFO would block forever and a huge file would
+cost gigabytes in the parser.
 """
 
 from __future__ import annotations
 
+import hashlib
 import io
 import os
+import re
 import stat
 import tempfile
 import tokenize
+from dataclasses import dataclass
 from pathlib import Path
 
 from tf1gradfix.findings import FileError
+
+MAX_FILE_BYTES = 1024 * 1024  # a larger .py is generated code, or not code
+MAX_LINE_BYTES = 50_000  # LibCST's memory and time grow steeply with a line's length
+
+
+class SourceError(OSError):
+    """A file the tool will not read or replace; the message says why."""
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """What a file was when it was read, to tell whether someone changed it since."""
+
+    size: int
+    mtime_ns: int
+    digest: bytes
+
+    @classmethod
+    def of(cls, info: os.stat_result, data: bytes) -> Snapshot:
+        return cls(info.st_size, info.st_mtime_ns, hashlib.sha256(data).digest())
+
+
+def refusal(info: os.stat_result) -> str | None:
+    """Why a file with this `os.stat` must not be read, if it must not."""
+    if not stat.S_ISREG(info.st_mode):
+        return "not a regular file"
+    if info.st_size > MAX_FILE_BYTES:
+        return f"file too large: {info.st_size} bytes (limit {MAX_FILE_BYTES} bytes); left as it is"
+    return None
+
+
+def long_line(data: bytes) -> str | None:
+    """The limit message when a line of `data` is longer than MAX_LINE_BYTES."""
+    if len(data) <= MAX_LINE_BYTES:
+        return None
+    for number, line in enumerate(re.split(rb"\r\n?|\n", data), start=1):
+        if len(line) > MAX_LINE_BYTES:
+            return f"line {number} is {len(line)} bytes long (limit {MAX_LINE_BYTES} bytes); left as it is"
+    return None
+
+
+def read_source(path: str) -> tuple[bytes, Snapshot]:
+    """The bytes of a regular file within the limits, checked before anything is read.
+
+    Opened non-blocking so a file swapped for a FIFO after the check cannot hang the run.
+    """
+    why = refusal(os.stat(path))
+    if why:
+        raise SourceError(why)
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    with os.fdopen(fd, "rb") as handle:
+        info = os.fstat(fd)
+        why = refusal(info)
+        if why:
+            raise SourceError(why)
+        data = handle.read(MAX_FILE_BYTES + 1)
+    if len(data) > MAX_FILE_BYTES:
+        raise SourceError(f"file too large: more than {MAX_FILE_BYTES} bytes; left as it is")
+    why = long_line(data)
+    if why:
+        raise SourceError(why)
+    return data, Snapshot.of(info, data)
+
+
+def unchanged(path: Path, expected: Snapshot) -> bool:
+    """Whether `path` still holds what was read (size and mtime first: no read when they differ)."""
+    info = os.stat(path)
+    if (info.st_size, info.st_mtime_ns) != (expected.size, expected.mtime_ns):
+        return False
+    with open(path, "rb") as handle:
+        return hashlib.sha256(handle.read()).digest() == expected.digest
 
 
 def decode_error(display: str, data: bytes) -> FileError | None:
@@ -42,8 +119,14 @@ def decode_error(display: str, data: bytes) -> FileError | None:
     return None
 
 
-def write_atomic(path: Path, data: bytes) -> None:
-    """Replace `path` with `data` in one rename; the file is old or new, never partial."""
+CHANGED = "changed while being rewritten; left as it is"
+
+
+def write_atomic(path: Path, data: bytes, expected: Snapshot | None = None) -> None:
+    """Replace `path` with `data` in one rename; the file is old or new, never partial.
+
+    With `expected`, an edit saved since the file was read wins: SourceError(CHANGED).
+    """
     mode = stat.S_IMODE(os.stat(path).st_mode)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tf1gradfix", dir=path.parent)
     try:
@@ -52,6 +135,8 @@ def write_atomic(path: Path, data: bytes) -> None:
             handle.flush()
             os.fsync(handle.fileno())
         os.chmod(tmp, mode)
+        if expected is not None and not unchanged(path, expected):
+            raise SourceError(CHANGED)
         os.replace(tmp, path)
     except BaseException:
         try:
