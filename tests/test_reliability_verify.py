@@ -42,7 +42,7 @@ import os, sys
 from tf1gradfix.verify import runner_common as rc
 
 SIDE = "{side}"
-trace_dir, script = rc.parse_args(sys.argv[1:])
+trace_dir, script = sys.argv[1], sys.argv[2]
 trace = rc.Trace(trace_dir, SIDE)
 trace.event("start", side=SIDE, script=os.path.abspath(script))
 final = lambda: trace.write_atomic(SIDE + ".final.json", {{"variables": {{}}}})
@@ -128,3 +128,53 @@ def test_both_sides_exiting_with_the_same_status_are_compared_and_the_status_rep
     original, migrated = programs(tmp_path, "print('loss', 1.0)\n" + late, "print('loss', 1.5)\n" + late)
     assert orchestrate.verify_pair(original, migrated, timeout=60).verdict == "DIVERGED"
 
+
+# -- item 14: what the program forks dies with its side ------------------------------------
+
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def pids_in(folder: Path) -> list[int]:
+    return [int(p.read_text()) for p in sorted(folder.glob("*.pid")) if p.read_text().strip()]
+
+
+def kill_all(pids) -> None:
+    for pid in pids:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+
+SPAWN = """
+import pathlib, subprocess, sys
+child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
+pathlib.Path({marker!r}).write_text(str(child.pid))
+print('loss', 1.0)
+"""
+
+
+def test_processes_a_program_forks_do_not_outlive_the_verdict(tmp_path, fake_runners):
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    original, migrated = programs(tmp_path, SPAWN.format(marker=str(marks / "o.pid")),
+                                  SPAWN.format(marker=str(marks / "m.pid")))
+    try:
+        result = orchestrate.verify_pair(original, migrated, timeout=60)
+        assert result.verdict == "EQUIVALENT", result.reason
+        children = pids_in(marks)
+        assert len(children) == 2
+        deadline = time.monotonic() + 5   # reaped by init, which may take a moment
+        while any(alive(p) for p in children) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not [p for p in children if alive(p)], "a forked process outlived the verdict"
+    finally:
+        kill_all(pids_in(marks))

@@ -118,14 +118,33 @@ def _start(module: str, script: Path, trace_dir: str, role: str, timeout: float,
 
 
 def _kill(proc) -> None:
-    """Kill the runner and anything it spawned (it leads its own session)."""
-    if proc.poll() is not None:
+    """Kill the runner and anything it spawned: its process group (it leads its
+    own session). Called before the runner is reaped, so its pid, the group's
+    id, cannot have been reused."""
+    if proc.returncode is not None:
         return
     try:
         os.killpg(proc.pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
         proc.kill()
     proc.wait()
+
+
+def _exited(proc) -> bool:
+    """Whether the runner has exited, without reaping it (see _kill)."""
+    if proc.returncode is not None:
+        return True
+    try:
+        return os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
+    except ChildProcessError:
+        return proc.poll() is not None
+
+
+def _reap(procs) -> None:
+    """A side is over when its runner exits: what the program forked goes with it."""
+    for proc in procs.values():
+        if proc.returncode is None and _exited(proc):
+            _kill(proc)
 
 
 def _read_tail(path: str, limit: int = TAIL) -> str:
@@ -242,24 +261,30 @@ def _run_both(original: Path, migrated: Path, trace_dir: str, timeout: float):
 
 
 def _wait(procs, sides, start, timeout, trace_dir, timed_out, killed) -> None:
-    """Poll both runners; enforce the timeout; stop the migration if the original failed."""
-    while any(p.poll() is None for p in procs.values()):
+    """Poll both runners; enforce the timeout; stop the migration if the original failed.
+
+    Runners are reaped only by _reap / _kill (``returncode`` is read, never
+    ``poll()``), so each side's process group is killed the moment it ends."""
+    while True:
+        _reap(procs)
+        if all(p.returncode is not None for p in procs.values()):
+            break
         now = time.monotonic()
         for role, proc in procs.items():
-            if proc.poll() is None and now - start > timeout:
+            if proc.returncode is None and now - start > timeout:
                 _kill(proc)
                 timed_out.add(role)
-            elif proc.poll() is not None and not sides[role].elapsed:
+            elif proc.returncode is not None and not sides[role].elapsed:
                 sides[role].elapsed = now - start
         orig = procs["original"]
-        if orig.poll() is not None and not os.path.exists(os.path.join(trace_dir, ORIGINAL_DONE)):
+        if orig.returncode is not None and not os.path.exists(os.path.join(trace_dir, ORIGINAL_DONE)):
             # a migrated side waiting for variables of a later graph stops waiting
             open(os.path.join(trace_dir, ORIGINAL_DONE), "w").close()
-        if orig.poll() is not None and procs["migrated"].poll() is None and "original" not in timed_out:
+        if orig.returncode is not None and procs["migrated"].returncode is None and "original" not in timed_out:
             if _original_failed(trace_dir, orig.returncode):
                 _kill(procs["migrated"])
                 killed.add("migrated")
-        if "original" in timed_out and procs["migrated"].poll() is None:
+        if "original" in timed_out and procs["migrated"].returncode is None:
             _kill(procs["migrated"])
             killed.add("migrated")
         time.sleep(0.02)
