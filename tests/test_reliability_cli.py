@@ -291,6 +291,28 @@ def test_same_size_edit_with_the_old_mtime_is_still_seen(tmp_path):
     assert target.read_bytes() == OLD.replace(b"0", b"1")
 
 
+def test_edit_saved_during_the_proof_is_kept(tmp_path, capsys, monkeypatch):
+    """rewrite --verify runs for seconds to minutes per file: the window for an edit is wide."""
+    from types import SimpleNamespace
+
+    from tf1gradfix.verify import orchestrate, report
+
+    target = tmp_path / "train.py"
+    target.write_bytes(OLD)
+    edit = b"# saved in the editor meanwhile\n"
+
+    def proof_while_the_user_types(original, candidate, **_kwargs):
+        with open(original, "ab") as handle:
+            handle.write(edit)
+        return SimpleNamespace(verdict="EQUIVALENT", reason="same", migrated=SimpleNamespace(script=str(candidate)))
+
+    monkeypatch.setattr(orchestrate, "verify_pair", proof_while_the_user_types)
+    monkeypatch.setattr(report, "summary", lambda result: result.verdict)
+    assert main(["rewrite", "--verify", "-j", "1", "train.py"]) == 2
+    assert "train.py: error: changed while being rewritten; left as it is" in capsys.readouterr().out
+    assert target.read_bytes() == OLD + edit
+
+
 # -- 10. file names that do not print ------------------------------------------------
 
 

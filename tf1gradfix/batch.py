@@ -38,6 +38,7 @@ class Outcome:
     changed: bool = False
     diff: str | None = None
     new_source: bytes | None = None  # only for stdin, where the parent prints it
+    snapshot: Snapshot | None = None  # PROPOSE: what the file was when read, for the later write
 
 
 def unified_diff(path: str, old: bytes, new: bytes) -> str:
@@ -82,6 +83,7 @@ def _run_source(path: str, data: bytes, mode: str, codes: CodeFilter, snapshot: 
         outcome.diff = unified_diff(shown(path), data, result.new_source)
     elif mode == PROPOSE:
         outcome.new_source = result.new_source
+        outcome.snapshot = snapshot
     elif mode == WRITE:
         if path == "-":
             outcome.new_source = result.new_source

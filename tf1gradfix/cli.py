@@ -20,6 +20,7 @@ from tf1gradfix.config import ConfigError, load_settings
 from tf1gradfix.discover import STDIN, discover
 from tf1gradfix.findings import CodeFilter, FileError
 from tf1gradfix.output import FORMATS, render, summary_sentence
+from tf1gradfix.source_io import CHANGED, unchanged
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 PROGRESS_THRESHOLD = 50  # files; below this a bar is noise
@@ -287,6 +288,17 @@ def _prove(args, outcomes, findings, errors, summary) -> int:
     if report:
         print(report)
     changed = [(o.path, o.new_source) for o in outcomes if o.changed and o.new_source is not None]
+    snapshots = {o.path: o.snapshot for o in outcomes if o.snapshot is not None}
+    changed_meanwhile: list[FileError] = []
+
+    def refusal(path):
+        """Asked just before an EQUIVALENT rewrite is written: an edit saved during the proof wins."""
+        why = unwritable(path)
+        if why is None and str(path) in snapshots and not unchanged(path, snapshots[str(path)]):
+            why = CHANGED
+            changed_meanwhile.append(FileError(str(path), CHANGED))
+        return why
+
     rows = rewrite_verify.prove_and_write(
         changed,
         write=not (args.diff or args.check),
@@ -294,11 +306,13 @@ def _prove(args, outcomes, findings, errors, summary) -> int:
         rtol=args.rtol if args.rtol is not None else verify_defaults.DEFAULT_RTOL,
         atol=args.atol if args.atol is not None else verify_defaults.DEFAULT_ATOL,
         timeout=args.timeout if args.timeout is not None else verify_defaults.DEFAULT_TIMEOUT,
-        unwritable=unwritable,
+        unwritable=refusal,
     )
     if rows:
         print(rewrite_verify.render_rows(rows))
-    if errors:
+    if changed_meanwhile:
+        print(render(args.format, [], changed_meanwhile, {**summary, "errors": len(errors) + len(changed_meanwhile)}))
+    if errors or changed_meanwhile:
         return EXIT_ERROR
     proof = rewrite_verify.exit_code(rows)
     if proof:

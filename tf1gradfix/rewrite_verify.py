@@ -35,7 +35,8 @@ def _slug(path: str, root: str) -> str:
 
 
 def prove_and_write(changed: list[tuple[str, bytes]], *, write: bool, report_dir: str | None,
-                    rtol: float, atol: float, timeout: float, unwritable) -> list[ProofRow]:
+                    rtol: float, atol: float, timeout: float, unwritable, steps=None,
+                    program_args=()) -> list[ProofRow]:
     """Verify each (path, rewritten source); write the EQUIVALENT ones when `write`."""
     from tf1gradfix.verify import report
     from tf1gradfix.verify.orchestrate import verify_pair
@@ -51,7 +52,8 @@ def prove_and_write(changed: list[tuple[str, bytes]], *, write: bool, report_dir
         candidate = original.with_name(f".{original.stem}.tf1gradfix-candidate.py")
         try:
             candidate.write_bytes(new_source)
-            result = verify_pair(original, candidate, rtol=rtol, atol=atol, timeout=timeout)
+            result = verify_pair(original, candidate, rtol=rtol, atol=atol, timeout=timeout,
+                                 steps=steps, program_args=program_args)
         finally:
             candidate.unlink(missing_ok=True)
         result.migrated.script = f"{path} (rewritten)"

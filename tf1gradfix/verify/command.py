@@ -1,4 +1,4 @@
-"""`tf1gradfix verify ORIGINAL MIGRATED`: argument parsing and exit codes.
+"""`tf1gradfix verify ORIGINAL MIGRATED [-- ARGS...]`: argument parsing and exit codes.
 
 Importing this module is cheap on purpose: the heavy parts (NumPy, the
 orchestrator) are imported inside ``run``; TensorFlow is never imported in
@@ -8,6 +8,9 @@ this process at all.
 from __future__ import annotations
 
 import argparse
+import sys
+
+from tf1gradfix.cli_types import positive_int
 
 from tf1gradfix.cli_types import nonneg_float, positive_float
 
@@ -35,6 +38,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help=f"absolute tolerance (default {DEFAULT_ATOL:g})")
     parser.add_argument("--timeout", type=positive_float, default=DEFAULT_TIMEOUT,
                         help=f"seconds each program may run (default {DEFAULT_TIMEOUT:g})")
+    parser.add_argument("--steps", type=positive_int, default=None, metavar="N",
+                        help="stop both programs after N training steps and compare up to there "
+                             "(default: run them whole; see TOLERANCES.md)")
     parser.add_argument("--json", metavar="FILE", help="write the full result as JSON")
     parser.add_argument("--junit", metavar="FILE", help="write JUnit XML (one testcase per quantity kind)")
     parser.add_argument("--markdown", metavar="FILE", help="write a Markdown summary (for CI job summaries)")
@@ -42,19 +48,43 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="write a picture of both loss curves (.png, .svg or .pdf)")
 
 
+def add_rewrite_arguments(group) -> None:
+    """`rewrite --verify --steps N`: a budget by default, since real scripts train for hours."""
+    from tf1gradfix.verify.budget import DEFAULT_REWRITE_STEPS
+
+    group.add_argument("--steps", type=positive_int, default=DEFAULT_REWRITE_STEPS, metavar="N",
+                       help=f"with --verify: training steps run and compared (default {DEFAULT_REWRITE_STEPS})")
+
+
 def run(args: argparse.Namespace) -> int:
     """Verify one pair; print the summary; return 0/1/2 (equivalent/diverged/error)."""
     from pathlib import Path
 
-    from tf1gradfix.verify import report
+    from tf1gradfix.verify import budget, report
     from tf1gradfix.verify.orchestrate import verify_pair
 
+    if budget.tensorflow_missing():
+        print(f"tf1gradfix: {budget.TF_MISSING}", file=sys.stderr)
+        return 2
     result = verify_pair(Path(args.original), Path(args.migrated),
-                         rtol=args.rtol, atol=args.atol, timeout=args.timeout)
+                         rtol=args.rtol, atol=args.atol, timeout=args.timeout,
+                         steps=args.steps, program_args=getattr(args, "program_args", ()))
     print(report.summary(result))
     report.write_reports(result, json=args.json, junit=args.junit,
                          markdown=args.markdown, plot=args.plot)
     return result.exit_code
+
+
+def split_program_args(argv: list[str]) -> tuple[list[str], list[str]]:
+    """``verify A B -- ARGS`` and ``rewrite --verify PATHS -- ARGS``: the words after
+    ``--`` are the programs' arguments. Elsewhere ``--`` keeps its usual meaning."""
+    if "--" not in argv:
+        return argv, []
+    cut = argv.index("--")
+    head = argv[:cut]
+    if head[:1] == ["verify"] or (head[:1] == ["rewrite"] and "--verify" in head):
+        return head, argv[cut + 1:]
+    return argv, []
 
 
 def main(argv=None) -> int:
@@ -62,4 +92,7 @@ def main(argv=None) -> int:
                                      description="Run a TF1 program and its TF2 migration side by side "
                                                  "and compare losses, gradients, updates and results.")
     add_arguments(parser)
-    return run(parser.parse_args(argv))
+    argv, program_args = split_program_args(["verify", *(sys.argv[1:] if argv is None else argv)])
+    args = parser.parse_args(argv[1:])
+    args.program_args = program_args
+    return run(args)

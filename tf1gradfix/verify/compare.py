@@ -261,8 +261,13 @@ def merge_observations(events: list) -> list:
     return out
 
 
-def compare_events(cmp: Comparison, orig: list, mig: list, rtol: float, atol: float, decode) -> None:
-    """Pair gradient events by key and occurrence; compare loss and grads."""
+def compare_events(cmp: Comparison, orig: list, mig: list, rtol: float, atol: float, decode,
+                   stopped=()) -> None:
+    """Pair gradient events by key and occurrence; compare loss and grads.
+
+    ``stopped``: sides stopped before their program's end (a --steps cut, a
+    timeout); the other side's events past their last are not differences.
+    """
     orig, mig = merge_observations(orig), merge_observations(mig)
     pairs, leftovers = [], []
     for kind, qty in (("compute", "gradient"), ("apply", "applied update")):
@@ -314,10 +319,10 @@ def compare_events(cmp: Comparison, orig: list, mig: list, rtol: float, atol: fl
     for kind, qty, left_o, left_m, n_o, n_m in leftovers:
         left_o.sort(key=lambda t: t[2]["seq"])   # pair what is left in program order
         left_m.sort(key=lambda t: t[2]["seq"])
-        _unpaired(cmp, kind, qty, left_o, left_m, n_o, n_m, rtol, atol, decode, on_original_timeline)
+        _unpaired(cmp, kind, qty, left_o, left_m, n_o, n_m, rtol, atol, decode, on_original_timeline, stopped)
 
 
-def _unpaired(cmp, kind, qty, left_o, left_m, n_o, n_m, rtol, atol, decode, mig_order) -> None:
+def _unpaired(cmp, kind, qty, left_o, left_m, n_o, n_m, rtol, atol, decode, mig_order, stopped=()) -> None:
     """Events whose source sets differ: compare what they share, then report the difference once."""
     verb = "computed gradients" if kind == "compute" else "applied updates"
     groups = {}
@@ -343,7 +348,10 @@ def _unpaired(cmp, kind, qty, left_o, left_m, n_o, n_m, rtol, atol, decode, mig_
             reason=f"sources differ in {count} of {max(n_o, n_m)} events: " + "; ".join(parts),
             order=(eo["seq"], -1)))
     rest_o, rest_m = left_o[len(left_m):], left_m[len(left_o):]
-    if rest_o or rest_m:
+    if (rest_o and "migrated" in stopped) or (rest_m and "original" in stopped):
+        cmp.notes.append(f"the {'original' if rest_o else 'migrated'} {verb} {len(rest_o) + len(rest_m)} more "
+                         f"times after the other side stopped; not compared")
+    elif rest_o or rest_m:
         seq = rest_o[0][2]["seq"] if rest_o else mig_order(rest_m[0][2]["seq"])
         sample = rest_o[0] if rest_o else rest_m[0]
         cmp.divergences.append(Divergence(
@@ -391,7 +399,7 @@ def _quantum(token: str) -> float:
     return 10.0 ** (int(exp or 0) - decimals)
 
 
-def compare_printed(cmp: Comparison, out_o: str, out_m: str, rtol, atol) -> None:
+def compare_printed(cmp: Comparison, out_o: str, out_m: str, rtol, atol, stopped=()) -> None:
     lines_o, lines_m = printed_numbers(out_o), printed_numbers(out_m)
     for i, ((no_o, text_o, tok_o), (no_m, text_m, tok_m)) in enumerate(zip(lines_o, lines_m)):
         order = (math.inf, 1, i)
@@ -408,7 +416,7 @@ def compare_printed(cmp: Comparison, out_o: str, out_m: str, rtol, atol) -> None
                            extra_tol=max(_quantum(a), _quantum(b))):
                 cmp.divergences[-1].original, cmp.divergences[-1].migrated = a, b
                 break
-    if len(lines_o) != len(lines_m):
+    if len(lines_o) != len(lines_m) and ("migrated" if len(lines_o) > len(lines_m) else "original") not in stopped:
         cmp.divergences.append(Divergence(
             "printed number", None, None,
             reason=f"original printed {len(lines_o)} lines with numbers, migrated {len(lines_m)}",
@@ -427,13 +435,18 @@ def loss_curve(events: list) -> list:
 
 
 def compare_traces(orig: dict, mig: dict, rtol: float = DEFAULT_RTOL, atol: float = DEFAULT_ATOL,
-                   decode=None) -> Comparison:
-    """Compare two loaded traces: ``{"events", "final", "stdout"}`` each."""
+                   decode=None, stopped=()) -> Comparison:
+    """Compare two loaded traces: ``{"events", "final", "stdout"}`` each.
+
+    ``stopped``: the sides that stopped early (see compare_events); only the
+    common prefix is compared, and the caller decides whether finals are.
+    """
     if decode is None:
         from tf1gradfix.verify.runner_common import decode_array as decode
     cmp = Comparison()
-    compare_events(cmp, orig["events"], mig["events"], rtol, atol, decode)
-    compare_finals(cmp, orig.get("final"), mig.get("final"), rtol, atol, decode)
-    compare_printed(cmp, orig.get("stdout", ""), mig.get("stdout", ""), rtol, atol)
+    compare_events(cmp, orig["events"], mig["events"], rtol, atol, decode, stopped)
+    if not stopped or (orig.get("final") is not None and mig.get("final") is not None):
+        compare_finals(cmp, orig.get("final"), mig.get("final"), rtol, atol, decode)
+    compare_printed(cmp, orig.get("stdout", ""), mig.get("stdout", ""), rtol, atol, stopped)
     cmp.loss_original, cmp.loss_migrated = loss_curve(orig["events"]), loss_curve(mig["events"])
     return cmp

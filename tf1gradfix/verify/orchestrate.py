@@ -24,6 +24,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from tf1gradfix.verify import budget
 from tf1gradfix.verify import compare as cmp_mod
 from tf1gradfix.verify import random_ops
 from tf1gradfix.verify.runner_common import ORIGINAL_DONE
@@ -103,14 +104,18 @@ def _env(legacy_keras: bool, timeout: float) -> dict:
     return env
 
 
-def _start(module: str, script: Path, trace_dir: str, role: str, timeout: float, env_legacy: bool):
+def _start(module: str, script: Path, trace_dir: str, role: str, timeout: float, env_legacy: bool,
+           extra=(), steps=None):
+    """``extra``: the runner's --cwd and program arguments; ``steps``: the budget (budget.py)."""
+    env = _env(env_legacy, timeout)
+    env[budget.STEPS_ENV] = str(steps or "")
     out = open(os.path.join(trace_dir, f"{role}.stdout"), "wb")
     err = open(os.path.join(trace_dir, f"{role}.stderr"), "wb")
     try:
         proc = subprocess.Popen(
-            [sys.executable, "-m", module, trace_dir, str(script)],
+            [sys.executable, "-m", module, trace_dir, str(script), *extra],
             stdin=subprocess.DEVNULL, stdout=out, stderr=err, cwd=str(script.parent),
-            env=_env(env_legacy, timeout), start_new_session=True)
+            env=env, start_new_session=True)
     finally:
         out.close()
         err.close()
@@ -236,11 +241,17 @@ def _side_status(side: SideResult, events: list, timed_out: bool, killed: bool, 
         side.status, side.reason = "failed", f"exited with code {rc} before finishing (os._exit or a crash)"
 
 
-def _run_both(original: Path, migrated: Path, trace_dir: str, timeout: float):
+def _run_both(original: Path, migrated: Path, trace_dir: str, timeout: float, steps=None, program_args=()):
     sides = {"original": SideResult("original", str(original)),
              "migrated": SideResult("migrated", str(migrated))}
-    procs = {"original": _start(RUNNERS["original"], original, trace_dir, "original", timeout, True),
-             "migrated": _start(RUNNERS["migrated"], migrated, trace_dir, "migrated", timeout, False)}
+    work = tempfile.mkdtemp(prefix="tf1gradfix-cwd-")   # each side writes into its own view of its folder
+
+    def extra(role, script):
+        return ["--cwd", budget.side_folder(str(script.parent), os.path.join(work, role)), "--", *program_args]
+    procs = {"original": _start(RUNNERS["original"], original, trace_dir, "original", timeout, True,
+                                extra("original", original), steps),
+             "migrated": _start(RUNNERS["migrated"], migrated, trace_dir, "migrated", timeout, False,
+                                extra("migrated", migrated), steps)}
     start = time.monotonic()
     timed_out, killed = set(), set()
     try:
@@ -251,6 +262,8 @@ def _run_both(original: Path, migrated: Path, trace_dir: str, timeout: float):
         for proc in procs.values():
             _kill(proc)
         raise
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
     for role, proc in procs.items():
         side = sides[role]
         side.returncode = proc.returncode
@@ -305,8 +318,12 @@ def _original_failed(trace_dir: str, returncode: int) -> bool:
 
 def verify_pair(original: Path, migrated: Path, *, rtol: float = cmp_mod.DEFAULT_RTOL,
                 atol: float = cmp_mod.DEFAULT_ATOL, timeout: float = DEFAULT_TIMEOUT,
-                keep_trace: Path | None = None) -> VerifyResult:
-    """Run both programs concurrently, compare their traces, return the verdict."""
+                keep_trace: Path | None = None, steps: int | None = None, program_args=()) -> VerifyResult:
+    """Run both programs concurrently, compare their traces, return the verdict.
+
+    ``steps``: stop both after that many training steps (budget.py);
+    ``program_args``: the sys.argv[1:] both programs get.
+    """
     check_limits(rtol, atol, timeout)
     original, migrated = Path(original).resolve(), Path(migrated).resolve()
     t0 = time.monotonic()
@@ -316,9 +333,12 @@ def verify_pair(original: Path, migrated: Path, *, rtol: float = cmp_mod.DEFAULT
             o, m = SideResult("original", str(original)), SideResult("migrated", str(migrated))
             verdict = ORIGINAL_FAILED if role == "original" else MIGRATED_FAILED
             return VerifyResult(verdict, f"{role} program not found: {path}", o, m, **common)
+    if budget.tensorflow_missing():   # an environment error, not a failure of either program
+        o, m = SideResult("original", str(original)), SideResult("migrated", str(migrated))
+        return VerifyResult(NOT_COMPARABLE, budget.TF_MISSING, o, m, **common)
     trace_dir = tempfile.mkdtemp(prefix="tf1gradfix-verify-")
     try:
-        sides, timed_out, killed = _run_both(original, migrated, trace_dir, timeout)
+        sides, timed_out, killed = _run_both(original, migrated, trace_dir, timeout, steps, program_args)
         ev = {r: load_events(os.path.join(trace_dir, f"{r}.events.jsonl")) for r in sides}
         for role, side in sides.items():
             _side_status(side, ev[role], role in timed_out, role in killed, timeout)
@@ -329,6 +349,7 @@ def verify_pair(original: Path, migrated: Path, *, rtol: float = cmp_mod.DEFAULT
         result.unmatched = [{k: e.get(k) for k in ("name", "shape", "trainable")}
                             for e in ev["migrated"] if e["kind"] in ("unmatched", "mismatch")]
         _decide(result, trace_dir, ev, rtol, atol)
+        budget.after_verdict(result, original, migrated)
         if keep_trace is not None:
             shutil.copytree(trace_dir, keep_trace, dirs_exist_ok=True)
     finally:
@@ -381,7 +402,8 @@ def _decide(result: VerifyResult, trace_dir: str, ev: dict, rtol: float, atol: f
 
 def _decide_run(result: VerifyResult, trace_dir: str, ev: dict, rtol: float, atol: float) -> None:
     o, m = result.original, result.migrated
-    if o.failed:
+    timed = budget.timed_roles(o, m, ev)   # a timeout keeps what was compared up to it
+    if o.failed and "original" not in timed:
         result.verdict, result.reason = ORIGINAL_FAILED, f"original {o.reason}"
         return
     mismatched = [e for e in ev["migrated"] if e["kind"] == "mismatch"]
@@ -390,7 +412,7 @@ def _decide_run(result: VerifyResult, trace_dir: str, ev: dict, rtol: float, ato
         result.reason = ("; ".join(_mismatch_text(e) for e in mismatched[:5])
                          + (f" (the migrated program then {m.reason})" if m.failed else ""))
         return
-    if m.failed:
+    if m.failed and "migrated" not in timed:
         result.verdict, result.reason = MIGRATED_FAILED, f"migrated {m.reason}"
         return
     unmatched = [e for e in ev["migrated"] if e["kind"] == "unmatched" and e.get("trainable")]
@@ -401,12 +423,14 @@ def _decide_run(result: VerifyResult, trace_dir: str, ev: dict, rtol: float, ato
                          f"original (by name, scope or layer order): {names}; they would start from "
                          f"different values")
         return
-    traces = {}
+    traces, finals = {}, {}
     for role in ("original", "migrated"):
-        final = _load_json(os.path.join(trace_dir, f"{role}.final.json"))
+        final = finals[role] = _load_json(os.path.join(trace_dir, f"{role}.final.json"))
         traces[role] = {"events": ev[role], "final": final.get("variables") if final else None,
                         "stdout": _read_head(os.path.join(trace_dir, f"{role}.stdout"))}
-    comparison = cmp_mod.compare_traces(traces["original"], traces["migrated"], rtol, atol)
+    stopped, stop_notes = budget.prepare(traces, finals, ev, timed)
+    comparison = cmp_mod.compare_traces(traces["original"], traces["migrated"], rtol, atol, stopped=stopped)
+    comparison.notes += stop_notes
     result.comparison = comparison
     for role in ("original", "migrated"):
         texts = list(dict.fromkeys(e["text"] for e in ev[role] if e["kind"] == "note"))
@@ -421,8 +445,12 @@ def _decide_run(result: VerifyResult, trace_dir: str, ev: dict, rtol: float, ato
         return
     if comparison.divergences:
         result.verdict, result.reason = DIVERGED, comparison.first.describe()
+    elif timed:
+        result.verdict = MIGRATED_FAILED if timed == ["migrated"] else NOT_COMPARABLE
+        result.reason = budget.timeout_reason(timed, o, m, comparison.steps if compared else 0)
     elif compared == 0:
         result.verdict = NOT_COMPARABLE
         result.reason = "nothing to compare: no gradients, variables or printed numbers on both sides"
     else:
         result.verdict, result.reason = EQUIVALENT, f"{compared} quantities agree within rtol={rtol:g}, atol={atol:g}"
+        result.reason += budget.cut_reason(ev)

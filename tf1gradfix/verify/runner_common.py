@@ -144,8 +144,9 @@ def quiet_tensorflow_env() -> None:
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 
-def run_user_script(script: str, trace: Trace, before_exit=None) -> int:
-    """Run ``script`` as ``__main__`` in its folder; always leave an end event.
+def run_user_script(script: str, trace: Trace, before_exit=None, argv=(), cwd=None) -> int:
+    """Run ``script`` as ``__main__`` in ``cwd`` (default: its folder) with
+    ``sys.argv = [script, *argv]``; always leave an end event.
 
     ``SystemExit`` is recorded with its code (a deliberate exit is not a
     crash); any other exception is recorded with its traceback and printed
@@ -154,9 +155,9 @@ def run_user_script(script: str, trace: Trace, before_exit=None) -> int:
     """
     script = os.path.abspath(script)
     folder = os.path.dirname(script)
-    os.chdir(folder)
+    os.chdir(cwd or folder)
     sys.path.insert(0, folder)
-    sys.argv = [script]
+    sys.argv = [script, *argv]
     status, code = "ok", 0
     try:
         runpy.run_path(script, run_name="__main__")

@@ -1,6 +1,6 @@
 """Run an original TF1 program under TF1 semantics and trace it.
 
-Usage: ``python -m tf1gradfix.verify.runner_v1 TRACE_DIR SCRIPT``.
+Usage: ``python -m tf1gradfix.verify.runner_v1 TRACE_DIR SCRIPT [--cwd DIR] [-- ARGS...]``.
 
 The program runs unmodified: ``import tensorflow as tf`` resolves to
 ``tensorflow.compat.v1`` with v2 behaviour disabled.  Gradients are traced
@@ -17,7 +17,7 @@ import sys
 import threading
 import weakref
 
-from tf1gradfix.verify import random_ops
+from tf1gradfix.verify import budget, random_ops
 from tf1gradfix.verify import runner_common as rc
 
 _WALK_BUDGET = 20000  # graph ops visited per cached ancestor walk
@@ -54,6 +54,7 @@ class V1Tracer(rc.Reentrancy):
         self.run_index = 0
         self.steps = 0                         # gradient computations traced so far
         self.randomness = random_ops.GraphRandomness(self)
+        self.budget = budget.StepCounter(budget.limit_from_env())   # a training step is one run
 
     # -- keys and names -------------------------------------------------
     def tkey(self, t):
@@ -179,10 +180,12 @@ class V1Tracer(rc.Reentrancy):
         """The user's run plus the traced tensors; tracing trouble never breaks the run."""
         self.last_session = sess
         extra, layout, checks, preds = [], [], [], []
+        training, initialized = False, self.init_done
         try:
             self.maybe_snapshot_init(sess)
             fetch_ops = self.fetch_ops(sess, fetches)
             computes, applies = self.plan(fetch_ops)
+            training = bool(computes or applies)
             if (computes or applies) and not self.init_done:
                 self.snapshot_init(sess, partial=True)
             fetchable = self.fetchable(sess, feed_dict)
@@ -191,11 +194,15 @@ class V1Tracer(rc.Reentrancy):
         except Exception as exc:  # noqa: BLE001
             self.note(f"run {self.run_index}: not traced ({type(exc).__name__}: {exc})")
             extra, layout, checks, preds = [], [], [], []
+        if self.budget.due(training):
+            budget.stop_here(self.trace, self.budget, self.at_exit)
         if extra or preds:
             result, values = self.orig_run(sess, (fetches, extra + preds), feed_dict, options, run_metadata)
         else:
             result, values = self.orig_run(sess, fetches, feed_dict, options, run_metadata), []
         self.run_index += 1
+        self.budget.steps += training
+        self.budget.calls += initialized
         try:
             if checks:
                 pred_values = {p.name: v for p, v in zip(preds, values[len(extra):])}
@@ -385,7 +392,7 @@ class V1Tracer(rc.Reentrancy):
         except Exception:  # noqa: BLE001
             return
         if values:
-            self.trace.write_atomic("original.final.json", {"variables": values})
+            self.trace.write_atomic("original.final.json", {"variables": values, "steps": self.budget.steps})
 
     def at_exit(self) -> None:
         sess = self.last_session
@@ -415,7 +422,7 @@ def alias_tensorflow(v1, script: str) -> None:
 
 
 def main(argv: list[str]) -> int:
-    trace_dir, script = rc.parse_args(argv)
+    trace_dir, script, cwd, args = budget.runner_args(argv)
     os.environ["TF_USE_LEGACY_KERAS"] = "1"
     rc.quiet_tensorflow_env()
     rc.seed_python()
@@ -431,7 +438,7 @@ def main(argv: list[str]) -> int:
     tracer.install()
     alias_tensorflow(v1, script)
     trace.event("start", side="original", script=os.path.abspath(script))
-    return rc.run_user_script(script, trace, before_exit=tracer.at_exit)
+    return rc.run_user_script(script, trace, before_exit=tracer.at_exit, argv=args, cwd=cwd)
 
 
 if __name__ == "__main__":

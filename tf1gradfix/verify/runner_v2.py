@@ -1,6 +1,6 @@
 """Run a migrated TF2 program and trace it.
 
-Usage: ``python -m tf1gradfix.verify.runner_v2 TRACE_DIR SCRIPT``.
+Usage: ``python -m tf1gradfix.verify.runner_v2 TRACE_DIR SCRIPT [--cwd DIR] [-- ARGS...]``.
 
 ``tf.function`` bodies run eagerly so every traced quantity is a concrete
 value.  Variables are created normally and then overwritten with the
@@ -19,7 +19,7 @@ import time
 
 import numpy as np
 
-from tf1gradfix.verify import random_ops
+from tf1gradfix.verify import budget, random_ops
 from tf1gradfix.verify import runner_common as rc
 
 KERAS_OPTIMIZER_MODULE = "keras.src.optimizers.base_optimizer"
@@ -84,6 +84,8 @@ class V2Tracer(rc.Reentrancy):
         self.layer_pairs: dict = {}       # migrated layer prefix -> original prefix (matched by order)
         self.steps = 0                    # gradient computations recorded so far
         self.randomness = random_ops.EagerRandomness(self)
+        self.budget = budget.StepCounter(budget.limit_from_env())
+        self.unit = None                  # within an outermost tf.function call: has it trained yet?
 
     # -- initial values -------------------------------------------------
     def load_init(self) -> dict:
@@ -312,12 +314,14 @@ class V2Tracer(rc.Reentrancy):
         """
         from tensorflow.python.eager.polymorphic_function import polymorphic_function as pf
         import numpy as np
-        tf, orig_call = self.tf, pf.Function.__call__
+        tf, orig_call, tracer = self.tf, pf.Function.__call__, self
 
         def convert(x):
             return tf.constant(x) if isinstance(x, (np.ndarray, np.generic)) and x.dtype.kind in "biufc" else x
 
         def __call__(self, *args, **kwds):
+            if tracer.unit is None and not tracer.busy():
+                return tracer.unit_call(orig_call, self, args, kwds)
             if self._run_functions_eagerly:
                 try:
                     args, kwds = tf.nest.map_structure(convert, (args, kwds))
@@ -326,6 +330,35 @@ class V2Tracer(rc.Reentrancy):
             return orig_call(self, *args, **kwds)
 
         pf.Function.__call__ = __call__
+        self.convert = convert
+
+    def unit_call(self, orig_call, fn, args, kwds):
+        """An outermost tf.function call: one step if it trains, one call (see budget.py)."""
+        if self.budget.due(False):
+            budget.stop_here(self.trace, self.budget, self.at_exit)
+        self.unit = False
+        try:
+            if fn._run_functions_eagerly:
+                try:
+                    args, kwds = self.tf.nest.map_structure(self.convert, (args, kwds))
+                except Exception:  # noqa: BLE001 - an odd structure: pass it unchanged
+                    pass
+            return orig_call(fn, *args, **kwds)
+        finally:
+            self.unit = None
+            self.budget.calls += 1
+
+    def step_event(self, kind: str, loss=None) -> None:
+        """Before a traced event: count the step it may begin; stop if the budget is spent."""
+        if self.unit is None:
+            begins = self.budget.begins(kind, loss)
+        else:
+            begins, self.unit = not self.unit, True
+            self.budget.last = (kind, loss)
+        if begins:
+            if self.budget.due(True):
+                budget.stop_here(self.trace, self.budget, self.at_exit)
+            self.budget.steps += 1
 
     def patch_keras(self, module) -> None:
         tracer, Base = self, module.BaseOptimizer
@@ -350,6 +383,7 @@ class V2Tracer(rc.Reentrancy):
         nest = self.tf.nest
         flat_src, flat_grads = nest.flatten(sources), nest.flatten(grads)
         targets = [self.value(t) for t in nest.flatten(target)]
+        self.step_event("compute", rc.loss_value(targets))
         names = [self.source_name(s, i) for i, s in enumerate(flat_src)]
         self.trace.event(
             "compute", loss=rc.loss_value(targets),
@@ -361,6 +395,7 @@ class V2Tracer(rc.Reentrancy):
             return
         try:
             self.randomness.flush()
+            self.step_event("apply")
             pairs = [(self.source_name(v, i), g) for i, (g, v) in enumerate(zip(grads, variables))
                      if g is not None]
             self.trace.event("apply", grads={n: rc.encode_array(self.value(g)) for n, g in pairs})
@@ -375,11 +410,11 @@ class V2Tracer(rc.Reentrancy):
                 values[name] = {"value": rc.encode_array(var.numpy()), "trainable": bool(var.trainable)}
             except Exception:  # noqa: BLE001 - a deleted or uninitialized variable
                 pass
-        self.trace.write_atomic("migrated.final.json", {"variables": values})
+        self.trace.write_atomic("migrated.final.json", {"variables": values, "steps": self.budget.steps})
 
 
 def main(argv: list[str]) -> int:
-    trace_dir, script = rc.parse_args(argv)
+    trace_dir, script, cwd, args = budget.runner_args(argv)
     os.environ.pop("TF_USE_LEGACY_KERAS", None)
     rc.quiet_tensorflow_env()
     rc.seed_python()
@@ -392,7 +427,7 @@ def main(argv: list[str]) -> int:
     tracer.install()
     trace.event("start", side="migrated", script=os.path.abspath(script))
     with tf.variable_creator_scope(tracer.creator):
-        return rc.run_user_script(script, trace, before_exit=tracer.at_exit)
+        return rc.run_user_script(script, trace, before_exit=tracer.at_exit, argv=args, cwd=cwd)
 
 
 if __name__ == "__main__":

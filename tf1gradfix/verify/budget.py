@@ -1,0 +1,261 @@
+"""Step budget, per-side working folders and pre-run checks of `verify`.
+
+A step budget (``--steps N``) stops both programs at the same point of
+their training so a long program is compared on its first N steps instead
+of timing out.  Both runners count with :class:`StepCounter`, so a "step"
+means the same on both sides:
+
+* a training unit is a ``Session.run`` (original) or an outermost
+  ``tf.function`` call (migrated) that computes traced gradients or applies
+  traced updates; outside any ``tf.function`` (plain eager loops) a new step
+  begins with a gradient computation that follows an update, or whose loss
+  differs from the previous one (two gradient calls of the same loss are one
+  step, as the comparison merges them);
+* a program that never trains counts runs (original, not counting the runs
+  that initialize variables) and ``tf.function`` calls (migrated).
+
+A side stops right before its step N+1 would begin (nothing of it has run),
+records its variables and ends; a program with at most N steps runs whole.
+Nothing here imports TensorFlow.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+
+STEPS_ENV = "TF1GRADFIX_STEPS"
+DEFAULT_REWRITE_STEPS = 100     # rewrite --verify; reasoning in TOLERANCES.md
+COPY_FILE_LIMIT = 1 << 20       # files up to 1 MiB are copied into a side's folder, bigger ones linked
+COPY_ENTRY_LIMIT = 2000         # entries mirrored; past that, whole subfolders are linked
+TF_MISSING = "TensorFlow is not installed here: pip install 'tf1gradfix[verify]'"
+
+
+class StepCounter:
+    """Training steps and calls of one side, and whether the budget is spent."""
+
+    def __init__(self, limit: int | None):
+        self.limit = limit
+        self.steps = 0          # training steps begun
+        self.calls = 0          # runs / calls completed (used only while nothing trained)
+        self.last = None        # (kind, loss) of the previous traced event outside a unit
+
+    def due(self, training: bool) -> bool:
+        """Must the side stop before a unit that trains (or not) begins?"""
+        if self.limit is None:
+            return False
+        if self.steps:
+            return training and self.steps >= self.limit
+        return self.calls >= self.limit
+
+    def begins(self, kind: str, loss=None) -> bool:
+        """Does a traced event outside any unit begin a new step?"""
+        prev, self.last = self.last, (kind, loss)
+        if kind == "compute":
+            return prev is None or prev[0] == "apply" or not _same(prev[1], loss)
+        return prev is None or (prev[0] == "apply" and self.steps == 0)
+
+
+def _same(a, b) -> bool:
+    return a == b or (a != a and b != b)
+
+
+def limit_from_env() -> int | None:
+    value = os.environ.get(STEPS_ENV, "")
+    return int(value) if value.isdigit() and int(value) > 0 else None
+
+
+# -- the verdict of a stopped run ------------------------------------------------
+
+def stopped_at(events: list) -> int | None:
+    """The step count at which a side was cut by the budget, or None."""
+    cut = next((e for e in reversed(events) if e["kind"] == "cut"), None)
+    return None if cut is None else cut["steps"]
+
+
+def waited_for_original(events: list) -> bool:
+    """A migrated side that never got the original's initial values was blocked by it."""
+    return any(e["kind"] == "start" for e in events) and not any(e["kind"] == "init_wait" for e in events)
+
+
+def timeout_reason(timed_out: list, o, m, agreed: int) -> str:
+    """Who was still running at the timeout, and what was compared up to there."""
+    if len(timed_out) == 2:
+        text = f"both timed out after {o.reason.rpartition(' after ')[2]}"
+    else:
+        side, other = (o, m) if timed_out == ["original"] else (m, o)
+        text = f"{side.role} {side.reason}"
+        if other.status == "ok" and agreed:
+            text += f" (the {other.role} finished in {other.elapsed:.1f} s)"
+    if agreed:
+        text += (f"; the first {agreed} steps agreed (a timeout proves nothing about the rest: "
+                 f"pass --steps to compare a cut)")
+    return text
+
+
+# -- a working folder per side ----------------------------------------------------
+
+def side_folder(source: str, dest: str) -> str:
+    """A view of ``source`` in ``dest``: relative reads see its files, writes stay in ``dest``.
+
+    Small files are copied (a program may append to its own log); big files
+    are symlinked (data sets are read, and copying them would cost more than
+    the run); past COPY_ENTRY_LIMIT entries, or for .git, whole folders are
+    symlinked.  The user's folder is never written to.
+    """
+    os.makedirs(dest, exist_ok=True)
+    budget = [COPY_ENTRY_LIMIT]
+    _mirror(source, dest, budget)
+    return dest
+
+
+def _mirror(source: str, dest: str, budget: list) -> None:
+    try:
+        entries = sorted(os.scandir(source), key=lambda e: e.name)
+    except OSError:
+        return
+    for entry in entries:
+        if entry.name.endswith(".tf1gradfix-candidate.py") or entry.name == "__pycache__":
+            continue
+        target = os.path.join(dest, entry.name)
+        budget[0] -= 1
+        try:
+            if entry.is_dir(follow_symlinks=False) and budget[0] > 0 and entry.name != ".git":
+                os.mkdir(target)
+                _mirror(entry.path, target, budget)
+            elif entry.is_file(follow_symlinks=False) and budget[0] > 0 \
+                    and entry.stat().st_size <= COPY_FILE_LIMIT:
+                shutil.copy2(entry.path, target)
+            else:
+                os.symlink(os.path.realpath(entry.path), target)
+        except OSError:
+            pass     # an unreadable entry is one the program could not use either
+
+
+# -- checks before running --------------------------------------------------------
+
+def tensorflow_missing() -> bool:
+    """Without importing TensorFlow (seconds): is it importable by the runners?"""
+    import importlib.util
+
+    try:
+        return importlib.util.find_spec("tensorflow") is None
+    except (ImportError, ValueError):
+        return True
+
+
+_TF1_MARKS = re.compile(r"\b(Session|InteractiveSession|placeholder)\s*\(")
+
+
+def looks_swapped(original: str, migrated: str) -> bool:
+    """The "original" has no Session/placeholder and the "migrated" does.
+
+    compat.v1 alone does not count: correct migrations keep v1 optimizers.
+    """
+    try:
+        with open(original, encoding="utf-8", errors="replace") as fh:
+            o_text = fh.read()
+        with open(migrated, encoding="utf-8", errors="replace") as fh:
+            m_text = fh.read()
+    except OSError:
+        return False
+    return not _TF1_MARKS.search(o_text) and bool(_TF1_MARKS.search(m_text))
+
+
+SWAPPED_HINT = ("the files look swapped: the original has no Session or placeholder and the "
+                "migrated program has; pass the TF1 program first")
+
+
+# -- runner side ---------------------------------------------------------------
+
+def runner_args(argv: list[str]) -> tuple[str, str, str | None, list[str]]:
+    """``TRACE_DIR SCRIPT [--cwd DIR] [-- ARGS...]`` of a runner subprocess."""
+    import sys
+
+    rest, args = (argv[:argv.index("--")], argv[argv.index("--") + 1:]) if "--" in argv else (argv, [])
+    cwd = None
+    if len(rest) == 4 and rest[2] == "--cwd":
+        cwd, rest = rest[3], rest[:2]
+    if len(rest) != 2:
+        sys.stderr.write("usage: python -m tf1gradfix.verify.runner_vN TRACE_DIR SCRIPT [--cwd DIR] [-- ARGS...]\n")
+        raise SystemExit(64)
+    return rest[0], rest[1], cwd, args
+
+
+def stop_here(trace, counter: StepCounter, record) -> None:
+    """End this side at the budget: record its variables, leave an end event, exit at once.
+
+    os._exit, not an exception: the user's code must not catch it, and
+    nothing after the cut (its finally blocks included) may run.
+    """
+    import sys
+    import traceback
+
+    trace.event("cut", steps=counter.steps, calls=counter.calls)
+    try:
+        record()
+    except Exception:  # noqa: BLE001
+        trace.event("note", text="could not record values at the cut:\n" + traceback.format_exc()[-1500:])
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except Exception:  # noqa: BLE001
+            pass
+    trace.event("end", status="ok", code=0)
+    os._exit(0)
+
+
+# -- parent side: what a stopped pair compares ------------------------------------
+
+def timed_roles(o, m, ev: dict) -> list:
+    """Sides still running at the timeout. Empty when the original hung before the
+    migrated side got its initial values: then only the original is to blame."""
+    timed = [s.role for s in (o, m) if s.status == "timeout"
+             or (s.status == "killed" and o.status == "timeout")]
+    if o.status == "timeout" and waited_for_original(ev["migrated"]):
+        return []
+    return timed
+
+
+def prepare(traces: dict, finals: dict, ev: dict, timed: list) -> tuple[set, list]:
+    """The sides that stopped early (cut or timeout), with finals kept only when
+    both were taken at the same step; a killed side's torn last stdout line dropped."""
+    stopped = set(timed) | {r for r in traces if stopped_at(ev[r]) is not None}
+    notes = []
+    for role in timed:
+        text = traces[role]["stdout"]
+        traces[role]["stdout"] = text[:text.rfind("\n") + 1]
+    if not stopped:
+        return stopped, notes
+    steps = {r: (finals[r] or {}).get("steps") for r in traces}
+    if any(traces[r]["final"] is None for r in traces) or steps["original"] != steps["migrated"]:
+        for r in traces:
+            traces[r]["final"] = None
+        why = (f"the {' and the '.join(timed)} {'was' if len(timed) == 1 else 'were'} stopped at the timeout"
+               if timed else f"the sides stopped at different steps (original {steps['original']}, "
+                             f"migrated {steps['migrated']})")
+        notes.append(f"final variable values not compared: {why}")
+    else:
+        notes.append(f"final variable values compared at the cut, after {steps['original']} steps")
+    return stopped, notes
+
+
+def cut_reason(ev: dict) -> str:
+    """Appended to an EQUIVALENT verdict when the budget stopped a side."""
+    cuts = [stopped_at(ev[r]) for r in ("original", "migrated") if stopped_at(ev[r]) is not None]
+    return f" over the first {max(cuts)} steps (the --steps budget; the rest was not run)" if cuts else ""
+
+
+def after_verdict(result, original, migrated) -> None:
+    """Hints that need both files: swapped arguments; a rewrite candidate named as the user's file."""
+    if result.verdict != "EQUIVALENT" and looks_swapped(str(original), str(migrated)):
+        result.reason += f"; {SWAPPED_HINT}"
+    name = os.path.basename(str(migrated))
+    match = re.fullmatch(r"\.(.+)\.tf1gradfix-candidate\.py", name)
+    if match:
+        shown = os.path.join(os.path.dirname(str(migrated)), f"{match.group(1)}.py (rewritten)")
+        side = result.migrated
+        side.stderr_tail = side.stderr_tail.replace(str(migrated), shown)
+        result.reason = result.reason.replace(str(migrated), shown)
+        side.reason = side.reason.replace(str(migrated), shown)
