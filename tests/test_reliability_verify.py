@@ -11,6 +11,8 @@ from __future__ import annotations
 import math
 import os
 import signal
+import subprocess
+import sys
 import textwrap
 import time
 from pathlib import Path
@@ -177,4 +179,79 @@ def test_processes_a_program_forks_do_not_outlive_the_verdict(tmp_path, fake_run
             time.sleep(0.05)
         assert not [p for p in children if alive(p)], "a forked process outlived the verdict"
     finally:
+        kill_all(pids_in(marks))
+
+
+# -- item 13: stop signals kill both sides and remove every temporary file -----------------
+
+LOOP = """
+import os, pathlib, time
+pathlib.Path({marker!r}).write_text(str(os.getpid()))
+while True:
+    time.sleep(0.05)
+"""
+
+DRIVER = """
+import sys
+from pathlib import Path
+from tf1gradfix.verify import orchestrate
+orchestrate.RUNNERS = {runners!r}
+mode, original, migrated = sys.argv[1:]
+if mode == "verify":
+    from tf1gradfix.cli import main
+    sys.exit(main(["verify", original, migrated, "--timeout", "120"]))
+if mode == "pair":   # the library call, without the command line's own signal handling
+    sys.exit(orchestrate.verify_pair(Path(original), Path(migrated), timeout=120).exit_code)
+from tf1gradfix.batch import unwritable
+from tf1gradfix.rewrite_verify import prove_and_write
+prove_and_write([(original, Path(migrated).read_bytes())], write=True, report_dir=None,
+                rtol=1e-3, atol=1e-6, timeout=120, unwritable=unwritable)
+"""
+
+
+def start_driver(tmp_path, mode: str, original: Path, migrated: Path) -> subprocess.Popen:
+    """The verifier in a child process (with the TensorFlow-free runners), its temp folder under tmp_path."""
+    runners = install_fake_runners(tmp_path / "runners")
+    (tmp_path / "driver.py").write_text(DRIVER.format(runners=runners))
+    (tmp_path / "tmp").mkdir()
+    path = os.pathsep.join([str(tmp_path / "runners"), str(Path(orchestrate.__file__).parents[2])])
+    env = {**os.environ, "PYTHONPATH": path, "TMPDIR": str(tmp_path / "tmp")}
+    return subprocess.Popen([sys.executable, str(tmp_path / "driver.py"), mode, str(original), str(migrated)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+
+
+def wait_for(predicate, seconds: float = 30) -> bool:
+    deadline = time.monotonic() + seconds
+    while not predicate():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+    return True
+
+
+@pytest.mark.parametrize("mode,sig", [("pair", signal.SIGTERM), ("pair", signal.SIGHUP),
+                                      ("verify", signal.SIGINT), ("rewrite", signal.SIGTERM)])
+def test_a_stop_signal_kills_both_sides_and_leaves_no_file(tmp_path, mode, sig):
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    original, migrated = programs(tmp_path, LOOP.format(marker=str(marks / "o.pid")),
+                                  LOOP.format(marker=str(marks / "m.pid")))
+    if mode == "rewrite":   # the rewrite's candidate is written next to the original, from this source
+        migrated = migrated.rename(tmp_path / "rewritten.py")
+    before = sorted(p.name for p in original.parent.iterdir())
+    driver = start_driver(tmp_path, mode, original, migrated)
+    try:
+        assert wait_for(lambda: len(pids_in(marks)) == 2), driver.stderr.read() if driver.poll() is not None else ""
+        if mode == "rewrite":
+            assert any("candidate" in p.name for p in original.parent.iterdir())
+        driver.send_signal(sig)
+        out, err = driver.communicate(timeout=30)
+        assert driver.returncode == 128 + sig, err
+        assert err.strip().count("\n") == 0 and signal.Signals(sig).name in err, err
+        assert wait_for(lambda: not any(alive(p) for p in pids_in(marks)), 5), "a program outlived the verifier"
+        assert list((tmp_path / "tmp").iterdir()) == [], "temporary folder left behind"
+        assert sorted(p.name for p in original.parent.iterdir()) == before, "candidate left behind"
+    finally:
+        if driver.poll() is None:
+            driver.kill()
         kill_all(pids_in(marks))

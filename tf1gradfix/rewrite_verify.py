@@ -4,7 +4,9 @@ A rewrite is only as good as its proof, so with `--verify` a file is written
 only when the verifier finds it EQUIVALENT to the original; a file that
 diverges, fails or cannot be compared is left untouched and reported. The
 candidate is run from the original's own folder (a hidden sibling file), so
-relative paths in the program behave as they do for the original.
+relative paths in the program behave as they do for the original; its name is
+fresh (random, created with O_EXCL: never a file of the user's) and it is
+removed whatever happens, SIGTERM, SIGHUP and Ctrl-C included (stopping.py).
 """
 
 from __future__ import annotations
@@ -15,9 +17,11 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from tf1gradfix.source_io import write_atomic
+from tf1gradfix.source_io import SourceError, read_source, write_atomic
+from tf1gradfix.verify import stopping
 
 EQUIVALENT = "EQUIVALENT"
+NOT_VERIFIED = "NOT_VERIFIED"   # the pair could not even be run (no candidate file)
 
 
 @dataclass
@@ -34,6 +38,19 @@ def _slug(path: str, root: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "_", os.path.relpath(path, root)).strip("_.") or "program"
 
 
+def _why(exc: OSError) -> str:
+    return str(exc) if isinstance(exc, SourceError) else (exc.strerror or str(exc))
+
+
+def _snapshot(path: str):
+    """What the file is before the (long) verification, so an edit saved meanwhile is not overwritten."""
+    try:
+        return read_source(path)[1]
+    except OSError:
+        return None
+
+
+@stopping.guarded
 def prove_and_write(changed: list[tuple[str, bytes]], *, write: bool, report_dir: str | None,
                     rtol: float, atol: float, timeout: float, unwritable, steps=None,
                     program_args=()) -> list[ProofRow]:
@@ -49,13 +66,20 @@ def prove_and_write(changed: list[tuple[str, bytes]], *, write: bool, report_dir
     root = os.path.commonpath([os.path.dirname(os.path.abspath(p)) for p, _ in changed]) if changed else "."
     for path, new_source in changed:
         original = Path(path)
-        candidate = original.with_name(f".{original.stem}.tf1gradfix-candidate.py")
+        snapshot = _snapshot(path)
+        try:   # a fresh name (O_EXCL, random): never a file of the user's
+            candidate = Path(stopping.new_file(str(original.parent), f".{original.stem}.tf1gradfix-candidate-",
+                                               ".py", new_source))
+        except OSError as exc:
+            rows.append(ProofRow(path, NOT_VERIFIED, f"cannot write the candidate next to it: {_why(exc)}", False))
+            print(f"{NOT_VERIFIED}: {rows[-1].reason}\n  original: {path}", flush=True)
+            continue
         try:
-            candidate.write_bytes(new_source)
             result = verify_pair(original, candidate, rtol=rtol, atol=atol, timeout=timeout,
                                  steps=steps, program_args=program_args)
         finally:
             candidate.unlink(missing_ok=True)
+            stopping.forget(str(candidate))
         result.migrated.script = f"{path} (rewritten)"
         results.append(result)
         row = ProofRow(path, result.verdict, result.reason, False)
@@ -64,8 +88,12 @@ def prove_and_write(changed: list[tuple[str, bytes]], *, write: bool, report_dir
             if refusal:
                 row.reason += f"; not written: {refusal}"
             else:
-                write_atomic(original, new_source)
-                row.written = True
+                try:
+                    with stopping.deferred():   # the file is old or new, never half-written by a stop
+                        write_atomic(original, new_source, snapshot)
+                    row.written = True
+                except OSError as exc:
+                    row.reason += f"; not written: {_why(exc)}"
         if out is not None:
             row.report_stem = _slug(os.path.abspath(path), root)
             base = out / row.report_stem

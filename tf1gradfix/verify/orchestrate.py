@@ -26,7 +26,7 @@ from pathlib import Path
 
 from tf1gradfix.verify import budget
 from tf1gradfix.verify import compare as cmp_mod
-from tf1gradfix.verify import random_ops
+from tf1gradfix.verify import random_ops, stopping
 from tf1gradfix.verify.runner_common import ORIGINAL_DONE
 
 EQUIVALENT, DIVERGED = "EQUIVALENT", "DIVERGED"
@@ -112,7 +112,7 @@ def _start(module: str, script: Path, trace_dir: str, role: str, timeout: float,
     out = open(os.path.join(trace_dir, f"{role}.stdout"), "wb")
     err = open(os.path.join(trace_dir, f"{role}.stderr"), "wb")
     try:
-        proc = subprocess.Popen(
+        proc = stopping.popen(
             [sys.executable, "-m", module, trace_dir, str(script), *extra],
             stdin=subprocess.DEVNULL, stdout=out, stderr=err, cwd=str(script.parent),
             env=env, start_new_session=True)
@@ -133,6 +133,7 @@ def _kill(proc) -> None:
     except (ProcessLookupError, PermissionError):
         proc.kill()
     proc.wait()
+    stopping.reaped(proc)
 
 
 def _exited(proc) -> bool:
@@ -142,7 +143,10 @@ def _exited(proc) -> bool:
     try:
         return os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
     except ChildProcessError:
-        return proc.poll() is not None
+        if proc.poll() is None:
+            return False
+        stopping.reaped(proc)
+        return True
 
 
 def _reap(procs) -> None:
@@ -316,6 +320,7 @@ def _original_failed(trace_dir: str, returncode: int) -> bool:
 
 # -- verdict ------------------------------------------------------------------------
 
+@stopping.guarded
 def verify_pair(original: Path, migrated: Path, *, rtol: float = cmp_mod.DEFAULT_RTOL,
                 atol: float = cmp_mod.DEFAULT_ATOL, timeout: float = DEFAULT_TIMEOUT,
                 keep_trace: Path | None = None, steps: int | None = None, program_args=()) -> VerifyResult:
@@ -336,7 +341,7 @@ def verify_pair(original: Path, migrated: Path, *, rtol: float = cmp_mod.DEFAULT
     if budget.tensorflow_missing():   # an environment error, not a failure of either program
         o, m = SideResult("original", str(original)), SideResult("migrated", str(migrated))
         return VerifyResult(NOT_COMPARABLE, budget.TF_MISSING, o, m, **common)
-    trace_dir = tempfile.mkdtemp(prefix="tf1gradfix-verify-")
+    trace_dir = stopping.temp_dir("tf1gradfix-verify-")
     try:
         sides, timed_out, killed = _run_both(original, migrated, trace_dir, timeout, steps, program_args)
         ev = {r: load_events(os.path.join(trace_dir, f"{r}.events.jsonl")) for r in sides}
@@ -354,6 +359,7 @@ def verify_pair(original: Path, migrated: Path, *, rtol: float = cmp_mod.DEFAULT
             shutil.copytree(trace_dir, keep_trace, dirs_exist_ok=True)
     finally:
         shutil.rmtree(trace_dir, ignore_errors=True)
+        stopping.forget(trace_dir)
     result.elapsed = time.monotonic() - t0
     return result
 
