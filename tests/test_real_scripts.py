@@ -136,3 +136,68 @@ def test_a_session_without_a_graph_it_can_follow_gets_a_reason():
     message = _refusal("import tensorflow as tf\nq = tf.FIFOQueue(3, [tf.float32])\nitem = q.dequeue()\n"
                        "with tf.Session() as sess:\n    print(sess.run(item))\n")
     assert "tf.FIFOQueue" in message and "queues" in message
+
+
+SUMMARIES = """\
+import tensorflow as tf
+x = tf.placeholder(tf.float32, [None, 2])
+w = tf.Variable(tf.ones([2, 1]), name="w")
+loss = tf.reduce_mean(tf.matmul(x, w))
+train = tf.train.GradientDescentOptimizer(0.1).minimize(loss)
+"""
+
+
+def test_a_run_of_a_summary_written_at_once_becomes_the_writing_function():
+    shaped = _shaped(SUMMARIES + """\
+a = tf.summary.scalar("loss", loss)
+b = tf.summary.histogram("w", w)
+both = tf.summary.merge([b, a])
+sess = tf.Session()
+writer = tf.summary.FileWriter("logs")
+sess.run(tf.global_variables_initializer())
+for i in range(3):
+    writer.add_summary(sess.run(both, {x: [[1.0, 2.0]]}), global_step=i)
+    sess.run(train, {x: [[1.0, 2.0]]})
+writer.flush()
+""")
+    code = shaped.new_module.code
+    assert "write_summaries(writer, [g.numpy() for g in compute_both(" in code and "global_step=i)" in code
+    assert 'tf.summary.histogram("w", summary[0], step=global_step)' in code
+    assert 'tf.summary.scalar("loss", summary[1], step=global_step)' in code
+    assert 'writer = tf.summary.create_file_writer("logs")' in code and "both = [tf.identity(w), loss]" in code
+
+
+def test_a_summary_writer_used_otherwise_is_refused():
+    message = _refusal(SUMMARIES + """\
+tf.summary.scalar("loss", loss)
+merged = tf.summary.merge_all()
+with tf.Session() as sess:
+    writer = tf.summary.FileWriter("logs", sess.graph)
+    writer.reopen()
+    sess.run(tf.global_variables_initializer())
+    s, _ = sess.run([merged, train], {x: [[1.0, 2.0]]})
+    writer.add_summary(s, 0)
+""")
+    assert "summary writer `writer` used other than" in message
+
+
+def test_add_summary_of_something_else_is_refused():
+    message = _refusal(SUMMARIES + """\
+tf.summary.scalar("loss", loss)
+merged = tf.summary.merge_all()
+with tf.Session() as sess:
+    writer = tf.summary.FileWriter("logs")
+    sess.run(tf.global_variables_initializer())
+    sess.run(train, {x: [[1.0, 2.0]]})
+    writer.add_summary(made_by_hand, 0)
+""")
+    assert "not a fetched summary" in message
+
+
+def test_summaries_merge_all_cannot_see_are_refused():
+    loop = _refusal(SUMMARIES + 'for t in [loss, w]:\n    tf.summary.scalar("t", t)\nm = tf.summary.merge_all()\n'
+                    'with tf.Session() as sess:\n    print(sess.run(m, {x: [[1.0, 2.0]]}))\n')
+    assert "loop" in loop
+    tag = _refusal(SUMMARIES + 'tag = "loss"\ns = tf.summary.scalar(tag, loss)\n'
+                   'with tf.Session() as sess:\n    print(sess.run(s, {x: [[1.0, 2.0]]}))\n')
+    assert "string literal" in tag

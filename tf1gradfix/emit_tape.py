@@ -13,7 +13,7 @@ import libcst as cst
 from libcst.metadata import ScopeProvider
 
 from tf1gradfix.emit_state import optimizer_table
-from tf1gradfix import gradient_calls, losses, var_lists
+from tf1gradfix import gradient_calls, losses, summaries, var_lists
 from tf1gradfix.graph_model import GraphNode, Program
 from tf1gradfix.syntax import Refusal, call_text, matches
 from tf1gradfix.host_scan import Site
@@ -107,6 +107,8 @@ class TapeEmitter:
 
     # -- text --------------------------------------------------------------
     def stmt_text(self, node: GraphNode) -> str:
+        if "summary" in node.info:   # `merged = tf.summary.merge_all()` -> the list of the values it summarizes
+            return summaries.statement(self.p, node, self.code)
         if "layer" in node.info:   # `h = tf.layers.dense(x, ...)` -> `h = <layer>(x)`
             layer = self.p.nodes[node.info["layer"]].info["var"]
             args = [self.code(node.info["source"])] + [f"{k}={self.code(v)}" for k, v in node.info["call_args"]]
@@ -395,7 +397,8 @@ class TapeEmitter:
         if sig.inline:
             items = [f"{self._on(site, self.attributes.get(f, f))}.numpy()" for f in site.fetches]
             return _structure(site.structure, items)
-        lists = [r for r in sig.returns if self.p.node(r).kind == "gradients" and not self.p.node(r).info["single"]]
+        lists = [r for r in sig.returns if self.p.node(r).kind == "gradients" and not self.p.node(r).info["single"]
+                 or "summary" in self.p.node(r).info]
         call = self._invoke(site)
         count = len(sig.returns)
         if count == 0:

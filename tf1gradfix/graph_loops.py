@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from tf1gradfix import summaries
 from tf1gradfix.syntax import Refusal, loads
 
 
@@ -41,7 +42,8 @@ def model(builder, item, position: int) -> bool:
         builder._add(start, "tensor", (name,), start.stmt.body[0].value, (), calls=[])
     for call, q in builder.calls(loop):
         if q is not None and (q.endswith("Optimizer") or q in ("tensorflow.Variable", "tensorflow.get_variable",
-                                                               "tensorflow.placeholder", "tensorflow.gradients")):
+                                                               "tensorflow.placeholder", "tensorflow.gradients")
+                              or q in summaries.summary_ops()):
             raise Refusal(call, "TFG904", "graph built inside a loop")
     deps = builder.deps_of(loop)
     builder._add(item, "tensor", tuple(sorted(filled)) + tuple(sorted(bound)), loop, deps,

@@ -16,7 +16,8 @@ from dataclasses import dataclass, field
 import libcst as cst
 from libcst.metadata import PositionProvider
 
-from tf1gradfix import builders, global_step, grad_pairs, gradient_calls, graph_loops, layers, losses, updates, var_lists
+from tf1gradfix import (builders, global_step, grad_pairs, gradient_calls, graph_loops, layers, losses, summaries, updates,
+                        var_lists)
 from tf1gradfix.syntax import (Refusal, arg, bound_args, enters_new_graph, free_names, literal_bool, literal_dtype,
                                literal_string, loads, matches, schedule_table, target_names, without_defaults)
 from tf1gradfix.walk import walk
@@ -79,6 +80,7 @@ class ModelBuilder:
         self.makes_variables: dict[str, bool] = {}        # helper name -> makes variables (see _builder)
         self._calls: dict[cst.CSTNode, list] = {}
         self.options = None   # session_options.SessionOptions of the owner, when a session takes arguments
+        self.writers = None   # summaries.Writers of the owner, when it makes a summary writer
 
     def note(self, node: cst.CSTNode, code: str, message: str) -> None:
         """An info diagnostic of a successful rewrite (kept on the visitor, which
@@ -188,7 +190,8 @@ class ModelBuilder:
                 continue
             if q in ("tensorflow.placeholder", "tensorflow.placeholder_with_default",
                                                "tensorflow.Variable", "tensorflow.get_variable") \
-                    or fnmatch.fnmatchcase(q, "tensorflow.train.*Optimizer") or q == "tensorflow.gradients":
+                    or fnmatch.fnmatchcase(q, "tensorflow.train.*Optimizer") or q == "tensorflow.gradients" \
+                    or q in summaries.summary_ops():   # (`merge_all` would not see it)
                 raise Refusal(call, "TFG904", f"graph built inside a compound statement (`{q.replace('tensorflow', 'tf', 1)}`)")
 
     # -- one statement -----------------------------------------------------
@@ -239,6 +242,8 @@ class ModelBuilder:
 
     def _classify(self, item: Item) -> None:
         stmt = item.stmt
+        if self.writers is not None and stmt in self.writers.statements:
+            return   # (host code: rewritten with the summaries it writes)
         if len(stmt.body) != 1:
             if any(self.calls(s) for s in stmt.body):
                 raise Refusal(stmt, "TFG905", "several statements on one line")
@@ -258,6 +263,8 @@ class ModelBuilder:
                               "in the same script")
             if matches(q, "drop") or matches(q, "graph_resets"):   # (a reset before any graph code: nothing to reset)
                 item.drop = True
+            elif summaries.model(self, item, None, small.value, q):
+                pass
             elif q is not None and not matches(q, "keep"):
                 raise Refusal(small, "TFG905", f"graph statement `{q.replace('tensorflow', 'tf', 1)}(...)` with no result")
             return
@@ -305,7 +312,9 @@ class ModelBuilder:
         call = value if isinstance(value, cst.Call) else None
         q = self.qualified(call.func) if call is not None else None
         one = names[0] if len(names) == 1 else None
-        if q in ("tensorflow.placeholder", "tensorflow.placeholder_with_default") and one:
+        if summaries.model(self, item, names, call, q):
+            pass
+        elif q in ("tensorflow.placeholder", "tensorflow.placeholder_with_default") and one:
             self._placeholder(item, one, call, q)
         elif q in ("tensorflow.Variable", "tensorflow.get_variable") and one:
             self._variable(item, one, call, q, deps)
@@ -470,6 +479,9 @@ class ModelBuilder:
         for name in loads(value):
             if name in self.program.helpers:   # a helper's calls count as this statement's
                 inner = [q for _, q in self.calls(self.program.helpers[name]) if q]
+                if any(q in summaries.summary_ops() for q in inner):
+                    raise Refusal(item.stmt, "TFG905", f"`{name}` makes a summary when called: `merge_all` "
+                                  "would not see it")
                 creates = [q for q in inner if q in layers.layer_table() or q == "tensorflow.Variable"]
                 if creates:   # called in every step, it would make new weights each time
                     raise Refusal(item.stmt, "TFG905", f"`{name}` creates weights (`{creates[0].replace('tensorflow', 'tf', 1)}`) "

@@ -49,6 +49,7 @@ class HostScan:
         self._parents: dict = {}
         self.inits = 0
         self.expressions: dict[str, str] = {}   # fetched expression (code) -> its model name
+        self.skip: set[cst.CSTNode] = set()   # statements rewritten elsewhere (summary writers)
 
     def graph_names(self) -> set[str]:
         if self.host is not None:   # host code reaches a model class's graph values as attributes only
@@ -417,7 +418,7 @@ class _HostReads(cst.CSTVisitor):
         return True
 
     def visit_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> bool:
-        return node not in self.scan.opened
+        return node not in self.scan.opened and node not in self.scan.skip
 
     def visit_AssignTarget(self, node: cst.AssignTarget) -> bool:
         return not (isinstance(node.target, cst.Name) and node.target.value in self.scan.feed_dicts)

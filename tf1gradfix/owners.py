@@ -33,6 +33,7 @@ class GraphCallScan(cst.CSTVisitor):
         self.creations: list[cst.Call] = []
         self.sessions: list[cst.Call] = []
         self.graph_wide: list[tuple[cst.Call, str, bool]] = []   # (call, name, inside `with tf.Graph().as_default()`)
+        self.writers = False   # does the module make a summary writer (tf.summary.FileWriter)?
         self.owner_of: dict[cst.Call, cst.FunctionDef | None] = {}
         self.between: dict[cst.Call, tuple] = {}
         self.stack: list[cst.CSTNode] = []
@@ -53,6 +54,8 @@ class GraphCallScan(cst.CSTVisitor):
         q = self.names.qualified(call.func)
         if q is None:
             return
+        if matches(q, "summary_writers"):
+            self.writers = True
         if q in GRAPH_CALLS:
             self.creations.append(call)
         elif matches(q, "sessions"):

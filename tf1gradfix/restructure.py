@@ -15,7 +15,8 @@ from dataclasses import dataclass, field
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider, ScopeProvider
 
-from tf1gradfix import builders, catalog as catalog_module, emit_class, model_classes, session_options, session_params
+from tf1gradfix import (builders, catalog as catalog_module, emit_class, model_classes, session_options, session_params,
+                        summaries)
 from tf1gradfix.assemble import FLATTEN, Assembler, Replace
 from tf1gradfix.detect import AnalysisWrapper, shared_names
 from tf1gradfix.emit_state import StateEmitter
@@ -218,6 +219,8 @@ class _Rewrite:
         builder = ModelBuilder(self.meta, self.meta.names, self.module)
         if any(call.args for call in self.scan.sessions):   # (`tf.Session(config=...)`: its options go with it)
             builder.options = session_options.SessionOptions(owner if cls is None else cls, self.meta.names.qualified)
+        if self.scan.writers:   # (TensorBoard summaries: the writers' statements are host code)
+            builder.writers = summaries.Writers(owner if cls is None else cls, self.meta.names.qualified)
         program = builder.build(owner, body, helpers, alias)
         if len(sessions) > 1:   # each session holds its own variable values; TF2 has one
             raise Refusal(sessions[1], "TFG905", "more than one session")
@@ -237,6 +240,8 @@ class _Rewrite:
             # (methods and attributes; `tf.Module`'s own are checked where they are named)
             self.taken |= self.plan.members - model_classes.vanishing(self.plan, program) - builders.MODULE_ATTRIBUTES
         scan = HostScan(program, self.meta, nested, host)
+        if builder.writers is not None:
+            scan.skip = set(builder.writers.statements)
         scan.run()
         sigs = signatures(program, scan.sites)
         state = StateEmitter(program, self.code, self.meta.names.qualified)
@@ -266,8 +271,14 @@ class _Rewrite:
         if helper[0] is not None:
             texts.append(tape.helper_text(*helper))
         texts += [tape.function_text(s, helper) for s in sigs if not s.inline]
+        if builder.writers is not None:   # `writer.add_summary(s, step)` -> a function writing each value
+            edits, writing = builder.writers.edits(program, scan, self.fresh, alias, self.code,
+                                                   lambda node, message: builder.note(node, "TFG103", message))
+            texts += [writing] if writing else []
         moved = {i for s in sigs for i in s.nodes if program.nodes[i].kind == "tensor"}
         replacements = dict(tape.call_site(site) for site in scan.sites)
+        if builder.writers is not None:
+            replacements.update(edits)
         replacements.update(self.builder_edits)
         if isinstance(owner, cst.Module):
             replacements.update(self.module_edits)
