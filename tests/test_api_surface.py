@@ -77,3 +77,67 @@ def test_shipped_table_matches_installed_tensorflow():
     done = subprocess.run([sys.executable, str(ROOT / "scripts" / "gen_api_surface.py"), "--check"],
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, (done.stdout + done.stderr)[-2000:]
+
+
+# -- what `check` and `rewrite` do with such names (no TensorFlow) ------------------------
+
+from tf1gradfix.engine import process_source  # noqa: E402
+from tf1gradfix.findings import CodeFilter  # noqa: E402
+
+TF1_ONLY = ["to_float(a)", "to_int32(a)", "global_norm([a])", "div(a, 2)", "assign(v, 1)", "assign_add(v, 1)",
+            "arg_max(a, 0)", "train.Saver()", "train.exponential_decay(0.1, 0, 10, 0.9)", "summary.FileWriter('d')",
+            "app.run()", "flags.FLAGS", "logging.info('x')", "ConfigProto()", "losses.mean_squared_error(a, a)",
+            "metrics.accuracy(a, a)", "reset_default_graph()", "get_default_graph()",
+            "image.resize_images(a, [2, 2])", "Print(a, [a])", "py_func(len, [a], tf.int64)", "count_nonzero(a)",
+            "nn.rnn_cell.LSTMCell(3)", "sparse_tensor_dense_matmul(a, a)"]
+
+TRAINING = """\
+import numpy as np
+import tensorflow as tf
+
+x = tf.placeholder(tf.float32, [None, 2])
+y = tf.placeholder(tf.float32, [None, 1])
+w = tf.Variable(tf.zeros([2, 1]), name="w")
+pred = tf.matmul(x, w)
+loss = tf.reduce_mean(tf.square(pred - y)) + 0.0 * tf.cast(tf.reduce_sum(EXTRA), tf.float32)
+train = tf.train.GradientDescentOptimizer(0.1).minimize(loss)
+with tf.Session() as sess:
+    sess.run(tf.global_variables_initializer())
+    for _ in range(3):
+        print(sess.run([train, loss], feed_dict={x: np.ones([4, 2]), y: np.ones([4, 1])})[1])
+"""
+
+
+def _run(source: str):
+    return process_source("prog.py", source.encode(), CodeFilter())
+
+
+def test_check_reports_every_tf1_only_name_with_its_line():
+    source = "import tensorflow as tf\n" + "".join(f"r{i} = tf.{call}\n" for i, call in enumerate(TF1_ONLY))
+    result = _run(source)
+    lines = {f.line for f in result.findings if f.code in ("TFG401", "TFG402")}
+    assert lines == set(range(2, 2 + len(TF1_ONLY)))
+    advice = {f.line: f.message for f in result.findings if f.code == "TFG402"}
+    assert "tf.cast(x, tf.float32)" in advice[2] and "tf.train.Checkpoint" in advice[2 + TF1_ONLY.index("train.Saver()")]
+
+
+def test_a_tf2_file_with_a_removed_name_is_reported_without_libcst():
+    result = _run("import tensorflow as tf\n\nx = tf.to_float(tf.ones([2]))\n")
+    assert [(f.line, f.code, f.fixed) for f in result.findings] == [(3, "TFG402", False)]
+    silenced = _run("import tensorflow as tf\n\nx = tf.to_float(tf.ones([2]))  # tf1gradfix: ignore[TFG402]\n")
+    assert silenced.findings == []
+
+
+def test_a_restructuring_that_would_write_a_removed_name_is_refused_with_its_line():
+    result = _run(TRAINING.replace("EXTRA", "tf.arg_max(pred, 0)"))
+    assert result.new_source is None, "the file must be left byte-for-byte intact"
+    refusals = [f for f in result.findings if f.code == "TFG905"]
+    assert [(f.line, "tf.arg_max" in f.message) for f in refusals] == [(8, True)]
+    assert not any(f.fixed for f in result.findings)
+
+
+def test_a_name_proven_by_identity_is_renamed_in_the_restructured_program():
+    result = _run(TRAINING.replace("EXTRA", "tf.global_norm([pred])"))
+    assert result.new_source is not None
+    assert b"tf.linalg.global_norm([pred])" in result.new_source and b"tf.global_norm" not in result.new_source
+    assert api_surface.missing_in_source(result.new_source) == []

@@ -125,3 +125,22 @@ def missing_in_source(source: bytes | str) -> list[Missing]:
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return []
     return missing(tree)
+
+
+@functools.lru_cache(maxsize=1)
+def _advice_table() -> dict[str, str]:
+    import tomllib
+
+    text = resources.files("tf1gradfix.rules").joinpath("removed_api.toml").read_text(encoding="utf-8")
+    return tomllib.loads(text)["advice"]
+
+
+def advice(name: str) -> str:
+    """What to use instead of `tf.<name>`: the row of the name or of its nearest listed module."""
+    table = _advice_table()
+    parts = name.split(".")
+    for depth in range(len(parts), 0, -1):
+        hit = table.get(".".join(parts[:depth]))
+        if hit is not None:
+            return hit
+    return "the TF2 API (or keep it under `tf.compat.v1` with a note)"

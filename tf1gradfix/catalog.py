@@ -122,7 +122,10 @@ def load() -> Catalog:
                 reported_by=raw.get("reported_by"),
             )
         )
-    renames = {f"tensorflow.{k}": f"tensorflow.{v}" for k, v in _read("renames.toml")["renames"].items()}
+    # Renames proven by identity (generated: the TF1 object *is* the TF2 one), then the hand table's.
+    renames = {f"tensorflow.{k}": f"tensorflow.{v}"
+               for table, key in (("tf1_same_object.toml", "same_object"), ("renames.toml", "renames"))
+               for k, v in _read(table)[key].items()}
     kinds_table = _read("kinds.toml")
     exact, globs = _index_symbols(rules, renames)
     return Catalog(

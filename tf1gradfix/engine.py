@@ -38,6 +38,8 @@ def process_source(display: str, data: bytes, codes: CodeFilter, fix: bool = Tru
         # It mentions TensorFlow but spells no TF1 construct (TF2 code): LibCST
         # is not needed, only Python's compiler, to report a broken file.
         result.error = _python_syntax_error(display, data)
+        if result.error is None:
+            result.findings = removed_names(display, data, codes, [], fixed=False)
         return result
     if b"\r" in data and b"\n" not in data:
         # Old Mac line endings: LibCST loses the last one, so work on LF and
@@ -214,6 +216,7 @@ def _analyzed(result: FileResult, display: str, data: bytes, codes: CodeFilter, 
             replacements[hit.node] = hit.replacement
         if shaped is None:
             result.findings.append(Finding(display, hit.line, hit.col, code, hit.message, hit.rule.safety, fixable))
+    result.findings += removed_names(display, data, codes, result.findings, fixed=fix and shaped is not None)
     result.findings.sort(key=lambda f: (f.line, f.col, f.code))
 
     if replacements or (shaped is not None and fix):
@@ -287,6 +290,43 @@ def _restructured(wrapper, display, codes, result, silenced, catalog, renames):
             done = new is not None and safety != "manual"
             result.findings.append(Finding(display, line, col, code, message, safety, done))
     return new, new is None and bool(diagnostics)
+
+
+REMOVED = "TFG402"
+
+
+def removed_names(display: str, data: bytes, codes: CodeFilter, found: list[Finding], fixed: bool) -> list[Finding]:
+    """TFG402 findings: `tf.*` names TF2 lacks that no other rule reports at that place.
+
+    `fixed`: the file was restructured, and a restructured program spells no
+    such name (`_names_tf2_lacks` refuses it otherwise).
+    """
+    if not codes.wants(REMOVED):
+        return []
+    from tf1gradfix import api_surface
+    from tf1gradfix.findings import is_suppressed, suppressions
+    from tf1gradfix.prefilter import python_tree
+
+    tree = python_tree(data)
+    gone = api_surface.missing(tree) if tree is not None else api_surface.missing_in_source(data)
+    if not gone:
+        return []
+    taken = {(f.line, f.col) for f in found}
+    silenced = suppressions(data.decode("utf-8", "replace")) if b"tf1gradfix" in data else {}
+    rule = _removed_rule()
+    out = []
+    for m in gone:
+        if (m.line, m.col) in taken or is_suppressed(m.line, REMOVED, silenced):
+            continue
+        message = rule.message.format(symbol=f"tf.{m.name}", advice=api_surface.advice(m.name))
+        out.append(Finding(display, m.line, m.col, REMOVED, message, rule.safety, fixed))
+    return out
+
+
+def _removed_rule():
+    from tf1gradfix import catalog
+
+    return catalog.load().by_code[REMOVED]
 
 
 def _names_tf2_lacks(source: bytes, original: bytes):
