@@ -129,11 +129,11 @@ def test_side_folder_copies_small_files_links_big_ones_and_keeps_writes(tmp_path
     (src / "data").mkdir(parents=True)
     (src / "data" / "small.txt").write_text("read me")
     (src / "big.bin").write_bytes(b"x" * 64)
-    (src / ".a.tf1gradfix-candidate.py").write_text("")
+    (src / ".a.tf1gradfix-candidate-1x.py").write_text("")
     monkeypatch.setattr(budget, "COPY_FILE_LIMIT", 32)
     view = Path(budget.side_folder(str(src), str(tmp_path / "view")))
     assert (view / "data" / "small.txt").read_text() == "read me" and not (view / "data" / "small.txt").is_symlink()
-    assert (view / "big.bin").is_symlink() and not (view / ".a.tf1gradfix-candidate.py").exists()
+    assert (view / "big.bin").is_symlink() and not (view / ".a.tf1gradfix-candidate-1x.py").exists()
     (view / "data" / "small.txt").write_text("changed")
     (view / "checkpoint").write_text("new")
     assert (src / "data" / "small.txt").read_text() == "read me" and not (src / "checkpoint").exists()
@@ -201,7 +201,7 @@ def test_swapped_files_and_rewrite_candidate_names(tmp_path):
     right = VerifyResult("ORIGINAL_FAILED", "x", o, m)
     budget.after_verdict(right, DEV / "original.py", DEV / "migrated.py")
     assert right.reason == "x"
-    cand = tmp_path / ".train.tf1gradfix-candidate.py"
+    cand = tmp_path / ".train.tf1gradfix-candidate-k3_x9q.py"
     m = SideResult("migrated", str(cand), stderr_tail=f'  File "{cand}", line 12, in <module>\n')
     result = VerifyResult("MIGRATED_FAILED", "migrated raised X", SideResult("original", "o"), m)
     budget.after_verdict(result, tmp_path / "train.py", cand)

@@ -116,7 +116,7 @@ def _mirror(source: str, dest: str, budget: list) -> None:
     except OSError:
         return
     for entry in entries:
-        if entry.name.endswith(".tf1gradfix-candidate.py") or entry.name == "__pycache__":
+        if ".tf1gradfix-candidate" in entry.name or entry.name == "__pycache__":
             continue
         target = os.path.join(dest, entry.name)
         budget[0] -= 1
@@ -252,7 +252,7 @@ def after_verdict(result, original, migrated) -> None:
     if result.verdict != "EQUIVALENT" and looks_swapped(str(original), str(migrated)):
         result.reason += f"; {SWAPPED_HINT}"
     name = os.path.basename(str(migrated))
-    match = re.fullmatch(r"\.(.+)\.tf1gradfix-candidate\.py", name)
+    match = re.fullmatch(r"\.(.+)\.tf1gradfix-candidate(-\w*)?\.py", name)
     if match:
         shown = os.path.join(os.path.dirname(str(migrated)), f"{match.group(1)}.py (rewritten)")
         side = result.migrated

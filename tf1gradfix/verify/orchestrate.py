@@ -248,7 +248,7 @@ def _side_status(side: SideResult, events: list, timed_out: bool, killed: bool, 
 def _run_both(original: Path, migrated: Path, trace_dir: str, timeout: float, steps=None, program_args=()):
     sides = {"original": SideResult("original", str(original)),
              "migrated": SideResult("migrated", str(migrated))}
-    work = tempfile.mkdtemp(prefix="tf1gradfix-cwd-")   # each side writes into its own view of its folder
+    work = stopping.temp_dir("tf1gradfix-cwd-")   # each side writes into its own view of its folder
 
     def extra(role, script):
         return ["--cwd", budget.side_folder(str(script.parent), os.path.join(work, role)), "--", *program_args]
@@ -268,6 +268,7 @@ def _run_both(original: Path, migrated: Path, trace_dir: str, timeout: float, st
         raise
     finally:
         shutil.rmtree(work, ignore_errors=True)
+        stopping.forget(work)
     for role, proc in procs.items():
         side = sides[role]
         side.returncode = proc.returncode
