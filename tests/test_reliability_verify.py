@@ -255,3 +255,78 @@ def test_a_stop_signal_kills_both_sides_and_leaves_no_file(tmp_path, mode, sig):
         if driver.poll() is None:
             driver.kill()
         kill_all(pids_in(marks))
+
+
+# -- item 17: the candidate never touches a user's file; report errors are one line, exit 2 --
+
+def prove(original: Path, source: bytes, **options):
+    from tf1gradfix.batch import unwritable
+    from tf1gradfix.rewrite_verify import prove_and_write
+
+    settings = dict(write=True, report_dir=None, rtol=1e-3, atol=1e-6, timeout=60, unwritable=unwritable)
+    return prove_and_write([(str(original), source)], **{**settings, **options})
+
+
+def test_a_user_file_named_like_a_candidate_is_never_overwritten_or_deleted(tmp_path, fake_runners):
+    original, _ = programs(tmp_path, "print('loss', 1.0)\n", "")
+    mine = original.parent / ".original.tf1gradfix-candidate.py"
+    mine.write_text("# the user's own file\n")
+    [row] = prove(original, b"print('loss', 1.0)\n# rewritten\n")
+    assert row.verdict == "EQUIVALENT" and row.written
+    assert mine.read_text() == "# the user's own file\n"
+    assert sorted(p.name for p in original.parent.iterdir()) == [".original.tf1gradfix-candidate.py",
+                                                                 "migrated.py", "original.py"]
+
+
+def test_a_folder_where_the_candidate_cannot_be_written_is_a_one_line_error(tmp_path, fake_runners, monkeypatch, capsys):
+    from tf1gradfix import rewrite_verify
+    from tf1gradfix.verify import stopping
+
+    def refuse(folder, *args):
+        raise PermissionError(13, "Permission denied", folder)
+    monkeypatch.setattr(stopping, "new_file", refuse)
+    original, _ = programs(tmp_path, "print('loss', 1.0)\n", "")
+    [row] = prove(original, b"print('loss', 1.0)\n")
+    assert row.verdict == "NOT_VERIFIED" and not row.written and "Permission denied" in row.reason
+    assert rewrite_verify.exit_code([row]) == 2
+    assert original.read_text() == "print('loss', 1.0)\n"
+
+
+def test_a_report_dir_that_is_a_file_still_proves_and_prints_then_exits_2(tmp_path, fake_runners, capsys):
+    from tf1gradfix import rewrite_verify
+
+    original, _ = programs(tmp_path, "print('loss', 1.0)\n", "")
+    not_a_folder = tmp_path / "reports"
+    not_a_folder.write_text("")
+    [row] = prove(original, b"print('loss', 1.0)\n# rewritten\n", report_dir=str(not_a_folder))
+    out, err = capsys.readouterr()
+    assert row.verdict == "EQUIVALENT" and row.written and row.reports_failed
+    assert "EQUIVALENT" in out
+    assert err.strip() == f"tf1gradfix: --report-dir {not_a_folder}: not a folder; no reports written"
+    assert rewrite_verify.exit_code([row]) == 2
+    assert "reports not written" in rewrite_verify.render_rows([row])
+
+
+@pytest.mark.parametrize("option", ["--json", "--junit", "--markdown", "--plot"])
+def test_a_report_that_cannot_be_written_is_one_line_and_exit_2_after_the_verdict(tmp_path, fake_runners, capsys,
+                                                                                  option):
+    original, migrated = programs(tmp_path, "print('loss', 1.0)\n", "print('loss', 1.0)\n")
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    target = blocker / ("r.png" if option == "--plot" else "r.out")   # a path below a regular file
+    with pytest.raises(SystemExit) as stop:
+        cli.main(["verify", str(original), str(migrated), "--timeout", "60", option, str(target)])
+    assert stop.value.code == 2
+    out, err = capsys.readouterr()
+    assert out.startswith("EQUIVALENT: ")
+    assert len(err.strip().splitlines()) == 1 and err.startswith("tf1gradfix: cannot write the ") and str(target) in err
+
+
+def test_a_plot_in_a_format_matplotlib_does_not_write_is_a_report_error(tmp_path, fake_runners):
+    from tf1gradfix.verify import report
+
+    original, migrated = programs(tmp_path, "print('loss', 1.0)\n", "print('loss', 1.0)\n")
+    result = orchestrate.verify_pair(original, migrated, timeout=60)
+    with pytest.raises(report.ReportError):
+        report.write_reports(result, plot=tmp_path / "p.txt")
+    assert not list(tmp_path.glob("*p.*"))

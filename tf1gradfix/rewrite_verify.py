@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -31,6 +32,7 @@ class ProofRow:
     reason: str
     written: bool
     report_stem: str | None = None
+    reports_failed: bool = False    # a report asked for could not be written (said on stderr; exit 2)
 
 
 def _slug(path: str, root: str) -> str:
@@ -61,8 +63,15 @@ def prove_and_write(changed: list[tuple[str, bytes]], *, write: bool, report_dir
     rows: list[ProofRow] = []
     results = []
     out = Path(report_dir) if report_dir else None
+    reports_failed = False
     if out is not None:
-        out.mkdir(parents=True, exist_ok=True)
+        try:
+            if out.exists() and not out.is_dir():
+                raise NotADirectoryError(0, "not a folder")
+            out.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:   # the proofs still run and are printed; the exit code says it
+            print(f"tf1gradfix: --report-dir {out}: {_why(exc)}; no reports written", file=sys.stderr, flush=True)
+            out, reports_failed = None, True
     root = os.path.commonpath([os.path.dirname(os.path.abspath(p)) for p, _ in changed]) if changed else "."
     for path, new_source in changed:
         original = Path(path)
@@ -97,20 +106,32 @@ def prove_and_write(changed: list[tuple[str, bytes]], *, write: bool, report_dir
         if out is not None:
             row.report_stem = _slug(os.path.abspath(path), root)
             base = out / row.report_stem
-            report.write_reports(result, json=f"{base}.json", junit=f"{base}.junit.xml",
-                                 markdown=f"{base}.md", plot=f"{base}.png")
+            try:
+                report.write_reports(result, json=f"{base}.json", junit=f"{base}.junit.xml",
+                                     markdown=f"{base}.md", plot=f"{base}.png")
+            except report.ReportError:
+                row.reports_failed = True
         rows.append(row)
         print(report.summary(result), flush=True)
     if out is not None and results:
-        report.write_reports(results, junit=out / "junit.xml", markdown=out / "summary.md")
-        (out / "summary.json").write_text(json.dumps([row.__dict__ for row in rows], indent=2) + "\n", encoding="utf-8")
+        try:
+            report.write_reports(results, junit=out / "junit.xml", markdown=out / "summary.md")
+        except report.ReportError:
+            reports_failed = True
+        try:
+            report.write_text(out / "summary.json", json.dumps([row.__dict__ for row in rows], indent=2) + "\n")
+        except OSError as exc:
+            print(f"tf1gradfix: cannot write {out / 'summary.json'}: {_why(exc)}", file=sys.stderr, flush=True)
+            reports_failed = True
+    for row in rows:
+        row.reports_failed = row.reports_failed or reports_failed
     return rows
 
 
 def render_rows(rows: list[ProofRow]) -> str:
     lines = ["", "Verification summary:"]
     for row in rows:
-        action = "written" if row.written else "left unchanged"
+        action = ("written" if row.written else "left unchanged") + ("; reports not written" if row.reports_failed else "")
         lines.append(f"  {row.path}: {row.verdict} ({action})")
     counts: dict[str, int] = {}
     for row in rows:
@@ -120,7 +141,7 @@ def render_rows(rows: list[ProofRow]) -> str:
 
 
 def exit_code(rows: list[ProofRow]) -> int:
-    if any(row.verdict not in (EQUIVALENT, "DIVERGED") for row in rows):
+    if any(row.verdict not in (EQUIVALENT, "DIVERGED") or row.reports_failed for row in rows):
         return 2
     return 1 if any(row.verdict == "DIVERGED" for row in rows) else 0
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -173,8 +174,26 @@ def _write_text(path, text: str) -> None:
     if path.parent and not path.parent.exists():
         path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + f".tmp{os.getpid()}")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
+    try:
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, path)
+    finally:
+        if tmp.exists():
+            tmp.unlink()
+
+
+class ReportError(SystemExit):
+    """A requested report could not be written: each failure was said in one line
+    on stderr; the command ends with exit 2 (after the verdict was printed)."""
+
+    def __init__(self, failures: list):
+        super().__init__(2)
+        self.failures = failures
+
+
+def write_text(path, text: str) -> None:
+    """Write a text file atomically (temporary file, then rename)."""
+    _write_text(path, text)
 
 
 def write_reports(results, *, json=None, junit=None, markdown=None, plot=None) -> None:  # noqa: A002
@@ -183,27 +202,57 @@ def write_reports(results, *, json=None, junit=None, markdown=None, plot=None) -
     ``results`` is one VerifyResult or a list of them (``rewrite --verify``
     over several files): JSON then holds a list, JUnit one testsuite per
     pair, Markdown one section per pair, and the plot one picture per pair
-    (``loss.png`` -> ``loss-1.png``, ``loss-2.png``, ...).
+    (``loss.png`` -> ``loss-1.png``, ``loss-2.png``, ...). Every report is
+    attempted; those that fail raise ReportError at the end.
     """
     many = isinstance(results, (list, tuple))
     items = list(results) if many else [results]
+    failures = []
+
+    def attempt(what, path, write):
+        try:
+            write()
+        except ImportError:
+            failures.append(f"cannot write the {what} {path}: it needs matplotlib (pip install matplotlib)")
+        except (OSError, ValueError) as exc:   # ValueError: a format matplotlib does not write
+            failures.append(f"cannot write the {what} {path}: {getattr(exc, 'strerror', None) or exc}")
+
     if json is not None:
         data = [r.to_json() for r in items]
-        _write_text(json, _json_dumps(data if many else data[0]))
+        attempt("JSON report", json, lambda: _write_text(json, _json_dumps(data if many else data[0])))
     if junit is not None:
         root = ET.Element("testsuites")
         for r in items:
             root.append(to_junit(r).getroot().find("testsuite"))
         tree = ET.ElementTree(root)
         ET.indent(tree)
-        _write_text(junit, ET.tostring(root, encoding="unicode", xml_declaration=True) + "\n")
+        text = ET.tostring(root, encoding="unicode", xml_declaration=True) + "\n"
+        attempt("JUnit report", junit, lambda: _write_text(junit, text))
     if markdown is not None:
-        _write_text(markdown, "\n".join(to_markdown(r) for r in items))
+        attempt("Markdown report", markdown, lambda: _write_text(markdown, "\n".join(to_markdown(r) for r in items)))
     if plot is not None:
         plot = Path(plot)
-        plot.parent.mkdir(parents=True, exist_ok=True)
         for i, r in enumerate(items, 1):
-            write_plot(r, plot if not many else plot.with_name(f"{plot.stem}-{i}{plot.suffix}"))
+            target = plot if not many else plot.with_name(f"{plot.stem}-{i}{plot.suffix}")
+            attempt("plot", target, lambda: _write_plot_file(r, target))
+    for failure in failures:
+        print(f"tf1gradfix: {failure}", file=sys.stderr, flush=True)
+    if failures:
+        raise ReportError(failures)
+
+
+def _write_plot_file(result, path: Path) -> None:
+    """The picture, written aside then renamed, like the text reports."""
+    if path.suffix.lower() not in (".png", ".svg", ".pdf"):
+        raise ValueError(f"a picture must end in .png, .svg or .pdf, not {path.suffix or 'nothing'}")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.stem}.tmp{os.getpid()}{path.suffix}")
+    try:
+        write_plot(result, tmp)
+        os.replace(tmp, path)
+    finally:
+        if tmp.exists():
+            tmp.unlink()
 
 
 def _json_dumps(obj) -> str:
