@@ -330,3 +330,36 @@ def test_a_plot_in_a_format_matplotlib_does_not_write_is_a_report_error(tmp_path
     with pytest.raises(report.ReportError):
         report.write_reports(result, plot=tmp_path / "p.txt")
     assert not list(tmp_path.glob("*p.*"))
+
+
+# -- item 19: a user's module named like a standard one is never imported by the tool ------
+
+SHADOWED = ("argparse", "json", "tempfile", "typing", "dataclasses", "pathlib", "random", "base64", "threading",
+            "traceback", "subprocess", "signal", "shutil", "contextlib", "functools", "runpy")
+
+
+def shadow_stdlib(folder: Path, marks: Path) -> None:
+    for name in SHADOWED:
+        (folder / f"{name}.py").write_text(f"open({str(marks / name)!r}, 'w').close()\n")
+
+
+def test_python_m_tf1gradfix_never_imports_the_users_modules(tmp_path):
+    project, marks = tmp_path / "project", tmp_path / "marks"
+    project.mkdir()
+    marks.mkdir()
+    shadow_stdlib(project, marks)
+    (project / "train.py").write_text("import tensorflow as tf\nx = tf.placeholder(tf.float32)\n")
+    proc = subprocess.run([sys.executable, "-m", "tf1gradfix", "check", "."], cwd=project,
+                          capture_output=True, text=True, timeout=120)
+    assert sorted(p.name for p in marks.iterdir()) == [], proc.stdout + proc.stderr
+    assert proc.returncode == 1 and "train.py" in proc.stdout, proc.stdout + proc.stderr
+
+
+def test_the_runners_imports_come_before_the_programs_folder(tmp_path, fake_runners):
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    original, migrated = programs(tmp_path, "print('loss', 1.0)\n", "print('loss', 1.0)\n")
+    shadow_stdlib(original.parent, marks)
+    result = orchestrate.verify_pair(original, migrated, timeout=60)
+    assert sorted(p.name for p in marks.iterdir()) == [], result.reason
+    assert result.verdict == "EQUIVALENT", result.reason

@@ -37,6 +37,14 @@ STDOUT_CAP = 4 * 1024 * 1024   # bytes of stdout parsed for printed numbers
 TAIL = 3000                    # characters of stderr kept for the report
 _PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])
 RUNNERS = {"original": "tf1gradfix.verify.runner_v1", "migrated": "tf1gradfix.verify.runner_v2"}
+# `python -m runner` would put the runner's working folder, the program's, first
+# on sys.path, and a user's json.py there would replace the standard library's
+# in the runner's own imports. The program gets its folder on sys.path only when
+# it starts (runner_common.run_user_script), after the runner's imports.
+_BOOT = ("import sys\n"
+         "if not getattr(sys.flags, 'safe_path', False): del sys.path[0]\n"
+         "import runpy\n"
+         "runpy.run_module(sys.argv.pop(1), run_name='__main__', alter_sys=True)\n")
 
 
 @dataclass
@@ -113,7 +121,7 @@ def _start(module: str, script: Path, trace_dir: str, role: str, timeout: float,
     err = open(os.path.join(trace_dir, f"{role}.stderr"), "wb")
     try:
         proc = stopping.popen(
-            [sys.executable, "-m", module, trace_dir, str(script), *extra],
+            [sys.executable, "-c", _BOOT, module, trace_dir, str(script), *extra],
             stdin=subprocess.DEVNULL, stdout=out, stderr=err, cwd=str(script.parent),
             env=env, start_new_session=True)
     finally:
