@@ -73,7 +73,7 @@ def discover(paths: list[str], exclude: tuple[str, ...] = ()) -> tuple[list[str]
             continue
         try:
             info = os.stat(raw)
-        except FileNotFoundError:
+        except (FileNotFoundError, NotADirectoryError):
             errors.append(FileError(raw, "no such file or folder"))
             continue
         except OSError as exc:
