@@ -363,3 +363,20 @@ def test_the_runners_imports_come_before_the_programs_folder(tmp_path, fake_runn
     result = orchestrate.verify_pair(original, migrated, timeout=60)
     assert sorted(p.name for p in marks.iterdir()) == [], result.reason
     assert result.verdict == "EQUIVALENT", result.reason
+
+
+def test_the_runners_die_with_a_verifier_killed_outright(tmp_path):
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    original, migrated = programs(tmp_path, LOOP.format(marker=str(marks / "o.pid")),
+                                  LOOP.format(marker=str(marks / "m.pid")))
+    driver = start_driver(tmp_path, "pair", original, migrated)
+    try:
+        assert wait_for(lambda: len(pids_in(marks)) == 2)
+        driver.kill()   # SIGKILL: no handler runs, no finally
+        driver.communicate(timeout=10)
+        assert wait_for(lambda: not any(alive(p) for p in pids_in(marks)), 5), "a program outlived the verifier"
+    finally:
+        if driver.poll() is None:
+            driver.kill()
+        kill_all(pids_in(marks))

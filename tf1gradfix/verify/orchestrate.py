@@ -27,7 +27,7 @@ from pathlib import Path
 from tf1gradfix.verify import budget
 from tf1gradfix.verify import compare as cmp_mod
 from tf1gradfix.verify import random_ops, stopping
-from tf1gradfix.verify.runner_common import ORIGINAL_DONE
+from tf1gradfix.verify.runner_common import ORIGINAL_DONE, VERIFIER_PID
 
 EQUIVALENT, DIVERGED = "EQUIVALENT", "DIVERGED"
 ORIGINAL_FAILED, MIGRATED_FAILED, NOT_COMPARABLE = "ORIGINAL_FAILED", "MIGRATED_FAILED", "NOT_COMPARABLE"
@@ -102,6 +102,7 @@ class VerifyResult:
 def _env(legacy_keras: bool, timeout: float) -> dict:
     env = dict(os.environ)
     env["PYTHONHASHSEED"] = "0"
+    env[VERIFIER_PID] = str(os.getpid())   # the runner dies with this process (runner_common)
     env["PYTHONUNBUFFERED"] = "1"
     env["TF1GRADFIX_INIT_WAIT"] = str(timeout)
     env["PYTHONPATH"] = os.pathsep.join([_PACKAGE_ROOT] + [p for p in [env.get("PYTHONPATH")] if p])

@@ -25,8 +25,10 @@ import json
 import os
 import random
 import runpy
+import signal
 import sys
 import threading
+import time
 import traceback
 
 import numpy as np
@@ -34,6 +36,7 @@ import numpy as np
 SEED = 0
 INIT_FILE = "init.json"
 ORIGINAL_DONE = "original.done"   # written by the orchestrator once the original has exited
+VERIFIER_PID = "TF1GRADFIX_VERIFIER_PID"   # set by the orchestrator: the runner dies with it
 
 
 # -- arrays ---------------------------------------------------------------
@@ -153,6 +156,7 @@ def run_user_script(script: str, trace: Trace, before_exit=None, argv=(), cwd=No
     to stderr as Python would.  ``before_exit`` runs in every case, so
     final variable values are captured even when the script fails.
     """
+    exit_with_verifier()
     script = os.path.abspath(script)
     folder = os.path.dirname(script)
     os.chdir(cwd or folder)
@@ -185,6 +189,23 @@ def run_user_script(script: str, trace: Trace, before_exit=None, argv=(), cwd=No
             trace.event("note", text="could not record final values:\n" + traceback.format_exc()[-1500:])
     trace.event("end", status=status, code=code)
     return code
+
+
+def exit_with_verifier() -> None:
+    """Die with the verifier. Killed outright (SIGKILL: no chance to clean up),
+    it would leave this runner and whatever the program started running with
+    no timeout; a watcher thread kills the runner's process group (the runner
+    leads its own session) once the verifier is gone."""
+    expected = os.environ.pop(VERIFIER_PID, "")
+    if not expected.isdigit():
+        return
+
+    def watch():
+        while os.getppid() == int(expected):
+            time.sleep(0.25)
+        os.killpg(os.getpgid(0), signal.SIGKILL)
+
+    threading.Thread(target=watch, name="tf1gradfix-verifier-watch", daemon=True).start()
 
 
 def exception_summary(exc: BaseException) -> str:
