@@ -201,3 +201,23 @@ def test_summaries_merge_all_cannot_see_are_refused():
     tag = _refusal(SUMMARIES + 'tag = "loss"\ns = tf.summary.scalar(tag, loss)\n'
                    'with tf.Session() as sess:\n    print(sess.run(s, {x: [[1.0, 2.0]]}))\n')
     assert "string literal" in tag
+
+
+def test_a_later_section_that_reads_an_earlier_graph_is_refused():
+    message = _refusal(GRAPH + RUN + "z = tf.constant(3.0)\nlater = y * z\n"
+                       "with tf.Session() as sess:\n    sess.run(tf.global_variables_initializer())\n"
+                       "    print(sess.run(later, {x: [[1.0, 2.0]]}))\n")
+    assert "`x` of the graph an earlier session ran" in message or "`y` of the graph an earlier session ran" in message
+
+
+def test_sections_rebinding_names_are_rewritten_in_order():
+    shaped = _shaped(GRAPH + RUN + 'x = tf.placeholder(tf.float32, [2])\nw = tf.Variable(tf.zeros([2]), name="w2")\n'
+                     "y = x * w\nwith tf.Session() as sess:\n    sess.run(tf.global_variables_initializer())\n"
+                     "    print(sess.run(y, {x: [1.0, 2.0]}))\n")
+    code = shaped.new_module.code
+    assert code.count("@tf.function") == 2 and "compute_y_2" in code and "Session" not in code
+
+
+def test_a_second_session_over_the_same_graph_stays_refused():
+    message = _refusal(GRAPH + RUN + "with tf.Session() as sess:\n    print(sess.run(y, {x: [[1.0, 2.0]]}))\n")
+    assert "more than one session" in message

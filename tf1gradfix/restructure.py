@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider, ScopeProvider
 
-from tf1gradfix import (builders, catalog as catalog_module, emit_class, model_classes, session_options, session_params,
-                        summaries)
+from tf1gradfix import (builders, catalog as catalog_module, emit_class, model_classes, sections, session_options,
+                        session_params, summaries)
 from tf1gradfix.assemble import FLATTEN, Assembler, Replace
 from tf1gradfix.detect import AnalysisWrapper, shared_names
 from tf1gradfix.emit_state import StateEmitter
@@ -28,6 +28,7 @@ from tf1gradfix.owners import BLOCKS, GraphCallScan, nested_sessions
 from tf1gradfix.printing import code_for_node
 from tf1gradfix.slicing import signatures
 from tf1gradfix.syntax import Refusal, loads, matches, name_nodes
+from tf1gradfix.walk import walk
 
 Diagnostic = tuple[int, int, str, str, str]
 # Codes of the constructs a successful restructuring removes.
@@ -136,6 +137,9 @@ class _Rewrite:
             return self._rewrite_owner(model_classes.init_of(cls), (), [c for calls in opened.values() for c in calls], cls)
         if len(owners) == 1:
             key, owner = next(iter(owners.items()))
+            parts = sections.split(owner, self.meta.names.qualified) if isinstance(owner, cst.Module) else [()]
+            if len(parts) > 1:
+                return self._rewrite_sections(owner, parts, opened[key])
             new_owner = self._rewrite_owner(owner, (), opened[key])
             if isinstance(owner, cst.Module):
                 return new_owner
@@ -147,6 +151,20 @@ class _Rewrite:
         others = tuple(owners.values())
         replaced = {owner: self._rewrite_owner(owner, others, opened[key]) for key, owner in owners.items()}
         return self.module.visit(Replace({**self.module_edits, **self.builder_edits, **replaced}))
+
+    def _rewrite_sections(self, module: cst.Module, parts, sessions: list) -> cst.Module:
+        """A script in sections (sections.py): each rewritten on its own, in order; new
+        names are kept apart across them."""
+        body: list[cst.BaseStatement] = []
+        earlier: set[str] = set()
+        self.taken = set(self.module_names)
+        for part in parts:
+            sections.check_reads(part, earlier)
+            inside = {id(n) for stmt in part for n in walk(stmt)}
+            new_body, program = self._rewrite_owner(module, (), [c for c in sessions if id(c) in inside], section=part)
+            body += new_body
+            earlier |= set(program.final) | program.sessions
+        return module.with_changes(body=body)
 
     def _is_builder(self, owner, calls, sessions) -> bool:
         """A function that only makes variables with `tf.get_variable` (under a variable
@@ -203,24 +221,28 @@ class _Rewrite:
                 raise Refusal(call, "TFG904", f"`{q.replace('tensorflow', 'tf', 1)}` reads the default graph, "
                               "which several functions of this file share")
 
-    def _rewrite_owner(self, owner, other_owners, sessions: list, cls=None) -> cst.CSTNode:
-        """`cls`: the model class whose `__init__` is `owner`; the whole new module is returned."""
-        self.taken = set(self.module_names)   # new names are local to the owner
+    def _rewrite_owner(self, owner, other_owners, sessions: list, cls=None, section=None) -> cst.CSTNode:
+        """`cls`: the model class whose `__init__` is `owner`; the whole new module is returned.
+        `section`: the statements of the module `owner` to rewrite (sections.py); the new
+        statements and the program are returned."""
+        if section is None:
+            self.taken = set(self.module_names)   # new names are local to the owner
         alias = self.alias
         if self.module_helpers is None:   # once: the module's functions that build no graph
             skip = {id(o) for o in other_owners} | {id(owner)}
             self.module_helpers = {s.name.value: s for s in self.module.body
                                    if isinstance(s, cst.FunctionDef) and id(s) not in skip}
         helpers = dict(self.module_helpers)
-        body = list(owner.body.body) if isinstance(owner, cst.FunctionDef) else list(owner.body)
+        body = list(owner.body.body) if isinstance(owner, cst.FunctionDef) else list(section or owner.body)
+        scope = owner if section is None else cst.Module(body=section)   # (where session options and writers are)
         if cls is not None:   # (with the statements of the methods `__init__` builds the graph with)
             body = model_classes.init_statements(cls, self.plan)
         helpers.update({s.name.value: s for s in body if isinstance(s, cst.FunctionDef)})
         builder = ModelBuilder(self.meta, self.meta.names, self.module)
         if any(call.args for call in self.scan.sessions):   # (`tf.Session(config=...)`: its options go with it)
-            builder.options = session_options.SessionOptions(owner if cls is None else cls, self.meta.names.qualified)
+            builder.options = session_options.SessionOptions(scope if cls is None else cls, self.meta.names.qualified)
         if self.scan.writers:   # (TensorBoard summaries: the writers' statements are host code)
-            builder.writers = summaries.Writers(owner if cls is None else cls, self.meta.names.qualified)
+            builder.writers = summaries.Writers(scope if cls is None else cls, self.meta.names.qualified)
         program = builder.build(owner, body, helpers, alias)
         if len(sessions) > 1:   # each session holds its own variable values; TF2 has one
             raise Refusal(sessions[1], "TFG905", "more than one session")
@@ -299,6 +321,8 @@ class _Rewrite:
             replacements[cls] = emit_class.rewritten_class(self.plan, owner, alias, init_body, methods)
             return self.module.visit(Replace(replacements))
         new_body = Assembler(program, state, tape, replacements, self.module).body(texts, moved, owner)
+        if section is not None:
+            return new_body, program
         if isinstance(owner, cst.Module):
             return owner.with_changes(body=new_body)
         return owner.with_changes(body=owner.body.with_changes(body=new_body))
