@@ -486,6 +486,26 @@ def test_workers_end_when_the_parent_is_killed(tmp_path):
             os.killpg(proc.pid, signal.SIGKILL)
 
 
+def test_orphan_watch_of_a_worker_started_by_a_fork_server(monkeypatch):
+    """Under forkserver (Python 3.14's default on Linux) a worker's parent is the
+    fork server, not the run: only the run's end may stop the worker."""
+    import threading
+
+    exits = []
+    run_alive = threading.Event()
+    run_alive.set()
+    monkeypatch.setattr(batch.os, "getppid", lambda: 4242)  # the fork server, which lives on
+    monkeypatch.setattr(batch, "_alive", lambda pid: run_alive.is_set())
+    monkeypatch.setattr(batch.os, "_exit", lambda code: exits.append(code))
+    watch = threading.Thread(target=batch._watch_parent, args=(os.getpid(), 0.01), daemon=True)
+    watch.start()
+    time.sleep(0.3)
+    assert watch.is_alive() and exits == [], "a live run's worker was told to exit"
+    run_alive.clear()  # the run is killed
+    watch.join(timeout=5)
+    assert exits == [batch.EXIT_ORPHANED]
+
+
 # -- 20. size limits -------------------------------------------------------------------
 
 

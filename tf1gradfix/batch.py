@@ -182,11 +182,28 @@ def _start_worker(parent: int) -> None:
 
 
 def _watch_parent(parent: int, every: float = 0.5) -> None:
-    """Orphaned workers would wait for work forever: their copy of the task pipe keeps it open."""
-    while os.getppid() == parent:
+    """Orphaned workers would wait for work forever: their copy of the task pipe keeps it open.
+
+    The worker's own parent is the run (fork, spawn) or a fork server that ends with
+    the run (forkserver): a change of it, or the run's end, means the run is gone.
+    """
+    start = os.getppid()
+    while os.getppid() == start and _alive(parent):
         time.sleep(every)
     with _WRITING:  # never leave a half-written temporary file behind
         os._exit(EXIT_ORPHANED)
+
+
+def _alive(pid: int) -> bool:
+    if os.name != "posix":  # os.kill(pid, 0) would end the process on Windows
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True
+    return True
 
 
 def run_all(jobs: list[Job], workers: int, on_done=None) -> list[Outcome]:
