@@ -380,3 +380,47 @@ def test_the_runners_die_with_a_verifier_killed_outright(tmp_path):
         if driver.poll() is None:
             driver.kill()
         kill_all(pids_in(marks))
+
+
+# -- the same with the real TensorFlow runners ------------------------------------------------
+
+TF1_PROGRAM = """
+import numpy as np
+import tensorflow as tf
+
+w = tf.Variable(np.ones((2, 1), np.float32), name="w")
+x = tf.placeholder(tf.float32, [None, 2])
+loss = tf.reduce_sum(tf.matmul(x, w))
+train = tf.train.GradientDescentOptimizer(0.1).minimize(loss)
+with tf.Session() as sess:
+    sess.run(tf.global_variables_initializer())
+    for _ in range(2):
+        print("loss", sess.run([train, loss], {x: np.ones((1, 2), np.float32)})[1])
+"""
+
+TF2_PROGRAM = """
+import numpy as np
+import tensorflow as tf
+
+w = tf.Variable(np.ones((2, 1), np.float32), name="w")
+opt = tf.keras.optimizers.SGD(learning_rate=0.1)
+for _ in range(2):
+    with tf.GradientTape() as tape:
+        loss = tf.reduce_sum(tf.matmul(np.ones((1, 2), np.float32), w))
+    opt.apply_gradients([(tape.gradient(loss, w), w)])
+    print("loss", loss.numpy())
+"""
+
+
+@pytest.mark.tf
+def test_real_runners_count_a_late_exit_status_and_skip_the_programs_stdlib_shadows(tmp_path):
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    original, migrated = programs(tmp_path, TF1_PROGRAM, TF2_PROGRAM + EXIT_LATE.format(code=3))
+    for name in ("json", "argparse", "tempfile"):
+        (original.parent / f"{name}.py").write_text(f"open({str(marks / name)!r}, 'w').close()\n")
+    result = orchestrate.verify_pair(original, migrated, timeout=120)
+    assert sorted(p.name for p in marks.iterdir()) == [], result.reason
+    assert result.verdict == "MIGRATED_FAILED", result.reason
+    assert result.reason == "migrated exited with status 3 (set after the script ended: atexit or os._exit)"
+
