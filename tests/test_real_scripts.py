@@ -221,3 +221,11 @@ def test_sections_rebinding_names_are_rewritten_in_order():
 def test_a_second_session_over_the_same_graph_stays_refused():
     message = _refusal(GRAPH + RUN + "with tf.Session() as sess:\n    print(sess.run(y, {x: [[1.0, 2.0]]}))\n")
     assert "more than one session" in message
+
+
+def test_graph_code_no_session_runs_gets_a_reason():
+    message = _refusal("import tensorflow as tf\ndef build():\n    x = tf.placeholder(tf.float32, [None, 2])\n"
+                       "    return tf.layers.dense(x, 1)\n")
+    assert "no session of this file runs" in message
+    tf2 = _shaped("import tensorflow as tf\nw = tf.Variable(1.0)\nprint(w.numpy())\n")
+    assert tf2.new_module is None and tf2.diagnostics == []
