@@ -28,7 +28,7 @@ import shutil
 STEPS_ENV = "TF1GRADFIX_STEPS"
 DEFAULT_REWRITE_STEPS = 100     # rewrite --verify; reasoning in TOLERANCES.md
 COPY_FILE_LIMIT = 1 << 20       # files up to 1 MiB are copied into a side's folder, bigger ones linked
-COPY_ENTRY_LIMIT = 2000         # entries mirrored; past that, whole subfolders are linked
+COPY_ENTRY_LIMIT = 1000         # entries mirrored; past that, whole subfolders are linked
 TF_MISSING = "TensorFlow is not installed here: pip install 'tf1gradfix[verify]'"
 
 
