@@ -56,6 +56,34 @@ with tf.Session() as sess:
 """
 STEPS = 8
 
+# An embedding table read by a gather: its gradient is an IndexedSlices. Each
+# batch repeats some rows (where Keras's arithmetic on slices differs) and
+# misses others (where a lazy v1 update differs from a dense one).
+SPARSE_PROGRAM = """\
+import numpy as np
+import tensorflow as tf
+
+rng = np.random.RandomState(1)
+ids = rng.randint(0, 7, size=({steps}, 3, 2))
+ys = rng.randn({steps}, 3, 1).astype(np.float32)
+
+table = tf.Variable(tf.constant(rng.randn(7, 2).astype(np.float32)), name="table")
+head = tf.Variable(tf.constant([[0.4], [-0.3]]), name="head")
+x = tf.placeholder(tf.int32, [None, 2])
+y = tf.placeholder(tf.float32, [None, 1])
+pooled = tf.reduce_sum(tf.gather(table, x), axis=1)
+loss = tf.reduce_mean(tf.square(tf.matmul(pooled, head) - y))
+optimizer = tf.train.{v1}({args})
+train_op = optimizer.minimize(loss)
+
+with tf.Session() as sess:
+    sess.run(tf.global_variables_initializer())
+    for step in range({steps}):
+        _, value = sess.run([train_op, loss], feed_dict={{x: ids[step], y: ys[step]}})
+        print("step", step, "loss %.6f" % value)
+    print("table", sess.run(table).ravel())
+"""
+
 
 def program(v1: str, args: str) -> str:
     return PROGRAM.format(v1=v1, args=args, steps=STEPS)
@@ -84,7 +112,13 @@ def schedule_program(function: str, args: str) -> str:
         .replace('"loss %.6f" % value)', '"loss %.6f" % value, "lr %.6f" % rate)')
 
 
+def sparse_program(v1: str, args: str) -> str:
+    return SPARSE_PROGRAM.format(v1=v1, args=args, steps=STEPS)
+
+
 ROWS = list(optimizer_table().values())
+SPARSE_CASES = [pytest.param(row, case, id=f"{row['v1']}({case['args']})")
+                for row in ROWS for case in row.get("sparse_cases", ())]
 SCHEDULE_ROWS = list({id(row): row for row in schedule_table().values()}.values())
 SCHEDULES = [pytest.param(row, case, id=f"{row['v1'][0].rsplit('.', 1)[1]}({case['args']})")
              for row in SCHEDULE_ROWS for case in row["cases"]]
@@ -110,6 +144,26 @@ def test_row_is_complete(row):
         assert row["target"] == f"compat.v1.train.{row['v1']}" and row["map"] == {p: p for p in row["map"]}
         assert set(row["keras_map"]) <= set(row["params"])
         assert all(case["keras_max_rel"] > 1e-3 for case in row["cases"])
+
+
+@pytest.mark.parametrize("row", [r for r in ROWS if r["cases"]], ids=lambda r: r["v1"])
+def test_sparse_gradients_are_densified_refused_or_left_to_the_v1_optimizer(row):
+    """`sparse` says how a gather's IndexedSlices gradient is applied; each row has its proof case."""
+    mode = row.get("sparse")
+    assert mode in (None, "densify", False)
+    assert row.get("sparse_cases"), "a sparse claim without a verified case is a guess"
+    assert (mode is None) == row["target"].startswith("compat.v1."), "Keras targets must say how slices are applied"
+    result = restructure(cst.parse_module(sparse_program(row["v1"], row["sparse_cases"][0]["args"])), "original.py")
+    if mode is False:
+        assert result.new_module is None and [d[2] for d in result.diagnostics] == ["TFG906"]
+        assert "only the looked-up rows" in result.diagnostics[0][3]
+        return
+    assert result.new_module is not None, result.diagnostics
+    densified = "tf.convert_to_tensor(g)" in result.new_module.code
+    assert densified == (mode == "densify")
+    # a dense program's gradients are applied as they are
+    dense = restructure(cst.parse_module(program(row["v1"], row["cases"][0]["args"])), "original.py").new_module
+    assert "convert_to_tensor" not in dense.code
 
 
 def test_every_v1_optimizer_of_the_installed_tensorflow_has_a_row():
@@ -236,6 +290,32 @@ def test_schedule_row_is_backed_by_the_verifier(row, case, tmp_path):
     original = schedule_program(row["v1"][0].rsplit(".", 1)[1], case["args"])
     migrated = rewritten(original)
     assert migrated is not None
+    result = verify(tmp_path, original, migrated, "migrated")
+    assert result.verdict == EQUIVALENT, (result.verdict, result.reason)
+    figure = max_relative_difference(result)
+    assert figure == 0.0 if case["max_rel"] == 0.0 else figure <= 10 * case["max_rel"], figure
+
+
+@pytest.mark.tf
+@pytest.mark.parametrize("row, case", SPARSE_CASES)
+def test_sparse_claim_is_backed_by_the_verifier(row, case, tmp_path, monkeypatch):
+    """Densified (or kept v1) updates of repeated rows are EQUIVALENT; a lazy v1 update is refused
+    because the densified Keras update really differs (DIVERGED)."""
+    from tf1gradfix.verify.orchestrate import DIVERGED, EQUIVALENT
+
+    original = sparse_program(row["v1"], case["args"])
+    if row.get("sparse") is False:
+        table = {**optimizer_table(), row["v1"]: {**row, "sparse": "densify"}}
+        monkeypatch.setattr(emit_state, "optimizer_table", lambda: table)
+        import tf1gradfix.emit_tape as emit_tape
+        monkeypatch.setattr(emit_tape, "optimizer_table", lambda: table)
+        candidate = rewritten(original)
+        assert candidate is not None and "tf.convert_to_tensor(g)" in candidate
+        wrong = verify(tmp_path, original, candidate, "densified")
+        assert wrong.verdict == DIVERGED, (wrong.verdict, wrong.reason)
+        assert math.isinf(max_relative_difference(wrong)) or max_relative_difference(wrong) >= case["keras_max_rel"] / 10
+        return
+    migrated = rewritten(original)
     result = verify(tmp_path, original, migrated, "migrated")
     assert result.verdict == EQUIVALENT, (result.verdict, result.reason)
     figure = max_relative_difference(result)

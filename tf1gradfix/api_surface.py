@@ -143,4 +143,4 @@ def advice(name: str) -> str:
         hit = table.get(".".join(parts[:depth]))
         if hit is not None:
             return hit
-    return "the TF2 API (or keep it under `tf.compat.v1` with a note)"
+    return "look up its TF2 form, or keep it as `tf.compat.v1` with a note"

@@ -260,7 +260,7 @@ class TapeEmitter:
         bound = node.info["bound"]
         opt = self.p.nodes[node.info["optimizer"]]
         opt_name = self.optimizer_names[opt.index]
-        self._check_sparse(node, opt)
+        dense = self._sparse_form(node, opt)
         if node.kind == "compute_gradients" or node.info["method"] == "minimize":
             loss = bound["loss"]
             if not isinstance(loss, cst.Name):
@@ -286,7 +286,8 @@ class TapeEmitter:
             pairs = self.code(bound["grads_and_vars"])
         lines += self._learning_rate(opt, opt_name)
         kept = "  # tf1gradfix: ignore[TFG204] a v1 optimizer, updating when called" if self.state.kept(opt) else ""
-        lines.append(f"{opt_name}.apply_gradients([(g, v) for g, v in {pairs} if g is not None]){kept}")
+        grad = f"{self.tf}.convert_to_tensor(g)" if dense else "g"
+        lines.append(f"{opt_name}.apply_gradients([({grad}, v) for g, v in {pairs} if g is not None]){kept}")
         if node.info.get("step") is not None:   # v1 counts an update after applying it
             lines.append(f"{node.info['step']}.assign_add(1)")
         return lines
@@ -301,16 +302,28 @@ class TapeEmitter:
             raise Refusal(opt.info["call"], "TFG906", "one optimizer trains different variable lists "
                           "(a Keras optimizer only updates the variables of its first update)")
 
-    def _check_sparse(self, node: GraphNode, opt: GraphNode) -> None:
-        """v1 optimizers with their own sparse update differ from Keras on gathered rows."""
+    def _sparse_form(self, node: GraphNode, opt: GraphNode) -> bool:
+        """Whether the update's gradients are densified before `apply_gradients`.
+
+        A gather-like op (`graph_ops.toml` sparse_gradients) makes its table's
+        gradient an `IndexedSlices`, often with repeated rows. TF1's sparse
+        kernels sum repeated rows first; Keras 3 applies such a gradient with
+        other arithmetic, so the first update already differs. Where TF1's
+        sparse update equals its dense one (`sparse = "densify"`), the
+        gradient is made dense; where TF1 updates only the looked-up rows
+        (`sparse = false`: lazy), no Keras update is the same and the file is
+        refused. A kept v1 optimizer applies the slices as TF1 did.
+        """
         row = optimizer_table().get(opt.info["cls"], {})
-        if row.get("sparse", True):
-            return
-        for i in closure(self.p, [node.index]):
-            calls = self.p.nodes[i].info.get("calls", ())
-            if any(matches(q, "sparse_gradients") for q in calls):
-                raise Refusal(opt.info["call"], "TFG906", f"`{opt.info['cls']}` on sparse gradients "
-                              f"(embedding_lookup/gather): v1 updates only the looked-up rows, Keras all rows")
+        mode = row.get("sparse", True)
+        if mode is True:
+            return False
+        sparse = any(matches(q, "sparse_gradients")
+                     for i in closure(self.p, [node.index]) for q in self.p.nodes[i].info.get("calls", ()))
+        if sparse and mode is False:
+            raise Refusal(opt.info["call"], "TFG906", f"`{opt.info['cls']}` on sparse gradients "
+                          f"(embedding_lookup/gather): v1 updates only the looked-up rows, Keras all rows")
+        return sparse
 
     def _learning_rate(self, opt: GraphNode, opt_name: str) -> list[str]:
         if opt.index not in self.fed_lr:

@@ -216,7 +216,9 @@ def _analyzed(result: FileResult, display: str, data: bytes, codes: CodeFilter, 
             replacements[hit.node] = hit.replacement
         if shaped is None:
             result.findings.append(Finding(display, hit.line, hit.col, code, hit.message, hit.rule.safety, fixable))
-    result.findings += removed_names(display, data, codes, result.findings, fixed=fix and shaped is not None)
+    # (every rule hit counts as reported there, a silenced one too)
+    reported = [Finding(display, h.line, h.col, h.rule.code, "", "", False) for h in found]
+    result.findings += removed_names(display, data, codes, reported, fixed=fix and shaped is not None)
     result.findings.sort(key=lambda f: (f.line, f.col, f.code))
 
     if replacements or (shaped is not None and fix):
