@@ -229,3 +229,15 @@ def test_graph_code_no_session_runs_gets_a_reason():
     assert "no session of this file runs" in message
     tf2 = _shaped("import tensorflow as tf\nw = tf.Variable(1.0)\nprint(w.numpy())\n")
     assert tf2.new_module is None and tf2.diagnostics == []
+
+
+def test_shapes_of_constants_and_variables_are_read_on_the_host():
+    shaped = _shaped(GRAPH + 'c = tf.constant([1.0, 2.0])\nprint(c.get_shape(), c.dtype, w.shape)\n' + RUN)
+    assert "print(c.get_shape(), c.dtype, w.shape)" in shaped.new_module.code
+    assert "used outside" in _refusal(GRAPH + "c = tf.constant([1.0, 2.0])\nprint(c.name)\n" + RUN)
+    assert "used outside" in _refusal(GRAPH + "print(w.dtype)\n" + RUN)   # (v1: float32_ref)
+
+
+def test_a_host_value_may_carry_a_name_graph_code_binds_later():
+    shaped = _shaped("import tensorflow as tf\ny = [1.0, 2.0]\nprint(y)\n" + GRAPH.split("\n", 1)[1] + RUN)
+    assert shaped.new_module is not None and "y = [1.0, 2.0]\nprint(y)" in shaped.new_module.code

@@ -64,6 +64,10 @@ class HostScan:
             self._host(self.host.statements, self._opened_in(self.host.statements))
             return
         self._feed_bindings([item.stmt for item in self.p.items if item.node is None])
+        # A name is a graph value from the statement that first binds it to one: before
+        # it, the same name holds a host value (data the graph is then built from).
+        first_bound = {name: position for position, item in reversed(list(enumerate(self.p.items)))
+                       if item.node is not None for name in item.node.names}
         for position, item in enumerate(self.p.items):
             if item.node is not None or item.drop:
                 if item.node is not None and self.first_site_item is not None:
@@ -74,7 +78,7 @@ class HostScan:
                 continue
             before = len(self.sites) + len(self.removed)
             self._item = item
-            self._scan(item.stmt, names)
+            self._scan(item.stmt, names - {name for name, first in first_bound.items() if first > position})
             if len(self.sites) + len(self.removed) > before and self.first_site_item is None:
                 self.first_site_item = position
 
@@ -402,6 +406,9 @@ class _HostReads(cst.CSTVisitor):
         return True
 
     def visit_Attribute(self, node: cst.Attribute) -> bool:
+        if isinstance(node.value, cst.Name) and node.value.value in self.names and node.value.value not in self.scan.p.sessions \
+                and node.attr.value in graph_ops()["host_attributes"].get(self.scan.p.node(node.value.value).kind, ()):
+            return False   # `c.get_shape()` of a constant or a variable: the same in TF2, where it exists on the host
         if node.attr.value in self.scan.attributes or self.scan.host and node.attr.value in self.scan.host.session_attributes:
             raise Refusal(node, "TFG905", f"graph value `{cst.Module([]).code_for_node(node)}` used "
                           "outside `sess.run`")
