@@ -241,3 +241,12 @@ def test_shapes_of_constants_and_variables_are_read_on_the_host():
 def test_a_host_value_may_carry_a_name_graph_code_binds_later():
     shaped = _shaped("import tensorflow as tf\ny = [1.0, 2.0]\nprint(y)\n" + GRAPH.split("\n", 1)[1] + RUN)
     assert shaped.new_module is not None and "y = [1.0, 2.0]\nprint(y)" in shaped.new_module.code
+
+
+def test_an_assignment_function_of_something_else_is_refused():
+    message = _refusal(GRAPH + "u = tf.assign(y, tf.zeros([1, 1]))\n"
+                       "with tf.Session() as sess:\n    sess.run(u, {x: [[1.0, 2.0]]})\n")
+    assert "`tf.assign` of something other than a variable" in message
+    locked = _refusal(GRAPH + "u = tf.assign_add(w, tf.ones([2, 1]), use_locking=True)\n"
+                      "with tf.Session() as sess:\n    sess.run(u)\n")
+    assert "arguments other than the variable and the value" in locked

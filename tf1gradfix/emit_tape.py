@@ -13,7 +13,7 @@ import libcst as cst
 from libcst.metadata import ScopeProvider
 
 from tf1gradfix.emit_state import optimizer_table
-from tf1gradfix import gradient_calls, losses, summaries, var_lists
+from tf1gradfix import gradient_calls, losses, summaries, updates, var_lists
 from tf1gradfix.graph_model import GraphNode, Program
 from tf1gradfix.syntax import Refusal, call_text, matches
 from tf1gradfix.host_scan import Site
@@ -116,6 +116,8 @@ class TapeEmitter:
         if "layer_loop" in node.info:
             return self._layer_loop(self.p.nodes[node.info["layer_loop"]])
         stmt = losses.rewritten_statement(node.stmt, node.info.get("calls", ()), self.qualified, self.code, self.tf)
+        if node.kind == "update":   # `tf.assign_add(v, x)` -> `v.assign_add(x)`
+            stmt = updates.method_form(stmt, self.qualified)
         text = self.code(stmt)
         lines = [ln for ln in text.splitlines() if ln.strip()]
         return "\n".join(lines)

@@ -11,16 +11,32 @@ from __future__ import annotations
 
 import libcst as cst
 
-from tf1gradfix.syntax import Refusal
+from tf1gradfix.syntax import Refusal, bound_args, graph_ops
+from tf1gradfix.walk import TargetedTransformer, walk
 
 ASSIGNS = ("assign", "assign_add", "assign_sub")
+
+
+def functions() -> dict[str, str]:
+    """`tf.assign(ref, value)` and its kin -> the variable method that does the same."""
+    return graph_ops()["assign_functions"]
 
 
 def is_update(builder, value: cst.BaseExpression, deps) -> bool:
     """Whether `value` assigns to variables (checked: only to variables)."""
     program = builder.program
+    functional = [c for c, q in builder.calls(value) if q in functions()]
+    for call in functional:   # `tf.assign_add(v, x)`: `v.assign_add(x)`
+        bound = bound_args(call, ["ref", "value", "validate_shape", "use_locking", "name"], call)
+        ref = bound.get("ref")
+        node = program.node(ref.value) if isinstance(ref, cst.Name) else None
+        if node is None or node.kind != "variable" or set(bound) != {"ref", "value"}:
+            raise Refusal(call, "TFG905", f"`{builder.qualified(call.func).replace('tensorflow', 'tf', 1)}` "
+                          "of something other than a variable, or with arguments other than the variable and the value")
     assigns = [c for c, _ in builder.calls(value)
-               if isinstance(c.func, cst.Attribute) and c.func.attr.value in ASSIGNS]
+               if isinstance(c.func, cst.Attribute) and c.func.attr.value in ASSIGNS and c not in functional]
+    if functional:
+        return True
     if assigns:
         bound = _comprehension_targets(value)
         for call in assigns:
@@ -59,3 +75,25 @@ def check_run(program, site_call, fetched) -> None:
     kinds = {n.kind for n in fetched}
     if "update" in kinds and kinds != {"update"}:
         raise Refusal(site_call, "TFG905", "an assignment op fetched with other values in one run (order undefined)")
+
+
+def method_form(stmt: cst.CSTNode, qualified) -> cst.CSTNode:
+    """`stmt` with `tf.assign_add(v, x)` written `v.assign_add(x)` (TF2 has only the method)."""
+    calls = {}
+    for node in _calls(stmt):
+        method = functions().get(qualified(node.func) or "")
+        if method is not None:
+            ref, value = bound_args(node, ["ref", "value"], node).values()
+            calls[node] = cst.Call(cst.Attribute(ref, cst.Name(method)), [cst.Arg(value)])
+    if not calls:
+        return stmt
+
+    class Methods(TargetedTransformer):
+        def on_leave(self, original, updated):
+            return self.targets.get(original, updated)
+
+    return stmt.visit(Methods(calls))
+
+
+def _calls(node: cst.CSTNode) -> list[cst.Call]:
+    return [n for n in walk(node) if type(n) is cst.Call]
