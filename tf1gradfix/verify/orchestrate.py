@@ -151,7 +151,7 @@ def _exited(proc) -> bool:
         return True
     try:
         return os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
-    except ChildProcessError:
+    except (ChildProcessError, AttributeError):   # AttributeError: a system without waitid
         if proc.poll() is None:
             return False
         stopping.reaped(proc)
