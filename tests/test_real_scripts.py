@@ -250,3 +250,15 @@ def test_an_assignment_function_of_something_else_is_refused():
     locked = _refusal(GRAPH + "u = tf.assign_add(w, tf.ones([2, 1]), use_locking=True)\n"
                       "with tf.Session() as sess:\n    sess.run(u)\n")
     assert "arguments other than the variable and the value" in locked
+
+
+def test_a_name_scope_whose_as_name_is_read_is_refused():
+    message = _refusal(GRAPH + 'with tf.name_scope("head") as where:\n    v = tf.Variable(1.0)\nprint(where)\n'
+                       + RUN.replace("y, {", "y * v, {"))
+    assert "`tf.name_scope` other than a plain string scope" in message
+
+
+def test_a_summary_under_a_name_scope_is_refused():
+    message = _refusal(SUMMARIES + 'with tf.name_scope("s"):\n    m = tf.summary.scalar("loss", loss)\n'
+                       'with tf.Session() as sess:\n    print(sess.run(m, {x: [[1.0, 2.0]]}))\n')
+    assert "tag takes the scope's name" in message

@@ -19,7 +19,8 @@ from libcst.metadata import PositionProvider
 from tf1gradfix import (builders, global_step, grad_pairs, gradient_calls, graph_loops, layers, losses, summaries, updates,
                         var_lists)
 from tf1gradfix.syntax import (Refusal, arg, bound_args, enters_new_graph, free_names, literal_bool, literal_dtype,
-                               literal_string, loads, matches, schedule_table, target_names, without_defaults)
+                               literal_string, loads, matches, name_nodes, schedule_table, target_names,
+                               without_defaults)
 from tf1gradfix.walk import walk
 
 GRAPH_KINDS = ("placeholder", "variable", "layer", "tensor", "static", "optimizer", "train",
@@ -49,6 +50,7 @@ class Item:
     drop: bool = False          # graph plumbing that disappears (session, init, close)
     lead: tuple = ()            # leading lines inherited from a removed `with`
     stats: bool = False         # under `tf.control_dependencies(<UPDATE_OPS>)`: runs the batch-norm updates
+    scope: str = ""             # the name scope (`tf.name_scope`, variable scopes): prefixes `tf.Variable` names
 
 
 @dataclass
@@ -81,6 +83,7 @@ class ModelBuilder:
         self._calls: dict[cst.CSTNode, list] = {}
         self.options = None   # session_options.SessionOptions of the owner, when a session takes arguments
         self.writers = None   # summaries.Writers of the owner, when it makes a summary writer
+        self.used_names: dict[str, int] = {}   # name scopes and scoped variable names so far (unique_name)
 
     def note(self, node: cst.CSTNode, code: str, message: str) -> None:
         """An info diagnostic of a successful rewrite (kept on the visitor, which
@@ -117,7 +120,7 @@ class ModelBuilder:
                 self._check_compound(item.stmt)   # (a function is checked where graph code calls it)
         return self.program
 
-    def _flatten(self, body, prefix: str, lead: tuple, stats: bool = False) -> None:
+    def _flatten(self, body, prefix: str, lead: tuple, stats: bool = False, scope: str = "") -> None:
         for stmt in body:
             if isinstance(stmt, cst.With):
                 kind, info = self._with_kind(stmt)
@@ -126,11 +129,13 @@ class ModelBuilder:
                     carried = tuple(lead) + tuple(stmt.leading_lines)
                     if kind == "session":
                         self.program.sessions.add(info)
-                        self._flatten(inner, prefix, carried, stats)
+                        self._flatten(inner, prefix, carried, stats, scope)
                     elif kind in ("graph", "update_ops"):   # TF2 has no graph, and runs ops in order
-                        self._flatten(inner, prefix, carried, stats or kind == "update_ops")
+                        self._flatten(inner, prefix, carried, stats or kind == "update_ops", scope)
+                    elif kind == "name_scope":   # TF1 makes the scope's name unique in the graph
+                        self._flatten(inner, prefix, carried, stats, self.unique_name(f"{scope}{info}") + "/")
                     else:
-                        self._flatten(inner, f"{prefix}{info}/", carried, stats)
+                        self._flatten(inner, f"{prefix}{info}/", carried, stats, f"{scope}{info}/")
                     lead = ()
                     continue
             small = stmt.body[0] if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 else None
@@ -139,7 +144,7 @@ class ModelBuilder:
             if collection:   # `update_ops = tf.get_collection(UPDATE_OPS)`: read by a `with` only (see deps_of)
                 self.update_ops_names.add(small.targets[0].target.value)
             options = self.options is not None and stmt in self.options.statements   # `config = tf.ConfigProto()`
-            self.program.items.append(Item(stmt, prefix, lead=lead, stats=stats, drop=collection or options))
+            self.program.items.append(Item(stmt, prefix, lead=lead, stats=stats, drop=collection or options, scope=scope))
             lead = ()
 
     def _with_kind(self, stmt: cst.With):
@@ -160,6 +165,12 @@ class ModelBuilder:
                 raise Refusal(stmt, "TFG905", "a session `with` without `as NAME`")
             self.session_arguments(call, stmt)
             return "session", item.asname.name.value
+        if q == "tensorflow.name_scope":
+            scope = literal_string(arg(call, 0, "name"))
+            if scope is None or len(call.args) != 1 or not scope or item.asname is not None and not (
+                    isinstance(item.asname.name, cst.Name) and self._unused(item.asname.name.value)):
+                raise Refusal(stmt, "TFG905", "`tf.name_scope` other than a plain string scope (its `as` name unused)")
+            return "name_scope", scope
         if q == "tensorflow.variable_scope":
             scope = literal_string(arg(call, 0, "name_or_scope"))
             if scope is None or len(call.args) != 1 or item.asname is not None:
@@ -173,6 +184,17 @@ class ModelBuilder:
             raise Refusal(where, "TFG905", "a session created with arguments")
         if call.args:
             self.options.check(call, where, self)
+
+    def unique_name(self, name: str) -> str:
+        """`name`, or `name_1`, `name_2`...: TF1's unique names in a graph (name scopes,
+        variables named alike)."""
+        count = self.used_names.get(name, 0)
+        self.used_names[name] = count + 1
+        return name if count == 0 else f"{name}_{count}"
+
+    def _unused(self, name: str) -> bool:
+        """No statement of the module reads `name` (the `as` name of a scope, a string)."""
+        return sum(1 for n in name_nodes(self.module) if n.value == name) == 1
 
     def _update_ops(self, expr: cst.BaseExpression) -> bool:
         """`tf.get_collection(tf.GraphKeys.UPDATE_OPS)`, or a name bound to it."""
@@ -382,6 +404,8 @@ class ModelBuilder:
         if label is None and (item.prefix or q == "tensorflow.get_variable"):
             raise Refusal(call, "TFG905", "an unnamed variable inside a variable scope")
         full = None if label is None else item.prefix + label
+        if q == "tensorflow.Variable" and item.scope != item.prefix:   # under `tf.name_scope`: its full name
+            full = self.unique_name(item.scope + (label or "Variable"))
         self._add(item, "variable", (name,), call, deps, source=q, bound=bound, full_name=full,
                   trainable=trainable)
 

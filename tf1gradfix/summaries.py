@@ -44,8 +44,8 @@ def model(builder, item, names, call: cst.Call | None, q: str | None) -> bool:
         if extra or tag is None or row["params"][1] not in bound:
             raise Refusal(call, "TFG905", f"`{q.replace('tensorflow', 'tf', 1)}` with a tag that is not a string "
                           "literal, or with arguments other than the tag and the value")
-        if item.prefix:
-            raise Refusal(call, "TFG905", "a summary inside `tf.variable_scope`: its tag takes the scope's name")
+        if item.scope:
+            raise Refusal(call, "TFG905", "a summary inside a name or variable scope: its tag takes the scope's name")
         value = bound[row["params"][1]]
         layout = [(row["target"], tag, value)]
         deps = builder.deps_of(value)
