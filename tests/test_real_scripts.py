@@ -262,3 +262,9 @@ def test_a_summary_under_a_name_scope_is_refused():
     message = _refusal(SUMMARIES + 'with tf.name_scope("s"):\n    m = tf.summary.scalar("loss", loss)\n'
                        'with tf.Session() as sess:\n    print(sess.run(m, {x: [[1.0, 2.0]]}))\n')
     assert "tag takes the scope's name" in message
+
+
+def test_name_scopes_may_all_bind_the_same_unused_as_name():
+    shaped = _shaped(GRAPH + 'with tf.name_scope("a") as s:\n    u = tf.Variable(1.0)\n'
+                     'with tf.name_scope("b") as s:\n    v = tf.Variable(2.0)\n' + RUN.replace("y, {", "y * u * v, {"))
+    assert 'name="a/Variable"' in shaped.new_module.code and 'name="b/Variable"' in shaped.new_module.code

@@ -193,8 +193,11 @@ class ModelBuilder:
         return name if count == 0 else f"{name}_{count}"
 
     def _unused(self, name: str) -> bool:
-        """No statement of the module reads `name` (the `as` name of a scope, a string)."""
-        return sum(1 for n in name_nodes(self.module) if n.value == name) == 1
+        """No statement of the module reads `name`, the `as` name of name scopes (a string)."""
+        targets = {id(i.asname.name) for w in walk(self.module) if type(w) is cst.With for i in w.items
+                   if i.asname is not None and isinstance(i.asname.name, cst.Name) and isinstance(i.item, cst.Call)
+                   and self.qualified(i.item.func) == "tensorflow.name_scope"}
+        return all(id(n) in targets for n in name_nodes(self.module) if n.value == name)
 
     def _update_ops(self, expr: cst.BaseExpression) -> bool:
         """`tf.get_collection(tf.GraphKeys.UPDATE_OPS)`, or a name bound to it."""
