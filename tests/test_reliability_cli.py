@@ -359,7 +359,10 @@ def test_control_characters_and_undecodable_bytes_are_escaped(tmp_path, capsys):
      r"pyproject\.toml:2: error: `per-file-ignores` must be a table"),
     ("pyproject.toml", b"[tool.tf1gradfix]\n\nselect = [1, 2]\n", r"pyproject\.toml:3: error: `select` must be a string or a list of strings"),
     ("pyproject.toml", b"[tool.tf1gradfix]\nselect = [\"TFG4\"\nignore = 3\n", r"pyproject\.toml:3: error: invalid TOML: "),
-], ids=["percent", "not-utf8", "cfg-syntax", "cfg-per-file", "toml-per-file-string", "toml-select-ints", "toml-syntax"])
+    ("setup.cfg", b"[tf1gradfix]\nmax-file-size = 1MB\n", r"setup\.cfg:2: error: `max-file-size` must be a whole number of bytes"),
+    ("pyproject.toml", b"[tool.tf1gradfix]\nmax-file-size = 0\n", r"pyproject\.toml:2: error: `max-file-size` must be a whole number"),
+], ids=["percent", "not-utf8", "cfg-syntax", "cfg-per-file", "toml-per-file-string", "toml-select-ints", "toml-syntax",
+        "cfg-size-text", "toml-size-zero"])
 def test_settings_errors_are_one_line_exit_2(tmp_path, capsys, name, body, expected):
     (tmp_path / name).write_bytes(body)
     (tmp_path / "a.py").write_bytes(OLD)
@@ -516,7 +519,7 @@ def test_oversized_file_is_never_read(tmp_path, capsys, monkeypatch):
     (tmp_path / "ok.py").write_bytes(OLD)
     assert main(["rewrite", "-j", "1", "huge.py", "ok.py"]) == 2
     out = capsys.readouterr().out
-    assert "huge.py: error: file too large: 4294967296 bytes (limit 1048576 bytes); left as it is" in out
+    assert "huge.py: error: file too large: 4294967296 bytes (limit 1048576 bytes, setting max-file-size); left as it is" in out
     assert big.stat().st_size == 4 * 1024**3 and big.stat().st_blocks == 0
     assert (tmp_path / "ok.py").read_bytes() == NEW
 
@@ -527,6 +530,21 @@ def test_overlong_line_is_an_error_and_the_file_is_kept(tmp_path, capsys):
     assert main(["rewrite", "-j", "1", "gen.py"]) == 2
     assert "gen.py: error: line 4 is 60010 bytes long (limit 50000 bytes); left as it is" in capsys.readouterr().out
     assert (tmp_path / "gen.py").read_bytes() == data
+
+
+@pytest.mark.parametrize("name, body", [("setup.cfg", "[tf1gradfix]\nmax-file-size = 100\n"),
+                                        ("pyproject.toml", "[tool.tf1gradfix]\nmax-file-size = 100\n")])
+def test_the_size_limit_is_a_setting(tmp_path, capsys, monkeypatch, name, body):
+    (tmp_path / name).write_text(body)
+    (tmp_path / "small.py").write_bytes(OLD)
+    padded = OLD + b"#" * 100 + b"\n"
+    (tmp_path / "padded.py").write_bytes(padded)
+    assert main(["rewrite", "-j", "1", "small.py", "padded.py"]) == 2
+    assert f"padded.py: error: file too large: {len(padded)} bytes (limit 100 bytes, setting max-file-size)" in capsys.readouterr().out
+    assert (tmp_path / "padded.py").read_bytes() == padded and (tmp_path / "small.py").read_bytes() == NEW
+    _stdin(monkeypatch, padded)
+    assert main(["rewrite", "-"]) == 2
+    assert capsys.readouterr().out == padded.decode()
 
 
 # -- 21. one file, several names -------------------------------------------------------

@@ -15,7 +15,7 @@ from pathlib import Path
 from tf1gradfix.engine import may_parse, preload, process_source
 from tf1gradfix.findings import CodeFilter, FileError, Finding
 from tf1gradfix.output import shown
-from tf1gradfix.source_io import Snapshot, SourceError, read_source, refusal, write_atomic
+from tf1gradfix.source_io import MAX_FILE_BYTES, Snapshot, SourceError, read_source, refusal, write_atomic
 
 CHECK, DIFF, PREVIEW, WRITE = "check", "diff", "preview", "write"
 PROPOSE = "propose"  # return the new source to the parent, write nothing (rewrite --verify)
@@ -28,6 +28,7 @@ class Job:
     path: str
     mode: str
     codes: CodeFilter
+    max_bytes: int = MAX_FILE_BYTES  # files above are errors, never read (setting max-file-size)
 
 
 @dataclass
@@ -122,9 +123,9 @@ def run_job(job: Job) -> Outcome:
         return Outcome(job.path, error=internal_error(job.path, exc))
 
 
-def _read(path: str) -> tuple[bytes, Snapshot] | FileError:
+def _read(path: str, limit: int = MAX_FILE_BYTES) -> tuple[bytes, Snapshot] | FileError:
     try:
-        return read_source(path)
+        return read_source(path, limit)
     except SourceError as exc:
         return FileError(path, str(exc))
     except OSError as exc:
@@ -132,7 +133,7 @@ def _read(path: str) -> tuple[bytes, Snapshot] | FileError:
 
 
 def _run_job(job: Job) -> Outcome:
-    read = _read(job.path)
+    read = _read(job.path, job.max_bytes)
     if isinstance(read, FileError):
         return Outcome(job.path, error=read)
     data, snapshot = read
@@ -153,7 +154,7 @@ def _run_job(job: Job) -> Outcome:
 def _parses(job: Job) -> bool:
     """Whether run_job may parse the file: it may hold a TF1 construct and no stored `check` result stands in."""
     try:
-        if refusal(os.stat(job.path)):
+        if refusal(os.stat(job.path), job.max_bytes):
             return False  # never read here: run_job reports it
     except OSError:
         return False
@@ -163,7 +164,7 @@ def _parses(job: Job) -> bool:
         return True
     from tf1gradfix import cache
 
-    read = _read(job.path)
+    read = _read(job.path, job.max_bytes)
     if isinstance(read, FileError):
         return False
     data, _ = read

@@ -20,7 +20,7 @@ from tf1gradfix.config import ConfigError, load_settings
 from tf1gradfix.discover import STDIN, discover
 from tf1gradfix.findings import CodeFilter, FileError
 from tf1gradfix.output import FORMATS, render, summary_sentence
-from tf1gradfix.source_io import CHANGED, unchanged
+from tf1gradfix.source_io import CHANGED, MAX_FILE_BYTES, unchanged
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 PROGRESS_THRESHOLD = 50  # files; below this a bar is noise
@@ -205,7 +205,8 @@ def _run_files(args: argparse.Namespace) -> int:
         print("tf1gradfix: --verify needs files on disk, not standard input", file=sys.stderr)
         return EXIT_ERROR
 
-    jobs = [Job(path, mode, CodeFilter(select, ignore + settings.ignores_for(path))) for path in files if path != STDIN]
+    limit = settings.max_file_size or MAX_FILE_BYTES
+    jobs = [Job(path, mode, CodeFilter(select, ignore + settings.ignores_for(path)), limit) for path in files if path != STDIN]
     workers = worker_count(args.jobs, len(jobs))
     outcomes = []
     if STDIN in files:
@@ -213,7 +214,7 @@ def _run_files(args: argparse.Namespace) -> int:
         if data is None:
             print("tf1gradfix: standard input is closed; nothing to read", file=sys.stderr)
             return EXIT_ERROR
-        outcomes.append(_stdin_outcome(data, mode, CodeFilter(select, ignore)))
+        outcomes.append(_stdin_outcome(data, mode, CodeFilter(select, ignore), limit))
     with _progress(len(jobs)) as bar:
         task = bar.add_task("tf1gradfix", total=len(jobs)) if bar else None
         outcomes += run_all(jobs, workers, (lambda: bar.advance(task)) if bar else None)
@@ -266,13 +267,13 @@ def _read_stdin() -> bytes | None:
         return None
 
 
-def _stdin_outcome(data: bytes, mode: str, codes: CodeFilter):
+def _stdin_outcome(data: bytes, mode: str, codes: CodeFilter, limit: int):
     """`rewrite -` is an editor filter: whatever it cannot rewrite, it prints back unchanged."""
     from tf1gradfix.batch import Outcome
-    from tf1gradfix.source_io import MAX_FILE_BYTES, long_line
+    from tf1gradfix.source_io import long_line
 
     too_long = long_line(data) or (
-        f"input too large: {len(data)} bytes (limit {MAX_FILE_BYTES} bytes)" if len(data) > MAX_FILE_BYTES else None)
+        f"input too large: {len(data)} bytes (limit {limit} bytes, setting max-file-size)" if len(data) > limit else None)
     outcome = Outcome(STDIN, error=FileError(STDIN, too_long)) if too_long else run_source(STDIN, data, mode, codes)
     if mode == WRITE and outcome.new_source is None:
         outcome.new_source = data

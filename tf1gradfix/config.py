@@ -29,6 +29,7 @@ class Settings:
     ignore: tuple[str, ...] = ()
     exclude: tuple[str, ...] = ()
     per_file_ignores: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    max_file_size: int | None = None  # bytes; None: source_io.MAX_FILE_BYTES
     source: str | None = None  # which file the settings came from
 
     def ignores_for(self, path: str) -> tuple[str, ...]:
@@ -68,12 +69,23 @@ def _settings(table, source: Path, text: str) -> Settings:
         settings.ignore = _codes(table["ignore"], "ignore", fail)
     if "exclude" in table:
         settings.exclude = _split(table["exclude"], "exclude", fail)
+    if "max-file-size" in table:
+        settings.max_file_size = _size(table["max-file-size"], fail)
     per_file = table.get("per-file-ignores", {})
     if not isinstance(per_file, dict):
         fail("per-file-ignores", f"`per-file-ignores` must be a table of glob = codes, not {per_file!r}")
     for pattern, codes in per_file.items():
         settings.per_file_ignores[pattern.strip()] = _codes(codes, "per-file-ignores", fail)
     return settings
+
+
+def _size(value, fail) -> int:
+    """A positive whole number of bytes (an INI value is text)."""
+    if isinstance(value, str) and value.strip().isdigit():
+        value = int(value.strip())
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        fail("max-file-size", f"`max-file-size` must be a whole number of bytes, 1 or more, not {value!r}")
+    return value
 
 
 def _line_of(text: str, key: str) -> int | None:

@@ -43,12 +43,12 @@ class Snapshot:
         return cls(info.st_size, info.st_mtime_ns, hashlib.sha256(data).digest())
 
 
-def refusal(info: os.stat_result) -> str | None:
+def refusal(info: os.stat_result, limit: int = MAX_FILE_BYTES) -> str | None:
     """Why a file with this `os.stat` must not be read, if it must not."""
     if not stat.S_ISREG(info.st_mode):
         return "not a regular file"
-    if info.st_size > MAX_FILE_BYTES:
-        return f"file too large: {info.st_size} bytes (limit {MAX_FILE_BYTES} bytes); left as it is"
+    if info.st_size > limit:
+        return f"file too large: {info.st_size} bytes (limit {limit} bytes, setting max-file-size); left as it is"
     return None
 
 
@@ -62,23 +62,23 @@ def long_line(data: bytes) -> str | None:
     return None
 
 
-def read_source(path: str) -> tuple[bytes, Snapshot]:
+def read_source(path: str, limit: int = MAX_FILE_BYTES) -> tuple[bytes, Snapshot]:
     """The bytes of a regular file within the limits, checked before anything is read.
 
     Opened non-blocking so a file swapped for a FIFO after the check cannot hang the run.
     """
-    why = refusal(os.stat(path))
+    why = refusal(os.stat(path), limit)
     if why:
         raise SourceError(why)
     fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
     with os.fdopen(fd, "rb") as handle:
         info = os.fstat(fd)
-        why = refusal(info)
+        why = refusal(info, limit)
         if why:
             raise SourceError(why)
-        data = handle.read(MAX_FILE_BYTES + 1)
-    if len(data) > MAX_FILE_BYTES:
-        raise SourceError(f"file too large: more than {MAX_FILE_BYTES} bytes; left as it is")
+        data = handle.read(limit + 1)
+    if len(data) > limit:
+        raise SourceError(f"file too large: more than {limit} bytes (setting max-file-size); left as it is")
     why = long_line(data)
     if why:
         raise SourceError(why)
