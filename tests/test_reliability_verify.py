@@ -64,6 +64,7 @@ def install_fake_runners(folder: Path) -> dict:
 def fake_runners(tmp_path, monkeypatch):
     runners = install_fake_runners(tmp_path / "runners")
     monkeypatch.setenv("PYTHONPATH", str(tmp_path / "runners"))
+    monkeypatch.setenv("TF1GRADFIX_NO_POOL", "1")   # a warm pool would import TensorFlow for nothing
     monkeypatch.setattr(orchestrate, "RUNNERS", runners)
     return runners
 
@@ -215,7 +216,7 @@ def start_driver(tmp_path, mode: str, original: Path, migrated: Path) -> subproc
     (tmp_path / "driver.py").write_text(DRIVER.format(runners=runners))
     (tmp_path / "tmp").mkdir()
     path = os.pathsep.join([str(tmp_path / "runners"), str(Path(orchestrate.__file__).parents[2])])
-    env = {**os.environ, "PYTHONPATH": path, "TMPDIR": str(tmp_path / "tmp")}
+    env = {**os.environ, "PYTHONPATH": path, "TMPDIR": str(tmp_path / "tmp"), "TF1GRADFIX_NO_POOL": "1"}
     return subprocess.Popen([sys.executable, str(tmp_path / "driver.py"), mode, str(original), str(migrated)],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
 
