@@ -86,7 +86,7 @@ def timeout_reason(timed_out: list, o, m, agreed: int) -> str:
     else:
         side, other = (o, m) if timed_out == ["original"] else (m, o)
         text = f"{side.role} {side.reason}"
-        if other.status == "ok" and agreed:
+        if other.status == "ok" and agreed and other.elapsed > 0:
             text += f" (the {other.role} finished in {other.elapsed:.1f} s)"
     if agreed:
         text += (f"; the first {agreed} steps agreed (a timeout proves nothing about the rest: "
