@@ -57,6 +57,9 @@ def build_parser() -> argparse.ArgumentParser:
     proof.add_argument("--verify", action="store_true",
                        help="run each rewritten file against its original and write it only when EQUIVALENT")
     proof.add_argument("--report-dir", metavar="DIR", help="with --verify: JSON, JUnit, Markdown and plot per file, plus a summary")
+    from tf1gradfix.verify.command import add_rewrite_arguments  # TensorFlow-free
+
+    add_rewrite_arguments(proof)   # --steps; program arguments follow `--` (split_program_args)
     proof.add_argument("--rtol", type=nonneg_float, default=None, help="with --verify: relative tolerance")
     proof.add_argument("--atol", type=nonneg_float, default=None, help="with --verify: absolute tolerance")
     proof.add_argument("--timeout", type=positive_float, default=None, help="with --verify: seconds each program may run")
@@ -148,7 +151,11 @@ def main(argv: list[str] | None = None) -> int:
 
 def _main(argv: list[str] | None) -> int:
     parser = build_parser()
+    from tf1gradfix.verify.command import split_program_args
+
+    argv, program_args = split_program_args(list(sys.argv[1:] if argv is None else argv))
     args = parser.parse_args(argv)
+    args.program_args = program_args
     if args.command in ("check", "rewrite"):
         return _run_files(args)
     if args.command == "rules":
@@ -308,6 +315,8 @@ def _prove(args, outcomes, findings, errors, summary) -> int:
         atol=args.atol if args.atol is not None else verify_defaults.DEFAULT_ATOL,
         timeout=args.timeout if args.timeout is not None else verify_defaults.DEFAULT_TIMEOUT,
         unwritable=refusal,
+        steps=args.steps,
+        program_args=args.program_args,
     )
     if rows:
         print(rewrite_verify.render_rows(rows))
