@@ -132,6 +132,11 @@ def test_a_graph_of_constants_only_is_restructured():
     assert shaped.new_module is not None and "Session" not in shaped.new_module.code
 
 
+def test_a_constant_program_the_rewrite_cannot_follow_is_left_as_before():
+    shaped = _shaped("import tensorflow as tf\nsess = tf.Session()\nsess.run(0)\nwith tf.Session() as s2:\n    s2.run(1)\n")
+    assert shaped.new_module is None and shaped.diagnostics == []
+
+
 def test_a_session_without_a_graph_it_can_follow_gets_a_reason():
     message = _refusal("import tensorflow as tf\nq = tf.FIFOQueue(3, [tf.float32])\nitem = q.dequeue()\n"
                        "with tf.Session() as sess:\n    print(sess.run(item))\n")
@@ -221,14 +226,6 @@ def test_sections_rebinding_names_are_rewritten_in_order():
 def test_a_second_session_over_the_same_graph_stays_refused():
     message = _refusal(GRAPH + RUN + "with tf.Session() as sess:\n    print(sess.run(y, {x: [[1.0, 2.0]]}))\n")
     assert "more than one session" in message
-
-
-def test_graph_code_no_session_runs_gets_a_reason():
-    message = _refusal("import tensorflow as tf\ndef build():\n    x = tf.placeholder(tf.float32, [None, 2])\n"
-                       "    return tf.layers.dense(x, 1)\n")
-    assert "no session of this file runs" in message
-    tf2 = _shaped("import tensorflow as tf\nw = tf.Variable(1.0)\nprint(w.numpy())\n")
-    assert tf2.new_module is None and tf2.diagnostics == []
 
 
 def test_shapes_of_constants_and_variables_are_read_on_the_host():

@@ -520,4 +520,4 @@ class ModelBuilder:
 
 def _queue_refusal(node: cst.CSTNode, q: str) -> Refusal:
     return Refusal(node, "TFG905", f"`{q.replace('tensorflow', 'tf', 1)}`: TF1 input queues and their threads "
-                   "have no TF2 rewrite (tf.data replaces them)")
+                   "have no TF2 rewrite (tf.data replaces them)", definite=True)

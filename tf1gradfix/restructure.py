@@ -111,8 +111,17 @@ class _Rewrite:
     def run(self) -> cst.Module | None:
         creations, sessions = self._graph_calls()
         if not sessions:
-            self._no_session(creations)
             return None
+        if creations:
+            return self._run(creations, sessions)
+        try:   # a graph of constants and ops only: rewritten when fully understood, else left as before
+            return self._run(creations, sessions)
+        except Refusal as refusal:
+            if refusal.definite:
+                raise
+            return None
+
+    def _run(self, creations, sessions) -> cst.Module | None:
         owners: dict[int, cst.CSTNode] = {}     # id -> the function (or module) building a graph
         groups: dict[int, list] = {}            # id -> its graph calls
         opened: dict[int, list] = {}            # id -> its session calls
@@ -166,15 +175,6 @@ class _Rewrite:
             body += new_body
             earlier |= set(program.final) | program.sessions
         return module.with_changes(body=body)
-
-    def _no_session(self, creations) -> None:
-        """TF1-only graph code (placeholders, `tf.get_variable`) that no session of this file
-        runs, and nothing else to fix (no rename): say why the file is left as it is."""
-        tf1_only = [c for c in creations if self.meta.names.qualified(c.func) != "tensorflow.Variable"]
-        if tf1_only and not self.renames:
-            q = self.meta.names.qualified(tf1_only[0].func).replace("tensorflow", "tf", 1)
-            raise Refusal(tf1_only[0], "TFG904", f"graph code (`{q}`) that no session of this file runs: the "
-                          "whole-program rewrite needs the file that builds the graph and runs it")
 
     def _is_builder(self, owner, calls, sessions) -> bool:
         """A function that only makes variables with `tf.get_variable` (under a variable
