@@ -559,3 +559,24 @@ def test_a_file_named_several_ways_is_processed_once(tmp_path, capsys):
     out = capsys.readouterr().out
     assert out.splitlines()[-1] == "1 file checked: 2 findings, 2 fixed; 1 file rewritten."
     assert (tmp_path / "a.py").read_bytes() == NEW and (tmp_path / "link.py").is_symlink()
+
+
+def test_interrupt_while_the_tool_loads_is_one_line_and_130(tmp_path):
+    """A Ctrl-C that lands while the modules are imported (a slow, loaded machine)."""
+    (tmp_path / "a.py").write_bytes(OLD)
+    hooks = tmp_path / "hooks"
+    hooks.mkdir()
+    (hooks / "sitecustomize.py").write_text(
+        "import os, signal, sys\n"
+        "signal.signal(signal.SIGINT, signal.default_int_handler)\n"
+        "class Interrupt:\n"
+        "    def find_spec(self, name, path=None, target=None):\n"
+        "        if name == 'tf1gradfix.engine':\n"
+        "            os.kill(os.getpid(), signal.SIGINT)\n"
+        "        return None\n"
+        "sys.meta_path.insert(0, Interrupt())\n"
+    )
+    proc = cli("rewrite", "a.py", cwd=tmp_path, env={"PYTHONPATH": f"{hooks}{os.pathsep}{ROOT}"})
+    assert proc.returncode == 130, proc.stderr.decode()
+    assert proc.stderr == b"tf1gradfix: interrupted; every file is unchanged\n"
+    assert (tmp_path / "a.py").read_bytes() == OLD

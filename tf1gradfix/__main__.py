@@ -12,6 +12,10 @@ import sys
 if not sys.flags.safe_path and sys.path and sys.path[0] in ("", os.getcwd()):
     del sys.path[0]
 
-from tf1gradfix.cli import main  # noqa: E402 - after the sys.path fix, on purpose
+try:
+    from tf1gradfix.cli import main  # noqa: E402 - after the sys.path fix, on purpose
+except KeyboardInterrupt:  # Ctrl-C while the tool is still loading: nothing was read or written yet
+    sys.stderr.write("tf1gradfix: interrupted; every file is unchanged\n")
+    raise SystemExit(130) from None
 
 raise SystemExit(main())
