@@ -265,3 +265,25 @@ def test_name_scopes_may_all_bind_the_same_unused_as_name():
     shaped = _shaped(GRAPH + 'with tf.name_scope("a") as s:\n    u = tf.Variable(1.0)\n'
                      'with tf.name_scope("b") as s:\n    v = tf.Variable(2.0)\n' + RUN.replace("y, {", "y * u * v, {"))
     assert 'name="a/Variable"' in shaped.new_module.code and 'name="b/Variable"' in shaped.new_module.code
+
+
+def test_session_options_of_a_model_class_go_with_its_session():
+    shaped = _shaped("""\
+import tensorflow as tf
+
+
+class Model:
+    def __init__(self):
+        self.x = tf.placeholder(tf.float32, [None, 2])
+        self.w = tf.Variable(tf.ones([2, 1]), name="w")
+        self.y = tf.matmul(self.x, self.w)
+        options = tf.ConfigProto(log_device_placement=True)
+        options.gpu_options.allow_growth = True
+        self.sess = tf.Session(config=options)
+        self.sess.run(tf.global_variables_initializer())
+
+    def predict(self, data):
+        return self.sess.run(self.y, {self.x: data})
+""")
+    code = shaped.new_module.code
+    assert "class Model(tf.Module)" in code and "options" not in code and "Session" not in code
