@@ -26,6 +26,7 @@ from pathlib import Path
 
 from tf1gradfix.verify import budget
 from tf1gradfix.verify import compare as cmp_mod
+from tf1gradfix.verify import pool
 from tf1gradfix.verify import random_ops, stopping
 from tf1gradfix.verify.runner_common import ORIGINAL_DONE, VERIFIER_PID
 
@@ -118,6 +119,12 @@ def _start(module: str, script: Path, trace_dir: str, role: str, timeout: float,
     """``extra``: the runner's --cwd and program arguments; ``steps``: the budget (budget.py)."""
     env = _env(env_legacy, timeout)
     env[budget.STEPS_ENV] = str(steps or "")
+    with stopping.deferred():   # a warm TensorFlow process forks it (pool.py), or a new one starts
+        run = pool.start(env_legacy, [module, trace_dir, str(script), *extra], env, str(script.parent),
+                         os.path.join(trace_dir, f"{role}.stdout"), os.path.join(trace_dir, f"{role}.stderr"))
+        if run is not None:
+            stopping.register(run)
+            return run
     out = open(os.path.join(trace_dir, f"{role}.stdout"), "wb")
     err = open(os.path.join(trace_dir, f"{role}.stderr"), "wb")
     try:
@@ -149,6 +156,8 @@ def _exited(proc) -> bool:
     """Whether the runner has exited, without reaping it (see _kill)."""
     if proc.returncode is not None:
         return True
+    if isinstance(proc, pool.PooledRun):   # (its zygote keeps it unreaped)
+        return proc.exited()
     try:
         return os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
     except (ChildProcessError, AttributeError):   # AttributeError: a system without waitid

@@ -88,6 +88,12 @@ def popen(*args, **kwargs) -> subprocess.Popen:
     return proc
 
 
+def register(proc) -> None:
+    """A runner started otherwise (a fork of a warm process, pool.py): killed on a stop like the others."""
+    with deferred():
+        _State.live[proc.pid] = proc
+
+
 def reaped(proc) -> None:
     """The runner was waited for: its pid may now be reused, never signal it again."""
     _State.live.pop(proc.pid, None)

@@ -1,0 +1,311 @@
+"""A warm TensorFlow process per side: programs start as forks of it, not as new interpreters.
+
+Importing TensorFlow is most of a verification's cost (about 4 s of CPU,
+against well under a second for a small program). A *zygote* per side (TF1
+semantics with legacy Keras; plain TF2) imports TensorFlow once, creates no
+session, graph, op or thread pool of its own, and then forks one child per
+program. Each child is a clean copy of that state: whatever the program does
+(variables, graphs, seeds, `sys.modules`, files it opens) dies with it, and
+the next program starts from the zygote again. Forking a process that has
+only imported TensorFlow is safe on Linux (the import starts no thread that
+holds a lock across the fork; measured: every fixture gives the same trace
+as in a fresh process, tests/test_verify_pool.py); sessions and thread pools
+are made in the child.
+
+The child behaves like the runner process it replaces: it leads its own
+session (the orchestrator kills its process group), its standard streams are
+the side's files, it runs the runner module as `__main__` with the same
+argv, environment and folder, and it exits as an interpreter would (threads
+joined, `atexit` handlers run, the exit status kept). The zygote keeps an
+exited child unreaped until the orchestrator has killed its group, so a
+group id is never reused under it, and it reaps orphans the program left
+(it is their subreaper). It exits when the orchestrator goes (its command
+pipe closes), killing its children's groups.
+
+Where forking is not available, or `TF1GRADFIX_NO_POOL=1`, or a zygote
+cannot start, each side is a fresh process as before (orchestrate._start).
+No TensorFlow import here: the parent process stays TensorFlow-free.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import select
+import signal
+import subprocess
+import sys
+import threading
+
+from tf1gradfix.verify.runner_common import VERIFIER_PID
+
+NO_POOL = "TF1GRADFIX_NO_POOL"
+# Environment read when an interpreter or TensorFlow starts: a zygote serves
+# only runs whose values of these equal its own.
+_STARTUP_PREFIXES = ("TF_", "KERAS", "CUDA", "OMP_", "OPENBLAS", "MKL", "PYTHON")
+_PRELOAD = {
+    True: ("tensorflow", "tensorflow.compat.v1", "tf_keras", "numpy", "tf1gradfix.verify.runner_v1"),
+    False: ("tensorflow", "keras", "numpy", "tf1gradfix.verify.runner_v2"),
+}
+
+
+def enabled() -> bool:
+    return hasattr(os, "fork") and sys.platform.startswith("linux") and os.environ.get(NO_POOL) != "1"
+
+
+def _startup_key(env: dict) -> tuple:
+    return tuple(sorted((k, v) for k, v in env.items() if k.startswith(_STARTUP_PREFIXES)))
+
+
+class PooledRun:
+    """A program run forked by a zygote, with the part of `subprocess.Popen` the orchestrator uses.
+
+    `pid` is the child's, which leads its own session: `os.killpg(pid, ...)`
+    reaches it and all it started. `exited()` says whether it ended without
+    reaping it; `wait()` reaps it (after the caller killed its group).
+    """
+
+    def __init__(self, zygote: "_Zygote", pid: int):
+        self._zygote, self.pid, self.returncode, self._status = zygote, pid, None, None
+
+    def exited(self) -> bool:
+        if self._status is None:
+            self._zygote.pump()
+            self._status = self._zygote.statuses.get(self.pid)
+        return self._status is not None
+
+    def poll(self):
+        return self.returncode if self.returncode is not None else (self.wait() if self.exited() else None)
+
+    def wait(self, timeout=None):
+        while not self.exited():
+            if not self._zygote.alive():
+                self._status = -signal.SIGKILL
+                break
+            self._zygote.pump(0.05)
+        if self.returncode is None:
+            self.returncode = self._status
+            self._zygote.send({"op": "reap", "pid": self.pid})
+        return self.returncode
+
+    def kill(self) -> None:
+        try:
+            os.killpg(self.pid, signal.SIGKILL)
+        except OSError:
+            pass
+
+
+class _Zygote:
+    def __init__(self, legacy: bool, env: dict):
+        self.key = (legacy, sys.executable, _startup_key(env))
+        self.statuses: dict[int, int] = {}
+        self._lock = threading.Lock()
+        self._buffer = b""
+        self.proc = subprocess.Popen(
+            [sys.executable, "-c", _ZYGOTE_BOOT, json.dumps(list(_PRELOAD[legacy]))],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+            env=env, cwd="/", start_new_session=True)
+        ready = self._read(timeout=600)
+        if ready != {"ready": True}:
+            self.close()
+            raise OSError(f"zygote did not start: {ready}")
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def send(self, message: dict) -> None:
+        try:
+            self.proc.stdin.write(json.dumps(message).encode() + b"\n")
+            self.proc.stdin.flush()
+        except (BrokenPipeError, ValueError, OSError):
+            pass
+
+    def _read(self, timeout: float | None):
+        """One message, or None after `timeout` seconds (or at end of file)."""
+        while b"\n" not in self._buffer:
+            ready, _, _ = select.select([self.proc.stdout], [], [], timeout)
+            if not ready:
+                return None
+            chunk = os.read(self.proc.stdout.fileno(), 65536)
+            if not chunk:
+                return None
+            self._buffer += chunk
+        line, self._buffer = self._buffer.split(b"\n", 1)
+        return json.loads(line)
+
+    def pump(self, timeout: float = 0.0) -> None:
+        """Take in the exit reports that have arrived."""
+        with self._lock:
+            while True:
+                message = self._read(timeout)
+                if message is None:
+                    return
+                if "exited" in message:
+                    self.statuses[message["exited"]] = message["status"]
+                timeout = 0.0
+
+    def run(self, argv: list[str], env: dict, cwd: str, stdout: str, stderr: str) -> PooledRun | None:
+        with self._lock:
+            # the program's runner dies with its parent, the zygote (runner_common.exit_with_verifier)
+            env = {**env, VERIFIER_PID: str(self.proc.pid)}
+            self.send({"op": "run", "argv": argv, "env": env, "cwd": cwd, "stdout": stdout, "stderr": stderr})
+            while True:
+                message = self._read(timeout=60)
+                if message is None:
+                    return None
+                if "exited" in message:
+                    self.statuses[message["exited"]] = message["status"]
+                    continue
+                return PooledRun(self, message["pid"]) if "pid" in message else None
+
+    def close(self) -> None:
+        try:
+            self.proc.stdin.close()
+        except OSError:
+            pass
+        try:
+            self.proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait()
+
+
+_ZYGOTES: dict[bool, _Zygote] = {}
+
+
+def start(legacy: bool, argv: list[str], env: dict, cwd: str, stdout: str, stderr: str) -> PooledRun | None:
+    """Fork `argv` (the runner's `-c` boot arguments) from the side's zygote; None: start it afresh."""
+    if not enabled():
+        return None
+    key = (legacy, sys.executable, _startup_key(env))
+    zygote = _ZYGOTES.get(legacy)
+    if zygote is not None and (zygote.key != key or not zygote.alive()):
+        zygote.close()
+        zygote = _ZYGOTES.pop(legacy)
+        zygote = None
+    if zygote is None:
+        try:
+            zygote = _ZYGOTES[legacy] = _Zygote(legacy, env)
+        except (OSError, ValueError):
+            return None
+    return zygote.run(argv, env, cwd, stdout, stderr)
+
+
+def shutdown() -> None:
+    """Stop the zygotes of this process (they also stop by themselves when it exits)."""
+    while _ZYGOTES:
+        _, zygote = _ZYGOTES.popitem()
+        zygote.close()
+
+
+# The zygote's own program, run with `python -c` (so nothing of the user's
+# folder is on sys.path). It reads commands from stdin, one JSON per line.
+_ZYGOTE_BOOT = r'''
+import sys
+if not getattr(sys.flags, "safe_path", False):
+    del sys.path[0]
+import ctypes, importlib, json, os, select, signal
+try:   # orphans of the programs become our children, and are reaped here
+    ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0)   # PR_SET_CHILD_SUBREAPER
+except Exception:
+    pass
+for name in json.loads(sys.argv[1]):
+    importlib.import_module(name)
+out = sys.stdout.buffer
+def say(message):
+    out.write(json.dumps(message).encode() + b"\n")
+    out.flush()
+def child(job):
+    os.setsid()
+    for fd, path, flags in ((0, os.devnull, os.O_RDONLY), (1, job["stdout"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC),
+                            (2, job["stderr"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC)):
+        new = os.open(path, flags, 0o644)
+        os.dup2(new, fd)
+        os.close(new)
+    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+    os.chdir(job["cwd"])
+    os.environ.clear()
+    os.environ.update(job["env"])
+    sys.argv = ["-c"] + job["argv"][1:]
+    code = 0
+    try:
+        import runpy
+        runpy.run_module(job["argv"][0], run_name="__main__", alter_sys=True)
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+        if not isinstance(exc.code, (int, type(None))):
+            print(exc.code, file=sys.stderr)
+    except BaseException:
+        import traceback
+        traceback.print_exc()
+        code = 1
+    # leave as an interpreter does: threads joined, atexit handlers run, streams flushed
+    try:
+        import threading, atexit
+        threading._shutdown()
+        atexit._run_exitfuncs()
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else 1
+    except BaseException:
+        pass
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except Exception:
+            pass
+    os._exit(code & 0xFF)
+children = {}     # pid -> reported?
+say({"ready": True})
+stdin = sys.stdin.buffer
+buffer = b""
+while True:
+    ready, _, _ = select.select([stdin], [], [], 0.02)
+    if ready:
+        chunk = os.read(stdin.fileno(), 65536)
+        if not chunk:      # the verifier is gone: so are its programs
+            for pid in children:
+                try:
+                    os.killpg(pid, signal.SIGKILL)
+                except OSError:
+                    pass
+            os._exit(0)
+        buffer += chunk
+        while b"\n" in buffer:
+            line, buffer = buffer.split(b"\n", 1)
+            job = json.loads(line)
+            if job["op"] == "run":
+                pid = os.fork()
+                if pid == 0:
+                    child(job)
+                children[pid] = False
+                say({"pid": pid})
+            elif job["op"] == "reap" and job["pid"] in children:
+                try:
+                    os.waitpid(job["pid"], 0)
+                except ChildProcessError:
+                    pass
+                children.pop(job["pid"], None)
+    for pid, reported in list(children.items()):
+        if reported:
+            continue
+        try:
+            info = os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+        except ChildProcessError:
+            info = None
+            children.pop(pid, None)
+        if info is not None:
+            status = info.si_status if info.si_code == os.CLD_EXITED else -info.si_status
+            children[pid] = True
+            say({"exited": pid, "status": status})
+    while True:    # orphans the programs left behind
+        try:
+            info = os.waitid(os.P_ALL, 0, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+        except ChildProcessError:
+            break
+        if info is None or info.si_pid in children:
+            break
+        try:
+            os.waitpid(info.si_pid, 0)
+        except ChildProcessError:
+            break
+'''
