@@ -85,3 +85,118 @@ def test_nesting_python_does_not_show_is_a_clear_error():
     """Implicitly joined strings are one constant for Python, a nest for LibCST."""
     result = run("import tensorflow as tf\ny = tf.log(" + "\n".join(['"a"'] * 1000) + ")\n")
     assert result.error is not None and result.error.message.startswith("too deeply nested")
+
+
+# -- item 4: names bound to TensorFlow modules by assignment, star imports ----
+
+SEED = "tf.set_random_seed(0)\n"
+
+
+@pytest.mark.parametrize("binding", [
+    "import tensorflow as tf\ntf = tf.compat.v1\n",
+    "tf = __import__('tensorflow').compat.v1\n",
+    "import importlib\ntf = importlib.import_module('tensorflow.compat.v1')\n",
+])
+def test_a_compat_v1_module_bound_by_assignment_is_found_but_not_renamed(binding):
+    """`compat.v1.random` has no `set_seed`: like `import tensorflow.compat.v1 as tf`, no safe fix."""
+    result = run(binding + SEED)
+    assert codes(result) == ["TFG401"] and fixed(result) == [] and result.new_source is None
+
+
+def test_the_tensorflow_root_bound_by_assignment_takes_the_rename():
+    result = run("import tensorflow\ntf = tensorflow\n" + SEED)
+    assert result.new_source == b"import tensorflow\ntf = tensorflow\ntf.random.set_seed(0)\n"
+
+
+def test_compat_v1_assignment_is_consistent_with_the_compat_v1_import():
+    imported = run("import tensorflow.compat.v1 as tf\n" + SEED + "x = tf.placeholder(tf.float32)\n")
+    assigned = run("import tensorflow as tf\ntf = tf.compat.v1\n" + SEED + "x = tf.placeholder(tf.float32)\n")
+    assert [(f.code, f.fixed) for f in imported.findings] == [(f.code, f.fixed) for f in assigned.findings]
+
+
+SESSION_PROGRAM = """\
+import numpy as np
+import tensorflow as tf
+tf = tf.compat.v1
+
+tf.set_random_seed(0)
+x = tf.placeholder(tf.float32, [None, 3])
+w = tf.get_variable("w", [3, 1])
+loss = tf.reduce_mean(tf.square(tf.matmul(x, w)))
+step = tf.train.GradientDescentOptimizer(0.1).minimize(loss)
+with tf.Session() as sess:
+    sess.run(tf.global_variables_initializer())
+    sess.run(step, feed_dict={x: np.ones((2, 3), np.float32)})
+"""
+
+
+def test_the_whole_program_rewrite_of_a_compat_v1_alias_takes_no_wrong_rename():
+    """It made `tf.random.set_seed` on the compat.v1 alias; it now leaves the file intact and says why."""
+    result = run(SESSION_PROGRAM)
+    assert result.new_source is None
+    assert "TFG905" in codes(result) and not any(f.fixed for f in result.findings)
+
+
+@pytest.mark.parametrize("module", ["tensorflow", "tensorflow.compat.v1"])
+def test_bare_names_a_star_import_may_bind_are_found(module):
+    result = run(f"from {module} import *\nx = placeholder(float32)\nset_random_seed(0)\nprint(x)\n")
+    assert {"TFG101", "TFG401"} <= set(codes(result)) and fixed(result) == []
+
+
+def test_a_name_bound_otherwise_is_not_read_through_a_star_import():
+    result = run("from tensorflow import *\ndef placeholder(x):\n    return x\ny = placeholder(1)\nprint(y)\n")
+    assert codes(result) == []
+
+
+# -- item 5: a `tf` also bound to something else; chains written to -------------
+
+@pytest.mark.parametrize("rebinding", [
+    "import math as tf\n",
+    "import math\nif cond:\n    tf = math\n",
+    "del tf\nimport math as tf\n",
+])
+def test_a_name_also_bound_to_another_module_takes_no_rename(rebinding):
+    result = run("import tensorflow as tf\n" + rebinding + "print(tf.log(1.0))\n")
+    assert result.new_source is None and fixed(result) == []
+
+
+@pytest.mark.parametrize("statement", [
+    "tf.log = patched", "tf.log += 1", "del tf.log", "a, tf.log = 1, 2", "tf.log: object = patched",
+])
+def test_a_chain_written_to_is_never_renamed(statement):
+    result = run(f"import tensorflow as tf\n{statement}\nprint(tf.log(1.0))\n")
+    assert result.new_source == f"import tensorflow as tf\n{statement}\nprint(tf.math.log(1.0))\n".encode()
+    assert [f.fixed for f in result.findings] == [False, True]
+
+
+# -- the prefilter stays a necessary condition with the new bindings ----------
+
+BINDINGS = [
+    "import tensorflow as tf\ntf = tf.compat.v1\ntf.set_random_seed(0)\nwith tf.Session() as s:\n    s.run(op)\n",
+    "tf = __import__('tensorflow').compat.v1\nx = tf.placeholder(tf.float32)\n",
+    "import importlib\ntf = importlib.import_module('tensorflow.compat.v1')\ng = tf.gradients(y, [x])\n",
+    "import tensorflow\na = tensorflow\nb = a\nb.set_random_seed(0)\n",
+    "from tensorflow import *\nx = placeholder(float32)\nsess = Session()\nsess.run(x)\n",
+    "from tensorflow.compat.v1 import *\nopt = train.AdamOptimizer(0.1)\nstep = opt.minimize(loss)\n",
+]
+
+
+@pytest.mark.parametrize("source", BINDINGS)
+def test_prefilter_allows_every_rule_the_new_bindings_fire(source):
+    import libcst as cst
+
+    from tf1gradfix import catalog, prefilter
+    from tf1gradfix.detect import AnalysisWrapper, detect
+
+    data = source.encode()
+    fired = {hit.rule.code for hit in detect(AnalysisWrapper(cst.parse_module(data)), catalog.load(), positions=False)}
+    assert fired  # (each source holds a construct through the new binding)
+    resolved = prefilter.load().possible(data, resolve=True)
+    assert fired <= resolved.codes and prefilter.load().worth_parsing(data)
+
+
+def test_the_prefilter_follows_a_self_assignment_without_end():
+    from tf1gradfix import prefilter
+
+    names, _ = prefilter.imported_names(b"import tensorflow as tf\ntf = tf.compat.v1\nx = tf.log(1)\n")
+    assert {"tensorflow.log", "tensorflow.compat.v1.log"} <= names

@@ -15,6 +15,9 @@ except ModuleNotFoundError:  # Python 3.10
 SAFETIES = ("safe", "unsafe", "manual")
 
 TF_ROOT = "tensorflow"
+# Modules a name bound by assignment (`tf = tf.compat.v1`) is followed into by the
+# name resolution; the prefilter follows the same ones.
+ASSIGNABLE_MODULES = frozenset({"tensorflow", "tensorflow.compat.v1"})
 _V1_PREFIXES = ("tensorflow.compat.v1.", "tensorflow._api.v2.compat.v1.")
 
 

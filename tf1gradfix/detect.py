@@ -31,6 +31,7 @@ class Detection:
     col: int
     message: str
     replacement: tuple[int, list[str]] | None = None  # rename plan for `node` (see fix_renames)
+    ambiguous: bool = False  # its name may be bound to something else too (NameResolver.ambiguous)
 
 
 @dataclass
@@ -49,6 +50,9 @@ class Detector(cst.CSTVisitor):
         # Inner parts of `tf.a.b` chains: only the outermost part is a reference.
         # Kept by the visitor itself: a parent-node table costs more than the analysis.
         self._inner: set[int] = set()
+        # Chains written to (assigned, augmented, deleted): `tf.log = f` patches the TF1
+        # name, so renaming it would patch another one. Kept as ids, like `_inner`.
+        self._stores: set[int] = set()
         self._method_rules = {}
         for rule in catalog.rules:
             for method in rule.methods:
@@ -60,6 +64,28 @@ class Detector(cst.CSTVisitor):
 
     def visit_ImportFrom(self, node: cst.ImportFrom) -> bool:
         return False
+
+    def _store(self, target: cst.BaseExpression) -> None:
+        if isinstance(target, (cst.Tuple, cst.List)):
+            for element in target.elements:
+                self._store(element.value)
+        elif isinstance(target, cst.StarredElement):
+            self._store(target.value)
+        else:
+            self._stores.add(id(target))
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        for target in node.targets:
+            self._store(target.target)
+
+    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+        self._store(node.target)
+
+    def visit_AugAssign(self, node: cst.AugAssign) -> None:
+        self._store(node.target)
+
+    def visit_Del(self, node: cst.Del) -> None:
+        self._store(node.target)
 
     def visit_Name(self, node: cst.Name) -> None:
         if id(node) not in self._inner:
@@ -83,13 +109,15 @@ class Detector(cst.CSTVisitor):
         if hit is None:
             return
         rule, _pattern = hit
-        replacement = None
+        replacement, ambiguous = None, self.names.ambiguous(node)
         message_args = {"symbol": "tf" + qualified[len("tensorflow"):] if qualified.startswith("tensorflow") else qualified}
         if rule.renames:
             target = self.catalog.renames[qualified]
             message_args["replacement"] = "tf" + target[len("tensorflow"):]
-            replacement = _rename_plan(node, raw, target)
+            if id(node) not in self._stores and not ambiguous:
+                replacement = _rename_plan(node, raw, target)
         self._add(rule, node, replacement, message_args)
+        self.found[-1].ambiguous = ambiguous
 
     # -- method calls on known kinds ---------------------------------------
     def visit_Call(self, node: cst.Call) -> None:

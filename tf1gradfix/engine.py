@@ -280,7 +280,9 @@ def _restructured(wrapper, display, codes, result, silenced, catalog, renames):
             # itself kept a construct on purpose, with a suppression comment saying why.
             kept = suppressions(source.decode(shaped.new_module.encoding)) if b"tf1gradfix:" in source else {}
             hits = detect(new_wrapper, catalog, positions=bool(kept))
-            left = [h for h in hits if h.rule.safety != "safe" and not is_suppressed(h.line, h.rule.code, kept)]
+            # (a name also bound to something else, `tf = tf.compat.v1`, takes no rename: it is left too)
+            left = [h for h in hits if (h.rule.safety != "safe" or h.ambiguous)
+                    and not is_suppressed(h.line, h.rule.code, kept)]
             if left:
                 diagnostics.append((1, 1, "TFG905", f"the rewrite would leave {left[0].rule.code} "
                                     f"({left[0].message.split(';')[0]}); file left intact", "manual"))

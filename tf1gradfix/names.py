@@ -5,17 +5,22 @@ Qualified names come from LibCST's scope analysis (the same facts its
 ``QualifiedNameProvider`` serves, asked only for the nodes we look at) so that
 ``import tensorflow as tf``, ``import tensorflow.compat.v1 as tf``,
 ``from tensorflow import Session`` and ``import tensorflow as T`` all read the
-same. Kinds (session, optimizer, graph value) come from the call that bound a
+same. A name bound to a TensorFlow module by assignment (``tf = tf.compat.v1``,
+``tf = __import__("tensorflow")``) reads as that module, a bare name no
+binding explains reads through ``from tensorflow import *``, and a name also
+bound to something else (``import math as tf``, ``tf = math``) still reads as
+TensorFlow but is `ambiguous`: no rename is safe on it. Kinds (session, optimizer, graph value) come from the call that bound a
 name, so ``.run()`` on an unrelated object is never taken for ``sess.run``.
 """
 
 from __future__ import annotations
 
 import libcst as cst
-from libcst.metadata import QualifiedNameSource
+from libcst.helpers import get_full_name_for_node
+from libcst.metadata import ImportAssignment, QualifiedNameSource
 
 from tf1gradfix import walk
-from tf1gradfix.catalog import Catalog, normalize
+from tf1gradfix.catalog import ASSIGNABLE_MODULES, Catalog, normalize
 
 def dotted(node: cst.BaseExpression) -> str | None:
     """`a.b.c` as text for a pure Name/Attribute chain, else None."""
@@ -33,6 +38,7 @@ class BindingCollector(cst.CSTVisitor):
     def __init__(self) -> None:
         self.values: dict[cst.Name, list[cst.BaseExpression]] = {}
         self.attributes: dict[str, list[cst.BaseExpression]] = {}
+        self.star_modules: list[str] = []  # `from M import *` at module level
 
     def _bind(self, target: cst.BaseExpression, value: cst.BaseExpression) -> None:
         if isinstance(target, cst.Name):
@@ -107,6 +113,9 @@ class BindingCollector(cst.CSTVisitor):
                 self.visit_Assign(small)
             elif isinstance(small, cst.AnnAssign):
                 self.visit_AnnAssign(small)
+            elif isinstance(small, cst.ImportFrom) and isinstance(small.names, cst.ImportStar) \
+                    and not small.relative and small.module is not None:
+                self.star_modules.append(get_full_name_for_node(small.module))
 
 
 class NameResolver:
@@ -125,6 +134,7 @@ class NameResolver:
         # be reused by a node made later, a node cannot.
         self._kind_cache: dict[cst.CSTNode, str | None] = {}
         self._import_names: dict[cst.CSTNode, str | None] = {}
+        self._ambiguous: set[cst.CSTNode] = set()
 
     def import_name(self, node: cst.CSTNode) -> str | None:
         """The raw qualified name of `node` when it comes from a TensorFlow/Keras import."""
@@ -133,10 +143,66 @@ class NameResolver:
         found = self._import_names[node] = self._lookup(node)
         return found
 
+    def ambiguous(self, node: cst.CSTNode) -> bool:
+        """Whether `node`'s name may also be bound to something that is not that
+        TensorFlow symbol (another module, a compat.v1 alias besides the root):
+        no rename can be right for every binding."""
+        self.import_name(node)
+        return node in self._ambiguous
+
     def _lookup(self, node: cst.CSTNode) -> str | None:
         scope = self._scopes.get(node)
         if scope is None:
             return None
+        base, full = _base_name(node), get_full_name_for_node(node)
+        accesses = getattr(scope, "_accesses_by_node", {}).get(base) if base is not None else None
+        if not accesses or full is None:  # (a node the scope analysis keeps no access for)
+            return self._libcst_lookup(scope, node)
+        self._import_names[node] = None   # cycle guard: `tf = tf.compat.v1` reads `tf`
+        rest = full[len(base.value):]
+        found, foreign = set(), False
+        referents = [r for access in accesses for r in access.referents]
+        for referent in referents:
+            if isinstance(referent, ImportAssignment):
+                for name in referent.get_qualified_names_for(full):
+                    if normalize(name.name) is not None:
+                        found.add(name.name)
+                    else:
+                        foreign = True
+                continue
+            values = self._bindings.values.get(getattr(referent, "node", None), ())
+            modules = [self._module_of(value) for value in values]
+            found.update(module + rest for module in modules if module is not None)
+            foreign = foreign or not modules or None in modules
+        if not referents and self._bindings.star_modules:  # bound by no statement: a star import's
+            found.update(f"{module}{'.' if full else ''}{full}" for module in self._bindings.star_modules
+                         if normalize(module) is not None)
+        if not found:
+            return None
+        names = sorted(found, key=lambda raw: (not raw.startswith("tensorflow.compat."), raw))
+        if foreign or len(names) > 1:
+            self._ambiguous.add(node)
+        return names[0]  # (a compat.v1 reading first: it never takes a rename plan)
+
+    def _module_of(self, value: cst.BaseExpression) -> str | None:
+        """The TensorFlow module `value` evaluates to, if it is one:
+        `tf.compat.v1`, `__import__("tensorflow")`, `importlib.import_module("tensorflow.compat.v1")`."""
+        attrs = []
+        while isinstance(value, cst.Attribute):
+            attrs.append(value.attr.value)
+            value = value.value
+        if isinstance(value, cst.Call):
+            module = _imported_module(value, self._scopes)
+        elif isinstance(value, cst.Name):
+            module = self.import_name(value)
+        else:
+            return None
+        if module is None:
+            return None
+        module = ".".join([module, *reversed(attrs)])
+        return module if module in ASSIGNABLE_MODULES else None
+
+    def _libcst_lookup(self, scope, node: cst.CSTNode) -> str | None:
         try:
             names = scope.get_qualified_names_for(node)
         except Exception:  # nodes the scope analysis has no record of
@@ -212,3 +278,38 @@ class NameResolver:
             if found is not None:
                 return found
         return None
+
+
+def _base_name(node: cst.CSTNode) -> cst.Name | None:
+    """`tf` of `tf.a.b`, of `tf.Session().run` (as LibCST reads a chain's name)."""
+    while True:
+        if isinstance(node, cst.Name):
+            return node
+        if isinstance(node, cst.Attribute):
+            node = node.value
+        elif isinstance(node, cst.Call):
+            node = node.func
+        elif isinstance(node, cst.Subscript):
+            node = node.value
+        else:
+            return None
+
+
+def _imported_module(call: cst.Call, scopes) -> str | None:
+    """The module `__import__("M")` (its top package) or `importlib.import_module("M")` returns."""
+    if len(call.args) != 1 or call.args[0].keyword is not None or call.args[0].star:
+        return None
+    arg = call.args[0].value
+    if not isinstance(arg, cst.SimpleString) or arg.prefix.lower() not in ("", "u"):
+        return None
+    module = arg.evaluated_value
+    scope = scopes.get(call.func)
+    try:
+        callee = {q.name for q in scope.get_qualified_names_for(call.func)} if scope is not None else set()
+    except Exception:  # nodes the scope analysis has no record of
+        return None
+    if "builtins.__import__" in callee:
+        return module.split(".", 1)[0]
+    if "importlib.import_module" in callee:
+        return module
+    return None

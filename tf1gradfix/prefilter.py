@@ -19,7 +19,7 @@ import re
 from dataclasses import dataclass
 
 from tf1gradfix import catalog as catalog_module
-from tf1gradfix.catalog import Catalog, normalize
+from tf1gradfix.catalog import ASSIGNABLE_MODULES, Catalog, normalize
 
 # Runs of ASCII identifier characters. TensorFlow's names are ASCII, so an
 # identifier equal to, starting with or ending with one of them yields a run
@@ -129,6 +129,8 @@ def imported_names(data: bytes) -> tuple[set[str], set[str]] | None:
     bound: dict[str, set[str]] = {}
     chains: set[str] = set()
     methods: set[str] = set()
+    assigned: list[tuple[str, ast.expr]] = []
+    stars: set[str] = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             for alias in node.names:
@@ -140,6 +142,8 @@ def imported_names(data: bytes) -> tuple[set[str], set[str]] | None:
         elif isinstance(node, ast.ImportFrom):
             if node.level == 0 and node.module:
                 for alias in node.names:
+                    if alias.name == "*":
+                        stars.add(node.module)
                     bound.setdefault(alias.asname or alias.name, set()).add(f"{node.module}.{alias.name}")
         elif isinstance(node, (ast.Name, ast.Attribute)):
             chain = _chain(node)
@@ -147,11 +151,55 @@ def imported_names(data: bytes) -> tuple[set[str], set[str]] | None:
                 chains.add(chain)
         elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
             methods.add(node.func.attr)
+        if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            assigned.extend((t.id, node.value) for t in targets if isinstance(t, ast.Name))
+    _bind_assigned(bound, assigned)
     names = {path for paths in bound.values() for path in paths}
     for chain in chains:
         root, dot, rest = chain.partition(".")
         names.update(path + dot + rest for path in bound.get(root, ()))
+        names.update(f"{module}.{chain}" for module in stars)  # a bare name a star import may bind
     return names, methods
+
+
+def _bind_assigned(bound: dict[str, set[str]], assigned: list[tuple[str, ast.expr]]) -> None:
+    """`tf = tf.compat.v1`, `tf = __import__("tensorflow")`: the target may name the module
+    the value's chain names, when NameResolver follows it (ASSIGNABLE_MODULES; also what
+    keeps `tf = tf.compat.v1` from growing without end). A worklist: when what a name
+    may be grows, the assignments reading it are done again."""
+    readers: dict[str, list[tuple[str, str, str]]] = {}
+    work: list[str] = []
+    for target, value in assigned:
+        chain = _chain(value, calls=False)
+        if chain is None:
+            continue
+        root, dot, rest = chain.partition(".")
+        readers.setdefault(root, []).append((target, dot, rest))
+        module = _imported(value)
+        if module is not None:
+            paths = {module + dot + rest for module in (module, module.split(".")[0])} & ASSIGNABLE_MODULES
+            if not paths <= bound.setdefault(target, set()):
+                bound[target] |= paths
+                work.append(target)
+    work.extend(root for root in readers if root in bound)
+    while work:
+        root = work.pop()
+        for target, dot, rest in readers.get(root, ()):
+            paths = {path + dot + rest for path in bound[root]} & ASSIGNABLE_MODULES
+            if not paths <= bound.setdefault(target, set()):
+                bound[target] |= paths
+                work.append(target)
+
+
+def _imported(value: ast.expr) -> str | None:
+    """"M" of `__import__("M").a.b` or `importlib.import_module("M").a`, whatever the callee is named."""
+    while isinstance(value, ast.Attribute):
+        value = value.value
+    if isinstance(value, ast.Call) and value.args and isinstance(value.args[0], ast.Constant) \
+            and isinstance(value.args[0].value, str):
+        return value.args[0].value
+    return None
 
 
 @functools.lru_cache(maxsize=2)
@@ -171,15 +219,17 @@ def python_tree(data: bytes) -> ast.Module | None:
         return None
 
 
-def _chain(node) -> str | None:
+def _chain(node, calls: bool = True) -> str | None:
+    """`a.b.c` of a chain; `calls`: read through calls and subscripts (`tf.Session().run`);
+    otherwise a call at the root reads as the empty name (`__import__("M").b` is `.b`)."""
     if isinstance(node, ast.Name):
         return node.id
     if isinstance(node, ast.Attribute):
-        base = _chain(node.value)
+        base = _chain(node.value, calls)
         return None if base is None else f"{base}.{node.attr}"
     if isinstance(node, ast.Call):
-        return _chain(node.func)
-    if isinstance(node, ast.Subscript):
+        return _chain(node.func) if calls else ""
+    if isinstance(node, ast.Subscript) and calls:
         return _chain(node.value)
     return None
 
