@@ -287,3 +287,22 @@ class Model:
 """)
     code = shaped.new_module.code
     assert "class Model(tf.Module)" in code and "options" not in code and "Session" not in code
+
+
+SECOND = ('x = tf.placeholder(tf.float32, [2])\nw = tf.Variable(tf.zeros([2]), name="NAME")\n'
+          "y = x * w\nwith tf.Session() as sess:\n    sess.run(tf.global_variables_initializer())\n"
+          "    print(sess.run(y, {x: [1.0, 2.0]}))\n")
+
+
+def test_a_later_section_in_the_same_tf1_graph_keeps_its_names_apart():
+    assert "variable named `w` like one of an earlier section" in _refusal(GRAPH + RUN + SECOND.replace("NAME", "w"))
+    after_reset = _shaped(GRAPH + RUN + "tf.reset_default_graph()\n" + SECOND.replace("NAME", "w"))
+    assert after_reset.new_module is not None and "reset_default_graph" not in after_reset.new_module.code
+    listing = SECOND.replace("NAME", "w2").replace("y = x * w\n", "y = x * w\nn = len(tf.trainable_variables())\n")
+    assert "TF1's default graph still holds" in _refusal(GRAPH + RUN + listing)
+
+
+def test_the_first_section_may_read_the_whole_graph():
+    first = GRAPH + "n = len(tf.trainable_variables())\n" + RUN
+    shaped = _shaped(first + SECOND.replace("NAME", "w2"))
+    assert shaped.new_module is not None and "Session" not in shaped.new_module.code

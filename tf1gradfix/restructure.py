@@ -167,11 +167,14 @@ class _Rewrite:
         names are kept apart across them."""
         body: list[cst.BaseStatement] = []
         earlier: set[str] = set()
+        variables = None   # TF1 names of the earlier sections' variables
         self.taken = set(self.module_names)
         for part in parts:
             sections.check_reads(part, earlier)
             inside = {id(n) for stmt in part for n in walk(stmt)}
             new_body, program = self._rewrite_owner(module, (), [c for c in sessions if id(c) in inside], section=part)
+            variables = sections.check_shared_graph(part, program, variables, self.scan.graph_wide,
+                                                    self.meta.names.qualified)
             body += new_body
             earlier |= set(program.final) | program.sessions
         return module.with_changes(body=body)

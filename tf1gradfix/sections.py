@@ -43,6 +43,34 @@ def check_reads(section: list[cst.BaseStatement], earlier: set[str]) -> None:
         bound |= own
 
 
+def check_shared_graph(part, program, taken: set[str] | None, graph_wide, qualified) -> set[str]:
+    """Without `tf.reset_default_graph()` a later section builds into the same TF1 graph
+    as the earlier ones: what reads the whole graph (collections, the variable store)
+    sees their variables too, and a variable named like an earlier one is renamed
+    (`w_1`). Refused there. `taken`: the TF1 names of earlier sections' variables (None
+    for the first section); returns them with this section's."""
+    names = {n.info.get("full_name") or "Variable" for n in program.nodes if n.kind in ("variable", "layer")}
+    if taken is None or any(_is_reset(stmt, qualified) for stmt in part):
+        return names
+    inside = {id(n) for stmt in part for n in walk(stmt)}
+    for call, q, _ in graph_wide:
+        if id(call) in inside:
+            raise Refusal(call, "TFG905", f"`{q.replace('tensorflow', 'tf', 1)}` in a later section of the script: "
+                          "TF1's default graph still holds the earlier sections' variables (no `tf.reset_default_graph()`)")
+    for node in (n for n in program.nodes if n.kind in ("variable", "layer")):
+        name = node.info.get("full_name") or "Variable"
+        if name in taken:
+            raise Refusal(node.value, "TFG905", f"a variable named `{name}` like one of an earlier section: in the "
+                          "same TF1 graph it gets another name (no `tf.reset_default_graph()`)")
+    return taken | names
+
+
+def _is_reset(stmt, qualified) -> bool:
+    small = stmt.body[0] if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 else None
+    return isinstance(small, cst.Expr) and isinstance(small.value, cst.Call) \
+        and matches(qualified(small.value.func), "graph_resets")
+
+
 def _session_assignment(stmt, qualified) -> bool:
     small = stmt.body[0] if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 else None
     return isinstance(small, cst.Assign) and len(small.targets) == 1 and isinstance(small.targets[0].target, cst.Name) \
