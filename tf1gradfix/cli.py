@@ -117,6 +117,17 @@ def _safe_streams() -> None:
             pass
 
 
+def forget_interrupt() -> None:
+    """Let a handled Ctrl-C end the run with our exit code.
+
+    CPython remembers a KeyboardInterrupt that crossed an exec() of a string
+    (a dataclass or namedtuple being made when the interrupt came) and, though
+    it was handled, ends the process by SIGINT at exit; evaluating any string
+    clears that mark.
+    """
+    exec("pass")
+
+
 def _say(text: str) -> None:
     try:
         print(text, file=sys.stderr)
@@ -132,6 +143,7 @@ def main(argv: list[str] | None = None) -> int:
             sys.stdout.flush()  # a closed pipe shows here, inside the handler below
         return code
     except KeyboardInterrupt as exc:
+        forget_interrupt()
         signum = getattr(exc, "signum", signal.SIGINT)
         what = "interrupted" if signum == signal.SIGINT else f"stopped by {signal.Signals(signum).name}"
         _say(f"tf1gradfix: {what}; every file is either unchanged or fully rewritten")
