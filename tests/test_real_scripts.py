@@ -306,3 +306,10 @@ def test_the_first_section_may_read_the_whole_graph():
     first = GRAPH + "n = len(tf.trainable_variables())\n" + RUN
     shaped = _shaped(first + SECOND.replace("NAME", "w2"))
     assert shaped.new_module is not None and "Session" not in shaped.new_module.code
+
+
+def test_a_merged_summary_fetched_with_a_train_op_is_one_list():
+    shaped = _shaped(SUMMARIES + 'tf.summary.scalar("loss", loss)\nmerged = tf.summary.merge_all()\n'
+                     'with tf.Session() as sess:\n    writer = tf.summary.FileWriter("logs")\n'
+                     '    s, _ = sess.run([merged, train], {x: [[1.0, 2.0]]})\n    writer.add_summary(s, 0)\n')
+    assert "s = [g.numpy() for g in train_step(" in shaped.new_module.code

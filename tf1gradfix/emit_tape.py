@@ -419,8 +419,8 @@ class TapeEmitter:
         if count == 0:
             return call
         if lists and count == 1:   # `sess.run(grads)`: a list of arrays, like TF1's
-            return _structure(site.structure, [f"[g.numpy() for g in {call}]"]) if site.structure != "single" \
-                else f"[g.numpy() for g in {call}]"
+            single = f"[g.numpy() for g in {call}]"   # (`_, s = sess.run([train, merged])`: the one kept value)
+            return single if site.structure == "single" or len(site.fetches) > 1 else _structure(site.structure, [single])
         if lists:   # a list among other values: each value converted where it is
             items = f"{self.tf}.nest.map_structure(lambda g: g.numpy(), t) for t in {call}"
             return f"tuple({items})" if site.structure == "tuple" else f"[{items}]"
