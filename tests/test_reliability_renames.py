@@ -200,3 +200,58 @@ def test_the_prefilter_follows_a_self_assignment_without_end():
 
     names, _ = prefilter.imported_names(b"import tensorflow as tf\ntf = tf.compat.v1\nx = tf.log(1)\n")
     assert {"tensorflow.log", "tensorflow.compat.v1.log"} <= names
+
+
+# -- item 16: what LibCST loses is put back; lines no rename edits are checked --
+
+def test_mixed_lone_cr_and_lf_keep_the_last_line_ending():
+    result = run(b"import tensorflow as tf\ry = tf.log(1.0)\nz = 1\r")
+    assert result.new_source == b"import tensorflow as tf\ry = tf.math.log(1.0)\nz = 1\r"
+
+
+def test_a_form_feed_starting_a_line_is_kept():
+    result = run(b"import tensorflow as tf\n\x0cy = tf.log(1.0)\n\x0cz = 1\n")
+    assert result.new_source == b"import tensorflow as tf\n\x0cy = tf.math.log(1.0)\n\x0cz = 1\n"
+
+
+def test_a_form_feed_is_kept_by_the_whole_program_rewrite():
+    program = SESSION_PROGRAM.replace("tf = tf.compat.v1\n", "").replace("tf.set_random_seed(0)\n", "")
+    program = program.replace("import numpy as np\n", "import numpy as np\n\n\n\x0cdef ones():\n    return 1\n\n\n")
+    result = run(program)
+    assert result.new_source is not None and b"\n\x0cdef ones():\n" in result.new_source
+
+
+def test_a_rewrite_that_changes_a_line_it_did_not_edit_is_refused(monkeypatch):
+    from tf1gradfix import fix_renames
+
+    real = fix_renames.renamed_source
+    monkeypatch.setattr(fix_renames, "renamed_source", lambda *args: real(*args).replace(b"z = 1", b"z = 2"))
+    source = b"import tensorflow as tf\ny = tf.log(1.0)\nz = 1\n"
+    result = run(source)
+    assert result.new_source is None and result.error is not None
+    assert result.error.message.startswith("internal error: the rewrite changed line 3")
+    assert result.error.message.endswith("file left unchanged") and fixed(result) == []
+
+
+def test_rename_only_rewrites_keep_every_other_byte():
+    """Random line endings, form feeds and endings of the last line: undoing the renames gives the input back."""
+    hypothesis = pytest.importorskip("hypothesis")
+    st = hypothesis.strategies
+    lines = [b"import tensorflow as tf", b"y = tf.log(1.0)", b"s = 'a\x0cb\\u2028'", b"def f():",
+             b"    return tf.log(2.0)", b"z = 1"]
+
+    @hypothesis.settings(max_examples=15, deadline=None, database=None)
+    @hypothesis.given(st.lists(st.sampled_from([b"\n", b"\r\n", b"\r"]), min_size=len(lines), max_size=len(lines)),
+                      st.lists(st.booleans(), min_size=len(lines), max_size=len(lines)), st.booleans())
+    def check(endings, feeds, last):
+        if b"\r" in endings and endings.count(b"\r") == len(endings):
+            endings[0] = b"\n"  # (a CR-only file takes another path, tested elsewhere)
+        data = b"".join((b"\x0c" if feed and not line.startswith(b" ") else b"") + line + end
+                        for line, end, feed in zip(lines, endings, feeds))
+        if not last:
+            data = data[:-len(endings[-1])]
+        result = run(data)
+        assert result.error is None
+        assert result.new_source.replace(b"tf.math.log", b"tf.log") == data
+
+    check()

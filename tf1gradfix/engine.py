@@ -6,6 +6,7 @@ values. It never imports TensorFlow and never executes the file.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 from tf1gradfix.findings import CodeFilter, FileError, Finding
@@ -224,6 +225,14 @@ def _analyzed(result: FileResult, display: str, data: bytes, codes: CodeFilter, 
     if replacements or (shaped is not None and fix):
         # (a module no rename touches prints as the bytes it was parsed from: LibCST round-trips exactly)
         new_source = renamed_source(module, replacements) if replacements else parsed
+        edited = None if shaped is not None else _lines_of(h for h in hits if h.node in replacements)
+        new_source, changed = as_written(data, new_source, edited)
+        if changed is not None:
+            # A line no rename touched came out different: never write it.
+            result.error = FileError(display, f"internal error: the rewrite changed line {changed}, which it did not "
+                                     "edit; file left unchanged", changed)
+            result.findings = [f if not f.fixed else Finding(**{**f.to_json(), "fixed": False}) for f in result.findings]
+            return result
         problem = _unparsable(new_source)
         gone = _names_tf2_lacks(new_source, data) if problem is None and shaped is not None else None
         if gone is not None:
@@ -240,6 +249,70 @@ def _analyzed(result: FileResult, display: str, data: bytes, codes: CodeFilter, 
         elif new_source != data:
             result.new_source = new_source
     return result
+
+
+# A line with its own ending: bytes split only at real line endings (\n, \r\n, \r),
+# never at a form feed or U+2028 inside a string as str.splitlines would.
+_LINE = re.compile(rb"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+")
+_SHAPE = re.compile(rb"([ \t\x0c]*)(.*?)(\r\n|\r|\n|)\Z", re.S)
+
+
+def split_lines(data: bytes) -> list[bytes]:
+    return _LINE.findall(data)
+
+
+def as_written(data: bytes, new: bytes, edited: set[int] | None) -> tuple[bytes, int | None]:
+    """`new`, with what LibCST loses put back from `data`; and the first line the check below finds changed.
+
+    LibCST drops a form feed that starts a line and, in a file mixing lone CR
+    and LF, the last line ending. Lines the rewrite kept get theirs back:
+    for renames, line by line (a rename never adds or removes a line), where
+    every line outside `edited` (the renamed chains' lines) must then equal
+    the input, byte for byte; for a restructuring, the lines its output
+    shares with the input apart from form feeds and line endings.
+    """
+    if data == new:
+        return new, None
+    old_lines, new_lines = split_lines(data), split_lines(new)
+    out = list(new_lines)
+    if edited is not None:
+        if len(old_lines) != len(new_lines):
+            return new, 1 + next((i for i, (a, b) in enumerate(zip(old_lines, new_lines)) if a != b), len(new_lines))
+        for index, (old, line) in enumerate(zip(old_lines, new_lines)):
+            if old != line:
+                out[index] = _rejoined(old, line)
+                if out[index] != old and index + 1 not in edited:
+                    return new, index + 1
+        return b"".join(out), None
+    import difflib
+
+    def bare(line: bytes) -> bytes:
+        return line.rstrip(b"\r\n").replace(b"\x0c", b"")
+
+    matcher = difflib.SequenceMatcher(None, [bare(line) for line in old_lines], [bare(line) for line in new_lines], autojunk=False)
+    for start, new_start, size in matcher.get_matching_blocks():
+        out[new_start:new_start + size] = old_lines[start:start + size]
+    return b"".join(out), None
+
+
+def _rejoined(old: bytes, new: bytes) -> bytes:
+    """`new`'s text with `old`'s line ending, and `old`'s indentation where it differs only by form feeds."""
+    old_indent, _, old_end = _SHAPE.match(old).groups()
+    indent, body, _ = _SHAPE.match(new).groups()
+    if old_indent.replace(b"\x0c", b"") == indent.replace(b"\x0c", b""):
+        indent = old_indent
+    return indent + body + old_end
+
+
+def _lines_of(hits) -> set[int]:
+    """Lines the renamed chains of `hits` span."""
+    import libcst as cst
+
+    lines = set()
+    for hit in hits:
+        span = len(split_lines(cst.Module([]).code_for_node(hit.node).encode("utf-8")))
+        lines.update(range(hit.line, hit.line + max(span, 1)))
+    return lines
 
 
 def _restructured(wrapper, display, codes, result, silenced, catalog, renames):
