@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install demo test test-fast bench coverage clean
+.PHONY: install demo test test-fast bench coverage fuzz-verify clean
 
 $(STAMP): setup.cfg pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -30,6 +30,9 @@ bench: $(STAMP)
 coverage: $(STAMP)
 	@test -n "$(CORPUS)" || { echo "usage: make coverage CORPUS=DIR [RUNNABLE=FILE]" >&2; exit 2; }
 	$(BIN)/python benchmarks/coverage.py "$(CORPUS)" $(if $(RUNNABLE),--runnable "$(RUNNABLE)") $(COVERAGE_ARGS)
+
+fuzz-verify: $(STAMP)
+	$(BIN)/python benchmarks/fuzz_verify.py $(FUZZ_ARGS)
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info
