@@ -255,3 +255,42 @@ def test_rename_only_rewrites_keep_every_other_byte():
         assert result.new_source.replace(b"tf.math.log", b"tf.log") == data
 
     check()
+
+
+# -- item 15: `rewrite --diff` output applies with `patch` ------------------------
+
+DIFFED = {
+    "no_final_newline": b"import tensorflow as tf\ny = tf.log(1.0)",
+    "cr_only": b"import tensorflow as tf\ry = tf.log(1.0)\rz = 1\r",
+    "crlf": b"import tensorflow as tf\r\ny = tf.log(1.0)\r\n",
+    "form_feed": b"import tensorflow as tf\n\x0cz = 1\ny = tf.log(1.0)\ns = '\x0c'\n",
+    "line_separator_in_string": "import tensorflow as tf\ns = '\u2028'\ny = tf.log(1.0)\nz = 2\n".encode(),
+    "lone_cr_in_string": b"import tensorflow as tf\ns = '''a\rb'''\ny = tf.log(1.0)\n",
+}
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("name", DIFFED)
+def test_the_diff_applies_with_patch(name, tmp_path):
+    import shutil
+
+    from tf1gradfix.batch import unified_diff
+
+    if shutil.which("patch") is None:
+        pytest.skip("GNU patch is not installed")
+    old = DIFFED[name]
+    new = run(old).new_source
+    assert new is not None and new != old
+    (tmp_path / "x.py").write_bytes(old)
+    (tmp_path / "change.diff").write_bytes(unified_diff("x.py", old, new).encode("utf-8"))
+    done = subprocess.run(["patch", "-p1", "--binary", "-s", "-i", "change.diff"], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=30)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert (tmp_path / "x.py").read_bytes() == new
+
+
+def test_a_last_line_without_newline_is_marked():
+    from tf1gradfix.batch import unified_diff
+
+    diff = unified_diff("x.py", b"a = 1\nb = 2", b"a = 1\nb = 3")
+    assert diff.endswith("-b = 2\n\\ No newline at end of file\n+b = 3\n\\ No newline at end of file\n")

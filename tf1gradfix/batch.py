@@ -43,16 +43,25 @@ class Outcome:
 
 
 def unified_diff(path: str, old: bytes, new: bytes) -> str:
+    """A diff `patch` applies: lines end at LF only, as `patch` reads them (CR LF, and a
+    lone CR, form feed or U+2028 inside a line, are part of it; a CR-only file is one
+    line), and a last line without one is marked `\\ No newline at end of file`."""
     import difflib
     import io
+    import re
     import tokenize
 
     encoding, _ = tokenize.detect_encoding(io.BytesIO(old).readline)
 
     def lines(data: bytes) -> list[str]:
-        return data.decode(encoding, errors="replace").splitlines(keepends=True)
+        return [line.decode(encoding, errors="replace") for line in re.findall(rb"[^\n]*\n|[^\n]+", data)]
 
-    return "".join(difflib.unified_diff(lines(old), lines(new), f"a/{path}", f"b/{path}"))
+    out = []
+    for line in difflib.unified_diff(lines(old), lines(new), f"a/{path}", f"b/{path}"):
+        out.append(line)
+        if not line.endswith("\n"):  # (header lines always end with one)
+            out.append("\n\\ No newline at end of file\n")
+    return "".join(out)
 
 
 INTERNAL = "internal error"
