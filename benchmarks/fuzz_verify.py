@@ -97,6 +97,8 @@ def main(argv=None) -> int:
     ap.add_argument("--seed", type=int, default=0, help="first seed; program i uses seed+i")
     ap.add_argument("--jobs", type=int, default=1, help="only 1 is supported (the warm pool is per process)")
     ap.add_argument("--out", type=Path, default=Path("/tmp/tf1gradfix-fuzz"))
+    ap.add_argument("--budget", type=float, default=None, metavar="SECONDS",
+                    help="start no new program after this many seconds")
     ap.add_argument("--steps", type=int, default=None, help="verify only this many training steps")
     ap.add_argument("--save-regressions", action="store_true",
                     help="copy the originals of DIVERGED/MIGRATED_FAILED pairs to fixtures/fuzz_regressions/")
@@ -108,16 +110,19 @@ def main(argv=None) -> int:
     work.mkdir(parents=True, exist_ok=True)
     records, t0 = [], time.monotonic()
     try:
-        _campaign(args, work, records)
-    except KeyboardInterrupt:   # Ctrl-C: report what was done
+        _campaign(args, work, records, t0)
+    except (KeyboardInterrupt, SystemExit):   # Ctrl-C (the verifier turns it into SystemExit): report what was done
         print(f"interrupted after {len(records)} programs", flush=True)
     print(report(records, time.monotonic() - t0))
     return 0
 
 
-def _campaign(args, work: Path, records: list) -> None:
+def _campaign(args, work: Path, records: list, t0: float) -> None:
     log = (args.out / "records.jsonl").open("w")
     for i in range(args.count):
+        if args.budget is not None and time.monotonic() - t0 > args.budget:
+            print(f"time budget of {args.budget:g} s spent after {i} programs", flush=True)
+            break
         rec = run_one(args.seed + i, work, args.steps)
         log.write(json.dumps(rec) + "\n")
         log.flush()
