@@ -51,25 +51,27 @@ def test_too_many_parentheses_is_a_syntax_error_not_a_crash():
     assert second == "None ['TFG401']"  # the next file is still processed
 
 
-@pytest.mark.parametrize("body", [
-    "+".join(["a"] * 500),
-    "lambda: " * 500 + "1",
-    " and ".join(["a"] * 500),
-    "a" + ".b" * 500,
-])
-def test_deep_valid_code_is_refused_with_its_depth(body):
-    source = f"import tensorflow as tf\na = 1\ny = tf.log({body})\n"
-    result = run(source)
+DEEP = {
+    "sum": lambda n: "+".join(["a"] * n),
+    "lambdas": lambda n: "lambda: " * n + "1",
+    "and": lambda n: " and ".join(["a"] * n),
+    "attributes": lambda n: "a" + ".b" * n,
+}
+
+
+@pytest.mark.parametrize("shape", DEEP)
+def test_deep_valid_code_is_refused_with_its_depth(shape):
+    """It was an internal error (RecursionError) at 1:1; code within the limit is still rewritten."""
+    def source(n):
+        return f"import tensorflow as tf\na = 1\ny = tf.log({DEEP[shape](n)})\n"
+
+    result = run(source(500))
     assert result.error is not None and result.new_source is None
     assert "too deeply nested for the rewrite" in result.error.message
     assert f"limit {MAX_DEPTH}" in result.error.message and "internal error" not in result.error.message
     assert result.error.line == 3
-
-
-def test_deep_code_within_the_limit_is_rewritten():
-    body = "+".join(["a"] * (MAX_DEPTH - 10))
-    result = run(f"import tensorflow as tf\na = 1\ny = tf.log({body})\n")
-    assert result.error is None and fixed(result) == ["TFG401"]
+    within = run(source(MAX_DEPTH - 10))
+    assert within.error is None and fixed(within) == ["TFG401"]
 
 
 def test_a_sum_of_30000_terms_is_refused_fast():
@@ -141,11 +143,10 @@ def test_the_whole_program_rewrite_of_a_compat_v1_alias_takes_no_wrong_rename():
 def test_bare_names_a_star_import_may_bind_are_found(module):
     result = run(f"from {module} import *\nx = placeholder(float32)\nset_random_seed(0)\nprint(x)\n")
     assert {"TFG101", "TFG401"} <= set(codes(result)) and fixed(result) == []
+    bound = run(f"from {module} import *\ndef placeholder(x):\n    return x\ny = placeholder(1)\nset_random_seed(0)\n")
+    assert codes(bound) == ["TFG401"]  # (a name a statement binds is not the star import's)
 
 
-def test_a_name_bound_otherwise_is_not_read_through_a_star_import():
-    result = run("from tensorflow import *\ndef placeholder(x):\n    return x\ny = placeholder(1)\nprint(y)\n")
-    assert codes(result) == []
 
 
 # -- item 5: a `tf` also bound to something else; chains written to -------------
@@ -172,7 +173,7 @@ def test_a_chain_written_to_is_never_renamed(statement):
 # -- the prefilter stays a necessary condition with the new bindings ----------
 
 BINDINGS = [
-    "import tensorflow as tf\ntf = tf.compat.v1\ntf.set_random_seed(0)\nwith tf.Session() as s:\n    s.run(op)\n",
+    "import tensorflow as T\ntf = T.compat.v1\ntf.set_random_seed(0)\nwith tf.Session() as s:\n    s.run(op)\n",
     "tf = __import__('tensorflow').compat.v1\nx = tf.placeholder(tf.float32)\n",
     "import importlib\ntf = importlib.import_module('tensorflow.compat.v1')\ng = tf.gradients(y, [x])\n",
     "import tensorflow\na = tensorflow\nb = a\nb.set_random_seed(0)\n",
@@ -262,7 +263,6 @@ def test_rename_only_rewrites_keep_every_other_byte():
 DIFFED = {
     "no_final_newline": b"import tensorflow as tf\ny = tf.log(1.0)",
     "cr_only": b"import tensorflow as tf\ry = tf.log(1.0)\rz = 1\r",
-    "crlf": b"import tensorflow as tf\r\ny = tf.log(1.0)\r\n",
     "form_feed": b"import tensorflow as tf\n\x0cz = 1\ny = tf.log(1.0)\ns = '\x0c'\n",
     "line_separator_in_string": "import tensorflow as tf\ns = '\u2028'\ny = tf.log(1.0)\nz = 2\n".encode(),
     "lone_cr_in_string": b"import tensorflow as tf\ns = '''a\rb'''\ny = tf.log(1.0)\n",
@@ -283,7 +283,7 @@ def test_the_diff_applies_with_patch(name, tmp_path):
     assert new is not None and new != old
     (tmp_path / "x.py").write_bytes(old)
     (tmp_path / "change.diff").write_bytes(unified_diff("x.py", old, new).encode("utf-8"))
-    done = subprocess.run(["patch", "-p1", "--binary", "-s", "-i", "change.diff"], cwd=tmp_path,
+    done = subprocess.run(["patch", "-p1", "--binary", "--fuzz=0", "-s", "-i", "change.diff"], cwd=tmp_path,
                           capture_output=True, text=True, timeout=30)
     assert done.returncode == 0, done.stdout + done.stderr
     assert (tmp_path / "x.py").read_bytes() == new
