@@ -355,6 +355,21 @@ def part_verify(work, pairs, repeat, table, findings):
         findings.append("verify overhead: no figures could be read")
 
 
+def part_pool(quick, table, findings):
+    """The warm TensorFlow pool's two figures (benchmarks/verify_pool.py), with their goals."""
+    pairs, steps = (5, 2000) if quick else (30, 20000)
+    header(f"4b. warm TensorFlow pool: {pairs} fixture pairs; a {steps}-step program")
+    run = Run([sys.executable, str(HERE / "verify_pool.py"), "--pairs", str(pairs), "--steps", str(steps)], cwd=ROOT)
+    print("\n".join("  | " + line for line in run.output.strip().splitlines()), flush=True)
+    figures = re.findall(r"^(\d)\. .*?ratio (?:to the slower )?([\d.]+)x \(goal <= ([\d.]+)x", run.output, re.M)
+    for number, ratio, goal in figures:
+        name = (f"4b. verify {pairs} pairs in one process / run the originals one by one" if number == "1"
+                else f"4b. verify a {steps}-step program / its slower side run plainly")
+        table.append((name, f"{float(ratio):.2f}x", f"<= {goal}x", float(ratio) <= float(goal)))
+    if run.rc != 0 or len(figures) != 2:
+        findings.append(f"verify_pool.py exited {run.rc}: {run.output.strip().splitlines()[-1:]}")
+
+
 def part_memory(same_runs, repo_runs, table):
     header("5. peak memory of the rewrite runs")
     for label, runs in (("TF1 corpus", same_runs), ("repository", repo_runs)):
@@ -451,7 +466,7 @@ def main(argv=None):
     parser.add_argument("--repeat", type=int, default=None, help="repetitions per figure (default 3; --quick 1)")
     parser.add_argument("--copies", type=int, default=None, help="varied copies of each TF1 fixture (default 5)")
     parser.add_argument("--plain", type=int, default=None, help="files without TensorFlow in the repository (default 2000)")
-    parser.add_argument("--skip", default="", help="comma-separated parts to skip: same,repo,modern,cold,verify,large,profile")
+    parser.add_argument("--skip", default="", help="comma-separated parts to skip: same,repo,modern,cold,verify,pool,large,profile")
     args = parser.parse_args(argv)
     repeat = args.repeat or (1 if args.quick else 3)
     copies = args.copies or (1 if args.quick else 5)
@@ -482,6 +497,8 @@ def main(argv=None):
         if "verify" not in skip:
             pairs = ["dev_linear_sgd/migrated"] if args.quick else ["dev_linear_sgd/migrated", "dev_adam_probe/migrated"]
             part_verify(work, pairs, 1 if args.quick else repeat, table, findings)
+        if "pool" not in skip:
+            part_pool(args.quick, table, findings)
         if same_runs and repo_runs:
             part_memory(same_runs, repo_runs, table)
         if "large" not in skip:
