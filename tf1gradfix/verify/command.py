@@ -1,4 +1,4 @@
-"""`tf1gradfix verify ORIGINAL MIGRATED [-- ARGS...]`: argument parsing and exit codes.
+"""`tf1gradfix verify ORIGINAL MIGRATED [-- ARGS...]` and `verify --base REF [PATH...]`: arguments and exit codes.
 
 Importing this module is cheap on purpose: the heavy parts (NumPy, the
 orchestrator) are imported inside ``run``; TensorFlow is never imported in
@@ -30,8 +30,13 @@ def plot_path(text: str) -> str:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("original", help="the TF1 program (run with tensorflow.compat.v1 semantics)")
-    parser.add_argument("migrated", help="the TF2 program to check against it")
+    parser.add_argument("paths", nargs="*", metavar="ORIGINAL MIGRATED",
+                        help="the TF1 program (run with tensorflow.compat.v1 semantics) and the TF2 program to "
+                             "check against it; with --base, the files to prove (default: those changed since REF)")
+    parser.add_argument("--base", metavar="REF",
+                        help="prove each file against its own content at the git ref REF (for CI)")
+    parser.add_argument("--report-dir", metavar="DIR",
+                        help="with --base: JSON, JUnit, Markdown and plot per file, plus a summary")
     parser.add_argument("--rtol", type=nonneg_float, default=DEFAULT_RTOL,
                         help=f"relative tolerance (default {DEFAULT_RTOL:g}, see TOLERANCES.md)")
     parser.add_argument("--atol", type=nonneg_float, default=DEFAULT_ATOL,
@@ -63,9 +68,21 @@ def run(args: argparse.Namespace) -> int:
     from tf1gradfix.verify import budget, report
     from tf1gradfix.verify.orchestrate import verify_pair
 
+    if args.base is None and len(args.paths) != 2:
+        print("tf1gradfix verify: give ORIGINAL and MIGRATED, or --base REF [PATH...]", file=sys.stderr)
+        return 2
+    if args.base is None and args.report_dir is not None:
+        print("tf1gradfix verify: --report-dir goes with --base (one pair: --json, --junit, --markdown, --plot)",
+              file=sys.stderr)
+        return 2
     if budget.tensorflow_missing():
         print(f"tf1gradfix: {budget.TF_MISSING}", file=sys.stderr)
         return 2
+    if args.base is not None:
+        from tf1gradfix.verify import base
+
+        return base.run(args)
+    args.original, args.migrated = args.paths
     result = verify_pair(Path(args.original), Path(args.migrated),
                          rtol=args.rtol, atol=args.atol, timeout=args.timeout,
                          steps=args.steps, program_args=getattr(args, "program_args", ()))
