@@ -26,7 +26,7 @@ from pathlib import Path
 
 from tf1gradfix.verify import budget
 from tf1gradfix.verify import compare as cmp_mod
-from tf1gradfix.verify import pool
+from tf1gradfix.verify import pool, progress
 from tf1gradfix.verify import random_ops, stopping
 from tf1gradfix.verify.runner_common import ORIGINAL_DONE, VERIFIER_PID
 
@@ -301,7 +301,16 @@ def _wait(procs, sides, start, timeout, trace_dir, timed_out, killed) -> None:
 
     Runners are reaped only by _reap / _kill (``returncode`` is read, never
     ``poll()``), so each side's process group is killed the moment it ends."""
+    shown = progress.Progress(trace_dir)
+    try:
+        _poll(procs, sides, start, timeout, trace_dir, timed_out, killed, shown)
+    finally:
+        shown.close()
+
+
+def _poll(procs, sides, start, timeout, trace_dir, timed_out, killed, shown) -> None:
     while True:
+        shown.tick()
         _reap(procs)
         if all(p.returncode is not None for p in procs.values()):
             break
