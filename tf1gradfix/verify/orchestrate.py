@@ -270,6 +270,7 @@ def _run_both(original: Path, migrated: Path, trace_dir: str, timeout: float, st
 
     def extra(role, script):
         return ["--cwd", budget.side_folder(str(script.parent), os.path.join(work, role)), "--", *program_args]
+    pool.prepare([(True, _env(True, timeout)), (False, _env(False, timeout))])
     procs = {"original": _start(RUNNERS["original"], original, trace_dir, "original", timeout, True,
                                 extra("original", original), steps),
              "migrated": _start(RUNNERS["migrated"], migrated, trace_dir, "migrated", timeout, False,

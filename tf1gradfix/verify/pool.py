@@ -105,10 +105,16 @@ class _Zygote:
             [sys.executable, "-c", _ZYGOTE_BOOT, json.dumps(list(_PRELOAD[legacy]))],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
             env=env, cwd="/", start_new_session=True)
-        ready = self._read(timeout=600)
-        if ready != {"ready": True}:
+        self.ready = False
+
+    def wait_ready(self) -> None:
+        if self.ready:
+            return
+        message = self._read(timeout=600)
+        if message != {"ready": True}:
             self.close()
-            raise OSError(f"zygote did not start: {ready}")
+            raise OSError(f"zygote did not start: {message}")
+        self.ready = True
 
     def alive(self) -> bool:
         return self.proc.poll() is None
@@ -173,21 +179,46 @@ class _Zygote:
 _ZYGOTES: dict[bool, _Zygote] = {}
 
 
-def start(legacy: bool, argv: list[str], env: dict, cwd: str, stdout: str, stderr: str) -> PooledRun | None:
-    """Fork `argv` (the runner's `-c` boot arguments) from the side's zygote; None: start it afresh."""
-    if not enabled():
-        return None
+def _zygote(legacy: bool, env: dict) -> _Zygote | None:
+    """The side's zygote for this startup environment, started (not yet ready) if need be."""
     key = (legacy, sys.executable, _startup_key(env))
     zygote = _ZYGOTES.get(legacy)
     if zygote is not None and (zygote.key != key or not zygote.alive()):
-        zygote.close()
-        zygote = _ZYGOTES.pop(legacy)
+        _ZYGOTES.pop(legacy).close()
         zygote = None
     if zygote is None:
         try:
             zygote = _ZYGOTES[legacy] = _Zygote(legacy, env)
         except (OSError, ValueError):
             return None
+    return zygote
+
+
+def prepare(sides: list[tuple[bool, dict]]) -> None:
+    """Have both sides' zygotes ready before either program starts: they import
+    TensorFlow at the same time, and neither program runs while the other side waits."""
+    if not enabled():
+        return
+    started = [z for z in (_zygote(legacy, env) for legacy, env in sides) if z is not None]
+    for zygote in started:
+        try:
+            zygote.wait_ready()
+        except OSError:
+            _ZYGOTES.pop(next(k for k, v in _ZYGOTES.items() if v is zygote), None)
+
+
+def start(legacy: bool, argv: list[str], env: dict, cwd: str, stdout: str, stderr: str) -> PooledRun | None:
+    """Fork `argv` (the runner's `-c` boot arguments) from the side's zygote; None: start it afresh."""
+    if not enabled():
+        return None
+    zygote = _zygote(legacy, env)
+    if zygote is None:
+        return None
+    try:
+        zygote.wait_ready()
+    except OSError:
+        _ZYGOTES.pop(legacy, None)
+        return None
     return zygote.run(argv, env, cwd, stdout, stderr)
 
 
