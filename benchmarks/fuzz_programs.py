@@ -80,6 +80,7 @@ def generate(seed: int) -> tuple[str, list[str]]:
             f"rng = np.random.RandomState({rnd.randint(0, 999)})"]
     graph: list[str] = []
     trainables: list[str] = []   # names of variables that are trainable (for var_list)
+    dense_grads: list[str] = []  # trainables with a dense, non-None gradient (for probes, var_list)
     data_x, data_y = "data_x", "data_y"
 
     if embed:
@@ -102,8 +103,9 @@ def generate(seed: int) -> tuple[str, list[str]]:
                 tags.append("row_mask")
                 keep = [rnd.choice(["1.0", "0.0"]) for _ in range(vocab)]
                 graph.append(f"row_keep = tf.constant([{', '.join('[' + k + ']' for k in keep)}], dtype={dt})")
-                graph.append(f"{table} = tf.stop_gradient((1.0 - row_keep) * {table}) + row_keep * {table}")
+                graph.append(f"{table}_used = tf.stop_gradient((1.0 - row_keep) * {table}) + row_keep * {table}")
                 tags.append("stop_gradient")
+                table = f"{table}_used"
         feat = "pooled"
         graph.append(f"{feat} = tf.reduce_mean(tf.nn.embedding_lookup({table}, {x}), axis=1)")
         n_in = dim
@@ -151,10 +153,13 @@ def generate(seed: int) -> tuple[str, list[str]]:
         if not trainable_w:
             trainables.append(w)
         trainables.append(b)
+        dense_grads.append(b)
         pre = f"tf.matmul({h}, {w}) + {b}"
         if rnd.random() < 0.15:
             tags.append("stop_gradient")
             pre = f"tf.matmul({h}, tf.stop_gradient({w})) + {b}" if not trainable_w else pre
+        elif not trainable_w:
+            dense_grads.append(w)
         graph.append(f"{out} = {act}({pre})" if act else f"{out} = {pre}")
         h = out
     scale = None
@@ -176,12 +181,18 @@ def generate(seed: int) -> tuple[str, list[str]]:
         gstep = name(["global_step", "gstep", "step_var"])
         graph.append(f"{gstep} = tf.Variable(0, trainable=False, name=\"{gstep}\")")
     gs_arg = f", global_step={gstep}" if gstep else ""
-    graph.append(f"{opt} = tf.train.{opt_cls}({rnd.choice(opt_args)})")
+    opt_line = f"{opt} = tf.train.{opt_cls}({rnd.choice(opt_args)})"
+    if rnd.random() < 0.3:
+        tags.append("optimizer_first")
+        graph.insert(len(graph) - 1 - (gstep is not None), opt_line)
+    else:
+        graph.append(opt_line)
     mode = rnd.choice(["minimize", "minimize_var_list", "edit", "edit", "global_norm"] if style != "dense" else ["minimize", "edit", "global_norm"])
     tags.append(mode)
     edited = None
-    var_list = trainables if mode == "minimize_var_list" and len(trainables) < 2 else (
-        rnd.sample(trainables, rnd.randint(1, len(trainables))) if trainables else [])
+    var_list = rnd.sample(dense_grads, rnd.randint(1, len(dense_grads))) if dense_grads else []
+    if mode == "minimize_var_list" and not var_list:
+        mode = "minimize"
     if mode == "minimize":
         graph.append(f"{train} = {opt}.minimize({loss}{gs_arg})")
     elif mode == "minimize_var_list":
@@ -198,7 +209,7 @@ def generate(seed: int) -> tuple[str, list[str]]:
     elif rnd.random() < 0.7:
         gr, vs = name(["grads", "gradients"]), name(["tvars", "params", "variables"])
         graph.append(f"{gr}, {vs} = zip(*{opt}.compute_gradients({loss}))")
-        graph.append(f"{gr}, _ = tf.clip_by_global_norm({gr}, 1.0)")
+        graph.append(f"{gr}, {rnd.choice(['_', 'gnorm'])} = tf.clip_by_global_norm({gr}, 1.0)")
         graph.append(f"{train} = {opt}.apply_gradients(zip({gr}, {vs}){gs_arg})")
     else:
         gr, vs = name(["grads", "gradients"]), name(["tvars", "params", "variables"])
@@ -206,10 +217,10 @@ def generate(seed: int) -> tuple[str, list[str]]:
         graph.append(f"{gr}, _ = tf.clip_by_global_norm(tf.gradients({loss}, {vs}), 1.0)")
         graph.append(f"{train} = {opt}.apply_gradients(zip({gr}, {vs}){gs_arg})")
     probe = None
-    if rnd.random() < 0.3 and trainables:
+    if rnd.random() < 0.3 and dense_grads:
         tags.append("gradient_probe")
         probe = name(["probe", "grad_w", "g_probe"])
-        graph.append(f"{probe} = tf.gradients({loss}, [{rnd.choice(trainables)}])[0]")
+        graph.append(f"{probe} = tf.gradients({loss}, [{rnd.choice(dense_grads)}])[0]")
     second = None
     if rnd.random() < 0.15 and len(trainables) >= 2 and gstep is None:
         tags.append("two_train_ops")

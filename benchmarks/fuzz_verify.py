@@ -77,14 +77,14 @@ def report(records: list[dict], elapsed: float) -> str:
     reasons = collections.Counter(r["refusals"][0].split(" (")[0][:90] if r["refusals"] else (r["error"] or "?")[:90]
                                   for r in records if r["status"] == "refused")
     share = 100.0 * status["refused"] / n if n else 0.0
-    lines = [f"{'generated':<34}{n}",
-             f"{'rewritten (restructured)':<34}{status['rewritten']}",
-             f"{'refused':<34}{status['refused']} ({share:.0f}%)",
-             f"{'unchanged (no rewrite, no refusal)':<34}{status['unchanged']}"]
+    lines = [f"{'generated':<36}{n}",
+             f"{'rewritten (restructured)':<36}{status['rewritten']}",
+             f"{'refused':<36}{status['refused']} ({share:.0f}%)",
+             f"{'unchanged (no rewrite, no refusal)':<36}{status['unchanged']}"]
     for v in ("EQUIVALENT", "DIVERGED", "MIGRATED_FAILED", "ORIGINAL_FAILED", "NOT_COMPARABLE"):
         label = v + (" (generator bugs)" if v == "ORIGINAL_FAILED" else "")
-        lines.append(f"{label:<34}{verdicts[v]}")
-    lines.append(f"{'time per program':<34}{elapsed / n if n else 0:.2f} s ({elapsed:.0f} s total)")
+        lines.append(f"{label:<36}{verdicts[v]}")
+    lines.append(f"{'time per program':<36}{elapsed / n if n else 0:.2f} s ({elapsed:.0f} s total)")
     if reasons:
         lines.append("top refusal reasons:")
         lines += [f"  {count:>4}  {reason}" for reason, count in reasons.most_common(6)]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
 
@@ -14,7 +15,7 @@ import fuzz_programs  # noqa: E402
 import fuzz_verify  # noqa: E402
 
 # programs the rewrite restructures and the verifier found EQUIVALENT in the campaign
-SAMPLE_SEEDS = (1002, 1003, 1005)
+SAMPLE_SEEDS = (2001, 2002)
 
 
 def test_generator_is_seeded_and_programs_compile():
@@ -32,8 +33,9 @@ def test_report_counts_verdicts_and_refusals():
                dict(status="rewritten", verdict="DIVERGED", refusals=[], error="", time=1.0),
                dict(status="refused", verdict="", refusals=["TFG905 `tf.gradients` in graph code"], error="")]
     text = fuzz_verify.report(records, 6.0)
-    assert "refused                           1 (33%)" in text
-    assert "DIVERGED                          1" in text
+    assert re.search(r"^refused +1 \(33%\)$", text, re.M)
+    assert re.search(r"^DIVERGED +1$", text, re.M)
+    assert re.search(r"^MIGRATED_FAILED +0$", text, re.M)
     assert "TFG905 `tf.gradients` in graph code" in text
     assert "2.00 s" in text
 
