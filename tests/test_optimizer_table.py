@@ -320,3 +320,45 @@ def test_sparse_claim_is_backed_by_the_verifier(row, case, tmp_path, monkeypatch
     assert result.verdict == EQUIVALENT, (result.verdict, result.reason)
     figure = max_relative_difference(result)
     assert figure == 0.0 if case["max_rel"] == 0.0 else figure <= 10 * case["max_rel"], figure
+
+
+@pytest.mark.parametrize("row", [r for r in ROWS if r["status"] == "not_equivalent"], ids=lambda r: r["v1"])
+def test_a_kept_v1_optimizer_with_slots_is_not_given_keras_layer_weights(row):
+    """A kept v1 optimizer makes its slots from the variables it trains; Keras 3 layer weights have
+    no get_shape (fixtures/fuzz_regressions/verify_v1_slot_optimizer_on_dense.py: MIGRATED_FAILED)."""
+    source = program(row["v1"], row["cases"][0]["args"]).replace(
+        "loss = tf.reduce_mean(tf.square(tf.matmul(x, w) + b - y))",
+        "head = tf.layers.dense(x, 1, name='head')\nloss = tf.reduce_mean(tf.square(head + tf.matmul(x, w) + b - y))")
+    result = restructure(cst.parse_module(source), "original.py")
+    if row.get("v1_slots"):
+        assert result.new_module is None and [d[2] for d in result.diagnostics] == ["TFG906"]
+        assert "slots" in result.diagnostics[0][3]
+    else:
+        assert result.new_module is not None, result.diagnostics
+
+
+def _v1_class_source(v1: str) -> str | None:
+    for path in sorted(V1_SOURCES.glob("*.py")):
+        text = path.read_text()
+        match = re.search(rf"^class {v1}\(.*?(?=^class |\Z)", text, re.M | re.S)
+        if match:
+            return match.group(0)
+    return None
+
+
+@pytest.mark.parametrize("row", [r for r in ROWS if r["status"] == "not_equivalent"], ids=lambda r: r["v1"])
+def test_v1_slots_says_whether_the_kept_optimizer_makes_slot_variables(row):
+    """Read off the installed v1 class: one that makes slots cannot train Keras 3 layer weights."""
+    if not V1_SOURCES.is_dir():
+        pytest.skip("TensorFlow sources not installed")
+    source = _v1_class_source(row["v1"])
+    assert source is not None
+    makes_slots = bool(re.search(r"_zeros_slot\(|_get_or_make_slot|create_slot", source))
+    assert bool(row.get("v1_slots")) == makes_slots
+
+
+def test_the_fuzzing_campaigns_kept_optimizer_on_a_dense_layer_is_refused():
+    path = Path(__file__).resolve().parent.parent / "fixtures" / "fuzz_regressions" / "verify_v1_slot_optimizer_on_dense.py"
+    result = process_source(path.name, path.read_bytes(), CodeFilter())
+    assert result.new_source is None
+    assert [f.code for f in result.findings if f.code == "TFG906" and not f.fixed] == ["TFG906"]

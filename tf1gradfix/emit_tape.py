@@ -263,6 +263,7 @@ class TapeEmitter:
         opt = self.p.nodes[node.info["optimizer"]]
         opt_name = self.optimizer_names[opt.index]
         dense = self._sparse_form(node, opt)
+        self._check_kept_slots(opt)
         if node.kind == "compute_gradients" or node.info["method"] == "minimize":
             loss = bound["loss"]
             if not isinstance(loss, cst.Name):
@@ -303,6 +304,13 @@ class TapeEmitter:
         if first != set(variables):
             raise Refusal(opt.info["call"], "TFG906", "one optimizer trains different variable lists "
                           "(a Keras optimizer only updates the variables of its first update)")
+
+    def _check_kept_slots(self, opt: GraphNode) -> None:
+        """A kept v1 optimizer with slots cannot train Keras 3 layer weights (found by the fuzzing campaign)."""
+        row = optimizer_table().get(opt.info["cls"], {})
+        if row.get("v1_slots") and any(n.kind == "layer" and n.info.get("weights") for n in self.p.nodes):
+            raise Refusal(opt.info["call"], "TFG906", f"`{opt.info['cls']}` is kept as the v1 optimizer (no Keras "
+                          "optimizer gives its numbers), and it cannot keep its slots for the Keras layers' weights")
 
     def _sparse_form(self, node: GraphNode, opt: GraphNode) -> bool:
         """Whether the update's gradients are densified before `apply_gradients`.
