@@ -41,6 +41,7 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(ROOT))
 
+from tf1gradfix.api_surface import missing_in_source  # noqa: E402
 from tf1gradfix.engine import process_source  # noqa: E402
 from tf1gradfix.findings import CodeFilter  # noqa: E402
 from tf1gradfix.restructure import HANDLED  # noqa: E402
@@ -62,6 +63,7 @@ class FileCensus:
     proof_reason: str = ""
     written: bool = False
     codes: list[str] = field(default_factory=list)
+    missing_tf2: list[str] = field(default_factory=list)   # names TF2 lacks in the written file
 
 
 def _elide(message: str) -> str:
@@ -122,6 +124,8 @@ def prove(work: Path, rows: list[FileCensus], timeout: float, steps: int | None,
             row.verdict = "NOT_RUN"
             continue
         row.verdict, row.proof_reason, row.written = entry["verdict"], entry.get("reason", ""), entry.get("written", False)
+        if row.written:   # what was written must run on TF2: no name TF2 lacks
+            row.missing_tf2 = [m.name for m in missing_in_source((work / row.path).read_bytes())]
     trouble = "Traceback (most recent call last)" in proc.stderr
     return f"rewrite --verify exit {proc.returncode}" + (" (TRACEBACK on stderr)" if trouble else "")
 
@@ -136,6 +140,9 @@ def render(rows: list[FileCensus], runnable: set[str], elapsed: float, note: str
         out += ["", "Proof of the changed files:"]
         out += [f"  {v:22s} {n:4d}" for v, n in verdicts.most_common()]
         out.append(f"  {'written':22s} {sum(r.written for r in rows):4d}")
+        lacking = [r for r in rows if r.missing_tf2]
+        out.append(f"  {'written, naming a name TF2 lacks':22s} {len(lacking):4d}"
+                   + "".join(f"\n    {r.path}: {', '.join(r.missing_tf2[:5])}" for r in lacking))
     reasons = Counter(r.reason for r in rows if r.outcome == "refused")
     if reasons:
         out += ["", "Refused, by reason (most common first):"]
