@@ -11,7 +11,9 @@ is bound, anywhere in the module, only by an import of the `tensorflow` root
 or of one of its public modules (`import tensorflow as tf`, `from tensorflow
 import keras`, `import tensorflow.keras.layers as L`). A base bound also by
 anything else (an assignment, a `compat.v1` import, a parameter) is not
-followed: which module it holds at that line is not known here.
+followed: which module it holds at that line is not known here. (The
+prefilter's import reading is the opposite bound, every name a chain *may*
+have, so it cannot serve: a finding here must be certain.)
 """
 
 from __future__ import annotations

@@ -7,6 +7,7 @@ values. It never imports TensorFlow and never executes the file.
 from __future__ import annotations
 
 import re
+import dataclasses
 from dataclasses import dataclass, field
 
 from tf1gradfix.findings import CodeFilter, FileError, Finding
@@ -40,7 +41,7 @@ def process_source(display: str, data: bytes, codes: CodeFilter, fix: bool = Tru
         # is not needed, only Python's compiler, to report a broken file.
         result.error = _python_syntax_error(display, data)
         if result.error is None:
-            result.findings = removed_names(display, data, codes, [], fixed=False)
+            result.findings = removed_names(display, data, codes, set(), fixed=False)
         return result
     if b"\r" in data and b"\n" not in data:
         # Old Mac line endings: LibCST loses the last one, so work on LF and
@@ -218,8 +219,8 @@ def _analyzed(result: FileResult, display: str, data: bytes, codes: CodeFilter, 
         if shaped is None:
             result.findings.append(Finding(display, hit.line, hit.col, code, hit.message, hit.rule.safety, fixable))
     # (every rule hit counts as reported there, a silenced one too)
-    reported = [Finding(display, h.line, h.col, h.rule.code, "", "", False) for h in found]
-    result.findings += removed_names(display, data, codes, reported, fixed=fix and shaped is not None)
+    result.findings += removed_names(display, data, codes, {(h.line, h.col) for h in found},
+                                     fixed=fix and shaped is not None)
     result.findings.sort(key=lambda f: (f.line, f.col, f.code))
 
     if replacements or (shaped is not None and fix):
@@ -231,21 +232,21 @@ def _analyzed(result: FileResult, display: str, data: bytes, codes: CodeFilter, 
             # A line no rename touched came out different: never write it.
             result.error = FileError(display, f"internal error: the rewrite changed line {changed}, which it did not "
                                      "edit; file left unchanged", changed)
-            result.findings = [f if not f.fixed else Finding(**{**f.to_json(), "fixed": False}) for f in result.findings]
+            result.findings = _unfixed(result.findings)
             return result
         problem = _unparsable(new_source)
         gone = _names_tf2_lacks(new_source, data) if problem is None and shaped is not None else None
         if gone is not None:
             # A restructured program must run on TF2: never write a name it lacks.
             line, col, code, message, safety = gone
-            result.findings = [f if not f.fixed else Finding(**{**f.to_json(), "fixed": False}) for f in result.findings]
+            result.findings = _unfixed(result.findings)
             if codes.wants(code):
                 result.findings.append(Finding(display, line, col, code, message, safety, False))
                 result.findings.sort(key=lambda f: (f.line, f.col, f.code))
         elif problem is not None:
             # Never write a file we cannot read back: report and keep the original.
             result.error = FileError(display, f"internal error: rewritten code does not parse ({problem}); file left unchanged")
-            result.findings = [f if not f.fixed else Finding(**{**f.to_json(), "fixed": False}) for f in result.findings]
+            result.findings = _unfixed(result.findings)
         elif new_source != data:
             result.new_source = new_source
     return result
@@ -372,8 +373,9 @@ def _restructured(wrapper, display, codes, result, silenced, catalog, renames):
 REMOVED = "TFG402"
 
 
-def removed_names(display: str, data: bytes, codes: CodeFilter, found: list[Finding], fixed: bool) -> list[Finding]:
-    """TFG402 findings: `tf.*` names TF2 lacks that no other rule reports at that place.
+def removed_names(display: str, data: bytes, codes: CodeFilter, taken: set[tuple[int, int]],
+                  fixed: bool) -> list[Finding]:
+    """TFG402 findings: `tf.*` names TF2 lacks that no other rule reports at that place (`taken`).
 
     `fixed`: the file was restructured, and a restructured program spells no
     such name (`_names_tf2_lacks` refuses it otherwise).
@@ -384,13 +386,14 @@ def removed_names(display: str, data: bytes, codes: CodeFilter, found: list[Find
     from tf1gradfix.findings import is_suppressed, suppressions
     from tf1gradfix.prefilter import python_tree
 
-    tree = python_tree(data)
-    gone = api_surface.missing(tree) if tree is not None else api_surface.missing_in_source(data)
+    tree = python_tree(data)   # (read already: the engine's syntax check)
+    gone = api_surface.missing(tree) if tree is not None else []
     if not gone:
         return []
-    taken = {(f.line, f.col) for f in found}
     silenced = suppressions(data.decode("utf-8", "replace")) if b"tf1gradfix" in data else {}
-    rule = _removed_rule()
+    from tf1gradfix import catalog
+
+    rule = catalog.load().by_code[REMOVED]
     out = []
     for m in gone:
         if (m.line, m.col) in taken or is_suppressed(m.line, REMOVED, silenced):
@@ -400,10 +403,9 @@ def removed_names(display: str, data: bytes, codes: CodeFilter, found: list[Find
     return out
 
 
-def _removed_rule():
-    from tf1gradfix import catalog
-
-    return catalog.load().by_code[REMOVED]
+def _unfixed(findings: list[Finding]) -> list[Finding]:
+    """The findings of a file that is left unchanged after all: none of them was fixed."""
+    return [dataclasses.replace(f, fixed=False) if f.fixed else f for f in findings]
 
 
 def _names_tf2_lacks(source: bytes, original: bytes):
@@ -417,15 +419,16 @@ def _names_tf2_lacks(source: bytes, original: bytes):
     from tf1gradfix.findings import suppressions
     from tf1gradfix.prefilter import python_tree
 
-    tree = python_tree(source)
-    gone = api_surface.missing(tree) if tree is not None else api_surface.missing_in_source(source)
+    tree = python_tree(source)   # (read already: _unparsable compiled it)
+    gone = api_surface.missing(tree) if tree is not None else []
     if gone and b"tf1gradfix:" in source:
         kept = suppressions(source.decode("utf-8", "replace"))
         gone = [m for m in gone if m.line not in kept]
     if not gone:
         return None
     name = gone[0].name
-    where = [m for m in api_surface.missing_in_source(original) if m.name == name]
+    tree = python_tree(original)
+    where = [m for m in api_surface.missing(tree) if m.name == name] if tree is not None else []
     line, col = (where[0].line, where[0].col) if where else (1, 1)
     return (line, col, "TFG905", f"the rewrite would write `tf.{name}`, which TF2 does not have; file left intact", "manual")
 
