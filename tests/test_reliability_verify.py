@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 
 import pytest
+import test_verify_hostile
 
 from tf1gradfix import cli
 from tf1gradfix.verify import compare, orchestrate
@@ -385,32 +386,9 @@ def test_the_runners_die_with_a_verifier_killed_outright(tmp_path):
 
 # -- the same with the real TensorFlow runners ------------------------------------------------
 
-TF1_PROGRAM = """
-import numpy as np
-import tensorflow as tf
-
-w = tf.Variable(np.ones((2, 1), np.float32), name="w")
-x = tf.placeholder(tf.float32, [None, 2])
-loss = tf.reduce_sum(tf.matmul(x, w))
-train = tf.train.GradientDescentOptimizer(0.1).minimize(loss)
-with tf.Session() as sess:
-    sess.run(tf.global_variables_initializer())
-    for _ in range(2):
-        print("loss", sess.run([train, loss], {x: np.ones((1, 2), np.float32)})[1])
-"""
-
-TF2_PROGRAM = """
-import numpy as np
-import tensorflow as tf
-
-w = tf.Variable(np.ones((2, 1), np.float32), name="w")
-opt = tf.keras.optimizers.SGD(learning_rate=0.1)
-for _ in range(2):
-    with tf.GradientTape() as tape:
-        loss = tf.reduce_sum(tf.matmul(np.ones((1, 2), np.float32), w))
-    opt.apply_gradients([(tape.gradient(loss, w), w)])
-    print("loss", loss.numpy())
-"""
+# The small pair of the hostile-program tests, without their tails.
+TF1_PROGRAM = test_verify_hostile.ORIGINAL.replace("{tail}", "")
+TF2_PROGRAM = test_verify_hostile.MIGRATED.replace("{tail}", "")
 
 
 @pytest.mark.tf
