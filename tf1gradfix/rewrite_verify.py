@@ -62,16 +62,7 @@ def prove_and_write(changed: list[tuple[str, bytes]], *, write: bool, report_dir
 
     rows: list[ProofRow] = []
     results = []
-    out = Path(report_dir) if report_dir else None
-    reports_failed = False
-    if out is not None:
-        try:
-            if out.exists() and not out.is_dir():
-                raise NotADirectoryError(0, "not a folder")
-            out.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:   # the proofs still run and are printed; the exit code says it
-            print(f"tf1gradfix: --report-dir {out}: {_why(exc)}; no reports written", file=sys.stderr, flush=True)
-            out, reports_failed = None, True
+    out, reports_failed = open_report_dir(report_dir)
     root = os.path.commonpath([os.path.dirname(os.path.abspath(p)) for p, _ in changed]) if changed else "."
     for path, new_source in changed:
         original = Path(path)
@@ -103,29 +94,65 @@ def prove_and_write(changed: list[tuple[str, bytes]], *, write: bool, report_dir
                     row.written = True
                 except OSError as exc:
                     row.reason += f"; not written: {_why(exc)}"
-        if out is not None:
-            row.report_stem = _slug(os.path.abspath(path), root)
-            base = out / row.report_stem
-            try:
-                report.write_reports(result, json=f"{base}.json", junit=f"{base}.junit.xml",
-                                     markdown=f"{base}.md", plot=f"{base}.png")
-            except report.ReportError:
-                row.reports_failed = True
+        report_pair(out, row, result, root)
         rows.append(row)
         print(report.summary(result), flush=True)
-    if out is not None and results:
-        try:
-            report.write_reports(results, junit=out / "junit.xml", markdown=out / "summary.md")
-        except report.ReportError:
-            reports_failed = True
-        try:
-            report.write_text(out / "summary.json", json.dumps([row.__dict__ for row in rows], indent=2) + "\n")
-        except OSError as exc:
-            print(f"tf1gradfix: cannot write {out / 'summary.json'}: {_why(exc)}", file=sys.stderr, flush=True)
-            reports_failed = True
+    reports_failed = report_summary(out, results, rows) or reports_failed
     for row in rows:
         row.reports_failed = row.reports_failed or reports_failed
     return rows
+
+
+# -- reports of a run over several files (also `verify --base`) ---------------------------
+
+def open_report_dir(report_dir: str | None) -> tuple[Path | None, bool]:
+    """(the folder, or None; whether it failed). A folder that cannot be made is one line:
+    the proofs still run and are printed, and the exit code says it."""
+    out = Path(report_dir) if report_dir else None
+    if out is None:
+        return None, False
+    try:
+        if out.exists() and not out.is_dir():
+            raise NotADirectoryError(0, "not a folder")
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        print(f"tf1gradfix: --report-dir {out}: {_why(exc)}; no reports written", file=sys.stderr, flush=True)
+        return None, True
+    return out, False
+
+
+def report_pair(out: Path | None, row: ProofRow, result, root: str) -> None:
+    """JSON, JUnit, Markdown and plot of one file, named after its path below `root`."""
+    from tf1gradfix.verify import report
+
+    if out is None:
+        return
+    row.report_stem = _slug(os.path.abspath(row.path), root)
+    stem = out / row.report_stem
+    try:
+        report.write_reports(result, json=f"{stem}.json", junit=f"{stem}.junit.xml",
+                             markdown=f"{stem}.md", plot=f"{stem}.png")
+    except report.ReportError:
+        row.reports_failed = True
+
+
+def report_summary(out: Path | None, results: list, rows: list[ProofRow]) -> bool:
+    """summary.md, junit.xml and summary.json over all files; True when one could not be written."""
+    from tf1gradfix.verify import report
+
+    if out is None or not results:
+        return False
+    failed = False
+    try:
+        report.write_reports(results, junit=out / "junit.xml", markdown=out / "summary.md")
+    except report.ReportError:
+        failed = True
+    try:
+        report.write_text(out / "summary.json", json.dumps([row.__dict__ for row in rows], indent=2) + "\n")
+    except OSError as exc:
+        print(f"tf1gradfix: cannot write {out / 'summary.json'}: {_why(exc)}", file=sys.stderr, flush=True)
+        failed = True
+    return failed
 
 
 def render_rows(rows: list[ProofRow]) -> str:

@@ -48,9 +48,11 @@ def content_at(ref: str, path: str) -> bytes:
     return _git(["show", f"{ref}:./{name}"], folder)
 
 
+@stopping.guarded
 def run(args) -> int:
     """Verify each file against its content at `args.base`; print and report as rewrite --verify does."""
-    from tf1gradfix.rewrite_verify import ProofRow, _slug, exit_code
+    from tf1gradfix.rewrite_verify import (NOT_VERIFIED, ProofRow, _why, exit_code, open_report_dir, report_pair,
+                                           report_summary)
     from tf1gradfix.verify import report
     from tf1gradfix.verify.orchestrate import verify_pair
 
@@ -63,14 +65,18 @@ def run(args) -> int:
     if not olds:
         print(f"tf1gradfix: no Python file differs from {args.base}")
         return 0
-    out = Path(args.report_dir) if args.report_dir else None
-    if out is not None:
-        out.mkdir(parents=True, exist_ok=True)
+    out, failed = open_report_dir(args.report_dir)
     root = os.path.commonpath([os.path.dirname(os.path.abspath(p)) for p, _ in olds])
     rows, results = [], []
     for path, old in olds:
         current = Path(path)
-        original = Path(stopping.new_file(str(current.parent), f".{current.stem}.tf1gradfix-base-", ".py", old))
+        try:
+            original = Path(stopping.new_file(str(current.parent), f".{current.stem}.tf1gradfix-base-", ".py", old))
+        except OSError as exc:
+            rows.append(ProofRow(path, NOT_VERIFIED, f"cannot write its version at {args.base} next to it: "
+                                 f"{_why(exc)}", False))
+            print(f"{NOT_VERIFIED}: {rows[-1].reason}\n  file: {path}", flush=True)
+            continue
         try:
             result = verify_pair(original, current, rtol=args.rtol, atol=args.atol, timeout=args.timeout,
                                  steps=args.steps, program_args=getattr(args, "program_args", ()))
@@ -80,21 +86,14 @@ def run(args) -> int:
         result.original.script = f"{path} (at {args.base})"
         results.append(result)
         row = ProofRow(path, result.verdict, result.reason, False)
-        if out is not None:
-            row.report_stem = _slug(os.path.abspath(path), root)
-            stem = out / row.report_stem
-            report.write_reports(result, json=f"{stem}.json", junit=f"{stem}.junit.xml",
-                                 markdown=f"{stem}.md", plot=f"{stem}.png")
+        report_pair(out, row, result, root)
         rows.append(row)
         print(report.summary(result), flush=True)
-    if out is not None:
-        import json
-
-        report.write_reports(results, junit=out / "junit.xml", markdown=out / "summary.md")
-        report.write_text(out / "summary.json", json.dumps([row.__dict__ for row in rows], indent=2) + "\n")
+    failed = report_summary(out, results, rows) or failed
     counts: dict[str, int] = {}
     for row in rows:
         counts[row.verdict] = counts.get(row.verdict, 0) + 1
     print("\n".join(["", f"Verification against {args.base}:", *(f"  {row.path}: {row.verdict}" for row in rows),
                       "  " + ", ".join(f"{n} {verdict}" for verdict, n in sorted(counts.items()))]))
-    return exit_code(rows)
+    code = exit_code(rows)
+    return max(code, 2) if failed or any(row.reports_failed for row in rows) else code

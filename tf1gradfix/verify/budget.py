@@ -116,7 +116,7 @@ def _mirror(source: str, dest: str, budget: list) -> None:
     except OSError:
         return
     for entry in entries:
-        if ".tf1gradfix-candidate" in entry.name or entry.name == "__pycache__":
+        if ".tf1gradfix-candidate" in entry.name or ".tf1gradfix-base-" in entry.name or entry.name == "__pycache__":
             continue
         target = os.path.join(dest, entry.name)
         budget[0] -= 1

@@ -1,25 +1,24 @@
 """Run the original and the migrated program side by side and decide.
 
-User code never runs in this process: each side is a subprocess (old side
-with TF1 semantics, new side plain TF2; the Keras flavour is chosen by an
-environment variable read at TensorFlow import, so they cannot share one
-interpreter).  Both start at once, so the wall time is roughly that of the
+User code never runs in this process: each side is a process of its own
+(old side with TF1 semantics, new side plain TF2; the Keras flavour is chosen
+by an environment variable read at TensorFlow import, so they cannot share
+one interpreter), forked from a warm TensorFlow process of that side
+(pool.py) or started afresh.  Both start at once, so the wall time is roughly that of the
 slower side.  Output goes to temporary files, not pipes, so a chatty
 program can never block on a full pipe; reads are capped.
 """
 
 from __future__ import annotations
 
-import re
-
 import json
 import math
 import os
+import re
 import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
