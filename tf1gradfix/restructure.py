@@ -173,7 +173,7 @@ class _Rewrite:
             sections.check_reads(part, earlier)
             inside = {id(n) for stmt in part for n in walk(stmt)}
             new_body, program = self._rewrite_owner(module, (), [c for c in sessions if id(c) in inside], section=part)
-            variables = sections.check_shared_graph(part, program, variables, self.scan.graph_wide,
+            variables = sections.check_shared_graph(part, inside, program, variables, self.scan.graph_wide,
                                                     self.meta.names.qualified)
             body += new_body
             earlier |= set(program.final) | program.sessions
@@ -205,13 +205,14 @@ class _Rewrite:
         return edits
 
     def _imports_only_for(self, dropped: dict) -> dict:
-        """`from tensorflow.python.framework import ops`, when `ops.reset_default_graph()`
-        was all it was imported for: it goes with the dropped statements."""
+        """A `from tensorflow... import name` whose every use is in the dropped statements
+        (`from tensorflow.python.framework import ops` for `ops.reset_default_graph()`,
+        `from tensorflow import ConfigProto` for session options): it goes with them."""
         edits: dict = {}
         for stmt in self.module.body:
             small = stmt.body[0] if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 else None
             if not isinstance(small, cst.ImportFrom) or small.module is None or isinstance(small.names, cst.ImportStar) \
-                    or len(small.names) != 1 or self.code(small.module) != "tensorflow.python.framework":
+                    or len(small.names) != 1 or self.code(small.module).partition(".")[0] != "tensorflow":
                 continue
             alias = small.names[0]
             local = (alias.asname.name if alias.asname else alias.name).value

@@ -43,21 +43,21 @@ def check_reads(section: list[cst.BaseStatement], earlier: set[str]) -> None:
         bound |= own
 
 
-def check_shared_graph(part, program, taken: set[str] | None, graph_wide, qualified) -> set[str]:
+def check_shared_graph(part, inside: set[int], program, taken: set[str] | None, graph_wide, qualified) -> set[str]:
     """Without `tf.reset_default_graph()` a later section builds into the same TF1 graph
     as the earlier ones: what reads the whole graph (collections, the variable store)
     sees their variables too, and a variable named like an earlier one is renamed
-    (`w_1`). Refused there. `taken`: the TF1 names of earlier sections' variables (None
+    (`w_1`). Refused there. `inside`: ids of the section's nodes; `taken`: the TF1 names of earlier sections' variables (None
     for the first section); returns them with this section's."""
-    names = {n.info.get("full_name") or "Variable" for n in program.nodes if n.kind in ("variable", "layer")}
+    made = [n for n in program.nodes if n.kind in ("variable", "layer")]
+    names = {n.info.get("full_name") or "Variable" for n in made}
     if taken is None or any(_is_reset(stmt, qualified) for stmt in part):
         return names
-    inside = {id(n) for stmt in part for n in walk(stmt)}
     for call, q, _ in graph_wide:
         if id(call) in inside:
             raise Refusal(call, "TFG905", f"`{q.replace('tensorflow', 'tf', 1)}` in a later section of the script: "
                           "TF1's default graph still holds the earlier sections' variables (no `tf.reset_default_graph()`)")
-    for node in (n for n in program.nodes if n.kind in ("variable", "layer")):
+    for node in made:
         name = node.info.get("full_name") or "Variable"
         if name in taken:
             raise Refusal(node.value, "TFG905", f"a variable named `{name}` like one of an earlier section: in the "
