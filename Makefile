@@ -15,7 +15,7 @@ $(STAMP): setup.cfg pyproject.toml
 install: $(STAMP)
 
 demo: $(STAMP)
-	$(BIN)/python -m tf1gradfix.demo
+	$(BIN)/python -m tf1gradfix.cli.demo
 
 test: $(STAMP)
 	$(BIN)/python -m pytest

@@ -41,13 +41,13 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(ROOT))
 
-from tf1gradfix.api_surface import missing_in_source  # noqa: E402
-from tf1gradfix.engine import process_source  # noqa: E402
-from tf1gradfix.findings import CodeFilter  # noqa: E402
-from tf1gradfix.restructure import HANDLED  # noqa: E402
+from tf1gradfix.detect.api_surface import missing_in_source  # noqa: E402
+from tf1gradfix.run.engine import process_source  # noqa: E402
+from tf1gradfix.run.findings import CodeFilter  # noqa: E402
+from tf1gradfix.emit.restructure import HANDLED  # noqa: E402
 
 TF1GRADFIX = str(Path(sys.executable).parent / "tf1gradfix")
-# Codes the whole-program rewrite reports when it leaves a file intact (rules/codes.toml: reported_by = "restructure").
+# Codes the whole-program rewrite reports when it leaves a file intact (tf1gradfix/rules/codes.toml: reported_by = "restructure").
 REFUSAL_CODES = ("TFG902", "TFG903", "TFG904", "TFG905", "TFG906")
 # Codes of constructs that need a session to run: a file renamed but still holding one does not run on TF2.
 SESSION_CODES = ("TFG101", "TFG102", "TFG103")

@@ -29,8 +29,8 @@ REFUSALS = {f"TFG90{i}" for i in range(2, 7)}
 
 def run_one(seed: int, work: Path, steps: int | None = None) -> dict:
     """Generate, rewrite and verify one program; returns its record."""
-    from tf1gradfix.engine import process_source
-    from tf1gradfix.findings import CodeFilter
+    from tf1gradfix.run.engine import process_source
+    from tf1gradfix.run.findings import CodeFilter
     from tf1gradfix.verify.orchestrate import verify_pair
 
     source, tags = generate(seed)

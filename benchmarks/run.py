@@ -422,7 +422,7 @@ def part_large(work, base_models, repeat, table, findings):
 
 def part_profile(work, template, top):
     header("profile: one `tf1gradfix rewrite -j 1` of every TF1 fixture, in process (cProfile)")
-    from tf1gradfix.cli import main
+    from tf1gradfix.cli.main import main
 
     tree = fresh_copy(template, work, "profile_in")
     profiler = cProfile.Profile()

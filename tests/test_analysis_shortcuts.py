@@ -8,13 +8,13 @@ import libcst as cst
 import pytest
 from libcst.metadata import MetadataWrapper, PositionProvider
 
-from tf1gradfix import catalog
-from tf1gradfix.detect import AnalysisWrapper, _TrackedRanges, detect, starts
-from tf1gradfix.fix_renames import renamed_chain, renamed_source
-from tf1gradfix.names import BindingCollector
+from tf1gradfix.rules import catalog
+from tf1gradfix.detect.detector import AnalysisWrapper, _TrackedRanges, detect, starts
+from tf1gradfix.emit.renames import renamed_chain, renamed_source
+from tf1gradfix.detect.names import BindingCollector
 
 ROOT = Path(__file__).resolve().parent.parent
-SOURCES = sorted((ROOT / "fixtures" / "rewrite").glob("*/input.py")) + [ROOT / "tf1gradfix" / "names.py"]
+SOURCES = sorted((ROOT / "fixtures" / "rewrite").glob("*/input.py")) + [ROOT / "tf1gradfix" / "detect" / "names.py"]
 
 ODD = '''\
 import tensorflow as tf
@@ -155,7 +155,7 @@ def test_renaming_while_printing_gives_the_transformers_bytes(name, module):
 
 def _early_renames_off(monkeypatch):
     """The engine as it was: renames applied only by analyzing the rewritten module again."""
-    from tf1gradfix import engine
+    from tf1gradfix.run import engine
 
     restructured = engine._restructured
     monkeypatch.setattr(engine, "_restructured", lambda *args: restructured(*args[:-1], {}))
@@ -166,8 +166,8 @@ REWRITE_INPUTS = sorted((ROOT / "fixtures" / "rewrite").glob("*/input.py"))
 
 @pytest.mark.slow
 def test_renames_while_restructuring_give_what_a_second_analysis_gives(monkeypatch):
-    from tf1gradfix import engine
-    from tf1gradfix.findings import CodeFilter
+    from tf1gradfix.run import engine
+    from tf1gradfix.run.findings import CodeFilter
 
     early = {p: engine.process_source(str(p), p.read_bytes(), CodeFilter()) for p in REWRITE_INPUTS}
     _early_renames_off(monkeypatch)
@@ -183,7 +183,8 @@ def test_renames_while_restructuring_give_what_a_second_analysis_gives(monkeypat
                                     b"f(**a, *b)\n", b"x = 1\x00\n", b"def f(a, a): pass\n"])
 def test_unparsable_says_what_compiling_the_text_says(source):
     """The check of a rewrite compiles the syntax tree the prefilter kept, when there is one."""
-    from tf1gradfix import engine, prefilter
+    from tf1gradfix.run import engine
+    from tf1gradfix.detect import prefilter
 
     try:
         compile(source, "<rewritten>", "exec", dont_inherit=True)

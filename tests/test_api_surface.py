@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from tf1gradfix import api_surface
-from tf1gradfix.catalog import load as load_catalog
+from tf1gradfix.detect import api_surface
+from tf1gradfix.rules.catalog import load as load_catalog
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -81,8 +81,8 @@ def test_shipped_table_matches_installed_tensorflow():
 
 # -- what `check` and `rewrite` do with such names (no TensorFlow) ------------------------
 
-from tf1gradfix.engine import process_source  # noqa: E402
-from tf1gradfix.findings import CodeFilter  # noqa: E402
+from tf1gradfix.run.engine import process_source  # noqa: E402
+from tf1gradfix.run.findings import CodeFilter  # noqa: E402
 
 TF1_ONLY = ["to_float(a)", "to_int32(a)", "global_norm([a])", "div(a, 2)", "assign(v, 1)", "assign_add(v, 1)",
             "arg_max(a, 0)", "train.Saver()", "train.exponential_decay(0.1, 0, 10, 0.9)", "summary.FileWriter('d')",

@@ -9,7 +9,7 @@ from __future__ import annotations
 import libcst as cst
 import pytest
 
-from tf1gradfix.restructure import restructure
+from tf1gradfix.emit.restructure import restructure
 
 PROGRAM = '''\
 import numpy as np

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from tf1gradfix.catalog import SAFETIES, load
-from tf1gradfix.catalog_view import render_explanation, render_rules
+from tf1gradfix.rules.catalog import SAFETIES, load
+from tf1gradfix.cli.catalog_view import render_explanation, render_rules
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -1,7 +1,7 @@
 """The command line as a user sees it: exit codes, output formats, filters,
 configuration, suppressions, name resolution and the safe renames.
 
-Everything runs in-process through `tf1gradfix.cli.main` (fast); only the
+Everything runs in-process through `tf1gradfix.cli.main.main` (fast); only the
 `python -m tf1gradfix` entry point is checked in a subprocess.
 """
 
@@ -18,10 +18,10 @@ from pathlib import Path
 
 import pytest
 
-from tf1gradfix.cli import main
+from tf1gradfix.cli.main import main
 
 ROOT = Path(__file__).resolve().parent.parent
-RULES = tomllib.loads((ROOT / "rules" / "codes.toml").read_text("utf-8"))["rule"]
+RULES = tomllib.loads((ROOT / "tf1gradfix" / "rules" / "codes.toml").read_text("utf-8"))["rule"]
 CODES = [rule["code"] for rule in RULES]
 
 LINE = re.compile(r"^(?P<path>.+?):(?P<line>\d+):(?P<col>\d+): (?P<code>TFG\d{3})(?P<fixed> \[\*\])? (?P<message>\S.*)$")

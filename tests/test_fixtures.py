@@ -12,9 +12,9 @@ from pathlib import Path
 import libcst as cst
 import pytest
 
-from tf1gradfix.engine import process_source
-from tf1gradfix.findings import CodeFilter
-from tf1gradfix.output import finding_line
+from tf1gradfix.run.engine import process_source
+from tf1gradfix.run.findings import CodeFilter
+from tf1gradfix.cli.output import finding_line
 
 SCENARIOS = sorted(p.parent for p in (Path(__file__).resolve().parent.parent / "fixtures" / "rewrite").glob("*/input.py"))
 

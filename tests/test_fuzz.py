@@ -18,8 +18,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tf1gradfix.engine import process_source
-from tf1gradfix.findings import CodeFilter
+from tf1gradfix.run.engine import process_source
+from tf1gradfix.run.findings import CodeFilter
 
 ROOT = Path(__file__).resolve().parent.parent
 SEEDS = sorted(ROOT.glob("fixtures/verify/*/original.py")) + sorted(ROOT.glob("fixtures/rewrite/*/input.py"))

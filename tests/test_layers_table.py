@@ -1,4 +1,4 @@
-"""Every row of rules/layers.toml is backed by a verification.
+"""Every row of tf1gradfix/rules/layers.toml is backed by a verification.
 
 Each row carries an example call. A small TF1 model is generated around it
 (the layer, then flatten and a dense output when needed, a squared loss,
@@ -14,10 +14,10 @@ import ast
 import libcst as cst
 import pytest
 
-from tf1gradfix.engine import process_source
-from tf1gradfix.findings import CodeFilter
-from tf1gradfix.layers import layer_table
-from tf1gradfix.restructure import restructure
+from tf1gradfix.run.engine import process_source
+from tf1gradfix.run.findings import CodeFilter
+from tf1gradfix.constructs.layers import layer_table
+from tf1gradfix.emit.restructure import restructure
 
 PROGRAM = """\
 import numpy as np

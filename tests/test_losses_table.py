@@ -1,4 +1,4 @@
-"""Every row of rules/losses.toml is backed by a verification.
+"""Every row of tf1gradfix/rules/losses.toml is backed by a verification.
 
 Each row's example call is the loss of a small linear model trained with
 gradient descent; the real rewrite turns it into the row's TF2 expression and
@@ -11,8 +11,8 @@ from __future__ import annotations
 import libcst as cst
 import pytest
 
-from tf1gradfix.losses import loss_table
-from tf1gradfix.restructure import restructure
+from tf1gradfix.constructs.losses import loss_table
+from tf1gradfix.emit.restructure import restructure
 
 PROGRAM = """\
 import numpy as np

@@ -1,4 +1,4 @@
-"""Every row of rules/optimizers.toml is backed by a verification.
+"""Every row of tf1gradfix/rules/optimizers.toml is backed by a verification.
 
 For each verified case of a row a small TF1 training program is generated
 with that optimizer, rewritten by the real rewrite and proven with the
@@ -6,7 +6,7 @@ verifier: EQUIVALENT, with a max relative difference that agrees with the
 row's status (exact: 0; otherwise at most 10x the recorded figure). A
 `not_equivalent` row's Keras candidate is emitted by the same rewrite (the
 row pointed at it) and must come out DIVERGED, so that claim is backed too.
-The rows of rules/schedules.toml get the same treatment with a program whose
+The rows of tf1gradfix/rules/schedules.toml get the same treatment with a program whose
 learning rate is that schedule of the global step.
 """
 
@@ -20,11 +20,11 @@ from pathlib import Path
 import libcst as cst
 import pytest
 
-from tf1gradfix import emit_state
-from tf1gradfix.emit_state import FED_LR_STATUSES, optimizer_table, schedule_table
-from tf1gradfix.engine import process_source
-from tf1gradfix.findings import CodeFilter
-from tf1gradfix.restructure import restructure
+from tf1gradfix.emit import state as emit_state
+from tf1gradfix.emit.state import FED_LR_STATUSES, optimizer_table, schedule_table
+from tf1gradfix.run.engine import process_source
+from tf1gradfix.run.findings import CodeFilter
+from tf1gradfix.emit.restructure import restructure
 
 STATUSES = ("exact", "within_tolerance", "constant_lr", "not_equivalent", "manual")
 _TF_SPEC = importlib.util.find_spec("tensorflow")   # finds the installed sources without importing them
@@ -307,7 +307,7 @@ def test_sparse_claim_is_backed_by_the_verifier(row, case, tmp_path, monkeypatch
     if row.get("sparse") is False:
         table = {**optimizer_table(), row["v1"]: {**row, "sparse": "densify"}}
         monkeypatch.setattr(emit_state, "optimizer_table", lambda: table)
-        import tf1gradfix.emit_tape as emit_tape
+        import tf1gradfix.emit.tape as emit_tape
         monkeypatch.setattr(emit_tape, "optimizer_table", lambda: table)
         candidate = rewritten(original)
         assert candidate is not None and "tf.convert_to_tensor(g)" in candidate

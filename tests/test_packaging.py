@@ -75,20 +75,20 @@ def outside(tmp_path) -> Path:
 
 
 def _codes() -> list[str]:
-    return [rule["code"] for rule in tomllib.loads((ROOT / "rules" / "codes.toml").read_text("utf-8"))["rule"]]
+    return [rule["code"] for rule in tomllib.loads((ROOT / "tf1gradfix" / "rules" / "codes.toml").read_text("utf-8"))["rule"]]
 
 
 def test_wheel_ships_the_rule_tables(wheel, source_copy):
     names = set(zipfile.ZipFile(wheel).namelist())
     for table in ("codes.toml", "renames.toml", "kinds.toml"):
         assert f"tf1gradfix/rules/{table}" in names
-    for table in sorted((source_copy / "rules").glob("*.toml")):
+    for table in sorted((source_copy / "tf1gradfix" / "rules").glob("*.toml")):
         assert f"tf1gradfix/rules/{table.name}" in names, f"rules/{table.name} is not in the wheel"
-    for module in sorted((source_copy / "tf1gradfix").glob("*.py")):
-        assert f"tf1gradfix/{module.name}" in names
+    for module in sorted((source_copy / "tf1gradfix").rglob("*.py")):
+        assert module.relative_to(source_copy).as_posix() in names
     assert not any(n.startswith(("tests/", "fixtures/", "benchmarks/", "rules/")) for n in names), sorted(names)
     entry_points = next(n for n in names if n.endswith(".dist-info/entry_points.txt"))
-    assert "tf1gradfix = tf1gradfix.cli:main" in zipfile.ZipFile(wheel).read(entry_points).decode()
+    assert "tf1gradfix = tf1gradfix.cli.main:main" in zipfile.ZipFile(wheel).read(entry_points).decode()
 
 
 def test_installed_package_is_the_wheel_not_the_checkout(venv, outside):

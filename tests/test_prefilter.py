@@ -14,11 +14,14 @@ import libcst as cst
 import pytest
 from libcst.metadata import QualifiedNameSource, ScopeProvider
 
-from tf1gradfix import catalog, engine, prefilter, walk
-from tf1gradfix.detect import AnalysisWrapper, detect
-from tf1gradfix.findings import CodeFilter
-from tf1gradfix.prefilter import Spelling
-from tf1gradfix.restructure import restructure
+from tf1gradfix.rules import catalog
+from tf1gradfix.run import engine
+from tf1gradfix.detect import prefilter
+from tf1gradfix.cst import walk
+from tf1gradfix.detect.detector import AnalysisWrapper, detect
+from tf1gradfix.run.findings import CodeFilter
+from tf1gradfix.detect.prefilter import Spelling
+from tf1gradfix.emit.restructure import restructure
 
 ROOT = Path(__file__).resolve().parent.parent
 SOURCES = sorted(p for p in (ROOT / "fixtures").rglob("*.py"))

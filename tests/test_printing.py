@@ -1,4 +1,4 @@
-"""tf1gradfix.printing prints what LibCST's own printer prints."""
+"""tf1gradfix.cst.printing prints what LibCST's own printer prints."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import libcst as cst
 import pytest
 from test_walk import MODULES as FIXTURE_MODULES
 
-from tf1gradfix import printing, walk
+from tf1gradfix.cst import printing, walk
 
 # Every fixture that parses (the same list tests/test_walk.py walks).
 MODULES = list(FIXTURE_MODULES)

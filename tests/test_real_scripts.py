@@ -11,7 +11,7 @@ import textwrap
 
 import libcst as cst
 
-from tf1gradfix.restructure import restructure
+from tf1gradfix.emit.restructure import restructure
 
 
 def _shaped(source: str):

@@ -21,8 +21,8 @@ from pathlib import Path
 
 import pytest
 
-from tf1gradfix import batch
-from tf1gradfix.cli import main
+from tf1gradfix.run import batch
+from tf1gradfix.cli.main import main
 
 ROOT = Path(__file__).resolve().parent.parent
 OLD = b"import tensorflow as tf\ntf.set_random_seed(0)\nx = tf.random_normal([2])\n"
@@ -48,8 +48,8 @@ def as_nobody(argv: list[str], cwd: Path) -> tuple[int, bytes, bytes]:
 
     Forked, not started: the interpreter may live where `nobody` cannot read, so
     everything the run needs is loaded here first."""
-    from tf1gradfix import prefilter
-    from tf1gradfix.engine import preload
+    from tf1gradfix.detect import prefilter
+    from tf1gradfix.run.engine import preload
 
     preload()
     prefilter.load()
@@ -128,7 +128,7 @@ def test_internal_error_names_the_file_exits_2_and_the_run_goes_on(tmp_path, cap
 
 
 def test_crash_outside_any_file_is_one_line_and_exit_2(tmp_path, capsys, monkeypatch):
-    from tf1gradfix import cli as cli_module
+    from tf1gradfix.cli import main as cli_module
 
     def broken(*_args, **_kwargs):
         raise ValueError("walk failed")
@@ -278,7 +278,7 @@ def test_edit_saved_while_rewriting_is_kept(tmp_path, capsys, monkeypatch):
 
 
 def test_same_size_edit_with_the_old_mtime_is_still_seen(tmp_path):
-    from tf1gradfix.source_io import SourceError, read_source, write_atomic
+    from tf1gradfix.run.source_io import SourceError, read_source, write_atomic
 
     target = tmp_path / "t.py"
     target.write_bytes(OLD)
@@ -562,7 +562,7 @@ def test_a_file_named_several_ways_is_processed_once(tmp_path, capsys):
 
 
 @pytest.mark.parametrize("module, message", [
-    ("tf1gradfix.engine", "tf1gradfix: interrupted; every file is unchanged"),  # while the tool loads
+    ("tf1gradfix.run.engine", "tf1gradfix: interrupted; every file is unchanged"),  # while the tool loads
     ("libcst", "tf1gradfix: interrupted; every file is either unchanged or fully rewritten"),  # while it runs
 ], ids=["loading", "running"])
 def test_interrupt_is_one_line_and_exit_130_wherever_it_lands(tmp_path, module, message):

@@ -12,8 +12,8 @@ import sys
 
 import pytest
 
-from tf1gradfix.engine import MAX_DEPTH, process_source
-from tf1gradfix.findings import CodeFilter
+from tf1gradfix.run.engine import MAX_DEPTH, process_source
+from tf1gradfix.run.findings import CodeFilter
 
 
 def run(source: str | bytes, fix: bool = True):
@@ -37,8 +37,8 @@ def test_too_many_parentheses_is_a_syntax_error_not_a_crash():
     (In a child process: the crash would take the test run down.)
     """
     script = (
-        "from tf1gradfix.engine import process_source\n"
-        "from tf1gradfix.findings import CodeFilter\n"
+        "from tf1gradfix.run.engine import process_source\n"
+        "from tf1gradfix.run.findings import CodeFilter\n"
         "deep = 'import tensorflow as tf\\ny = ' + '(' * 1500 + 'tf.log(1.0)' + ')' * 1500 + '\\n'\n"
         "for data in (deep, 'import tensorflow as tf\\ny = tf.log(1.0)\\n'):\n"
         "    r = process_source('x.py', data.encode(), CodeFilter())\n"
@@ -186,8 +186,9 @@ BINDINGS = [
 def test_prefilter_allows_every_rule_the_new_bindings_fire(source):
     import libcst as cst
 
-    from tf1gradfix import catalog, prefilter
-    from tf1gradfix.detect import AnalysisWrapper, detect
+    from tf1gradfix.rules import catalog
+    from tf1gradfix.detect import prefilter
+    from tf1gradfix.detect.detector import AnalysisWrapper, detect
 
     data = source.encode()
     fired = {hit.rule.code for hit in detect(AnalysisWrapper(cst.parse_module(data)), catalog.load(), positions=False)}
@@ -197,7 +198,7 @@ def test_prefilter_allows_every_rule_the_new_bindings_fire(source):
 
 
 def test_the_prefilter_follows_a_self_assignment_without_end():
-    from tf1gradfix import prefilter
+    from tf1gradfix.detect import prefilter
 
     names, _ = prefilter.imported_names(b"import tensorflow as tf\ntf = tf.compat.v1\nx = tf.log(1)\n")
     assert {"tensorflow.log", "tensorflow.compat.v1.log"} <= names
@@ -223,7 +224,7 @@ def test_a_form_feed_is_kept_by_the_whole_program_rewrite():
 
 
 def test_a_rewrite_that_changes_a_line_it_did_not_edit_is_refused(monkeypatch):
-    from tf1gradfix import fix_renames
+    from tf1gradfix.emit import renames as fix_renames
 
     real = fix_renames.renamed_source
     monkeypatch.setattr(fix_renames, "renamed_source", lambda *args: real(*args).replace(b"z = 1", b"z = 2"))
@@ -274,7 +275,7 @@ DIFFED = {
 def test_the_diff_applies_with_patch(name, tmp_path):
     import shutil
 
-    from tf1gradfix.batch import unified_diff
+    from tf1gradfix.run.batch import unified_diff
 
     if shutil.which("patch") is None:
         pytest.skip("GNU patch is not installed")
@@ -290,7 +291,7 @@ def test_the_diff_applies_with_patch(name, tmp_path):
 
 
 def test_a_last_line_without_newline_is_marked():
-    from tf1gradfix.batch import unified_diff
+    from tf1gradfix.run.batch import unified_diff
 
     diff = unified_diff("x.py", b"a = 1\nb = 2", b"a = 1\nb = 3")
     assert diff.endswith("-b = 2\n\\ No newline at end of file\n+b = 3\n\\ No newline at end of file\n")

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 import test_verify_hostile
 
-from tf1gradfix import cli
+from tf1gradfix.cli import main as cli
 from tf1gradfix.verify import compare, orchestrate
 
 
@@ -200,12 +200,12 @@ from tf1gradfix.verify import orchestrate
 orchestrate.RUNNERS = {runners!r}
 mode, original, migrated = sys.argv[1:]
 if mode == "verify":
-    from tf1gradfix.cli import main
+    from tf1gradfix.cli.main import main
     sys.exit(main(["verify", original, migrated, "--timeout", "120"]))
 if mode == "pair":   # the library call, without the command line's own signal handling
     sys.exit(orchestrate.verify_pair(Path(original), Path(migrated), timeout=120).exit_code)
-from tf1gradfix.batch import unwritable
-from tf1gradfix.rewrite_verify import prove_and_write
+from tf1gradfix.run.batch import unwritable
+from tf1gradfix.cli.rewrite_verify import prove_and_write
 prove_and_write([(original, Path(migrated).read_bytes())], write=True, report_dir=None,
                 rtol=1e-3, atol=1e-6, timeout=120, unwritable=unwritable)
 """
@@ -262,8 +262,8 @@ def test_a_stop_signal_kills_both_sides_and_leaves_no_file(tmp_path, mode, sig):
 # -- item 17: the candidate never touches a user's file; report errors are one line, exit 2 --
 
 def prove(original: Path, source: bytes, **options):
-    from tf1gradfix.batch import unwritable
-    from tf1gradfix.rewrite_verify import prove_and_write
+    from tf1gradfix.run.batch import unwritable
+    from tf1gradfix.cli.rewrite_verify import prove_and_write
 
     settings = dict(write=True, report_dir=None, rtol=1e-3, atol=1e-6, timeout=60, unwritable=unwritable)
     return prove_and_write([(str(original), source)], **{**settings, **options})
@@ -281,7 +281,7 @@ def test_a_user_file_named_like_a_candidate_is_never_overwritten_or_deleted(tmp_
 
 
 def test_a_folder_where_the_candidate_cannot_be_written_is_a_one_line_error(tmp_path, fake_runners, monkeypatch, capsys):
-    from tf1gradfix import rewrite_verify
+    from tf1gradfix.cli import rewrite_verify
     from tf1gradfix.verify import stopping
 
     def refuse(folder, *args):
@@ -295,7 +295,7 @@ def test_a_folder_where_the_candidate_cannot_be_written_is_a_one_line_error(tmp_
 
 
 def test_a_report_dir_that_is_a_file_still_proves_and_prints_then_exits_2(tmp_path, fake_runners, capsys):
-    from tf1gradfix import rewrite_verify
+    from tf1gradfix.cli import rewrite_verify
 
     original, _ = programs(tmp_path, "print('loss', 1.0)\n", "")
     not_a_folder = tmp_path / "reports"

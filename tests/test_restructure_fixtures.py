@@ -13,9 +13,9 @@ from pathlib import Path
 import libcst as cst
 import pytest
 
-from tf1gradfix.engine import process_source
-from tf1gradfix.findings import CodeFilter
-from tf1gradfix.restructure import restructure
+from tf1gradfix.run.engine import process_source
+from tf1gradfix.run.findings import CodeFilter
+from tf1gradfix.emit.restructure import restructure
 
 ROOT = Path(__file__).resolve().parent.parent / "fixtures" / "rewrite"
 ALL = sorted(p.parent for p in ROOT.glob("*/input.py"))

@@ -11,7 +11,7 @@ from pathlib import Path
 import libcst as cst
 import pytest
 
-from tf1gradfix.restructure import restructure
+from tf1gradfix.emit.restructure import restructure
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "rewrite"
 SCENARIO = FIXTURES / "stop_gradient_product"

@@ -9,7 +9,7 @@ import textwrap
 import libcst as cst
 import pytest
 
-from tf1gradfix.restructure import restructure
+from tf1gradfix.emit.restructure import restructure
 
 MODEL = '''
 def {name}(data):

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from tf1gradfix.engine import process_source
-from tf1gradfix.findings import CodeFilter
+from tf1gradfix.run.engine import process_source
+from tf1gradfix.run.findings import CodeFilter
 
 ROOT = Path(__file__).resolve().parent.parent / "fixtures" / "verify"
 ORIGINALS = sorted(ROOT.glob("*/original*.py"))

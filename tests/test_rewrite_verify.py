@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from tf1gradfix.batch import unwritable
-from tf1gradfix.cli import main
-from tf1gradfix.rewrite_verify import prove_and_write
+from tf1gradfix.run.batch import unwritable
+from tf1gradfix.cli.main import main
+from tf1gradfix.cli.rewrite_verify import prove_and_write
 
 ROOT = Path(__file__).resolve().parent.parent
 SCENARIO = ROOT / "fixtures" / "rewrite" / "stop_gradient_product"

@@ -8,7 +8,7 @@ import subprocess
 import sys
 import time
 
-from tf1gradfix.cli import main
+from tf1gradfix.cli.main import main
 
 OLD = b"import tensorflow as tf\ntf.set_random_seed(0)\nx = tf.random_normal([2])\n"
 NEW = b"import tensorflow as tf\ntf.random.set_seed(0)\nx = tf.random.normal([2])\n"
@@ -56,8 +56,8 @@ def test_missing_file_is_reported_and_the_run_goes_on(tmp_path, capsys):
 
 
 def test_file_vanishing_after_discovery(tmp_path):
-    from tf1gradfix.batch import WRITE, Job, run_job
-    from tf1gradfix.findings import CodeFilter
+    from tf1gradfix.run.batch import WRITE, Job, run_job
+    from tf1gradfix.run.findings import CodeFilter
 
     path = tmp_path / "vanished.py"
     outcome = run_job(Job(str(path), WRITE, CodeFilter()))

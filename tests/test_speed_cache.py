@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from tf1gradfix import batch, cache
-from tf1gradfix.cli import main
-from tf1gradfix.findings import CodeFilter
+from tf1gradfix.run import batch, cache
+from tf1gradfix.cli.main import main
+from tf1gradfix.run.findings import CodeFilter
 
 ROOT = Path(__file__).resolve().parent.parent
 PROGRAM = ROOT / "fixtures" / "verify" / "dev_linear_sgd" / "original.py"

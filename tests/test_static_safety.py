@@ -103,7 +103,7 @@ def cli(cwd: Path, *argv: str, prepend: str = "") -> subprocess.CompletedProcess
 
 def run_here(capsys, monkeypatch, cwd: Path, *argv: str) -> tuple[int, str]:
     """The CLI in this process (fast), from `cwd`."""
-    from tf1gradfix.cli import main
+    from tf1gradfix.cli.main import main
 
     monkeypatch.chdir(cwd)
     code = main(list(argv))

@@ -12,8 +12,8 @@ from pathlib import Path
 import libcst as cst
 import pytest
 
-from tf1gradfix import printing, walk
-from tf1gradfix.verbatim import Verbatim, fits
+from tf1gradfix.cst import printing, walk
+from tf1gradfix.cst.verbatim import Verbatim, fits
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tf1gradfix import cli
+from tf1gradfix.cli import main as cli
 from tf1gradfix.verify import base
 
 FIXTURE = Path(__file__).resolve().parent.parent / "fixtures" / "verify" / "dev_linear_sgd"

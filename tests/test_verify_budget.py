@@ -149,7 +149,7 @@ def test_program_arguments_after_double_dash():
 
 
 def test_rewrite_verify_passes_the_default_budget_and_arguments(tmp_path, monkeypatch):
-    from tf1gradfix import cli
+    from tf1gradfix.cli import main as cli
     from tf1gradfix.verify import orchestrate
 
     seen = {}
@@ -168,7 +168,7 @@ def test_rewrite_verify_passes_the_default_budget_and_arguments(tmp_path, monkey
 
 
 def test_verify_cli_accepts_program_arguments_and_steps():
-    from tf1gradfix.cli import build_parser
+    from tf1gradfix.cli.main import build_parser
     from tf1gradfix.verify.command import split_program_args
 
     argv, rest = split_program_args(["verify", "a.py", "b.py", "--steps", "7", "--", "--epochs", "1"])

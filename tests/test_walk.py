@@ -1,4 +1,4 @@
-"""tf1gradfix.walk makes the same calls in the same order as LibCST's own visit."""
+"""tf1gradfix.cst.walk makes the same calls in the same order as LibCST's own visit."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ import libcst as cst
 import pytest
 from libcst.metadata import ExpressionContextProvider, MetadataWrapper, ParentNodeProvider, ScopeProvider
 
-from tf1gradfix import walk
-from tf1gradfix.assemble import FLATTEN, Replace
+from tf1gradfix.cst import walk
+from tf1gradfix.emit.assemble import FLATTEN, Replace
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -270,7 +270,7 @@ def _loads_by_visitor(expr):
 
 @pytest.mark.parametrize("path,module", _every_file_slow_for_some())
 def test_loads_reads_the_names_a_visitor_reads(path, module):
-    from tf1gradfix.syntax import loads
+    from tf1gradfix.cst.syntax import loads
 
     nodes = [n for n in walk.walk(module) if isinstance(n, (cst.Call, cst.BaseSmallStatement, cst.Lambda))]
     assert nodes

@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from tf1gradfix import engine, walk
-from tf1gradfix.findings import CodeFilter
+from tf1gradfix.run import engine
+from tf1gradfix.cst import walk
+from tf1gradfix.run.findings import CodeFilter
 
 ROOT = Path(__file__).resolve().parent.parent
 PROGRAMS = sorted([*ROOT.glob("fixtures/rewrite/*/input.py"), *ROOT.glob("fixtures/verify/*/original.py")])

@@ -13,7 +13,7 @@ if not sys.flags.safe_path and sys.path and sys.path[0] in ("", os.getcwd()):
     del sys.path[0]
 
 try:
-    from tf1gradfix.cli import main  # noqa: E402 - after the sys.path fix, on purpose
+    from tf1gradfix.cli.main import main  # noqa: E402 - after the sys.path fix, on purpose
 except KeyboardInterrupt:  # Ctrl-C while the tool is still loading: nothing was read or written yet
     exec("pass")  # see cli.forget_interrupt: else CPython may still end the process by SIGINT
     sys.stderr.write("tf1gradfix: interrupted; every file is unchanged\n")

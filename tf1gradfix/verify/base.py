@@ -51,7 +51,7 @@ def content_at(ref: str, path: str) -> bytes:
 @stopping.guarded
 def run(args) -> int:
     """Verify each file against its content at `args.base`; print and report as rewrite --verify does."""
-    from tf1gradfix.rewrite_verify import (NOT_VERIFIED, ProofRow, _why, exit_code, open_report_dir, report_pair,
+    from tf1gradfix.cli.rewrite_verify import (NOT_VERIFIED, ProofRow, _why, exit_code, open_report_dir, report_pair,
                                            report_summary)
     from tf1gradfix.verify import report
     from tf1gradfix.verify.orchestrate import verify_pair

@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from tf1gradfix.cli_types import nonneg_float, positive_float, positive_int
+from tf1gradfix.cli.arg_types import nonneg_float, positive_float, positive_int
 
 DEFAULT_RTOL = 1e-3    # keep in sync with compare.DEFAULT_RTOL (not imported: NumPy is slow to load)
 DEFAULT_ATOL = 1e-6

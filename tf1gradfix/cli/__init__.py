@@ -1,0 +1,1 @@
+"""Command line: commands, settings, file discovery, output formats."""

@@ -1,0 +1,345 @@
+"""Command line: check, rewrite, rules, explain, verify.
+
+Exit codes everywhere: 0 clean / equivalent, 1 findings / diverged,
+2 errors (a file could not be read or parsed, a verification side failed,
+a bad setting, an internal error), 128+N stopped by signal N.
+This module must stay free of TensorFlow: pre-commit runs start here.
+"""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+from contextlib import contextmanager, nullcontext
+
+from tf1gradfix import __version__
+from tf1gradfix.run.batch import BUG_HINT, CHECK, DIFF, PREVIEW, PROPOSE, WRITE, Job, run_all, run_source, unwritable, worker_count
+from tf1gradfix.cli.arg_types import nonneg_float, positive_float, positive_int
+from tf1gradfix.cli.config import ConfigError, load_settings
+from tf1gradfix.cli.discover import STDIN, discover
+from tf1gradfix.run.findings import CodeFilter, FileError
+from tf1gradfix.cli.output import FORMATS, render, summary_sentence
+from tf1gradfix.run.source_io import CHANGED, MAX_FILE_BYTES, unchanged
+
+EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
+PROGRESS_THRESHOLD = 50  # files; below this a bar is noise
+
+
+def _codes(value: str) -> tuple[str, ...]:
+    return tuple(part.strip().upper() for part in value.split(",") if part.strip())
+
+
+def _add_file_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("paths", nargs="*", metavar="PATH", help="files or folders; - reads standard input")
+    parser.add_argument("--format", choices=FORMATS, default="text", help="output format (default: text)")
+    parser.add_argument("--select", type=_codes, help="only these code prefixes (comma separated; ALL)")
+    parser.add_argument("--ignore", type=_codes, help="skip these code prefixes (comma separated)")
+    parser.add_argument("--exclude", action="append", default=[], help="glob of paths to skip (repeatable)")
+    parser.add_argument("-j", "--jobs", type=positive_int, default=None,
+                        help="worker processes (default: all cores; never more than files; serial for one file)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="tf1gradfix", description="Rewrite TensorFlow 1 graph code into TF2, and prove it.")
+    parser.add_argument("--version", action="version", version=f"tf1gradfix {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    check = sub.add_parser("check", help="report TF1 constructs")
+    _add_file_options(check)
+
+    rewrite = sub.add_parser("rewrite", help="apply the fixes that exist")
+    _add_file_options(rewrite)
+    mode = rewrite.add_mutually_exclusive_group()
+    mode.add_argument("--diff", action="store_true", help="print a unified diff; write nothing")
+    mode.add_argument("--check", action="store_true", help="write nothing; exit 1 if anything would change or needs manual work")
+    proof = rewrite.add_argument_group("verification (needs the `verify` extra: TensorFlow)")
+    proof.add_argument("--verify", action="store_true",
+                       help="run each rewritten file against its original and write it only when EQUIVALENT")
+    proof.add_argument("--report-dir", metavar="DIR", help="with --verify: JSON, JUnit, Markdown and plot per file, plus a summary")
+    from tf1gradfix.verify.command import add_rewrite_arguments  # TensorFlow-free
+
+    add_rewrite_arguments(proof)   # --steps; program arguments follow `--` (split_program_args)
+    proof.add_argument("--rtol", type=nonneg_float, default=None, help="with --verify: relative tolerance")
+    proof.add_argument("--atol", type=nonneg_float, default=None, help="with --verify: absolute tolerance")
+    proof.add_argument("--timeout", type=positive_float, default=None, help="with --verify: seconds each program may run")
+
+    rules = sub.add_parser("rules", help="list every rule")
+    rules.add_argument("--format", choices=("text", "markdown", "json"), default="text")
+
+    explain = sub.add_parser("explain", help="explain one rule, with an example")
+    explain.add_argument("code")
+
+    verify = sub.add_parser("verify", help="run ORIGINAL (TF1) and MIGRATED (TF2) side by side and compare")
+    from tf1gradfix.verify import command as verify_command  # TensorFlow-free by contract
+
+    verify_command.add_arguments(verify)
+    return parser
+
+
+class Stopped(KeyboardInterrupt):
+    """SIGTERM or SIGHUP, handled like Ctrl-C: running files finish, the rest stay as they are."""
+
+    def __init__(self, signum: int):
+        super().__init__(signum)
+        self.signum = signum
+
+
+def _stop(signum, _frame) -> None:
+    raise Stopped(signum)
+
+
+@contextmanager
+def _stop_on_signals():
+    """SIGTERM (a CI cancel) and SIGHUP (a closed terminal) stop the run as Ctrl-C does."""
+    kept = {}
+    for name in ("SIGTERM", "SIGHUP"):
+        number = getattr(signal, name, None)
+        if number is None:
+            continue
+        try:
+            kept[number] = signal.signal(number, _stop)
+        except ValueError:  # not the main thread (an embedding program): leave its signals alone
+            pass
+    try:
+        yield
+    finally:
+        for number, handler in kept.items():
+            signal.signal(number, handler)
+
+
+def _safe_streams() -> None:
+    """A character the terminal's encoding lacks is printed as an escape, never a crash after the files were written."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.reconfigure(errors="backslashreplace")
+        except (AttributeError, ValueError, OSError):  # not a text stream of ours, or closed
+            pass
+
+
+def forget_interrupt() -> None:
+    """Let a handled Ctrl-C end the run with our exit code.
+
+    CPython remembers a KeyboardInterrupt that crossed an exec() of a string
+    (a dataclass or namedtuple being made when the interrupt came) and, though
+    it was handled, ends the process by SIGINT at exit; evaluating any string
+    clears that mark.
+    """
+    exec("pass")
+
+
+def _say(text: str) -> None:
+    try:
+        print(text, file=sys.stderr)
+    except (OSError, ValueError, AttributeError):  # no terminal left (SIGHUP): the exit code says it
+        pass
+
+
+def main(argv: list[str] | None = None) -> int:
+    _safe_streams()
+    try:
+        with _stop_on_signals():
+            code = _main(argv)
+            sys.stdout.flush()  # a closed pipe shows here, inside the handler below
+        return code
+    except KeyboardInterrupt as exc:
+        forget_interrupt()
+        signum = getattr(exc, "signum", signal.SIGINT)
+        what = "interrupted" if signum == signal.SIGINT else f"stopped by {signal.Signals(signum).name}"
+        _say(f"tf1gradfix: {what}; every file is either unchanged or fully rewritten")
+        return 128 + signum
+    except BrokenPipeError:  # `tf1gradfix check . | head`: the reader left, nothing is wrong
+        import os
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_FINDINGS
+    except ConfigError as exc:
+        _say(f"tf1gradfix: {exc}")
+        return EXIT_ERROR
+    except Exception as exc:  # a bug of ours: one line and exit 2, never a traceback taken for findings
+        _say(f"tf1gradfix: internal error: {type(exc).__name__}: {exc} ({BUG_HINT})")
+        return EXIT_ERROR
+
+
+def _main(argv: list[str] | None) -> int:
+    parser = build_parser()
+    from tf1gradfix.verify.command import split_program_args
+
+    argv, program_args = split_program_args(list(sys.argv[1:] if argv is None else argv))
+    args = parser.parse_args(argv)
+    args.program_args = program_args
+    if args.command in ("check", "rewrite"):
+        return _run_files(args)
+    if args.command == "rules":
+        from tf1gradfix.cli.catalog_view import render_rules
+
+        print(render_rules(args.format))
+        return EXIT_CLEAN
+    if args.command == "explain":
+        from tf1gradfix.cli.catalog_view import render_explanation
+
+        text = render_explanation(args.code)
+        if text is None:
+            print(f"tf1gradfix: unknown rule code {args.code!r} (see `tf1gradfix rules`)", file=sys.stderr)
+            return EXIT_ERROR
+        print(text)
+        return EXIT_CLEAN
+    if args.command == "verify":
+        from tf1gradfix.verify import command as verify_command
+
+        return verify_command.run(args)
+    parser.error(f"unknown command {args.command}")
+    return EXIT_ERROR
+
+
+def _mode(args: argparse.Namespace) -> str:
+    if args.command == "check":
+        return CHECK
+    if args.verify:
+        return PROPOSE
+    if args.diff:
+        return DIFF
+    if args.check:
+        return PREVIEW
+    return WRITE
+
+
+def _progress(total: int):
+    """A rich progress bar on stderr for long runs at a terminal; nothing otherwise."""
+    if total < PROGRESS_THRESHOLD or not sys.stderr.isatty():
+        return nullcontext(None)
+    from rich.progress import Progress
+
+    return Progress(transient=True, console=__import__("rich.console").console.Console(stderr=True))
+
+
+def _run_files(args: argparse.Namespace) -> int:
+    settings = load_settings()
+    select = args.select or settings.select
+    ignore = (args.ignore if args.ignore is not None else settings.ignore)
+    exclude = tuple(args.exclude) + settings.exclude
+    mode = _mode(args)
+    files, errors = discover(args.paths, exclude)
+    if mode == PROPOSE and STDIN in files:
+        print("tf1gradfix: --verify needs files on disk, not standard input", file=sys.stderr)
+        return EXIT_ERROR
+
+    limit = settings.max_file_size or MAX_FILE_BYTES
+    jobs = [Job(path, mode, CodeFilter(select, ignore + settings.ignores_for(path)), limit) for path in files if path != STDIN]
+    workers = worker_count(args.jobs, len(jobs))
+    outcomes = []
+    if STDIN in files:
+        data = _read_stdin()
+        if data is None:
+            print("tf1gradfix: standard input is closed; nothing to read", file=sys.stderr)
+            return EXIT_ERROR
+        outcomes.append(_stdin_outcome(data, mode, CodeFilter(select, ignore), limit))
+    with _progress(len(jobs)) as bar:
+        task = bar.add_task("tf1gradfix", total=len(jobs)) if bar else None
+        outcomes += run_all(jobs, workers, (lambda: bar.advance(task)) if bar else None)
+
+    findings = [f for o in outcomes for f in o.findings]
+    errors += [o.error for o in outcomes if o.error is not None]
+    changed = [o for o in outcomes if o.changed]
+    manual = [f for f in findings if not f.fixed]
+    summary = {
+        "files": len(files),
+        "findings": len(findings),
+        "fixed": sum(f.fixed for f in findings),
+        "manual": len(manual),
+        "changed": len(changed),
+        "errors": len(errors),
+    }
+
+    if mode == PROPOSE:
+        return _prove(args, outcomes, findings, errors, summary)
+    for outcome in outcomes:
+        if outcome.diff:
+            sys.stdout.write(outcome.diff)
+        if outcome.new_source is not None:
+            sys.stdout.buffer.write(outcome.new_source)
+            sys.stdout.flush()
+    report = render(args.format, findings, errors, summary)
+    stream = sys.stderr if (mode == WRITE and STDIN in files) or mode == DIFF else sys.stdout
+    if report:
+        print(report, file=stream)
+    if args.format == "text" and (findings or errors or changed):
+        verb = "fixable" if mode in (CHECK, DIFF, PREVIEW) else "fixed"
+        print(summary_sentence(summary, verb), file=stream)
+
+    if errors:
+        return EXIT_ERROR
+    if mode == CHECK:
+        return EXIT_FINDINGS if findings else EXIT_CLEAN
+    if mode in (DIFF, PREVIEW):
+        return EXIT_FINDINGS if (changed or manual) else EXIT_CLEAN
+    return EXIT_FINDINGS if manual else EXIT_CLEAN
+
+
+def _read_stdin() -> bytes | None:
+    stream = getattr(sys.stdin, "buffer", None)
+    if stream is None:
+        return None
+    try:
+        return stream.read()
+    except (OSError, ValueError):  # a closed descriptor
+        return None
+
+
+def _stdin_outcome(data: bytes, mode: str, codes: CodeFilter, limit: int):
+    """`rewrite -` is an editor filter: whatever it cannot rewrite, it prints back unchanged."""
+    from tf1gradfix.run.batch import Outcome
+    from tf1gradfix.run.source_io import long_line
+
+    too_long = long_line(data) or (
+        f"input too large: {len(data)} bytes (limit {limit} bytes, setting max-file-size)" if len(data) > limit else None)
+    outcome = Outcome(STDIN, error=FileError(STDIN, too_long)) if too_long else run_source(STDIN, data, mode, codes)
+    if mode == WRITE and outcome.new_source is None:
+        outcome.new_source = data
+    return outcome
+
+
+def _prove(args, outcomes, findings, errors, summary) -> int:
+    """rewrite --verify: report the static findings, then prove each rewrite."""
+    from tf1gradfix.cli import rewrite_verify
+    from tf1gradfix.verify import command as verify_defaults
+
+    report = render(args.format, findings, errors, summary)
+    if report:
+        print(report)
+    changed = [(o.path, o.new_source) for o in outcomes if o.changed and o.new_source is not None]
+    snapshots = {o.path: o.snapshot for o in outcomes if o.snapshot is not None}
+    changed_meanwhile: list[FileError] = []
+
+    def refusal(path):
+        """Asked just before an EQUIVALENT rewrite is written: an edit saved during the proof wins."""
+        why = unwritable(path)
+        if why is None and str(path) in snapshots and not unchanged(path, snapshots[str(path)]):
+            why = CHANGED
+            changed_meanwhile.append(FileError(str(path), CHANGED))
+        return why
+
+    rows = rewrite_verify.prove_and_write(
+        changed,
+        write=not (args.diff or args.check),
+        report_dir=args.report_dir,
+        rtol=args.rtol if args.rtol is not None else verify_defaults.DEFAULT_RTOL,
+        atol=args.atol if args.atol is not None else verify_defaults.DEFAULT_ATOL,
+        timeout=args.timeout if args.timeout is not None else verify_defaults.DEFAULT_TIMEOUT,
+        unwritable=refusal,
+        steps=args.steps,
+        program_args=args.program_args,
+    )
+    if rows:
+        print(rewrite_verify.render_rows(rows))
+    if changed_meanwhile:
+        print(render(args.format, [], changed_meanwhile, {**summary, "errors": len(errors) + len(changed_meanwhile)}))
+    if errors or changed_meanwhile:
+        return EXIT_ERROR
+    proof = rewrite_verify.exit_code(rows)
+    if proof:
+        return proof
+    return EXIT_FINDINGS if any(not f.fixed for f in findings) else EXIT_CLEAN
+
+
+__all__ = ["main", "build_parser"]

@@ -1,0 +1,175 @@
+"""`rewrite --verify`: prove each rewritten file before it replaces the original.
+
+A rewrite is only as good as its proof, so with `--verify` a file is written
+only when the verifier finds it EQUIVALENT to the original; a file that
+diverges, fails or cannot be compared is left untouched and reported. The
+candidate is run from the original's own folder (a hidden sibling file), so
+relative paths in the program behave as they do for the original; its name is
+fresh (random, created with O_EXCL: never a file of the user's) and it is
+removed whatever happens, SIGTERM, SIGHUP and Ctrl-C included (stopping.py).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from tf1gradfix.run.source_io import SourceError, read_source, write_atomic
+from tf1gradfix.verify import stopping
+
+EQUIVALENT = "EQUIVALENT"
+NOT_VERIFIED = "NOT_VERIFIED"   # the pair could not even be run (no candidate file)
+
+
+@dataclass
+class ProofRow:
+    path: str
+    verdict: str
+    reason: str
+    written: bool
+    report_stem: str | None = None
+    reports_failed: bool = False    # a report asked for could not be written (said on stderr; exit 2)
+
+
+def _slug(path: str, root: str) -> str:
+    """Report file stem: the path below the files' common folder, made file-name safe."""
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", os.path.relpath(path, root)).strip("_.") or "program"
+
+
+def _why(exc: OSError) -> str:
+    return str(exc) if isinstance(exc, SourceError) else (exc.strerror or str(exc))
+
+
+def _snapshot(path: str):
+    """What the file is before the (long) verification, so an edit saved meanwhile is not overwritten."""
+    try:
+        return read_source(path)[1]
+    except OSError:
+        return None
+
+
+@stopping.guarded
+def prove_and_write(changed: list[tuple[str, bytes]], *, write: bool, report_dir: str | None,
+                    rtol: float, atol: float, timeout: float, unwritable, steps=None,
+                    program_args=()) -> list[ProofRow]:
+    """Verify each (path, rewritten source); write the EQUIVALENT ones when `write`."""
+    from tf1gradfix.verify import report
+    from tf1gradfix.verify.orchestrate import verify_pair
+
+    rows: list[ProofRow] = []
+    results = []
+    out, reports_failed = open_report_dir(report_dir)
+    root = os.path.commonpath([os.path.dirname(os.path.abspath(p)) for p, _ in changed]) if changed else "."
+    for path, new_source in changed:
+        original = Path(path)
+        snapshot = _snapshot(path)
+        try:   # a fresh name (O_EXCL, random): never a file of the user's
+            candidate = Path(stopping.new_file(str(original.parent), f".{original.stem}.tf1gradfix-candidate-",
+                                               ".py", new_source))
+        except OSError as exc:
+            rows.append(ProofRow(path, NOT_VERIFIED, f"cannot write the candidate next to it: {_why(exc)}", False))
+            print(f"{NOT_VERIFIED}: {rows[-1].reason}\n  original: {path}", flush=True)
+            continue
+        try:
+            result = verify_pair(original, candidate, rtol=rtol, atol=atol, timeout=timeout,
+                                 steps=steps, program_args=program_args)
+        finally:
+            candidate.unlink(missing_ok=True)
+            stopping.forget(str(candidate))
+        result.migrated.script = f"{path} (rewritten)"
+        results.append(result)
+        row = ProofRow(path, result.verdict, result.reason, False)
+        if write and result.verdict == EQUIVALENT:
+            refusal = unwritable(original)
+            if refusal:
+                row.reason += f"; not written: {refusal}"
+            else:
+                try:
+                    with stopping.deferred():   # the file is old or new, never half-written by a stop
+                        write_atomic(original, new_source, snapshot)
+                    row.written = True
+                except OSError as exc:
+                    row.reason += f"; not written: {_why(exc)}"
+        report_pair(out, row, result, root)
+        rows.append(row)
+        print(report.summary(result), flush=True)
+    reports_failed = report_summary(out, results, rows) or reports_failed
+    for row in rows:
+        row.reports_failed = row.reports_failed or reports_failed
+    return rows
+
+
+# -- reports of a run over several files (also `verify --base`) ---------------------------
+
+def open_report_dir(report_dir: str | None) -> tuple[Path | None, bool]:
+    """(the folder, or None; whether it failed). A folder that cannot be made is one line:
+    the proofs still run and are printed, and the exit code says it."""
+    out = Path(report_dir) if report_dir else None
+    if out is None:
+        return None, False
+    try:
+        if out.exists() and not out.is_dir():
+            raise NotADirectoryError(0, "not a folder")
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        print(f"tf1gradfix: --report-dir {out}: {_why(exc)}; no reports written", file=sys.stderr, flush=True)
+        return None, True
+    return out, False
+
+
+def report_pair(out: Path | None, row: ProofRow, result, root: str) -> None:
+    """JSON, JUnit, Markdown and plot of one file, named after its path below `root`."""
+    from tf1gradfix.verify import report
+
+    if out is None:
+        return
+    row.report_stem = _slug(os.path.abspath(row.path), root)
+    stem = out / row.report_stem
+    try:
+        report.write_reports(result, json=f"{stem}.json", junit=f"{stem}.junit.xml",
+                             markdown=f"{stem}.md", plot=f"{stem}.png")
+    except report.ReportError:
+        row.reports_failed = True
+
+
+def report_summary(out: Path | None, results: list, rows: list[ProofRow]) -> bool:
+    """summary.md, junit.xml and summary.json over all files; True when one could not be written."""
+    from tf1gradfix.verify import report
+
+    if out is None or not results:
+        return False
+    failed = False
+    try:
+        report.write_reports(results, junit=out / "junit.xml", markdown=out / "summary.md")
+    except report.ReportError:
+        failed = True
+    try:
+        report.write_text(out / "summary.json", json.dumps([row.__dict__ for row in rows], indent=2) + "\n")
+    except OSError as exc:
+        print(f"tf1gradfix: cannot write {out / 'summary.json'}: {_why(exc)}", file=sys.stderr, flush=True)
+        failed = True
+    return failed
+
+
+def render_rows(rows: list[ProofRow]) -> str:
+    lines = ["", "Verification summary:"]
+    for row in rows:
+        action = ("written" if row.written else "left unchanged") + ("; reports not written" if row.reports_failed else "")
+        lines.append(f"  {row.path}: {row.verdict} ({action})")
+    counts: dict[str, int] = {}
+    for row in rows:
+        counts[row.verdict] = counts.get(row.verdict, 0) + 1
+    lines.append("  " + ", ".join(f"{n} {verdict}" for verdict, n in sorted(counts.items())))
+    return "\n".join(lines)
+
+
+def exit_code(rows: list[ProofRow]) -> int:
+    if any(row.verdict not in (EQUIVALENT, "DIVERGED") or row.reports_failed for row in rows):
+        return 2
+    return 1 if any(row.verdict == "DIVERGED" for row in rows) else 0
+
+

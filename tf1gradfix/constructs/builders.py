@@ -1,0 +1,207 @@
+"""Builder functions: `tf.get_variable` under one `tf.variable_scope`, called
+wherever the graph needs the same weights.
+
+    def encoder(x, reuse):
+        with tf.variable_scope("encoder", reuse=reuse):
+            w = tf.get_variable("w", [4, 6])
+            return tf.matmul(x, w)
+
+In TF1 the first call creates `encoder/w` and every later call (with
+`reuse=True` or `tf.AUTO_REUSE`) gets the same variable back. In TF2 the
+function becomes a `tf.Module` whose constructor creates the variables under
+the same names, once, and whose `__call__` is the function's computation; an
+instance takes the function's name, so every call site reads as before.
+The model gives each such function one `layer` node (its weights) that the
+statements calling it depend on.
+
+A layer function takes its scope as a parameter (`def dense(x, n_out, scope)`)
+and makes new variables under each scope it is called with, shaped by its
+arguments. Its module keeps them by `"SCOPE/name"` and makes each on the first
+call under its scope, when the arguments that shape it are known, as
+`tf.variable_scope(scope)` + `tf.get_variable` did.
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from tf1gradfix.cst.syntax import (Refusal, bound_args, bound_names, is_docstring, literal_string, loads, names_as_attributes,
+                               without_defaults)
+from tf1gradfix.cst.walk import children
+
+# attributes tf.Module has already: a variable named like one is stored under `<name>_variable`
+MODULE_ATTRIBUTES = frozenset({"name", "name_scope", "variables", "trainable_variables", "non_trainable_variables",
+                               "submodules", "with_name_scope"})
+GET_VARIABLE = ("name", "shape", "dtype", "initializer", "regularizer", "trainable", "collections",
+                "caching_device", "partitioner", "validate_shape", "use_resource", "custom_getter", "constraint")
+
+
+def creates_variables(helper: cst.FunctionDef, calls) -> bool:
+    """Does the function call `tf.get_variable` (a builder, when it is one)?"""
+    return any(q == "tensorflow.get_variable" for _, q in calls(helper))
+
+
+def called_first(expr: cst.CSTNode, helpers: dict) -> list[str]:
+    """The functions `expr` calls by name, in the order Python calls them (arguments
+    before the call: `projection(encoder(x))` calls encoder first), which is the
+    order a builder's variables were made in."""
+    order: list[str] = []
+
+    def post(node: cst.CSTNode) -> None:
+        for child in children(node):
+            post(child)
+        if isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and node.func.value in helpers \
+                and node.func.value not in order:
+            order.append(node.func.value)
+
+    post(expr)
+    return order
+
+
+def node(builder, helper: cst.FunctionDef):
+    """The builder's `layer` node, made on its first use."""
+    program = builder.program
+    for n in program.nodes:
+        if n.kind == "layer" and n.info.get("builder") is helper:
+            return n
+    scope, inner = _scope(builder, helper)
+    params = {p.name.value for p in (*helper.params.params, *helper.params.kwonly_params)}
+    per_call = scope in params   # a layer function: the scope, and so the variables, come with each call
+    local = set()
+    variables = []
+    for stmt in inner:
+        small = stmt.body[0] if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 else None
+        value = small.value if isinstance(small, cst.Assign) else None
+        call = value if isinstance(value, cst.Call) and builder.qualified(value.func) == "tensorflow.get_variable" else None
+        if call is None:
+            for c, q in builder.calls(stmt):
+                if q in ("tensorflow.get_variable", "tensorflow.Variable", "tensorflow.variable_scope") \
+                        or (q or "").startswith("tensorflow.layers."):
+                    raise Refusal(c, "TFG905", f"`{helper.name.value}` creates weights other than by "
+                                  "`NAME = tf.get_variable(...)` statements")
+            local |= bound_names(stmt)
+            continue
+        if len(small.targets) != 1 or not isinstance(small.targets[0].target, cst.Name):
+            raise Refusal(stmt, "TFG905", "a `tf.get_variable` result assigned to something other than one name")
+        bound = without_defaults(bound_args(call, list(GET_VARIABLE), call), "tensorflow.get_variable")
+        extra = set(bound) - {"name", "shape", "dtype", "initializer"}
+        if extra:
+            raise Refusal(call, "TFG905", f"variable argument(s) {', '.join(sorted(extra))} in a builder function")
+        label = literal_string(bound.get("name"))
+        if label is None:
+            raise Refusal(call, "TFG905", "a variable name that is not a string literal")
+        reads = set(loads(call)) & (params | local)
+        if reads and not per_call:   # created once: its shape and initializer must not depend on a call's arguments
+            raise Refusal(call, "TFG905", f"`{label}` is created from `{sorted(reads)[0]}`, which each call may change")
+        variables.append((small.targets[0].target.value, label, call, bound, stmt))
+    if not variables:
+        raise Refusal(helper, "TFG905", f"`{helper.name.value}` calls `tf.get_variable` where the rewrite cannot follow")
+    names = [v[0] for v in variables]
+    if len(set(names)) != len(names) or set(names) & (params | local):
+        raise Refusal(helper, "TFG905", f"`{helper.name.value}` binds a variable's name twice")
+    index = len(program.nodes)
+    from tf1gradfix.model.graph import GraphNode
+    made = GraphNode(index, "layer", (), helper, None, frozenset(),
+                     {"builder": helper, "scope": None if per_call else scope, "scope_parameter": scope if per_call else None,
+                      "variables": variables, "inner": inner,
+                      "weights": True, "trainable": True, "var": helper.name.value, "class": None})
+    program.nodes.append(made)
+    return made
+
+
+def _scope(builder, helper: cst.FunctionDef):
+    """("scope name", statements inside it): the body is one `with tf.variable_scope("NAME", reuse=...)`;
+    for a layer function, the name of the parameter holding the scope."""
+    body = list(helper.body.body)
+    if body and is_docstring(body[0]):
+        body = body[1:]
+    if helper.decorators or helper.asynchronous is not None or len(body) != 1 or not isinstance(body[0], cst.With):
+        raise Refusal(helper, "TFG905", f"builder function `{helper.name.value}` whose body is not one "
+                      "`with tf.variable_scope(\"NAME\", reuse=...)` block")
+    stmt = body[0]
+    call = stmt.items[0].item if len(stmt.items) == 1 and stmt.items[0].asname is None else None
+    if not isinstance(call, cst.Call) or builder.qualified(call.func) != "tensorflow.variable_scope":
+        raise Refusal(stmt, "TFG905", f"builder function `{helper.name.value}` without one `tf.variable_scope`")
+    bound = bound_args(call, ["name_or_scope", "default_name", "values", "initializer", "regularizer",
+                              "caching_device", "partitioner", "custom_getter", "reuse"], call)
+    scope = literal_string(bound.get("name_or_scope"))
+    given = bound.get("name_or_scope")
+    if scope is None and isinstance(given, cst.Name) and given.value in {p.name.value for p in helper.params.params}:
+        scope = given.value   # (a parameter: see _per_call_statements)
+    if scope is None or set(bound) - {"name_or_scope", "reuse"}:
+        raise Refusal(call, "TFG905", "a builder's `tf.variable_scope` other than a string name and `reuse=`")
+    return scope, list(stmt.body.body)
+
+
+def attribute_name(local: str) -> str:
+    """The module attribute holding a builder's variable (`tf.Module`'s own names are taken)."""
+    return local + "_variable" if local in MODULE_ATTRIBUTES else local
+
+
+def variables_text(node) -> str:
+    """A builder module's variables, in the order TF1 made them (`tf.Module.trainable_variables`
+    sorts them by attribute name instead)."""
+    if node.info["scope_parameter"] is not None:   # a layer function's: made call by call
+        return f"*{node.info['var']}.made.values()"
+    return ", ".join(f"{node.info['var']}.{attribute_name(v[0])}" for v in node.info["variables"])
+
+
+def class_statements(node, tf: str, initial_value, gap: int) -> list[cst.BaseStatement]:
+    """`class Encoder(tf.Module)` (variables in `__init__`, the computation in
+    `__call__`) and `encoder = Encoder()`, in place of the function; its
+    docstring becomes the class's, the comments above the scope stay in `__call__`."""
+    info = node.info
+    helper = info["builder"]
+    first = list(helper.body.body)
+    docstring = first[0] if first and is_docstring(first[0]) else None
+    scope_comments = [ln for ln in (first[1] if docstring else first[0]).leading_lines if ln.comment is not None]
+    if info["scope_parameter"] is not None:
+        text, body = _per_call_statements(node, tf, initial_value)
+    else:
+        attribute = {v[0]: attribute_name(v[0]) for v in info["variables"]}
+        init = "".join(f"            self.{attribute[local]} = {tf}.Variable({initial_value(call, bound)}, name=\"{label}\")\n"
+                       for local, label, call, bound, _ in info["variables"])
+        text = (f"class {info['class']}({tf}.Module):\n"
+                f"    def __init__(self):\n"
+                f"        super().__init__(name=\"{info['scope']}\")\n"
+                f"        with self.name_scope:\n{init}\n"
+                f"    def __call__(self):\n        pass\n")
+        skip = {id(v[4]) for v in info["variables"]}
+        body = [names_as_attributes(s, attribute) for s in info["inner"] if id(s) not in skip]
+    cls = cst.parse_statement(text)
+    if body:
+        body[0] = body[0].with_changes(leading_lines=[*scope_comments, *body[0].leading_lines])
+    params = helper.params.with_changes(params=[cst.Param(cst.Name("self")), *helper.params.params])
+    call = helper.with_changes(name=cst.Name("__call__"), params=params, leading_lines=[cst.EmptyLine(indent=False)],
+                               body=helper.body.with_changes(body=body))
+    init, *others = [m for m in cls.body.body if m.name.value != "__call__"]
+    head = [init] if docstring is None else [docstring, init.with_changes(leading_lines=[cst.EmptyLine(indent=False)])]
+    cls = cls.with_changes(body=cls.body.with_changes(body=[*head, call, *others]), leading_lines=helper.leading_lines)
+    instance = cst.parse_statement(f"{helper.name.value} = {info['class']}()\n").with_changes(
+        leading_lines=[cst.EmptyLine(indent=False)] * gap)
+    return [cls, instance]
+
+
+def _per_call_statements(node, tf: str, initial_value) -> tuple[str, list[cst.BaseStatement]]:
+    """A layer function's module: variables kept by `"SCOPE/name"`, each made on the
+    first call under its scope; `w = tf.get_variable("w", ...)` reads it from there."""
+    info = node.info
+    scope = info["scope_parameter"]
+    text = (f"class {info['class']}({tf}.Module):\n"
+            f"    def __init__(self):\n"
+            f"        super().__init__(name=\"{info['builder'].name.value}\")\n"
+            f"        self.made = {{}}   # \"SCOPE/name\" -> variable\n\n"
+            f"    def __call__(self):\n        pass\n\n"
+            f"    def variable(self, name, initial_value):\n"
+            f"        if name not in self.made:   # the first call under this scope\n"
+            f"            self.made[name] = {tf}.Variable(initial_value(), name=name)\n"
+            f"        return self.made[name]\n")
+    made = {id(v[4]): v for v in info["variables"]}
+    body = []
+    for stmt in info["inner"]:
+        if id(stmt) in made:
+            local, label, call, bound, _ = made[id(stmt)]
+            stmt = stmt.with_changes(body=[cst.parse_statement(
+                f"{local} = self.variable(f\"{{{scope}}}/{label}\", lambda: {initial_value(call, bound)})\n").body[0]])
+        body.append(stmt)
+    return text, body

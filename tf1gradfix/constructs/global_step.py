@@ -1,0 +1,69 @@
+"""The global step: `tf.train.get_or_create_global_step()` (or
+`create_global_step()`) makes an int64 variable named "global_step", not
+trainable; `tf.train.get_global_step()` returns that same variable (or one
+named "global_step"). In TF2 the first becomes that `tf.Variable`, the second
+another name for it; `minimize(global_step=...)` adds one after the update.
+
+The statement is replaced in the model's item, so the variable is then
+emitted as written (a variable statement that already has its name).
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from tf1gradfix.cst.syntax import Refusal, matches
+
+NAME = "global_step"
+
+
+def model(builder, item, name: str, call: cst.Call | None, q: str | None) -> bool:
+    """Adds the node for a global-step statement; False if `q` is not one."""
+    program = builder.program
+    if call is None or not (matches(q, "global_step_creators") or matches(q, "global_step_getters")):
+        return False
+    if call.args:
+        raise Refusal(call, "TFG905", "a global step created or read in another graph")
+    existing = find(program)
+    earlier = program.node(name)
+    if earlier is not None and earlier.kind in ("placeholder", "variable"):
+        raise Refusal(call, "TFG905", f"`{name}` is bound to a second graph input")
+    if matches(q, "global_step_getters") or q.endswith("get_or_create_global_step") and existing is not None:
+        if existing is None:
+            raise Refusal(call, "TFG905", "`tf.train.get_global_step()` before a global step exists (TF1 gives None)")
+        stmt = _statement(item, f"{name} = {existing.names[0]}")
+        builder._add(item, "variable", (name,), call, {existing.index}, source="tensorflow.Variable",
+                     bound={}, full_name=None, trainable=False, alias_of=existing.index)
+        item.stmt = item.node.stmt = stmt
+        return True
+    if existing is not None:
+        raise Refusal(call, "TFG905", "a second global step")
+    tf = program.tf_alias
+    full = item.prefix + NAME
+    bound = {"initial_value": cst.Integer("0"), "name": cst.SimpleString(f'"{full}"'),
+             "trainable": cst.Name("False"), "dtype": cst.parse_expression(f"{tf}.int64")}
+    stmt = _statement(item, f'{name} = {tf}.Variable(0, name="{full}", trainable=False, dtype={tf}.int64)')
+    builder._add(item, "variable", (name,), call, (), source="tensorflow.Variable", bound=bound,
+                 full_name=full, trainable=False, global_step=True)
+    item.stmt = item.node.stmt = stmt
+    return True
+
+
+def find(program):
+    """The program's global step variable: made by a global-step call, or named "global_step"."""
+    for node in program.nodes:
+        if node.kind == "variable" and "alias_of" not in node.info and (
+                node.info.get("global_step") or node.info["full_name"] == NAME):
+            return node
+    return None
+
+
+def resolve(program, node):
+    """The variable an alias (`step = tf.train.get_global_step()`) stands for."""
+    while node is not None and "alias_of" in node.info:
+        node = program.nodes[node.info["alias_of"]]
+    return node
+
+
+def _statement(item, text: str) -> cst.SimpleStatementLine:
+    return cst.parse_statement(text + "\n").with_changes(leading_lines=item.stmt.leading_lines)

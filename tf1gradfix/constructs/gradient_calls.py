@@ -1,0 +1,127 @@
+"""`tf.gradients(ys, xs, ...)` in the model and as `tape.gradient` text.
+
+- `grad_ys=` becomes `output_gradients=`; a list of `ys` keeps its meaning
+  (the tape sums the gradients of its targets, as TF1 does).
+- `unconnected_gradients=` passes through (`'zero'`: zeros where the tape
+  gives None).
+- `stop_gradients=[t]` has no tape argument: `t = tf.stop_gradient(t)` right
+  after t's statement, allowed only when every gradient of that run stops at
+  t too (otherwise the others would change).
+- `gate_gradients`, `aggregation_method`, `colocate_gradients_with_ops` do
+  nothing in eager TF2: dropped, each with a note.
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from tf1gradfix.cst.syntax import Refusal, bound_args, literal_string, target_names
+
+PARAMS = ["ys", "xs", "grad_ys", "name", "colocate_gradients_with_ops", "gate_gradients",
+          "aggregation_method", "stop_gradients", "unconnected_gradients"]
+DROPPED = ("gate_gradients", "aggregation_method", "colocate_gradients_with_ops")
+
+
+def model(builder, item, names, target, value, deps) -> bool:
+    """Adds a `gradients` node for `target = tf.gradients(...)` (or `[0]` of it)."""
+    program = builder.program
+    index = None
+    call = value
+    if isinstance(value, cst.Subscript) and len(value.slice) == 1:
+        element = value.slice[0].slice
+        if isinstance(element, cst.Index) and isinstance(element.value, cst.Integer):
+            index, call = int(element.value.value), value.value
+    if not isinstance(call, cst.Call) or builder.qualified(call.func) != "tensorflow.gradients":
+        return False
+    bound = bound_args(call, PARAMS, call)
+    if "xs" not in bound:
+        raise Refusal(call, "TFG905", "`tf.gradients` without xs")
+    xs = bound["xs"]
+    xs_names = [xs.value] if isinstance(xs, cst.Name) else target_names(xs) if isinstance(xs, (cst.List, cst.Tuple)) else None
+    if not xs_names or any(program.node(n) is None for n in xs_names):
+        raise Refusal(call, "TFG905", "`tf.gradients` with respect to something other than named graph values")
+    unpacked = not isinstance(target, cst.Name)
+    if unpacked and (index is not None or not isinstance(xs, (cst.List, cst.Tuple)) or len(names) != len(xs_names)):
+        raise Refusal(target, "TFG905", "`tf.gradients` unpacked into a different number of names")
+    single = isinstance(xs, cst.Name) and index == 0 or unpacked
+    listed = isinstance(xs, (cst.List, cst.Tuple)) and index is not None and 0 <= index < len(xs_names)
+    if index is not None and not single and not listed:
+        raise Refusal(value, "TFG905", "an indexed `tf.gradients` result other than one of its tensors")
+    stops = _stops(program, bound.get("stop_gradients"), xs_names, call)
+    if listed:   # `tf.gradients(y, [a, b])[1]`: the gradient with respect to b alone (each is its own)
+        xs_names, single = [xs_names[index]], True
+    unconnected = _unconnected(builder, bound.get("unconnected_gradients"))
+    note_dropped(builder, call, bound)
+    builder._add(item, "gradients", names, value, deps, ys=bound["ys"], xs=xs_names, single=single,
+                 target=target, grad_ys=bound.get("grad_ys"), stops=stops, unconnected=unconnected)
+    return True
+
+
+def note_dropped(builder, call: cst.Call, bound: dict) -> None:
+    """An info note (TFG206) per argument that only tuned graph-mode gradient building."""
+    what = "tf.gradients" if isinstance(call.func, cst.Name) or builder.qualified(call.func) == "tensorflow.gradients" \
+        else call.func.attr.value
+    for name in DROPPED:
+        if name in bound:
+            builder.note(bound[name], "TFG206", f"`{name}=` of `{what}` does nothing in TF2 (eager gradients); dropped")
+
+
+def _stops(program, given, xs_names, call) -> list[str]:
+    if given is None:
+        return []
+    names = [given.value] if isinstance(given, cst.Name) else target_names(given) if isinstance(given, (cst.List, cst.Tuple)) else None
+    if not names:
+        raise Refusal(given, "TFG905", "`stop_gradients=` that is not a list of named tensors")
+    for name in names:
+        node = program.node(name)
+        if node is None or node.kind not in ("tensor", "placeholder"):
+            raise Refusal(given, "TFG905", f"`stop_gradients=` on `{name}`, which is not a tensor computed in graph code")
+        if name in xs_names:
+            raise Refusal(given, "TFG905", f"`stop_gradients=` on `{name}`, which is also differentiated against")
+    return names
+
+
+def _unconnected(builder, given) -> str | None:
+    if given is None:
+        return None
+    text = literal_string(given)
+    if text is None:
+        q = builder.qualified(given) or ""
+        text = q.rsplit(".", 1)[1].lower() if q.startswith("tensorflow.UnconnectedGradients.") else None
+    if text not in ("none", "zero"):
+        raise Refusal(given, "TFG905", "`unconnected_gradients=` that is not 'none' or 'zero'")
+    return None if text == "none" else text
+
+
+def gradient_text(emitter, node) -> str:
+    """`target = tape.gradient(ys, xs[, output_gradients=..., unconnected_gradients=...])`."""
+    info = node.info
+    xs = info["xs"]
+    args = [emitter.code(info["ys"]), xs[0] if isinstance(info["target"], cst.Name) and info["single"] else f"[{', '.join(xs)}]"]
+    if info["grad_ys"] is not None:
+        args.append(f"output_gradients={emitter.code(info['grad_ys'])}")
+    if info["unconnected"] == "zero":
+        args.append(f"unconnected_gradients={emitter.tf}.UnconnectedGradients.ZERO")
+    return f"{emitter.code(info['target'])} = {emitter.tape}.gradient({', '.join(args)})"
+
+
+def stop_lines(program, sig_nodes, closure, tf: str) -> dict[int, list[str]]:
+    """{node index: lines after its statement} that stop gradients where a
+    `tf.gradients(..., stop_gradients=...)` of the run asks."""
+    after = {}
+    gradient_nodes = [program.nodes[i] for i in sig_nodes
+                      if program.nodes[i].kind in ("gradients", "train", "compute_gradients")]
+    for node in gradient_nodes:
+        for name in node.info.get("stops", ()):
+            stopped = program.node(name)
+            for other in gradient_nodes:
+                if other.kind == "train" and other.info.get("method") == "apply_gradients":
+                    continue   # applies gradients computed elsewhere in the run
+                if stopped.index in closure(program, [other.index]) and name not in other.info.get("stops", ()):
+                    raise Refusal(other.value, "TFG905", f"`{name}` is a stop_gradients= target of one gradient "
+                                  "but not of another computed in the same run")
+            line = f"{name} = {tf}.stop_gradient({name})"
+            # a placeholder is a constant to the tape unless watched (and it is not: see _stops)
+            if stopped.kind == "tensor" and line not in after.get(stopped.index, []):
+                after.setdefault(stopped.index, []).append(line)
+    return after

@@ -1,0 +1,93 @@
+"""A Python loop in graph code that edits gradients pair by pair:
+
+    masked = []
+    for g, var in grads_and_vars:
+        if var is w:
+            g = g * mask
+        masked.append((g, var))
+
+TF1 runs it once, at graph-building time, to build ops. In TF2 it runs in the
+step function, after `tape.gradient`: the loop and the empty list it fills
+become statements of the model (the list is made afresh in every call). Only
+loops over graph values whose body neither runs the graph nor builds
+variables, and lists started empty just before in the same block.
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from tf1gradfix.constructs import summaries
+from tf1gradfix.cst.syntax import Refusal, loads
+
+
+def model(builder, item, position: int) -> bool:
+    """Adds nodes for a graph loop at `item` (a compound statement); False if not one."""
+    program = builder.program
+    loop = item.stmt
+    if not isinstance(loop, cst.For) or loop.orelse is not None or loop.asynchronous is not None:
+        return False
+    if not builder.deps_of(loop.iter):
+        return False
+    bound = _bound(loop)
+    filled = _appended(loop) - bound
+    for name in bound | filled:
+        node = program.node(name)
+        if node is not None and node.kind in ("placeholder", "variable", "optimizer", "train", "varlist"):
+            raise Refusal(loop, "TFG905", f"a loop over graph values rebinds the {node.kind} `{name}`")
+    for name in sorted(filled):
+        start = _empty_start(program, name, position)
+        if start is None:
+            raise Refusal(loop, "TFG905", f"a loop over graph values fills `{name}`, which is not a list started empty just before")
+        builder._add(start, "tensor", (name,), start.stmt.body[0].value, (), calls=[])
+    for call, q in builder.calls(loop):
+        if q is not None and (q.endswith("Optimizer") or q in ("tensorflow.Variable", "tensorflow.get_variable",
+                                                               "tensorflow.placeholder", "tensorflow.gradients")
+                              or q in summaries.summary_ops()):
+            raise Refusal(call, "TFG904", "graph built inside a loop")
+    deps = builder.deps_of(loop)
+    builder._add(item, "tensor", tuple(sorted(filled)) + tuple(sorted(bound)), loop, deps,
+                 calls=[q for _, q in builder.calls(loop) if q])
+    return True
+
+
+def _bound(loop: cst.For) -> set[str]:
+    names = set(loads(loop.target))
+
+    class V(cst.CSTVisitor):
+        def visit_AssignTarget(self, node: cst.AssignTarget) -> None:
+            names.update(loads(node.target))
+
+        def visit_AugAssign(self, node: cst.AugAssign) -> None:
+            names.update(loads(node.target))
+
+    loop.body.visit(V())
+    return names
+
+
+def _appended(loop: cst.For) -> set[str]:
+    names = set()
+
+    class V(cst.CSTVisitor):
+        def visit_Call(self, node: cst.Call) -> None:
+            func = node.func
+            if isinstance(func, cst.Attribute) and func.attr.value in ("append", "extend") \
+                    and isinstance(func.value, cst.Name):
+                names.add(func.value.value)
+
+    loop.body.visit(V())
+    return names
+
+
+def _empty_start(program, name: str, position: int):
+    """The item `name = []` that the loop fills, with only plain statements between."""
+    for item in reversed(program.items[:position]):
+        stmt = item.stmt
+        small = stmt.body[0] if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 else None
+        if isinstance(small, cst.Assign) and len(small.targets) == 1 and isinstance(small.targets[0].target, cst.Name) \
+                and small.targets[0].target.value == name:
+            empty = isinstance(small.value, cst.List) and not small.value.elements
+            return item if empty and item.node is None and not item.drop else None
+        if not isinstance(stmt, cst.SimpleStatementLine) or name in loads(stmt):
+            return None
+    return None

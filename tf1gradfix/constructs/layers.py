@@ -1,0 +1,179 @@
+"""`tf.layers` calls: a layer created where the graph was built, called in the steps.
+
+`h = tf.layers.dense(x, 16, name="hidden")` makes two nodes of the model: a
+`layer` node (the Keras layer, created once where the graph was built, like a
+variable) and a `tensor` node (`h = <layer>(x)`, computed in the step
+functions like any forward statement). The layer's variables are those the
+tape trains when a loss reaches the layer. What each v1 layer becomes is the
+table `tf1gradfix/rules/layers.toml`; layers not in it stay refused.
+"""
+
+from __future__ import annotations
+
+import functools
+import keyword
+
+import libcst as cst
+
+from tf1gradfix.rules.catalog import _read
+from tf1gradfix.cst.syntax import Refusal, bound_args, literal_bool, literal_string, loads
+
+
+@functools.lru_cache(maxsize=None)
+def layer_table() -> dict[str, dict]:
+    raw = _read("layers.toml")
+    return {symbol: {**row, "why": raw["why"]} for symbol, row in raw["layer"].items()}
+
+
+def model(builder, item, names, call: cst.Call | None, q: str | None, deps) -> bool:
+    """Adds the layer and tensor nodes of a `tf.layers` statement; False if not one."""
+    row = layer_table().get(q or "")
+    if row is None:
+        return False
+    if len(names) != 1:
+        raise Refusal(call, "TFG905", f"`{_short(q)}` assigned to something other than one name")
+    bound, source, call_args, trainable = _settings(builder, call, q, row)
+    label = literal_string(bound.get("name"))
+    if label is not None and any(n.info.get("full_name") == item.prefix + label for n in builder.program.nodes
+                                 if n.kind == "layer"):
+        raise Refusal(call, "TFG905", f"a second layer named `{item.prefix + label}`: TF1 refuses it "
+                      "(its variables exist already) unless `reuse=True`")
+    if label is None:
+        label = _auto_name(builder.program, row, [])
+    base = label if label.isidentifier() and not keyword.iskeyword(label) else row["auto_name"]
+    layer = builder._add(item, "layer", (), call, (), row=row, symbol=q, bound=bound, base=base, var=None,
+                         weights=row["weights"], trainable=trainable, full_name=item.prefix + label)
+    flags = {builder.program.final[e.value] for _, e in call_args if isinstance(e, cst.Name) and e.value in builder.program.final}
+    builder._add(item, "tensor", names, call, set(builder.deps_of(source)) | {layer.index} | flags,
+                 calls=[q], layer=layer.index, source=source, call_args=call_args)
+    item.node = layer   # the statement's place keeps the layer; the call moves into the steps
+    return True
+
+
+def _mode(builder, q: str, expr: cst.BaseExpression) -> cst.BaseExpression:
+    """`training=`: True/False, or a bool placeholder that every run feeds with
+    True or False (a mode flag: each step function gets the literal of its runs)."""
+    if isinstance(expr, cst.Name) and expr.value in ("True", "False"):
+        return expr
+    flag = builder.program.node(expr.value) if isinstance(expr, cst.Name) else None
+    if flag is None or flag.kind != "placeholder" or not _is_bool(builder, flag):
+        raise Refusal(expr, "TFG905", f"`{_short(q)}` with `training=` that is neither True/False nor a bool placeholder")
+    flag.info["mode_flag"] = True
+    return expr
+
+
+def _is_bool(builder, flag) -> bool:
+    dtype, default = flag.info["dtype"], flag.info["default"]
+    if default is not None:
+        return isinstance(default, cst.Name) and default.value in ("True", "False")
+    return dtype is not None and builder.qualified(dtype) == "tensorflow.bool"
+
+
+def _rank(builder, expr: cst.BaseExpression, before: int | None = None) -> int | None:
+    """The rank of a layer's input where the program states it: a placeholder's literal
+    shape, through layers that keep the rank (dense, dropout, batch norm) or set it.
+    `before`: the statement reading `expr` (`net = layer(net)` reads the `net` bound before it)."""
+    bound = [n for n in builder.program.nodes[:before] if isinstance(expr, cst.Name) and expr.value in n.names]
+    node = bound[-1] if bound else None
+    if node is not None and node.kind == "placeholder" and isinstance(node.info["shape"], (cst.List, cst.Tuple)):
+        return len(node.info["shape"].elements)
+    if node is not None and "layer" in node.info:
+        row = builder.program.nodes[node.info["layer"]].info["row"]
+        return row.get("output_rank") or _rank(builder, node.info["source"], node.index)
+    return None
+
+
+def _short(q: str) -> str:
+    return q.replace("tensorflow", "tf", 1)
+
+
+def loop_model(builder, item) -> bool:
+    """A host `for` loop that creates layers (`for i, size in enumerate(SIZES):
+    h = tf.layers.dense(h, size, name="layer%d" % i)`): one `layer` node for the
+    layers the loop creates (a list per call site, filled by the same loop where
+    the graph was built) and one `tensor` node, the loop again in the step
+    functions, zipped with those lists. False if `item` is not such a loop."""
+    loop = item.stmt
+    if not isinstance(loop, cst.For):
+        return False
+    sites = [(c, q) for c, q in builder.calls(loop) if q in layer_table()]
+    if not sites:
+        return False
+    if loop.orelse is not None or loop.asynchronous is not None or builder.deps_of(loop.iter):
+        raise Refusal(loop, "TFG904", "layers created in a loop over graph values, or with `else:`")
+    program = builder.program
+    statements, layer_sites, bound = [], [], set()
+    for stmt in loop.body.body:
+        small = stmt.body[0] if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 else None
+        if not isinstance(small, cst.Assign) or len(small.targets) != 1 or not isinstance(small.targets[0].target, cst.Name):
+            raise Refusal(stmt, "TFG905", "a loop creating layers whose body is not one `name = ...` per line")
+        name, value = small.targets[0].target.value, small.value
+        q = builder.qualified(value.func) if isinstance(value, cst.Call) else None
+        row = layer_table().get(q or "")
+        graph = bool(builder.deps_of(value)) or any(n in bound for n in loads(value))
+        if row is not None:
+            site_bound, source, call_args, trainable = _settings(builder, value, q, row, bound)
+            if call_args:   # (the loop in the step function calls each layer with its input only)
+                raise Refusal(value, "TFG905", f"`{_short(q)}` with `training=` inside a loop")
+            layer_sites.append({"call": value, "row": row, "bound": site_bound, "source": source,
+                                "base": _auto_name(program, row, layer_sites), "trainable": trainable})
+        elif any(q is not None for _, q in builder.calls(value)) and not graph:
+            raise Refusal(small, "TFG905", "a loop creating layers also calls TensorFlow on host values")
+        statements.append((name, value, row is not None, graph or row is not None))
+        if graph or row is not None:
+            bound.add(name)
+    for name in bound:
+        prior = program.node(name)
+        if prior is not None and prior.kind not in ("tensor", "static"):
+            raise Refusal(loop, "TFG905", f"a loop creating layers rebinds the {prior.kind} `{name}`")
+    weights = any(site["row"]["weights"] for site in layer_sites)
+    trainable = all(site["trainable"] for site in layer_sites if site["row"]["weights"])
+    layer = builder._add(item, "layer", (), None, (), loop=loop, sites=layer_sites, statements=statements,
+                         weights=weights, trainable=trainable, lists=None, var=None)
+    deps = {i for _, value, _, _ in statements for i in builder.deps_of(value)} | {layer.index}
+    targets = tuple(sorted(set(loads(loop.target)) | {name for name, *_ in statements}))
+    builder._add(item, "tensor", targets, loop, deps, calls=[q for _, q in builder.calls(loop) if q],
+                 layer_loop=layer.index)
+    item.node = layer
+    return True
+
+
+def _auto_name(program, row: dict, pending: list[dict]) -> str:
+    """TF1's own name for the k-th unnamed layer of a kind: dense, dense_1, ..."""
+    sites = [site for n in program.nodes if n.kind == "layer" for site in n.info.get("sites", [n.info])] + pending
+    k = sum(1 for site in sites if site["row"] is row)
+    return row["auto_name"] + (f"_{k}" if k else "")
+
+
+def _settings(builder, call: cst.Call, q: str, row: dict, graph_names: set = frozenset()):
+    """(arguments, input, call-time arguments, trainable) of a layer call; Refusal for
+    settings the table does not pass on, or that are computed from graph values
+    (`graph_names`: names a loop binds to graph values)."""
+    bound = bound_args(call, row["params"], call)
+    source = bound.get(row["params"][0])
+    if source is None:
+        raise Refusal(call, "TFG905", f"`{_short(q)}` without its input")
+    accepted = row.get("accepted", {})
+    refused = sorted(set(bound) - set(row["keep"]) - {row["params"][0], "reuse"} - set(row.get("call", ())) - set(accepted))
+    if refused:
+        raise Refusal(call, "TFG905", f"`{_short(q)}` argument(s) {', '.join(refused)}: {row['why']}")
+    for param, values in accepted.items():
+        if param in bound and builder.module.code_for_node(bound[param]) not in values:
+            raise Refusal(bound[param], "TFG905", f"`{_short(q)}` with `{param}=` other than {' or '.join(values)}")
+    reuse = bound.get("reuse")
+    if reuse is not None and not (isinstance(reuse, cst.Name) and reuse.value in ("None", "False")):
+        raise Refusal(reuse, "TFG905", f"`{_short(q)}` with `reuse=`: {row['why']}")
+    call_args = [(param, _mode(builder, q, bound[param])) for param in row.get("call", ()) if param in bound]
+    if row.get("ranks") and "fused" not in bound and _rank(builder, source) not in row["ranks"]:
+        raise Refusal(call, "TFG905", f"`{_short(q)}` on an input whose rank is not known to be "
+                      f"{' or '.join(map(str, row['ranks']))}: TF1 fuses 4-D batch normalization, and its fused kernel "
+                      "updates the moving variance with Bessel's correction, which Keras does not (pass `fused=False` "
+                      "in TF1 if that is what you want)")
+    at_call = [bound[p] for p in row.get("call", ()) if p in bound]
+    for a in call.args:
+        if a.value is source or any(a.value is e for e in at_call):
+            continue
+        if set(loads(a.value)) & graph_names or any(builder.program.nodes[i].kind != "static"
+                                                    for i in builder.deps_of(a.value)):
+            raise Refusal(a.value, "TFG905", f"a `{_short(q)}` setting computed from a graph value")
+    return bound, source, call_args, literal_bool(bound.get("trainable"), "trainable") is not False

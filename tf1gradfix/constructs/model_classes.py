@@ -1,0 +1,271 @@
+"""Model classes: a class whose `__init__` builds the graph into attributes
+(`self.loss = ...`), run from other functions and methods through
+`sess.run(model.loss, feed_dict={model.x: ...})`, with the session passed
+along as a parameter.
+
+The class becomes a `tf.Module`. Its `__init__` still creates the variables,
+layers and optimizers; the step functions become its methods (emit_class);
+each run calls one on the instance the run named (`model.train_step(xb, yb)`);
+session parameters disappear from functions and their calls (session_params).
+
+How: `desugar` first reads `self.<attr>` inside `__init__` (and the methods it
+builds the graph with) as a plain name, so the rest of the rewrite sees one
+function building a graph; emit_class turns the names `__init__` shares with
+the methods back into attributes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import libcst as cst
+
+from tf1gradfix.constructs.builders import MODULE_ATTRIBUTES
+from tf1gradfix.cst.printing import source_bytes
+from tf1gradfix.constructs.session_params import SessionParameters
+from tf1gradfix.cst.walk import walk
+from tf1gradfix.cst.syntax import Refusal, bound_names, is_docstring, loads, name_nodes
+
+
+class ClassFound(Exception):
+    """The graph is built by a class's `__init__`: the program is read again, desugared."""
+
+    def __init__(self, cls: cst.ClassDef):
+        super().__init__(cls.name.value)
+        self.cls = cls
+
+
+@dataclass
+class ModelClass:
+    name: str
+    self_name: str                          # `__init__`'s first parameter
+    attributes: dict[str, str]              # name inside `__init__` after desugar -> attribute
+    members: frozenset[str]                 # every attribute and method name the class uses
+    inlined: tuple[str, ...] = ()           # methods `__init__` builds the graph with (`self.build()`)
+
+    def graph_attributes(self, graph_names) -> dict[str, str]:
+        """attribute -> model name, for the attributes that hold graph values."""
+        return {attr: name for name, attr in self.attributes.items() if name in graph_names}
+
+    def session_attributes(self, sessions) -> set[str]:
+        """Attributes that hold a session `__init__` opened (`self.sess`)."""
+        return {attr for name, attr in self.attributes.items() if name in sessions}
+
+
+def init_of(cls: cst.ClassDef) -> cst.FunctionDef | None:
+    for stmt in cls.body.body:
+        if isinstance(stmt, cst.FunctionDef) and stmt.name.value == "__init__":
+            return stmt
+    return None
+
+
+def model_class(module: cst.Module, owner: cst.CSTNode) -> cst.ClassDef | None:
+    """The module-level class whose `__init__` is `owner`, or one of the methods
+    `__init__` builds the graph with, if it is one."""
+    for stmt in module.body:
+        if isinstance(stmt, cst.ClassDef) and owner in stmt.body.body and isinstance(owner, cst.FunctionDef):
+            init = init_of(stmt)
+            if init is owner or init is not None and any(m is owner for m in build_methods(stmt, init)):
+                return stmt
+    return None
+
+
+def build_methods(cls: cst.ClassDef, init: cst.FunctionDef) -> list[cst.FunctionDef]:
+    """Methods that `__init__` calls as statements `self.build()` (and those they call
+    so), in call order: their statements are read as if written at the call."""
+    self_name = init.params.params[0].name.value if init.params.params else None
+    methods = {s.name.value: s for s in cls.body.body if isinstance(s, cst.FunctionDef) and s is not init}
+    found: list[cst.FunctionDef] = []
+
+    def expand(statements) -> None:
+        for stmt in statements:
+            method = methods.get(_self_call(stmt, self_name))
+            if method is None:
+                continue
+            if any(m is method for m in found):
+                raise Refusal(stmt, "TFG904", f"`{self_name}.{method.name.value}()` called twice while the graph is built")
+            params = method.params
+            if [p.name.value for p in params.params] != [self_name] or params.star_arg != cst.MaybeSentinel.DEFAULT \
+                    or params.kwonly_params or params.star_kwarg or params.posonly_params or method.decorators \
+                    or not isinstance(method.body, cst.IndentedBlock) or _returns_value(method):
+                raise Refusal(stmt, "TFG904", f"`{self_name}.{method.name.value}()` builds the graph but takes "
+                              "arguments, is decorated or returns a value")
+            found.append(method)
+            expand(method.body.body)
+
+    if self_name is not None:
+        expand(init.body.body)
+    return found
+
+
+def init_statements(cls: cst.ClassDef, plan: "ModelClass") -> list[cst.BaseStatement]:
+    """`__init__`'s statements, with each `self.build()` replaced by that method's own
+    (without its docstring)."""
+    methods = {s.name.value: s for s in cls.body.body if isinstance(s, cst.FunctionDef)}
+
+    def expand(statements) -> list[cst.BaseStatement]:
+        out = []
+        for stmt in statements:
+            name = _self_call(stmt, plan.self_name)
+            if name in plan.inlined:
+                body = list(methods[name].body.body)
+                out += expand(body[1:] if body and is_docstring(body[0]) else body)
+            else:
+                out.append(stmt)
+        return out
+
+    return expand(init_of(cls).body.body)
+
+
+def _self_call(stmt: cst.CSTNode, self_name: str | None) -> str | None:
+    """`m` for a statement `self.m()`."""
+    small = stmt.body[0] if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 else None
+    call = small.value if isinstance(small, cst.Expr) else None
+    if isinstance(call, cst.Call) and not call.args and isinstance(call.func, cst.Attribute) \
+            and isinstance(call.func.value, cst.Name) and call.func.value.value == self_name:
+        return call.func.attr.value
+    return None
+
+
+def _returns_value(method: cst.FunctionDef) -> bool:
+    found = []
+
+    class V(cst.CSTVisitor):
+        def visit_Return(self, node: cst.Return) -> None:
+            found.append(node.value is not None)
+
+        def visit_Yield(self, node: cst.Yield) -> None:
+            found.append(True)
+
+        def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+            return node is method
+
+        def visit_Lambda(self, node: cst.Lambda) -> bool:
+            return False
+
+    method.visit(V())
+    return any(found)
+
+
+def desugar(module: cst.Module, cls: cst.ClassDef) -> tuple[cst.Module, ModelClass]:
+    """The module with `self.<attr>` read as a name inside `cls.__init__`, parsed again
+    (the scope analysis must see the new names); lines stay where they were."""
+    init = init_of(cls)
+    params = init.params.params
+    if not params or init.params.posonly_params:
+        raise Refusal(init, "TFG904", "a model class whose `__init__` has no `self` parameter")
+    if cls.keywords or any(cst.Module([]).code_for_node(b.value) != "object" for b in cls.bases):
+        raise Refusal(cls, "TFG904", f"model class `{cls.name.value}` with a base class of its own")
+    self_name = params[0].name.value
+    members = _members(cls, self_name)
+    methods = {s.name.value for s in cls.body.body if isinstance(s, cst.FunctionDef)}
+    inlined = build_methods(cls, init)
+    regions = [init.body] + [m.body for m in inlined]   # where `self.<attr>` is read as a name
+    calls = {id(stmt.body[0].value.func) for region in regions for stmt in region.body
+             if _self_call(stmt, self_name) in {m.name.value for m in inlined}}
+    used = [a for region in regions for a in _self_attributes(region, self_name) if id(a) not in calls]
+    assigned = set().union(*(_set_in(region, self_name) for region in regions))
+    class_level = set().union(*(bound_names(s) for s in cls.body.body if not isinstance(s, cst.FunctionDef)))
+    taken = set().union(*(loads(r) for r in regions)) | {p.name.value for p in params}
+    attributes: dict[str, str] = {}
+    for attr in sorted({a.attr.value for a in used}):
+        if attr in methods or attr not in assigned | class_level:
+            # a method, or something a base class provides: a plain name would mean another thing
+            raise Refusal(init, "TFG904", f"`{self_name}.{attr}`, a method or an attribute `__init__` does not "
+                          "set, used while the graph is built")
+        name, k = attr, 1
+        while name in taken:
+            k += 1
+            name = f"{attr}_{k}"
+        taken.add(name)
+        attributes[name] = attr
+    local = {attr: name for name, attr in attributes.items()}
+    for region, owner in zip(regions, [init, *inlined]):
+        bare = [n for n in name_nodes(region) if n.value == self_name]
+        if len(bare) != len(_self_attributes(region, self_name)):
+            raise Refusal(owner, "TFG904", f"`{self_name}` used in `{owner.name.value}` other than to set or read an attribute")
+
+    inside = {id(n) for region in regions for n in walk(region)}
+    path = {id(module), id(cls), id(cls.body), id(init)} | {id(m) for m in inlined}
+
+    class Desugar(cst.CSTTransformer):
+        def on_visit(self, node: cst.CSTNode) -> bool:
+            return id(node) in path or id(node) in inside
+
+        def leave_Attribute(self, original: cst.Attribute, updated: cst.Attribute) -> cst.BaseExpression:
+            if isinstance(updated.value, cst.Name) and updated.value.value == self_name and id(original) not in calls:
+                return cst.Name(local[updated.attr.value], lpar=updated.lpar, rpar=updated.rpar)
+            return updated
+
+    new = module.visit(Desugar())
+    plan = ModelClass(cls.name.value, self_name, attributes, members, tuple(m.name.value for m in inlined))
+    return cst.parse_module(source_bytes(new)), plan
+
+
+def _set_in(body: cst.CSTNode, self_name: str) -> set[str]:
+    """Attributes `self.<attr> = ...` (or a tuple of them) sets."""
+    found = set()
+    for node in walk(body):
+        if type(node) is cst.AssignTarget:
+            target = node.target
+            for a in [e.value for e in target.elements] if isinstance(target, (cst.Tuple, cst.List)) else [target]:
+                if _on(a, self_name):
+                    found.add(a.attr.value)
+    return found
+
+
+def _self_attributes(node: cst.CSTNode, self_name: str) -> list[cst.Attribute]:
+    return [a for a in walk(node) if _on(a, self_name)]
+
+
+def _on(node: cst.CSTNode, self_name: str) -> bool:
+    """Is `node` an attribute of `self` (`self.<attr>`)?"""
+    return type(node) is cst.Attribute and type(node.value) is cst.Name and node.value.value == self_name
+
+
+def _members(cls: cst.ClassDef, self_name: str) -> frozenset[str]:
+    """Names the class's instances may answer to: its methods and class-level
+    names, every `self.<attr>` it uses, and what `tf.Module` itself defines."""
+    names = set(MODULE_ATTRIBUTES)
+    for stmt in cls.body.body:
+        names |= {stmt.name.value} if isinstance(stmt, (cst.FunctionDef, cst.ClassDef)) else bound_names(stmt)
+    names |= {a.attr.value for a in _self_attributes(cls.body, self_name)}
+    return frozenset(names)
+
+
+@dataclass
+class ClassHost:
+    """Where a model class's graph runs, for slicing.HostScan."""
+
+    statements: list[cst.BaseStatement]        # the module outside the class, the class's other methods
+    init_statements: list[cst.BaseStatement]   # `__init__`'s own host statements (`sess.run(init)`)
+    init_sessions: set[str]                    # sessions `__init__` opens (`self.sess = tf.Session()`)
+    attributes: dict[str, str]                 # attribute -> graph name
+    session_attributes: set[str]               # attributes holding a session
+    session_params: SessionParameters
+
+
+def host_statements(module: cst.Module, cls: cst.ClassDef, plan: ModelClass) -> list[cst.BaseStatement]:
+    """Where a model class's graph may run: the module outside the class, and the
+    class's other methods and statements. The methods that build the graph go with
+    `__init__`, so nothing else may call them."""
+    init = init_of(cls)
+    host = [s for s in module.body if s is not cls] + [
+        s for s in cls.body.body if s is not init and not (isinstance(s, cst.FunctionDef) and s.name.value in plan.inlined)]
+    if plan.inlined:
+        for stmt in host:
+            for a in _attributes_named(stmt, plan.inlined):
+                raise Refusal(a, "TFG904", f"`{a.attr.value}` builds the graph in `__init__` and is used again")
+    return host
+
+
+def _attributes_named(node: cst.CSTNode, names) -> list[cst.Attribute]:
+    return [a for a in walk(node) if type(a) is cst.Attribute and a.attr.value in names]
+
+
+def vanishing(plan: ModelClass, program) -> set[str]:
+    """Attributes that hold placeholders, tensors or ops: they do not exist after the
+    rewrite, so a method may take such a name (`train_step`)."""
+    kept = ("variable", "static", "layer", "optimizer")
+    return {attr for name, attr in plan.attributes.items()
+            if name in program.final and program.node(name).kind not in kept}

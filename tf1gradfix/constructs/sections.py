@@ -1,0 +1,94 @@
+"""Scripts in sections: a module that builds a graph, runs it in a session, closes
+the session, then builds more graph code (often rebinding the same names) and
+runs that in a new session. Each section is rewritten as a program of its own,
+in order, when no later section reads a graph value of an earlier one (a new
+session would hold its own values of the earlier variables; TF2 has one).
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from tf1gradfix.cst.syntax import Refusal, bound_names, loads, matches
+from tf1gradfix.cst.walk import walk
+
+
+def split(module: cst.Module, qualified) -> list[list[cst.BaseStatement]]:
+    """The module's statements cut after each closed session (a session `with`, or
+    `sess.close()`), where more graph code follows; one list when there is no cut."""
+    sessions = {stmt.body[0].targets[0].target.value for stmt in module.body if _session_assignment(stmt, qualified)}
+    sections: list[list[cst.BaseStatement]] = [[]]
+    for stmt in module.body:
+        sections[-1].append(stmt)
+        if _closes_session(stmt, sessions, qualified):
+            sections.append([])
+    merged = [sections[0]]
+    for section in sections[1:]:
+        if section and _builds_graph(section, qualified):
+            merged.append(section)
+        else:   # only host code after the session: it stays with it
+            merged[-1] += section
+    return merged
+
+
+def check_reads(section: list[cst.BaseStatement], earlier: set[str]) -> None:
+    """A section may rebind the names of earlier sections' graphs, never read them."""
+    bound: set[str] = set()
+    for stmt in section:
+        own = bound_names(stmt)
+        read = (set(loads(stmt)) - bound - own) & earlier
+        if read:
+            raise Refusal(stmt, "TFG905", f"`{sorted(read)[0]}` of the graph an earlier session ran, read after that "
+                          "session closed (a new session holds its own variable values; TF2 has one)")
+        bound |= own
+
+
+def check_shared_graph(part, inside: set[int], program, taken: set[str] | None, graph_wide, qualified) -> set[str]:
+    """Without `tf.reset_default_graph()` a later section builds into the same TF1 graph
+    as the earlier ones: what reads the whole graph (collections, the variable store)
+    sees their variables too, and a variable named like an earlier one is renamed
+    (`w_1`). Refused there. `inside`: ids of the section's nodes; `taken`: the TF1 names of earlier sections' variables (None
+    for the first section); returns them with this section's."""
+    made = [n for n in program.nodes if n.kind in ("variable", "layer")]
+    names = {n.info.get("full_name") or "Variable" for n in made}
+    if taken is None or any(_is_reset(stmt, qualified) for stmt in part):
+        return names
+    for call, q, _ in graph_wide:
+        if id(call) in inside:
+            raise Refusal(call, "TFG905", f"`{q.replace('tensorflow', 'tf', 1)}` in a later section of the script: "
+                          "TF1's default graph still holds the earlier sections' variables (no `tf.reset_default_graph()`)")
+    for node in made:
+        name = node.info.get("full_name") or "Variable"
+        if name in taken:
+            raise Refusal(node.value, "TFG905", f"a variable named `{name}` like one of an earlier section: in the "
+                          "same TF1 graph it gets another name (no `tf.reset_default_graph()`)")
+    return taken | names
+
+
+def _is_reset(stmt, qualified) -> bool:
+    small = stmt.body[0] if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 else None
+    return isinstance(small, cst.Expr) and isinstance(small.value, cst.Call) \
+        and matches(qualified(small.value.func), "graph_resets")
+
+
+def _session_assignment(stmt, qualified) -> bool:
+    small = stmt.body[0] if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 else None
+    return isinstance(small, cst.Assign) and len(small.targets) == 1 and isinstance(small.targets[0].target, cst.Name) \
+        and isinstance(small.value, cst.Call) and matches(qualified(small.value.func), "sessions")
+
+
+def _closes_session(stmt, sessions: set[str], qualified) -> bool:
+    if isinstance(stmt, cst.With):
+        item = stmt.items[0] if len(stmt.items) == 1 else None
+        return item is not None and isinstance(item.item, cst.Call) and matches(qualified(item.item.func), "sessions")
+    small = stmt.body[0] if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 else None
+    call = small.value if isinstance(small, cst.Expr) else None
+    return isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute) and call.func.attr.value == "close" \
+        and isinstance(call.func.value, cst.Name) and call.func.value.value in sessions
+
+
+def _builds_graph(section, qualified) -> bool:
+    """A top-level statement of the section calls TensorFlow (outside a session block)."""
+    return any(isinstance(stmt, cst.SimpleStatementLine) and any(
+        type(node) is cst.Call and (qualified(node.func) or "").startswith("tensorflow.") for node in walk(stmt))
+        for stmt in section)

@@ -1,0 +1,122 @@
+"""Sessions passed as parameters: `train(sess, model, batches)` loses the
+session in its definition and in every call, found by following calls from
+where a session is opened (by position or keyword, through calls of calls).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import libcst as cst
+
+from tf1gradfix.cst.syntax import Refusal
+
+@dataclass
+class SessionParameters:
+    """Parameters that receive the session, found by following calls from where a
+    session is opened: they go from the function and from every call."""
+
+    functions: dict[str, tuple[cst.FunctionDef, int]]   # callee name -> (def, parameters before the arguments)
+    removed_params: dict[cst.FunctionDef, str] = field(default_factory=dict)
+    removed_args: dict[cst.Call, int] = field(default_factory=dict)   # call -> position of the session argument
+
+    def find(self, calls: list[tuple[cst.Call, str]], sessions: set[str]) -> None:
+        """`calls`: (call, callee name) of every call of a known function."""
+        changed = True
+        while changed:
+            changed = False
+            for call, callee in calls:
+                fn, offset = self.functions[callee]
+                for position, a in enumerate(call.args):
+                    if not (isinstance(a.value, cst.Name) and a.value.value in sessions) or a.star:
+                        continue
+                    param = _parameter(fn, offset, position, a)
+                    if param is None:
+                        raise Refusal(call, "TFG905", f"the session passed to `{callee}` matches no parameter")
+                    known = self.removed_params.setdefault(fn, param)
+                    if known != param:
+                        raise Refusal(call, "TFG905", f"`{callee}` receives the session in two parameters")
+                    if param not in sessions:
+                        sessions.add(param)
+                        changed = True
+        for call, callee in calls:
+            fn, offset = self.functions[callee]
+            if fn not in self.removed_params:
+                continue
+            param = self.removed_params[fn]
+            passed = [i for i, a in enumerate(call.args) if _parameter(fn, offset, i, a) == param]
+            value = call.args[passed[0]].value if len(passed) == 1 else None
+            if not (isinstance(value, cst.Name) and value.value in sessions):
+                raise Refusal(call, "TFG905", f"`{callee}` called without the session for `{param}`")
+            self.removed_args[call] = passed[0]
+
+    def session_arguments(self) -> set[cst.Arg]:
+        return {call.args[i] for call, i in self.removed_args.items()}
+
+    def edits(self) -> dict:
+        """Replacements for `restructure._Replace`: parameter lists, and calls (as functions
+        of the rewritten call, whose other arguments may hold rewritten runs)."""
+        out: dict = {}
+        for fn, param in self.removed_params.items():
+            kept = [p for p in fn.params.params if p.name.value != param]
+            out[fn.params] = fn.params.with_changes(params=_without_trailing_comma(kept, fn.params.params))
+        for call, i in self.removed_args.items():
+            out[call] = lambda updated, i=i: updated.with_changes(
+                args=_without_trailing_comma([a for j, a in enumerate(updated.args) if j != i], updated.args))
+        return out
+
+
+def _parameter(fn: cst.FunctionDef, offset: int, position: int, a: cst.Arg) -> str | None:
+    params = [p.name.value for p in (*fn.params.posonly_params, *fn.params.params)]
+    if a.keyword is not None:
+        names = params + [p.name.value for p in fn.params.kwonly_params]
+        return a.keyword.value if a.keyword.value in names else None
+    index = position + offset
+    return params[index] if index < len(params) else None
+
+
+def _without_trailing_comma(kept: list, original: list) -> list:
+    """Keep the last element's comma as the original last one had it."""
+    if kept and original and kept[-1] is not original[-1]:
+        kept = [*kept[:-1], kept[-1].with_changes(comma=original[-1].comma)]
+    return kept
+
+
+def session_parameters(module: cst.Module, cls: cst.ClassDef, host, sessions: set[str]) -> SessionParameters:
+    """The parameters that receive the session (module functions, the class's methods),
+    found from the calls in `host`; their names join `sessions`."""
+    functions = {s.name.value: (s, 0) for s in module.body if isinstance(s, cst.FunctionDef)}
+    functions.update({s.name.value: (s, 1) for s in cls.body.body
+                      if isinstance(s, cst.FunctionDef) and s.name.value != "__init__"})
+    calls: list[tuple[cst.Call, str]] = []
+    called: set[int] = set()
+    references: list[cst.Name] = []
+
+    class V(cst.CSTVisitor):
+        def visit_Call(self, call: cst.Call) -> None:
+            func = call.func
+            name = func.value if isinstance(func, cst.Name) else \
+                func.attr.value if isinstance(func, cst.Attribute) and func.attr.value in functions \
+                and functions[func.attr.value][1] == 1 else None
+            if name in functions:
+                calls.append((call, name))
+                called.add(id(func) if isinstance(func, cst.Name) else id(func.attr))
+
+        def visit_Name(self, node: cst.Name) -> None:
+            if node.value in functions:
+                references.append(node)
+
+    for stmt in host:
+        stmt.visit(V())
+    found = SessionParameters(functions)
+    found.find(calls, sessions)
+    changed = {fn.name.value for fn in found.removed_params}
+    for ref in references:
+        if ref.value in changed and id(ref) not in called and not _defines(ref, functions):
+            raise Refusal(ref, "TFG905", f"`{ref.value}` receives the session but is used other than by a call")
+    return found
+
+
+def _defines(name: cst.Name, functions) -> bool:
+    """The name node of a `def` itself."""
+    return any(fn.name is name for fn, _ in functions.values())

@@ -1,0 +1,201 @@
+"""TensorBoard summaries: `tf.summary.scalar/histogram(tag, value)`, `tf.summary.merge_all()`
+or `merge([...])`, `writer = tf.summary.FileWriter(logdir, sess.graph)` and
+`writer.add_summary(summary, step)`.
+
+In TF2 a summary or a merge is the list of the values it summarizes, computed in
+the run's function like any tensor; `add_summary` becomes a call of one generated
+function that writes each value under its tag (`tf.summary.scalar(tag, value,
+step=step)` inside `writer.as_default()`), and the writer is
+`tf.summary.create_file_writer(logdir)`. The same numbers reach the same tags at
+the same steps; the graph itself is not written (TF2 has none to show).
+"""
+
+from __future__ import annotations
+
+import json
+
+import libcst as cst
+
+from tf1gradfix.cst.syntax import Refusal, bound_args, graph_ops, literal_string, matches
+from tf1gradfix.cst.walk import walk
+
+WRITER_METHODS = ("add_summary", "close", "flush")
+
+
+def summary_ops() -> dict:
+    return graph_ops()["summary_ops"]
+
+
+def model(builder, item, names, call: cst.Call | None, q: str | None) -> bool:
+    """A summary op or a merge of them: a "tensor" node whose value is the list of
+    summarized values (info["summary"]: (op, tag, value) per value)."""
+    program = builder.program
+    ops = summary_ops()
+    if call is None or not (q in ops or matches(q, "summary_merges")):
+        return False
+    if names is not None and len(names) > 1:
+        raise Refusal(call, "TFG905", "a summary assigned to several names")
+    if q in ops:
+        row = ops[q]
+        bound = bound_args(call, row["params"], call)
+        extra = {k for k, v in bound.items() if k not in row["params"][:2]
+                 and not (isinstance(v, cst.Name) and v.value == "None")}
+        tag = literal_string(bound.get(row["params"][0]))
+        if extra or tag is None or row["params"][1] not in bound:
+            raise Refusal(call, "TFG905", f"`{q.replace('tensorflow', 'tf', 1)}` with a tag that is not a string "
+                          "literal, or with arguments other than the tag and the value")
+        if item.scope:
+            raise Refusal(call, "TFG905", "a summary inside a name or variable scope: its tag takes the scope's name")
+        value = bound[row["params"][1]]
+        layout = [(row["target"], tag, value)]
+        deps = builder.deps_of(value)
+        member = True
+    else:
+        layout, deps = _merged(builder, call, q)
+        member = False
+    for i in deps:
+        if program.nodes[i].kind in ("train", "init", "optimizer", "update"):
+            raise Refusal(call, "TFG905", f"a summary of a {program.nodes[i].kind} op")
+    builder._add(item, "tensor", names or (), call, deps, calls=[], summary=layout, member=member)
+    return True
+
+
+def _merged(builder, call: cst.Call, q: str):
+    program = builder.program
+    if q == "tensorflow.summary.merge_all":
+        if call.args:
+            raise Refusal(call, "TFG905", "`tf.summary.merge_all` with arguments")
+        members = [n for n in program.nodes if n.info.get("member")]
+        if not members:   # (TF1 returns None: nothing to run)
+            raise Refusal(call, "TFG905", "`tf.summary.merge_all()` with no summary made before it")
+    else:
+        inputs = call.args[0].value if len(call.args) == 1 and call.args[0].keyword is None else None
+        if not isinstance(inputs, (cst.List, cst.Tuple)):
+            raise Refusal(call, "TFG905", "`tf.summary.merge` of something other than a list of summaries")
+        members = []
+        for element in inputs.elements:
+            node = program.node(element.value.value) if isinstance(element.value, cst.Name) else None
+            if node is None or "summary" not in node.info:
+                raise Refusal(element, "TFG905", "`tf.summary.merge` of something other than a list of summaries")
+            members.append(node)
+    layout = [entry for n in members for entry in n.info["summary"]]
+    return layout, frozenset().union(*(n.deps for n in members))
+
+
+def statement(program, node, code) -> str:
+    """The TF2 statement of a summary node inside a function: the list of its values. A
+    variable is read there (`tf.identity`), before the run's update, as TF1's summary
+    op read it (returned as it is, the function would read it after the update)."""
+    values = []
+    for _, _, value in node.info["summary"]:
+        read = isinstance(value, cst.Name) and program.node(value.value) is not None \
+            and program.node(value.value).kind == "variable"
+        values.append(f"{program.tf_alias}.identity({code(value)})" if read else code(value))
+    return f"{node.names[0]} = [{', '.join(values)}]"
+
+
+class Writers:
+    """`w = tf.summary.FileWriter(...)` statements of an owner, and what host code does with `w`."""
+
+    def __init__(self, owner: cst.CSTNode, qualified):
+        self.statements: dict[cst.SimpleStatementLine, tuple[str, cst.Call]] = {}
+        for stmt in walk(owner):
+            small = stmt.body[0] if type(stmt) is cst.SimpleStatementLine and len(stmt.body) == 1 else None
+            if type(small) is cst.Assign and len(small.targets) == 1 and isinstance(small.targets[0].target, cst.Name) \
+                    and isinstance(small.value, cst.Call) and matches(qualified(small.value.func), "summary_writers"):
+                self.statements[stmt] = (small.targets[0].target.value, small.value)
+        self.names = {name for name, _ in self.statements.values()}
+        self.owner = owner
+
+    def edits(self, program, scan, fresh, tf: str, code, note) -> tuple[dict, str | None]:
+        """(replacements, the text of the writing function) once the runs are known."""
+        if not self.statements:
+            return {}, None
+        fetched = _fetched_summaries(program, scan)
+        edits: dict = {}
+        allowed: set[int] = set()
+        for stmt, (name, call) in self.statements.items():
+            edits[stmt] = stmt.with_changes(body=[cst.parse_statement(f"{name} = {_writer(call, tf, code, note)}\n").body[0]])
+            allowed.add(id(stmt.body[0].targets[0].target))
+        helper = fresh("write_summaries")
+        layout = None
+        for call in walk(self.owner):
+            if type(call) is not cst.Call or not isinstance(call.func, cst.Attribute) \
+                    or not isinstance(call.func.value, cst.Name) or call.func.value.value not in self.names:
+                continue
+            method = call.func.attr.value
+            if method not in WRITER_METHODS:
+                continue
+            allowed.add(id(call.func.value))
+            if method != "add_summary":
+                continue
+            bound = bound_args(call, ["summary", "global_step"], call)
+            summary = bound.get("summary")
+            source = fetched.get(summary.value) if isinstance(summary, cst.Name) else fetched.get(summary)
+            if source is None:
+                raise Refusal(call, "TFG905", "`add_summary` of a value that is not a fetched summary")
+            if layout is not None and source is not layout:
+                raise Refusal(call, "TFG905", "`add_summary` of two different summaries: which values go "
+                              "under which tags is not followed")
+            layout = source
+            writer = call.func.value.value
+            edits[call] = _as_call(helper, writer)
+        for n in (n for n in walk(self.owner) if type(n) is cst.Name and n.value in self.names):
+            if id(n) not in allowed:
+                raise Refusal(n, "TFG905", f"summary writer `{n.value}` used other than by "
+                              f"{', '.join(f'`{m}`' for m in WRITER_METHODS)}")
+        if layout is None:
+            return edits, None
+        lines = [f"def {helper}(writer, summary, global_step=0):", "    with writer.as_default():"]
+        lines += [f"        {tf}.summary.{op}({json.dumps(tag)}, summary[{k}], step=global_step)"
+                  for k, (op, tag, _) in enumerate(layout.info["summary"])]
+        return edits, "\n".join(lines)
+
+
+def _fetched_summaries(program, scan) -> dict:
+    """Host names (and run calls) holding a fetched summary's values -> its node."""
+    out: dict = {}
+    for site in scan.sites:
+        for position, fetch in enumerate(site.fetches):
+            node = program.node(fetch)
+            if "summary" not in node.info:
+                continue
+            if len(site.fetches) == 1 and site.structure == "single":
+                out[site.call] = node
+            parent = site.parent
+            if isinstance(parent, cst.Assign) and len(parent.targets) == 1:
+                target = parent.targets[0].target
+                if site.structure == "single" and isinstance(target, cst.Name):
+                    out[target.value] = node
+                elif isinstance(target, (cst.Tuple, cst.List)) and len(target.elements) == len(site.fetches) \
+                        and isinstance(target.elements[position].value, cst.Name):
+                    out[target.elements[position].value.value] = node
+    return out
+
+
+def _writer(call: cst.Call, tf: str, code, note) -> str:
+    """`tf.summary.FileWriter(logdir, graph, max_queue, flush_secs, graph_def, filename_suffix)`
+    as `tf.summary.create_file_writer(...)`."""
+    bound = bound_args(call, ["logdir", "graph", "max_queue", "flush_secs", "graph_def", "filename_suffix", "session"], call)
+    if "session" in bound or "logdir" not in bound:
+        raise Refusal(call, "TFG905", "a summary writer without a log folder, or given a session")
+    args = [code(bound["logdir"])]
+    if "max_queue" in bound:
+        args.append(f"max_queue={code(bound['max_queue'])}")
+    if "flush_secs" in bound:
+        args.append(f"flush_millis=({code(bound['flush_secs'])}) * 1000")
+    if "filename_suffix" in bound:
+        args.append(f"filename_suffix={code(bound['filename_suffix'])}")
+    dropped = [f"`{k}=`" for k in ("graph", "graph_def") if k in bound]
+    note(call, "the summary writer becomes `tf.summary.create_file_writer` (TF2's summary ops need the "
+         "`tensorboard` package)" + (f"; {' and '.join(dropped)} dropped: TF2 writes no graph with the summaries"
+                                     if dropped else ""))
+    return f"{tf}.summary.create_file_writer({', '.join(args)})"
+
+
+def _as_call(helper: str, writer: str):
+    """`w.add_summary(s, step)` -> `helper(w, s, step)` (an edit of the rewritten call)."""
+    def edit(updated: cst.Call) -> cst.Call:
+        first = cst.Arg(cst.Name(writer), comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
+        return updated.with_changes(func=cst.Name(helper), args=[first, *updated.args])
+    return edit

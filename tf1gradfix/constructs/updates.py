@@ -1,0 +1,99 @@
+"""Update ops: graph statements that assign to variables, such as a target
+network's sync `[t.assign(o) for t, o in zip(target_vars, online_vars)]`,
+`target.assign(online)` or `tf.group(*those)`.
+
+A run of such an op becomes a function that does the assignments (the
+statement as written: in a `tf.function` every assignment runs), called where
+the run was. Its fetch result is not a value the rewrite keeps.
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from tf1gradfix.cst.syntax import Refusal, bound_args, graph_ops
+from tf1gradfix.cst.walk import TargetedTransformer, walk
+
+ASSIGNS = ("assign", "assign_add", "assign_sub")
+
+
+def functions() -> dict[str, str]:
+    """`tf.assign(ref, value)` and its kin -> the variable method that does the same."""
+    return graph_ops()["assign_functions"]
+
+
+def is_update(builder, value: cst.BaseExpression, deps) -> bool:
+    """Whether `value` assigns to variables (checked: only to variables)."""
+    program = builder.program
+    functional = [c for c, q in builder.calls(value) if q in functions()]
+    for call in functional:   # `tf.assign_add(v, x)`: `v.assign_add(x)`
+        bound = bound_args(call, ["ref", "value", "validate_shape", "use_locking", "name"], call)
+        ref = bound.get("ref")
+        node = program.node(ref.value) if isinstance(ref, cst.Name) else None
+        if node is None or node.kind != "variable" or set(bound) != {"ref", "value"}:
+            raise Refusal(call, "TFG905", f"`{builder.qualified(call.func).replace('tensorflow', 'tf', 1)}` "
+                          "of something other than a variable, or with arguments other than the variable and the value")
+    assigns = [c for c, _ in builder.calls(value)
+               if isinstance(c.func, cst.Attribute) and c.func.attr.value in ASSIGNS and c not in functional]
+    if functional:
+        return True
+    if assigns:
+        bound = _comprehension_targets(value)
+        for call in assigns:
+            receiver = call.func.value
+            node = program.node(receiver.value) if isinstance(receiver, cst.Name) else None
+            if not (node is not None and node.kind == "variable" or isinstance(receiver, cst.Name) and receiver.value in bound):
+                raise Refusal(call, "TFG905", f"`.{call.func.attr.value}` on something other than a variable")
+        return True
+    if isinstance(value, cst.Call) and builder.qualified(value.func) == "tensorflow.group" and deps:
+        return all(program.nodes[i].kind == "update" for i in deps) and all(a.keyword is None for a in value.args)
+    return False
+
+
+def _comprehension_targets(value) -> set[str]:
+    names: set[str] = set()
+
+    class V(cst.CSTVisitor):
+        def visit_CompFor(self, node: cst.CompFor) -> None:
+            for n in _names(node.target):
+                names.add(n)
+
+    value.visit(V())
+    return names
+
+
+def _names(target) -> list[str]:
+    if isinstance(target, cst.Name):
+        return [target.value]
+    if isinstance(target, (cst.Tuple, cst.List)):
+        return [n for e in target.elements for n in _names(e.value)]
+    return []
+
+
+def check_run(program, site_call, fetched) -> None:
+    """An update runs alone: with other fetches TF1 leaves the order open."""
+    kinds = {n.kind for n in fetched}
+    if "update" in kinds and kinds != {"update"}:
+        raise Refusal(site_call, "TFG905", "an assignment op fetched with other values in one run (order undefined)")
+
+
+def method_form(stmt: cst.CSTNode, qualified) -> cst.CSTNode:
+    """`stmt` with `tf.assign_add(v, x)` written `v.assign_add(x)` (TF2 has only the method)."""
+    calls = {}
+    for node in _calls(stmt):
+        method = functions().get(qualified(node.func) or "")
+        if method is not None:
+            ref, value = bound_args(node, ["ref", "value"], node).values()
+            calls[node] = cst.Call(cst.Attribute(ref, cst.Name(method)), [cst.Arg(value)])
+    if not calls:
+        return stmt
+
+    class Methods(TargetedTransformer):
+        def on_leave(self, original, updated):
+            return self.targets.get(original, updated)
+
+    return stmt.visit(Methods(calls))
+
+
+def _calls(node: cst.CSTNode) -> list[cst.Call]:
+    return [n for n in walk(node) if type(n) is cst.Call]

@@ -1,0 +1,182 @@
+"""Which variables a TF1 variable list names, read statically.
+
+`var_list=` and the lists handed to optimizers come from collections
+(`tf.trainable_variables(scope)`, `tf.get_collection(KEY, scope)`,
+`tf.global_variables()`), from explicit lists, from sums of lists and from
+comprehensions that filter a collection by variable name. TF1 lists a
+collection in creation order and selects a scope by `re.match` on the
+variable's name; `v.name` carries the output suffix `:0`. The collections
+and keys are tables in `tf1gradfix/rules/graph_ops.toml`.
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from tf1gradfix.constructs import builders
+from tf1gradfix.cst.syntax import Refusal, arg, graph_ops, literal_string, matches
+
+_REGEX = set(".^$*+?{}[]\\|()")
+
+
+def members(program, expr: cst.BaseExpression, before: int, qualified) -> list[str] | None:
+    """Names of the variables `expr` lists at node index `before`, or None when
+    `expr` is not a variable list; Refusal when it is one that cannot be read."""
+    if isinstance(expr, cst.Name):
+        node = program.node(expr.value)
+        if node is not None and node.kind == "varlist":
+            return list(node.info["members"])
+        return None
+    if isinstance(expr, (cst.List, cst.Tuple)):
+        out = []
+        for e in expr.elements:
+            if isinstance(e, cst.StarredElement):
+                inner = members(program, e.value, before, qualified)
+                if inner is None:
+                    return None
+                out += inner
+                continue
+            node = program.node(e.value.value) if isinstance(e.value, cst.Name) else None
+            if node is None or node.kind != "variable":
+                return None
+            out.append(e.value.value)
+        return out if out else None
+    if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, cst.Add):
+        left = members(program, expr.left, before, qualified)
+        right = members(program, expr.right, before, qualified)
+        return None if left is None or right is None else left + right
+    if isinstance(expr, cst.Call):
+        if isinstance(expr.func, cst.Name) and expr.func.value in ("list", "tuple") and expr.func.value not in program.final \
+                and len(expr.args) == 1 and not expr.args[0].keyword and not expr.args[0].star:
+            return members(program, expr.args[0].value, before, qualified)
+        return _collection(program, expr, qualified(expr.func), before, qualified)
+    if isinstance(expr, cst.ListComp):
+        return _filtered(program, expr, before, qualified)
+    return None
+
+
+def _collection(program, call: cst.Call, q, before: int, qualified) -> list[str] | None:
+    table = graph_ops()["variable_collections"]
+    if matches(q, "collection_getters"):
+        key = arg(call, 0, "key")
+        which = None if key is None else table.get(literal_string(key) or qualified(key) or "")
+        if which is None:
+            return None
+        scope = arg(call, 1, "scope")
+        extra = [a for a in call.args if a.keyword is not None and a.keyword.value not in ("key", "scope")]
+    else:
+        which = table.get(q or "")
+        if which is None:
+            return None
+        scope = arg(call, 0, "scope")
+        extra = [a for a in call.args if a.keyword is not None and a.keyword.value != "scope"]
+    if extra or len(call.args) > 2:
+        raise Refusal(call, "TFG905", "a variable collection read with arguments other than a scope")
+    if any(n.kind == "layer" and "builder" not in n.info for n in program.nodes[:before]):
+        raise Refusal(call, "TFG905", "a variable collection in a program with tf.layers (their variables have "
+                      "no statement of their own); list the variables and the layers' `trainable_variables`")
+    prefix = "" if scope is None or isinstance(scope, cst.Name) and scope.value == "None" else literal_string(scope)
+    if prefix is None or _REGEX & set(prefix):
+        raise Refusal(call, "TFG905", "a variable collection whose scope is not a plain string")
+    slotless = graph_ops()["slotless_optimizers"]
+    if which == "global" and any(n.kind in ("train", "compute_gradients")
+                                 and program.nodes[n.info["optimizer"]].info["cls"] not in slotless
+                                 for n in program.nodes[:before]):
+        # a train op made before it has added the optimizer's slot variables
+        raise Refusal(call, "TFG905", "`tf.global_variables()` read after a train op whose optimizer "
+                      "has slot variables (TF1 would list them too)")
+    chosen = []
+    variables = [n for n in program.nodes[:before] if n.kind == "variable" and "alias_of" not in n.info
+                 or "builder" in n.info]
+    labels = [n.info.get("full_name") for n in variables if n.info.get("full_name") is not None]
+    if len(set(labels)) != len(labels):   # TF1 would have renamed the second one `name_1`
+        raise Refusal(call, "TFG905", "two variables with the same name= read through a collection")
+    for node in variables:
+        if "builder" in node.info and node.info["scope"] is None:
+            raise Refusal(call, "TFG905", f"a collection of variables that `{node.info['var']}` makes under "
+                          "the scopes it is called with (known only when it runs)")
+        if "builder" in node.info:   # a builder function's module: all its variables are `SCOPE/...`
+            scope = node.info["scope"] + "/"
+            if scope.startswith(prefix):
+                chosen.append(builders.variables_text(node))
+            elif prefix.startswith(scope):
+                raise Refusal(call, "TFG905", f"a collection of some of the variables of `{node.info['var']}`")
+            continue
+        if which == "trainable" and not node.info["trainable"]:
+            continue
+        name = node.info["full_name"]
+        if name is None and prefix:
+            raise Refusal(call, "TFG905", f"variable `{node.names[0]}` has no name= to select it by scope")
+        if (name or "").startswith(prefix):
+            chosen.append(node.names[0])
+    return chosen
+
+
+def _filtered(program, comp: cst.ListComp, before: int, qualified) -> list[str] | None:
+    """`[v for v in COLLECTION if PREDICATE(v.name)]`."""
+    loop = comp.for_in
+    if not isinstance(loop.target, cst.Name) or not isinstance(comp.elt, cst.Name) \
+            or comp.elt.value != loop.target.value or loop.inner_for_in is not None or len(loop.ifs) > 1:
+        return None
+    source = members(program, loop.iter, before, qualified)
+    if source is None:
+        return None
+    if any(name.startswith("*") for name in source):
+        raise Refusal(comp, "TFG905", "a filtered collection holding a builder function's variables")
+    if not loop.ifs:
+        return source
+    var = loop.target.value
+    chosen = []
+    for name in source:
+        full = program.node(name).info["full_name"]
+        if full is None:
+            raise Refusal(comp, "TFG905", f"variable `{name}` has no name= to filter it by")
+        verdict = _predicate(loop.ifs[0].test, var, full)
+        if verdict is None:
+            raise Refusal(loop.ifs[0], "TFG905", "a variable-list filter the tool cannot evaluate")
+        if verdict:
+            chosen.append(name)
+    return chosen
+
+
+def _predicate(test: cst.BaseExpression, var: str, full: str) -> bool | None:
+    """Evaluates a filter on `v.name` (`"head/w:0"`) or `v.op.name` (`"head/w"`)."""
+    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        inner = _predicate(test.expression, var, full)
+        return None if inner is None else not inner
+    if isinstance(test, cst.BooleanOperation):
+        left, right = _predicate(test.left, var, full), _predicate(test.right, var, full)
+        if left is None or right is None:
+            return None
+        return (left and right) if isinstance(test.operator, cst.And) else (left or right)
+    if isinstance(test, cst.Call) and isinstance(test.func, cst.Attribute) and len(test.args) == 1 \
+            and not test.args[0].keyword and test.func.attr.value in ("startswith", "endswith"):
+        name, text = _name_of(test.func.value, var, full), literal_string(test.args[0].value)
+        if name is None or text is None:
+            return None
+        return name.startswith(text) if test.func.attr.value == "startswith" else name.endswith(text)
+    if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
+        op = test.comparisons[0]
+        left, right = test.left, op.comparator
+        if isinstance(op.operator, (cst.In, cst.NotIn)):
+            text, name = literal_string(left), _name_of(right, var, full)
+            if text is None or name is None:
+                return None
+            return (text in name) == isinstance(op.operator, cst.In)
+        if isinstance(op.operator, (cst.Equal, cst.NotEqual)):
+            name, text = _name_of(left, var, full), literal_string(right)
+            if name is None or text is None:
+                return None
+            return (name == text) == isinstance(op.operator, cst.Equal)
+    return None
+
+
+def _name_of(expr, var: str, full: str) -> str | None:
+    if isinstance(expr, cst.Attribute) and expr.attr.value == "name":
+        owner = expr.value
+        if isinstance(owner, cst.Name) and owner.value == var:
+            return full + ":0"
+        if isinstance(owner, cst.Attribute) and owner.attr.value == "op" \
+                and isinstance(owner.value, cst.Name) and owner.value.value == var:
+            return full
+    return None

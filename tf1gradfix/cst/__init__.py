@@ -1,0 +1,1 @@
+"""Everything that touches LibCST beyond its public node API: walks, printing, positions."""

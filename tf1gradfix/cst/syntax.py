@@ -1,0 +1,225 @@
+"""Reading LibCST syntax the way the restructuring needs it: call arguments
+by parameter, the names an expression reads, a function's free names, and
+the graph-op tables. Shared by the model and the emitters.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import functools
+
+import libcst as cst
+
+from tf1gradfix.rules.catalog import _read
+from tf1gradfix.cst.walk import TargetedTransformer, children, visit
+
+
+class Refusal(Exception):
+    """The program holds a construct the rewrite cannot translate with certainty."""
+
+    def __init__(self, node: cst.CSTNode | None, code: str, message: str, definite: bool = False):
+        """`definite`: a construct no rewrite exists for (TF1 queues), reported also where
+        the program is only tried (a session program without placeholders or variables)."""
+        super().__init__(message)
+        self.node, self.code, self.message, self.definite = node, code, message, definite
+
+
+@functools.lru_cache(maxsize=None)
+def graph_ops() -> dict:
+    return _read("graph_ops.toml")
+
+
+@functools.lru_cache(maxsize=None)
+def schedule_table() -> dict[str, dict]:
+    """Learning-rate schedules the optimizer stage translates (tf1gradfix/rules/schedules.toml)."""
+    return {name: row for row in _read("schedules.toml")["schedule"] for name in row["v1"]}
+
+
+def without_defaults(bound: dict, maker: str) -> dict:
+    """A variable maker's bound arguments less those written with their default value
+    (`regularizer=None`, `trainable=True`): as if left out (graph_ops.toml)."""
+    defaults = graph_ops()["variable_defaults"][maker]
+    return {k: v for k, v in bound.items() if not (isinstance(v, cst.Name) and v.value in defaults.get(k, ()))}
+
+
+def matches(qualified: str | None, table: str) -> bool:
+    return qualified is not None and any(fnmatch.fnmatchcase(qualified, p) for p in graph_ops()[table])
+
+
+def enters_new_graph(stmt: cst.With, qualified) -> bool:
+    """`with tf.Graph().as_default():` (one item, no `as`): a graph of its own,
+    which TF2 does not need. `qualified` resolves a callee's name."""
+    item = stmt.items[0] if len(stmt.items) == 1 else None
+    call = item.item if item is not None and item.asname is None else None
+    func = call.func if isinstance(call, cst.Call) and not call.args else None
+    return isinstance(func, cst.Attribute) and func.attr.value == "as_default" \
+        and isinstance(func.value, cst.Call) and not func.value.args \
+        and qualified(func.value.func) == "tensorflow.Graph"
+
+
+def arg(call: cst.Call, position: int, keyword: str) -> cst.BaseExpression | None:
+    """The argument bound to a parameter, given by position or keyword."""
+    for i, a in enumerate(call.args):
+        if a.keyword is not None and a.keyword.value == keyword:
+            return a.value
+        if a.keyword is None and a.star == "" and i == position:
+            return a.value
+    return None
+
+
+def bound_args(call: cst.Call, params: list[str], node: cst.CSTNode) -> dict[str, cst.BaseExpression]:
+    """Parameter -> argument for a call with the given positional parameter order."""
+    out = {}
+    for i, a in enumerate(call.args):
+        if a.star:
+            raise Refusal(node, "TFG905", "a call with *args/**kwargs in graph code")
+        if a.keyword is not None:
+            out[a.keyword.value] = a.value
+        elif i < len(params):
+            out[params[i]] = a.value
+        else:
+            raise Refusal(node, "TFG905", "too many positional arguments")
+    return out
+
+
+def loads(expr: cst.CSTNode) -> list[str]:
+    """Names an expression reads (attribute bases, not attribute names or keywords)."""
+    return [n.value for n in name_nodes(expr)]
+
+
+def name_nodes(expr: cst.CSTNode) -> list[cst.Name]:
+    """The Name nodes of `loads`, in visiting order."""
+    found: list[cst.Name] = []
+    stack = [expr]
+    while stack:  # in visiting order: each node's children pushed last-first
+        node = stack.pop()
+        kind = type(node)
+        if kind is cst.Attribute or kind is cst.Arg:
+            stack.append(node.value)
+            continue
+        if kind is cst.Name:
+            found.append(node)
+        below = children(node, past_tokens=True)   # (no token holds a name)
+        below.reverse()
+        stack.extend(below)
+    return found
+
+
+def call_text(head: str, args: list[str], close: str = ")") -> str:
+    """`head` + the arguments + `close` on one line when it fits in 100 columns, else one
+    argument per line, as a formatter would write it."""
+    one_line = f"{head}{', '.join(args)}{close}"
+    if len(one_line) <= 100:
+        return one_line
+    return head + "\n" + "".join(f"    {a},\n" for a in args) + close
+
+
+def is_docstring(stmt: cst.CSTNode) -> bool:
+    return isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 and isinstance(stmt.body[0], cst.Expr) \
+        and isinstance(stmt.body[0].value, (cst.SimpleString, cst.ConcatenatedString))
+
+
+def names_as_attributes(node: cst.CSTNode, attribute: dict[str, str], self_name: str = "self"):
+    """`node` with each name `loads` finds in `attribute` written `self.<attribute[name]>`:
+    a function's locals that become an object's state."""
+    targets = {n for n in name_nodes(node) if n.value in attribute}
+    if not targets:
+        return node
+
+    class Rename(TargetedTransformer):
+        def leave_Name(self, original: cst.Name, updated: cst.Name) -> cst.BaseExpression:
+            if original not in targets:
+                return updated
+            return cst.Attribute(cst.Name(self_name), cst.Name(attribute[original.value]),
+                                 lpar=updated.lpar, rpar=updated.rpar)
+
+    return node.visit(Rename(targets))
+
+
+def literal_bool(expr: cst.BaseExpression | None, what: str) -> bool | None:
+    """True/False written as such (None when absent); Refusal for anything else."""
+    if expr is None:
+        return None
+    if isinstance(expr, cst.Name) and expr.value in ("True", "False"):
+        return expr.value == "True"
+    raise Refusal(expr, "TFG905", f"`{what}=` that is not True or False")
+
+
+def literal_string(expr: cst.BaseExpression | None) -> str | None:
+    if isinstance(expr, cst.SimpleString):
+        return expr.evaluated_value if isinstance(expr.evaluated_value, str) else None
+    return None
+
+
+def target_names(target: cst.BaseExpression) -> tuple[str, ...] | None:
+    if isinstance(target, cst.Name):
+        return (target.value,)
+    if isinstance(target, (cst.Tuple, cst.List)):
+        names = [e.value.value for e in target.elements if isinstance(e.value, cst.Name)]
+        return tuple(names) if len(names) == len(target.elements) else None
+    return None
+
+
+def literal_dtype(expr) -> str | None:
+    """dtype of a placeholder_with_default's literal default, as TF1 infers it."""
+    if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.Minus):
+        expr = expr.expression
+    if isinstance(expr, cst.Float):
+        return "float32"
+    if isinstance(expr, cst.Integer):
+        return "int32"
+    if isinstance(expr, cst.Name) and expr.value in ("True", "False"):
+        return "bool"
+    return None
+
+
+def bound_names(stmt: cst.CSTNode) -> set[str]:
+    """Names a statement binds (assignment, loop and with targets, definitions)."""
+    holder = cst.FunctionDef(name=cst.Name("_"), params=cst.Parameters(), body=cst.IndentedBlock([stmt]))
+    defined = {stmt.name.value} if isinstance(stmt, (cst.FunctionDef, cst.ClassDef)) else set()
+    return (set(loads(stmt)) - free_names(holder)) | defined
+
+
+def free_names(func: cst.FunctionDef) -> set[str]:
+    """Names a function reads that it neither receives nor binds itself."""
+    bound = {p.name.value for p in (*func.params.params, *func.params.kwonly_params, *func.params.posonly_params)}
+    for star in (func.params.star_arg, func.params.star_kwarg):
+        if isinstance(star, cst.Param):
+            bound.add(star.name.value)
+
+    visit(func.body, _Binder(bound))
+    return set(loads(func.body)) - bound
+
+
+class _Binder(cst.CSTVisitor):
+    """Adds the names a function body binds to `bound` (one class for all calls:
+    a visitor class made on every call would cost more than its walk)."""
+
+    def __init__(self, bound: set[str]) -> None:
+        super().__init__()
+        self.bound = bound
+
+    def _targets(self, target) -> None:
+        for name in loads(target):
+            self.bound.add(name)
+
+    def visit_AssignTarget(self, node) -> None:
+        self._targets(node.target)
+
+    def visit_AugAssign(self, node) -> None:
+        self._targets(node.target)
+
+    def visit_AnnAssign(self, node) -> None:
+        self._targets(node.target)
+
+    def visit_For(self, node) -> None:
+        self._targets(node.target)
+
+    def visit_CompFor(self, node) -> None:
+        self._targets(node.target)
+
+    def visit_AsName(self, node) -> None:
+        self._targets(node.name)
+
+    def visit_FunctionDef(self, node) -> None:
+        self.bound.add(node.name.value)

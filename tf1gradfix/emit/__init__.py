@@ -1,0 +1,1 @@
+"""Emission: writing the TF2 program (and the rename-only fixes) from the model."""

@@ -1,0 +1,149 @@
+"""Assembly: the new statement list of the graph block (variables, layers and
+optimizers where they were, the step functions after the last graph
+statement, host statements with their runs replaced), and the transformer that
+puts replacements into a tree.
+"""
+
+from __future__ import annotations
+
+import builtins
+
+import libcst as cst
+
+from tf1gradfix.emit.state import StateEmitter
+from tf1gradfix.emit.tape import TapeEmitter
+from tf1gradfix.cst.syntax import Refusal, bound_names, loads
+from tf1gradfix.cst.verbatim import Verbatim, fits
+from tf1gradfix.cst.walk import TargetedTransformer, walk
+
+FLATTEN = object()   # replace a `with` by its (already rewritten) body
+
+
+class Assembler:
+    """Builds the new statement list of the graph block."""
+
+    def __init__(self, program, state: StateEmitter, tape: TapeEmitter, replacements, module: cst.Module | None = None):
+        """`module`: where generated statements go in as text when they fit its
+        layout (verbatim.py); None: they are always parsed."""
+        self.p, self.state, self.tape, self.module = program, state, tape, module
+        self.transformer = Replace(replacements)
+
+    def body(self, texts: list[str], moved: set[int], owner) -> list[cst.BaseStatement]:
+        """`texts`: the generated functions, put after the last graph statement."""
+        items = self.p.items
+        insert_at = max(pos for pos, it in enumerate(items) if it.node is not None) + 1
+        self._check_moved(moved, insert_at)
+        gap = 2 if isinstance(owner, cst.Module) else 1
+        functions = []
+        for text in texts:
+            blank = [cst.EmptyLine(indent=False)] * gap
+            if self.module is not None and fits(text, self.module):
+                functions.append(Verbatim(text, blank))
+                continue
+            for stmt in cst.parse_module(text + "\n").body:
+                functions.append(stmt.with_changes(leading_lines=blank))
+        out: list[cst.BaseStatement] = []
+        pending: list[cst.EmptyLine] = []
+        after_functions = False
+        for pos, item in enumerate(items):
+            if pos == insert_at and functions:
+                out += functions
+                after_functions = True
+                pending = []   # comments of graph statements stay with the graph
+            new = self._translate(item)
+            rest = []
+            if isinstance(new, list):   # one statement became several (a loop creating layers)
+                new, rest = new[0], new[1:]
+            lead = list(item.lead) + pending
+            if new is None:
+                pending = lead + [ln for ln in getattr(item.stmt, "leading_lines", ()) if ln.comment is not None]
+                continue
+            pending = []
+            own = list(new.leading_lines)
+            if after_functions:
+                lead = [ln for ln in lead + own if ln.comment is not None or True]
+                while lead and lead[0].comment is None:
+                    lead.pop(0)
+                lead, own = [cst.EmptyLine(indent=False)] * gap + lead, []
+                after_functions = False
+            out.append(new.with_changes(leading_lines=lead + own))
+            out += rest
+        if insert_at == len(items) and functions:
+            out += functions
+        if not out:
+            out.append(cst.SimpleStatementLine([cst.Pass()]))
+        return out
+
+    def _translate(self, item) -> cst.BaseStatement | None:
+        node = item.node
+        if item.drop:
+            return None
+        if node is None:
+            new = item.stmt.visit(self.transformer)   # (a statement with nothing to replace comes back as it is)
+            if isinstance(new, cst.FlattenSentinel):
+                return list(new.nodes)
+            return None if isinstance(new, cst.RemovalSentinel) else new
+        kind = node.kind
+        if kind == "static":
+            return item.stmt
+        if kind == "variable":
+            text = self.state.variable(node)
+            return item.stmt if text is None else self._statement(text, item.stmt)
+        if kind == "layer" and "loop" in node.info:
+            return list(cst.parse_module("\n".join(self.state.layer_loop(node)) + "\n").body)
+        if kind == "layer":
+            return self._statement(self.state.layer(node), item.stmt)
+        if kind == "optimizer":
+            text = self.state.optimizer(node, node.names[0], node.index in self.tape.fed_lr)
+            return self._statement(text, item.stmt)
+        if kind in ("train", "compute_gradients"):
+            opt = self.p.nodes[node.info["optimizer"]]
+            if opt.info.get("inline") and opt.stmt is item.stmt:
+                name = self.tape.optimizer_names[opt.index]
+                return self._statement(self.state.optimizer(opt, name, opt.index in self.tape.fed_lr), item.stmt)
+        return None
+
+    def _statement(self, text: str, original: cst.SimpleStatementLine) -> cst.BaseStatement:
+        if self.module is not None and fits(text, self.module):
+            return Verbatim(text, original.leading_lines)
+        new = cst.parse_statement(text + "\n")
+        return new.with_changes(leading_lines=original.leading_lines)
+
+    def _check_moved(self, moved: set[int], insert_at: int) -> None:
+        """Moved statements read host names when called: those must not change later."""
+        rebound = set()
+        for item in self.p.items[insert_at:]:
+            rebound |= bound_names(item.stmt)
+        known = set(self.p.final) | set(self.p.helpers) | set(dir(builtins))
+        for i in moved:
+            node = self.p.nodes[i]
+            if any(isinstance(s, cst.SimpleString) and "\n" in s.value for s in _strings(node.stmt)):
+                raise Refusal(node.stmt, "TFG905", "a multi-line string in graph code")
+            late = (set(loads(node.value)) - known) & rebound
+            if late:
+                raise Refusal(node.stmt, "TFG905", f"graph code reads `{sorted(late)[0]}`, which changes after the graph is built")
+
+
+class Replace(TargetedTransformer):
+    """Puts `replacements` (node -> new node, sentinel, FLATTEN or an edit of the
+    rewritten node) into a tree, rebuilding only the way to them."""
+
+    def __init__(self, replacements):
+        super().__init__(replacements)
+
+    def on_leave(self, original_node, updated_node):
+        result = self.targets.get(original_node, updated_node)
+        if callable(result):   # an edit of the rewritten node (its children may hold other edits)
+            result = result(updated_node)
+        if result is FLATTEN:
+            body = list(updated_node.body.body)
+            if body:
+                body[0] = body[0].with_changes(leading_lines=[*updated_node.leading_lines, *body[0].leading_lines])
+            return cst.FlattenSentinel(body)
+        if isinstance(result, cst.SimpleStatementLine) and not result.body:
+            return cst.RemovalSentinel.REMOVE
+        return result
+
+
+def _strings(node: cst.CSTNode) -> list[cst.SimpleString]:
+    return [s for s in walk(node) if type(s) is cst.SimpleString]

@@ -1,0 +1,108 @@
+"""The TF2 model class: `__init__` with the names its methods share turned back
+into attributes (`w` -> `self.w`), the step functions as methods, and
+`tf.Module` as the base (see model_classes for how the class was read).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import libcst as cst
+
+from tf1gradfix.constructs.builders import MODULE_ATTRIBUTES
+from tf1gradfix.constructs.model_classes import ModelClass
+from tf1gradfix.cst.syntax import Refusal, bound_names, free_names, is_docstring, loads, names_as_attributes
+
+
+@dataclass
+class Attributes:
+    """Turns `__init__`'s names back into attributes, and step functions into methods."""
+
+    plan: ModelClass
+    init: cst.FunctionDef
+    tf_alias: str
+    renamed: dict[str, str] = field(default_factory=dict)    # name -> attribute
+    kept_params: list[str] = field(default_factory=list)     # `__init__` parameters a method reads
+    method_names: frozenset[str] = frozenset()
+    init_names: frozenset[str] = frozenset()                 # what `__init__` binds or receives
+
+    def plan_names(self, init_body: list[cst.BaseStatement], methods: list[cst.FunctionDef]) -> None:
+        """Which names become attributes: every desugared one, and each name of
+        `__init__` (local or parameter) that a method reads."""
+        self.renamed = dict(self.plan.attributes)
+        bound = set().union(*(bound_names(s) for s in init_body)) if init_body else set()
+        params = {p.name.value for p in self.init.params.params[1:]} | \
+            {p.name.value for p in self.init.params.kwonly_params}
+        self.init_names = frozenset(bound | params)
+        read = set().union(*(free_names(m) for m in methods)) if methods else set()
+        method_names = self.method_names = frozenset(m.name.value for m in methods)
+        taken = set(self.plan.members) | method_names
+        for name in sorted(read & (bound | params)):
+            if name in self.renamed:
+                continue
+            if name in params and name in bound:
+                raise Refusal(self.init, "TFG904", f"`{name}` is both a parameter of `__init__` and bound in it")
+            attr, k = name, 1
+            while attr in taken:
+                k += 1
+                attr = f"{name}_{k}"
+            taken.add(attr)
+            self.renamed[name] = attr
+            if name in params:
+                self.kept_params.append(name)
+        kept = {attr for name, attr in self.renamed.items() if name in bound or name in params}   # (the rest are gone)
+        clash = kept & (method_names | MODULE_ATTRIBUTES)
+        if clash:
+            raise Refusal(self.init, "TFG904", f"attribute `{sorted(clash)[0]}` would clash with a method "
+                          "of the rewritten class or of `tf.Module`")
+
+    def init_body(self, body: list[cst.BaseStatement]) -> list[cst.BaseStatement]:
+        """`super().__init__()` first (after a docstring), parameters a method reads
+        kept as attributes, and every renamed name as `self.<attribute>`."""
+        renamed = {k: v for k, v in self.renamed.items() if k not in self.kept_params}
+        out = [names_as_attributes(stmt, renamed, self.plan.self_name) for stmt in body]
+        first = 1 if out and is_docstring(out[0]) else 0
+        head = [cst.parse_statement("super().__init__()\n")]
+        head += [cst.parse_statement(f"{self.plan.self_name}.{self.renamed[p]} = {p}\n") for p in self.kept_params]
+        if out and first == 0:
+            head[0] = head[0].with_changes(leading_lines=out[0].leading_lines)
+            out[0] = out[0].with_changes(leading_lines=())
+        return out[:first] + head + out[first:]
+
+    def method(self, fn: cst.FunctionDef) -> cst.FunctionDef:
+        """A step function as a method: `self` first, shared names read through it."""
+        free = free_names(fn) & (set(self.renamed) | self.method_names)
+        body = names_as_attributes(fn.body, {n: self.renamed.get(n, n) for n in free}, self.plan.self_name)
+        params = fn.params.with_changes(params=[cst.Param(cst.Name(self.plan.self_name)), *fn.params.params])
+        decorators = fn.decorators
+        if self.plan.self_name != "self" or any(set(loads(d)) & (self.init_names | set(self.renamed)) for d in decorators):
+            # no input signature: tf.function takes a first parameter named other than `self` for
+            # one of it, and shapes `__init__` knows are not known yet where the class is defined
+            decorators = [cst.Decorator(cst.parse_expression(f"{self.tf_alias}.function"))]
+        return fn.with_changes(body=body, params=params, decorators=decorators)
+
+    def class_def(self, cls: cst.ClassDef, init: cst.FunctionDef, methods: list[cst.FunctionDef]) -> cst.ClassDef:
+        """`cls` (as rewritten elsewhere) with its new `__init__`, the methods after it,
+        and `tf.Module` as its base (it had none, or `object`: see desugar)."""
+        body = []
+        for stmt in cls.body.body:
+            if isinstance(stmt, cst.FunctionDef) and stmt.name.value in self.plan.inlined:
+                continue   # its statements are `__init__`'s and the methods'
+            if isinstance(stmt, cst.FunctionDef) and stmt.name.value == "__init__":
+                body.append(init)
+                body += [m.with_changes(leading_lines=[cst.EmptyLine(indent=False)]) for m in methods]
+            else:
+                body.append(stmt)
+        base = cst.Arg(cst.parse_expression(f"{self.tf_alias}.Module"))
+        return cls.with_changes(bases=[base], body=cls.body.with_changes(body=body),
+                                lpar=cst.LeftParen(), rpar=cst.RightParen())
+
+
+def rewritten_class(plan: ModelClass, init: cst.FunctionDef, tf_alias: str, init_body, methods):
+    """The replacement of the class: a function of the class as rewritten elsewhere
+    (its other methods may hold runs)."""
+    attributes = Attributes(plan, init, tf_alias)
+    attributes.plan_names(init_body, methods)
+    new_init = init.with_changes(body=init.body.with_changes(body=attributes.init_body(init_body)))
+    new_methods = [attributes.method(m) for m in methods]
+    return lambda updated: attributes.class_def(updated, new_init, new_methods)

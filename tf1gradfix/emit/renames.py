@@ -1,0 +1,55 @@
+"""Fixer: apply the safe symbol renames that detection marked.
+
+The new dotted name is built onto the user's own alias node and keeps the
+outermost dot (with any comment or line break around it), so nothing the
+user wrote is lost; detection refuses renames with comments deeper inside.
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from tf1gradfix.cst.printing import PlainState
+
+
+def renamed_chain(node: cst.Attribute, old_parts: int, new_parts: list[str]) -> cst.Attribute:
+    """`alias.a.b` (old_parts=2 below the alias) -> `alias.x.y.z`, reusing the alias and outer dot."""
+    base: cst.BaseExpression = node
+    for _ in range(old_parts):
+        assert isinstance(base, cst.Attribute)
+        base = base.value
+    chain = base
+    for part in new_parts[:-1]:
+        chain = cst.Attribute(value=chain, attr=cst.Name(part))
+    return node.with_changes(value=chain, attr=node.attr.with_changes(value=new_parts[-1]))
+
+
+def renamed_source(module: cst.Module, replacements: dict[cst.CSTNode, tuple[int, list[str]]]) -> bytes:
+    """`module`'s bytes with each replaced chain printed renamed.
+
+    One printing pass, instead of a transformer that rebuilds every node of
+    the module and then a printing: each target's own tokens are swapped for
+    the tokens of its renamed copy as it is printed. Detection marks only the
+    outermost chains, so targets never nest.
+    """
+    return renamed_code(module, module, replacements).encode(module.encoding)
+
+
+def renamed_code(module: cst.Module, node: cst.CSTNode, replacements: dict[cst.CSTNode, tuple[int, list[str]]]) -> str:
+    """``module.code_for_node(node)`` with the replaced chains within it printed renamed."""
+    state = _RenamingState(default_indent=module.default_indent, default_newline=module.default_newline)
+    state.plans, state.opened = replacements, {}
+    node._codegen(state)
+    return "".join(state.tokens)
+
+
+class _RenamingState(PlainState):
+    def before_codegen(self, node: cst.CSTNode) -> None:
+        if node in self.plans:
+            self.opened[node] = len(self.tokens)
+
+    def after_codegen(self, node: cst.CSTNode) -> None:
+        start = self.opened.pop(node, None)
+        if start is not None:
+            del self.tokens[start:]
+            renamed_chain(node, *self.plans[node])._codegen(self)

@@ -1,0 +1,405 @@
+"""Entry point: rewrite a TF1 Session/placeholder program into TF2 as a whole,
+or refuse and leave it byte-for-byte intact with a manual diagnostic.
+
+Stages: where the graph is built and run (owners) -> model (graph_model) ->
+execution sites (host_scan) and slices (slicing) -> variables and optimizers
+(emit_state) -> functions and call sites (emit_tape) -> assembly (assemble).
+A model class goes through model_classes first and comes out of model_class.
+Never imports TensorFlow, never runs the file.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import libcst as cst
+from libcst.metadata import MetadataWrapper, PositionProvider, ScopeProvider
+
+from tf1gradfix.constructs import builders, model_classes, sections, session_options, session_params, summaries
+from tf1gradfix.rules import catalog as catalog_module
+from tf1gradfix.emit import model_class
+from tf1gradfix.emit.assemble import FLATTEN, Assembler, Replace
+from tf1gradfix.detect.detector import AnalysisWrapper, shared_names
+from tf1gradfix.emit.state import StateEmitter
+from tf1gradfix.emit.tape import TapeEmitter
+from tf1gradfix.emit.renames import renamed_code
+from tf1gradfix.model.graph import ModelBuilder
+from tf1gradfix.model.sites import HostScan
+from tf1gradfix.model.owners import BLOCKS, GraphCallScan, nested_sessions
+from tf1gradfix.cst.printing import code_for_node
+from tf1gradfix.model.slicing import signatures
+from tf1gradfix.cst.syntax import Refusal, loads, matches, name_nodes
+from tf1gradfix.cst.walk import walk
+
+Diagnostic = tuple[int, int, str, str, str]
+# Codes of the constructs a successful restructuring removes.
+HANDLED = ("TFG101", "TFG102", "TFG103", "TFG104", "TFG105", "TFG106", "TFG107",
+           "TFG201", "TFG202", "TFG203", "TFG204", "TFG205", "TFG301", "TFG302", "TFG303", "TFG304", "TFG305", "TFG306")
+
+
+@dataclass
+class Restructured:
+    new_module: cst.Module | None
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+
+
+class _Meta(cst.MetadataDependent):
+    # Names are resolved through the scope analysis (names.NameResolver); the
+    # whole-tree qualified-name table would cost a third of the analysis.
+    METADATA_DEPENDENCIES = (ScopeProvider, PositionProvider)
+
+
+def restructure(module: cst.Module, path: str, wrapper: MetadataWrapper | None = None, renames=None) -> Restructured:
+    """`wrapper`: the module's MetadataWrapper, to share resolved metadata with detection.
+    `renames`: rename plans of chains of `module` (fix_renames), applied where
+    the rewrite copies their code; the new module is to be printed with them too."""
+    return _restructure(module, wrapper or AnalysisWrapper(module), renames=renames or {})
+
+
+def _restructure(module: cst.Module, wrapper: MetadataWrapper, plan=None, renames=None) -> Restructured:
+    """`plan`: the model class `module` was desugared for (model_classes)."""
+    meta = _Meta()
+    with meta.resolve(wrapper):
+        meta.names = shared_names(wrapper, catalog_module.load())
+        try:
+            try:
+                new = _Rewrite(module, meta, plan, renames).run()
+            except model_classes.ClassFound as found:   # read again, `self.<attr>` as names in `__init__`
+                desugared, plan = model_classes.desugar(module, found.cls)
+                return _restructure(desugared, AnalysisWrapper(desugared), plan)
+        except Refusal as refusal:
+            line, col = _position(meta, refusal.node)
+            return Restructured(None, [(line, col, refusal.code, refusal.message, "manual")])
+        except Exception as exc:  # noqa: BLE001 - a bug here must never cost the user's file
+            return Restructured(None, [(1, 1, "TFG905", f"internal error in the rewrite ({type(exc).__name__}: {exc}); file left intact", "manual")])
+    if new is None:
+        return Restructured(None)
+    return Restructured(new, list(getattr(meta, "notes", ())))   # info notes of the model (TFG206)
+
+
+def _position(meta, node) -> tuple[int, int]:
+    try:
+        p = meta.get_metadata(PositionProvider, node).start
+        return p.line, p.column + 1
+    except (KeyError, AttributeError):
+        return 1, 1
+
+
+class _Rewrite:
+    def __init__(self, module: cst.Module, meta, plan=None, renames=None):
+        self.module, self.meta, self.plan, self.renames = module, meta, plan, renames
+        # names a new binding could shadow (attribute names and keywords cannot be shadowed)
+        self.module_names = frozenset(loads(module))
+        self.compat_import: cst.SimpleStatementLine | None = None
+        self.module_edits: dict = {}
+        self.module_helpers: dict | None = None
+        self.builder_edits: dict = {}   # builder function -> its tf.Module class and instance
+        self.taken = set(self.module_names)
+
+    def code(self, node: cst.CSTNode) -> str:
+        if self.renames:
+            return renamed_code(self.module, node, self.renames)
+        return code_for_node(self.module, node)
+
+    def fresh(self, base: str) -> str:
+        name, k = base, 1
+        while name in self.taken:
+            k += 1
+            name = f"{base}_{k}"
+        self.taken.add(name)
+        return name
+
+    def run(self) -> cst.Module | None:
+        creations, sessions = self._graph_calls()
+        if not sessions:
+            return None
+        if creations:
+            return self._run(creations, sessions)
+        try:   # a graph of constants and ops only: rewritten when fully understood, else left as before
+            return self._run(creations, sessions)
+        except Refusal as refusal:
+            if refusal.definite:
+                raise
+            return None
+
+    def _run(self, creations, sessions) -> cst.Module | None:
+        owners: dict[int, cst.CSTNode] = {}     # id -> the function (or module) building a graph
+        groups: dict[int, list] = {}            # id -> its graph calls
+        opened: dict[int, list] = {}            # id -> its session calls
+        for call, session in [(c, False) for c in creations] + [(c, True) for c in sessions]:
+            owner = self._owner(call, session)
+            owners[id(owner)] = owner
+            groups.setdefault(id(owner), []).append(call)
+            opened.setdefault(id(owner), [])
+            if session:
+                opened[id(owner)].append(call)
+        for key in [k for k, owner in owners.items() if self._is_builder(owner, groups[k], opened[k])]:
+            del owners[key]   # a builder function: its variables are made once, where graph code calls it
+        classes = {k: c for k, o in owners.items() if (c := model_classes.model_class(self.module, o)) is not None}
+        if classes and self.plan is None:
+            raise model_classes.ClassFound(next(iter(classes.values())))
+        self.alias = self._tf_alias()
+        self.module_edits = self._module_edits()
+        if classes:   # a model class's `__init__` builds the graph; any other owner only runs it
+            cls = next(iter(classes.values()))
+            for key, owner in owners.items():
+                if classes.get(key) is not cls and len(opened[key]) != len(groups[key]):
+                    raise Refusal(groups[key][0], "TFG904", f"graph built outside model class `{cls.name.value}` too")
+            return self._rewrite_owner(model_classes.init_of(cls), (), [c for calls in opened.values() for c in calls], cls)
+        if len(owners) == 1:
+            key, owner = next(iter(owners.items()))
+            parts = sections.split(owner, self.meta.names.qualified) if isinstance(owner, cst.Module) else [()]
+            if len(parts) > 1:
+                return self._rewrite_sections(owner, parts, opened[key])
+            new_owner = self._rewrite_owner(owner, (), opened[key])
+            if isinstance(owner, cst.Module):
+                return new_owner
+            return self.module.visit(Replace({**self.module_edits, **self.builder_edits, owner: new_owner}))
+        # Several functions, each building and running a graph of its own:
+        # each is rewritten on its own, all in one pass over the module.
+        for key, owner in owners.items():
+            self._check_independent(owner, groups[key], opened[key])
+        others = tuple(owners.values())
+        replaced = {owner: self._rewrite_owner(owner, others, opened[key]) for key, owner in owners.items()}
+        return self.module.visit(Replace({**self.module_edits, **self.builder_edits, **replaced}))
+
+    def _rewrite_sections(self, module: cst.Module, parts, sessions: list) -> cst.Module:
+        """A script in sections (sections.py): each rewritten on its own, in order; new
+        names are kept apart across them."""
+        body: list[cst.BaseStatement] = []
+        earlier: set[str] = set()
+        variables = None   # TF1 names of the earlier sections' variables
+        self.taken = set(self.module_names)
+        for part in parts:
+            sections.check_reads(part, earlier)
+            inside = {id(n) for stmt in part for n in walk(stmt)}
+            new_body, program = self._rewrite_owner(module, (), [c for c in sessions if id(c) in inside], section=part)
+            variables = sections.check_shared_graph(part, inside, program, variables, self.scan.graph_wide,
+                                                    self.meta.names.qualified)
+            body += new_body
+            earlier |= set(program.final) | program.sessions
+        return module.with_changes(body=body)
+
+    def _is_builder(self, owner, calls, sessions) -> bool:
+        """A function that only makes variables with `tf.get_variable` (under a variable
+        scope, for every caller to share), while another function runs the graph."""
+        return isinstance(owner, cst.FunctionDef) and not sessions and all(
+            self.meta.names.qualified(c.func) == "tensorflow.get_variable" for c in calls)
+
+    def _module_edits(self) -> dict:
+        """Module-level statements a rewritten program no longer wants: calls that
+        switch TF1 graph mode on, and a `tensorflow.compat.v1` import, which
+        becomes the TF2 `tensorflow` import under the same alias (what the code
+        still spells `tf.X` is then renamed like in any TF1 file)."""
+        edits: dict = {}
+        for stmt in self.module.body:
+            small = stmt.body[0] if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 else None
+            if isinstance(small, cst.Expr) and isinstance(small.value, cst.Call) \
+                    and (matches(q := self.meta.names.qualified(small.value.func), "drop") or matches(q, "graph_resets")):
+                edits[stmt] = cst.RemovalSentinel.REMOVE
+            elif isinstance(small, cst.Import) and stmt is self.compat_import:
+                alias = small.names[0]
+                edits[stmt] = stmt.with_changes(body=[small.with_changes(names=[
+                    alias.with_changes(name=cst.Name("tensorflow"))])])
+        if edits:
+            edits.update(self._imports_only_for(edits))
+        return edits
+
+    def _imports_only_for(self, dropped: dict) -> dict:
+        """A `from tensorflow... import name` whose every use is in the dropped statements
+        (`from tensorflow.python.framework import ops` for `ops.reset_default_graph()`,
+        `from tensorflow import ConfigProto` for session options): it goes with them."""
+        edits: dict = {}
+        for stmt in self.module.body:
+            small = stmt.body[0] if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 else None
+            if not isinstance(small, cst.ImportFrom) or small.module is None or isinstance(small.names, cst.ImportStar) \
+                    or len(small.names) != 1 or self.code(small.module).partition(".")[0] != "tensorflow":
+                continue
+            alias = small.names[0]
+            local = (alias.asname.name if alias.asname else alias.name).value
+            dropped_uses = sum(1 for s in dropped for n in name_nodes(s) if n.value == local)
+            uses = sum(1 for n in name_nodes(self.module) if n.value == local) - len(
+                [n for n in name_nodes(stmt) if n.value == local])
+            if dropped_uses and uses == dropped_uses:
+                edits[stmt] = cst.RemovalSentinel.REMOVE
+        return edits
+
+    def _check_independent(self, owner, calls, sessions: list) -> None:
+        """A function may be rewritten alone when it builds and runs its own graph
+        and reads nothing graph-wide that another function could have added to."""
+        if isinstance(owner, cst.Module):
+            raise Refusal(calls[0], "TFG904", "graph built in more than one function")
+        if not sessions or len(sessions) == len(calls):
+            raise Refusal(calls[0], "TFG904", f"graph built in one function and run in another (`{owner.name.value}`)")
+        for call, q, graph_with in self.scan.graph_wide:
+            if self.scan.owner_of[call] is owner and not graph_with:
+                raise Refusal(call, "TFG904", f"`{q.replace('tensorflow', 'tf', 1)}` reads the default graph, "
+                              "which several functions of this file share")
+
+    def _rewrite_owner(self, owner, other_owners, sessions: list, cls=None, section=None) -> cst.CSTNode:
+        """`cls`: the model class whose `__init__` is `owner`; the whole new module is returned.
+        `section`: the statements of the module `owner` to rewrite (sections.py); the new
+        statements and the program are returned."""
+        if section is None:
+            self.taken = set(self.module_names)   # new names are local to the owner
+        alias = self.alias
+        if self.module_helpers is None:   # once: the module's functions that build no graph
+            skip = {id(o) for o in other_owners} | {id(owner)}
+            self.module_helpers = {s.name.value: s for s in self.module.body
+                                   if isinstance(s, cst.FunctionDef) and id(s) not in skip}
+        helpers = dict(self.module_helpers)
+        body = list(owner.body.body) if isinstance(owner, cst.FunctionDef) else list(section or owner.body)
+        scope = owner if section is None else cst.Module(body=section)   # (where session options and writers are)
+        if cls is not None:   # (with the statements of the methods `__init__` builds the graph with)
+            body = model_classes.init_statements(cls, self.plan)
+        helpers.update({s.name.value: s for s in body if isinstance(s, cst.FunctionDef)})
+        builder = ModelBuilder(self.meta, self.meta.names, self.module)
+        if any(call.args for call in self.scan.sessions):   # (`tf.Session(config=...)`: its options go with it)
+            builder.options = session_options.SessionOptions(scope if cls is None else cls, self.meta.names.qualified)
+        if self.scan.writers:   # (TensorBoard summaries: the writers' statements are host code)
+            builder.writers = summaries.Writers(scope if cls is None else cls, self.meta.names.qualified)
+        program = builder.build(owner, body, helpers, alias)
+        if len(sessions) > 1:   # each session holds its own variable values; TF2 has one
+            raise Refusal(sessions[1], "TFG905", "more than one session")
+        host = None
+        if cls is None:
+            nested = nested_sessions([it.stmt for it in program.items if it.node is None and not it.drop
+                                       and not isinstance(it.stmt, (cst.SimpleStatementLine, cst.FunctionDef, cst.ClassDef))],
+                                      program, self.meta, builder)
+        else:
+            init_sessions = set(program.sessions)   # (`self.sess = tf.Session()` in `__init__`)
+            statements = model_classes.host_statements(self.module, cls, self.plan)
+            nested = nested_sessions(statements, program, self.meta, builder)
+            host = model_classes.ClassHost(
+                statements, [it.stmt for it in program.items if it.node is None and not it.drop], init_sessions,
+                self.plan.graph_attributes(program.final), self.plan.session_attributes(init_sessions),
+                session_params.session_parameters(self.module, cls, statements, program.sessions))
+            # (methods and attributes; `tf.Module`'s own are checked where they are named)
+            self.taken |= self.plan.members - model_classes.vanishing(self.plan, program) - builders.MODULE_ATTRIBUTES
+        scan = HostScan(program, self.meta, nested, host)
+        if builder.writers is not None:
+            scan.skip = set(builder.writers.statements)
+        scan.run()
+        sigs = signatures(program, scan.sites)
+        state = StateEmitter(program, self.code, self.meta.names.qualified)
+        tape = TapeEmitter(program, self.code, self.fresh, state, self.meta)
+        if cls is not None:
+            tape.attributes = dict(self.plan.attributes)
+        self._optimizers(program, tape, sigs)
+        for node in program.nodes:   # a builder function: a tf.Module class, its instance the function's name
+            if node.kind == "layer" and "builder" in node.info:
+                helper = node.info["builder"]
+                node.info["class"] = self.fresh("".join(p.capitalize() for p in helper.name.value.split("_")) or "Builder")
+                gap = 2 if any(helper is stmt for stmt in self.module.body) else 1
+                made = cst.FlattenSentinel(builders.class_statements(node, alias, state.builder_variable, gap))
+                self.builder_edits[helper] = made
+        for node in program.nodes:   # a layer's variable: its TF1 name where that is free
+            if node.kind != "layer" or "builder" in node.info:
+                continue
+            in_loop = "sites" in node.info   # a loop's layers: a list per call site
+            for layer in node.info["sites"] if in_loop else [node.info]:
+                base = layer["base"]
+                layer["var"] = self.fresh(base if base not in self.taken else f"{base}_layer")
+                if in_loop:
+                    layer["list"] = self.fresh(f"{base}_layers")
+        tape.name_functions(sigs)
+        helper = tape.helper(sigs)
+        texts = []
+        if helper[0] is not None:
+            texts.append(tape.helper_text(*helper))
+        texts += [tape.function_text(s, helper) for s in sigs if not s.inline]
+        if builder.writers is not None:   # `writer.add_summary(s, step)` -> a function writing each value
+            edits, writing = builder.writers.edits(program, scan, self.fresh, alias, self.code,
+                                                   lambda node, message: builder.note(node, "TFG103", message))
+            texts += [writing] if writing else []
+        moved = {i for s in sigs for i in s.nodes if program.nodes[i].kind == "tensor"}
+        replacements = dict(tape.call_site(site) for site in scan.sites)
+        if builder.writers is not None:
+            replacements.update(edits)
+        replacements.update(self.builder_edits)
+        if isinstance(owner, cst.Module):
+            replacements.update(self.module_edits)
+        for call, text in scan.variable_lists.items():
+            replacements[call] = cst.parse_expression(text)
+        for node in scan.removed | (builder.options.statements if builder.options else set()):
+            replacements[node] = cst.RemovalSentinel.REMOVE
+        for node in nested:   # a session `with` in host code: its body, dedented; `sess = tf.Session()`: gone
+            replacements[node] = FLATTEN if isinstance(node, cst.With) else cst.RemovalSentinel.REMOVE
+        for feed, names in scan.feed_dict_nodes.items():   # `{x: v}` -> `{"x": v}`, passed as `f(**feed)`
+            replacements[feed] = feed.with_changes(elements=[
+                e.with_changes(key=cst.SimpleString(f'"{name}"')) for e, name in zip(feed.elements, names)])
+        if cls is not None:   # the functions become methods, the runs calls of them on the instance
+            init_body = Assembler(program, state, tape, replacements).body([], moved, owner)
+            methods = [s for text in texts for s in cst.parse_module(text + "\n").body]
+            replacements.update(host.session_params.edits())
+            replacements.update(self.module_edits)
+            replacements[cls] = model_class.rewritten_class(self.plan, owner, alias, init_body, methods)
+            return self.module.visit(Replace(replacements))
+        new_body = Assembler(program, state, tape, replacements, self.module).body(texts, moved, owner)
+        if section is not None:
+            return new_body, program
+        if isinstance(owner, cst.Module):
+            return owner.with_changes(body=new_body)
+        return owner.with_changes(body=owner.body.with_changes(body=new_body))
+
+    def _graph_calls(self):
+        self.scan = GraphCallScan(self.meta.names)
+        self.module.visit(self.scan)
+        return self.scan.creations, self.scan.sessions
+
+    def _owner(self, call: cst.Call, session: bool = False):
+        """The function (or module) whose body builds the graph; a session may also sit
+        in a condition such as `if __name__ == "__main__":`, never in a loop."""
+        owner, between = self.scan.owner_of[call], self.scan.between[call]
+        for node in between:
+            if session and isinstance(node, (cst.If, cst.Else)):
+                continue
+            if isinstance(node, BLOCKS):
+                raise Refusal(call, "TFG904", "graph built inside a loop, condition or class")
+        return owner or self.module
+
+    def _tf_alias(self) -> str:
+        """The name TF2 code is spelled with: `import tensorflow [as NAME]`, else
+        `import tensorflow.compat.v1 as NAME` (then rewritten to the TF2 import)."""
+        compat = None
+        for stmt in self.module.body:
+            if isinstance(stmt, cst.SimpleStatementLine) and isinstance(stmt.body[0], cst.Import):
+                for alias in stmt.body[0].names:
+                    if self.code(alias.name) == "tensorflow":
+                        return alias.asname.name.value if alias.asname else "tensorflow"
+                    if self.code(alias.name) == "tensorflow.compat.v1" and alias.asname is not None \
+                            and len(stmt.body) == 1 and len(stmt.body[0].names) == 1 and compat is None:
+                        compat = stmt
+        if compat is not None:
+            self.compat_import = compat
+            return compat.body[0].names[0].asname.name.value
+        raise Refusal(self.module.body[0] if self.module.body else None, "TFG905",
+                      "no `import tensorflow [as NAME]` to spell TF2 names with")
+
+    def _optimizers(self, program, tape: TapeEmitter, sigs) -> None:
+        placeholders = {n.index for n in program.nodes if n.kind == "placeholder"}
+        for node in program.nodes:
+            if node.kind != "optimizer":
+                continue
+            schedule = tape.state.scheduled_rate(node)
+            if schedule is not None:   # the Keras schedule on the same step, set before each update
+                item = next(it for it in program.items if it.node is schedule)
+                item.stmt = schedule.stmt = tape.state.schedule(schedule)
+                tape.fed_lr.add(node.index)
+            computed = {d for d in node.deps if program.nodes[d].kind not in ("static", "placeholder")}
+            if computed - {schedule.index if schedule else None}:
+                raise Refusal(node.value, "TFG906", "an optimizer hyperparameter computed by graph ops")
+            if node.deps & placeholders:
+                lr = tape.state.learning_rate(node)
+                others = [a for a in node.info["call"].args if a.value is not lr]
+                if lr is None or any(set(loads(a.value)) & {program.nodes[i].names[0] for i in placeholders} for a in others):
+                    raise Refusal(node.value, "TFG906", "an optimizer argument other than the learning rate is fed")
+                tape.fed_lr.add(node.index)
+            kept = tape.state.kept(node)
+            if kept is not None:   # an info note, with the model's (TFG206)
+                self.meta.notes = [*getattr(self.meta, "notes", ()),
+                                   (*_position(self.meta, node.info["call"]), "TFG207", kept, "safe")]
+            if node.info.get("inline"):
+                tape.optimizer_names[node.index] = self.fresh("optimizer")
+            else:
+                tape.optimizer_names[node.index] = node.names[0]

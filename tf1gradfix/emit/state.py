@@ -1,0 +1,226 @@
+"""The statements that stay where they were: variables and optimizers.
+
+`tf.get_variable` becomes `tf.Variable(initializer(shape), name=...)` with the
+scope-qualified name; v1 optimizers become Keras optimizers, or stay v1 where
+no Keras optimizer gives the same numbers. Both mappings are
+tables (`tf1gradfix/rules/initializers.toml`, `tf1gradfix/rules/optimizers.toml`), not code.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import libcst as cst
+
+from tf1gradfix.rules.catalog import _read
+from tf1gradfix.model.graph import GraphNode, Program
+from tf1gradfix.cst.syntax import Refusal, bound_args, call_text, schedule_table
+
+
+# Statuses whose target takes a learning rate set before every update (a fed one).
+FED_LR_STATUSES = ("exact", "within_tolerance")
+
+
+@functools.lru_cache(maxsize=None)
+def optimizer_table() -> dict[str, dict]:
+    return {row["v1"]: row for row in _read("optimizers.toml")["optimizer"]}
+
+
+@functools.lru_cache(maxsize=None)
+def initializer_table() -> tuple[str, dict[str, dict]]:
+    raw = _read("initializers.toml")
+    by_symbol = {}
+    for key, row in raw["initializer"].items():
+        for symbol in row["v1"]:
+            by_symbol[symbol] = {**row, "key": key}
+    return raw["default"], {**{f"@{k}": v for k, v in raw["initializer"].items()}, **by_symbol}
+
+
+@functools.lru_cache(maxsize=None)
+def default_initializer(qualified_dtype: str | None) -> str:
+    """The table key of get_variable's initializer when none is given, by dtype."""
+    raw = _read("initializers.toml")
+    return raw["default_integer"] if qualified_dtype in raw["integer_dtypes"] else raw["default"]
+
+
+class StateEmitter:
+    def __init__(self, program: Program, code, qualified):
+        self.p, self.code, self.qualified = program, code, qualified
+        self.tf = program.tf_alias
+
+    # -- variables -----------------------------------------------------------
+    def variable(self, node: GraphNode) -> str | None:
+        """New source of a variable statement, or None to keep it as it is."""
+        info = node.info
+        bound = info["bound"]
+        target = node.names[0]
+        if info["source"] == "tensorflow.Variable":
+            if info["full_name"] is None or "name" in bound and info["full_name"] == _string(bound["name"]):
+                return None
+            value = self.code(bound["initial_value"])
+        else:
+            value = self._initial_value(node, bound)
+        args = [value, f"name={info['full_name']!r}".replace("'", '"')]
+        if not info["trainable"]:
+            args.append("trainable=False")
+        if "dtype" in bound and info["source"] == "tensorflow.Variable":
+            args.append(f"dtype={self.code(bound['dtype'])}")
+        return f"{target} = {self.tf}.Variable({', '.join(args)})"
+
+    def builder_variable(self, call: cst.Call, bound) -> str:
+        """The initial value of a builder function's `tf.get_variable`."""
+        return self._initial_value(GraphNode(-1, "variable", (), call, call), bound)
+
+    def _initial_value(self, node: GraphNode, bound) -> str:
+        shape = bound.get("shape")
+        init = bound.get("initializer")
+        dtype = bound.get("dtype")
+        default_key, table = initializer_table()
+        if init is not None and not isinstance(init, cst.Call):
+            if shape is not None or isinstance(init, cst.Name) and self.p.node(init.value) is not None \
+                    and self.p.node(init.value).kind != "static":
+                raise Refusal(init, "TFG905", "a get_variable initializer that is neither an initializer nor a value")
+            return self.code(init)
+        if shape is None:
+            if init is not None and self.qualified(init.func) not in table:
+                return self.code(init)   # a tensor value: its shape is the variable's
+            raise Refusal(node.value, "TFG905", "get_variable without a shape")
+        if init is None:
+            default_key = default_initializer(self.qualified(dtype) if dtype is not None else None)
+        ctor, init_dtype = self.initializer(init if init is not None else default_key)
+        dtype = dtype or init_dtype
+        return f"{ctor}({self.code(shape)}" + (f", dtype={self.code(dtype)})" if dtype is not None else ")")
+
+    def initializer(self, init: cst.Call | str) -> tuple[str, cst.BaseExpression | None]:
+        """The TF2 initializer object for a v1 initializer call (or a table key), and
+        the dtype the v1 call named, which moves to where the initializer is called."""
+        _, table = initializer_table()
+        if isinstance(init, str):
+            row, call_args = table[f"@{init}"], {}
+        else:
+            row = table.get(self.qualified(init.func) or "")
+            if row is None:
+                raise Refusal(init, "TFG905", f"initializer `{self.code(init.func)}` has no TF2 mapping in tf1gradfix/rules/initializers.toml")
+            call_args = bound_args(init, row["params"], init)
+        kwargs, dtype = dict(row.get("defaults", {})), None
+        for v1_name, expr in call_args.items():
+            if v1_name == "dtype":
+                dtype = expr
+            elif v1_name in row["map"]:
+                kwargs[row["map"][v1_name]] = self.code(expr)
+            elif v1_name not in ("verify_shape",):
+                raise Refusal(init, "TFG905", f"initializer argument `{v1_name}`")
+        return f"{self.tf}.{row['target']}({', '.join(f'{k}={v}' for k, v in kwargs.items())})", dtype
+
+    # -- layers --------------------------------------------------------------
+    def layer(self, node: GraphNode) -> str:
+        """`<var> = tf.keras.layers.X(<the v1 settings>)`: positional settings keep their
+        place up to the table's `positional`; initializers are mapped like get_variable's."""
+        row = node.info["row"]
+        args = self._layer_args(row, node.value, node.info["bound"])
+        return call_text(f"{node.info['var']} = {self.tf}.{row['target']}(", args)
+
+    def layer_loop(self, node: GraphNode) -> list[str]:
+        """The loop that creates layers, run once where the graph was built: each
+        layer appended to its list; statements computing graph values left out."""
+        loop, sites = node.info["loop"], iter(node.info["sites"])
+        lines = [f"{site['list']} = []" for site in node.info["sites"]]
+        lines.append(f"for {self.code(loop.target)} in {self.code(loop.iter)}:")
+        for name, value, is_layer, graph in node.info["statements"]:
+            if is_layer:
+                site = next(sites)
+                lines.append(f"    {site['list']}.append({self.layer_constructor(site['row'], site['call'], site['bound'])})")
+            elif not graph:
+                lines.append(f"    {name} = {self.code(value)}")
+        return lines
+
+    def layer_constructor(self, row: dict, call: cst.Call, bound: dict) -> str:
+        return f"{self.tf}.{row['target']}({', '.join(self._layer_args(row, call, bound))})"
+
+    def _layer_args(self, row: dict, call: cst.Call, bound: dict) -> list[str]:
+        source = bound[row["params"][0]]
+        args = []
+        for position, a in enumerate(a for a in call.args if a.value is not source):
+            param = a.keyword.value if a.keyword is not None else row["params"][position + 1]
+            if param == "reuse" or param in row.get("call", ()) or param in row.get("accepted", {}):
+                continue   # reuse None/False: a new layer, as every Keras layer is; `training` goes to the call
+            value = self.code(a.value)
+            if param in row["initializers"]:
+                if not isinstance(a.value, cst.Call):
+                    raise Refusal(a.value, "TFG905", "a layer initializer that is not an initializer call")
+                value, dtype = self.initializer(a.value)
+                if dtype is not None:
+                    raise Refusal(a.value, "TFG905", "a layer initializer with its own dtype")
+            keyword = row.get("rename", {}).get(param, param)
+            positional = a.keyword is None and position < row["positional"]
+            args.append(value if positional else f"{keyword}={value}")
+        return args
+
+    # -- optimizers ----------------------------------------------------------
+    def optimizer(self, node: GraphNode, target: str, fed_lr: bool) -> str:
+        """The optimizer statement: the row's target with the v1 arguments mapped.
+
+        A `not_equivalent` row keeps the v1 optimizer (it runs eagerly and in
+        tf.function), with the reason as a comment; `manual` rows are refused."""
+        row = optimizer_table().get(node.info["cls"])
+        call = node.info["call"]
+        if row is None or row["status"] == "manual":
+            why = row["why"] if row else "not in tf1gradfix/rules/optimizers.toml"
+            raise Refusal(call, "TFG906", f"`{node.info['cls']}` has no TF2 rewrite ({why})")
+        bound = bound_args(call, row["params"], call)
+        kwargs = dict(row["defaults"])
+        for v1_name, expr in bound.items():
+            if v1_name in row["map"]:
+                kwargs[row["map"][v1_name]] = self.code(expr)
+        if fed_lr:
+            if row["status"] not in FED_LR_STATUSES:
+                raise Refusal(call, "TFG906", f"`{node.info['cls']}` with a learning rate that changes "
+                              f"between updates (fed or scheduled): {row['why']}")
+            kwargs["learning_rate"] = "0.0"   # set from the fed value before every update
+        if "learning_rate" not in kwargs:
+            raise Refusal(call, "TFG906", "an optimizer without a learning rate")
+        args = ", ".join(f"{k}={v}" for k, v in kwargs.items())
+        text = f"{target} = {self.tf}.{row['target']}({args})"
+        if row["status"] == "not_equivalent":
+            # kept on purpose: the comment says why and keeps `check` quiet on this line
+            text += "  # tf1gradfix: ignore[TFG205] kept: no Keras optimizer gives the same updates; see `tf1gradfix explain TFG207`"
+        return text
+
+    def kept(self, node: GraphNode) -> str | None:
+        """Why the v1 optimizer stays v1 (an info note of the rewrite, TFG207), or None."""
+        row = optimizer_table().get(node.info["cls"])
+        if row is None or row["status"] != "not_equivalent":
+            return None
+        return f"`{node.info['cls']}` stays `tf.{row['target']}`: no Keras optimizer gives the same updates ({row['why']})"
+
+    def scheduled_rate(self, opt: GraphNode) -> GraphNode | None:
+        """The graph statement `lr = tf.train.<schedule>(...)` the optimizer's learning rate names."""
+        lr = self.learning_rate(opt)
+        node = self.p.node(lr.value) if isinstance(lr, cst.Name) else None
+        if node is None or node.kind != "tensor" or len(node.names) != 1 or not isinstance(node.value, cst.Call):
+            return None
+        return node if self.qualified(node.value.func) in schedule_table() else None
+
+    def schedule(self, node: GraphNode) -> cst.SimpleStatementLine:
+        """`lr = tf.train.exponential_decay(0.1, step, ...)` -> the Keras schedule called on the
+        same step: the same rate, computed where TF1 computed it (tf1gradfix/rules/schedules.toml)."""
+        call = node.value
+        row = schedule_table()[self.qualified(call.func)]
+        bound = bound_args(call, row["params"], call)
+        step = bound.get(row["step"])
+        if step is None:
+            raise Refusal(call, "TFG906", "a learning-rate schedule without a step")
+        args = ", ".join(f"{row['map'][k]}={self.code(v)}" for k, v in bound.items() if k in row["map"])
+        text = f"{node.names[0]} = {self.tf}.{row['target']}({args})({self.code(step)})\n"
+        return cst.parse_statement(text).with_changes(leading_lines=node.stmt.leading_lines)
+
+    def learning_rate(self, node: GraphNode) -> cst.BaseExpression | None:
+        row = optimizer_table().get(node.info["cls"])
+        if row is None:
+            return None
+        return bound_args(node.info["call"], row["params"], node.info["call"]).get("learning_rate")
+
+
+def _string(expr) -> str | None:
+    return expr.evaluated_value if isinstance(expr, cst.SimpleString) else None
+

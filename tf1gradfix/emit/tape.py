@@ -1,0 +1,475 @@
+"""Emit one TF2 function per execution signature, and the calls that replace
+`sess.run` / `.eval()` / `.run()`.
+
+A train op makes the body a `tf.GradientTape` block (the forward slice),
+then the gradient statements in source order, then `apply_gradients` with
+None gradients filtered out. Forward code used by several functions goes into
+one helper. Values that reach Python are converted with `.numpy()`.
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+from libcst.metadata import ScopeProvider
+
+from tf1gradfix.emit.state import optimizer_table
+from tf1gradfix.constructs import gradient_calls, losses, summaries, updates, var_lists
+from tf1gradfix.model.graph import GraphNode, Program
+from tf1gradfix.cst.syntax import Refusal, call_text, matches
+from tf1gradfix.model.sites import Site
+from tf1gradfix.model.slicing import Signature, closure, gradient_dependent, reached_variables, variable_text
+
+IND = "    "
+
+
+class TapeEmitter:
+    def __init__(self, program: Program, code, fresh, state, meta):
+        self.p, self.code, self.fresh, self.state, self.meta = program, code, fresh, state, meta
+        self.qualified = meta.names.qualified
+        self.tf = program.tf_alias
+        self.optimizer_names: dict[int, str] = {}
+        self.fed_lr: set[int] = set()   # optimizers whose learning rate is fed
+        self.trained_by: dict[int, set[str]] = {}   # optimizer -> the variables it updates
+        self.locals: dict[str, str] = {}
+        self.attributes: dict[str, str] = {}   # a model class: graph name -> the attribute holding it
+
+    # -- planning ----------------------------------------------------------
+    def name_functions(self, sigs: list[Signature]) -> None:
+        trains = [s for s in sigs if s.train is not None]
+        used: set[str] = set()
+        for sig in sigs:
+            if sig.inline:
+                continue
+            if sig.train is not None and len(trains) > 1:
+                op = sig.train.names[0]   # its statement and runs disappear: the name is free
+                base = op if "step" in op or "train" in op else f"{op}_step"
+                if base == op and op not in used:
+                    sig.name = op
+                    used.add(op)
+                    continue
+            elif sig.train is not None:
+                base = "train_step"
+            elif not sig.returns and len(sig.fetches) == 1 and sig.fetches[0] not in used:
+                sig.name = sig.fetches[0]   # an update op: its statement and runs disappear, the name is free
+                used.add(sig.name)
+                continue
+            else:
+                base = "compute_" + "_".join(sig.fetches)
+            sig.name = self.fresh(base)
+            used.add(sig.name)
+
+    def helper(self, sigs: list[Signature]) -> tuple[str | None, list[int], list[str], list[str]]:
+        """Forward statements shared by several functions: (name, nodes, params, returns)."""
+        forwards = [set(self._forward(sig)) for sig in sigs if not sig.inline]
+        shared = sorted(i for i in set().union(*forwards) if sum(i in f for f in forwards) > 1) if forwards else []
+        if not shared or not self._can_share(sigs, set(shared)):
+            return None, [], [], []
+        members = closure(self.p, shared)
+        params = [n.names[0] for n in self.p.nodes if n.kind == "placeholder" and n.index in members]
+        params = [p for p in params if self.p.node(p).info["default"] is None] + \
+                 [p for p in params if self.p.node(p).info["default"] is not None]
+        returns: list[str] = []
+        shared_set = set(shared)
+        for sig in sigs:
+            if sig.inline:
+                continue
+            for i in sig.nodes:
+                if i in shared_set:
+                    continue
+                for d in self.p.nodes[i].deps:
+                    if d in shared_set:
+                        returns += list(self.p.nodes[d].names)
+            returns += [f for f in sig.fetches if self.p.final[f] in shared_set]
+        ordered = []
+        for i in shared:
+            for n in self.p.nodes[i].names:
+                if n in returns and n not in ordered:
+                    ordered.append(n)
+        return self.fresh("forward"), shared, params, ordered
+
+    def _can_share(self, sigs: list[Signature], shared: set[int]) -> bool:
+        """A helper keeps source order only if no function rebinds a name it binds, and
+        no gradient is taken with respect to a value it computes that a tape must watch."""
+        shared_names = {n for i in shared for n in self.p.nodes[i].names}
+        for sig in sigs:
+            if sig.inline:
+                continue
+            own = [i for i in self._forward(sig) if i not in shared]
+            if any(set(self.p.nodes[i].names) & shared_names for i in own):
+                return False
+            if set(self._watches(sig, own, shared)[1]) & shared:
+                return False
+        return True
+
+    def _forward(self, sig: Signature) -> list[int]:
+        post = gradient_dependent(self.p, sig.nodes)
+        return [i for i in sig.nodes if self.p.nodes[i].kind == "tensor" and i not in post]
+
+    # -- text --------------------------------------------------------------
+    def stmt_text(self, node: GraphNode) -> str:
+        if "summary" in node.info:   # `merged = tf.summary.merge_all()` -> the list of the values it summarizes
+            return summaries.statement(self.p, node, self.code)
+        if "layer" in node.info:   # `h = tf.layers.dense(x, ...)` -> `h = <layer>(x)`
+            layer = self.p.nodes[node.info["layer"]].info["var"]
+            args = [self.code(node.info["source"])] + [f"{k}={self.code(v)}" for k, v in node.info["call_args"]]
+            return f"{', '.join(node.names)} = {layer}({', '.join(args)})"
+        if "layer_loop" in node.info:
+            return self._layer_loop(self.p.nodes[node.info["layer_loop"]])
+        stmt = losses.rewritten_statement(node.stmt, node.info.get("calls", ()), self.qualified, self.code, self.tf)
+        if node.kind == "update":   # `tf.assign_add(v, x)` -> `v.assign_add(x)`
+            stmt = updates.method_form(stmt, self.qualified)
+        text = self.code(stmt)
+        lines = [ln for ln in text.splitlines() if ln.strip()]
+        return "\n".join(lines)
+
+    def _layer_loop(self, layers: GraphNode) -> str:
+        """The loop again, zipped with the lists of layers it created: each call
+        site calls its layer of this iteration."""
+        loop, sites = layers.info["loop"], layers.info["sites"]
+        target = self.code(loop.target)
+        if isinstance(loop.target, cst.Tuple) and not loop.target.lpar:
+            target = f"({target})"
+        header = ", ".join([target] + [s["var"] for s in sites])
+        lines = [f"for {header} in zip({self.code(loop.iter)}, {', '.join(s['list'] for s in sites)}):"]
+        calls = iter(sites)
+        for name, value, is_layer, _ in layers.info["statements"]:
+            if is_layer:
+                site = next(calls)
+                lines.append(f"{IND}{name} = {site['var']}({self.code(site['source'])})")
+            else:
+                lines.append(f"{IND}{name} = {self.code(value)}")
+        return "\n".join(lines)
+
+    def params_text(self, params: list[str]) -> str:
+        out = []
+        for p in params:
+            default = self.p.node(p).info["default"]
+            out.append(p if default is None else f"{p}={self.code(default)}")
+        return ", ".join(out)
+
+    def spec(self, params: list[str]) -> str:
+        specs = []
+        for p in params:
+            info = self.p.node(p).info
+            dtype = self._dtype(p)
+            shape = self.code(info["shape"]) if info["shape"] is not None else "None"
+            specs.append(f"{self.tf}.TensorSpec(shape={shape}, dtype={dtype})")
+        return call_text(f"@{self.tf}.function(input_signature=[", specs, "])")
+
+    def _casts(self, params: list[str]) -> list[str]:
+        """A fed value takes the placeholder's dtype (as TF1's feed did), also when
+        the function runs eagerly and input_signature converts nothing."""
+        return [f"{p} = {self.tf}.cast({p}, {self._dtype(p)})" for p in params]
+
+    def _dtype(self, p: str) -> str:
+        dtype = self.p.node(p).info["dtype"]
+        if dtype is None:
+            raise Refusal(self.p.node(p).value, "TFG905", f"placeholder `{p}` without a dtype")
+        return f"{self.tf}.{dtype}" if isinstance(dtype, str) else self.code(dtype)
+
+    def helper_text(self, name, nodes, params, returns) -> str:
+        body = [self.stmt_text(self.p.nodes[i]) for i in nodes if self.p.nodes[i].kind == "tensor"]
+        body.append(f"return {', '.join(returns)}")
+        return f"def {name}({self.params_text(params)}):\n" + _indent("\n".join(body))
+
+    def function_text(self, sig: Signature, helper) -> str:
+        hname, hnodes, hparams, hreturns = helper
+        post = gradient_dependent(self.p, sig.nodes)
+        forward = self._forward(sig)
+        own = [i for i in forward if i not in set(hnodes)]
+        watch_top, watch_after = self._watches(sig, own, set(hnodes))
+        forward_lines = [f"{self.tape}.watch({w})" for w in watch_top]   # before any use
+        if hname is not None and set(forward) & set(hnodes):
+            needed = self._needed(sig, set(hnodes))
+            targets = [r if r in needed else "_" for r in hreturns]
+            forward_lines.append(f"{', '.join(targets)} = {hname}({', '.join(hparams)})")
+        for i in own:
+            forward_lines.append(self.stmt_text(self.p.nodes[i]))
+            forward_lines += watch_after.get(i, [])
+        grads = [i for i in sig.nodes if i in post]
+        lines: list[str] = self._casts(sig.params) + [f"{k} = {v}" for k, v in sig.flags.items()] \
+            + self._variable_lists(sig)
+        if grads:
+            count = sum(1 for i in grads if self.p.nodes[i].kind in ("gradients", "compute_gradients")
+                        or self.p.nodes[i].info.get("method") == "minimize")
+            persistent = "persistent=True" if count > 1 else ""
+            lines.append(f"with {self.tf}.GradientTape({persistent}) as {self.tape}:")
+            lines.append(_indent("\n".join(forward_lines) or "pass"))
+            for i in grads:
+                lines += self._gradient_lines(self.p.nodes[i])
+        else:
+            lines += forward_lines
+        # assignments (a target network's sync): the statements as written, in source order
+        lines += [self.stmt_text(self.p.nodes[i]) for i in sig.nodes if self.p.nodes[i].kind == "update"]
+        if sig.returns:
+            lines.append(f"return {', '.join(sig.returns)}")
+        if not lines:
+            lines.append("pass")
+        header = f"{self.spec(sig.params)}\ndef {sig.name}({self.params_text(sig.params)}):\n"
+        return header + _indent("\n".join(lines))
+
+    def _variable_lists(self, sig: Signature) -> list[str]:
+        """Variable lists that emitted statements read (their TF1 statements go: a
+        collection does not exist in TF2), as explicit lists in creation order."""
+        read = sorted({d for i in sig.nodes if self.p.nodes[i].kind not in ("train", "compute_gradients", "varlist")
+                       for d in self.p.nodes[i].deps if self.p.nodes[d].kind == "varlist"})
+        return [f"{self.p.nodes[i].names[0]} = [{', '.join(self.p.nodes[i].info['members'])}]" for i in read]
+
+    def _needed(self, sig: Signature, shared: set[int]) -> set[str]:
+        names = set()
+        for i in sig.nodes:
+            if i in shared:
+                continue
+            for d in self.p.nodes[i].deps:
+                if d in shared:
+                    names.update(self.p.nodes[d].names)
+        names.update(f for f in sig.fetches if self.p.final[f] in shared)
+        return names
+
+    def _watches(self, sig, own, shared):
+        """Lines the forward code needs: watches of values TF1 differentiates with respect to
+        that a tape would not watch by itself, and `stop_gradients=` cuts."""
+        top, after = [], {}
+        for i in sig.nodes:
+            node = self.p.nodes[i]
+            if node.kind in ("train", "compute_gradients") and "loss" in node.info["bound"] \
+                    and node.info["bound"].get("var_list") is not None:
+                # an explicit var_list trains trainable=False variables too
+                top += [v for v in self._var_list(node, node.info["bound"]["loss"])
+                        if self.p.node(v) is not None and not self.p.node(v).info["trainable"]]
+            if node.kind != "gradients":
+                continue
+            for x in node.info["xs"]:
+                xn = self.p.node(x)
+                if xn.kind == "placeholder" or xn.kind == "variable" and not xn.info["trainable"]:
+                    top.append(x)
+                elif xn.kind == "tensor":
+                    recorded = bool(reached_variables(self.p, xn.index))   # computed from watched variables
+                    if "stop_gradient" in self.code(xn.value) or not recorded:
+                        after.setdefault(xn.index, []).append(f"{self.tape}.watch({x})")   # (never in a helper: see _can_share)
+                elif xn.kind == "static":
+                    raise Refusal(node.value, "TFG905", f"gradient with respect to the constant `{x}`")
+        for i, lines in gradient_calls.stop_lines(self.p, sig.nodes, closure, self.tf).items():
+            after[i] = lines + after.get(i, [])
+        return list(dict.fromkeys(top)), after
+
+    def _gradient_lines(self, node: GraphNode) -> list[str]:
+        name = node.names[0] if node.names else None
+        if node.kind == "gradients":
+            return [gradient_calls.gradient_text(self, node)]
+        if node.kind == "tensor":
+            return [self.stmt_text(node)]
+        bound = node.info["bound"]
+        opt = self.p.nodes[node.info["optimizer"]]
+        opt_name = self.optimizer_names[opt.index]
+        dense = self._sparse_form(node, opt)
+        self._check_kept_slots(opt)
+        if node.kind == "compute_gradients" or node.info["method"] == "minimize":
+            loss = bound["loss"]
+            if not isinstance(loss, cst.Name):
+                raise Refusal(loss, "TFG905", "a loss that is an expression, not a name")
+            variables = self._var_list(node, loss)
+            self._check_built_for(opt, variables)
+            vname = self.local("variables")
+            listed = variables[0][1:] if len(variables) == 1 and variables[0].startswith("*[") else \
+                f"[{', '.join(variables)}]"   # (one loop's layers: their comprehension is the list)
+            lines = [f"{vname} = {listed}"]
+            if node.kind == "compute_gradients":
+                pairs = f"list(zip({self.tape}.gradient({loss.value}, {vname}), {vname}))"
+                if node.info["call"] is node.value:
+                    return lines + [f"{name} = {pairs}"]
+                # `g, v = zip(*opt.compute_gradients(loss))`: the pairs take the call's place
+                stmt = node.stmt.deep_replace(node.info["call"], cst.parse_expression(pairs))
+                return lines + [self.code(stmt.with_changes(leading_lines=())).strip()]
+            gname = self.local("grads")
+            lines.append(f"{gname} = {self.tape}.gradient({loss.value}, {vname})")
+            pairs = f"zip({gname}, {vname})"
+        else:
+            lines = []
+            pairs = self.code(bound["grads_and_vars"])
+        lines += self._learning_rate(opt, opt_name)
+        kept = "  # tf1gradfix: ignore[TFG204] a v1 optimizer, updating when called" if self.state.kept(opt) else ""
+        grad = f"{self.tf}.convert_to_tensor(g)" if dense else "g"
+        lines.append(f"{opt_name}.apply_gradients([({grad}, v) for g, v in {pairs} if g is not None]){kept}")
+        if node.info.get("step") is not None:   # v1 counts an update after applying it
+            lines.append(f"{node.info['step']}.assign_add(1)")
+        return lines
+
+    def _check_built_for(self, opt: GraphNode, variables: list[str]) -> None:
+        """A Keras optimizer is built for the variables of its first update and
+        rejects others later; a v1 optimizer trains any list it is given."""
+        if not optimizer_table().get(opt.info["cls"], {}).get("target", "").startswith("keras."):
+            return
+        first = self.trained_by.setdefault(opt.index, set(variables))
+        if first != set(variables):
+            raise Refusal(opt.info["call"], "TFG906", "one optimizer trains different variable lists "
+                          "(a Keras optimizer only updates the variables of its first update)")
+
+    def _check_kept_slots(self, opt: GraphNode) -> None:
+        """A kept v1 optimizer with slots cannot train Keras 3 layer weights (found by the fuzzing campaign)."""
+        row = optimizer_table().get(opt.info["cls"], {})
+        if row.get("v1_slots") and any(n.kind == "layer" and n.info.get("weights") for n in self.p.nodes):
+            raise Refusal(opt.info["call"], "TFG906", f"`{opt.info['cls']}` is kept as the v1 optimizer (no Keras "
+                          "optimizer gives its numbers), and it cannot keep its slots for the Keras layers' weights")
+
+    def _sparse_form(self, node: GraphNode, opt: GraphNode) -> bool:
+        """Whether the update's gradients are densified before `apply_gradients`.
+
+        A gather-like op (`graph_ops.toml` sparse_gradients) makes its table's
+        gradient an `IndexedSlices`, often with repeated rows. TF1's sparse
+        kernels sum repeated rows first; Keras 3 applies such a gradient with
+        other arithmetic, so the first update already differs. Where TF1's
+        sparse update equals its dense one (`sparse = "densify"`), the
+        gradient is made dense; where TF1 updates only the looked-up rows
+        (`sparse = false`: lazy), no Keras update is the same and the file is
+        refused. A kept v1 optimizer applies the slices as TF1 did.
+        """
+        row = optimizer_table().get(opt.info["cls"], {})
+        mode = row.get("sparse", True)
+        if mode is True:
+            return False
+        sparse = any(matches(q, "sparse_gradients")
+                     for i in closure(self.p, [node.index]) for q in self.p.nodes[i].info.get("calls", ()))
+        if sparse and mode is False:
+            raise Refusal(opt.info["call"], "TFG906", f"`{opt.info['cls']}` on sparse gradients "
+                          f"(embedding_lookup/gather): v1 updates only the looked-up rows, Keras all rows")
+        return sparse
+
+    def _learning_rate(self, opt: GraphNode, opt_name: str) -> list[str]:
+        if opt.index not in self.fed_lr:
+            return []
+        return [f"{opt_name}.learning_rate = {self.code(self.state.learning_rate(opt))}"]
+
+    def _var_list(self, node: GraphNode, loss: cst.Name) -> list[str]:
+        given = node.info["bound"].get("var_list")
+        if given is None:
+            if node.kind == "compute_gradients":
+                return [variable_text(v) for v in self.p.trainable()]
+            return [variable_text(v) for v in reached_variables(self.p, self.p.final[loss.value])]
+        listed = var_lists.members(self.p, given, node.index, self.qualified)
+        if listed is not None:
+            return listed
+        raise Refusal(given, "TFG905", "a var_list that is not a list of variables")
+
+    # -- call sites ----------------------------------------------------------
+    def _discarded(self, name: cst.Name) -> bool:
+        """A train op's result bound to `_`-something or to a name nothing reads."""
+        if name.value.startswith("_"):
+            return True
+        scope = self.meta.get_metadata(ScopeProvider, name, None)
+        if scope is None:
+            return False
+        for assignment in scope.assignments[name.value]:
+            if getattr(assignment, "node", None) is name:
+                return not assignment.references
+        return False
+
+    def call_site(self, site: Site) -> tuple[cst.CSTNode, cst.CSTNode | cst.RemovalSentinel]:
+        """(original node, replacement) for one execution site."""
+        sig = site.signature
+        values = self._values(site)
+        parent = site.parent
+        has_op = len(sig.returns) != len(site.fetches)
+        if not has_op:
+            return site.call, cst.parse_expression(values)
+        if isinstance(parent, cst.Expr):
+            return site.call, cst.parse_expression(self._invoke(site))
+        if isinstance(parent, cst.Assign) and len(parent.targets) == 1 and site.structure != "single":
+            target = parent.targets[0].target
+            if isinstance(target, (cst.Tuple, cst.List)) and len(target.elements) == len(site.fetches):
+                kept = []
+                for element, fetch in zip(target.elements, site.fetches):
+                    if self.p.node(fetch).kind in ("train", "update"):
+                        if not (isinstance(element.value, cst.Name) and self._discarded(element.value)):
+                            raise Refusal(element.value, "TFG905", "the result of a train op bound to a name that is used")
+                    else:
+                        kept.append(self.code(element.value))
+                if not kept:
+                    return parent, cst.Expr(cst.parse_expression(self._invoke(site)))
+                left = kept[0] if len(kept) == 1 else ", ".join(kept)
+                return parent, cst.parse_statement(f"{left} = {values}\n").body[0]
+        if isinstance(parent, cst.Subscript) and parent.value is site.call and site.structure != "single":
+            index = _literal_index(parent)
+            if index is not None and -len(site.fetches) <= index < len(site.fetches) \
+                    and self.p.node(site.fetches[index]).kind not in ("train", "update"):
+                position = sig.returns.index(site.fetches[index])   # `sess.run([op, t])[1]`: t's value
+                call = self._invoke(site)
+                value = f"{call}.numpy()" if len(sig.returns) == 1 else f"{call}[{position}].numpy()"
+                return parent, cst.parse_expression(value)
+        raise Refusal(site.call, "TFG905", "the fetch result of a train or assignment op used other than by unpacking or indexing")
+
+    def _invoke(self, site: Site) -> str:
+        sig = site.signature
+        if site.feed_name is not None:
+            return f"{self._on(site, sig.name)}(**{site.feed_name})"
+        args = []
+        for p in sig.params:
+            if p not in site.feed:
+                continue
+            value = self.code(site.feed[p])
+            args.append(value if self.p.node(p).info["default"] is None else f"{p}={value}")
+        return f"{self._on(site, sig.name)}({', '.join(args)})"
+
+    @staticmethod
+    def _on(site: Site, name: str) -> str:
+        """`name`, or the attribute of the model instance the run named."""
+        return name if site.receiver is None else f"{site.receiver}.{name}"
+
+    def _values(self, site: Site) -> str:
+        sig = site.signature
+        if sig.inline:
+            items = [f"{self._on(site, self.attributes.get(f, f))}.numpy()" for f in site.fetches]
+            return _structure(site.structure, items)
+        lists = [r for r in sig.returns if self.p.node(r).kind == "gradients" and not self.p.node(r).info["single"]
+                 or "summary" in self.p.node(r).info]
+        call = self._invoke(site)
+        count = len(sig.returns)
+        if count == 0:
+            return call
+        if lists and count == 1:   # `sess.run(grads)`: a list of arrays, like TF1's
+            single = f"[g.numpy() for g in {call}]"   # (`_, s = sess.run([train, merged])`: the one kept value)
+            return single if site.structure == "single" or len(site.fetches) > 1 else _structure(site.structure, [single])
+        if lists:   # a list among other values: each value converted where it is
+            items = f"{self.tf}.nest.map_structure(lambda g: g.numpy(), t) for t in {call}"
+            return f"tuple({items})" if site.structure == "tuple" else f"[{items}]"
+        if count == 1:
+            single = f"{call}.numpy()"
+            if site.structure == "single" or len(site.fetches) > 1:
+                return single
+            return _structure(site.structure, [single])
+        if site.structure == "tuple":
+            return f"tuple(t.numpy() for t in {call})"
+        return f"[t.numpy() for t in {call}]"
+
+    @property
+    def tape(self) -> str:
+        return self.local("tape")
+
+    def local(self, base: str) -> str:
+        """A name for the emitted functions' own locals, the same in every function."""
+        if base not in self.locals:
+            self.locals[base] = self.fresh(base)
+        return self.locals[base]
+
+
+def _literal_index(subscript: cst.Subscript) -> int | None:
+    if len(subscript.slice) != 1 or not isinstance(subscript.slice[0].slice, cst.Index):
+        return None
+    value = subscript.slice[0].slice.value
+    negative = isinstance(value, cst.UnaryOperation) and isinstance(value.operator, cst.Minus)
+    number = value.expression if negative else value
+    if not isinstance(number, cst.Integer):
+        return None
+    return -int(number.value) if negative else int(number.value)
+
+
+def _structure(structure: str, items: list[str]) -> str:
+    if structure == "single":
+        return items[0]
+    if structure == "tuple":
+        return f"({', '.join(items)}{',' if len(items) == 1 else ''})"
+    return f"[{', '.join(items)}]"
+
+
+def _indent(text: str) -> str:
+    return "\n".join(IND + ln if ln.strip() else ln for ln in text.splitlines())

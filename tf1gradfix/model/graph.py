@@ -1,0 +1,520 @@
+"""A model of a TF1 graph program: what each statement of the graph-building
+block defines (placeholder, variable, tensor, optimizer, train op, gradient,
+session), which graph values it reads, in source order.
+
+Names are resolved with LibCST metadata (through ``names.NameResolver``), so
+aliases, statement order and a graph built inside a function do not matter.
+Anything the model does not understand raises ``Refusal``: the caller then
+leaves the file intact and reports a manual diagnostic.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from dataclasses import dataclass, field
+
+import libcst as cst
+from libcst.metadata import PositionProvider
+
+from tf1gradfix.constructs import builders, global_step, grad_pairs, gradient_calls, graph_loops, layers, losses, summaries, updates, var_lists
+from tf1gradfix.cst.syntax import (Refusal, arg, bound_args, enters_new_graph, free_names, literal_bool, literal_dtype,
+                               literal_string, loads, matches, name_nodes, schedule_table, target_names,
+                               without_defaults)
+from tf1gradfix.cst.walk import walk
+
+GRAPH_KINDS = ("placeholder", "variable", "layer", "tensor", "static", "optimizer", "train",
+               "compute_gradients", "gradients", "init", "session", "varlist", "update")
+
+
+@dataclass
+class GraphNode:
+    """One statement of the graph-building block that defines graph values."""
+
+    index: int
+    kind: str
+    names: tuple[str, ...]
+    stmt: cst.SimpleStatementLine
+    value: cst.BaseExpression | None
+    deps: frozenset[int] = frozenset()
+    info: dict = field(default_factory=dict)
+
+
+@dataclass
+class Item:
+    """A statement of the flattened block (scope and session `with`s removed)."""
+
+    stmt: cst.BaseStatement
+    prefix: str = ""
+    node: GraphNode | None = None
+    drop: bool = False          # graph plumbing that disappears (session, init, close)
+    lead: tuple = ()            # leading lines inherited from a removed `with`
+    stats: bool = False         # under `tf.control_dependencies(<UPDATE_OPS>)`: runs the batch-norm updates
+    scope: str = ""             # the name scope (`tf.name_scope`, variable scopes): prefixes `tf.Variable` names
+
+
+@dataclass
+class Program:
+    owner: cst.Module | cst.FunctionDef
+    items: list[Item]
+    nodes: list[GraphNode]
+    final: dict[str, int]                 # name -> index of the node that last binds it
+    sessions: set[str]
+    helpers: dict[str, cst.FunctionDef]   # user functions graph code calls
+    tf_alias: str
+
+    def node(self, name: str) -> GraphNode | None:
+        i = self.final.get(name)
+        return None if i is None else self.nodes[i]
+
+    def trainable(self) -> list[GraphNode]:
+        """Trainable variables, and layers whose weights are trainable, in creation order."""
+        return [n for n in self.nodes if n.kind == "variable" and n.info["trainable"]
+                or n.kind == "layer" and n.info["weights"] and n.info["trainable"]]
+
+
+class ModelBuilder:
+    """Classifies the statements of the graph block into a ``Program``."""
+
+    def __init__(self, visitor, names, module: cst.Module):
+        self.v, self.names, self.module = visitor, names, module
+        self.update_ops_names: set[str] = set()   # `update_ops = tf.get_collection(tf.GraphKeys.UPDATE_OPS)`
+        self.makes_variables: dict[str, bool] = {}        # helper name -> makes variables (see _builder)
+        self._calls: dict[cst.CSTNode, list] = {}
+        self.options = None   # session_options.SessionOptions of the owner, when a session takes arguments
+        self.writers = None   # summaries.Writers of the owner, when it makes a summary writer
+        self.used_names: dict[str, int] = {}   # name scopes and scoped variable names so far (unique_name)
+
+    def note(self, node: cst.CSTNode, code: str, message: str) -> None:
+        """An info diagnostic of a successful rewrite (kept on the visitor, which
+        outlives this builder): (line, col, code, message, "safe")."""
+        if not hasattr(self.v, "notes"):
+            self.v.notes = []
+        self.v.notes.append((*self.position(node), code, message, "safe"))
+
+    def position(self, node: cst.CSTNode) -> tuple[int, int]:
+        p = self.v.get_metadata(PositionProvider, node).start
+        return p.line, p.column + 1
+
+    def qualified(self, expr: cst.BaseExpression) -> str | None:
+        return self.names.qualified(expr)
+
+    def calls(self, node: cst.CSTNode) -> list[tuple[cst.Call, str | None]]:
+        """The calls in `node`, each with its function's TensorFlow name (not to be modified:
+        kept per node, since the model asks about a statement several times)."""
+        found = self._calls.get(node)
+        if found is None:
+            # (a walk: a visitor class made on every call would cost more than the walk itself)
+            found = self._calls[node] = [(call, self.qualified(call.func)) for call in walk(node) if type(call) is cst.Call]
+        return found
+
+    # -- the block ---------------------------------------------------------
+    def build(self, owner, body: list[cst.BaseStatement], helpers, tf_alias: str) -> Program:
+        self.program = Program(owner, [], [], {}, set(), helpers, tf_alias)
+        self._flatten(body, "", ())
+        for position, item in enumerate(self.program.items):
+            if isinstance(item.stmt, cst.SimpleStatementLine) and not item.drop:
+                self._classify(item)
+            elif not isinstance(item.stmt, cst.SimpleStatementLine) and not graph_loops.model(self, item, position) \
+                    and not layers.loop_model(self, item) and not isinstance(item.stmt, cst.FunctionDef):
+                self._check_compound(item.stmt)   # (a function is checked where graph code calls it)
+        return self.program
+
+    def _flatten(self, body, prefix: str, lead: tuple, stats: bool = False, scope: str = "") -> None:
+        for stmt in body:
+            if isinstance(stmt, cst.With):
+                kind, info = self._with_kind(stmt)
+                if kind is not None:
+                    inner = list(stmt.body.body)
+                    carried = tuple(lead) + tuple(stmt.leading_lines)
+                    if kind == "session":
+                        self.program.sessions.add(info)
+                        self._flatten(inner, prefix, carried, stats, scope)
+                    elif kind in ("graph", "update_ops"):   # TF2 has no graph, and runs ops in order
+                        self._flatten(inner, prefix, carried, stats or kind == "update_ops", scope)
+                    elif kind == "name_scope":   # TF1 makes the scope's name unique in the graph
+                        self._flatten(inner, prefix, carried, stats, self.unique_name(f"{scope}{info}") + "/")
+                    else:
+                        self._flatten(inner, f"{prefix}{info}/", carried, stats, f"{scope}{info}/")
+                    lead = ()
+                    continue
+            small = stmt.body[0] if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 else None
+            collection = isinstance(small, cst.Assign) and len(small.targets) == 1 \
+                and isinstance(small.targets[0].target, cst.Name) and self._update_ops(small.value)
+            if collection:   # `update_ops = tf.get_collection(UPDATE_OPS)`: read by a `with` only (see deps_of)
+                self.update_ops_names.add(small.targets[0].target.value)
+            options = self.options is not None and stmt in self.options.statements   # `config = tf.ConfigProto()`
+            self.program.items.append(Item(stmt, prefix, lead=lead, stats=stats, drop=collection or options, scope=scope))
+            lead = ()
+
+    def _with_kind(self, stmt: cst.With):
+        if len(stmt.items) != 1 or stmt.asynchronous is not None:
+            return None, None
+        item = stmt.items[0]
+        call = item.item
+        if not isinstance(call, cst.Call):
+            return None, None
+        q = self.qualified(call.func)
+        if enters_new_graph(stmt, self.qualified):
+            return "graph", None   # TF2 has no graphs to enter
+        if q == "tensorflow.control_dependencies" and item.asname is None and len(call.args) == 1 \
+                and self._update_ops(call.args[0].value):
+            return "update_ops", None
+        if matches(q, "sessions"):
+            if item.asname is None or not isinstance(item.asname.name, cst.Name):
+                raise Refusal(stmt, "TFG905", "a session `with` without `as NAME`")
+            self.session_arguments(call, stmt)
+            return "session", item.asname.name.value
+        if q == "tensorflow.name_scope":
+            scope = literal_string(arg(call, 0, "name"))
+            if scope is None or len(call.args) != 1 or not scope or item.asname is not None and not (
+                    isinstance(item.asname.name, cst.Name) and self._unused(item.asname.name.value)):
+                raise Refusal(stmt, "TFG905", "`tf.name_scope` other than a plain string scope (its `as` name unused)")
+            return "name_scope", scope
+        if q == "tensorflow.variable_scope":
+            scope = literal_string(arg(call, 0, "name_or_scope"))
+            if scope is None or len(call.args) != 1 or item.asname is not None:
+                raise Refusal(stmt, "TFG905", "`tf.variable_scope` other than a plain string scope")
+            return "scope", scope
+        return None, None
+
+    def session_arguments(self, call: cst.Call, where: cst.CSTNode) -> None:
+        """Only `config=` options, dropped with a note (session_options)."""
+        if call.args:   # (the builder has options wherever a session of the module has arguments)
+            self.options.check(call, where, self)
+
+    def unique_name(self, name: str) -> str:
+        """`name`, or `name_1`, `name_2`...: TF1's unique names in a graph (name scopes,
+        variables named alike)."""
+        count = self.used_names.get(name, 0)
+        self.used_names[name] = count + 1
+        return name if count == 0 else f"{name}_{count}"
+
+    def _unused(self, name: str) -> bool:
+        """No statement of the module reads `name`, the `as` name of name scopes (a string)."""
+        targets = {id(i.asname.name) for w in walk(self.module) if type(w) is cst.With for i in w.items
+                   if i.asname is not None and isinstance(i.asname.name, cst.Name) and isinstance(i.item, cst.Call)
+                   and self.qualified(i.item.func) == "tensorflow.name_scope"}
+        return all(id(n) in targets for n in name_nodes(self.module) if n.value == name)
+
+    def _update_ops(self, expr: cst.BaseExpression) -> bool:
+        """`tf.get_collection(tf.GraphKeys.UPDATE_OPS)`, or a name bound to it."""
+        if isinstance(expr, cst.Name):
+            return expr.value in self.update_ops_names
+        if not isinstance(expr, cst.Call) or not matches(self.qualified(expr.func), "collection_getters") or len(expr.args) != 1:
+            return False
+        key = expr.args[0].value
+        return self.qualified(key) == "tensorflow.GraphKeys.UPDATE_OPS" or literal_string(key) == "update_ops"
+
+    def _check_compound(self, stmt: cst.BaseStatement) -> None:
+        """Host compound statements may run the graph, never build it."""
+        for call, q in self.calls(stmt):
+            if q is None:
+                continue
+            if q in ("tensorflow.placeholder", "tensorflow.placeholder_with_default",
+                                               "tensorflow.Variable", "tensorflow.get_variable") \
+                    or fnmatch.fnmatchcase(q, "tensorflow.train.*Optimizer") or q == "tensorflow.gradients" \
+                    or q in summaries.summary_ops():   # (`merge_all` would not see it)
+                raise Refusal(call, "TFG904", f"graph built inside a compound statement (`{q.replace('tensorflow', 'tf', 1)}`)")
+
+    # -- one statement -----------------------------------------------------
+    def _add(self, item: Item, kind: str, names, value, deps=(), **info) -> GraphNode:
+        node = GraphNode(len(self.program.nodes), kind, tuple(names), item.stmt, value, frozenset(deps), info)
+        self.program.nodes.append(node)
+        for name in names:
+            self.program.final[name] = node.index
+        item.node = node
+        return node
+
+    def deps_of(self, expr: cst.CSTNode) -> set[int]:
+        out = set()
+        names = loads(expr)
+        if any(self._builder(name) for name in names):   # their variables are made in Python's call order
+            for name in builders.called_first(expr, self.program.helpers):
+                if self._builder(name):
+                    builders.node(self, self.program.helpers[name])
+        for name in names:
+            if name in self.update_ops_names:
+                raise Refusal(expr, "TFG905", f"`{name}` (the UPDATE_OPS collection) read other than by "
+                              "`with tf.control_dependencies(...)`")
+            if name in self.program.final:
+                out.add(self.program.final[name])
+            helper = self.program.helpers.get(name)
+            if helper is not None:
+                out |= self._helper_deps(helper)
+                if self._builder(name):   # its weights, made once
+                    out.add(builders.node(self, helper).index)
+        return out
+
+    def _builder(self, name: str) -> bool:
+        """Is `name` a helper function that makes variables (a builder)? Asked once per helper."""
+        if name not in self.makes_variables:
+            helper = self.program.helpers.get(name)
+            self.makes_variables[name] = helper is not None and builders.creates_variables(helper, self.calls)
+        return self.makes_variables[name]
+
+    def _helper_deps(self, helper: cst.FunctionDef) -> set[int]:
+        out = set()
+        for name in free_names(helper):
+            i = self.program.final.get(name)
+            if i is not None and self.program.nodes[i].kind in ("variable", "static"):
+                out.add(i)
+            elif i is not None:
+                raise Refusal(helper, "TFG905", f"function `{helper.name.value}` reads graph value `{name}` as a global")
+        return out
+
+    def _classify(self, item: Item) -> None:
+        stmt = item.stmt
+        if self.writers is not None and stmt in self.writers.statements:
+            return   # (host code: rewritten with the summaries it writes)
+        if len(stmt.body) != 1:
+            if any(self.calls(s) for s in stmt.body):
+                raise Refusal(stmt, "TFG905", "several statements on one line")
+            return
+        small = stmt.body[0]
+        if isinstance(small, cst.Expr) and isinstance(small.value, cst.Call):
+            func = small.value.func
+            if isinstance(func, cst.Attribute) and func.attr.value == "run" and isinstance(func.value, cst.Call) \
+                    and matches(self.qualified(func.value.func), "initializers"):
+                item.drop = True   # `tf.global_variables_initializer().run()`
+                return
+            q = self.qualified(small.value.func)
+            if matches(q, "queues"):
+                raise _queue_refusal(small, q)
+            if matches(q, "graph_resets") and self.program.nodes:
+                raise Refusal(small, "TFG905", f"`{q.rsplit('.', 1)[1]}()` after graph code: a second graph "
+                              "in the same script")
+            if matches(q, "drop") or matches(q, "graph_resets"):   # (a reset before any graph code: nothing to reset)
+                item.drop = True
+            elif summaries.model(self, item, None, small.value, q):
+                pass
+            elif q is not None and not matches(q, "keep"):
+                raise Refusal(small, "TFG905", f"graph statement `{q.replace('tensorflow', 'tf', 1)}(...)` with no result")
+            return
+        if isinstance(small, (cst.AugAssign, cst.AnnAssign)):
+            touched = self.deps_of(small)
+            if touched:
+                raise Refusal(small, "TFG905", "augmented assignment of a graph value")
+            return
+        if not isinstance(small, cst.Assign):
+            return
+        if len(small.targets) != 1:
+            if self.deps_of(small.value):
+                raise Refusal(small, "TFG905", "chained assignment of a graph value")
+            return
+        names = target_names(small.targets[0].target)
+        value = small.value
+        if self._runs_graph(value):
+            return
+        deps = self.deps_of(value)
+        tf_calls = [(c, q) for c, q in self.calls(value) if q is not None]
+        if not deps and not tf_calls:
+            for name in names or ():
+                if name in self.program.final:
+                    raise Refusal(small, "TFG905", f"`{name}` rebound to a non-graph value")
+            return
+        if names is None:
+            raise Refusal(small, "TFG905", "graph value assigned to something other than names")
+        self._graph_statement(item, small, names, value, deps, tf_calls)
+
+    def _runs_graph(self, value: cst.BaseExpression) -> bool:
+        """`sess.run(...)`, `t.eval()`, `op.run()`: host code executing the graph."""
+        for call, _ in self.calls(value):
+            func = call.func
+            if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name):
+                receiver = func.value.value
+                if receiver in self.program.sessions or (
+                        func.attr.value in ("eval", "run") and receiver in self.program.final):
+                    return True
+        return False
+
+    def _graph_statement(self, item, small, names, value, deps, tf_calls) -> None:
+        if item.prefix and any("builder" in self.program.nodes[d].info for d in deps):
+            raise Refusal(small, "TFG905", f"a builder function called inside `tf.variable_scope(\"{item.prefix[:-1]}\")`: "
+                          "its variables would lose that scope's name")
+        call = value if isinstance(value, cst.Call) else None
+        q = self.qualified(call.func) if call is not None else None
+        one = names[0] if len(names) == 1 else None
+        if summaries.model(self, item, names, call, q):
+            pass
+        elif q in ("tensorflow.placeholder", "tensorflow.placeholder_with_default") and one:
+            self._placeholder(item, one, call, q)
+        elif q in ("tensorflow.Variable", "tensorflow.get_variable") and one:
+            self._variable(item, one, call, q, deps)
+        elif one and global_step.model(self, item, one, call, q):
+            pass
+        elif layers.model(self, item, names, call, q, deps):
+            pass
+        elif q is not None and fnmatch.fnmatchcase(q, "tensorflow.train.*Optimizer") and one:
+            self._add(item, "optimizer", names, value, deps, cls=q.rsplit(".", 1)[1], call=call)
+        elif matches(q, "initializers") and one:
+            self._add(item, "init", names, value)
+        elif matches(q, "sessions") and one:
+            self.session_arguments(call, call)
+            self.program.sessions.add(one)
+            item.drop = True
+        elif self._optimizer_method(item, names, value, deps):
+            pass
+        elif one and updates.is_update(self, value, deps):
+            self._add(item, "update", names, value, deps, calls=[q for _, q in tf_calls])
+        elif gradient_calls.model(self, item, names, small.targets[0].target, value, deps):
+            pass
+        elif one and (listed := var_lists.members(self.program, value, len(self.program.nodes), self.qualified)) is not None:
+            self._add(item, "varlist", names, value, deps, members=listed)
+        else:
+            self._tensor(item, names, value, deps, tf_calls)
+
+    def _placeholder(self, item, name, call, q) -> None:
+        earlier = self.program.node(name)
+        if earlier is not None and earlier.kind in ("placeholder", "variable"):
+            # Two graph inputs under one name: a feed_dict key could mean either.
+            raise Refusal(call, "TFG905", f"`{name}` is bound to a second graph input")
+        if q == "tensorflow.placeholder":
+            dtype, shape = arg(call, 0, "dtype"), arg(call, 1, "shape")
+            self._add(item, "placeholder", (name,), call, dtype=dtype, shape=shape, default=None)
+            return
+        default, shape = arg(call, 0, "input"), arg(call, 1, "shape")
+        dtype = literal_dtype(default)
+        if dtype is None or shape is None:
+            raise Refusal(call, "TFG905", "`tf.placeholder_with_default` whose default is not a number literal")
+        self._add(item, "placeholder", (name,), call, dtype=dtype, shape=shape, default=default)
+
+    def _variable(self, item, name, call, q, deps) -> None:
+        earlier = self.program.node(name)
+        if earlier is not None and earlier.kind in ("placeholder", "variable"):
+            # the first one still lives in TF1's collections (compute_gradients would list it)
+            raise Refusal(call, "TFG905", f"`{name}` is bound to a second graph input")
+        for i in deps:
+            if self.program.nodes[i].kind not in ("static",):
+                raise Refusal(call, "TFG905", f"variable `{name}` initialized from another graph value")
+        if q == "tensorflow.Variable":
+            bound = bound_args(call, ["initial_value", "trainable", "collections", "validate_shape",
+                                      "caching_device", "name", "variable_def", "dtype"], call)
+        else:
+            bound = bound_args(call, ["name", "shape", "dtype", "initializer", "regularizer", "trainable",
+                                      "collections", "caching_device", "partitioner", "validate_shape",
+                                      "use_resource", "custom_getter", "constraint"], call)
+        bound = without_defaults(bound, q)
+        extra = set(bound) - {"initial_value", "trainable", "name", "dtype", "shape", "initializer"}
+        if extra:
+            raise Refusal(call, "TFG905", f"variable argument(s) {', '.join(sorted(extra))}")
+        trainable = literal_bool(bound.get("trainable"), "trainable") is not False
+        label = literal_string(bound.get("name"))
+        if bound.get("name") is not None and label is None:
+            raise Refusal(call, "TFG905", "a variable name that is not a string literal")
+        if label is None and (item.prefix or q == "tensorflow.get_variable"):
+            raise Refusal(call, "TFG905", "an unnamed variable inside a variable scope")
+        full = None if label is None else item.prefix + label
+        if q == "tensorflow.Variable" and item.scope != item.prefix:   # under `tf.name_scope`: its full name
+            full = self.unique_name(item.scope + (label or "Variable"))
+        self._add(item, "variable", (name,), call, deps, source=q, bound=bound, full_name=full,
+                  trainable=trainable)
+
+    def _optimizer_method(self, item, names, value, deps) -> bool:
+        """`opt.minimize/compute_gradients/apply_gradients(...)` as the value, or
+        `compute_gradients` inside a larger expression (`zip(*opt.compute_gradients(loss))`)."""
+        call = value if isinstance(value, cst.Call) else None
+        nested = call is None or not isinstance(call.func, cst.Attribute) or \
+            call.func.attr.value not in ("minimize", "compute_gradients", "apply_gradients")
+        if nested:
+            found = [c for c, _ in self.calls(value) if c is not value and self._optimizer_call(c)]
+            if not found:
+                return False
+            call = found[0]
+            if len(found) > 1 or call.func.attr.value != "compute_gradients":
+                raise Refusal(call, "TFG905", f"`{call.func.attr.value}` inside a larger expression")
+        elif len(names) != 1 and call.func.attr.value != "compute_gradients":
+            return False
+        method = call.func.attr.value
+        receiver = call.func.value
+        opt = None
+        if isinstance(receiver, cst.Name):
+            opt = self.program.node(receiver.value)
+            if opt is None or opt.kind != "optimizer":
+                return False
+        elif isinstance(receiver, cst.Call) and fnmatch.fnmatchcase(self.qualified(receiver.func) or "", "tensorflow.train.*Optimizer"):
+            opt = GraphNode(-1, "optimizer", (), item.stmt, receiver, frozenset(self.deps_of(receiver)),
+                            {"cls": self.qualified(receiver.func).rsplit(".", 1)[1], "call": receiver, "inline": True})
+        else:
+            return False
+        params = {"minimize": ["loss", "global_step", "var_list"],
+                  "compute_gradients": ["loss", "var_list"],
+                  "apply_gradients": ["grads_and_vars", "global_step", "name"]}[method]
+        bound = bound_args(call, params, call)
+        extra = set(bound) - set(params) - set(gradient_calls.DROPPED)
+        gradient_calls.note_dropped(self, call, bound)
+        if extra or "grad_loss" in bound:
+            raise Refusal(call, "TFG905", f"`{method}` argument(s) {', '.join(sorted(extra))}")
+        if method == "apply_gradients" and "grads_and_vars" in bound:
+            grad_pairs.check(self, bound["grads_and_vars"])
+        step = bound.get("global_step")
+        step_name = None
+        if step is not None:
+            node = self.program.node(step.value) if isinstance(step, cst.Name) else None
+            if isinstance(step, cst.Call) and not step.args and matches(self.qualified(step.func), "global_step_getters"):
+                node = global_step.find(self.program)   # `global_step=tf.train.get_global_step()`
+            if node is None or node.kind != "variable" or node.info["trainable"]:
+                raise Refusal(step, "TFG905", "`global_step=` that is not a non-trainable variable")
+            step_name = step.value if isinstance(step, cst.Name) else node.names[0]
+        if opt.index == -1:
+            opt.index = len(self.program.nodes)
+            opt.names = ()
+            self.program.nodes.append(opt)
+        deps = set(deps) | {opt.index}
+        kind = "compute_gradients" if method == "compute_gradients" else "train"
+        self._add(item, kind, names, value, deps, method=method, optimizer=opt.index, bound=bound, call=call,
+                  step=step_name, stats=item.stats)
+        return True
+
+    def _optimizer_call(self, call: cst.Call) -> bool:
+        """A method call on an optimizer (named, or created in place)."""
+        func = call.func
+        if not isinstance(func, cst.Attribute) or func.attr.value not in ("minimize", "compute_gradients", "apply_gradients"):
+            return False
+        if isinstance(func.value, cst.Name):
+            node = self.program.node(func.value.value)
+            return node is not None and node.kind == "optimizer"
+        return isinstance(func.value, cst.Call) and fnmatch.fnmatchcase(self.qualified(func.value.func) or "", "tensorflow.train.*Optimizer")
+
+    def _tensor(self, item, names, value, deps, tf_calls) -> None:
+        unsupported = None
+        for call, q in tf_calls:
+            if matches(q, "queues"):
+                raise _queue_refusal(call, q)
+            if q in ("tensorflow.placeholder", "tensorflow.placeholder_with_default", "tensorflow.Variable", "tensorflow.get_variable"):
+                raise Refusal(call, "TFG904", f"`{q.replace('tensorflow', 'tf', 1)}` created inside a larger expression (comprehension, call)")
+            if matches(q, "sessions") or matches(q, "initializers") or q == "tensorflow.gradients":
+                raise Refusal(call, "TFG905", f"`{q.replace('tensorflow', 'tf', 1)}` in graph code")
+            if q in losses.loss_table():
+                losses.check(call, q, self.module.code_for_node)
+            elif matches(q, "refuse") and q not in schedule_table():   # refused only if some run needs it
+                unsupported = Refusal(call, "TFG905", f"`{q.replace('tensorflow', 'tf', 1)}` in graph code that runs")
+        for name in names:
+            prior = self.program.node(name)
+            # gradients edited in place (`grads, norm = tf.clip_by_global_norm(grads, 5.0)`) run in source order
+            if prior is not None and prior.kind not in ("tensor", "static", "compute_gradients", "gradients"):
+                raise Refusal(item.stmt, "TFG905", f"`{name}` rebinds a {prior.kind}")
+        for n in (self.program.nodes[i] for i in deps):
+            if n.kind in ("train", "init", "optimizer", "session", "update"):
+                raise Refusal(item.stmt, "TFG905", f"graph value computed from a {n.kind} op")
+        static = all(self.program.nodes[i].kind == "static" for i in deps) and all(matches(q, "pure") for _, q in tf_calls)
+        if static and any(n in self.program.final for n in names):
+            static = False
+        node = self._add(item, "static" if static else "tensor", names, value, deps, calls=[q for _, q in tf_calls])
+        for name in loads(value):
+            if name in self.program.helpers:   # a helper's calls count as this statement's
+                inner = [q for _, q in self.calls(self.program.helpers[name]) if q]
+                if any(q in summaries.summary_ops() for q in inner):
+                    raise Refusal(item.stmt, "TFG905", f"`{name}` makes a summary when called: `merge_all` "
+                                  "would not see it")
+                creates = [q for q in inner if q in layers.layer_table() or q == "tensorflow.Variable"]
+                if creates:   # called in every step, it would make new weights each time
+                    raise Refusal(item.stmt, "TFG905", f"`{name}` creates weights (`{creates[0].replace('tensorflow', 'tf', 1)}`) "
+                                  "when called; a builder function is left for a manual migration to a `tf.Module`")
+                node.info["calls"] += inner
+        if unsupported is not None:
+            node.info["unsupported"] = unsupported
+
+
+def _queue_refusal(node: cst.CSTNode, q: str) -> Refusal:
+    return Refusal(node, "TFG905", f"`{q.replace('tensorflow', 'tf', 1)}`: TF1 input queues and their threads "
+                   "have no TF2 rewrite (tf.data replaces them)", definite=True)

@@ -1,0 +1,104 @@
+"""Where a program builds and runs its graph: the graph-building calls, the
+session calls and the calls reading graph-wide state, each with the function
+(or module) it sits in; and the sessions host code opens.
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from tf1gradfix.cst.syntax import Refusal, enters_new_graph, matches
+from tf1gradfix.cst.walk import token_blind
+
+GRAPH_CALLS = ("tensorflow.placeholder", "tensorflow.placeholder_with_default",
+               "tensorflow.Variable", "tensorflow.get_variable")
+
+
+BLOCKS = (cst.If, cst.For, cst.While, cst.Try, cst.TryStar, cst.ClassDef, cst.Lambda)
+TRACKED = (cst.FunctionDef, cst.Else, cst.With) + BLOCKS
+# The same as exact types: each node class is final, and a set lookup costs far
+# less than `isinstance` against a tuple of ABCs on every node of the module.
+_TRACKED_TYPES = frozenset(TRACKED)
+
+
+@token_blind   # (it tracks blocks and calls only)
+class GraphCallScan(cst.CSTVisitor):
+    """One walk: the graph-building calls, the session calls, the calls that read
+    graph-wide state, and for each its innermost function and the compound
+    statements between them (instead of a parent table for the whole tree)."""
+
+    def __init__(self, names):
+        super().__init__()
+        self.names = names
+        self.creations: list[cst.Call] = []
+        self.sessions: list[cst.Call] = []
+        self.graph_wide: list[tuple[cst.Call, str, bool]] = []   # (call, name, inside `with tf.Graph().as_default()`)
+        self.writers = False   # does the module make a summary writer (tf.summary.FileWriter)?
+        self.owner_of: dict[cst.Call, cst.FunctionDef | None] = {}
+        self.between: dict[cst.Call, tuple] = {}
+        self.stack: list[cst.CSTNode] = []
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        kind = type(node)
+        if kind in _TRACKED_TYPES:
+            self.stack.append(node)
+        elif kind is cst.Call:
+            self._call(node)
+        return True
+
+    def on_leave(self, original_node: cst.CSTNode) -> None:
+        if type(original_node) in _TRACKED_TYPES:
+            self.stack.pop()
+
+    def _call(self, call: cst.Call) -> None:
+        q = self.names.qualified(call.func)
+        if q is None:
+            return
+        if matches(q, "summary_writers"):
+            self.writers = True
+        if q in GRAPH_CALLS:
+            self.creations.append(call)
+        elif matches(q, "sessions"):
+            self.sessions.append(call)
+        elif not matches(q, "graph_wide"):
+            return
+        functions = [i for i, n in enumerate(self.stack) if isinstance(n, cst.FunctionDef)]
+        start = functions[-1] + 1 if functions else 0
+        self.owner_of[call] = self.stack[functions[-1]] if functions else None
+        self.between[call] = tuple(n for n in reversed(self.stack[start:]) if not isinstance(n, cst.With))
+        if matches(q, "graph_wide"):
+            inside = any(isinstance(n, cst.With) and enters_new_graph(n, self.names.qualified) for n in self.stack[start:])
+            self.graph_wide.append((call, q, inside))
+
+
+def nested_sessions(statements, program, meta, builder) -> dict[cst.CSTNode, str]:
+    """Sessions opened in host `statements` (`if __name__ == ...:`, a model class's
+    callers): their `with` nodes and `sess = tf.Session()` statements; names join the program's.
+    `builder`: the ModelBuilder, which checks a session's arguments."""
+    found: dict[cst.CSTNode, str] = {}   # node -> the name it binds the session to
+    names = meta.names
+
+    class V(cst.CSTVisitor):
+        def visit_With(self, node: cst.With) -> None:
+            item = node.items[0] if len(node.items) == 1 else None
+            if item is not None and isinstance(item.item, cst.Call) and matches(names.qualified(item.item.func), "sessions"):
+                if item.asname is None or not isinstance(item.asname.name, cst.Name):
+                    raise Refusal(node, "TFG905", "a session `with` without `as NAME`")
+                builder.session_arguments(item.item, node)
+                program.sessions.add(item.asname.name.value)
+                found[node] = item.asname.name.value
+
+        def visit_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> None:
+            small = node.body[0] if len(node.body) == 1 else None
+            if isinstance(small, cst.Assign) and isinstance(small.value, cst.Call) \
+                    and matches(names.qualified(small.value.func), "sessions"):
+                target = small.targets[0].target if len(small.targets) == 1 else None
+                if not isinstance(target, cst.Name):
+                    raise Refusal(node, "TFG905", "a session bound to something other than a name")
+                builder.session_arguments(small.value, node)
+                program.sessions.add(target.value)
+                found[node] = target.value
+
+    for stmt in statements:
+        stmt.visit(V())
+    return found

@@ -1,0 +1,457 @@
+"""Execution sites: every `sess.run(...)`, `t.eval(...)` or `op.run(...)` in
+the host code, what each fetches and which placeholders it feeds, and every
+other use of graph values there (refused: they have no value outside a run).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import libcst as cst
+from tf1gradfix.constructs import var_lists
+from tf1gradfix.model.graph import GraphNode, Item, Program
+from tf1gradfix.cst.syntax import Refusal, arg, bound_names, free_names, graph_ops, loads, matches
+from tf1gradfix.cst.walk import children, walk
+
+@dataclass
+class Site:
+    call: cst.Call
+    fetches: list[str]          # graph names in fetch order
+    structure: str              # single | list | tuple | init
+    feed: dict[str, cst.BaseExpression] | None   # placeholder -> value (literal dict feed)
+    feed_name: str | None       # a host dict holding the feed (`**name` at the call)
+    fed: frozenset[str] = frozenset()
+    signature: object = None   # its slicing.Signature
+    parent: cst.CSTNode | None = None   # the node holding the call (its statement decides the rewrite)
+    receiver: str | None = None   # a model class's instance whose attributes the run names (`model`)
+
+
+class HostScan:
+    """Finds execution sites and every other use of graph names in host code."""
+
+    def __init__(self, program: Program, meta, sessions_opened=(), host=None):
+        """`host`: a model class's host code (model_classes.ClassHost): where its graph runs."""
+        self.p, self.meta = program, meta
+        self.host = host
+        self.attributes = host.attributes if host else {}
+        self.session_params = host.session_params if host else None
+        self.session_args = self.session_params.session_arguments() if self.session_params else set()
+        self._receiver: str | None = None
+        self._sessions = program.sessions   # the session names where the scan is
+        self.opened = dict(sessions_opened)   # nested session `with`s and `sess = tf.Session()` lines -> name
+        self.sites: list[Site] = []
+        self.feed_dicts: dict[str, frozenset[str]] = {}
+        self.feed_dict_nodes: dict[cst.Dict, list[str]] = {}   # a feed dict bound to a name -> its placeholders
+        self.feed_receivers: dict[str, str | None] = {}   # (a model class: the instance its keys name)
+        self.removed: set[cst.CSTNode] = set()   # `sess.close()`, `sess.run(init)` statements
+        self.variable_lists: dict[cst.Call, str] = {}   # `tf.trainable_variables()` in host code -> the list
+        self.first_site_item: int | None = None
+        self._parents: dict = {}
+        self.inits = 0
+        self.expressions: dict[str, str] = {}   # fetched expression (code) -> its model name
+        self.skip: set[cst.CSTNode] = set()   # statements rewritten elsewhere (summary writers)
+
+    def graph_names(self) -> set[str]:
+        if self.host is not None:   # host code reaches a model class's graph values as attributes only
+            return set(self.p.sessions)
+        return set(self.p.final) | self.p.sessions
+
+    def run(self) -> None:
+        names = self.graph_names()
+        if self.host is not None:
+            self._feed_bindings(self.host.statements + self.host.init_statements)
+            self._host(self.host.init_statements, self.host.init_sessions)
+            self._host(self.host.statements, self._opened_in(self.host.statements))
+            return
+        self._feed_bindings([item.stmt for item in self.p.items if item.node is None])
+        # A name is a graph value from the statement that first binds it to one: before
+        # it, the same name holds a host value (data the graph is then built from).
+        first_bound = {name: position for position, item in reversed(list(enumerate(self.p.items)))
+                       if item.node is not None for name in item.node.names}
+        for position, item in enumerate(self.p.items):
+            if item.node is not None or item.drop:
+                if item.node is not None and self.first_site_item is not None:
+                    raise Refusal(item.stmt, "TFG905", "graph built after the graph already ran")
+                continue
+            if isinstance(item.stmt, (cst.FunctionDef, cst.ClassDef)):
+                self._definition(item.stmt, names)
+                continue
+            before = len(self.sites) + len(self.removed)
+            self._item = item
+            self._scan(item.stmt, names - {name for name, first in first_bound.items() if first > position})
+            if len(self.sites) + len(self.removed) > before and self.first_site_item is None:
+                self.first_site_item = position
+
+    def _host(self, statements, sessions: set[str]) -> None:
+        """Every statement of the host code; a function's statements one by one (a run
+        inside a function is not in a loop for being there). `sessions`: the names that
+        hold the session there; a function's own names hide the outer ones."""
+        for stmt in statements:
+            if isinstance(stmt, cst.FunctionDef) and isinstance(stmt.body, cst.IndentedBlock):
+                params = stmt.params
+                local = {p.name.value for p in (*params.posonly_params, *params.params, *params.kwonly_params)}
+                local |= set().union(*(bound_names(s) for s in stmt.body.body))
+                inner = (sessions - local) | self._opened_in(stmt.body.body)
+                received = self.session_params.removed_params.get(stmt) if self.session_params else None
+                self._host(stmt.body.body, inner | ({received} if received else set()))
+            else:
+                self._item = Item(stmt)
+                self._sessions = sessions
+                self._scan(stmt, sessions)
+
+    def _opened_in(self, statements) -> set[str]:
+        """Names of the sessions `statements` open (not those of the functions they define)."""
+        if not self.opened:
+            return set()
+        return {self.opened[node] for stmt in statements for node in walk(stmt, skip=(cst.FunctionDef, cst.ClassDef))
+                if node in self.opened}
+
+    def _definition(self, stmt, names: set[str]) -> None:
+        """User functions may read variables and constants (as helpers), nothing else of the graph."""
+        used = free_names(stmt) if isinstance(stmt, cst.FunctionDef) else set(loads(stmt))
+        for name in sorted(used & names):
+            node = self.p.node(name)
+            if name in self.p.sessions or node.kind not in ("variable", "static"):
+                raise Refusal(stmt, "TFG905", f"`{stmt.name.value}` uses graph value `{name}`")
+
+    def _feed_bindings(self, statements) -> None:
+        """`feed = {x: ..., y: ...}` (or `{model.x: ...}`): dicts of placeholders bound to a name."""
+        placeholders = {n.names[0] for n in self.p.nodes if n.kind == "placeholder"}
+        scan = self
+
+        def placeholder(key: cst.BaseExpression) -> str | None:
+            name = scan._graph_name(key)
+            return name if name in placeholders else None
+
+        class V(cst.CSTVisitor):
+            def visit_Assign(self, node: cst.Assign) -> None:
+                if not isinstance(node.value, cst.Dict):
+                    return
+                scan._receiver = None
+                keys = [e.key for e in node.value.elements if isinstance(e, cst.DictElement)]
+                names = [placeholder(k) for k in keys]
+                if not any(names):
+                    return
+                if len(keys) != len(node.value.elements) or not all(names):
+                    raise Refusal(node, "TFG902", "a feed dict mixing placeholders and other keys")
+                if len(node.targets) != 1 or not isinstance(node.targets[0].target, cst.Name):
+                    raise Refusal(node, "TFG902", "a feed dict bound to something other than a name")
+                name, keyset = node.targets[0].target.value, frozenset(names)
+                if scan.feed_dicts.setdefault(name, keyset) != keyset \
+                        or scan.feed_receivers.setdefault(name, scan._receiver) != scan._receiver:
+                    raise Refusal(node, "TFG902", f"feed dict `{name}` feeds different placeholders in different places")
+                scan.feed_dict_nodes[node.value] = names
+
+        for stmt in statements:
+            stmt.visit(V())
+
+    def _scan(self, stmt: cst.CSTNode, names: set[str]) -> None:
+        stmt.visit(_HostReads(self, names))
+
+    def _variable_list(self, call: cst.Call) -> bool:
+        """`len(tf.trainable_variables())` after the graph is built: the variables it
+        lists, written out (var_lists reads the collection, or refuses it)."""
+        qualified = self.meta.names.qualified
+        q = qualified(call.func)
+        if q not in graph_ops()["variable_collections"] and not matches(q, "collection_getters"):
+            return False
+        if self.host is not None:
+            raise Refusal(call, "TFG905", "a variable collection read outside the model class")
+        listed = var_lists.members(self.p, call, len(self.p.nodes), qualified)
+        if listed is None:
+            return False
+        self.variable_lists[call] = f"[{', '.join(listed)}]"
+        return True
+
+    def _step_read(self, call: cst.Call) -> bool:
+        """`tf.train.global_step(sess, step)`: the counter's value, a Python int as TF1 gave it."""
+        if self.meta.names.qualified(call.func) != "tensorflow.train.global_step":
+            return False
+        sess, step = arg(call, 0, "sess"), arg(call, 1, "global_step_tensor")
+        self._receiver = None
+        name = self._graph_name(step) if step is not None else None
+        node = self.p.node(name) if name is not None else None
+        if not (isinstance(sess, cst.Name) and sess.value in self._sessions) or node is None or node.kind != "variable" \
+                or len(call.args) != 2:
+            raise Refusal(call, "TFG905", "`tf.train.global_step` of something other than the session and a variable")
+        self.variable_lists[call] = f"int({cst.Module([]).code_for_node(step)}.numpy())"
+        return True
+
+    def _site(self, call: cst.Call) -> bool:
+        func = call.func
+        if not isinstance(func, cst.Attribute):
+            return False
+        held = self.host is not None and isinstance(func.value, cst.Attribute) \
+            and func.value.attr.value in self.host.session_attributes   # `self.sess.run(...)`
+        if not isinstance(func.value, cst.Name) and not held:
+            return False
+        receiver, method = None if held else func.value.value, func.attr.value
+        if held or receiver in self._sessions:
+            if method == "close" and not call.args:
+                self._remove_statement(call)
+                return True
+            if method != "run":
+                raise Refusal(call, "TFG905", f"session method `{method}`")
+            fetch = arg(call, 0, "fetches")
+            feed = arg(call, 1, "feed_dict")
+            extra = list(call.args[2:]) + [
+                a for a in call.args if a.keyword is not None and a.keyword.value not in ("fetches", "feed_dict")]
+            if fetch is None or extra:
+                raise Refusal(call, "TFG905", "`sess.run` with options or run_metadata")
+            self._add_site(call, fetch, feed)
+            return True
+        node = self.p.node(receiver) if self.host is None else None   # (host names are not graph names)
+        if node is None:
+            return False
+        if method == "eval" and node.kind in ("tensor", "static", "variable", "gradients"):
+            feed = arg(call, 0, "feed_dict")
+            self._check_session_kw(call, ("feed_dict", "session"))
+            self._add_site(call, func.value, feed)
+            return True
+        if method == "run" and node.kind in ("train", "init", "update"):
+            self._check_session_kw(call, ("feed_dict", "session"))
+            self._add_site(call, func.value, arg(call, 0, "feed_dict"))
+            return True
+        return False
+
+    def _in_loop(self, node: cst.CSTNode) -> bool:
+        while node is not None and node is not self._item.stmt:
+            node = self.parent(node)
+            if isinstance(node, (cst.For, cst.While, cst.FunctionDef, cst.Lambda, cst.ClassDef)):
+                return True
+        return False
+
+    def parent(self, node: cst.CSTNode) -> cst.CSTNode | None:
+        """The parent of a node of the host statement being scanned. Built per
+        statement that holds a site, instead of a parent table of the whole module."""
+        stmt = self._item.stmt
+        table = self._parents.get(id(stmt))
+        if table is None:
+            table, stack = {}, [stmt]
+            while stack:
+                current = stack.pop()
+                for child in children(current):   # (LibCST's `.children` rebuilds the node)
+                    table[child] = current
+                    stack.append(child)
+            self._parents = {id(stmt): table}
+        return table.get(node)
+
+    def _check_session_kw(self, call: cst.Call, allowed) -> None:
+        for a in call.args:
+            if a.keyword is not None and a.keyword.value not in allowed:
+                raise Refusal(call, "TFG905", f"`{a.keyword.value}=` at an execution site")
+            if a.keyword is not None and a.keyword.value == "session":
+                if not (isinstance(a.value, cst.Name) and a.value.value in self.p.sessions):
+                    raise Refusal(call, "TFG905", "`session=` that is not the program's session")
+        if len([a for a in call.args if a.keyword is None]) > 1:
+            raise Refusal(call, "TFG905", "extra positional arguments at an execution site")
+
+    def _remove_statement(self, call: cst.Call) -> None:
+        parent = self.parent(call)
+        if not isinstance(parent, cst.Expr):
+            raise Refusal(call, "TFG905", "a session call whose result is used")
+        self.removed.add(parent)
+
+    def _add_site(self, call: cst.Call, fetch: cst.BaseExpression, feed) -> None:
+        self._receiver = None
+        listed = self.p.node(fetch.value) if isinstance(fetch, cst.Name) and self.host is None else None
+        if listed is not None and listed.kind == "varlist" and feed is None:
+            # `sess.run(g_vars)`: the values of the variables it lists, in its order
+            self.variable_lists[call] = f"[v.numpy() for v in [{', '.join(listed.info['members'])}]]"
+            return
+        structure, fetches = self._fetches(fetch)
+        if structure == "init":
+            if feed is not None:
+                raise Refusal(call, "TFG905", "an initializer run with a feed")
+            self._remove_statement(call)
+            # TF2 initializes once, at creation: a re-initialization cannot simply go
+            # (functions of host code run in an order the scan does not know)
+            if self.sites and self.host is None or self._in_loop(call) or self.inits:
+                raise Refusal(call, "TFG905", "variables initialized again, or in a loop or condition")
+            self.inits += 1
+            return
+        site = Site(call, fetches, structure, None, None, parent=self.parent(call))
+        if feed is None or (isinstance(feed, cst.Name) and feed.value == "None"):
+            site.feed = {}
+        elif isinstance(feed, cst.Dict):
+            site.feed = {}
+            for e in feed.elements:
+                if not isinstance(e, cst.DictElement):
+                    raise Refusal(feed, "TFG902", "a feed dict built with ** (dynamic feed)")
+                key = e.key
+                if isinstance(key, (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString)):
+                    raise Refusal(key, "TFG903", "a placeholder fed by its string name")
+                name = self._graph_name(key)
+                node = self.p.node(name) if name is not None else None
+                if node is None or node.kind != "placeholder":
+                    raise Refusal(key, "TFG902", "a feed key that is not a placeholder name (dynamic feed)")
+                if loads(e.value) and set(loads(e.value)) & self.graph_names():
+                    raise Refusal(e.value, "TFG905", "a feed value computed from graph values")
+                site.feed[name] = e.value
+        elif isinstance(feed, cst.Name) and feed.value in self.feed_dicts:
+            site.feed_name = feed.value
+            receiver = self.feed_receivers[feed.value]
+            if self._receiver not in (None, receiver):
+                raise Refusal(call, "TFG905", f"one run naming two instances (`{self._receiver}`, `{receiver}`)")
+            self._receiver = receiver
+        else:
+            raise Refusal(feed, "TFG902", "a feed dict the tool cannot read statically (dynamic feed)")
+        site.fed = frozenset(site.feed) if site.feed is not None else self.feed_dicts[site.feed_name]
+        site.receiver = self._receiver
+        self.sites.append(site)
+
+    def _fetches(self, fetch: cst.BaseExpression) -> tuple[str, list[str]]:
+        if isinstance(fetch, (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString)):
+            raise Refusal(fetch, "TFG903", "a value fetched by its string name")
+        if isinstance(fetch, cst.Call) and matches(self.meta.names.qualified(fetch.func), "initializers"):
+            return "init", []
+        name = self._graph_name(fetch)
+        if name is not None or isinstance(fetch, cst.Name):
+            node = self.p.node(name) if name is not None else None
+            if node is None:
+                raise Refusal(fetch, "TFG905", f"fetch `{cst.Module([]).code_for_node(fetch)}` is not a graph value the tool knows")
+            if node.kind == "init":
+                return "init", []
+            if node.kind in ("optimizer", "compute_gradients", "varlist"):
+                raise Refusal(fetch, "TFG905", f"fetching a {node.kind}")
+            return "single", [name]
+        if isinstance(fetch, (cst.List, cst.Tuple)) and fetch.elements:
+            names = []
+            for e in fetch.elements:
+                if isinstance(e.value, (cst.SimpleString, cst.ConcatenatedString)):
+                    raise Refusal(e.value, "TFG903", "a value fetched by its string name")
+                kind, inner = self._fetches(e.value)
+                if kind != "single":
+                    raise Refusal(e.value, "TFG905", "a nested or initializer fetch")
+                names += inner
+            return ("list" if isinstance(fetch, cst.List) else "tuple"), names
+        return "single", [self._fetched_expression(fetch)]
+
+    def _graph_name(self, expr: cst.BaseExpression) -> str | None:
+        """The graph name a fetch or feed key names: a name, or with a model class,
+        `<instance>.<attribute>` (one instance per run)."""
+        if self.host is None:
+            return expr.value if isinstance(expr, cst.Name) else None
+        if not isinstance(expr, cst.Attribute) or expr.attr.value not in self.attributes:
+            return None
+        receiver = cst.Module([]).code_for_node(expr.value)
+        if self._receiver not in (None, receiver):
+            raise Refusal(expr, "TFG905", f"one run naming two instances (`{self._receiver}`, `{receiver}`)")
+        if set(loads(expr.value)) & self.p.sessions or not isinstance(expr.value, (cst.Name, cst.Attribute)):
+            raise Refusal(expr, "TFG905", "a model instance that is not a name or an attribute")
+        self._receiver = receiver
+        return self.attributes[expr.attr.value]
+
+    def _fetched_expression(self, expr: cst.BaseExpression) -> str:
+        """`sess.run(grads[0])`, `sess.run(tf.matmul(x, w))`: the expression becomes a
+        tensor of the model under a fresh name, computed where the run asks for it."""
+        code = cst.Module([]).code_for_node(expr)
+        if code in self.expressions:
+            return self.expressions[code]
+        read = set(loads(expr))
+        deps = {self.p.final[n] for n in read if n in self.p.final}
+        top = self.meta.names.qualified(expr.func) if isinstance(expr, cst.Call) else None
+        if not isinstance(expr, (cst.Subscript, cst.Call, cst.BinaryOperation, cst.UnaryOperation)) \
+                or isinstance(expr, cst.Call) and (top is None or matches(top, "several_results")):
+            raise Refusal(expr, "TFG905", "a fetch that is not a name, a list of names or an expression giving one tensor")
+        if not deps or read & set(self.p.helpers) or read & self.p.sessions:
+            raise Refusal(expr, "TFG905", "a fetch that is not a name, a list of names or an expression of graph values")
+        for i in deps:
+            if self.p.nodes[i].kind not in ("tensor", "static", "variable", "placeholder", "gradients"):
+                raise Refusal(expr, "TFG905", f"a fetched expression of a {self.p.nodes[i].kind}")
+        calls = []
+
+        class V(cst.CSTVisitor):
+            def visit_Call(self, call: cst.Call) -> None:
+                calls.append(call)
+
+        expr.visit(V())
+        qualified = [self.meta.names.qualified(c.func) for c in calls]
+        for call, q in zip(calls, qualified):
+            if q is not None and (matches(q, "refuse") or matches(q, "sessions") or matches(q, "initializers")
+                                  or q in ("tensorflow.gradients", "tensorflow.placeholder", "tensorflow.Variable",
+                                           "tensorflow.get_variable", "tensorflow.placeholder_with_default")):
+                raise Refusal(call, "TFG905", f"`{q.replace('tensorflow', 'tf', 1)}` in a fetched expression")
+        taken = set(loads(self.p.owner)) | set(self.p.final) | set(self.p.helpers)
+        base = _describe(expr)
+        name, k = base, 1
+        while name in taken:
+            k += 1
+            name = f"{base}_{k}"
+        stmt = cst.SimpleStatementLine([cst.Assign([cst.AssignTarget(cst.Name(name))], expr)])
+        node = GraphNode(len(self.p.nodes), "tensor", (name,), stmt, expr, frozenset(deps), {"calls": [q for q in qualified if q]})
+        self.p.nodes.append(node)
+        self.p.final[name] = node.index
+        self.expressions[code] = name
+        return name
+
+
+
+class _HostReads(cst.CSTVisitor):
+    """One host statement of HostScan: its runs become sites, and no graph value
+    (`names`) may be read outside a run."""
+
+    def __init__(self, scan: HostScan, names: set[str]) -> None:
+        super().__init__()
+        self.scan, self.names = scan, names
+
+    def visit_Call(self, call: cst.Call) -> bool:
+        return not self.scan._site(call) and not self.scan._variable_list(call) and not self.scan._step_read(call)
+
+    def visit_Dict(self, node: cst.Dict) -> bool:
+        if node in self.scan.feed_dict_nodes:
+            for e in node.elements:
+                e.value.visit(self)
+            return False
+        return True
+
+    def visit_Attribute(self, node: cst.Attribute) -> bool:
+        if isinstance(node.value, cst.Name) and node.value.value in self.names and node.value.value not in self.scan.p.sessions \
+                and node.attr.value in graph_ops()["host_attributes"].get(self.scan.p.node(node.value.value).kind, ()):
+            return False   # `c.get_shape()` of a constant or a variable: the same in TF2, where it exists on the host
+        if node.attr.value in self.scan.attributes or self.scan.host and node.attr.value in self.scan.host.session_attributes:
+            raise Refusal(node, "TFG905", f"graph value `{cst.Module([]).code_for_node(node)}` used "
+                          "outside `sess.run`")
+        node.value.visit(self)
+        return False
+
+    def visit_Parameters(self, node: cst.Parameters) -> bool:
+        return False
+
+    def visit_With(self, node: cst.With) -> bool:
+        if node in self.scan.opened:
+            node.body.visit(self)
+            return False
+        return True
+
+    def visit_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> bool:
+        return node not in self.scan.opened and node not in self.scan.skip
+
+    def visit_AssignTarget(self, node: cst.AssignTarget) -> bool:
+        return not (isinstance(node.target, cst.Name) and node.target.value in self.scan.feed_dicts)
+
+    def visit_Arg(self, node: cst.Arg) -> bool:
+        if node not in self.scan.session_args:   # (a session passed on: the argument goes)
+            node.value.visit(self)
+        return False
+
+    def visit_Name(self, node: cst.Name) -> None:
+        if node.value in self.scan.feed_dicts:
+            raise Refusal(node, "TFG902", f"feed dict `{node.value}` used other than as a feed (dynamic feed)")
+        if node.value in self.names:
+            kind = "session" if node.value in self.scan.p.sessions else self.scan.p.node(node.value).kind
+            if kind == "placeholder":
+                raise Refusal(node, "TFG902", f"placeholder `{node.value}` used outside a feed_dict literal (dynamic feed)")
+            raise Refusal(node, "TFG905", f"{kind} `{node.value}` used outside `sess.run`/`.eval()`")
+
+
+def _describe(expr: cst.BaseExpression) -> str:
+    """A name for a fetched expression: `grads[0]` -> grads_0, `tf.matmul(...)` -> matmul."""
+    if isinstance(expr, cst.Subscript) and isinstance(expr.value, cst.Name) and len(expr.slice) == 1 \
+            and isinstance(expr.slice[0].slice, cst.Index) and isinstance(expr.slice[0].slice.value, cst.Integer):
+        return f"{expr.value.value}_{expr.slice[0].slice.value.value}"
+    if isinstance(expr, cst.Call):
+        func = expr.func.attr if isinstance(expr.func, cst.Attribute) else expr.func
+        if isinstance(func, cst.Name):
+            return func.value
+    return "fetched"

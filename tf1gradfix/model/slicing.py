@@ -1,0 +1,164 @@
+"""Signatures of execution sites (host_scan), and the backward slice each needs.
+
+A site's signature is what it fetches and which placeholders it feeds; sites
+with the same signature share one TF2 function, whose body is the backward
+slice of the fetches over the graph statements, in source order.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import libcst as cst
+from tf1gradfix.constructs import builders, updates
+from tf1gradfix.model.graph import GraphNode, Program
+from tf1gradfix.model.sites import Site
+from tf1gradfix.cst.syntax import Refusal
+
+GRADIENT_KINDS = ("compute_gradients", "gradients", "train")
+
+
+@dataclass
+class Signature:
+    fetches: tuple[str, ...]
+    fed: frozenset[str]
+    sites: list[Site] = field(default_factory=list)
+    nodes: list[int] = field(default_factory=list)      # slice, source order
+    params: list[str] = field(default_factory=list)     # placeholders, call order
+    train: GraphNode | None = None
+    returns: list[str] = field(default_factory=list)    # fetched values that reach Python
+    inline: bool = False       # only variables/static values: no function needed
+    flags: dict[str, str] = field(default_factory=dict)   # mode flag -> "True"/"False" in this function
+    name: str = ""
+
+
+def signatures(program: Program, sites: list[Site]) -> list[Signature]:
+    """Groups sites by (fetches, fed placeholders) and slices each group."""
+    groups: dict[tuple, Signature] = {}
+    flags = {n.names[0] for n in program.nodes if n.kind == "placeholder" and n.info.get("mode_flag")}
+    for site in sites:
+        values = _flag_values(program, site, flags)
+        fed = site.fed - flags
+        key = (tuple(site.fetches), fed, tuple(sorted(values.items())))
+        sig = groups.get(key)
+        if sig is None:
+            sig = groups[key] = Signature(tuple(site.fetches), fed, flags=values)
+            _slice(program, sig, site)
+            _check_statistics(program, sig, site)
+        sig.sites.append(site)
+        site.signature = sig
+    return list(groups.values())
+
+
+def _flag_values(program: Program, site: Site, flags: set[str]) -> dict[str, str]:
+    """The literal each mode flag of the run's slice has: fed True/False, or its default.
+    Runs with other values of a flag become another function."""
+    members = closure(program, [program.final[f] for f in site.fetches])
+    out = {}
+    for name in sorted(flags):
+        if program.final[name] not in members:
+            continue
+        value = (site.feed or {}).get(name)
+        if value is None and site.feed_name is not None:
+            raise Refusal(site.call, "TFG905", f"the mode flag `{name}` fed through a dict built elsewhere")
+        value = value if value is not None else program.node(name).info["default"]
+        if not (isinstance(value, cst.Name) and value.value in ("True", "False")):
+            raise Refusal(value if value is not None else site.call, "TFG905",
+                          f"the mode flag `{name}` fed with something other than True or False")
+        out[name] = value.value
+    return out
+
+
+def _check_statistics(program: Program, sig: "Signature", site: Site) -> None:
+    """Keras batch normalization updates its moving statistics whenever it is called
+    with training=True; TF1 only in runs of a train op under the UPDATE_OPS dependency."""
+    for i in sig.nodes:
+        node = program.nodes[i]
+        if "layer" not in node.info or not program.nodes[node.info["layer"]].info["row"].get("statistics"):
+            continue
+        training = dict(node.info["call_args"]).get("training")
+        value = training.value if isinstance(training, cst.Name) else None
+        value = sig.flags.get(value, value)
+        if value == "True" and not (sig.train is not None and sig.train.info.get("stats")):
+            raise Refusal(site.call, "TFG905", "a run with batch normalization in training mode that does not run a "
+                          "train op under `tf.control_dependencies(UPDATE_OPS)`: TF1 leaves the moving statistics, "
+                          "Keras would update them")
+
+
+def closure(program: Program, roots) -> set[int]:
+    seen: set[int] = set()
+    stack = list(roots)
+    while stack:
+        i = stack.pop()
+        if i not in seen:
+            seen.add(i)
+            stack.extend(program.nodes[i].deps)
+    return seen
+
+
+def _slice(program: Program, sig: Signature, site: Site) -> None:
+    fetched = [program.node(n) for n in sig.fetches]
+    members = closure(program, [n.index for n in fetched])
+    for i in members:
+        node = program.nodes[i]
+        if "unsupported" in node.info:
+            raise node.info["unsupported"]
+        differentiates = node.kind in ("gradients", "compute_gradients") or node.info.get("method") == "minimize"
+        if differentiates and any(program.nodes[j].kind in GRADIENT_KINDS for j in closure(program, node.deps)):
+            # the tape would have to record the inner gradient: nested tapes, which the rewrite does not write
+            raise Refusal(node.value, "TFG905", "a gradient of a value computed from another gradient "
+                          "(a gradient penalty, second order)")
+    sig.nodes = sorted(members)
+    updates.check_run(program, site.call, fetched)
+    trains = [n for n in fetched if n.kind == "train"]
+    if len(trains) > 1:
+        raise Refusal(site.call, "TFG905", "two train ops in one run")
+    sig.train = trains[0] if trains else None
+    # A TF1 (reference) variable fetched with its own update shares the variable's buffer, so the
+    # run returns the value after the update. Allowed for the step counter the train op increments
+    # (`_, step = sess.run([train, global_step])`): the function returns it after `assign_add`.
+    # Other variables stay refused: which update a weight's fetch sees is not pinned down.
+    step = sig.train.info.get("step") if sig.train is not None else None
+    if sig.train is not None and any(n.kind == "variable" and n.names[0] != step for n in fetched):
+        raise Refusal(site.call, "TFG905", "a variable fetched in the same run as its update (order undefined)")
+    sig.returns = [name for name, n in zip(sig.fetches, fetched) if n.kind not in ("train", "update")]
+    sig.inline = all(n.kind in ("variable", "static") for n in fetched) and not sig.fed
+    placeholders = [program.nodes[i] for i in sig.nodes if program.nodes[i].kind == "placeholder"
+                    and not program.nodes[i].info.get("mode_flag")]   # (a flag is a literal in each function)
+    for ph in placeholders:
+        if ph.names[0] not in sig.fed and ph.info["default"] is None:
+            raise Refusal(site.call, "TFG905", f"placeholder `{ph.names[0]}` is needed but not fed")
+    order = [n.names[0] for n in program.nodes if n.kind == "placeholder" and not n.info.get("mode_flag")]
+    plain = [p for p in order if p in sig.fed and program.node(p).info["default"] is None]
+    defaults = [p for p in order if program.node(p).info["default"] is not None
+                and (p in sig.fed or any(ph.names[0] == p for ph in placeholders))]
+    sig.params = plain + defaults
+
+
+def gradient_dependent(program: Program, members: list[int]) -> set[int]:
+    """Nodes of a slice computed from gradients (they run after the tape)."""
+    out: set[int] = set()
+    for i in members:
+        node = program.nodes[i]
+        if node.kind in GRADIENT_KINDS or any(d in out for d in node.deps):
+            out.add(i)
+    return out
+
+
+def reached_variables(program: Program, root: int) -> list[GraphNode]:
+    """Trainable variables (and layers with trainable weights) a loss reads through
+    the forward statements, creation order."""
+    members = closure(program, [root])
+    return [n for n in program.trainable() if n.index in members]
+
+
+def variable_text(node: GraphNode) -> str:
+    """How a trained variable is listed: its name, or a layer's weights unpacked."""
+    if node.kind == "layer" and "sites" in node.info:   # the layers a loop created
+        return ", ".join(f"*[w for layer in {site['list']} for w in layer.trainable_variables]"
+                         for site in node.info["sites"] if site["row"]["weights"])
+    if node.kind == "layer" and "builder" in node.info:
+        return builders.variables_text(node)
+    if node.kind == "layer":
+        return f"*{node.info['var']}.trainable_variables"
+    return node.names[0]

@@ -1,0 +1,456 @@
+"""One file through the pipeline: decode -> parse -> detect -> fix -> re-parse.
+
+This is what a worker process runs, so it takes and returns small picklable
+values. It never imports TensorFlow and never executes the file.
+"""
+
+from __future__ import annotations
+
+import re
+import dataclasses
+from dataclasses import dataclass, field
+
+from tf1gradfix.run.findings import CodeFilter, FileError, Finding
+from tf1gradfix.run.source_io import decode_error
+
+# A file that never mentions TensorFlow cannot hold a TF1 construct: it is
+# not parsed at all, which keeps pre-commit runs over big trees fast.
+_MARKER = b"tensorflow"
+
+
+@dataclass
+class FileResult:
+    path: str
+    findings: list[Finding] = field(default_factory=list)
+    error: FileError | None = None
+    new_source: bytes | None = None  # set only when the fixes changed the file
+
+
+def process_source(display: str, data: bytes, codes: CodeFilter, fix: bool = True) -> FileResult:
+    result = FileResult(display)
+    error = decode_error(display, data)
+    if error is not None:
+        result.error = error
+        return result
+    if _MARKER not in data:
+        return result
+    from tf1gradfix.detect import prefilter
+
+    if not prefilter.load().worth_parsing(data):
+        # It mentions TensorFlow but spells no TF1 construct (TF2 code): LibCST
+        # is not needed, only Python's compiler, to report a broken file.
+        result.error = _python_syntax_error(display, data)
+        if result.error is None:
+            result.findings = removed_names(display, data, codes, set(), fixed=False)
+        return result
+    if b"\r" in data and b"\n" not in data:
+        # Old Mac line endings: LibCST loses the last one, so work on LF and
+        # turn every line ending back (no LF existed, so none is ambiguous).
+        result = _process_tensorflow_source(result, display, data.replace(b"\r", b"\n"), codes, fix)
+        if result.new_source is not None:
+            result.new_source = result.new_source.replace(b"\n", b"\r")
+        return result
+    return _process_tensorflow_source(result, display, data, codes, fix)
+
+
+def may_parse(path: str) -> bool:
+    """Whether the file at `path` may be parsed with LibCST (unreadable files are not).
+
+    Only the identifiers are read (a fraction of a millisecond): a file whose
+    imports rule everything out is still counted here, and skipped later.
+    """
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read()
+    except OSError:
+        return False
+    from tf1gradfix.detect import prefilter
+
+    return _MARKER in data and prefilter.load().possible(data).anything
+
+
+def preload() -> None:
+    """Import LibCST and the rewrite and read the rule tables now, in this process.
+
+    A parent that forks its workers afterwards pays for this once, instead of
+    once per worker.
+    """
+    import libcst  # noqa: F401
+
+    from tf1gradfix.rules import catalog
+    from tf1gradfix.detect import detector as detect
+    from tf1gradfix.emit import renames as fix_renames, restructure  # noqa: F401
+    from tf1gradfix.cst.syntax import graph_ops
+
+    catalog.load()
+    graph_ops()
+
+
+def _syntax_error(display: str, data: bytes, exc) -> FileError:
+    """Python's own compiler names the offending line more exactly than LibCST's parser."""
+    return (_python_syntax_error(display, data)
+            or FileError(display, f"syntax error: {exc.message}", exc.editor_line, exc.editor_column + 1))
+
+
+def _python_syntax_error(display: str, data: bytes) -> FileError | None:
+    """The syntax error Python's compiler finds in `data`, with its line, if any."""
+    import warnings
+
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            compile(data, display, "exec", dont_inherit=True)
+    except SyntaxError as py_exc:
+        if py_exc.lineno:
+            return FileError(display, f"syntax error: {py_exc.msg}", py_exc.lineno, py_exc.offset)
+    except (ValueError, RecursionError, MemoryError):
+        pass
+    return None
+
+
+# Deepest syntax tree the rewrite takes (Python's own limit on nested brackets).
+# LibCST's printer and visitors recurse once or more per level and exhaust
+# Python's recursion limit at about 250 levels; its native parser crashes the
+# process on very deep input and takes minutes on a 30,000-term sum.
+MAX_DEPTH = 200
+
+
+def _python_judgement(display: str, data: bytes) -> FileError | None:
+    """Why the file must not reach LibCST's parser: Python rejects it, or it is too deep.
+
+    Python's compiler judges first, so a file LibCST would crash or stall on
+    is reported, with its line, instead of taking the run down.
+    """
+    from tf1gradfix.detect.prefilter import python_tree
+
+    tree = python_tree(data)  # (usually read already by the prefilter)
+    if tree is None:
+        return _python_syntax_error(display, data) or FileError(
+            display, "too deeply nested for Python's parser; file left unchanged")
+    depth, line = nesting_depth(tree)
+    if depth > MAX_DEPTH:
+        return FileError(display, f"too deeply nested for the rewrite ({depth} levels, limit {MAX_DEPTH}); "
+                         "file left unchanged", line)
+    return None
+
+
+def nesting_depth(tree) -> tuple[int, int | None]:
+    """(depth of the deepest node of a Python syntax tree, its line), without recursion.
+
+    `a and b and c` is one node for Python but a nest of two for LibCST, so a
+    boolean operation counts one level per operator.
+    """
+    import ast
+
+    deepest, line = 0, None
+    stack = [(tree, 1, tree)]
+    pop, push, children, bool_op = stack.pop, stack.append, ast.iter_child_nodes, ast.BoolOp
+    while stack:
+        node, depth, parent = pop()
+        if depth > deepest:  # (a Load or Store marker has no line: its parent's)
+            deepest, line = depth, getattr(node, "lineno", None) or getattr(parent, "lineno", None)
+        for child in children(node):
+            push((child, depth + (len(child.values) - 1 if isinstance(child, bool_op) else 1), node))
+    return deepest, line
+
+
+def _process_tensorflow_source(result: FileResult, display: str, data: bytes, codes: CodeFilter, fix: bool) -> FileResult:
+    result.error = _python_judgement(display, data)
+    if result.error is not None:
+        return result
+    # LibCST costs a quarter second to import: only files that mention
+    # TensorFlow pay for it.
+    from tf1gradfix.cst.walk import read_only_visits
+
+    # Every read-only LibCST walk of the rewrite (scope analysis, detection,
+    # the restructuring's visitors) then runs without rebuilding the tree.
+    try:
+        with read_only_visits():
+            return _analyzed(result, display, data, codes, fix)
+    except RecursionError:  # nesting Python's tree does not show (a long chain of implicitly joined strings)
+        return FileResult(display, error=FileError(
+            display, "too deeply nested for the rewrite (Python's recursion limit reached); file left unchanged"))
+
+
+def _analyzed(result: FileResult, display: str, data: bytes, codes: CodeFilter, fix: bool) -> FileResult:
+    import libcst as cst
+
+    from tf1gradfix.rules import catalog as catalog_module
+    from tf1gradfix.detect.detector import AnalysisWrapper, detect
+    from tf1gradfix.run.findings import is_suppressed, suppressions
+    from tf1gradfix.emit.renames import renamed_source
+    from tf1gradfix.emit.restructure import HANDLED
+
+    try:
+        module = cst.parse_module(data)
+    except cst.ParserSyntaxError as exc:
+        result.error = _syntax_error(display, data, exc)
+        return result
+    except (RecursionError, UnicodeDecodeError, SyntaxError, ValueError) as exc:
+        result.error = FileError(display, f"cannot parse: {exc}")
+        return result
+
+    catalog = catalog_module.load()
+    # (source encodings are ASCII-compatible: no marker in the bytes, none in the text)
+    silenced = suppressions(module.code) if b"tf1gradfix" in data else {}
+    # Whole-program rewrite of a Session program first; findings stay those of
+    # the original file (what the user wrote), marked fixed when it succeeded.
+    original = AnalysisWrapper(module)
+    found = detect(original, catalog)
+    # The safe renames go into the code the restructuring copies and keeps, as it is printed.
+    renames = {hit.node: hit.replacement for hit in found if hit.replacement is not None and hit.rule.safety == "safe"}
+    shaped, refused = _restructured(original, display, codes, result, silenced, catalog, renames)
+    fix = fix and not refused  # a refused program is left byte-for-byte intact
+    parsed = data  # the bytes `module` was parsed from
+    hits = found
+    if shaped is not None:
+        module, hits, parsed = shaped
+        for hit in found:
+            if codes.wants(hit.rule.code) and not is_suppressed(hit.line, hit.rule.code, silenced):
+                handled = hit.rule.code in HANDLED or hit.rule.safety == "safe"
+                result.findings.append(Finding(display, hit.line, hit.col, hit.rule.code, hit.message,
+                                               hit.rule.safety, fix and handled))
+    replacements: dict[cst.CSTNode, str] = {}
+    for hit in hits:
+        code = hit.rule.code
+        if shaped is None and (not codes.wants(code) or is_suppressed(hit.line, code, silenced)):
+            continue  # (a restructured file gets every rename: it must run on TF2)
+        fixable = fix and hit.replacement is not None and hit.rule.safety == "safe"
+        if fixable:
+            replacements[hit.node] = hit.replacement
+        if shaped is None:
+            result.findings.append(Finding(display, hit.line, hit.col, code, hit.message, hit.rule.safety, fixable))
+    # (every rule hit counts as reported there, a silenced one too)
+    result.findings += removed_names(display, data, codes, {(h.line, h.col) for h in found},
+                                     fixed=fix and shaped is not None)
+    result.findings.sort(key=lambda f: (f.line, f.col, f.code))
+
+    if replacements or (shaped is not None and fix):
+        # (a module no rename touches prints as the bytes it was parsed from: LibCST round-trips exactly)
+        new_source = renamed_source(module, replacements) if replacements else parsed
+        edited = None if shaped is not None else _lines_of(h for h in hits if h.node in replacements)
+        new_source, changed = as_written(data, new_source, edited)
+        if changed is not None:
+            # A line no rename touched came out different: never write it.
+            result.error = FileError(display, f"internal error: the rewrite changed line {changed}, which it did not "
+                                     "edit; file left unchanged", changed)
+            result.findings = _unfixed(result.findings)
+            return result
+        problem = _unparsable(new_source)
+        gone = _names_tf2_lacks(new_source, data) if problem is None and shaped is not None else None
+        if gone is not None:
+            # A restructured program must run on TF2: never write a name it lacks.
+            line, col, code, message, safety = gone
+            result.findings = _unfixed(result.findings)
+            if codes.wants(code):
+                result.findings.append(Finding(display, line, col, code, message, safety, False))
+                result.findings.sort(key=lambda f: (f.line, f.col, f.code))
+        elif problem is not None:
+            # Never write a file we cannot read back: report and keep the original.
+            result.error = FileError(display, f"internal error: rewritten code does not parse ({problem}); file left unchanged")
+            result.findings = _unfixed(result.findings)
+        elif new_source != data:
+            result.new_source = new_source
+    return result
+
+
+# A line with its own ending: bytes split only at real line endings (\n, \r\n, \r),
+# never at a form feed or U+2028 inside a string as str.splitlines would.
+_LINE = re.compile(rb"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+")
+_SHAPE = re.compile(rb"([ \t\x0c]*)(.*?)(\r\n|\r|\n|)\Z", re.S)
+
+
+def split_lines(data: bytes) -> list[bytes]:
+    return _LINE.findall(data)
+
+
+def as_written(data: bytes, new: bytes, edited: set[int] | None) -> tuple[bytes, int | None]:
+    """`new`, with what LibCST loses put back from `data`; and the first line the check below finds changed.
+
+    LibCST drops a form feed that starts a line and, in a file mixing lone CR
+    and LF, the last line ending. Lines the rewrite kept get theirs back:
+    for renames, line by line (a rename never adds or removes a line), where
+    every line outside `edited` (the renamed chains' lines) must then equal
+    the input, byte for byte; for a restructuring, the lines its output
+    shares with the input apart from form feeds and line endings.
+    """
+    if data == new:
+        return new, None
+    old_lines, new_lines = split_lines(data), split_lines(new)
+    out = list(new_lines)
+    if edited is not None:
+        if len(old_lines) != len(new_lines):
+            return new, 1 + next((i for i, (a, b) in enumerate(zip(old_lines, new_lines)) if a != b), len(new_lines))
+        for index, (old, line) in enumerate(zip(old_lines, new_lines)):
+            if old != line:
+                out[index] = _rejoined(old, line)
+                if out[index] != old and index + 1 not in edited:
+                    return new, index + 1
+        return b"".join(out), None
+    import difflib
+
+    def bare(line: bytes) -> bytes:
+        return line.rstrip(b"\r\n").replace(b"\x0c", b"")
+
+    matcher = difflib.SequenceMatcher(None, [bare(line) for line in old_lines], [bare(line) for line in new_lines], autojunk=False)
+    for start, new_start, size in matcher.get_matching_blocks():
+        out[new_start:new_start + size] = old_lines[start:start + size]
+    return b"".join(out), None
+
+
+def _rejoined(old: bytes, new: bytes) -> bytes:
+    """`new`'s text with `old`'s line ending, and `old`'s indentation where it differs only by form feeds."""
+    old_indent, _, old_end = _SHAPE.match(old).groups()
+    indent, body, _ = _SHAPE.match(new).groups()
+    if old_indent.replace(b"\x0c", b"") == indent.replace(b"\x0c", b""):
+        indent = old_indent
+    return indent + body + old_end
+
+
+def _lines_of(hits) -> set[int]:
+    """Lines the renamed chains of `hits` span."""
+    import libcst as cst
+
+    lines = set()
+    for hit in hits:
+        span = len(split_lines(cst.Module([]).code_for_node(hit.node).encode("utf-8")))
+        lines.update(range(hit.line, hit.line + max(span, 1)))
+    return lines
+
+
+def _restructured(wrapper, display, codes, result, silenced, catalog, renames):
+    """((module, detections, source) of the restructured module, or None; refused?).
+
+    `renames`: rename plans of chains of the original module (detect), applied
+    wherever the rewrite prints those chains. Whatever is left to rename (code
+    printed otherwise, a chain the rewrite rebuilt) is found by analyzing the
+    rewritten module again, as is anything else left.
+
+    A refusal's manual diagnostics go to the findings. So does a rewrite that
+    would still hold a TF1 construct (a finding without a safe fix): it is
+    dropped, and the file is left intact.
+    """
+    import libcst as cst
+
+    from tf1gradfix.detect import prefilter
+    from tf1gradfix.cst import printing
+    from tf1gradfix.detect.detector import AnalysisWrapper, detect
+    from tf1gradfix.run.findings import is_suppressed, suppressions
+    from tf1gradfix.emit.renames import renamed_source
+    from tf1gradfix.emit.restructure import HANDLED, restructure
+
+    if not all(codes.wants(code) for code in HANDLED):  # it rewrites all of them at once
+        return None, False
+    shaped = restructure(wrapper.module, display, wrapper, renames)
+    diagnostics = list(shaped.diagnostics)
+    new = None
+    if shaped.new_module is not None:
+        source = renamed_source(shaped.new_module, renames) if renames else printing.source_bytes(shaped.new_module)
+        if not prefilter.load().possible(source, resolve=True).codes:
+            # No rule can fire on the rewritten text: nothing is left and nothing
+            # needs a rename, so it is not parsed and analyzed again.
+            new = (shaped.new_module, [], source)
+        else:
+            # Parsed again: the rewritten tree may share nodes, which metadata cannot tell apart.
+            new_wrapper = AnalysisWrapper(cst.parse_module(source))
+            # Only what is left, and the renames. Lines are needed only where the rewrite
+            # itself kept a construct on purpose, with a suppression comment saying why.
+            kept = suppressions(source.decode(shaped.new_module.encoding)) if b"tf1gradfix:" in source else {}
+            hits = detect(new_wrapper, catalog, positions=bool(kept))
+            # (a name also bound to something else, `tf = tf.compat.v1`, takes no rename: it is left too)
+            left = [h for h in hits if (h.rule.safety != "safe" or h.ambiguous)
+                    and not is_suppressed(h.line, h.rule.code, kept)]
+            if left:
+                diagnostics.append((1, 1, "TFG905", f"the rewrite would leave {left[0].rule.code} "
+                                    f"({left[0].message.split(';')[0]}); file left intact", "manual"))
+            else:
+                new = (new_wrapper.module, hits, source)
+    for line, col, code, message, safety in diagnostics:
+        if codes.wants(code) and not is_suppressed(line, code, silenced):
+            # a successful rewrite's own notes (arguments dropped, optimizer kept) describe what it did
+            done = new is not None and safety != "manual"
+            result.findings.append(Finding(display, line, col, code, message, safety, done))
+    return new, new is None and bool(diagnostics)
+
+
+REMOVED = "TFG402"
+
+
+def removed_names(display: str, data: bytes, codes: CodeFilter, taken: set[tuple[int, int]],
+                  fixed: bool) -> list[Finding]:
+    """TFG402 findings: `tf.*` names TF2 lacks that no other rule reports at that place (`taken`).
+
+    `fixed`: the file was restructured, and a restructured program spells no
+    such name (`_names_tf2_lacks` refuses it otherwise).
+    """
+    if not codes.wants(REMOVED):
+        return []
+    from tf1gradfix.detect import api_surface
+    from tf1gradfix.run.findings import is_suppressed, suppressions
+    from tf1gradfix.detect.prefilter import python_tree
+
+    tree = python_tree(data)   # (read already: the engine's syntax check)
+    gone = api_surface.missing(tree) if tree is not None else []
+    if not gone:
+        return []
+    silenced = suppressions(data.decode("utf-8", "replace")) if b"tf1gradfix" in data else {}
+    from tf1gradfix.rules import catalog
+
+    rule = catalog.load().by_code[REMOVED]
+    out = []
+    for m in gone:
+        if (m.line, m.col) in taken or is_suppressed(m.line, REMOVED, silenced):
+            continue
+        message = rule.message.format(symbol=f"tf.{m.name}", advice=api_surface.advice(m.name))
+        out.append(Finding(display, m.line, m.col, REMOVED, message, rule.safety, fixed))
+    return out
+
+
+def _unfixed(findings: list[Finding]) -> list[Finding]:
+    """The findings of a file that is left unchanged after all: none of them was fixed."""
+    return [dataclasses.replace(f, fixed=False) if f.fixed else f for f in findings]
+
+
+def _names_tf2_lacks(source: bytes, original: bytes):
+    """The refusal of a rewrite that would spell a `tf.*` name TF2 does not have, or None.
+
+    Such a program fails with an AttributeError the first time that line runs;
+    the line reported is where the original spells the name (or 1). A line the
+    rewrite kept on purpose carries a suppression comment and is not judged.
+    """
+    from tf1gradfix.detect import api_surface
+    from tf1gradfix.run.findings import suppressions
+    from tf1gradfix.detect.prefilter import python_tree
+
+    tree = python_tree(source)   # (read already: _unparsable compiled it)
+    gone = api_surface.missing(tree) if tree is not None else []
+    if gone and b"tf1gradfix:" in source:
+        kept = suppressions(source.decode("utf-8", "replace"))
+        gone = [m for m in gone if m.line not in kept]
+    if not gone:
+        return None
+    name = gone[0].name
+    tree = python_tree(original)
+    where = [m for m in api_surface.missing(tree) if m.name == name] if tree is not None else []
+    line, col = (where[0].line, where[0].col) if where else (1, 1)
+    return (line, col, "TFG905", f"the rewrite would write `tf.{name}`, which TF2 does not have; file left intact", "manual")
+
+
+def _unparsable(source: bytes) -> str | None:
+    """Why Python cannot compile `source`, if it cannot.
+
+    The renames put one dotted name in place of another in a tree LibCST
+    printed; Python's own compiler is the reader that matters to the user.
+    """
+    import warnings
+
+    from tf1gradfix.detect.prefilter import python_tree
+
+    tree = python_tree(source)   # (parsed already when the prefilter read the rewrite's imports)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # the user's own warnings are not ours to print
+            compile(source if tree is None else tree, "<rewritten>", "exec", dont_inherit=True)
+    except (SyntaxError, ValueError) as exc:
+        return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    return None
