@@ -19,7 +19,8 @@ from tf1gradfix.constructs import builders, model_classes, sections, session_opt
 from tf1gradfix.rules import catalog as catalog_module
 from tf1gradfix.emit import model_class
 from tf1gradfix.emit.assemble import FLATTEN, Assembler, Replace
-from tf1gradfix.detect.detector import AnalysisWrapper, shared_names
+from tf1gradfix.cst.metadata import AnalysisWrapper
+from tf1gradfix.detect.detector import shared_names
 from tf1gradfix.emit.state import StateEmitter
 from tf1gradfix.emit.tape import TapeEmitter
 from tf1gradfix.emit.renames import renamed_code
