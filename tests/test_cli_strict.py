@@ -136,3 +136,29 @@ def test_junit_has_one_case_per_file(tree, capsys):
 def test_explain_accepts_a_rule_name(capsys):
     code, out, _ = run(capsys, "explain", "placeholder")
     assert code == 0 and out.startswith("TFG101 placeholder:")
+
+
+DYNAMIC_FEED = """\
+import tensorflow as tf
+inputs = tf.placeholder(tf.float32, [None, 2])
+weights = tf.Variable(tf.ones([2, 1]))
+total = tf.reduce_sum(tf.matmul(inputs, weights))
+with tf.Session() as sess:
+    sess.run(tf.global_variables_initializer())
+    feeds = {}
+    feeds[inputs] = [[1.0, 2.0]]
+    print(sess.run(total, feed_dict=feeds))
+"""
+
+
+def test_a_file_left_as_graph_code_gets_one_line_with_its_blocking_line(tree, capsys):
+    (tree / "feeds.py").write_text(DYNAMIC_FEED)
+    (tree / "feeds_again.py").write_text(DYNAMIC_FEED)
+    code, out, _ = run(capsys, "rewrite", "--check", "feeds.py", "feeds_again.py")
+    lines = out.splitlines()
+    blocked = [line for line in lines if "not restructured" in line and line.startswith("feeds.py")]
+    assert len(blocked) == 1 and "because of line 8: TFG902" in blocked[0], out
+    assert "2 files not restructured; reasons, most common first:" in lines
+    assert code == 1 and (tree / "feeds.py").read_text() == DYNAMIC_FEED
+    code, out, _ = run(capsys, "check", "--format", "json", "feeds.py")
+    assert json.loads(out)["not_restructured"]["feeds.py"][0]["line"] == 8

@@ -19,7 +19,7 @@ from tf1gradfix.cli.arg_types import nonneg_float, positive_float, positive_int
 from tf1gradfix.cli.config import ConfigError, load_settings
 from tf1gradfix.cli.discover import STDIN, discover
 from tf1gradfix.run.findings import CodeFilter, FileError
-from tf1gradfix.cli.output import FORMATS, render, shown, statistics, summary_sentence
+from tf1gradfix.cli.output import FORMATS, blocker_lines, render, shown, statistics, summary_sentence
 from tf1gradfix.run.source_io import CHANGED, MAX_FILE_BYTES, unchanged
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
@@ -313,6 +313,8 @@ def _run_files(args: argparse.Namespace) -> int:
     if report:
         print(report, file=stream)
     if args.format == "text" and not args.quiet and (findings or errors or changed):
+        for line in blocker_lines(findings):
+            print(line, file=stream)
         verb = "fixable" if mode in (CHECK, DIFF, PREVIEW) else "fixed"
         print(summary_sentence(summary, verb), file=stream)
 

@@ -71,6 +71,10 @@ def render(fmt: str, findings: list[Finding], errors: list[FileError], summary: 
             "errors": [e.to_json() for e in errors],
             "summary": summary,
         }
+        blocked = blockers(findings)
+        if blocked:   # files whose whole-program rewrite was not made, with the lines that stopped it
+            document["not_restructured"] = {p: [{"line": f.line, "code": f.code, "message": f.message} for f in hits]
+                                             for p, hits in blocked.items()}
         diffs = {o.path: o.diff for o in outcomes if o.diff}
         if diffs:   # `rewrite --diff --format json`: stdout stays one JSON document
             document["diffs"] = diffs
@@ -143,3 +147,42 @@ def statistics(findings: list[Finding], errors: list[FileError], fmt: str) -> st
     if errors:
         lines.append(f"{len(errors):>{width}}\terror\t    file error")
     return "\n".join(lines)
+
+
+def blockers(findings: list[Finding]) -> dict[str, list[Finding]]:
+    """Per file, the findings that kept its whole-program rewrite from being made (the
+    restructuring's manual refusals), in line order."""
+    from tf1gradfix.rules.catalog import load
+
+    catalog = load()
+    found: dict[str, list[Finding]] = {}
+    for f in findings:
+        rule = catalog.rule(f.code)
+        if rule is not None and rule.reported_by == "restructure" and rule.safety == "manual":
+            found.setdefault(f.path, []).append(f)
+    return {path: sorted(hits, key=lambda f: (f.line, f.col)) for path, hits in found.items()}
+
+
+def elided(message: str) -> str:
+    """A reason with its names and numbers elided, so equal reasons count together."""
+    import re
+
+    return re.sub(r"\b\d+\b", "N", re.sub(r"`[^`]*`", "`…`", message))
+
+
+def blocker_lines(findings: list[Finding]) -> list[str]:
+    """One line per file left as graph code, naming the blocking line(s); then, over a run of
+    several such files, the reasons counted, most common first (a migration plan)."""
+    from collections import Counter
+
+    blocked = blockers(findings)
+    lines = []
+    for path, hits in blocked.items():
+        where = ", ".join(f"line {f.line}" for f in hits)
+        lines.append(f"{shown(path)}: not restructured (still TF1 graph code) because of {where}: "
+                     + "; ".join(f"{f.code} {f.message}" for f in hits))
+    if len(blocked) > 1:
+        reasons = Counter(f"{f.code} {elided(f.message)}" for hits in blocked.values() for f in hits)
+        lines.append(f"{len(blocked)} files not restructured; reasons, most common first:")
+        lines += [f"  {n:>4}  {reason}" for reason, n in reasons.most_common()]
+    return lines
