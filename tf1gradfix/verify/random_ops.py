@@ -71,18 +71,26 @@ def describe(events: list, role: str) -> str:
 class GraphRandomness:
     """Random ops a TF1 run executes; ``tracer`` is the V1Tracer (keys, placeholders)."""
 
-    def __init__(self, tracer):
+    def __init__(self, tracer, draws=None):
         self.tracer = tracer
+        self.draws = draws          # aligned_random.GraphDraws: its host-drawn ops are found too
         self.cache: dict = {}
 
     def reached(self, op) -> list:
         """Random ops reachable from ``op``, not through variable initializers (cached)."""
+        return self.walk(op)[0]
+
+    def host_sites(self, fetch_ops) -> list:
+        """The aligned (host-drawn) random ops a run with these fetches reaches."""
+        return [s for op in fetch_ops for s in self.walk(op)[1]]
+
+    def walk(self, op) -> tuple:
         key = self.tracer.okey(op)
         if key in self.cache:
             return self.cache[key]
         graph = op.graph
         initializers = {getattr(v.initializer, "name", None) for v in graph.get_collection("variables")}
-        found, seen, stack = [], set(), [op]
+        found, hosts, seen, stack = [], [], set(), [op]
         while stack and len(seen) < _WALK_BUDGET:
             cur = stack.pop()
             if cur.name in seen or cur.name in initializers:
@@ -90,10 +98,12 @@ class GraphRandomness:
             seen.add(cur.name)
             if is_random_op(cur.type):
                 found.append(cur)
+            elif cur.type == "PyFunc" and self.draws is not None and self.draws.site_of(cur) is not None:
+                hosts.append(self.draws.site_of(cur))
             stack.extend(t.op for t in cur.inputs)
             stack.extend(cur.control_inputs)
-        self.cache[key] = found
-        return found
+        self.cache[key] = found, hosts
+        return found, hosts
 
     @staticmethod
     def conditions(op) -> list:
