@@ -497,10 +497,12 @@ def test_mapping_needs_the_same_last_name_component():
 def test_random_op_types():
     from tf1gradfix.verify.random_ops import is_random_op
 
-    for t in ("RandomUniform", "RandomStandardNormal", "TruncatedNormal", "StatelessRandomUniformV2",
+    for t in ("RandomUniform", "RandomStandardNormal", "TruncatedNormal",
               "StatefulUniform", "Multinomial", "RandomShuffle", "RandomGamma", "ShuffleDatasetV3"):
         assert is_random_op(t), t
-    for t in ("StatelessRandomGetKeyCounter", "MatMul", "Shape", "RngReadAndSkip", "Dropout"):
+    # stateless ops are pure functions of their seed: compared like any other op
+    for t in ("StatelessRandomGetKeyCounter", "StatelessRandomUniformV2", "StatelessMultinomial",
+              "MatMul", "Shape", "RngReadAndSkip", "Dropout"):
         assert not is_random_op(t), t
 
 

@@ -41,6 +41,7 @@ pair comes out DIVERGED, never falsely EQUIVALENT.
 from __future__ import annotations
 
 import ast
+import functools
 import hashlib
 import inspect
 import linecache
@@ -127,8 +128,13 @@ def _initial_value() -> bool:
     return start in _VARIABLE_STATEMENTS[filename]
 
 
+@functools.lru_cache(maxsize=None)
+def _signature(orig):
+    return inspect.signature(orig)
+
+
 def _arguments(orig, args, kwargs) -> dict:
-    bound = inspect.signature(orig).bind(*args, **kwargs)
+    bound = _signature(orig).bind(*args, **kwargs)
     bound.apply_defaults()
     return bound.arguments
 
