@@ -263,10 +263,12 @@ class GraphDraws(Stream):
             if index is None:       # a run not traced (an initializer's): the op's own count
                 index = self.calls.get(site, 0)
                 self.calls[site] = index + 1
+                segment = ("op", site)
                 key = ("op", site, index)
             else:
-                key = (self.segment, index)
-            self.count(site, {"kind_of": kind, "name": self.names.get(site, "")}, key[0])
+                segment = self.segment
+                key = (segment, index)
+            self.count(site, {"kind_of": kind, "name": self.names.get(site, "")}, segment)
         return values(kind, shape, dtype, key, *bounds)
 
 
