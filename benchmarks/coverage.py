@@ -50,7 +50,7 @@ TF1GRADFIX = str(Path(sys.executable).parent / "tf1gradfix")
 # Codes the whole-program rewrite reports when it leaves a file intact (tf1gradfix/rules/codes.toml: reported_by = "restructure").
 REFUSAL_CODES = ("TFG902", "TFG903", "TFG904", "TFG905", "TFG906")
 # Codes of constructs that need a session to run: a file renamed but still holding one does not run on TF2.
-SESSION_CODES = ("TFG101", "TFG102", "TFG103")
+SESSION_CODES = ("TFG101", "TFG102", "TFG103", "TFG104", "TFG105", "TFG106")
 
 
 @dataclass

@@ -132,9 +132,21 @@ def test_a_graph_of_constants_only_is_restructured():
     assert shaped.new_module is not None and "Session" not in shaped.new_module.code
 
 
-def test_a_constant_program_the_rewrite_cannot_follow_is_left_as_before():
-    shaped = _shaped("import tensorflow as tf\nsess = tf.Session()\nsess.run(0)\nwith tf.Session() as s2:\n    s2.run(1)\n")
-    assert shaped.new_module is None and shaped.diagnostics == []
+def test_a_constant_program_the_rewrite_cannot_follow_is_refused_not_renamed():
+    # Renamed alone (`tf.random_normal` -> `tf.random.normal`) it would still open a
+    # session, which TF2 lacks: refused at the construct's line, the file left intact.
+    from tf1gradfix.run.engine import process_source
+    from tf1gradfix.run.findings import CodeFilter
+
+    for opening in ("with tf.Session() as s:\n    print(s.run(noise))\n",
+                    "s = tf.InteractiveSession()\nprint(noise.eval())\n"):
+        source = "import tensorflow as tf\nnoise = tf.random_normal([2])\n" + opening
+        result = process_source("input.py", source.encode(), CodeFilter(), fix=True)
+        assert result.new_source is None, opening
+        refusals = [(f.line, f.code) for f in result.findings if f.code == "TFG905"]
+        assert refusals == [(2, "TFG905")], result.findings
+    assert _refusal("import tensorflow as tf\nsess = tf.Session()\nsess.run(0)\n"
+                    "with tf.Session() as s2:\n    s2.run(1)\n") == "more than one session"
 
 
 def test_a_session_without_a_graph_it_can_follow_gets_a_reason():

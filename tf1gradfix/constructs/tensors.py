@@ -58,4 +58,4 @@ def _model(builder, item, names, value, deps, tf_calls) -> None:
 
 def queue_refusal(node: cst.CSTNode, q: str) -> Refusal:
     return Refusal(node, "TFG905", f"`{q.replace('tensorflow', 'tf', 1)}`: TF1 input queues and their threads "
-                   "have no TF2 rewrite (tf.data replaces them)", definite=True)
+                   "have no TF2 rewrite (tf.data replaces them)")

@@ -17,11 +17,9 @@ from tf1gradfix.cst.walk import TargetedTransformer, children, visit
 class Refusal(Exception):
     """The program holds a construct the rewrite cannot translate with certainty."""
 
-    def __init__(self, node: cst.CSTNode | None, code: str, message: str, definite: bool = False):
-        """`definite`: a construct no rewrite exists for (TF1 queues), reported also where
-        the program is only tried (a session program without placeholders or variables)."""
+    def __init__(self, node: cst.CSTNode | None, code: str, message: str):
         super().__init__(message)
-        self.node, self.code, self.message, self.definite = node, code, message, definite
+        self.node, self.code, self.message = node, code, message
 
 
 @functools.lru_cache(maxsize=None)

@@ -115,14 +115,9 @@ class _Rewrite:
         creations, sessions = self._graph_calls()
         if not sessions:
             return None
-        if creations:
-            return self._run(creations, sessions)
-        try:   # a graph of constants and ops only: rewritten when fully understood, else left as before
-            return self._run(creations, sessions)
-        except Refusal as refusal:
-            if refusal.definite:
-                raise
-            return None
+        # A graph of constants and ops only is refused like any other: renamed
+        # alone, a file that still opens a session does not run on TF2.
+        return self._run(creations, sessions)
 
     def _run(self, creations, sessions) -> cst.Module | None:
         owners: dict[int, cst.CSTNode] = {}     # id -> the function (or module) building a graph
