@@ -17,7 +17,8 @@ from typing import Any, TypeVar
 import libcst as cst
 from libcst.metadata import PositionProvider
 
-from tf1gradfix.constructs import builders, global_step, grad_pairs, gradient_calls, graph_loops, layers, losses, summaries, updates, var_lists
+from tf1gradfix.constructs import (builders, dropout, global_step, grad_pairs, gradient_calls, graph_loops, layers, losses,
+                                   summaries, updates, var_lists)
 from tf1gradfix.cst.syntax import (Refusal, arg, bound_args, enters_new_graph, free_names, literal_bool, literal_dtype,
                                literal_string, loads, matches, name_nodes, schedule_table, target_names,
                                without_defaults)
@@ -479,7 +480,10 @@ class ModelBuilder:
                 raise Refusal(call, "TFG905", f"`{q.replace('tensorflow', 'tf', 1)}` in graph code")
             if q in losses.loss_table():
                 losses.check(call, q, self.module.code_for_node)
-            elif matches(q, "refuse") and q not in schedule_table():   # refused only if some run needs it
+            elif q == dropout.SYMBOL:   # refused only if some run needs it
+                nested = sum(q2 == q and c is not call and _within(c, call) for c, q2 in tf_calls)
+                unsupported = dropout.refusal(call, [q2 for _, q2 in tf_calls], nested) or unsupported
+            elif matches(q, "refuse") and q not in schedule_table() and not matches(q, "aligned_random"):
                 unsupported = Refusal(call, "TFG905", f"`{q.replace('tensorflow', 'tf', 1)}` in graph code that runs")
         for name in names:
             prior = self.program.node(name)
@@ -496,6 +500,7 @@ class ModelBuilder:
         for name in loads(value):
             if name in self.program.helpers:   # a helper's calls count as this statement's
                 inner = [q for _, q in self.calls(self.program.helpers[name]) if q]
+                unsupported = unsupported or dropout.helper_refusal(name, self.calls(self.program.helpers[name]))
                 if any(q in summaries.summary_ops() for q in inner):
                     raise Refusal(item.stmt, "TFG905", f"`{name}` makes a summary when called: `merge_all` "
                                   "would not see it")
@@ -505,6 +510,10 @@ class ModelBuilder:
                                   "when called; a builder function is left for a manual migration to a `tf.Module`")
                 node.calls += inner
         node.unsupported = unsupported
+
+
+def _within(inner: cst.CSTNode, outer: cst.CSTNode) -> bool:
+    return any(n is inner for n in walk(outer))
 
 
 def _queue_refusal(node: cst.CSTNode, q: str) -> Refusal:
