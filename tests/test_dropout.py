@@ -94,3 +94,16 @@ def test_random_ops_the_verifier_does_not_align_stay_refused(graph):
 def test_the_demo_finds_its_examples_and_the_dropout_one():
     names = {p.parent.name for p in demo.EXAMPLES.glob("*/input.py")}
     assert "dropout_keep_prob" in names and len(names) > 10
+
+
+@pytest.mark.tf
+def test_the_rewrite_fixtures_with_dropout_and_noise_are_proven():
+    """expected.py is what the rewrite writes (tests/test_fixtures.py); the verifier, drawing
+    the masks and the noise from one stream on both sides, finds it equivalent to input.py."""
+    from tf1gradfix.verify import orchestrate
+
+    for name in ("dropout_keep_prob", "random_noise_input"):
+        folder = demo.EXAMPLES / name
+        result = orchestrate.verify_pair(folder / "input.py", folder / "expected.py")
+        assert result.verdict == orchestrate.EQUIVALENT, (name, result.verdict, result.reason)
+        assert all(result.random_numbers[role]["draws"] > 0 for role in ("original", "migrated")), result.random_numbers
