@@ -14,18 +14,20 @@ import libcst as cst
 
 from tf1gradfix.constructs.losses import ATOMS, loss_table
 from tf1gradfix.cst.syntax import Refusal, bound_args
+from tf1gradfix.cst.walk import walk
 
 SYMBOL = "tensorflow.nn.dropout"
 PARAMS = ["x", "keep_prob", "noise_shape", "seed", "name", "rate"]   # TF1's, in positional order
 KEPT = ("noise_shape", "name")   # the same meaning in TF2, passed on unchanged
 
 
-def refusal(call: cst.Call, calls: list[str], nested: int) -> Refusal | None:
+def refusal(call: cst.Call, tf_calls) -> Refusal | None:
     """Why the statement's dropout `call` cannot be rewritten (None: it can).
-    `calls`: the statement's TensorFlow calls; `nested`: dropout calls inside `call`."""
-    if nested:
+    `tf_calls`: the statement's calls, each with its TensorFlow name."""
+    inside = {id(n) for n in walk(call)} - {id(call)}
+    if any(q == SYMBOL and id(c) in inside for c, q in tf_calls):
         return Refusal(call, "TFG905", "`tf.nn.dropout` of another `tf.nn.dropout`")
-    if any(q in loss_table() for q in calls):
+    if any(q in loss_table() for _, q in tf_calls):
         return Refusal(call, "TFG905", "`tf.nn.dropout` inside a `tf.losses` call's statement")
     try:
         check(call)
