@@ -12,6 +12,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from tf1gradfix.run import notebooks
 from tf1gradfix.run.engine import may_parse, preload, process_source
 from tf1gradfix.run.findings import CodeFilter, FileError, Finding
 from tf1gradfix.cli.output import shown
@@ -90,7 +91,8 @@ def run_source(path: str, data: bytes, mode: str, codes: CodeFilter, snapshot: S
 
 
 def _run_source(path: str, data: bytes, mode: str, codes: CodeFilter, snapshot: Snapshot | None) -> Outcome:
-    result = process_source(path, data, codes, fix=True)
+    notebook = notebooks.is_notebook(path)
+    result = notebooks.process(path, data, codes) if notebook else process_source(path, data, codes, fix=True)
     outcome = Outcome(path, result.findings, result.error)
     if result.new_source is None:
         if path == "-" and mode in (WRITE, GUARDED):
@@ -99,13 +101,13 @@ def _run_source(path: str, data: bytes, mode: str, codes: CodeFilter, snapshot: 
     outcome.changed = True
     if mode == DIFF:
         outcome.diff = unified_diff(shown(path), data, result.new_source)
-    elif mode == PROPOSE or (mode == GUARDED and restructured(result.findings) and path != "-"):
+    elif (mode == PROPOSE and not notebook) or (mode == GUARDED and restructured(result.findings) and path != "-"):
         outcome.new_source = result.new_source
         outcome.snapshot = snapshot
         if mode == GUARDED:
             outcome.restructured = True
             outcome.safe_source = process_source(path, data, codes, fix=True, restructure=False).new_source
-    elif mode in (WRITE, GUARDED):
+    elif mode in (WRITE, GUARDED, PROPOSE):   # (PROPOSE: a notebook, given its safe fixes only)
         if path == "-" and mode == GUARDED and restructured(result.findings):   # an editor filter: safe fixes only
             safe = process_source(path, data, codes, fix=True, restructure=False).new_source
             outcome.new_source = data if safe is None else safe
