@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from tf1gradfix.constructs import layers, losses, summaries
+from tf1gradfix.constructs import dropout, layers, losses, summaries
 from tf1gradfix.cst.syntax import Refusal, loads, matches, schedule_table
 from tf1gradfix.model.nodes import OPS, ComputeGradients, Computed, Gradients, Static, Statement, Tensor
 
@@ -28,7 +28,9 @@ def _model(builder, item, names, value, deps, tf_calls) -> None:
             raise Refusal(call, "TFG905", f"`{q.replace('tensorflow', 'tf', 1)}` in graph code")
         if q in losses.loss_table():
             losses.check(call, q, builder.module.code_for_node)
-        elif matches(q, "refuse") and q not in schedule_table():   # refused only if some run needs it
+        elif q == dropout.SYMBOL:   # refused only if some run needs it
+            unsupported = dropout.refusal(call, tf_calls) or unsupported
+        elif matches(q, "refuse") and q not in schedule_table() and not matches(q, "aligned_random"):
             unsupported = Refusal(call, "TFG905", f"`{q.replace('tensorflow', 'tf', 1)}` in graph code that runs")
     for name in names:
         prior = builder.program.node(name)
@@ -45,6 +47,7 @@ def _model(builder, item, names, value, deps, tf_calls) -> None:
     for name in loads(value):
         if name in builder.program.helpers:   # a helper's calls count as this statement's
             inner = [q for _, q in builder.calls(builder.program.helpers[name]) if q]
+            unsupported = unsupported or dropout.helper_refusal(name, builder.calls(builder.program.helpers[name]))
             if any(q in summaries.summary_ops() for q in inner):
                 raise Refusal(item.stmt, "TFG905", f"`{name}` makes a summary when called: `merge_all` "
                               "would not see it")

@@ -13,7 +13,7 @@ import libcst as cst
 from libcst.metadata import ScopeProvider
 
 from tf1gradfix.emit.state import optimizer_table
-from tf1gradfix.constructs import gradient_calls, losses, summaries, updates, var_lists
+from tf1gradfix.constructs import dropout, gradient_calls, losses, summaries, updates, var_lists
 from tf1gradfix.model.graph import Program
 from tf1gradfix.model.nodes import (ComputeGradients, Gradients, Layer, LayerCall, LayerLoop, LayerLoopCall, LayerNode,
                                     Node, Optimizer, OptimizerCall, Placeholder, Static, Summary, Tensor, TrainOp,
@@ -121,6 +121,7 @@ class TapeEmitter:
             assert isinstance(loop, LayerLoop)
             return self._layer_loop(loop)
         stmt = losses.rewritten_statement(node.stmt, node.called(), self.qualified, self.code, self.tf)
+        stmt = dropout.rewritten_statement(stmt, node.called(), self.qualified, self.code)
         if isinstance(node, Update):   # `tf.assign_add(v, x)` -> `v.assign_add(x)`
             stmt = updates.method_form(stmt, self.qualified)
         text = self.code(stmt)

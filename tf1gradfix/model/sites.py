@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import libcst as cst
-from tf1gradfix.constructs import var_lists
+from tf1gradfix.constructs import dropout, var_lists
 from tf1gradfix.model.graph import Item, Program
 from tf1gradfix.model.nodes import (ComputeGradients, Gradients, Init, Optimizer, Placeholder, Static, Tensor, TrainOp,
                                     Update, Variable, VarList)
@@ -370,7 +370,8 @@ class HostScan:
         expr.visit(V())
         qualified = [self.meta.names.qualified(c.func) for c in calls]
         for call, q in zip(calls, qualified):
-            if q is not None and (matches(q, "refuse") or matches(q, "sessions") or matches(q, "initializers")
+            if q is not None and (matches(q, "refuse") or matches(q, "aligned_random") or q == dropout.SYMBOL
+                                  or matches(q, "sessions") or matches(q, "initializers")
                                   or q in ("tensorflow.gradients", "tensorflow.placeholder", "tensorflow.Variable",
                                            "tensorflow.get_variable", "tensorflow.placeholder_with_default")):
                 raise Refusal(call, "TFG905", f"`{q.replace('tensorflow', 'tf', 1)}` in a fetched expression")

@@ -1,0 +1,92 @@
+"""`tf.nn.dropout(x, keep_prob)`: TF2's `tf.nn.dropout` takes the rate of units dropped.
+
+TF1's v1 function is `dropout(x, keep_prob, noise_shape, seed, name, rate)` and
+computes `rate = 1 - keep_prob` before calling the TF2 function, so the call
+becomes `tf.nn.dropout(x, rate=1 - keep_prob)` in the step function: the same
+op with the same mask. A keep_prob fed 1.0 gives rate 0, the identity in both.
+A placeholder keep_prob is a parameter of the step function like any fed one.
+`seed=` is refused: an op seed draws another sequence in TF2 than in a TF1 graph.
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from tf1gradfix.constructs.losses import ATOMS, loss_table
+from tf1gradfix.cst.syntax import Refusal, bound_args
+from tf1gradfix.cst.walk import walk
+
+SYMBOL = "tensorflow.nn.dropout"
+PARAMS = ["x", "keep_prob", "noise_shape", "seed", "name", "rate"]   # TF1's, in positional order
+KEPT = ("noise_shape", "name")   # the same meaning in TF2, passed on unchanged
+
+
+def refusal(call: cst.Call, tf_calls) -> Refusal | None:
+    """Why the statement's dropout `call` cannot be rewritten (None: it can).
+    `tf_calls`: the statement's calls, each with its TensorFlow name."""
+    inside = {id(n) for n in walk(call)} - {id(call)}
+    if any(q == SYMBOL and id(c) in inside for c, q in tf_calls):
+        return Refusal(call, "TFG905", "`tf.nn.dropout` of another `tf.nn.dropout`")
+    if any(q in loss_table() for _, q in tf_calls):
+        return Refusal(call, "TFG905", "`tf.nn.dropout` inside a `tf.losses` call's statement")
+    try:
+        check(call)
+    except Refusal as r:
+        return r
+    return None
+
+
+def helper_refusal(helper: str, calls) -> Refusal | None:
+    """A helper function the rewrite keeps as it is: a `keep_prob` in it would be read as the rate."""
+    for call, q in calls:
+        if q == SYMBOL and _given(bound_args(call, PARAMS, call).get("keep_prob")):
+            return Refusal(call, "TFG905", f"`tf.nn.dropout` with `keep_prob` in function `{helper}`, which the "
+                           "rewrite keeps as it is: TF2 would read it as the rate")
+    return None
+
+
+def check(call: cst.Call) -> None:
+    """Refuses a call the rewrite cannot write with the same mask."""
+    bound = bound_args(call, PARAMS, call)
+    given = [p for p in ("keep_prob", "rate") if _given(bound.get(p))]
+    if "x" not in bound:
+        raise Refusal(call, "TFG905", "`tf.nn.dropout` without its input `x`")
+    if len(given) != 1:
+        raise Refusal(call, "TFG905", "`tf.nn.dropout` needs exactly one of `keep_prob` and `rate` "
+                      f"(given: {', '.join(given) or 'neither'})")
+    if _given(bound.get("seed")):
+        raise Refusal(bound["seed"], "TFG905", "`tf.nn.dropout` with `seed=`: an op seed draws another "
+                      "mask in TF2 than in a TF1 graph")
+
+
+def _given(expr: cst.BaseExpression | None) -> bool:
+    return expr is not None and not (isinstance(expr, cst.Name) and expr.value == "None")
+
+
+class DropoutRewriter(cst.CSTTransformer):
+    """Writes each `tf.nn.dropout` call of a statement with `rate=`."""
+
+    def __init__(self, qualified, code):
+        super().__init__()
+        self.qualified, self.code = qualified, code
+
+    def leave_Call(self, original: cst.Call, updated: cst.Call) -> cst.BaseExpression:
+        if self.qualified(original.func) != SYMBOL:
+            return updated
+        bound = bound_args(original, PARAMS, original)
+        if _given(bound.get("rate")):
+            rate = self.code(bound["rate"])
+        else:
+            keep = bound["keep_prob"]
+            text = self.code(keep)
+            rate = f"1 - {text}" if isinstance(keep, ATOMS) else f"1 - ({text})"
+        args = [self.code(bound["x"]), f"rate={rate}"]
+        args += [f"{p}={self.code(bound[p])}" for p in KEPT if _given(bound.get(p))]
+        return cst.parse_expression(f"{self.code(original.func)}({', '.join(args)})")
+
+
+def rewritten_statement(stmt: cst.CSTNode, calls, qualified, code) -> cst.CSTNode:
+    """`stmt` with its dropout calls written with `rate=` (itself when it has none)."""
+    if SYMBOL not in calls:
+        return stmt
+    return stmt.visit(DropoutRewriter(qualified, code))
