@@ -107,3 +107,21 @@ def test_the_rewrite_fixtures_with_dropout_and_noise_are_proven():
         result = orchestrate.verify_pair(folder / "input.py", folder / "expected.py")
         assert result.verdict == orchestrate.EQUIVALENT, (name, result.verdict, result.reason)
         assert all(result.random_numbers[role]["draws"] > 0 for role in ("original", "migrated")), result.random_numbers
+
+
+@pytest.mark.parametrize("call", ["tf.random_normal([3], seed=7)", "tf.random_uniform([3], 0.0, 1.0, tf.float32, 5)",
+                                  "tf.truncated_normal([3], stddev=0.1, seed=1)"])
+def test_a_random_op_with_an_op_seed_is_refused(call):
+    from tf1gradfix.run.engine import process_source
+    from tf1gradfix.run.findings import CodeFilter
+
+    source = ("import tensorflow as tf\nx = tf.placeholder(tf.float32, [3])\nw = tf.Variable(tf.ones([3]))\n"
+              f"loss = tf.reduce_sum((x + {call}) * w)\n"
+              "train = tf.train.GradientDescentOptimizer(0.1).minimize(loss)\n"
+              "with tf.Session() as sess:\n    sess.run(tf.global_variables_initializer())\n"
+              "    _, value = sess.run([train, loss], {x: [1.0, 2.0, 3.0]})\n    print(value)\n")
+    result = process_source("seeded.py", source.encode(), CodeFilter())
+    assert result.new_source is None or b"Session" in result.new_source
+    assert any("with an op seed" in f.message and f.line == 4 for f in result.findings), result.findings
+    unseeded = process_source("plain.py", source.replace(call, "tf.random_normal([3])").encode(), CodeFilter())
+    assert unseeded.new_source is not None and b"Session" not in unseeded.new_source

@@ -7,7 +7,7 @@ from __future__ import annotations
 import libcst as cst
 
 from tf1gradfix.constructs import dropout, layers, losses, summaries
-from tf1gradfix.cst.syntax import Refusal, loads, matches, schedule_table
+from tf1gradfix.cst.syntax import Refusal, arg, loads, matches, schedule_table
 from tf1gradfix.model.nodes import OPS, ComputeGradients, Computed, Gradients, Static, Statement, Tensor
 
 
@@ -15,6 +15,14 @@ def build(builder, s: Statement) -> bool:
     """A `Tensor` or `Static` node (always: the registry's last entry)."""
     _model(builder, s.item, s.names, s.value, s.deps, s.tf_calls)
     return True
+
+
+def _seeded(call: cst.Call) -> bool:
+    """An op seed (`seed=7`, the fifth argument of random_uniform/normal/truncated_normal): a
+    program that fixes it expects those very numbers, which TF2's generators do not draw
+    (the verifier aligns the draws of both sides, so it could not show the difference)."""
+    seed = arg(call, 4, "seed")
+    return seed is not None and not (isinstance(seed, cst.Name) and seed.value == "None")
 
 
 def _model(builder, item, names, value, deps, tf_calls) -> None:
@@ -30,6 +38,9 @@ def _model(builder, item, names, value, deps, tf_calls) -> None:
             losses.check(call, q, builder.module.code_for_node)
         elif q == dropout.SYMBOL:   # refused only if some run needs it
             unsupported = dropout.refusal(call, tf_calls) or unsupported
+        elif matches(q, "aligned_random") and _seeded(call):
+            unsupported = Refusal(call, "TFG905", f"`{q.replace('tensorflow', 'tf', 1)}` with an op seed in graph code "
+                                  "that runs: TF2 draws other numbers for the same seed than a TF1 graph")
         elif matches(q, "refuse") and q not in schedule_table() and not matches(q, "aligned_random"):
             unsupported = Refusal(call, "TFG905", f"`{q.replace('tensorflow', 'tf', 1)}` in graph code that runs")
     for name in names:
