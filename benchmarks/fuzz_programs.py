@@ -4,8 +4,9 @@ Each program is composed from the pattern blocks the rewrite supports
 (placeholders and feeds, tf.Variable / tf.get_variable / tf.layers.dense,
 frozen variables, embeddings, constant+variable concat, masks,
 stop_gradient, tf.gradients probes, minimize with or without var_list,
-compute_gradients -> edit -> apply_gradients, every TF1 optimizer, global
-step, a second train op) with names, shapes, dtypes and step counts drawn
+compute_gradients -> edit -> apply_gradients, clip_by_global_norm with the
+norm discarded as `_` or fetched, every TF1 optimizer, global step, a second
+train op) with names, shapes, dtypes and step counts drawn
 from one random.Random(seed). No tf1gradfix import: the generator must not
 share code with what it tests.
 """
@@ -189,7 +190,7 @@ def generate(seed: int) -> tuple[str, list[str]]:
         graph.append(opt_line)
     mode = rnd.choice(["minimize", "minimize_var_list", "edit", "edit", "global_norm"] if style != "dense" else ["minimize", "edit", "global_norm"])
     tags.append(mode)
-    edited = None
+    edited = fetched_norm = None
     var_list = rnd.sample(dense_grads, rnd.randint(1, len(dense_grads))) if dense_grads else []
     if mode == "minimize_var_list" and not var_list:
         mode = "minimize"
@@ -209,7 +210,9 @@ def generate(seed: int) -> tuple[str, list[str]]:
     elif rnd.random() < 0.7:
         gr, vs = name(["grads", "gradients"]), name(["tvars", "params", "variables"])
         graph.append(f"{gr}, {vs} = zip(*{opt}.compute_gradients({loss}))")
-        graph.append(f"{gr}, {rnd.choice(['_', 'gnorm'])} = tf.clip_by_global_norm({gr}, 1.0)")
+        norm = rnd.choice(["_", "gnorm"])
+        graph.append(f"{gr}, {norm} = tf.clip_by_global_norm({gr}, 1.0)")
+        fetched_norm = norm if norm != "_" and rnd.random() < 0.6 else None
         graph.append(f"{train} = {opt}.apply_gradients(zip({gr}, {vs}){gs_arg})")
     else:
         gr, vs = name(["grads", "gradients"]), name(["tvars", "params", "variables"])
@@ -235,7 +238,11 @@ def generate(seed: int) -> tuple[str, list[str]]:
             f"    feed = {{{x}: {data_x}[sl], {y}: {data_y}[sl]}}"]
     if probe and rnd.random() < 0.5:
         loop.append(f"    print(\"probe %.6f\" % np.abs({sess}.run({probe}, feed)).sum())")
-    if rnd.random() < 0.5:
+    if fetched_norm:
+        tags.append("fetched_norm")
+        loop.append(f"    _, value, norm_value = {sess}.run([{train}, {loss}, {fetched_norm}], feed_dict=feed)")
+        loop.append("    print(\"norm %.6f\" % norm_value)")
+    elif rnd.random() < 0.5:
         loop.append(f"    _, value = {sess}.run([{train}, {loss}], feed_dict=feed)")
     else:
         loop.append(f"    value, _ = {sess}.run([{loss}, {train}], feed)")
