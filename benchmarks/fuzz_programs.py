@@ -6,7 +6,7 @@ frozen variables, embeddings, constant+variable concat, masks,
 stop_gradient, tf.gradients probes, minimize with or without var_list,
 compute_gradients -> edit -> apply_gradients, clip_by_global_norm with the
 norm discarded as `_` or fetched, every TF1 optimizer, global step, a second
-train op) with names, shapes, dtypes and step counts drawn
+train op, a learning rate scheduled on the global step) with names, shapes, dtypes and step counts drawn
 from one random.Random(seed). No tf1gradfix import: the generator must not
 share code with what it tests.
 """
@@ -182,12 +182,24 @@ def generate(seed: int) -> tuple[str, list[str]]:
         gstep = name(["global_step", "gstep", "step_var"])
         graph.append(f"{gstep} = tf.Variable(0, trainable=False, name=\"{gstep}\")")
     gs_arg = f", global_step={gstep}" if gstep else ""
-    opt_line = f"{opt} = tf.train.{opt_cls}({rnd.choice(opt_args)})"
+    args = rnd.choice(opt_args)
+    if gstep and rnd.random() < 0.4:   # a learning rate scheduled on the global step
+        tags.append("schedule")
+        rate = name(["lr", "rate", "learning_rate_t"])
+        schedule = rnd.choice([f"tf.train.exponential_decay({args.split(', ')[0].split('=')[-1]}, {gstep}, 3, 0.5"
+                               + rnd.choice(["", ", staircase=True"]) + ")",
+                               f"tf.train.piecewise_constant({gstep}, [2, 4], [0.1, 0.05, 0.02])"])
+        args = ", ".join([rate] + args.split(", ")[1:])
+        opt_lines = [graph.pop(), f"{rate} = {schedule}"]   # (the global step's line first)
+    else:
+        opt_lines = []
+    opt_lines.append(f"{opt} = tf.train.{opt_cls}({args})")
     if rnd.random() < 0.3:
         tags.append("optimizer_first")
-        graph.insert(len(graph) - 1 - (gstep is not None), opt_line)
+        at = len(graph) - 1 - (gstep is not None and len(opt_lines) == 1)
+        graph[at:at] = opt_lines
     else:
-        graph.append(opt_line)
+        graph += opt_lines
     mode = rnd.choice(["minimize", "minimize_var_list", "edit", "edit", "global_norm"] if style != "dense" else ["minimize", "edit", "global_norm"])
     tags.append(mode)
     edited = fetched_norm = None
