@@ -4,8 +4,9 @@ Each program is composed from the pattern blocks the rewrite supports
 (placeholders and feeds, tf.Variable / tf.get_variable / tf.layers.dense,
 frozen variables, embeddings, constant+variable concat, masks,
 stop_gradient, tf.gradients probes, minimize with or without var_list,
-compute_gradients -> edit -> apply_gradients, every TF1 optimizer, global
-step, a second train op) with names, shapes, dtypes and step counts drawn
+compute_gradients -> edit -> apply_gradients, clip_by_global_norm with the
+norm discarded as `_` or fetched, every TF1 optimizer, global step, a second
+train op, a learning rate scheduled on the global step) with names, shapes, dtypes and step counts drawn
 from one random.Random(seed). No tf1gradfix import: the generator must not
 share code with what it tests.
 """
@@ -181,15 +182,27 @@ def generate(seed: int) -> tuple[str, list[str]]:
         gstep = name(["global_step", "gstep", "step_var"])
         graph.append(f"{gstep} = tf.Variable(0, trainable=False, name=\"{gstep}\")")
     gs_arg = f", global_step={gstep}" if gstep else ""
-    opt_line = f"{opt} = tf.train.{opt_cls}({rnd.choice(opt_args)})"
+    args = rnd.choice(opt_args)
+    if gstep and rnd.random() < 0.4:   # a learning rate scheduled on the global step
+        tags.append("schedule")
+        rate = name(["lr", "rate", "learning_rate_t"])
+        schedule = rnd.choice([f"tf.train.exponential_decay({args.split(', ')[0].split('=')[-1]}, {gstep}, 3, 0.5"
+                               + rnd.choice(["", ", staircase=True"]) + ")",
+                               f"tf.train.piecewise_constant({gstep}, [2, 4], [0.1, 0.05, 0.02])"])
+        args = ", ".join([rate] + args.split(", ")[1:])
+        opt_lines = [graph.pop(), f"{rate} = {schedule}"]   # (the global step's line first)
+    else:
+        opt_lines = []
+    opt_lines.append(f"{opt} = tf.train.{opt_cls}({args})")
     if rnd.random() < 0.3:
         tags.append("optimizer_first")
-        graph.insert(len(graph) - 1 - (gstep is not None), opt_line)
+        at = len(graph) - 1 - (gstep is not None and len(opt_lines) == 1)
+        graph[at:at] = opt_lines
     else:
-        graph.append(opt_line)
+        graph += opt_lines
     mode = rnd.choice(["minimize", "minimize_var_list", "edit", "edit", "global_norm"] if style != "dense" else ["minimize", "edit", "global_norm"])
     tags.append(mode)
-    edited = None
+    edited = fetched_norm = None
     var_list = rnd.sample(dense_grads, rnd.randint(1, len(dense_grads))) if dense_grads else []
     if mode == "minimize_var_list" and not var_list:
         mode = "minimize"
@@ -209,7 +222,9 @@ def generate(seed: int) -> tuple[str, list[str]]:
     elif rnd.random() < 0.7:
         gr, vs = name(["grads", "gradients"]), name(["tvars", "params", "variables"])
         graph.append(f"{gr}, {vs} = zip(*{opt}.compute_gradients({loss}))")
-        graph.append(f"{gr}, {rnd.choice(['_', 'gnorm'])} = tf.clip_by_global_norm({gr}, 1.0)")
+        norm = rnd.choice(["_", "gnorm"])
+        graph.append(f"{gr}, {norm} = tf.clip_by_global_norm({gr}, 1.0)")
+        fetched_norm = norm if norm != "_" and rnd.random() < 0.6 else None
         graph.append(f"{train} = {opt}.apply_gradients(zip({gr}, {vs}){gs_arg})")
     else:
         gr, vs = name(["grads", "gradients"]), name(["tvars", "params", "variables"])
@@ -235,7 +250,11 @@ def generate(seed: int) -> tuple[str, list[str]]:
             f"    feed = {{{x}: {data_x}[sl], {y}: {data_y}[sl]}}"]
     if probe and rnd.random() < 0.5:
         loop.append(f"    print(\"probe %.6f\" % np.abs({sess}.run({probe}, feed)).sum())")
-    if rnd.random() < 0.5:
+    if fetched_norm:
+        tags.append("fetched_norm")
+        loop.append(f"    _, value, norm_value = {sess}.run([{train}, {loss}, {fetched_norm}], feed_dict=feed)")
+        loop.append("    print(\"norm %.6f\" % norm_value)")
+    elif rnd.random() < 0.5:
         loop.append(f"    _, value = {sess}.run([{train}, {loss}], feed_dict=feed)")
     else:
         loop.append(f"    value, _ = {sess}.run([{loss}, {train}], feed)")

@@ -7,7 +7,10 @@ row's status (exact: 0; otherwise at most 10x the recorded figure). A
 `not_equivalent` row's Keras candidate is emitted by the same rewrite (the
 row pointed at it) and must come out DIVERGED, so that claim is backed too.
 The rows of tf1gradfix/rules/schedules.toml get the same treatment with a program whose
-learning rate is that schedule of the global step.
+learning rate is that schedule of the global step. Each optimizer row is also
+proven on float64 variables and losses and, where its target takes a changing
+rate, on a scheduled one (float32 and float64); other rows must refuse a
+changing rate with their own reason.
 """
 
 from __future__ import annotations
@@ -116,6 +119,24 @@ def sparse_program(v1: str, args: str) -> str:
     return SPARSE_PROGRAM.format(v1=v1, args=args, steps=STEPS)
 
 
+def float64_program(source: str) -> str:
+    """The program with float64 data, placeholders, variables and loss."""
+    typed = source.replace("float32", "float64").replace("tf.constant([[0.1], [0.2], [-0.1]])", "tf.constant([[0.1], [0.2], [-0.1]], dtype=tf.float64)") \
+        .replace("tf.constant([0.05])", "tf.constant([0.05], dtype=tf.float64)")
+    assert typed.count("dtype=tf.float64") == 2 and "float32" not in typed
+    return typed
+
+
+def scheduled_program(v1: str, args: str, dtype: str = "float32") -> str:
+    """The program whose rate is exponential_decay(<first argument>, global_step, 3, 0.5)."""
+    first, _, rest = args.partition(",")
+    source = program(v1, "lr" + ("," + rest if rest else "")) \
+        .replace("optimizer = ", 'global_step = tf.Variable(0, trainable=False, name="global_step")\n'
+                 f"lr = tf.train.exponential_decay({first}, global_step, 3, 0.5)\noptimizer = ") \
+        .replace("optimizer.minimize(loss)", "optimizer.minimize(loss, global_step=global_step)")
+    return float64_program(source) if dtype == "float64" else source
+
+
 ROWS = list(optimizer_table().values())
 SPARSE_CASES = [pytest.param(row, case, id=f"{row['v1']}({case['args']})")
                 for row in ROWS for case in row.get("sparse_cases", ())]
@@ -123,6 +144,12 @@ SCHEDULE_ROWS = list({id(row): row for row in schedule_table().values()}.values(
 SCHEDULES = [pytest.param(row, case, id=f"{row['v1'][0].rsplit('.', 1)[1]}({case['args']})")
              for row in SCHEDULE_ROWS for case in row["cases"]]
 CASES = [pytest.param(row, case, id=f"{row['v1']}({case['args']})") for row in ROWS for case in row["cases"]]
+# float64 programs and scheduled rates, one program each: (row, case, source)
+KIND_CASES = [pytest.param(row, case, float64_program(program(row["v1"], case["args"])), id=f"float64-{row['v1']}")
+              for row in ROWS for case in row.get("float64_cases", ())] + [
+    pytest.param(row, case, scheduled_program(row["v1"], case["args"], case.get("dtype", "float32")),
+                 id=f"schedule-{case.get('dtype', 'float32')}-{row['v1']}")
+    for row in ROWS for case in row.get("schedule_cases", ())]
 
 
 # -- the table itself (no TensorFlow) ---------------------------------------------
@@ -199,6 +226,32 @@ def test_a_fed_learning_rate_is_taken_only_where_the_target_allows_it(row):
         assert "optimizer.learning_rate = lr" in result.new_module.code
     else:
         assert result.new_module is None and [d[2] for d in result.diagnostics] == ["TFG906"]
+
+
+@pytest.mark.parametrize("row", [r for r in ROWS if r["cases"]], ids=lambda r: r["v1"])
+def test_row_is_proven_for_float64_and_for_a_changing_rate(row):
+    """Besides dense and sparse gradients, the input kinds a mapping meets: float64
+    variables and losses, and a rate that changes (a schedule): proven, or refused
+    with the row's reason."""
+    assert row.get("float64_cases") and all(c["max_rel"] < 1e-3 for c in row["float64_cases"])
+    if row["status"] in FED_LR_STATUSES:
+        assert "changing_lr_why" not in row
+        assert {c.get("dtype", "float32") for c in row["schedule_cases"]} == {"float32", "float64"}
+        assert all(c["max_rel"] < 1e-3 for c in row["schedule_cases"])
+    else:
+        assert "schedule_cases" not in row and row["changing_lr_why"]
+
+
+@pytest.mark.parametrize("row", [r for r in ROWS if r["cases"]], ids=lambda r: r["v1"])
+def test_a_scheduled_rate_is_rewritten_or_refused_with_the_rows_reason(row):
+    result = restructure(cst.parse_module(scheduled_program(row["v1"], row["cases"][0]["args"])), "original.py")
+    if row["status"] in FED_LR_STATUSES:
+        assert result.new_module is not None, result.diagnostics
+        code = result.new_module.code
+        assert "lr = tf.keras.optimizers.schedules.ExponentialDecay(" in code and "optimizer.learning_rate = lr" in code
+        return
+    assert result.new_module is None and [d[2] for d in result.diagnostics] == ["TFG906"]
+    assert result.diagnostics[0][3].endswith(f"(fed or scheduled): {row['changing_lr_why']}")
 
 
 @pytest.mark.parametrize("row", SCHEDULE_ROWS, ids=lambda r: r["v1"][0])
@@ -320,6 +373,30 @@ def test_sparse_claim_is_backed_by_the_verifier(row, case, tmp_path, monkeypatch
     assert result.verdict == EQUIVALENT, (result.verdict, result.reason)
     figure = max_relative_difference(result)
     assert figure == 0.0 if case["max_rel"] == 0.0 else figure <= 10 * case["max_rel"], figure
+
+
+@pytest.mark.tf
+@pytest.mark.parametrize("row, case, original", KIND_CASES)
+def test_float64_and_schedule_cases_are_backed_by_the_verifier(row, case, original, tmp_path):
+    from tf1gradfix.verify.orchestrate import EQUIVALENT
+
+    migrated = rewritten(original)
+    assert migrated is not None and f"tf.{row['target']}(" in migrated
+    result = verify(tmp_path, original, migrated, "migrated")
+    assert result.verdict == EQUIVALENT, (result.verdict, result.reason)
+    figure = max_relative_difference(result)
+    assert figure == 0.0 if case["max_rel"] == 0.0 else figure <= 10 * case["max_rel"], figure
+
+
+@pytest.mark.tf
+@pytest.mark.parametrize("row", [r for r in ROWS if "float64_why" in r], ids=lambda r: r["v1"])
+def test_float64_why_the_v1_optimizer_needs_float64_hyperparameters(row, tmp_path):
+    """With plain float arguments the TF1 program itself fails on float64 variables."""
+    from tf1gradfix.verify.orchestrate import ORIGINAL_FAILED
+
+    original = float64_program(program(row["v1"], row["cases"][0]["args"]))
+    result = verify(tmp_path, original, rewritten(original), "migrated")
+    assert result.verdict == ORIGINAL_FAILED and "TypeError" in result.reason, (result.verdict, result.reason)
 
 
 @pytest.mark.parametrize("row", [r for r in ROWS if r["status"] == "not_equivalent"], ids=lambda r: r["v1"])

@@ -177,7 +177,7 @@ class StateEmitter:
         if fed_lr:
             if row["status"] not in FED_LR_STATUSES:
                 raise Refusal(call, "TFG906", f"`{node.cls}` with a learning rate that changes "
-                              f"between updates (fed or scheduled): {row['why']}")
+                              f"between updates (fed or scheduled): {row.get('changing_lr_why', row['why'])}")
             kwargs["learning_rate"] = "0.0"   # set from the fed value before every update
         if "learning_rate" not in kwargs:
             raise Refusal(call, "TFG906", "an optimizer without a learning rate")

@@ -398,6 +398,7 @@ class _HostReads(cst.CSTVisitor):
     def __init__(self, scan: HostScan, names: set[str]) -> None:
         super().__init__()
         self.scan, self.names = scan, names
+        self.stores: set[cst.Name] = set()   # names the statement rebinds (`_, value = sess.run(...)`)
 
     def visit_Call(self, call: cst.Call) -> bool:
         return not self.scan._site(call) and not self.scan._variable_list(call) and not self.scan._step_read(call)
@@ -432,7 +433,11 @@ class _HostReads(cst.CSTVisitor):
         return node not in self.scan.opened and node not in self.scan.skip
 
     def visit_AssignTarget(self, node: cst.AssignTarget) -> bool:
+        self.stores.update(_stored_names(node.target))
         return not (isinstance(node.target, cst.Name) and node.target.value in self.scan.feed_dicts)
+
+    def visit_For(self, node: cst.For) -> None:
+        self.stores.update(_stored_names(node.target))
 
     def visit_Arg(self, node: cst.Arg) -> bool:
         if node not in self.scan.session_args:   # (a session passed on: the argument goes)
@@ -445,9 +450,22 @@ class _HostReads(cst.CSTVisitor):
         if node.value in self.names:
             graph = None if node.value in self.scan.p.sessions else self.scan.p.node(node.value)
             kind = "session" if graph is None else graph.kind
+            if isinstance(graph, Tensor) and node in self.stores:
+                return   # host code rebinding a tensor's name: the tensor lives in the step functions
             if isinstance(graph, Placeholder):
                 raise Refusal(node, "TFG902", f"placeholder `{node.value}` used outside a feed_dict literal (dynamic feed)")
             raise Refusal(node, "TFG905", f"{kind} `{node.value}` used outside `sess.run`/`.eval()`")
+
+
+def _stored_names(target: cst.BaseExpression) -> list[cst.Name]:
+    """The names an assignment target binds (`_, value`, `[a, *rest]`), not those it reads (`d[k]`)."""
+    if isinstance(target, cst.Name):
+        return [target]
+    if isinstance(target, cst.StarredElement):
+        return _stored_names(target.value)
+    if isinstance(target, (cst.Tuple, cst.List)):
+        return [n for e in target.elements for n in _stored_names(e.value)]
+    return []
 
 
 def _describe(expr: cst.BaseExpression) -> str:
