@@ -85,6 +85,8 @@ def summary_sentence(summary: dict, verb: str) -> str:
         parts.append(f"{summary['fixed']} {verb}")
     if summary.get("manual"):
         parts.append(f"{summary['manual']} need manual work")
+    if summary.get("undecided"):
+        parts.append(f"{summary['undecided']} in session programs (`tf1gradfix rewrite --diff` shows what it fixes)")
     text = f"{summary['files']} file{'s' if summary['files'] != 1 else ''} checked: " + ", ".join(parts)
     if summary.get("changed"):
         text += f"; {summary['changed']} file{'s' if summary['changed'] != 1 else ''} {'would change' if verb == 'fixable' else 'rewritten'}"

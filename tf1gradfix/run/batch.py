@@ -82,7 +82,7 @@ def run_source(path: str, data: bytes, mode: str, codes: CodeFilter, snapshot: S
 
 
 def _run_source(path: str, data: bytes, mode: str, codes: CodeFilter, snapshot: Snapshot | None) -> Outcome:
-    result = process_source(path, data, codes, fix=True)
+    result = process_source(path, data, codes, fix=True, restructure=mode != CHECK)
     outcome = Outcome(path, result.findings, result.error)
     if result.new_source is None:
         if path == "-" and mode == WRITE:
@@ -236,7 +236,7 @@ def run_all(jobs: list[Job], workers: int, on_done=None) -> list[Outcome]:
 
     context = multiprocessing.get_context()
     if context.get_start_method() == "fork" and any(_parses(job) for job in jobs):
-        preload()  # forked workers inherit LibCST and the rules instead of each loading them
+        preload(any(job.mode != CHECK for job in jobs))  # forked workers inherit LibCST and the rules instead of each loading them
     chunk = max(1, min(4, len(jobs) // (workers * 8) or 1))  # small: Ctrl-C waits for running chunks
     pool = ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=_start_worker, initargs=(os.getpid(),))
     outcomes = []
