@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import json
-
 from tf1gradfix.run.findings import FileError, Finding
 
 FORMATS = ("text", "json", "github")
@@ -65,6 +63,8 @@ def github_lines(findings: list[Finding], errors: list[FileError]) -> list[str]:
 
 def render(fmt: str, findings: list[Finding], errors: list[FileError], summary: dict) -> str:
     if fmt == "json":
+        import json  # (only this format needs it)
+
         return json.dumps(
             {
                 "findings": [f.to_json() for f in findings],

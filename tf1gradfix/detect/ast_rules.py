@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 from tf1gradfix.detect.scopes import ScopeMap, full_name
 from tf1gradfix.rules.catalog import ASSIGNABLE_MODULES, Catalog, Rule, _read, normalize
+from tf1gradfix.rules.compiled import kept
 
 
 @dataclass
@@ -107,7 +108,8 @@ class Bindings:
 class Names:
     """names.NameResolver on `ast` (see its docstring for the model)."""
 
-    def __init__(self, tree: ast.Module, catalog: Catalog):
+    def __init__(self, tree: ast.Module, catalog: Catalog, data: bytes = b""):
+        self.data, self._starts = data, None
         self.scopes = ScopeMap(tree)
         self.bindings = Bindings(tree)
         self.catalog = catalog
@@ -189,7 +191,7 @@ class Names:
         if len(call.args) != 1 or call.keywords or isinstance(call.args[0], ast.Starred):
             return None
         arg = call.args[0]
-        if not (isinstance(arg, ast.Constant) and type(arg.value) is str and getattr(arg, "plain", False)):
+        if not (isinstance(arg, ast.Constant) and type(arg.value) is str and self._plain(arg)):
             return None
         callee = {name for name, _ in self.scopes.qualified_names(call.func)}
         if "builtins.__import__" in callee:
@@ -197,6 +199,13 @@ class Names:
         if "importlib.import_module" in callee:
             return arg.value
         return None
+
+    def _plain(self, arg: ast.Constant) -> bool:
+        """Whether the string `arg` is one literal without prefix (or `u`), as `__import__`'s must be."""
+        if self._starts is None:
+            self._starts = line_starts(self.data)
+        starts = self._starts
+        return _one_literal(self.data[starts[arg.lineno] + arg.col_offset:starts[arg.end_lineno] + arg.end_col_offset])
 
     def kind(self, expr, depth: int = 0) -> str | None:
         if depth > 20:
@@ -269,16 +278,16 @@ def analyze(tree: ast.Module, data: bytes, catalog: Catalog) -> tuple[list[Hit],
     (owners.GraphCallScan, `sessions` of graph_ops.toml): such a module needs
     only the hits' renames.
     """
-    names = Names(tree, catalog)
-    _mark_plain_strings(tree, data)
-    hits = _Detector(names, catalog, data).run(tree)
+    names = Names(tree, catalog, data)
+    detector = _Detector(names, catalog, data)
+    hits = detector.run(tree)
     patterns = _sessions()
-    session = any(isinstance(node, ast.Call) and _matches(names.qualified(node.func), patterns)
-                  for node in ast.walk(tree))
+    session = any(_matches(names.qualified(call.func), patterns) for call in detector.calls)
     return hits, session
 
 
 @functools.lru_cache(maxsize=1)
+@kept("sessions")
 def _sessions() -> tuple[str, ...]:
     return tuple(_read("graph_ops.toml")["sessions"])
 
@@ -287,30 +296,31 @@ def _matches(qualified: str | None, patterns) -> bool:
     return qualified is not None and any(fnmatch.fnmatchcase(qualified, p) for p in patterns)
 
 
-def _mark_plain_strings(tree, data: bytes) -> None:
-    """Which lone string arguments are one literal without prefix (or `u`): `__import__` takes only those."""
-    lines = None
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Call) and len(node.args) == 1 and isinstance(node.args[0], ast.Constant) \
-                and type(node.args[0].value) is str:
-            arg = node.args[0]
-            if lines is None:
-                lines = data.splitlines(keepends=True)
-            arg.plain = arg.lineno == arg.end_lineno and _one_literal(
-                lines[arg.lineno - 1][arg.col_offset:arg.end_col_offset])
+def line_starts(data: bytes) -> list[int]:
+    """Byte offset of each line (1-based), lines counted as Python's tokenizer counts them."""
+    starts, at = [0, 0], 0
+    for line in data.splitlines(keepends=True):
+        at += len(line)
+        starts.append(at)
+    return starts
 
 
 def _one_literal(text: bytes) -> bool:
-    import io
-    import tokenize
-
-    if text[:1] not in (b"'", b'"', b"u", b"U"):
+    """Whether `text` is one string literal, with no prefix or `u` (not two joined ones)."""
+    if text[:1] in (b"u", b"U"):
+        text = text[1:]
+    quote = next((q for q in (b'"""', b"'''", b'"', b"'") if text.startswith(q)), None)
+    if quote is None:
         return False
-    try:
-        kinds = [t.type for t in tokenize.tokenize(io.BytesIO(text).readline)]
-    except (tokenize.TokenError, SyntaxError):
-        return False
-    return kinds.count(tokenize.STRING) == 1
+    at = len(quote)
+    while at < len(text):
+        if text[at:at + 1] == b"\\":
+            at += 2
+        elif text.startswith(quote, at):
+            return at + len(quote) == len(text)
+        else:
+            at += 1
+    return False
 
 
 class _Detector:
@@ -318,6 +328,7 @@ class _Detector:
         self.names, self.catalog, self.source = names, catalog, _Source(data)
         self.data = data
         self.found: list[Hit] = []
+        self.calls: list[ast.Call] = []   # (every call: a session call hands the module to the restructuring)
         self.inner: set[int] = set()
         self.stores: set[int] = set()
         self.method_rules: dict[str, list[Rule]] = {}
@@ -386,6 +397,7 @@ class _Detector:
         self.found[-1].ambiguous = ambiguous
 
     def _call(self, node: ast.Call) -> None:
+        self.calls.append(node)
         func = node.func
         if not isinstance(func, ast.Attribute):
             return

@@ -12,16 +12,9 @@ from __future__ import annotations
 
 import ast
 
+from tf1gradfix.detect.ast_rules import line_starts
+
 _INNER_OK = frozenset(b" \t\\\r\n.") | frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
-
-
-def line_starts(data: bytes) -> list[int]:
-    """Byte offset where each line starts, lines counted as Python's tokenizer counts them."""
-    starts, at = [0, 0], 0
-    for line in data.splitlines(keepends=True):
-        at += len(line)
-        starts.append(at)
-    return starts
 
 
 def renamed(data: bytes, plans: list[tuple[ast.Attribute, tuple[int, list[str]]]]) -> tuple[bytes, bool]:

@@ -150,6 +150,8 @@ def _run_job(job: Job) -> Outcome:
         return run_source(job.path, data, job.mode, job.codes, snapshot)
     from tf1gradfix.run import cache  # `check` only: it writes nothing, so its outcome is all there is
 
+    if cache.folder() is None:   # (turned off: no key to compute)
+        return run_source(job.path, data, job.mode, job.codes)
     key = cache.key(job.mode, job.path, data, job.codes)
     kept = cache.load(key)
     if kept is not None:

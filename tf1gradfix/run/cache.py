@@ -14,15 +14,13 @@ from __future__ import annotations
 import functools
 import hashlib
 import importlib.util
-import json
 import os
 import sys
-import tempfile
 from pathlib import Path
 
 from tf1gradfix.run.findings import FileError, Finding
 
-_PACKAGE = Path(__file__).resolve().parent
+_PACKAGE = Path(__file__).resolve().parent.parent   # every subpackage: detection lives in detect/
 
 
 def folder() -> Path | None:
@@ -39,12 +37,10 @@ def folder() -> Path | None:
 def fingerprint() -> bytes:
     """The tool's code and rule tables, byte for byte, Python's version and LibCST's
     (its _version.py, read without importing LibCST)."""
-    import tf1gradfix.rules as rules
-
     digest = hashlib.sha256(sys.version.encode())
     libcst = importlib.util.find_spec("libcst")
     files = [Path(libcst.origin).parent / "_version.py"] if libcst and libcst.origin else []
-    for where in (_PACKAGE, Path(rules.__file__).resolve().parent):
+    for where in [_PACKAGE, *sorted(p for p in _PACKAGE.iterdir() if p.is_dir() and p.name != "__pycache__")]:
         files += sorted(p for p in where.iterdir() if p.suffix in (".py", ".toml", ".txt"))
     for path in files:
         digest.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
@@ -65,6 +61,8 @@ def load(name: str) -> tuple[list[Finding], FileError | None, bool] | None:
     if where is None:
         return None
     try:
+        import json
+
         entry = json.loads((where / name).read_text("utf-8"))
         error = FileError(**entry["error"]) if entry["error"] else None
         return [Finding(**f) for f in entry["findings"]], error, entry["changed"]
@@ -80,6 +78,9 @@ def store(name: str, findings: list[Finding], error: FileError | None, changed: 
     entry = {"findings": [f.to_json() for f in findings], "error": error.to_json() if error else None,
              "changed": changed}
     try:
+        import json
+        import tempfile  # (only a store needs it)
+
         where.mkdir(parents=True, exist_ok=True)
         handle, temporary = tempfile.mkstemp(dir=where, prefix=".tmp-")
         with os.fdopen(handle, "w", encoding="utf-8") as out:
