@@ -247,10 +247,12 @@ def _run_files(args: argparse.Namespace) -> int:
         "findings": len(findings),
         "fixed": sum(bool(f.fixed) for f in findings),
         "manual": len(manual),
-        "undecided": sum(f.fixed is None for f in findings),  # `check` of a session program: `rewrite` decides
         "changed": len(changed),
         "errors": len(errors),
     }
+    undecided = sum(f.fixed is None for f in findings)   # `check` of a session program: `rewrite` decides
+    if undecided:
+        summary["undecided"] = undecided
 
     if mode == PROPOSE:
         return _prove(args, outcomes, findings, errors, summary)
