@@ -77,10 +77,11 @@ def test_the_tools_code_and_rules_are_in_the_key(tmp_path, monkeypatch):
     monkeypatch.setattr(cache, "_PACKAGE", copy)
     cache.fingerprint.cache_clear()
     try:
-        before = cache.fingerprint()
-        (copy / "engine.py").write_text((copy / "engine.py").read_text() + "\n# changed\n")
-        cache.fingerprint.cache_clear()
-        assert cache.fingerprint() != before
+        for edited in (copy / "run" / "engine.py", copy / "detect" / "ast_rules.py"):   # (every subpackage)
+            before = cache.fingerprint()
+            edited.write_text(edited.read_text() + "\n# changed\n")
+            cache.fingerprint.cache_clear()
+            assert cache.fingerprint() != before, edited
     finally:
         cache.fingerprint.cache_clear()
     import tf1gradfix.rules as rules
@@ -109,7 +110,7 @@ def test_stored_results_need_no_libcst_in_the_parent(kept, tmp_path, capsys, mon
     args = ["-j", "2", str(tmp_path / "a.py"), str(tmp_path / "b.py")]
     expected = _uncached(capsys, monkeypatch, *args)
     loads = []
-    monkeypatch.setattr(batch, "preload", lambda: loads.append(1))
+    monkeypatch.setattr(batch, "preload", lambda *rewrite: loads.append(1))
     assert _check(capsys, *args) == expected and loads == [1]  # nothing stored yet
     assert _check(capsys, *args) == expected and loads == [1]
 
@@ -120,6 +121,6 @@ def test_tf2_files_need_no_libcst_in_the_parent(tmp_path, capsys, monkeypatch):
     for name in ("a.py", "b.py"):
         shutil.copy(migrated, tmp_path / name)
     loads = []
-    monkeypatch.setattr(batch, "preload", lambda: loads.append(1))
+    monkeypatch.setattr(batch, "preload", lambda *rewrite: loads.append(1))
     code, out = _uncached(capsys, monkeypatch, "-j", "2", str(tmp_path / "a.py"), str(tmp_path / "b.py"))
     assert code == 0 and loads == [], out

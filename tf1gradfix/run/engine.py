@@ -235,8 +235,14 @@ def _without_libcst(result: FileResult, display: str, data: bytes, codes: CodeFi
         if not exact and restructure:
             result.findings = []
             return None   # (a bracket in a renamed chain: LibCST prints it its way)
-        problem = _unparsable(new_source)
-        if problem is not None:
+        edited = {line for node, _ in plans for line in range(node.lineno, node.end_lineno + 1)}
+        new_source, changed = as_written(text, new_source, edited)
+        problem = _unparsable(new_source) if changed is None else None
+        if changed is not None:   # a line no rename touched came out different: never write it
+            result.error = FileError(display, f"internal error: the rewrite changed line {changed}, which it did not "
+                                     "edit; file left unchanged", changed)
+            result.findings = _unfixed(result.findings)
+        elif problem is not None:
             result.error = FileError(display, f"internal error: rewritten code does not parse ({problem}); file left unchanged")
             result.findings = _unfixed(result.findings)
         elif new_source != text:
