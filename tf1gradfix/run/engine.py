@@ -213,7 +213,7 @@ def _without_libcst(result: FileResult, display: str, data: bytes, codes: CodeFi
     if restructurable and restructure:
         return None
     fix = fix and not restructurable
-    undecided = True if not restructurable else None   # (`check` of a session program: `rewrite` decides)
+    decided = not restructurable   # (`check` of a session program: `rewrite` decides, fixed stays None)
     silenced = suppressions(data.decode("utf-8", "replace")) if b"tf1gradfix" in data else {}
     plans = []
     for hit in hits:
@@ -224,9 +224,9 @@ def _without_libcst(result: FileResult, display: str, data: bytes, codes: CodeFi
         if fixable:
             plans.append((hit.node, hit.replacement))
         result.findings.append(Finding(display, hit.line, hit.col, code, hit.message, hit.rule.safety,
-                                       fixable if undecided else None))
+                                       fixable if decided else None))
     result.findings += removed_names(display, data, codes, {(h.line, h.col) for h in hits},
-                                     fixed=False if undecided else None)
+                                     fixed=False if decided else None)
     result.findings.sort(key=lambda f: (f.line, f.col, f.code))
     if plans:
         from tf1gradfix.emit.token_renames import renamed
