@@ -104,7 +104,7 @@ def test_a_bracket_inside_a_renamed_chain_is_left_to_libcst():
 
 def test_check_of_a_session_program_leaves_fixed_to_rewrite():
     data = (ROOT / "fixtures" / "rewrite" / "compat_v1_import" / "input.py").read_bytes()
-    checked = process_source("x.py", data, CodeFilter(), restructure=False)
+    checked = process_source("x.py", data, CodeFilter(), check=True)
     rewritten = process_source("x.py", data, CodeFilter())
     assert [(f.code, f.line, f.col) for f in checked.findings] == [(f.code, f.line, f.col) for f in rewritten.findings]
     assert {f.fixed for f in checked.findings} == {None} and {f.fixed for f in rewritten.findings} == {True}
@@ -116,8 +116,8 @@ def test_a_rename_only_file_is_checked_and_rewritten_without_libcst():
         "from tf1gradfix.run.engine import process_source\n"
         "from tf1gradfix.run.findings import CodeFilter\n"
         "data = b'import tensorflow as tf\\ntf.set_random_seed(1)\\n'\n"
-        "for restructure in (False, True):\n"
-        "    r = process_source('x.py', data, CodeFilter(), restructure=restructure)\n"
+        "for check in (True, False):\n"
+        "    r = process_source('x.py', data, CodeFilter(), check=check)\n"
         "    assert r.new_source == b'import tensorflow as tf\\ntf.random.set_seed(1)\\n', r\n"
         "print('libcst' in sys.modules)\n"
     )

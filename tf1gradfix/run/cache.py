@@ -14,13 +14,15 @@ from __future__ import annotations
 import functools
 import hashlib
 import importlib.util
+import json
 import os
 import sys
+import tempfile
 from pathlib import Path
 
 from tf1gradfix.run.findings import FileError, Finding
 
-_PACKAGE = Path(__file__).resolve().parent.parent   # every subpackage: detection lives in detect/
+_PACKAGE = Path(__file__).resolve().parents[1]   # tf1gradfix/, every subpackage and the rule tables
 
 
 def folder() -> Path | None:
@@ -40,10 +42,10 @@ def fingerprint() -> bytes:
     digest = hashlib.sha256(sys.version.encode())
     libcst = importlib.util.find_spec("libcst")
     files = [Path(libcst.origin).parent / "_version.py"] if libcst and libcst.origin else []
-    for where in [_PACKAGE, *sorted(p for p in _PACKAGE.iterdir() if p.is_dir() and p.name != "__pycache__")]:
-        files += sorted(p for p in where.iterdir() if p.suffix in (".py", ".toml", ".txt"))
+    files += sorted(p for p in _PACKAGE.rglob("*") if p.suffix in (".py", ".toml", ".txt") and "__pycache__" not in p.parts)
     for path in files:
-        digest.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
+        name = path.relative_to(_PACKAGE).as_posix() if _PACKAGE in path.parents else path.name
+        digest.update(name.encode() + b"\0" + path.read_bytes() + b"\0")
     return digest.digest()
 
 
@@ -61,8 +63,6 @@ def load(name: str) -> tuple[list[Finding], FileError | None, bool] | None:
     if where is None:
         return None
     try:
-        import json
-
         entry = json.loads((where / name).read_text("utf-8"))
         error = FileError(**entry["error"]) if entry["error"] else None
         return [Finding(**f) for f in entry["findings"]], error, entry["changed"]
@@ -78,9 +78,6 @@ def store(name: str, findings: list[Finding], error: FileError | None, changed: 
     entry = {"findings": [f.to_json() for f in findings], "error": error.to_json() if error else None,
              "changed": changed}
     try:
-        import json
-        import tempfile  # (only a store needs it)
-
         where.mkdir(parents=True, exist_ok=True)
         handle, temporary = tempfile.mkstemp(dir=where, prefix=".tmp-")
         with os.fdopen(handle, "w", encoding="utf-8") as out:

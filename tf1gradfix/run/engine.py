@@ -27,10 +27,11 @@ class FileResult:
 
 
 def process_source(display: str, data: bytes, codes: CodeFilter, fix: bool = True,
-                   restructure: bool = True) -> FileResult:
-    """`restructure=False` (`check`): rule findings only, read with Python's parser
-    (LibCST is never imported); whether a session program can be restructured
-    is left to `rewrite`, and its findings carry no fixed mark."""
+                   restructure: bool = True, check: bool = False) -> FileResult:
+    """`restructure=False`: the safe fixes only (what a rewrite writes without proof).
+    `check`: rule findings only, read with Python's parser (LibCST is never
+    imported); whether a session program can be restructured is left to
+    `rewrite`, and its findings carry no fixed mark (None)."""
     result = FileResult(display)
     error = decode_error(display, data)
     if error is not None:
@@ -50,11 +51,11 @@ def process_source(display: str, data: bytes, codes: CodeFilter, fix: bool = Tru
     if b"\r" in data and b"\n" not in data:
         # Old Mac line endings: LibCST loses the last one, so work on LF and
         # turn every line ending back (no LF existed, so none is ambiguous).
-        result = _process_tensorflow_source(result, display, data.replace(b"\r", b"\n"), codes, fix, restructure)
+        result = _process_tensorflow_source(result, display, data.replace(b"\r", b"\n"), codes, fix, restructure, check)
         if result.new_source is not None:
             result.new_source = result.new_source.replace(b"\n", b"\r")
         return result
-    return _process_tensorflow_source(result, display, data, codes, fix, restructure)
+    return _process_tensorflow_source(result, display, data, codes, fix, restructure, check)
 
 
 def may_parse(path: str) -> bool:
@@ -164,11 +165,11 @@ def nesting_depth(tree) -> tuple[int, int | None]:
 
 
 def _process_tensorflow_source(result: FileResult, display: str, data: bytes, codes: CodeFilter, fix: bool,
-                               restructure: bool = True) -> FileResult:
+                               restructure: bool = True, check: bool = False) -> FileResult:
     result.error = _python_judgement(display, data)
     if result.error is not None:
         return result
-    done = _without_libcst(result, display, data, codes, fix, restructure)
+    done = _without_libcst(result, display, data, codes, fix, restructure, check)
     if done is not None:
         return done
     # LibCST costs a quarter second to import: only files that mention
@@ -179,20 +180,21 @@ def _process_tensorflow_source(result: FileResult, display: str, data: bytes, co
     # the restructuring's visitors) then runs without rebuilding the tree.
     try:
         with read_only_visits():
-            return _analyzed(result, display, data, codes, fix)
+            return _analyzed(result, display, data, codes, fix, restructure)
     except RecursionError:  # nesting Python's tree does not show (a long chain of implicitly joined strings)
         return FileResult(display, error=FileError(
             display, "too deeply nested for the rewrite (Python's recursion limit reached); file left unchanged"))
 
 
 def _without_libcst(result: FileResult, display: str, data: bytes, codes: CodeFilter, fix: bool,
-                    restructure: bool) -> FileResult | None:
+                    restructure: bool, check: bool) -> FileResult | None:
     """The file's result from Python's syntax tree alone, or None when LibCST must read it.
 
     Detection runs on `ast` (detect/ast_rules). A module that opens no session
     gives the restructuring nothing to do: its findings are the rule hits and
     its safe renames byte edits (emit/token_renames). A session program goes
-    to LibCST, unless `restructure` is off (`check`), which reports its hits unmarked.
+    to LibCST for the restructuring; without it (`restructure` off) it is one
+    more such module; `check` reports its hits unmarked.
     """
     from tf1gradfix.detect import ast_rules
     from tf1gradfix.detect.prefilter import python_tree
@@ -205,12 +207,12 @@ def _without_libcst(result: FileResult, display: str, data: bytes, codes: CodeFi
         return None
     text = data
     if data.startswith(b"\xef\xbb\xbf") or _declares_encoding(data):
-        if restructure:
+        if not check:
             return None   # (byte edits need the offsets `ast` gives: those of UTF-8 text)
         text = _as_utf8(data)
     hits, session = ast_rules.analyze(tree, text, catalog_module.load())
-    restructurable = session and all(codes.wants(code) for code in HANDLED)
-    if restructurable and restructure:
+    restructurable = session and restructure and all(codes.wants(code) for code in HANDLED)
+    if restructurable and not check:
         return None
     fix = fix and not restructurable
     decided = not restructurable   # (`check` of a session program: `rewrite` decides, fixed stays None)
@@ -232,7 +234,7 @@ def _without_libcst(result: FileResult, display: str, data: bytes, codes: CodeFi
         from tf1gradfix.emit.token_renames import renamed
 
         new_source, exact = renamed(text, plans)
-        if not exact and restructure:
+        if not exact and not check:
             result.findings = []
             return None   # (a bracket in a renamed chain: LibCST prints it its way)
         edited = {line for node, _ in plans for line in range(node.lineno, node.end_lineno + 1)}
@@ -272,6 +274,8 @@ def _declares_encoding(data: bytes) -> bool:
 
 
 def _analyzed(result: FileResult, display: str, data: bytes, codes: CodeFilter, fix: bool) -> FileResult:
+def _analyzed(result: FileResult, display: str, data: bytes, codes: CodeFilter, fix: bool,
+              restructure: bool = True) -> FileResult:
     import libcst as cst
 
     from tf1gradfix.rules import catalog as catalog_module
@@ -299,7 +303,8 @@ def _analyzed(result: FileResult, display: str, data: bytes, codes: CodeFilter, 
     found = detect(original, catalog)
     # The safe renames go into the code the restructuring copies and keeps, as it is printed.
     renames = {hit.node: hit.replacement for hit in found if hit.replacement is not None and hit.rule.safety == "safe"}
-    shaped, refused = _restructured(original, display, codes, result, silenced, catalog, renames)
+    shaped, refused = (_restructured(original, display, codes, result, silenced, catalog, renames) if restructure
+                       else (None, False))
     fix = fix and not refused  # a refused program is left byte-for-byte intact
     parsed = data  # the bytes `module` was parsed from
     hits = found
