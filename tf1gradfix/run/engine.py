@@ -273,7 +273,6 @@ def _declares_encoding(data: bytes) -> bool:
     return _CODING.search(head) is not None
 
 
-def _analyzed(result: FileResult, display: str, data: bytes, codes: CodeFilter, fix: bool) -> FileResult:
 def _analyzed(result: FileResult, display: str, data: bytes, codes: CodeFilter, fix: bool,
               restructure: bool = True) -> FileResult:
     import libcst as cst
