@@ -287,6 +287,7 @@ def part_cold_start(work, runs_count, table):
         "check plain file": ([TF1GRADFIX, "check", str(plain)], uncached),
         "check TF1 file, cached": ([TF1GRADFIX, "check", str(tf1)], cached),
         "python -c pass": ([py, "-c", "pass"], None),
+        IMPORT_AST: ([py, "-c", "import ast"], None),
         LIBCST: ([py, "-c", "import libcst"], None),
     }
     Run(commands["check TF1 file, cached"][0], cwd=work, env=cached)  # stores the result (and any bytecode)
@@ -299,14 +300,67 @@ def part_cold_start(work, runs_count, table):
         print(f"  {name:<28} {fmt(ts, 's', 3)}")
     for name in ("check TF1 file", "check TF2 file", "check plain file", "check TF1 file, cached"):
         med = statistics.median(times[name])
-        table.append((f"3. cold `tf1gradfix {name}`", f"{med:.3f}s", "<= 0.3s", med <= 0.3))
-    table.append(("3. floor: python -c pass / import libcst",
+        goal = 0.15 if name == "check TF1 file" else 0.3
+        table.append((f"3. cold `tf1gradfix {name}`", f"{med:.3f}s", f"<= {goal}s", med <= goal))
+    # Ratios of runs made side by side (the same round), so load on the machine cancels out.
+    for floor in ("python -c pass", IMPORT_AST):
+        rs = [check / base for check, base in zip(times["check TF1 file"], times[floor])]
+        print(f"  check TF1 file / {floor:<17} {fmt(rs, 'x')}")
+        limit = 2.0 if floor == IMPORT_AST else None
+        table.append((f"3. cold check of a TF1 file vs `{floor}`", f"{statistics.median(rs):.2f}x",
+                      "<= 2x" if limit else "(floor)", statistics.median(rs) <= limit if limit else None))
+    table.append(("3. floor: python -c pass / import ast / import libcst",
                   f"{statistics.median(times['python -c pass']):.3f}s / "
+                  f"{statistics.median(times[IMPORT_AST]):.3f}s / "
                   f"{statistics.median(times[LIBCST]):.3f}s",
                   "(floor)", None))
 
 
+# The code before `check` read files with Python's parser instead of LibCST: the corpus
+# check is timed against a copy of it, in the same run (`--before` names another commit).
+BEFORE_AST_CHECK = "d75b8f8"
+
+
+def old_copy(work: Path, ref: str) -> Path | None:
+    """The package as it was at `ref`, unpacked from git into `work` (None outside a checkout)."""
+    folder = work / f"before-{ref}"
+    folder.mkdir()
+    archive = subprocess.run(["git", "-C", str(ROOT), "archive", ref, "tf1gradfix"], capture_output=True)
+    if archive.returncode != 0:
+        return None
+    subprocess.run(["tar", "-x", "-C", str(folder)], input=archive.stdout, check=True)
+    return folder
+
+
+def part_check_corpus(work, copies, repeat, ref, table, findings):
+    header(f"3b. `tf1gradfix check` of the TF1 corpus ({copies} varied copies of each fixture): now vs {ref}")
+    before = old_copy(work, ref)
+    if before is None:
+        findings.append(f"check corpus: no copy of {ref} (not a git checkout); not measured")
+        return
+    folder = work / "check_corpus"
+    write_tree(folder, corpus.tf1_variants(copies))
+    env = dict(ENV, TF1GRADFIX_NO_CACHE="1")
+    commands = {"now": ([TF1GRADFIX, "check", "."], env),
+                ref: ([sys.executable, "-m", "tf1gradfix", "check", "."], dict(env, PYTHONPATH=str(before)))}
+    for cmd, env_ in commands.values():
+        Run(cmd, cwd=folder, env=env_)  # (bytecode of both copies written once)
+    times = {name: [] for name in commands}
+    for r in range(max(3, repeat)):
+        for name in rotate(list(commands), r):
+            cmd, env_ = commands[name]
+            times[name].append(Run(cmd, cwd=folder, env=env_).wall)
+    for name, ts in times.items():
+        print(f"  {name:<10} {fmt(ts)}")
+    rs = [old / new for old, new in zip(times[ref], times["now"])]
+    print(f"  speed-up: {fmt(rs, 'x')}")
+    table.append((f"3b. check of the TF1 corpus ({len(list(folder.rglob('*.py')))} files) vs {ref}",
+                  f"{statistics.median(rs):.2f}x faster ({statistics.median(times['now']):.2f}s vs "
+                  f"{statistics.median(times[ref]):.2f}s)", ">= 3x", statistics.median(rs) >= 3))
+
+
 LIBCST = "python -c 'import libcst'"
+IMPORT_AST = "python -c 'import ast'"
 PLAIN_V1 = ("import sys, runpy, tensorflow.compat.v1 as v1; v1.disable_v2_behavior(); "
             "sys.modules['tensorflow'] = v1; runpy.run_path(sys.argv[1], run_name='__main__')")
 
@@ -466,7 +520,8 @@ def main(argv=None):
     parser.add_argument("--repeat", type=int, default=None, help="repetitions per figure (default 3; --quick 1)")
     parser.add_argument("--copies", type=int, default=None, help="varied copies of each TF1 fixture (default 5)")
     parser.add_argument("--plain", type=int, default=None, help="files without TensorFlow in the repository (default 2000)")
-    parser.add_argument("--skip", default="", help="comma-separated parts to skip: same,repo,modern,cold,verify,pool,large,profile")
+    parser.add_argument("--skip", default="", help="comma-separated parts to skip: same,repo,modern,cold,check,verify,pool,large,profile")
+    parser.add_argument("--before", default=BEFORE_AST_CHECK, help="commit the corpus check is compared with")
     args = parser.parse_args(argv)
     repeat = args.repeat or (1 if args.quick else 3)
     copies = args.copies or (1 if args.quick else 5)
@@ -494,6 +549,8 @@ def main(argv=None):
             part_modern_syntax(work, findings)
         if "cold" not in skip:
             part_cold_start(work, max(7, repeat), table)
+        if "check" not in skip:
+            part_check_corpus(work, copies, repeat, args.before, table, findings)
         if "verify" not in skip:
             pairs = ["dev_linear_sgd/migrated"] if args.quick else ["dev_linear_sgd/migrated", "dev_adam_probe/migrated"]
             part_verify(work, pairs, 1 if args.quick else repeat, table, findings)

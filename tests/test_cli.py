@@ -508,7 +508,15 @@ def test_rewrite_applies_safe_renames(capsys):
 def test_rewrite_restructures_a_session_program(capsys):
     """Through the command line: a Session program becomes TF2 functions, every finding fixed."""
     path = write("train.py", SESSION_TF1)
-    code, out, _ = run(capsys, "check", "train.py")
+    code, out, _ = run(capsys, "check", "train.py")   # (rule findings only: `rewrite` judges the restructuring)
+    assert code == 1
+    assert [(f[1], f[3], f[4]) for f in findings(out)] == [
+        (3, "TFG401", False), (4, "TFG101", False), (5, "TFG401", False),
+        (6, "TFG401", False), (7, "TFG103", False), (8, "TFG105", False),
+    ]
+    assert out.splitlines()[-1] == ("1 file checked: 6 findings, 6 in session programs "
+                                    "(`tf1gradfix rewrite --diff` shows what it fixes).")
+    code, out, _ = run(capsys, "rewrite", "--check", "train.py")
     assert code == 1
     assert [(f[1], f[3], f[4]) for f in findings(out)] == [
         (3, "TFG401", True), (4, "TFG101", True), (5, "TFG401", True),

@@ -563,7 +563,7 @@ def test_a_file_named_several_ways_is_processed_once(tmp_path, capsys):
 
 @pytest.mark.parametrize("module, message", [
     ("tf1gradfix.run.engine", "tf1gradfix: interrupted; every file is unchanged"),  # while the tool loads
-    ("libcst", "tf1gradfix: interrupted; every file is either unchanged or fully rewritten"),  # while it runs
+    ("tf1gradfix.emit.token_renames", "tf1gradfix: interrupted; every file is either unchanged or fully rewritten"),  # while it runs
 ], ids=["loading", "running"])
 def test_interrupt_is_one_line_and_exit_130_wherever_it_lands(tmp_path, module, message):
     """Ctrl-C inside an exec() of a string, as while a dataclass is made: CPython

@@ -84,9 +84,13 @@ def test_a_sum_of_30000_terms_is_refused_fast():
 
 
 def test_nesting_python_does_not_show_is_a_clear_error():
-    """Implicitly joined strings are one constant for Python, a nest for LibCST."""
-    result = run("import tensorflow as tf\ny = tf.log(" + "\n".join(['"a"'] * 1000) + ")\n")
+    """Implicitly joined strings are one constant for Python, a nest for LibCST: a session
+    program (LibCST reads it) is refused clearly; renames alone need no LibCST and are made."""
+    joined = "\n".join(['"a"'] * 1000)
+    result = run("import tensorflow as tf\ny = tf.log(" + joined + ")\nwith tf.Session() as s:\n    s.run(y)\n")
     assert result.error is not None and result.error.message.startswith("too deeply nested")
+    renamed = run("import tensorflow as tf\ny = tf.log(" + joined + ")\n")
+    assert renamed.error is None and renamed.new_source == ("import tensorflow as tf\ny = tf.math.log(" + joined + ")\n").encode()
 
 
 # -- item 4: names bound to TensorFlow modules by assignment, star imports ----
@@ -224,12 +228,23 @@ def test_a_form_feed_is_kept_by_the_whole_program_rewrite():
     assert result.new_source is not None and b"\n\x0cdef ones():\n" in result.new_source
 
 
-def test_a_rewrite_that_changes_a_line_it_did_not_edit_is_refused(monkeypatch):
-    from tf1gradfix.emit import renames as fix_renames
+@pytest.mark.parametrize("printer, chain", [
+    ("renames.renamed_source", "(tf).log"),   # (a bracket in the chain: LibCST prints the rename)
+    ("token_renames.renamed", "tf.log"),      # (byte edits)
+])
+def test_a_rewrite_that_changes_a_line_it_did_not_edit_is_refused(monkeypatch, printer, chain):
+    import importlib
 
-    real = fix_renames.renamed_source
-    monkeypatch.setattr(fix_renames, "renamed_source", lambda *args: real(*args).replace(b"z = 1", b"z = 2"))
-    source = b"import tensorflow as tf\ny = tf.log(1.0)\nz = 1\n"
+    module, name = printer.split(".")
+    module = importlib.import_module(f"tf1gradfix.emit.{module}")
+    real = getattr(module, name)
+
+    def corrupted(*args):
+        out = real(*args)
+        return (out[0].replace(b"z = 1", b"z = 2"), out[1]) if isinstance(out, tuple) else out.replace(b"z = 1", b"z = 2")
+
+    monkeypatch.setattr(module, name, corrupted)
+    source = f"import tensorflow as tf\ny = {chain}(1.0)\nz = 1\n".encode()
     result = run(source)
     assert result.new_source is None and result.error is not None
     assert result.error.message.startswith("internal error: the rewrite changed line 3")

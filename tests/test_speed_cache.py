@@ -107,7 +107,7 @@ def test_stored_results_need_no_libcst_in_the_parent(kept, tmp_path, capsys, mon
     args = ["-j", "2", str(tmp_path / "a.py"), str(tmp_path / "b.py")]
     expected = _uncached(capsys, monkeypatch, *args)
     loads = []
-    monkeypatch.setattr(batch, "preload", lambda: loads.append(1))
+    monkeypatch.setattr(batch, "preload", lambda *rewrite: loads.append(1))
     assert _check(capsys, *args) == expected and loads == [1]  # nothing stored yet
     assert _check(capsys, *args) == expected and loads == [1]
 
@@ -118,6 +118,6 @@ def test_tf2_files_need_no_libcst_in_the_parent(tmp_path, capsys, monkeypatch):
     for name in ("a.py", "b.py"):
         shutil.copy(migrated, tmp_path / name)
     loads = []
-    monkeypatch.setattr(batch, "preload", lambda: loads.append(1))
+    monkeypatch.setattr(batch, "preload", lambda *rewrite: loads.append(1))
     code, out = _uncached(capsys, monkeypatch, "-j", "2", str(tmp_path / "a.py"), str(tmp_path / "b.py"))
     assert code == 0 and loads == [], out

@@ -141,7 +141,10 @@ def test_check_of_tf2_code_does_not_import_libcst(tmp_path):
     assert result["codes"] == [0, 0]
     assert result["libcst"] is False
     (tmp_path / "old.py").write_text(TF1)
-    assert probe(tmp_path, ["check", "old.py"])["libcst"] is True  # (the probe can tell)
+    assert probe(tmp_path, ["check", "old.py"])["libcst"] is False   # (TF1 code too: detection reads Python's tree)
+    (tmp_path / "session.py").write_text(SESSION_PROGRAM)
+    assert probe(tmp_path, ["check", "session.py"])["libcst"] is False
+    assert probe(tmp_path, ["rewrite", "--check", "session.py"])["libcst"] is True  # (the probe can tell)
 
 
 def test_trap_catches_an_import(tmp_path):

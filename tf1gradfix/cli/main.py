@@ -288,15 +288,18 @@ def _run_files(args: argparse.Namespace) -> int:
     findings = [f for o in outcomes for f in o.findings]
     errors += [o.error for o in outcomes if o.error is not None] + meanwhile
     changed = [o for o in outcomes if o.changed]
-    manual = [f for f in findings if not f.fixed]
+    manual = [f for f in findings if f.fixed is False]
     summary = {
         "files": len(files),
         "findings": len(findings),
-        "fixed": sum(f.fixed for f in findings),
+        "fixed": sum(bool(f.fixed) for f in findings),
         "manual": len(manual),
         "changed": len(changed),
         "errors": len(errors),
     }
+    undecided = sum(f.fixed is None for f in findings)   # `check` of a session program: `rewrite` decides
+    if undecided:
+        summary["undecided"] = undecided
 
     if mode == PROPOSE:
         return _prove(args, outcomes, findings, errors, summary)

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import json
-
 from tf1gradfix.run.findings import FileError, Finding
 
 FORMATS = ("text", "json", "github", "sarif", "junit")
@@ -65,6 +63,8 @@ def github_lines(findings: list[Finding], errors: list[FileError]) -> list[str]:
 
 def render(fmt: str, findings: list[Finding], errors: list[FileError], summary: dict, outcomes=()) -> str:
     """`outcomes` (per file) adds the diffs to JSON and the clean files to JUnit."""
+    import json  # (here: a text run need not import it)
+
     if fmt == "json":
         document = {
             "findings": [f.to_json() for f in findings],
@@ -97,6 +97,8 @@ def summary_sentence(summary: dict, verb: str) -> str:
         parts.append(f"{summary['fixed']} {verb}")
     if summary.get("manual"):
         parts.append(f"{summary['manual']} need manual work")
+    if summary.get("undecided"):
+        parts.append(f"{summary['undecided']} in session programs (`tf1gradfix rewrite --diff` shows what it fixes)")
     text = f"{summary['files']} file{'s' if summary['files'] != 1 else ''} checked: " + ", ".join(parts)
     if summary.get("changed"):
         text += f"; {summary['changed']} file{'s' if summary['changed'] != 1 else ''} {'would change' if verb == 'fixable' else 'rewritten'}"
@@ -139,6 +141,8 @@ def statistics(findings: list[Finding], errors: list[FileError], fmt: str) -> st
     rows = [(code, n, catalog.rule(code).name if catalog.rule(code) else "", code in fixed)
             for code, n in sorted(counts.items(), key=lambda item: (-item[1], item[0]))]
     if fmt == "json":
+        import json
+
         return json.dumps([{"code": c, "name": name, "count": n, "fixable": fix} for c, n, name, fix in rows]
                           + [{"code": "error", "name": "file error", "count": len(errors), "fixable": False}] * bool(errors),
                           indent=2)

@@ -21,7 +21,8 @@ from __future__ import annotations
 import ast
 import functools
 from dataclasses import dataclass
-from importlib import resources
+from tf1gradfix.rules.catalog import _rules_text
+from tf1gradfix.rules.compiled import kept
 
 ROOT = "tensorflow"
 
@@ -47,8 +48,9 @@ class Surface:
 
 
 @functools.lru_cache(maxsize=1)
+@kept("api_surface")
 def load() -> Surface:
-    text = resources.files("tf1gradfix.rules").joinpath("tf2_api.txt").read_text(encoding="utf-8")
+    text = _rules_text("tf2_api.txt")
     names = [line for line in text.splitlines() if line and not line.startswith("#")]
     modules = frozenset(n[:-1] for n in names if n.endswith("."))
     return Surface(frozenset(n.rstrip(".") for n in names), modules)
@@ -130,11 +132,11 @@ def missing_in_source(source: bytes | str) -> list[Missing]:
 
 
 @functools.lru_cache(maxsize=1)
+@kept("removed_api")
 def _advice_table() -> dict[str, str]:
-    import tomllib
+    from tf1gradfix.rules.catalog import _read
 
-    text = resources.files("tf1gradfix.rules").joinpath("removed_api.toml").read_text(encoding="utf-8")
-    return tomllib.loads(text)["advice"]
+    return _read("removed_api.toml")["advice"]
 
 
 def advice(name: str) -> str:

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 from tf1gradfix.rules import catalog as catalog_module
 from tf1gradfix.rules.catalog import ASSIGNABLE_MODULES, Catalog, normalize
+from tf1gradfix.rules.compiled import kept
 
 # Runs of ASCII identifier characters. TensorFlow's names are ASCII, so an
 # identifier equal to, starting with or ending with one of them yields a run
@@ -235,6 +236,7 @@ def _chain(node, calls: bool = True) -> str | None:
 
 
 @functools.lru_cache(maxsize=None)
+@kept("prefilter")
 def load() -> Prefilter:
     """The prefilter of the shipped rule tables."""
     return Prefilter(catalog_module.load())

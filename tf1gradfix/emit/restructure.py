@@ -35,9 +35,7 @@ from tf1gradfix.cst.syntax import Refusal, loads, matches, name_nodes
 from tf1gradfix.cst.walk import walk
 
 Diagnostic = tuple[int, int, str, str, str]
-# Codes of the constructs a successful restructuring removes.
-HANDLED = ("TFG101", "TFG102", "TFG103", "TFG104", "TFG105", "TFG106", "TFG107",
-           "TFG201", "TFG202", "TFG203", "TFG204", "TFG205", "TFG301", "TFG302", "TFG303", "TFG304", "TFG305", "TFG306")
+from tf1gradfix.emit.handled import HANDLED  # noqa: E402,F401 (codes a successful restructuring removes)
 
 
 @dataclass

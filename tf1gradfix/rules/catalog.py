@@ -7,10 +7,7 @@ import functools
 import os
 from dataclasses import dataclass, field
 
-try:
-    import tomllib
-except ModuleNotFoundError:  # Python 3.10
-    import tomli as tomllib
+from tf1gradfix.rules.compiled import kept
 
 SAFETIES = ("safe", "unsafe", "manual")
 
@@ -90,6 +87,10 @@ class Catalog:
 
 
 def _read(name: str) -> dict:
+    try:   # (here: a kept catalog spares a cold start importing it, see compiled.py)
+        import tomllib
+    except ModuleNotFoundError:  # Python 3.10
+        import tomli as tomllib
     return tomllib.loads(_rules_text(name))
 
 
@@ -110,6 +111,7 @@ def _rules_text(name: str) -> str:
 
 
 @functools.lru_cache(maxsize=None)
+@kept("catalog")
 def load() -> Catalog:
     codes = _read("codes.toml")
     rules = []

@@ -92,7 +92,7 @@ def run_source(path: str, data: bytes, mode: str, codes: CodeFilter, snapshot: S
 
 def _run_source(path: str, data: bytes, mode: str, codes: CodeFilter, snapshot: Snapshot | None) -> Outcome:
     notebook = notebooks.is_notebook(path)
-    result = notebooks.process(path, data, codes) if notebook else process_source(path, data, codes, fix=True)
+    result = notebooks.process(path, data, codes) if notebook else process_source(path, data, codes, fix=True, check=mode == CHECK)
     outcome = Outcome(path, result.findings, result.error)
     if result.new_source is None:
         if path == "-" and mode in (WRITE, GUARDED):
@@ -174,6 +174,8 @@ def _run_job(job: Job) -> Outcome:
         return run_source(job.path, data, job.mode, job.codes, snapshot)
     from tf1gradfix.run import cache  # `check` only: it writes nothing, so its outcome is all there is
 
+    if cache.folder() is None:   # (turned off: no key to compute)
+        return run_source(job.path, data, job.mode, job.codes)
     key = cache.key(job.mode, job.path, data, job.codes)
     kept = cache.load(key)
     if kept is not None:
@@ -260,7 +262,7 @@ def run_all(jobs: list[Job], workers: int, on_done=None) -> list[Outcome]:
 
     context = multiprocessing.get_context()
     if context.get_start_method() == "fork" and any(_parses(job) for job in jobs):
-        preload()  # forked workers inherit LibCST and the rules instead of each loading them
+        preload(any(job.mode != CHECK for job in jobs))  # forked workers inherit LibCST and the rules instead of each loading them
     chunk = max(1, min(4, len(jobs) // (workers * 8) or 1))  # small: Ctrl-C waits for running chunks
     pool = ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=_start_worker, initargs=(os.getpid(),))
     outcomes = []

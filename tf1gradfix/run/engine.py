@@ -27,8 +27,11 @@ class FileResult:
 
 
 def process_source(display: str, data: bytes, codes: CodeFilter, fix: bool = True,
-                   restructure: bool = True) -> FileResult:
-    """`restructure=False`: the safe fixes only (what a rewrite writes without proof)."""
+                   restructure: bool = True, check: bool = False) -> FileResult:
+    """`restructure=False`: the safe fixes only (what a rewrite writes without proof).
+    `check`: rule findings only, read with Python's parser (LibCST is never
+    imported); whether a session program can be restructured is left to
+    `rewrite`, and its findings carry no fixed mark (None)."""
     result = FileResult(display)
     error = decode_error(display, data)
     if error is not None:
@@ -48,11 +51,11 @@ def process_source(display: str, data: bytes, codes: CodeFilter, fix: bool = Tru
     if b"\r" in data and b"\n" not in data:
         # Old Mac line endings: LibCST loses the last one, so work on LF and
         # turn every line ending back (no LF existed, so none is ambiguous).
-        result = _process_tensorflow_source(result, display, data.replace(b"\r", b"\n"), codes, fix, restructure)
+        result = _process_tensorflow_source(result, display, data.replace(b"\r", b"\n"), codes, fix, restructure, check)
         if result.new_source is not None:
             result.new_source = result.new_source.replace(b"\n", b"\r")
         return result
-    return _process_tensorflow_source(result, display, data, codes, fix, restructure)
+    return _process_tensorflow_source(result, display, data, codes, fix, restructure, check)
 
 
 def may_parse(path: str) -> bool:
@@ -71,15 +74,20 @@ def may_parse(path: str) -> bool:
     return _MARKER in data and prefilter.load().possible(data).anything
 
 
-def preload() -> None:
-    """Import LibCST and the rewrite and read the rule tables now, in this process.
+def preload(rewrite: bool = True) -> None:
+    """Import the detection (and, for `rewrite`, LibCST and the rewrite) and read the rule tables now.
 
     A parent that forks its workers afterwards pays for this once, instead of
     once per worker.
     """
+    from tf1gradfix.rules import catalog
+    from tf1gradfix.detect import ast_rules  # noqa: F401
+
+    if not rewrite:
+        catalog.load()
+        return
     import libcst  # noqa: F401
 
-    from tf1gradfix.rules import catalog
     from tf1gradfix.detect import detector as detect
     from tf1gradfix.emit import renames as fix_renames, restructure  # noqa: F401
     from tf1gradfix.cst.syntax import graph_ops
@@ -157,10 +165,13 @@ def nesting_depth(tree) -> tuple[int, int | None]:
 
 
 def _process_tensorflow_source(result: FileResult, display: str, data: bytes, codes: CodeFilter, fix: bool,
-                               restructure: bool = True) -> FileResult:
+                               restructure: bool = True, check: bool = False) -> FileResult:
     result.error = _python_judgement(display, data)
     if result.error is not None:
         return result
+    done = _without_libcst(result, display, data, codes, fix, restructure, check)
+    if done is not None:
+        return done
     # LibCST costs a quarter second to import: only files that mention
     # TensorFlow pay for it.
     from tf1gradfix.cst.walk import read_only_visits
@@ -173,6 +184,93 @@ def _process_tensorflow_source(result: FileResult, display: str, data: bytes, co
     except RecursionError:  # nesting Python's tree does not show (a long chain of implicitly joined strings)
         return FileResult(display, error=FileError(
             display, "too deeply nested for the rewrite (Python's recursion limit reached); file left unchanged"))
+
+
+def _without_libcst(result: FileResult, display: str, data: bytes, codes: CodeFilter, fix: bool,
+                    restructure: bool, check: bool) -> FileResult | None:
+    """The file's result from Python's syntax tree alone, or None when LibCST must read it.
+
+    Detection runs on `ast` (detect/ast_rules). A module that opens no session
+    gives the restructuring nothing to do: its findings are the rule hits and
+    its safe renames byte edits (emit/token_renames). A session program goes
+    to LibCST for the restructuring; without it (`restructure` off) it is one
+    more such module; `check` reports its hits unmarked.
+    """
+    from tf1gradfix.detect import ast_rules
+    from tf1gradfix.detect.prefilter import python_tree
+    from tf1gradfix.emit.handled import HANDLED
+    from tf1gradfix.rules import catalog as catalog_module
+    from tf1gradfix.run.findings import is_suppressed, suppressions
+
+    tree = python_tree(data)   # (read already: _python_judgement)
+    if tree is None:
+        return None
+    text = data
+    if data.startswith(b"\xef\xbb\xbf") or _declares_encoding(data):
+        if not check:
+            return None   # (byte edits need the offsets `ast` gives: those of UTF-8 text)
+        text = _as_utf8(data)
+    hits, session = ast_rules.analyze(tree, text, catalog_module.load())
+    restructurable = session and restructure and all(codes.wants(code) for code in HANDLED)
+    if restructurable and not check:
+        return None
+    fix = fix and not restructurable
+    decided = not restructurable   # (`check` of a session program: `rewrite` decides, fixed stays None)
+    silenced = suppressions(data.decode("utf-8", "replace")) if b"tf1gradfix" in data else {}
+    plans = []
+    for hit in hits:
+        code = hit.rule.code
+        if not codes.wants(code) or is_suppressed(hit.line, code, silenced):
+            continue
+        fixable = fix and hit.replacement is not None and hit.rule.safety == "safe"
+        if fixable:
+            plans.append((hit.node, hit.replacement))
+        result.findings.append(Finding(display, hit.line, hit.col, code, hit.message, hit.rule.safety,
+                                       fixable if decided else None))
+    result.findings += removed_names(display, data, codes, {(h.line, h.col) for h in hits},
+                                     fixed=False if decided else None)
+    result.findings.sort(key=lambda f: (f.line, f.col, f.code))
+    if plans:
+        from tf1gradfix.emit.token_renames import renamed
+
+        new_source, exact = renamed(text, plans)
+        if not exact and not check:
+            result.findings = []
+            return None   # (a bracket in a renamed chain: LibCST prints it its way)
+        edited = {line for node, _ in plans for line in range(node.lineno, node.end_lineno + 1)}
+        new_source, changed = as_written(text, new_source, edited)
+        problem = _unparsable(new_source) if changed is None else None
+        if changed is not None:   # a line no rename touched came out different: never write it
+            result.error = FileError(display, f"internal error: the rewrite changed line {changed}, which it did not "
+                                     "edit; file left unchanged", changed)
+            result.findings = _unfixed(result.findings)
+        elif problem is not None:
+            result.error = FileError(display, f"internal error: rewritten code does not parse ({problem}); file left unchanged")
+            result.findings = _unfixed(result.findings)
+        elif new_source != text:
+            result.new_source = new_source   # (`check` only counts it as a change)
+    return result
+
+
+def _as_utf8(data: bytes) -> bytes:
+    """`data` as UTF-8 without a BOM, the text whose byte offsets `ast` reports."""
+    import io
+    import tokenize
+
+    try:
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+        return data.decode(encoding).encode("utf-8").removeprefix(b"\xef\xbb\xbf")
+    except (SyntaxError, LookupError, UnicodeDecodeError):
+        return data
+
+
+_CODING = re.compile(rb"^[ \t\f]*#.*?coding[:=]", re.M)
+
+
+def _declares_encoding(data: bytes) -> bool:
+    """Whether one of the first two lines declares a source encoding (PEP 263)."""
+    head = b"\n".join(data.splitlines()[:2])
+    return _CODING.search(head) is not None
 
 
 def _analyzed(result: FileResult, display: str, data: bytes, codes: CodeFilter, fix: bool,

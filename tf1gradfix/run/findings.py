@@ -16,7 +16,7 @@ class Finding:
     code: str
     message: str
     safety: str
-    fixed: bool = False
+    fixed: bool | None = False  # None: `check` of a session program, where only `rewrite` can tell
 
     def to_json(self) -> dict:
         return asdict(self)

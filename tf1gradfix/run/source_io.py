@@ -10,12 +10,10 @@ cost gigabytes in the parser.
 
 from __future__ import annotations
 
-import hashlib
 import io
 import os
 import re
 import stat
-import tempfile
 import tokenize
 from dataclasses import dataclass
 from pathlib import Path
@@ -40,6 +38,8 @@ class Snapshot:
 
     @classmethod
     def of(cls, info: os.stat_result, data: bytes) -> Snapshot:
+        import hashlib  # (here: a cold `check` need not import it)
+
         return cls(info.st_size, info.st_mtime_ns, hashlib.sha256(data).digest())
 
 
@@ -90,6 +90,8 @@ def unchanged(path: Path, expected: Snapshot) -> bool:
     info = os.stat(path)
     if (info.st_size, info.st_mtime_ns) != (expected.size, expected.mtime_ns):
         return False
+    import hashlib
+
     with open(path, "rb") as handle:
         return hashlib.sha256(handle.read()).digest() == expected.digest
 
@@ -127,6 +129,8 @@ def write_atomic(path: Path, data: bytes, expected: Snapshot | None = None) -> N
 
     With `expected`, an edit saved since the file was read wins: SourceError(CHANGED).
     """
+    import tempfile  # (only a write needs it)
+
     mode = stat.S_IMODE(os.stat(path).st_mode)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tf1gradfix", dir=path.parent)
     try:
