@@ -176,6 +176,15 @@ def test_argument_forms_outside_the_table_are_refused(case, why):
     assert any(d[2] == "TFG905" and why in d[3] for d in refusals(source))
 
 
+def test_a_layer_initializer_from_contrib_is_mapped_like_get_variables():
+    source = program().replace("h = tf.contrib.layers.flatten(x)", "h = tf.layers.dense(tf.contrib.layers.flatten(x), 6, "
+                               "kernel_initializer=tf.contrib.layers.xavier_initializer(uniform=False, seed=5))")
+    migrated = rewritten(source.replace("h = tf.layers.dense(tf.contrib.layers.flatten(x)", "f = tf.contrib.layers.flatten(x)\nh = tf.layers.dense(f"))
+    assert 'kernel_initializer=tf.keras.initializers.VarianceScaling(scale=1.3 * 0.87962566103423978**2, mode="fan_avg", ' \
+           'distribution="truncated_normal", seed=5)' in migrated
+    assert missing_in_source(migrated) == []
+
+
 def test_contrib_calls_not_in_the_table_stay_refused_with_the_line():
     source = program().replace("h = tf.contrib.layers.flatten(x)", "h = tf.contrib.layers.fully_connected(tf.reshape(x, [-1, 6]), 6)")
     line = source.splitlines().index("h = tf.contrib.layers.fully_connected(tf.reshape(x, [-1, 6]), 6)") + 1
@@ -184,7 +193,7 @@ def test_contrib_calls_not_in_the_table_stay_refused_with_the_line():
 
 def test_check_names_the_replacement_of_listed_symbols():
     source = ("import tensorflow as tf\ninit = tf.contrib.layers.variance_scaling_initializer()\n"
-              "cell = tf.contrib.rnn.LSTMCell(4)\nop = tf.contrib.seq2seq.dynamic_decode\n")
+              "cell = tf.contrib.rnn.LSTMCell(4)\nop = tf.contrib.graph_editor.reroute_ts\n")
     found = [f for f in process_source("a.py", source.encode(), CodeFilter()).findings if f.code == "TFG901"]
     assert [f.line for f in found] == [2, 3, 4]
     assert "tf.keras.initializers.VarianceScaling(scale=factor" in found[0].message
