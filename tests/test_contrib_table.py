@@ -185,6 +185,12 @@ def test_a_layer_initializer_from_contrib_is_mapped_like_get_variables():
     assert missing_in_source(migrated) == []
 
 
+@pytest.mark.parametrize("setting, why", [('scope="flat"', "scope"), ("outputs_collections=['out']", "outputs_collections=")])
+def test_flatten_settings_keras_lacks_are_refused(setting, why):
+    source = program().replace("tf.contrib.layers.flatten(x)", f"tf.contrib.layers.flatten(x, {setting})")
+    assert any(d[2] == "TFG905" and why in d[3] for d in refusals(source))
+
+
 def test_contrib_calls_not_in_the_table_stay_refused_with_the_line():
     source = program().replace("h = tf.contrib.layers.flatten(x)", "h = tf.contrib.layers.fully_connected(tf.reshape(x, [-1, 6]), 6)")
     line = source.splitlines().index("h = tf.contrib.layers.fully_connected(tf.reshape(x, [-1, 6]), 6)") + 1
