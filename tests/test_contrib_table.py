@@ -155,14 +155,15 @@ def test_mode_names_and_uniform_become_keras_settings():
     assert written["xavier_initializer(False, 3)"] == \
         f'tf.keras.initializers.VarianceScaling(scale={normal}, mode="fan_avg", distribution="truncated_normal", seed=3)'
     assert written["variance_scaling_initializer()"] == \
-        f'tf.keras.initializers.VarianceScaling(scale=(2.0) * {normal}, mode="fan_in", distribution="truncated_normal")'
+        f'tf.keras.initializers.VarianceScaling(scale=2.0 * {normal}, mode="fan_in", distribution="truncated_normal")'
     assert written['variance_scaling_initializer(2.0, "FAN_OUT", False, 7)'] == \
-        f'tf.keras.initializers.VarianceScaling(scale=(2.0) * {normal}, mode="fan_out", distribution="truncated_normal", seed=7)'
+        f'tf.keras.initializers.VarianceScaling(scale=2.0 * {normal}, mode="fan_out", distribution="truncated_normal", seed=7)'
     assert written["variance_scaling_initializer(uniform=True)"] == "tf.keras.initializers.HeUniform()"
 
 
 @pytest.mark.parametrize("case, why", [
     ("mode=m", "mode=m"),
+    ("factor=f, mode=m", "mode=m"),
     ('mode="fan_in"', "mode=\"fan_in\""),
     ("uniform=flag", "uniform=flag"),
     ("uniform=1", "uniform=1"),

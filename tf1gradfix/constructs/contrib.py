@@ -47,6 +47,7 @@ def initializer(init: cst.Call, row: dict, code, tf: str) -> tuple[str, cst.Base
             return f"{tf}.{named}({seed or ''})", bound.get("dtype")
         settings = [f"scale={factor}", f'mode="{keras_mode}"', 'distribution="uniform"']
     else:
-        scale = spec["normal_scale"] if factor == "1.0" else f"({factor}) * {spec['normal_scale']}"
+        number = factor.replace(".", "", 1).isdigit()
+        scale = spec["normal_scale"] if factor == "1.0" else f"{factor if number else f'({factor})'} * {spec['normal_scale']}"
         settings = [f"scale={scale}", f'mode="{keras_mode}"', 'distribution="truncated_normal"']
     return f"{tf}.{spec['target']}({', '.join(settings + ([seed] if seed else []))})", bound.get("dtype")
