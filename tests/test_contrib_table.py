@@ -208,6 +208,15 @@ def test_check_names_the_replacement_of_listed_symbols():
     assert found[2].message.endswith("port this by hand (most pieces moved to Keras, TF Addons or core)")
 
 
+def test_the_engine_writes_the_rewrite_and_marks_the_contrib_uses_fixed():
+    result = process_source("original.py", program().encode(), CodeFilter())
+    assert result.new_source is not None and result.new_source.decode() == rewritten(program())
+    contrib_uses = [f for f in result.findings if f.code == "TFG901"]
+    assert len(contrib_uses) == len(CASES) + 3 and all(f.fixed for f in result.findings)
+    again = process_source("original.py", result.new_source, CodeFilter())
+    assert again.findings == [] and again.new_source is None
+
+
 # -- the proofs (TensorFlow in subprocesses) ---------------------------------------
 
 @pytest.mark.tf
