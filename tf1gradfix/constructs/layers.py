@@ -15,6 +15,7 @@ import keyword
 
 import libcst as cst
 
+from tf1gradfix.rules import contrib
 from tf1gradfix.rules.catalog import _read
 from tf1gradfix.cst.syntax import Refusal, bound_args, literal_bool, literal_string, loads
 from tf1gradfix.model.nodes import Layer, LayerCall, LayerLoop, LayerLoopCall, LayerNode, LayerSite, Placeholder, Statement, Static, Tensor
@@ -22,8 +23,9 @@ from tf1gradfix.model.nodes import Layer, LayerCall, LayerLoop, LayerLoopCall, L
 
 @functools.lru_cache(maxsize=None)
 def layer_table() -> dict[str, dict]:
+    """tf.layers rows (layers.toml), then the contrib layers of contrib.toml."""
     raw = _read("layers.toml")
-    return {symbol: {**row, "why": raw["why"]} for symbol, row in raw["layer"].items()}
+    return {**{symbol: {**row, "why": raw["why"]} for symbol, row in raw["layer"].items()}, **contrib.layer_rows()}
 
 
 def model(builder, item, names, call: cst.Call | None, q: str | None, deps) -> bool:

@@ -12,6 +12,7 @@ import libcst as cst
 from libcst.metadata import MetadataWrapper, ScopeProvider
 
 from tf1gradfix.cst import walk
+from tf1gradfix.rules import contrib
 from tf1gradfix.rules.catalog import Catalog, Rule
 from tf1gradfix.detect.names import BindingCollector, NameResolver, dotted
 from tf1gradfix.cst.metadata import AnalysisWrapper, starts
@@ -107,6 +108,8 @@ class Detector(cst.CSTVisitor):
         rule, _pattern = hit
         replacement, ambiguous = None, self.names.ambiguous(node)
         message_args = {"symbol": "tf" + qualified[len("tensorflow"):] if qualified.startswith("tensorflow") else qualified}
+        if "{advice}" in rule.message:
+            message_args["advice"] = contrib.advice(qualified)
         if rule.renames:
             target = self.catalog.renames[qualified]
             message_args["replacement"] = "tf" + target[len("tensorflow"):]

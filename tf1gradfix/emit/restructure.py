@@ -35,7 +35,7 @@ from tf1gradfix.cst.syntax import Refusal, loads, matches, name_nodes
 from tf1gradfix.cst.walk import walk
 
 Diagnostic = tuple[int, int, str, str, str]
-from tf1gradfix.emit.handled import HANDLED  # noqa: E402,F401 (codes a successful restructuring removes)
+from tf1gradfix.emit.handled import FIXED_WHEN_RESTRUCTURED, HANDLED  # noqa: E402,F401 (see there)
 
 
 @dataclass

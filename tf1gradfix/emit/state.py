@@ -12,6 +12,7 @@ import functools
 
 import libcst as cst
 
+from tf1gradfix.constructs import contrib
 from tf1gradfix.rules.catalog import _read
 from tf1gradfix.emit.naming import Naming
 from tf1gradfix.model.graph import Program
@@ -94,6 +95,9 @@ class StateEmitter:
         if isinstance(init, str):
             row, call_args = table[f"@{init}"], {}
         else:
+            contrib_row = contrib.initializer_row(self.qualified(init.func))
+            if contrib_row is not None:
+                return contrib.initializer(init, contrib_row, self.code, self.tf)
             row = table.get(self.qualified(init.func) or "")
             if row is None:
                 raise Refusal(init, "TFG905", f"initializer `{self.code(init.func)}` has no TF2 mapping in tf1gradfix/rules/initializers.toml")

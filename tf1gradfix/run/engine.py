@@ -282,7 +282,7 @@ def _analyzed(result: FileResult, display: str, data: bytes, codes: CodeFilter, 
     from tf1gradfix.detect.detector import detect
     from tf1gradfix.run.findings import is_suppressed, suppressions
     from tf1gradfix.emit.renames import renamed_source
-    from tf1gradfix.emit.restructure import HANDLED
+    from tf1gradfix.emit.handled import FIXED_WHEN_RESTRUCTURED
 
     try:
         module = cst.parse_module(data)
@@ -311,7 +311,7 @@ def _analyzed(result: FileResult, display: str, data: bytes, codes: CodeFilter, 
         module, hits, parsed = shaped
         for hit in found:
             if codes.wants(hit.rule.code) and not is_suppressed(hit.line, hit.rule.code, silenced):
-                handled = hit.rule.code in HANDLED or hit.rule.safety == "safe"
+                handled = hit.rule.code in FIXED_WHEN_RESTRUCTURED or hit.rule.safety == "safe"
                 result.findings.append(Finding(display, hit.line, hit.col, hit.rule.code, hit.message,
                                                hit.rule.safety, fix and handled))
     replacements: dict[cst.CSTNode, str] = {}

@@ -1,0 +1,282 @@
+"""Every rewritable row of tf1gradfix/rules/contrib.toml is backed by a proof.
+
+The initializer rows carry argument lists (`cases`); one small TF1 program
+holds a variable per case, a contrib `flatten` and contrib's global step. It
+is rewritten by the real rewrite and proven EQUIVALENT by the verifier in one
+run. TF 2.21 has no tf.contrib, so the TF1 side runs the program under a
+reference model of contrib (`CONTRIB_1_15`). The verifier
+copies initial values by name, so a second test checks the draws themselves:
+the Keras initializer written for each case against contrib's formula.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import sys
+
+import libcst as cst
+import pytest
+
+from tf1gradfix.detect.api_surface import missing_in_source
+from tf1gradfix.emit.restructure import restructure
+from tf1gradfix.rules import contrib
+from tf1gradfix.run.engine import process_source
+from tf1gradfix.run.findings import CodeFilter
+
+SYMBOLS = contrib.table()["symbol"]
+CASES = [(symbol, case) for symbol, row in SYMBOLS.items() if row.get("rewrite") == "initializer"
+         for case in row["cases"]]
+SHAPE = [6, 1]
+
+PROGRAM = """\
+import numpy as np
+import tensorflow as tf
+
+rng = np.random.RandomState(0)
+xs = rng.randn(4, 5, 2, 3).astype(np.float32)
+ys = rng.randn(4, 5, 1).astype(np.float32)
+
+x = tf.placeholder(tf.float32, [None, 2, 3])
+y = tf.placeholder(tf.float32, [None, 1])
+global_step = tf.contrib.framework.get_or_create_global_step()
+h = tf.contrib.layers.flatten(x)
+{variables}
+prediction = {prediction}
+loss = tf.reduce_mean(tf.square(prediction - y))
+step = tf.contrib.framework.get_global_step()
+train_op = tf.train.GradientDescentOptimizer(0.02).minimize(loss, global_step=step)
+
+with tf.Session() as sess:
+    sess.run(tf.global_variables_initializer())
+    for i in range(4):
+        _, value = sess.run([train_op, loss], feed_dict={{x: xs[i], y: ys[i]}})
+        print("step", i, "loss %.6f" % value)
+    print("global step", sess.run(step))
+"""
+
+# A reference model of the contrib pieces above, written from their documented behaviour in
+# TF 1.15 (variance scaling: fan modes, uniform limit sqrt(3 factor / n), truncated normal
+# stddev sqrt(1.3 factor / n); flatten; the framework's global step), for the TF1 side.
+CONTRIB_1_15 = '''\
+import math as _math
+import types as _types
+
+
+def _variance_scaling_initializer(factor=2.0, mode="FAN_IN", uniform=False, seed=None, dtype=tf.float32):
+    if mode not in ["FAN_IN", "FAN_OUT", "FAN_AVG"]:
+        raise TypeError(mode)
+
+    def _initializer(shape, dtype=dtype, partition_info=None):
+        shape = [int(d) for d in shape]
+        fan_in = float(shape[-2]) if len(shape) > 1 else float(shape[-1])
+        fan_out = float(shape[-1])
+        for dim in shape[:-2]:
+            fan_in *= float(dim)
+            fan_out *= float(dim)
+        n = {"FAN_IN": fan_in, "FAN_OUT": fan_out, "FAN_AVG": (fan_in + fan_out) / 2.0}[mode]
+        if uniform:
+            limit = _math.sqrt(3.0 * factor / n)
+            return tf.random_uniform(shape, -limit, limit, dtype, seed=seed)
+        return tf.truncated_normal(shape, 0.0, _math.sqrt(1.3 * factor / n), dtype, seed=seed)
+    return _initializer
+
+
+def _xavier_initializer(uniform=True, seed=None, dtype=tf.float32):
+    return _variance_scaling_initializer(1.0, "FAN_AVG", uniform, seed, dtype)
+
+
+def _flatten(inputs, outputs_collections=None, scope=None):
+    return tf.reshape(inputs, [-1, int(np.prod(inputs.shape.as_list()[1:]))])
+
+
+tf.contrib = _types.SimpleNamespace(
+    layers=_types.SimpleNamespace(xavier_initializer=_xavier_initializer, xavier_initializer_conv2d=_xavier_initializer,
+                                  variance_scaling_initializer=_variance_scaling_initializer, flatten=_flatten),
+    framework=_types.SimpleNamespace(get_global_step=tf.train.get_global_step,
+                                     get_or_create_global_step=tf.train.get_or_create_global_step),
+)
+'''
+
+
+def call(symbol: str, case: str) -> str:
+    return f"tf.{symbol.split('.', 1)[1]}({case})"
+
+
+def program() -> str:
+    variables = "\n".join(f'w{i} = tf.get_variable("w{i}", {SHAPE}, initializer={call(*c)})'
+                          for i, c in enumerate(CASES))
+    prediction = " + ".join(f"tf.matmul(h, w{i})" for i in range(len(CASES)))
+    return PROGRAM.format(variables=variables, prediction=prediction)
+
+
+def rewritten(source: str) -> str | None:
+    module = restructure(cst.parse_module(source), "original.py").new_module
+    return None if module is None else module.code
+
+
+def refusals(source: str) -> list:
+    result = restructure(cst.parse_module(source), "original.py")
+    assert result.new_module is None
+    return result.diagnostics
+
+
+def initializer_lines(migrated: str) -> list[str]:
+    """The initializer each case's variable got, as written."""
+    lines = [ln for ln in migrated.splitlines() if ln.startswith("w") and "tf.Variable(" in ln]
+    return [ln.split("tf.Variable(", 1)[1].rsplit(f"({SHAPE})", 1)[0] for ln in lines]
+
+
+# -- the table and what the rewrite writes (no TensorFlow) -------------------------
+
+def test_rows_are_complete():
+    for symbol, row in SYMBOLS.items():
+        assert symbol.startswith("tensorflow.contrib.") and row["status"] in ("exact", "exact_mapped", "manual")
+        assert row["tf2"] and row.get("rewrite") in (None, "initializer", "layer", "global_step")
+        if row.get("rewrite") == "initializer":
+            assert row["cases"] and set(row["defaults"]) | set(row["fixed"]) | {"seed", "dtype"} >= set(row["params"])
+    for symbol in contrib.layer_rows():
+        assert SYMBOLS[symbol]["rewrite"] == "layer"
+
+
+def test_the_program_is_rewritten_with_keras_forms_tf2_has():
+    migrated = rewritten(program())
+    assert migrated is not None
+    assert "contrib" not in migrated and missing_in_source(migrated) == []
+    assert "flatten = tf.keras.layers.Flatten()" in migrated and "h = flatten(x)" in migrated
+    assert len(initializer_lines(migrated)) == len(CASES)
+
+
+def test_mode_names_and_uniform_become_keras_settings():
+    written = dict(zip((f"{s.rsplit('.', 1)[1]}({c})" for s, c in CASES), initializer_lines(rewritten(program()))))
+    normal = "1.3 * 0.87962566103423978**2"
+    assert written["xavier_initializer()"] == "tf.keras.initializers.GlorotUniform()"
+    assert written["xavier_initializer(uniform=True, seed=1)"] == "tf.keras.initializers.GlorotUniform(seed=1)"
+    assert written["xavier_initializer(False, 3)"] == \
+        f'tf.keras.initializers.VarianceScaling(scale={normal}, mode="fan_avg", distribution="truncated_normal", seed=3)'
+    assert written["variance_scaling_initializer()"] == \
+        f'tf.keras.initializers.VarianceScaling(scale=2.0 * {normal}, mode="fan_in", distribution="truncated_normal")'
+    assert written['variance_scaling_initializer(2.0, "FAN_OUT", False, 7)'] == \
+        f'tf.keras.initializers.VarianceScaling(scale=2.0 * {normal}, mode="fan_out", distribution="truncated_normal", seed=7)'
+    assert written["variance_scaling_initializer(uniform=True)"] == "tf.keras.initializers.HeUniform()"
+
+
+@pytest.mark.parametrize("case, why", [
+    ("mode=m", "mode=m"),
+    ("factor=f, mode=m", "mode=m"),
+    ('mode="fan_in"', "mode=\"fan_in\""),
+    ("uniform=flag", "uniform=flag"),
+    ("uniform=1", "uniform=1"),
+    ("partition=None", "partition"),
+])
+def test_argument_forms_outside_the_table_are_refused(case, why):
+    source = program().replace("w0 = tf.get_variable(\"w0\", [6, 1], initializer=tf.contrib.layers.xavier_initializer()",
+                               f"m = flag = 1\nw0 = tf.get_variable(\"w0\", [6, 1], initializer="
+                               f"tf.contrib.layers.variance_scaling_initializer({case})")
+    assert f"variance_scaling_initializer({case})" in source
+    assert any(d[2] == "TFG905" and why in d[3] for d in refusals(source))
+
+
+def test_a_layer_initializer_from_contrib_is_mapped_like_get_variables():
+    source = program().replace("h = tf.contrib.layers.flatten(x)", "h = tf.layers.dense(tf.contrib.layers.flatten(x), 6, "
+                               "kernel_initializer=tf.contrib.layers.xavier_initializer(uniform=False, seed=5))")
+    migrated = rewritten(source.replace("h = tf.layers.dense(tf.contrib.layers.flatten(x)", "f = tf.contrib.layers.flatten(x)\nh = tf.layers.dense(f"))
+    assert 'kernel_initializer=tf.keras.initializers.VarianceScaling(scale=1.3 * 0.87962566103423978**2, mode="fan_avg", ' \
+           'distribution="truncated_normal", seed=5)' in migrated
+    assert missing_in_source(migrated) == []
+
+
+@pytest.mark.parametrize("setting, why", [('scope="flat"', "scope"), ("outputs_collections=['out']", "outputs_collections=")])
+def test_flatten_settings_keras_lacks_are_refused(setting, why):
+    source = program().replace("tf.contrib.layers.flatten(x)", f"tf.contrib.layers.flatten(x, {setting})")
+    assert any(d[2] == "TFG905" and why in d[3] for d in refusals(source))
+
+
+def test_contrib_calls_not_in_the_table_stay_refused_with_the_line():
+    source = program().replace("h = tf.contrib.layers.flatten(x)", "h = tf.contrib.layers.fully_connected(tf.reshape(x, [-1, 6]), 6)")
+    line = source.splitlines().index("h = tf.contrib.layers.fully_connected(tf.reshape(x, [-1, 6]), 6)") + 1
+    assert any(d[0] == line for d in refusals(source))
+
+
+def test_check_names_the_replacement_of_listed_symbols():
+    source = ("import tensorflow as tf\ninit = tf.contrib.layers.variance_scaling_initializer()\n"
+              "cell = tf.contrib.rnn.LSTMCell(4)\nop = tf.contrib.graph_editor.reroute_ts\n")
+    found = [f for f in process_source("a.py", source.encode(), CodeFilter()).findings if f.code == "TFG901"]
+    assert [f.line for f in found] == [2, 3, 4]
+    assert "tf.keras.initializers.VarianceScaling(scale=factor" in found[0].message
+    assert "tf.keras.layers.LSTMCell" in found[1].message
+    assert found[2].message.endswith("port this by hand (most pieces moved to Keras, TF Addons or core)")
+
+
+def test_the_engine_writes_the_rewrite_and_marks_the_contrib_uses_fixed():
+    result = process_source("original.py", program().encode(), CodeFilter())
+    assert result.new_source is not None and result.new_source.decode() == rewritten(program())
+    contrib_uses = [f for f in result.findings if f.code == "TFG901"]
+    assert len(contrib_uses) == len(CASES) + 3 and all(f.fixed for f in result.findings)
+    again = process_source("original.py", result.new_source, CodeFilter())
+    assert again.findings == [] and again.new_source is None
+
+
+# -- the proofs (TensorFlow in subprocesses) ---------------------------------------
+
+@pytest.mark.tf
+def test_rows_are_backed_by_the_verifier(tmp_path):
+    from tf1gradfix.verify.orchestrate import EQUIVALENT, verify_pair
+
+    original = program()
+    migrated = rewritten(original)
+    head, tail = original.split("rng = ", 1)
+    (tmp_path / "original.py").write_text(head + CONTRIB_1_15 + "\nrng = " + tail)
+    (tmp_path / "migrated.py").write_text(migrated)
+    result = verify_pair(tmp_path / "original.py", tmp_path / "migrated.py")
+    assert result.verdict == EQUIVALENT, (result.verdict, result.reason)
+
+
+DRAWS = """\
+import json, sys
+import numpy as np
+import tensorflow as tf
+out = []
+for text in json.loads(sys.argv[1]):
+    w = eval(text)([{n}, {m}]).numpy().astype(np.float64)
+    out.append([float(np.abs(w).max()), float(w.std())])
+w = tf.keras.initializers.GlorotNormal(seed=0)([{n}, {m}]).numpy()
+out.append([float(np.abs(w).max()), float(w.std())])
+print(json.dumps(out))
+"""
+N, M = 400, 300
+
+
+def contrib_draw(symbol: str, case: str) -> tuple[float, str]:
+    """(bound, distribution) of contrib's draw for a [N, M] weight, from the TF 1.15 formula."""
+    row = SYMBOLS[symbol]
+    args = dict(zip(row["params"], (a.strip() for a in case.split(",") if a.strip() and "=" not in a)))
+    args.update(a.strip().split("=") for a in case.split(",") if "=" in a)
+    settings = {**row["defaults"], **row["fixed"], **args}
+    n = {'"FAN_IN"': N, '"FAN_OUT"': M, '"FAN_AVG"': (N + M) / 2}[settings["mode"]]
+    factor = float(settings["factor"])
+    if settings["uniform"] == "True":
+        return math.sqrt(3 * factor / n), "uniform"
+    return 2 * math.sqrt(1.3 * factor / n), "normal"   # truncated at 2 stddev
+
+
+@pytest.mark.tf
+def test_the_keras_draw_is_contribs_draw():
+    """Numbers, not names: the largest |w| of 120000 draws sits at contrib's bound
+    (the truncation point or the uniform limit) to 0.1%, and the spread is the one
+    of that distribution; Keras's GlorotNormal, 0.3% narrower, fails the same test."""
+    texts = [t.replace("tf.keras.initializers.", "tf.keras.initializers.", 1)
+             for t in initializer_lines(rewritten(program()))]
+    run = subprocess.run([sys.executable, "-c", DRAWS.format(n=N, m=M), json.dumps(texts)],
+                         capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr[-2000:]
+    draws = json.loads(run.stdout.strip().splitlines()[-1])
+    for (symbol, case), (largest, std) in zip(CASES, draws):
+        bound, kind = contrib_draw(symbol, case)
+        # std of U(-b, b) is b/sqrt(3); of N(0, s) truncated at 2s it is 0.8796 s
+        spread = bound / math.sqrt(3) if kind == "uniform" else bound / 2 * 0.87962566103423978
+        assert abs(largest - bound) / bound < 1e-3, (symbol, case, largest, bound)
+        assert abs(std - spread) / spread < 1e-2, (symbol, case, std, spread)
+    glorot_normal_largest = draws[-1][0]
+    assert abs(glorot_normal_largest - 2 * math.sqrt(1.3 / ((N + M) / 2))) / glorot_normal_largest > 2e-3
