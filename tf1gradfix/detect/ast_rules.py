@@ -388,6 +388,10 @@ class _Detector:
         rule, _pattern = hit
         replacement, ambiguous = None, self.names.ambiguous(node)
         args = {"symbol": "tf" + qualified[len("tensorflow"):] if qualified.startswith("tensorflow") else qualified}
+        if "{advice}" in rule.message:   # (TFG901: the contrib table's TF2 form for the name)
+            from tf1gradfix.rules import contrib
+
+            args["advice"] = contrib.advice(qualified)
         if rule.renames:
             target = self.catalog.renames[qualified]
             args["replacement"] = "tf" + target[len("tensorflow"):]
