@@ -31,13 +31,12 @@ def model(builder, item, names, call: cst.Call | None, q: str | None, deps) -> b
     if row is None:
         return False
     if len(names) != 1:
-        raise Refusal(call, "TFG905", f"`{_short(q)}` assigned to something other than one name")
+        raise Refusal.of(call, "layer_target", api=q)
     bound, source, call_args, trainable = _settings(builder, call, q, row)
     label = literal_string(bound.get("name"))
     if label is not None and any(n.info.get("full_name") == item.prefix + label for n in builder.program.nodes
                                  if n.kind == "layer"):
-        raise Refusal(call, "TFG905", f"a second layer named `{item.prefix + label}`: TF1 refuses it "
-                      "(its variables exist already) unless `reuse=True`")
+        raise Refusal.of(call, "layer_named_twice", layer=item.prefix + label)
     if label is None:
         label = _auto_name(builder.program, row, [])
     base = label if label.isidentifier() and not keyword.iskeyword(label) else row["auto_name"]
@@ -57,7 +56,7 @@ def _mode(builder, q: str, expr: cst.BaseExpression) -> cst.BaseExpression:
         return expr
     flag = builder.program.node(expr.value) if isinstance(expr, cst.Name) else None
     if flag is None or flag.kind != "placeholder" or not _is_bool(builder, flag):
-        raise Refusal(expr, "TFG905", f"`{_short(q)}` with `training=` that is neither True/False nor a bool placeholder")
+        raise Refusal.of(expr, "layer_training_form", api=q)
     flag.info["mode_flag"] = True
     return expr
 
@@ -100,13 +99,13 @@ def loop_model(builder, item) -> bool:
     if not sites:
         return False
     if loop.orelse is not None or loop.asynchronous is not None or builder.deps_of(loop.iter):
-        raise Refusal(loop, "TFG904", "layers created in a loop over graph values, or with `else:`")
+        raise Refusal.of(loop, "layer_loop_form")
     program = builder.program
     statements, layer_sites, bound = [], [], set()
     for stmt in loop.body.body:
         small = stmt.body[0] if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 else None
         if not isinstance(small, cst.Assign) or len(small.targets) != 1 or not isinstance(small.targets[0].target, cst.Name):
-            raise Refusal(stmt, "TFG905", "a loop creating layers whose body is not one `name = ...` per line")
+            raise Refusal.of(stmt, "layer_loop_body")
         name, value = small.targets[0].target.value, small.value
         q = builder.qualified(value.func) if isinstance(value, cst.Call) else None
         row = layer_table().get(q or "")
@@ -114,18 +113,18 @@ def loop_model(builder, item) -> bool:
         if row is not None:
             site_bound, source, call_args, trainable = _settings(builder, value, q, row, bound)
             if call_args:   # (the loop in the step function calls each layer with its input only)
-                raise Refusal(value, "TFG905", f"`{_short(q)}` with `training=` inside a loop")
+                raise Refusal.of(value, "layer_training_in_loop", api=q)
             layer_sites.append({"call": value, "row": row, "bound": site_bound, "source": source,
                                 "base": _auto_name(program, row, layer_sites), "trainable": trainable})
         elif any(q is not None for _, q in builder.calls(value)) and not graph:
-            raise Refusal(small, "TFG905", "a loop creating layers also calls TensorFlow on host values")
+            raise Refusal.of(small, "layer_loop_host_tf")
         statements.append((name, value, row is not None, graph or row is not None))
         if graph or row is not None:
             bound.add(name)
     for name in bound:
         prior = program.node(name)
         if prior is not None and prior.kind not in ("tensor", "static"):
-            raise Refusal(loop, "TFG905", f"a loop creating layers rebinds the {prior.kind} `{name}`")
+            raise Refusal.of(loop, "layer_loop_rebinds", kind=prior.kind, name=name)
     weights = any(site["row"]["weights"] for site in layer_sites)
     trainable = all(site["trainable"] for site in layer_sites if site["row"]["weights"])
     layer = builder._add(item, "layer", (), None, (), loop=loop, sites=layer_sites, statements=statements,
@@ -152,28 +151,25 @@ def _settings(builder, call: cst.Call, q: str, row: dict, graph_names: set = fro
     bound = bound_args(call, row["params"], call)
     source = bound.get(row["params"][0])
     if source is None:
-        raise Refusal(call, "TFG905", f"`{_short(q)}` without its input")
+        raise Refusal.of(call, "layer_without_input", api=q)
     accepted = row.get("accepted", {})
     refused = sorted(set(bound) - set(row["keep"]) - {row["params"][0], "reuse"} - set(row.get("call", ())) - set(accepted))
     if refused:
-        raise Refusal(call, "TFG905", f"`{_short(q)}` argument(s) {', '.join(refused)}: {row['why']}")
+        raise Refusal.of(call, "layer_arguments", api=q, args=', '.join(refused), detail=row['why'])
     for param, values in accepted.items():
         if param in bound and builder.module.code_for_node(bound[param]) not in values:
-            raise Refusal(bound[param], "TFG905", f"`{_short(q)}` with `{param}=` other than {' or '.join(values)}")
+            raise Refusal.of(bound[param], "layer_setting_value", api=q, param=param, values=' or '.join(values))
     reuse = bound.get("reuse")
     if reuse is not None and not (isinstance(reuse, cst.Name) and reuse.value in ("None", "False")):
-        raise Refusal(reuse, "TFG905", f"`{_short(q)}` with `reuse=`: {row['why']}")
+        raise Refusal.of(reuse, "layer_reuse", api=q, detail=row['why'])
     call_args = [(param, _mode(builder, q, bound[param])) for param in row.get("call", ()) if param in bound]
     if row.get("ranks") and "fused" not in bound and _rank(builder, source) not in row["ranks"]:
-        raise Refusal(call, "TFG905", f"`{_short(q)}` on an input whose rank is not known to be "
-                      f"{' or '.join(map(str, row['ranks']))}: TF1 fuses 4-D batch normalization, and its fused kernel "
-                      "updates the moving variance with Bessel's correction, which Keras does not (pass `fused=False` "
-                      "in TF1 if that is what you want)")
+        raise Refusal.of(call, "batch_norm_rank_unknown", api=q, ranks=' or '.join(map(str, row['ranks'])))
     at_call = [bound[p] for p in row.get("call", ()) if p in bound]
     for a in call.args:
         if a.value is source or any(a.value is e for e in at_call):
             continue
         if set(loads(a.value)) & graph_names or any(builder.program.nodes[i].kind != "static"
                                                     for i in builder.deps_of(a.value)):
-            raise Refusal(a.value, "TFG905", f"a `{_short(q)}` setting computed from a graph value")
+            raise Refusal.of(a.value, "layer_setting_from_graph", api=q)
     return bound, source, call_args, literal_bool(bound.get("trainable"), "trainable") is not False

@@ -164,7 +164,7 @@ class TapeEmitter:
     def _dtype(self, p: str) -> str:
         dtype = self.p.node(p).info["dtype"]
         if dtype is None:
-            raise Refusal(self.p.node(p).value, "TFG905", f"placeholder `{p}` without a dtype")
+            raise Refusal.of(self.p.node(p).value, "placeholder_without_dtype", name=p)
         return f"{self.tf}.{dtype}" if isinstance(dtype, str) else self.code(dtype)
 
     def helper_text(self, name, nodes, params, returns) -> str:
@@ -248,7 +248,7 @@ class TapeEmitter:
                     if "stop_gradient" in self.code(xn.value) or not recorded:
                         after.setdefault(xn.index, []).append(f"{self.tape}.watch({x})")   # (never in a helper: see _can_share)
                 elif xn.kind == "static":
-                    raise Refusal(node.value, "TFG905", f"gradient with respect to the constant `{x}`")
+                    raise Refusal.of(node.value, "gradient_of_constant", name=x)
         for i, lines in gradient_calls.stop_lines(self.p, sig.nodes, closure, self.tf).items():
             after[i] = lines + after.get(i, [])
         return list(dict.fromkeys(top)), after
@@ -267,7 +267,7 @@ class TapeEmitter:
         if node.kind == "compute_gradients" or node.info["method"] == "minimize":
             loss = bound["loss"]
             if not isinstance(loss, cst.Name):
-                raise Refusal(loss, "TFG905", "a loss that is an expression, not a name")
+                raise Refusal.of(loss, "loss_expression")
             variables = self._var_list(node, loss)
             self._check_built_for(opt, variables)
             vname = self.local("variables")
@@ -302,15 +302,13 @@ class TapeEmitter:
             return
         first = self.trained_by.setdefault(opt.index, set(variables))
         if first != set(variables):
-            raise Refusal(opt.info["call"], "TFG906", "one optimizer trains different variable lists "
-                          "(a Keras optimizer only updates the variables of its first update)")
+            raise Refusal.of(opt.info["call"], "optimizer_var_lists_differ")
 
     def _check_kept_slots(self, opt: GraphNode) -> None:
         """A kept v1 optimizer with slots cannot train Keras 3 layer weights (found by the fuzzing campaign)."""
         row = optimizer_table().get(opt.info["cls"], {})
         if row.get("v1_slots") and any(n.kind == "layer" and n.info.get("weights") for n in self.p.nodes):
-            raise Refusal(opt.info["call"], "TFG906", f"`{opt.info['cls']}` is kept as the v1 optimizer (no Keras "
-                          "optimizer gives its numbers), and it cannot keep its slots for the Keras layers' weights")
+            raise Refusal.of(opt.info["call"], "kept_optimizer_with_layers", optimizer=opt.info['cls'])
 
     def _sparse_form(self, node: GraphNode, opt: GraphNode) -> bool:
         """Whether the update's gradients are densified before `apply_gradients`.
@@ -331,8 +329,7 @@ class TapeEmitter:
         sparse = any(matches(q, "sparse_gradients")
                      for i in closure(self.p, [node.index]) for q in self.p.nodes[i].info.get("calls", ()))
         if sparse and mode is False:
-            raise Refusal(opt.info["call"], "TFG906", f"`{opt.info['cls']}` on sparse gradients "
-                          f"(embedding_lookup/gather): v1 updates only the looked-up rows, Keras all rows")
+            raise Refusal.of(opt.info["call"], "optimizer_sparse_lazy", optimizer=opt.info['cls'])
         return sparse
 
     def _learning_rate(self, opt: GraphNode, opt_name: str) -> list[str]:
@@ -349,7 +346,7 @@ class TapeEmitter:
         listed = var_lists.members(self.p, given, node.index, self.qualified)
         if listed is not None:
             return listed
-        raise Refusal(given, "TFG905", "a var_list that is not a list of variables")
+        raise Refusal.of(given, "var_list_form")
 
     # -- call sites ----------------------------------------------------------
     def _discarded(self, name: cst.Name) -> bool:
@@ -381,7 +378,7 @@ class TapeEmitter:
                 for element, fetch in zip(target.elements, site.fetches):
                     if self.p.node(fetch).kind in ("train", "update"):
                         if not (isinstance(element.value, cst.Name) and self._discarded(element.value)):
-                            raise Refusal(element.value, "TFG905", "the result of a train op bound to a name that is used")
+                            raise Refusal.of(element.value, "train_result_used")
                     else:
                         kept.append(self.code(element.value))
                 if not kept:
@@ -396,7 +393,7 @@ class TapeEmitter:
                 call = self._invoke(site)
                 value = f"{call}.numpy()" if len(sig.returns) == 1 else f"{call}[{position}].numpy()"
                 return parent, cst.parse_expression(value)
-        raise Refusal(site.call, "TFG905", "the fetch result of a train or assignment op used other than by unpacking or indexing")
+        raise Refusal.of(site.call, "train_fetch_result_used")
 
     def _invoke(self, site: Site) -> str:
         sig = site.signature

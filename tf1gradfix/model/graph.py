@@ -161,19 +161,19 @@ class ModelBuilder:
             return "update_ops", None
         if matches(q, "sessions"):
             if item.asname is None or not isinstance(item.asname.name, cst.Name):
-                raise Refusal(stmt, "TFG905", "a session `with` without `as NAME`")
+                raise Refusal.of(stmt, "session_with_without_as")
             self.session_arguments(call, stmt)
             return "session", item.asname.name.value
         if q == "tensorflow.name_scope":
             scope = literal_string(arg(call, 0, "name"))
             if scope is None or len(call.args) != 1 or not scope or item.asname is not None and not (
                     isinstance(item.asname.name, cst.Name) and self._unused(item.asname.name.value)):
-                raise Refusal(stmt, "TFG905", "`tf.name_scope` other than a plain string scope (its `as` name unused)")
+                raise Refusal.of(stmt, "name_scope_form")
             return "name_scope", scope
         if q == "tensorflow.variable_scope":
             scope = literal_string(arg(call, 0, "name_or_scope"))
             if scope is None or len(call.args) != 1 or item.asname is not None:
-                raise Refusal(stmt, "TFG905", "`tf.variable_scope` other than a plain string scope")
+                raise Refusal.of(stmt, "variable_scope_form")
             return "scope", scope
         return None, None
 
@@ -214,7 +214,7 @@ class ModelBuilder:
                                                "tensorflow.Variable", "tensorflow.get_variable") \
                     or fnmatch.fnmatchcase(q, "tensorflow.train.*Optimizer") or q == "tensorflow.gradients" \
                     or q in summaries.summary_ops():   # (`merge_all` would not see it)
-                raise Refusal(call, "TFG904", f"graph built inside a compound statement (`{q.replace('tensorflow', 'tf', 1)}`)")
+                raise Refusal.of(call, "graph_in_compound", api=q)
 
     # -- one statement -----------------------------------------------------
     def _add(self, item: Item, kind: str, names, value, deps=(), **info) -> GraphNode:
@@ -234,8 +234,7 @@ class ModelBuilder:
                     builders.node(self, self.program.helpers[name])
         for name in names:
             if name in self.update_ops_names:
-                raise Refusal(expr, "TFG905", f"`{name}` (the UPDATE_OPS collection) read other than by "
-                              "`with tf.control_dependencies(...)`")
+                raise Refusal.of(expr, "update_ops_other_use", name=name)
             if name in self.program.final:
                 out.add(self.program.final[name])
             helper = self.program.helpers.get(name)
@@ -259,7 +258,7 @@ class ModelBuilder:
             if i is not None and self.program.nodes[i].kind in ("variable", "static"):
                 out.add(i)
             elif i is not None:
-                raise Refusal(helper, "TFG905", f"function `{helper.name.value}` reads graph value `{name}` as a global")
+                raise Refusal.of(helper, "function_reads_graph_global", function=helper.name.value, name=name)
         return out
 
     def _classify(self, item: Item) -> None:
@@ -268,7 +267,7 @@ class ModelBuilder:
             return   # (host code: rewritten with the summaries it writes)
         if len(stmt.body) != 1:
             if any(self.calls(s) for s in stmt.body):
-                raise Refusal(stmt, "TFG905", "several statements on one line")
+                raise Refusal.of(stmt, "several_statements_line")
             return
         small = stmt.body[0]
         if isinstance(small, cst.Expr) and isinstance(small.value, cst.Call):
@@ -281,25 +280,24 @@ class ModelBuilder:
             if matches(q, "queues"):
                 raise _queue_refusal(small, q)
             if matches(q, "graph_resets") and self.program.nodes:
-                raise Refusal(small, "TFG905", f"`{q.rsplit('.', 1)[1]}()` after graph code: a second graph "
-                              "in the same script")
+                raise Refusal.of(small, "second_graph", function=q.rsplit('.', 1)[1])
             if matches(q, "drop") or matches(q, "graph_resets"):   # (a reset before any graph code: nothing to reset)
                 item.drop = True
             elif summaries.model(self, item, None, small.value, q):
                 pass
             elif q is not None and not matches(q, "keep"):
-                raise Refusal(small, "TFG905", f"graph statement `{q.replace('tensorflow', 'tf', 1)}(...)` with no result")
+                raise Refusal.of(small, "graph_statement_no_result", api=q)
             return
         if isinstance(small, (cst.AugAssign, cst.AnnAssign)):
             touched = self.deps_of(small)
             if touched:
-                raise Refusal(small, "TFG905", "augmented assignment of a graph value")
+                raise Refusal.of(small, "augmented_assignment")
             return
         if not isinstance(small, cst.Assign):
             return
         if len(small.targets) != 1:
             if self.deps_of(small.value):
-                raise Refusal(small, "TFG905", "chained assignment of a graph value")
+                raise Refusal.of(small, "chained_assignment")
             return
         names = target_names(small.targets[0].target)
         value = small.value
@@ -310,10 +308,10 @@ class ModelBuilder:
         if not deps and not tf_calls:
             for name in names or ():
                 if name in self.program.final:
-                    raise Refusal(small, "TFG905", f"`{name}` rebound to a non-graph value")
+                    raise Refusal.of(small, "rebound_to_host_value", name=name)
             return
         if names is None:
-            raise Refusal(small, "TFG905", "graph value assigned to something other than names")
+            raise Refusal.of(small, "graph_value_target")
         self._graph_statement(item, small, names, value, deps, tf_calls)
 
     def _runs_graph(self, value: cst.BaseExpression) -> bool:
@@ -329,8 +327,7 @@ class ModelBuilder:
 
     def _graph_statement(self, item, small, names, value, deps, tf_calls) -> None:
         if item.prefix and any("builder" in self.program.nodes[d].info for d in deps):
-            raise Refusal(small, "TFG905", f"a builder function called inside `tf.variable_scope(\"{item.prefix[:-1]}\")`: "
-                          "its variables would lose that scope's name")
+            raise Refusal.of(small, "builder_called_in_scope", scope=item.prefix[:-1])
         call = value if isinstance(value, cst.Call) else None
         q = self.qualified(call.func) if call is not None else None
         one = names[0] if len(names) == 1 else None
@@ -367,7 +364,7 @@ class ModelBuilder:
         earlier = self.program.node(name)
         if earlier is not None and earlier.kind in ("placeholder", "variable"):
             # Two graph inputs under one name: a feed_dict key could mean either.
-            raise Refusal(call, "TFG905", f"`{name}` is bound to a second graph input")
+            raise Refusal.of(call, "second_graph_input", name=name)
         if q == "tensorflow.placeholder":
             dtype, shape = arg(call, 0, "dtype"), arg(call, 1, "shape")
             self._add(item, "placeholder", (name,), call, dtype=dtype, shape=shape, default=None)
@@ -375,17 +372,17 @@ class ModelBuilder:
         default, shape = arg(call, 0, "input"), arg(call, 1, "shape")
         dtype = literal_dtype(default)
         if dtype is None or shape is None:
-            raise Refusal(call, "TFG905", "`tf.placeholder_with_default` whose default is not a number literal")
+            raise Refusal.of(call, "placeholder_default_form")
         self._add(item, "placeholder", (name,), call, dtype=dtype, shape=shape, default=default)
 
     def _variable(self, item, name, call, q, deps) -> None:
         earlier = self.program.node(name)
         if earlier is not None and earlier.kind in ("placeholder", "variable"):
             # the first one still lives in TF1's collections (compute_gradients would list it)
-            raise Refusal(call, "TFG905", f"`{name}` is bound to a second graph input")
+            raise Refusal.of(call, "second_graph_input", name=name)
         for i in deps:
             if self.program.nodes[i].kind not in ("static",):
-                raise Refusal(call, "TFG905", f"variable `{name}` initialized from another graph value")
+                raise Refusal.of(call, "variable_from_graph_value", name=name)
         if q == "tensorflow.Variable":
             bound = bound_args(call, ["initial_value", "trainable", "collections", "validate_shape",
                                       "caching_device", "name", "variable_def", "dtype"], call)
@@ -396,13 +393,13 @@ class ModelBuilder:
         bound = without_defaults(bound, q)
         extra = set(bound) - {"initial_value", "trainable", "name", "dtype", "shape", "initializer"}
         if extra:
-            raise Refusal(call, "TFG905", f"variable argument(s) {', '.join(sorted(extra))}")
+            raise Refusal.of(call, "variable_arguments", args=', '.join(sorted(extra)))
         trainable = literal_bool(bound.get("trainable"), "trainable") is not False
         label = literal_string(bound.get("name"))
         if bound.get("name") is not None and label is None:
-            raise Refusal(call, "TFG905", "a variable name that is not a string literal")
+            raise Refusal.of(call, "variable_name_not_literal")
         if label is None and (item.prefix or q == "tensorflow.get_variable"):
-            raise Refusal(call, "TFG905", "an unnamed variable inside a variable scope")
+            raise Refusal.of(call, "variable_unnamed_in_scope")
         full = None if label is None else item.prefix + label
         if q == "tensorflow.Variable" and item.scope != item.prefix:   # under `tf.name_scope`: its full name
             full = self.unique_name(item.scope + (label or "Variable"))
@@ -421,7 +418,7 @@ class ModelBuilder:
                 return False
             call = found[0]
             if len(found) > 1 or call.func.attr.value != "compute_gradients":
-                raise Refusal(call, "TFG905", f"`{call.func.attr.value}` inside a larger expression")
+                raise Refusal.of(call, "method_in_expression", method=call.func.attr.value)
         elif len(names) != 1 and call.func.attr.value != "compute_gradients":
             return False
         method = call.func.attr.value
@@ -443,7 +440,7 @@ class ModelBuilder:
         extra = set(bound) - set(params) - set(gradient_calls.DROPPED)
         gradient_calls.note_dropped(self, call, bound)
         if extra or "grad_loss" in bound:
-            raise Refusal(call, "TFG905", f"`{method}` argument(s) {', '.join(sorted(extra))}")
+            raise Refusal.of(call, "method_arguments", method=method, args=', '.join(sorted(extra)))
         if method == "apply_gradients" and "grads_and_vars" in bound:
             grad_pairs.check(self, bound["grads_and_vars"])
         step = bound.get("global_step")
@@ -453,7 +450,7 @@ class ModelBuilder:
             if isinstance(step, cst.Call) and not step.args and matches(self.qualified(step.func), "global_step_getters"):
                 node = global_step.find(self.program)   # `global_step=tf.train.get_global_step()`
             if node is None or node.kind != "variable" or node.info["trainable"]:
-                raise Refusal(step, "TFG905", "`global_step=` that is not a non-trainable variable")
+                raise Refusal.of(step, "global_step_form")
             step_name = step.value if isinstance(step, cst.Name) else node.names[0]
         if opt.index == -1:
             opt.index = len(self.program.nodes)
@@ -481,21 +478,21 @@ class ModelBuilder:
             if matches(q, "queues"):
                 raise _queue_refusal(call, q)
             if q in ("tensorflow.placeholder", "tensorflow.placeholder_with_default", "tensorflow.Variable", "tensorflow.get_variable"):
-                raise Refusal(call, "TFG904", f"`{q.replace('tensorflow', 'tf', 1)}` created inside a larger expression (comprehension, call)")
+                raise Refusal.of(call, "graph_input_in_expression", api=q)
             if matches(q, "sessions") or matches(q, "initializers") or q == "tensorflow.gradients":
-                raise Refusal(call, "TFG905", f"`{q.replace('tensorflow', 'tf', 1)}` in graph code")
+                raise Refusal.of(call, "api_in_graph_code", api=q)
             if q in losses.loss_table():
                 losses.check(call, q, self.module.code_for_node)
             elif matches(q, "refuse") and q not in schedule_table():   # refused only if some run needs it
-                unsupported = Refusal(call, "TFG905", f"`{q.replace('tensorflow', 'tf', 1)}` in graph code that runs")
+                unsupported = Refusal.of(call, "api_unsupported", api=q)
         for name in names:
             prior = self.program.node(name)
             # gradients edited in place (`grads, norm = tf.clip_by_global_norm(grads, 5.0)`) run in source order
             if prior is not None and prior.kind not in ("tensor", "static", "compute_gradients", "gradients"):
-                raise Refusal(item.stmt, "TFG905", f"`{name}` rebinds a {prior.kind}")
+                raise Refusal.of(item.stmt, "rebinds_graph_node", name=name, kind=prior.kind)
         for n in (self.program.nodes[i] for i in deps):
             if n.kind in ("train", "init", "optimizer", "session", "update"):
-                raise Refusal(item.stmt, "TFG905", f"graph value computed from a {n.kind} op")
+                raise Refusal.of(item.stmt, "computed_from_op", kind=n.kind)
         static = all(self.program.nodes[i].kind == "static" for i in deps) and all(matches(q, "pure") for _, q in tf_calls)
         if static and any(n in self.program.final for n in names):
             static = False
@@ -504,17 +501,14 @@ class ModelBuilder:
             if name in self.program.helpers:   # a helper's calls count as this statement's
                 inner = [q for _, q in self.calls(self.program.helpers[name]) if q]
                 if any(q in summaries.summary_ops() for q in inner):
-                    raise Refusal(item.stmt, "TFG905", f"`{name}` makes a summary when called: `merge_all` "
-                                  "would not see it")
+                    raise Refusal.of(item.stmt, "function_makes_summary", name=name)
                 creates = [q for q in inner if q in layers.layer_table() or q == "tensorflow.Variable"]
                 if creates:   # called in every step, it would make new weights each time
-                    raise Refusal(item.stmt, "TFG905", f"`{name}` creates weights (`{creates[0].replace('tensorflow', 'tf', 1)}`) "
-                                  "when called; a builder function is left for a manual migration to a `tf.Module`")
+                    raise Refusal.of(item.stmt, "function_creates_weights", name=name, api=creates[0])
                 node.info["calls"] += inner
         if unsupported is not None:
             node.info["unsupported"] = unsupported
 
 
 def _queue_refusal(node: cst.CSTNode, q: str) -> Refusal:
-    return Refusal(node, "TFG905", f"`{q.replace('tensorflow', 'tf', 1)}`: TF1 input queues and their threads "
-                   "have no TF2 rewrite (tf.data replaces them)", definite=True)
+    return Refusal.of(node, "input_queue", api=q)

@@ -60,11 +60,10 @@ def _flag_values(program: Program, site: Site, flags: set[str]) -> dict[str, str
             continue
         value = (site.feed or {}).get(name)
         if value is None and site.feed_name is not None:
-            raise Refusal(site.call, "TFG905", f"the mode flag `{name}` fed through a dict built elsewhere")
+            raise Refusal.of(site.call, "mode_flag_feed_elsewhere", name=name)
         value = value if value is not None else program.node(name).info["default"]
         if not (isinstance(value, cst.Name) and value.value in ("True", "False")):
-            raise Refusal(value if value is not None else site.call, "TFG905",
-                          f"the mode flag `{name}` fed with something other than True or False")
+            raise Refusal.of(value if value is not None else site.call, "mode_flag_value", name=name)
         out[name] = value.value
     return out
 
@@ -80,9 +79,7 @@ def _check_statistics(program: Program, sig: "Signature", site: Site) -> None:
         value = training.value if isinstance(training, cst.Name) else None
         value = sig.flags.get(value, value)
         if value == "True" and not (sig.train is not None and sig.train.info.get("stats")):
-            raise Refusal(site.call, "TFG905", "a run with batch normalization in training mode that does not run a "
-                          "train op under `tf.control_dependencies(UPDATE_OPS)`: TF1 leaves the moving statistics, "
-                          "Keras would update them")
+            raise Refusal.of(site.call, "batch_norm_updates_not_run")
 
 
 def closure(program: Program, roots) -> set[int]:
@@ -106,13 +103,12 @@ def _slice(program: Program, sig: Signature, site: Site) -> None:
         differentiates = node.kind in ("gradients", "compute_gradients") or node.info.get("method") == "minimize"
         if differentiates and any(program.nodes[j].kind in GRADIENT_KINDS for j in closure(program, node.deps)):
             # the tape would have to record the inner gradient: nested tapes, which the rewrite does not write
-            raise Refusal(node.value, "TFG905", "a gradient of a value computed from another gradient "
-                          "(a gradient penalty, second order)")
+            raise Refusal.of(node.value, "gradient_of_gradient")
     sig.nodes = sorted(members)
     updates.check_run(program, site.call, fetched)
     trains = [n for n in fetched if n.kind == "train"]
     if len(trains) > 1:
-        raise Refusal(site.call, "TFG905", "two train ops in one run")
+        raise Refusal.of(site.call, "two_train_ops")
     sig.train = trains[0] if trains else None
     # A TF1 (reference) variable fetched with its own update shares the variable's buffer, so the
     # run returns the value after the update. Allowed for the step counter the train op increments
@@ -120,14 +116,14 @@ def _slice(program: Program, sig: Signature, site: Site) -> None:
     # Other variables stay refused: which update a weight's fetch sees is not pinned down.
     step = sig.train.info.get("step") if sig.train is not None else None
     if sig.train is not None and any(n.kind == "variable" and n.names[0] != step for n in fetched):
-        raise Refusal(site.call, "TFG905", "a variable fetched in the same run as its update (order undefined)")
+        raise Refusal.of(site.call, "variable_fetched_with_update")
     sig.returns = [name for name, n in zip(sig.fetches, fetched) if n.kind not in ("train", "update")]
     sig.inline = all(n.kind in ("variable", "static") for n in fetched) and not sig.fed
     placeholders = [program.nodes[i] for i in sig.nodes if program.nodes[i].kind == "placeholder"
                     and not program.nodes[i].info.get("mode_flag")]   # (a flag is a literal in each function)
     for ph in placeholders:
         if ph.names[0] not in sig.fed and ph.info["default"] is None:
-            raise Refusal(site.call, "TFG905", f"placeholder `{ph.names[0]}` is needed but not fed")
+            raise Refusal.of(site.call, "placeholder_not_fed", name=ph.names[0])
     order = [n.names[0] for n in program.nodes if n.kind == "placeholder" and not n.info.get("mode_flag")]
     plain = [p for p in order if p in sig.fed and program.node(p).info["default"] is None]
     defaults = [p for p in order if program.node(p).info["default"] is not None
