@@ -9,7 +9,8 @@ import pytest
 from libcst.metadata import MetadataWrapper, PositionProvider
 
 from tf1gradfix.rules import catalog
-from tf1gradfix.detect.detector import AnalysisWrapper, _TrackedRanges, detect, starts
+from tf1gradfix.cst.metadata import AnalysisWrapper, _TrackedRanges, starts
+from tf1gradfix.detect.detector import detect
 from tf1gradfix.emit.renames import renamed_chain, renamed_source
 from tf1gradfix.detect.names import BindingCollector
 

@@ -18,7 +18,8 @@ from tf1gradfix.rules import catalog
 from tf1gradfix.run import engine
 from tf1gradfix.detect import prefilter
 from tf1gradfix.cst import walk
-from tf1gradfix.detect.detector import AnalysisWrapper, detect
+from tf1gradfix.cst.metadata import AnalysisWrapper
+from tf1gradfix.detect.detector import detect
 from tf1gradfix.run.findings import CodeFilter
 from tf1gradfix.detect.prefilter import Spelling
 from tf1gradfix.emit.restructure import restructure

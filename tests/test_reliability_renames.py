@@ -188,7 +188,8 @@ def test_prefilter_allows_every_rule_the_new_bindings_fire(source):
 
     from tf1gradfix.rules import catalog
     from tf1gradfix.detect import prefilter
-    from tf1gradfix.detect.detector import AnalysisWrapper, detect
+    from tf1gradfix.cst.metadata import AnalysisWrapper
+    from tf1gradfix.detect.detector import detect
 
     data = source.encode()
     fired = {hit.rule.code for hit in detect(AnalysisWrapper(cst.parse_module(data)), catalog.load(), positions=False)}

@@ -31,19 +31,37 @@ class Settings:
     per_file_ignores: dict[str, tuple[str, ...]] = field(default_factory=dict)
     max_file_size: int | None = None  # bytes; None: source_io.MAX_FILE_BYTES
     source: str | None = None  # which file the settings came from
+    root: str | None = None    # its folder: per-file-ignores patterns are relative to it
 
     def ignores_for(self, path: str) -> tuple[str, ...]:
-        posix = Path(path).as_posix()
+        """Patterns match the path relative to the settings file's folder (as ruff's do),
+        or the file name alone."""
+        names = [Path(path).name]
+        if self.root is not None:
+            try:
+                names.append(Path(path).resolve().relative_to(self.root).as_posix())
+            except (ValueError, OSError):   # outside the settings' folder
+                pass
         extra: list[str] = []
         for pattern, codes in self.per_file_ignores.items():
-            if fnmatch.fnmatchcase(posix, pattern) or fnmatch.fnmatchcase(Path(path).name, pattern):
+            if any(fnmatch.fnmatchcase(name, pattern) for name in names):
                 extra.extend(codes)
         return tuple(extra)
 
 
+KEYS = ("select", "ignore", "exclude", "max-file-size", "per-file-ignores")
+
+
 def _codes(value, key: str, fail) -> tuple[str, ...]:
-    """Code prefixes are case-insensitive, as on the command line."""
-    return tuple(code.upper() for code in _split(value, key, fail))
+    """Code prefixes are case-insensitive, as on the command line; one that names no
+    rule is an error (a typo would otherwise select or ignore nothing, silently)."""
+    from tf1gradfix.rules.catalog import load
+
+    codes = tuple(code.upper() for code in _split(value, key, fail))
+    unknown = load().unknown_prefixes(codes)
+    if unknown:
+        fail(key, f"`{key}`: unknown code {', '.join(map(repr, unknown))} (see `tf1gradfix rules`)")
+    return codes
 
 
 def _split(value, key: str, fail) -> tuple[str, ...]:
@@ -62,7 +80,10 @@ def _settings(table, source: Path, text: str) -> Settings:
     def fail(key: str, message: str):
         raise ConfigError(source, message, _line_of(text, key))
 
-    settings = Settings(source=str(source))
+    settings = Settings(source=str(source), root=str(source.parent.resolve()))
+    for key in table:
+        if key not in KEYS:
+            fail(key, f"unknown setting `{key}` (known: {', '.join(KEYS)})")
     if "select" in table:
         settings.select = _codes(table["select"], "select", fail)
     if "ignore" in table:

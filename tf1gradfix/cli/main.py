@@ -19,7 +19,7 @@ from tf1gradfix.cli.arg_types import nonneg_float, positive_float, positive_int
 from tf1gradfix.cli.config import ConfigError, load_settings
 from tf1gradfix.cli.discover import STDIN, discover
 from tf1gradfix.run.findings import CodeFilter, FileError
-from tf1gradfix.cli.output import FORMATS, render, summary_sentence
+from tf1gradfix.cli.output import FORMATS, blocker_lines, render, shown, statistics, summary_sentence
 from tf1gradfix.run.source_io import CHANGED, MAX_FILE_BYTES, unchanged
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
@@ -27,12 +27,27 @@ PROGRESS_THRESHOLD = 50  # files; below this a bar is noise
 
 
 def _codes(value: str) -> tuple[str, ...]:
-    return tuple(part.strip().upper() for part in value.split(",") if part.strip())
+    """Code prefixes; one that names no rule is a usage error (a typo would select nothing)."""
+    from tf1gradfix.rules.catalog import load
+
+    codes = tuple(part.strip().upper() for part in value.split(",") if part.strip())
+    unknown = load().unknown_prefixes(codes)
+    if unknown:
+        raise argparse.ArgumentTypeError(f"unknown code {', '.join(map(repr, unknown))} (see `tf1gradfix rules`)")
+    return codes
 
 
 def _add_file_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("paths", nargs="*", metavar="PATH", help="files or folders; - reads standard input")
+    parser.add_argument("paths", nargs="*", metavar="PATH",
+                        help="files or folders (default: the current folder); - reads standard input")
     parser.add_argument("--format", choices=FORMATS, default="text", help="output format (default: text)")
+    parser.add_argument("--stdin-filename", metavar="NAME",
+                        help="the name standard input is reported under (and matched against per-file-ignores)")
+    parser.add_argument("--exit-zero", action="store_true", help="exit 0 even when findings remain (errors still exit 2)")
+    parser.add_argument("--statistics", action="store_true", help="count findings per code instead of listing them")
+    loud = parser.add_mutually_exclusive_group()
+    loud.add_argument("-q", "--quiet", action="store_true", help="print findings only, no summary line")
+    loud.add_argument("-v", "--verbose", action="store_true", help="also say where settings came from and each clean file")
     parser.add_argument("--select", type=_codes, help="only these code prefixes (comma separated; ALL)")
     parser.add_argument("--ignore", type=_codes, help="skip these code prefixes (comma separated)")
     parser.add_argument("--exclude", action="append", default=[], help="glob of paths to skip (repeatable)")
@@ -63,6 +78,7 @@ def build_parser() -> argparse.ArgumentParser:
     proof.add_argument("--rtol", type=nonneg_float, default=None, help="with --verify: relative tolerance")
     proof.add_argument("--atol", type=nonneg_float, default=None, help="with --verify: absolute tolerance")
     proof.add_argument("--timeout", type=positive_float, default=None, help="with --verify: seconds each program may run")
+    rewrite.set_defaults(steps=None)   # (None: not given; --verify then uses the default budget)
 
     rules = sub.add_parser("rules", help="list every rule")
     rules.add_argument("--format", choices=("text", "markdown", "json"), default="text")
@@ -213,8 +229,28 @@ def _progress(total: int):
     return Progress(transient=True, console=__import__("rich.console").console.Console(stderr=True))
 
 
+VERIFY_ONLY = ("report_dir", "rtol", "atol", "timeout", "steps")
+
+
+def _needs_verify(args: argparse.Namespace) -> str | None:
+    """Proof options given to a rewrite that proves nothing: they would do nothing, silently."""
+    if args.command != "rewrite" or args.verify:
+        return None
+    given = [f"--{name.replace('_', '-')}" for name in VERIFY_ONLY if getattr(args, name) is not None]
+    return ", ".join(given) or None   # (program arguments after `--` are split off only with --verify)
+
+
 def _run_files(args: argparse.Namespace) -> int:
+    useless = _needs_verify(args)
+    if useless:
+        print(f"tf1gradfix: {useless} need{'s' if ',' not in useless else ''} --verify (without it nothing is proven)",
+              file=sys.stderr)
+        return EXIT_ERROR
+    if not args.paths:
+        args.paths = ["."]   # as ruff: no path means the current folder
     settings = load_settings()
+    if args.verbose:
+        print(f"tf1gradfix: settings from {settings.source or 'defaults (no [tf1gradfix] section found)'}", file=sys.stderr)
     select = args.select or settings.select
     ignore = (args.ignore if args.ignore is not None else settings.ignore)
     exclude = tuple(args.exclude) + settings.exclude
@@ -233,7 +269,12 @@ def _run_files(args: argparse.Namespace) -> int:
         if data is None:
             print("tf1gradfix: standard input is closed; nothing to read", file=sys.stderr)
             return EXIT_ERROR
-        outcomes.append(_stdin_outcome(data, mode, CodeFilter(select, ignore), limit))
+        name = args.stdin_filename
+        codes = CodeFilter(select, ignore + (settings.ignores_for(name) if name else ()))
+        outcome = _stdin_outcome(data, mode, codes, limit)
+        if name:
+            outcome = _renamed(outcome, name)
+        outcomes.append(outcome)
     with _progress(len(jobs)) as bar:
         task = bar.add_task("tf1gradfix", total=len(jobs)) if bar else None
         outcomes += run_all(jobs, workers, (lambda: bar.advance(task)) if bar else None)
@@ -253,22 +294,34 @@ def _run_files(args: argparse.Namespace) -> int:
 
     if mode == PROPOSE:
         return _prove(args, outcomes, findings, errors, summary)
+    structured = args.format != "text"
     for outcome in outcomes:
-        if outcome.diff:
+        if outcome.diff and not structured:   # (a structured format carries the diffs itself)
             sys.stdout.write(outcome.diff)
         if outcome.new_source is not None:
             sys.stdout.buffer.write(outcome.new_source)
             sys.stdout.flush()
-    report = render(args.format, findings, errors, summary)
-    stream = sys.stderr if (mode == WRITE and STDIN in files) or mode == DIFF else sys.stdout
+    if args.statistics:
+        report = statistics(findings, errors, args.format)
+    else:
+        report = render(args.format, findings, errors, summary, outcomes=outcomes)
+    stream = sys.stderr if (mode == WRITE and STDIN in files) or (mode == DIFF and not structured) else sys.stdout
+    if args.verbose:
+        for outcome in outcomes:
+            if not outcome.findings and outcome.error is None:
+                print(f"{shown(outcome.path)}: clean", file=sys.stderr)
     if report:
         print(report, file=stream)
-    if args.format == "text" and (findings or errors or changed):
+    if args.format == "text" and not args.quiet and (findings or errors or changed):
+        for line in blocker_lines(findings):
+            print(line, file=stream)
         verb = "fixable" if mode in (CHECK, DIFF, PREVIEW) else "fixed"
         print(summary_sentence(summary, verb), file=stream)
 
     if errors:
         return EXIT_ERROR
+    if args.exit_zero:
+        return EXIT_CLEAN
     if mode == CHECK:
         return EXIT_FINDINGS if findings else EXIT_CLEAN
     if mode in (DIFF, PREVIEW):
@@ -299,10 +352,19 @@ def _stdin_outcome(data: bytes, mode: str, codes: CodeFilter, limit: int):
     return outcome
 
 
+def _renamed(outcome, name: str):
+    """The stdin outcome reported under `--stdin-filename`."""
+    from dataclasses import replace
+
+    return replace(outcome, path=name, findings=[replace(f, path=name) for f in outcome.findings],
+                   error=replace(outcome.error, path=name) if outcome.error is not None else None)
+
+
 def _prove(args, outcomes, findings, errors, summary) -> int:
     """rewrite --verify: report the static findings, then prove each rewrite."""
     from tf1gradfix.cli import rewrite_verify
     from tf1gradfix.verify import command as verify_defaults
+    from tf1gradfix.verify.budget import DEFAULT_REWRITE_STEPS
 
     report = render(args.format, findings, errors, summary)
     if report:
@@ -327,7 +389,7 @@ def _prove(args, outcomes, findings, errors, summary) -> int:
         atol=args.atol if args.atol is not None else verify_defaults.DEFAULT_ATOL,
         timeout=args.timeout if args.timeout is not None else verify_defaults.DEFAULT_TIMEOUT,
         unwritable=refusal,
-        steps=args.steps,
+        steps=args.steps if args.steps is not None else DEFAULT_REWRITE_STEPS,
         program_args=args.program_args,
     )
     if rows:
@@ -339,6 +401,8 @@ def _prove(args, outcomes, findings, errors, summary) -> int:
     proof = rewrite_verify.exit_code(rows)
     if proof:
         return proof
+    if args.exit_zero:
+        return EXIT_CLEAN
     return EXIT_FINDINGS if any(not f.fixed for f in findings) else EXIT_CLEAN
 
 

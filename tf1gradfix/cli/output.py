@@ -1,4 +1,4 @@
-"""Formatting what a run found: text lines, JSON, or GitHub annotations."""
+"""Formatting what a run found: text lines, JSON, GitHub annotations, SARIF 2.1.0 or JUnit XML."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import json
 
 from tf1gradfix.run.findings import FileError, Finding
 
-FORMATS = ("text", "json", "github")
+FORMATS = ("text", "json", "github", "sarif", "junit")
 _ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 
 
@@ -63,18 +63,30 @@ def github_lines(findings: list[Finding], errors: list[FileError]) -> list[str]:
     return lines
 
 
-def render(fmt: str, findings: list[Finding], errors: list[FileError], summary: dict) -> str:
+def render(fmt: str, findings: list[Finding], errors: list[FileError], summary: dict, outcomes=()) -> str:
+    """`outcomes` (per file) adds the diffs to JSON and the clean files to JUnit."""
     if fmt == "json":
-        return json.dumps(
-            {
-                "findings": [f.to_json() for f in findings],
-                "errors": [e.to_json() for e in errors],
-                "summary": summary,
-            },
-            indent=2,
-        )
+        document = {
+            "findings": [f.to_json() for f in findings],
+            "errors": [e.to_json() for e in errors],
+            "summary": summary,
+        }
+        blocked = blockers(findings)
+        if blocked:   # files whose whole-program rewrite was not made, with the lines that stopped it
+            document["not_restructured"] = {p: [{"line": f.line, "code": f.code, "message": f.message} for f in hits]
+                                             for p, hits in blocked.items()}
+        diffs = {o.path: o.diff for o in outcomes if o.diff}
+        if diffs:   # `rewrite --diff --format json`: stdout stays one JSON document
+            document["diffs"] = diffs
+        return json.dumps(document, indent=2)
     if fmt == "github":
         return "\n".join(github_lines(findings, errors))
+    if fmt == "sarif":
+        from tf1gradfix.cli.sarif import sarif_document
+
+        return json.dumps(sarif_document(findings, errors), indent=2)
+    if fmt == "junit":
+        return junit_document(findings, errors, [o.path for o in outcomes])
     lines = [error_line(e) for e in errors] + [finding_line(f) for f in findings]
     return "\n".join(lines)
 
@@ -91,3 +103,86 @@ def summary_sentence(summary: dict, verb: str) -> str:
     if summary.get("errors"):
         text += f"; {summary['errors']} error{'s' if summary['errors'] != 1 else ''}"
     return text + "."
+
+
+def junit_document(findings: list[Finding], errors: list[FileError], paths: list[str]) -> str:
+    """One test case per file: failed with its findings, errored when it could not be read."""
+    import xml.etree.ElementTree as ET
+
+    by_path: dict[str, list[Finding]] = {}
+    for f in findings:
+        by_path.setdefault(f.path, []).append(f)
+    broken = {e.path: e for e in errors}
+    names = list(dict.fromkeys([*paths, *by_path, *broken]))
+    suite = ET.Element("testsuite", name="tf1gradfix", tests=str(len(names)),
+                       failures=str(len(by_path)), errors=str(len(broken)))
+    for name in names:
+        case = ET.SubElement(suite, "testcase", classname="tf1gradfix.check", name=shown(name))
+        if name in broken:
+            ET.SubElement(case, "error", message=broken[name].message).text = error_line(broken[name])
+        elif name in by_path:
+            hits = by_path[name]
+            failure = ET.SubElement(case, "failure", message=f"{len(hits)} finding{'s' if len(hits) != 1 else ''}")
+            failure.text = "\n".join(finding_line(f) for f in hits)
+    return ET.tostring(ET.ElementTree(suite).getroot(), encoding="unicode", xml_declaration=True)
+
+
+def statistics(findings: list[Finding], errors: list[FileError], fmt: str) -> str:
+    """`--statistics`: findings counted per code, most frequent first (as ruff prints them)."""
+    from collections import Counter
+
+    from tf1gradfix.rules.catalog import load
+
+    counts = Counter(f.code for f in findings)
+    fixed = {f.code for f in findings if f.fixed}
+    catalog = load()
+    rows = [(code, n, catalog.rule(code).name if catalog.rule(code) else "", code in fixed)
+            for code, n in sorted(counts.items(), key=lambda item: (-item[1], item[0]))]
+    if fmt == "json":
+        return json.dumps([{"code": c, "name": name, "count": n, "fixable": fix} for c, n, name, fix in rows]
+                          + [{"code": "error", "name": "file error", "count": len(errors), "fixable": False}] * bool(errors),
+                          indent=2)
+    width = max((len(str(n)) for _, n, _, _ in rows), default=1)
+    lines = [f"{n:>{width}}\t{code}\t{'[*]' if fix else '[ ]'} {name}" for code, n, name, fix in rows]
+    if errors:
+        lines.append(f"{len(errors):>{width}}\terror\t    file error")
+    return "\n".join(lines)
+
+
+def blockers(findings: list[Finding]) -> dict[str, list[Finding]]:
+    """Per file, the findings that kept its whole-program rewrite from being made (the
+    restructuring's manual refusals), in line order."""
+    from tf1gradfix.rules.catalog import load
+
+    catalog = load()
+    found: dict[str, list[Finding]] = {}
+    for f in findings:
+        rule = catalog.rule(f.code)
+        if rule is not None and rule.reported_by == "restructure" and rule.safety == "manual":
+            found.setdefault(f.path, []).append(f)
+    return {path: sorted(hits, key=lambda f: (f.line, f.col)) for path, hits in found.items()}
+
+
+def elided(message: str) -> str:
+    """A reason with its names and numbers elided, so equal reasons count together."""
+    import re
+
+    return re.sub(r"\b\d+\b", "N", re.sub(r"`[^`]*`", "`…`", message))
+
+
+def blocker_lines(findings: list[Finding]) -> list[str]:
+    """One line per file left as graph code, naming the blocking line(s); then, over a run of
+    several such files, the reasons counted, most common first (a migration plan)."""
+    from collections import Counter
+
+    blocked = blockers(findings)
+    lines = []
+    for path, hits in blocked.items():
+        where = ", ".join(f"line {f.line}" for f in hits)
+        lines.append(f"{shown(path)}: not restructured (still TF1 graph code) because of {where}: "
+                     + "; ".join(f"{f.code} {f.message}" for f in hits))
+    if len(blocked) > 1:
+        reasons = Counter(f"{f.code} {elided(f.message)}" for hits in blocked.values() for f in hits)
+        lines.append(f"{len(blocked)} files not restructured; reasons, most common first:")
+        lines += [f"  {n:>4}  {reason}" for reason, n in reasons.most_common()]
+    return lines

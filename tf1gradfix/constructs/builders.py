@@ -28,6 +28,7 @@ import libcst as cst
 from tf1gradfix.cst.syntax import (Refusal, bound_args, bound_names, is_docstring, literal_string, loads, names_as_attributes,
                                without_defaults)
 from tf1gradfix.cst.walk import children
+from tf1gradfix.model.nodes import BuilderModule
 
 # attributes tf.Module has already: a variable named like one is stored under `<name>_variable`
 MODULE_ATTRIBUTES = frozenset({"name", "name_scope", "variables", "trainable_variables", "non_trainable_variables",
@@ -58,11 +59,11 @@ def called_first(expr: cst.CSTNode, helpers: dict) -> list[str]:
     return order
 
 
-def node(builder, helper: cst.FunctionDef):
-    """The builder's `layer` node, made on its first use."""
+def node(builder, helper: cst.FunctionDef) -> BuilderModule:
+    """The builder's module node, made on its first use."""
     program = builder.program
     for n in program.nodes:
-        if n.kind == "layer" and n.info.get("builder") is helper:
+        if isinstance(n, BuilderModule) and n.builder is helper:
             return n
     scope, inner = _scope(builder, helper)
     params = {p.name.value for p in (*helper.params.params, *helper.params.kwonly_params)}
@@ -98,14 +99,10 @@ def node(builder, helper: cst.FunctionDef):
     names = [v[0] for v in variables]
     if len(set(names)) != len(names) or set(names) & (params | local):
         raise Refusal.of(helper, "builder_variable_named_twice", function=helper.name.value)
-    index = len(program.nodes)
-    from tf1gradfix.model.graph import GraphNode
-    made = GraphNode(index, "layer", (), helper, None, frozenset(),
-                     {"builder": helper, "scope": None if per_call else scope, "scope_parameter": scope if per_call else None,
-                      "variables": variables, "inner": inner,
-                      "weights": True, "trainable": True, "var": helper.name.value, "class": None})
-    program.nodes.append(made)
-    return made
+    return builder.append(BuilderModule(
+        index=-1, names=(), stmt=helper, value=None, builder=helper, scope=None if per_call else scope,
+        scope_parameter=scope if per_call else None, variables=variables, inner=inner, weights=True, trainable=True,
+        var=helper.name.value))
 
 
 def _scope(builder, helper: cst.FunctionDef):
@@ -136,36 +133,35 @@ def attribute_name(local: str) -> str:
     return local + "_variable" if local in MODULE_ATTRIBUTES else local
 
 
-def variables_text(node) -> str:
+def variables_text(node: BuilderModule) -> str:
     """A builder module's variables, in the order TF1 made them (`tf.Module.trainable_variables`
     sorts them by attribute name instead)."""
-    if node.info["scope_parameter"] is not None:   # a layer function's: made call by call
-        return f"*{node.info['var']}.made.values()"
-    return ", ".join(f"{node.info['var']}.{attribute_name(v[0])}" for v in node.info["variables"])
+    if node.scope_parameter is not None:   # a layer function's: made call by call
+        return f"*{node.var}.made.values()"
+    return ", ".join(f"{node.var}.{attribute_name(v[0])}" for v in node.variables)
 
 
-def class_statements(node, tf: str, initial_value, gap: int) -> list[cst.BaseStatement]:
+def class_statements(node: BuilderModule, name: str, tf: str, initial_value, gap: int) -> list[cst.BaseStatement]:
     """`class Encoder(tf.Module)` (variables in `__init__`, the computation in
     `__call__`) and `encoder = Encoder()`, in place of the function; its
-    docstring becomes the class's, the comments above the scope stay in `__call__`."""
-    info = node.info
-    helper = info["builder"]
+    docstring becomes the class's, the comments above the scope stay in `__call__`. `name`: the class's."""
+    helper = node.builder
     first = list(helper.body.body)
     docstring = first[0] if first and is_docstring(first[0]) else None
     scope_comments = [ln for ln in (first[1] if docstring else first[0]).leading_lines if ln.comment is not None]
-    if info["scope_parameter"] is not None:
-        text, body = _per_call_statements(node, tf, initial_value)
+    if node.scope_parameter is not None:
+        text, body = _per_call_statements(node, name, tf, initial_value)
     else:
-        attribute = {v[0]: attribute_name(v[0]) for v in info["variables"]}
+        attribute = {v[0]: attribute_name(v[0]) for v in node.variables}
         init = "".join(f"            self.{attribute[local]} = {tf}.Variable({initial_value(call, bound)}, name=\"{label}\")\n"
-                       for local, label, call, bound, _ in info["variables"])
-        text = (f"class {info['class']}({tf}.Module):\n"
+                       for local, label, call, bound, _ in node.variables)
+        text = (f"class {name}({tf}.Module):\n"
                 f"    def __init__(self):\n"
-                f"        super().__init__(name=\"{info['scope']}\")\n"
+                f"        super().__init__(name=\"{node.scope}\")\n"
                 f"        with self.name_scope:\n{init}\n"
                 f"    def __call__(self):\n        pass\n")
-        skip = {id(v[4]) for v in info["variables"]}
-        body = [names_as_attributes(s, attribute) for s in info["inner"] if id(s) not in skip]
+        skip = {id(v[4]) for v in node.variables}
+        body = [names_as_attributes(s, attribute) for s in node.inner if id(s) not in skip]
     cls = cst.parse_statement(text)
     if body:
         body[0] = body[0].with_changes(leading_lines=[*scope_comments, *body[0].leading_lines])
@@ -175,28 +171,27 @@ def class_statements(node, tf: str, initial_value, gap: int) -> list[cst.BaseSta
     init, *others = [m for m in cls.body.body if m.name.value != "__call__"]
     head = [init] if docstring is None else [docstring, init.with_changes(leading_lines=[cst.EmptyLine(indent=False)])]
     cls = cls.with_changes(body=cls.body.with_changes(body=[*head, call, *others]), leading_lines=helper.leading_lines)
-    instance = cst.parse_statement(f"{helper.name.value} = {info['class']}()\n").with_changes(
+    instance = cst.parse_statement(f"{helper.name.value} = {name}()\n").with_changes(
         leading_lines=[cst.EmptyLine(indent=False)] * gap)
     return [cls, instance]
 
 
-def _per_call_statements(node, tf: str, initial_value) -> tuple[str, list[cst.BaseStatement]]:
+def _per_call_statements(node: BuilderModule, name: str, tf: str, initial_value) -> tuple[str, list[cst.BaseStatement]]:
     """A layer function's module: variables kept by `"SCOPE/name"`, each made on the
     first call under its scope; `w = tf.get_variable("w", ...)` reads it from there."""
-    info = node.info
-    scope = info["scope_parameter"]
-    text = (f"class {info['class']}({tf}.Module):\n"
+    scope = node.scope_parameter
+    text = (f"class {name}({tf}.Module):\n"
             f"    def __init__(self):\n"
-            f"        super().__init__(name=\"{info['builder'].name.value}\")\n"
+            f"        super().__init__(name=\"{node.builder.name.value}\")\n"
             f"        self.made = {{}}   # \"SCOPE/name\" -> variable\n\n"
             f"    def __call__(self):\n        pass\n\n"
             f"    def variable(self, name, initial_value):\n"
             f"        if name not in self.made:   # the first call under this scope\n"
             f"            self.made[name] = {tf}.Variable(initial_value(), name=name)\n"
             f"        return self.made[name]\n")
-    made = {id(v[4]): v for v in info["variables"]}
+    made = {id(v[4]): v for v in node.variables}
     body = []
-    for stmt in info["inner"]:
+    for stmt in node.inner:
         if id(stmt) in made:
             local, label, call, bound, _ = made[id(stmt)]
             stmt = stmt.with_changes(body=[cst.parse_statement(

@@ -13,6 +13,7 @@ from __future__ import annotations
 import libcst as cst
 
 from tf1gradfix.cst.syntax import Refusal, matches
+from tf1gradfix.model.nodes import Variable
 
 NAME = "global_step"
 
@@ -26,14 +27,14 @@ def model(builder, item, name: str, call: cst.Call | None, q: str | None) -> boo
         raise Refusal.of(call, "global_step_other_graph")
     existing = find(program)
     earlier = program.node(name)
-    if earlier is not None and earlier.kind in ("placeholder", "variable"):
+    if earlier is not None and earlier.graph_input():
         raise Refusal.of(call, "second_graph_input", name=name)
     if matches(q, "global_step_getters") or q.endswith("get_or_create_global_step") and existing is not None:
         if existing is None:
             raise Refusal.of(call, "global_step_read_before_created")
         stmt = _statement(item, f"{name} = {existing.names[0]}")
-        builder._add(item, "variable", (name,), call, {existing.index}, source="tensorflow.Variable",
-                     bound={}, full_name=None, trainable=False, alias_of=existing.index)
+        builder.add(item, Variable, (name,), call, {existing.index}, source="tensorflow.Variable",
+                    bound={}, full_name=None, trainable=False, alias_of=existing.index)
         item.stmt = item.node.stmt = stmt
         return True
     if existing is not None:
@@ -43,25 +44,24 @@ def model(builder, item, name: str, call: cst.Call | None, q: str | None) -> boo
     bound = {"initial_value": cst.Integer("0"), "name": cst.SimpleString(f'"{full}"'),
              "trainable": cst.Name("False"), "dtype": cst.parse_expression(f"{tf}.int64")}
     stmt = _statement(item, f'{name} = {tf}.Variable(0, name="{full}", trainable=False, dtype={tf}.int64)')
-    builder._add(item, "variable", (name,), call, (), source="tensorflow.Variable", bound=bound,
-                 full_name=full, trainable=False, global_step=True)
+    builder.add(item, Variable, (name,), call, (), source="tensorflow.Variable", bound=bound,
+                full_name=full, trainable=False, global_step=True)
     item.stmt = item.node.stmt = stmt
     return True
 
 
-def find(program):
+def find(program) -> Variable | None:
     """The program's global step variable: made by a global-step call, or named "global_step"."""
     for node in program.nodes:
-        if node.kind == "variable" and "alias_of" not in node.info and (
-                node.info.get("global_step") or node.info["full_name"] == NAME):
+        if isinstance(node, Variable) and node.alias_of is None and (node.global_step or node.full_name == NAME):
             return node
     return None
 
 
 def resolve(program, node):
     """The variable an alias (`step = tf.train.get_global_step()`) stands for."""
-    while node is not None and "alias_of" in node.info:
-        node = program.nodes[node.info["alias_of"]]
+    while isinstance(node, Variable) and node.alias_of is not None:
+        node = program.nodes[node.alias_of]
     return node
 
 

@@ -17,8 +17,9 @@ from __future__ import annotations
 import libcst as cst
 
 from tf1gradfix.cst.syntax import Refusal, loads
+from tf1gradfix.model.nodes import ComputeGradients, Gradients, Placeholder, Static, Tensor, Variable, VarList
 
-_KINDS = {"variable": "var", "placeholder": "tensor", "static": "tensor"}
+_KINDS = {Variable: "var", Placeholder: "tensor", Static: "tensor"}
 
 
 def check(builder, pairs: cst.BaseExpression) -> None:
@@ -52,20 +53,20 @@ class _Checker:
         node = self.p.nodes[scope[name]] if name in scope else None
         if node is None:
             return None
-        if node.kind == "variable":
+        if isinstance(node, Variable):
             return ("item", "var")
-        if node.kind == "varlist":
+        if isinstance(node, VarList):
             return ("seq", "var")
-        if node.kind == "gradients":
-            return ("item", "grad") if node.info["single"] else ("seq", "grad")
-        if node.kind in ("compute_gradients", "tensor"):
+        if isinstance(node, Gradients):
+            return ("item", "grad") if node.single else ("seq", "grad")
+        if isinstance(node, (ComputeGradients, Tensor)):
             bound = self.value(node.value, {}, {n: i for i in node.deps for n in self.p.nodes[i].names})
             if len(node.names) == 1:
                 return bound
             if bound and bound[0] == "tuple" and len(bound[1]) == len(node.names):
                 return bound[1][node.names.index(name)]
             return None
-        return ("item", _KINDS[node.kind]) if node.kind in _KINDS else None
+        return ("item", _KINDS[type(node)]) if type(node) in _KINDS else None
 
     def _literal(self, expr, env, scope):
         values = [self.value(e.value, env, scope) for e in expr.elements if not isinstance(e, cst.StarredElement)]
@@ -162,7 +163,7 @@ class _Checker:
 
         expr.visit(V())
         for name in loads(expr):
-            if name not in env and name in scope and self.p.nodes[scope[name]].kind == "gradients":
+            if name not in env and name in scope and isinstance(self.p.nodes[scope[name]], Gradients):
                 kinds.add("grad")
         return "grad" if "grad" in kinds else "tensor"
 

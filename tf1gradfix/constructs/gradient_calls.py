@@ -16,6 +16,7 @@ from __future__ import annotations
 import libcst as cst
 
 from tf1gradfix.cst.syntax import Refusal, bound_args, literal_string, target_names
+from tf1gradfix.model.nodes import GRADIENT_NODES, Gradients, Placeholder, Tensor, TrainOp
 
 PARAMS = ["ys", "xs", "grad_ys", "name", "colocate_gradients_with_ops", "gate_gradients",
           "aggregation_method", "stop_gradients", "unconnected_gradients"]
@@ -52,8 +53,8 @@ def model(builder, item, names, target, value, deps) -> bool:
         xs_names, single = [xs_names[index]], True
     unconnected = _unconnected(builder, bound.get("unconnected_gradients"))
     note_dropped(builder, call, bound)
-    builder._add(item, "gradients", names, value, deps, ys=bound["ys"], xs=xs_names, single=single,
-                 target=target, grad_ys=bound.get("grad_ys"), stops=stops, unconnected=unconnected)
+    builder.add(item, Gradients, names, value, deps, ys=bound["ys"], xs=xs_names, single=single,
+                target=target, grad_ys=bound.get("grad_ys"), stops=stops, unconnected=unconnected)
     return True
 
 
@@ -74,7 +75,7 @@ def _stops(program, given, xs_names, call) -> list[str]:
         raise Refusal.of(given, "stop_gradients_form")
     for name in names:
         node = program.node(name)
-        if node is None or node.kind not in ("tensor", "placeholder"):
+        if not isinstance(node, (Tensor, Placeholder)):
             raise Refusal.of(given, "stop_gradients_not_graph_tensor", name=name)
         if name in xs_names:
             raise Refusal.of(given, "stop_gradients_also_xs", name=name)
@@ -93,16 +94,15 @@ def _unconnected(builder, given) -> str | None:
     return None if text == "none" else text
 
 
-def gradient_text(emitter, node) -> str:
+def gradient_text(emitter, node: Gradients) -> str:
     """`target = tape.gradient(ys, xs[, output_gradients=..., unconnected_gradients=...])`."""
-    info = node.info
-    xs = info["xs"]
-    args = [emitter.code(info["ys"]), xs[0] if isinstance(info["target"], cst.Name) and info["single"] else f"[{', '.join(xs)}]"]
-    if info["grad_ys"] is not None:
-        args.append(f"output_gradients={emitter.code(info['grad_ys'])}")
-    if info["unconnected"] == "zero":
+    xs = node.xs
+    args = [emitter.code(node.ys), xs[0] if isinstance(node.target, cst.Name) and node.single else f"[{', '.join(xs)}]"]
+    if node.grad_ys is not None:
+        args.append(f"output_gradients={emitter.code(node.grad_ys)}")
+    if node.unconnected == "zero":
         args.append(f"unconnected_gradients={emitter.tf}.UnconnectedGradients.ZERO")
-    return f"{emitter.code(info['target'])} = {emitter.tape}.gradient({', '.join(args)})"
+    return f"{emitter.code(node.target)} = {emitter.tape}.gradient({', '.join(args)})"
 
 
 def stop_lines(program, sig_nodes, closure, tf: str) -> dict[int, list[str]]:
@@ -110,17 +110,22 @@ def stop_lines(program, sig_nodes, closure, tf: str) -> dict[int, list[str]]:
     `tf.gradients(..., stop_gradients=...)` of the run asks."""
     after = {}
     gradient_nodes = [program.nodes[i] for i in sig_nodes
-                      if program.nodes[i].kind in ("gradients", "train", "compute_gradients")]
+                      if isinstance(program.nodes[i], GRADIENT_NODES)]
     for node in gradient_nodes:
-        for name in node.info.get("stops", ()):
+        for name in _stopped(node):
             stopped = program.node(name)
             for other in gradient_nodes:
-                if other.kind == "train" and other.info.get("method") == "apply_gradients":
+                if isinstance(other, TrainOp) and other.method == "apply_gradients":
                     continue   # applies gradients computed elsewhere in the run
-                if stopped.index in closure(program, [other.index]) and name not in other.info.get("stops", ()):
+                if stopped.index in closure(program, [other.index]) and name not in _stopped(other):
                     raise Refusal.of(other.value, "stop_gradients_differ_in_run", name=name)
             line = f"{name} = {tf}.stop_gradient({name})"
             # a placeholder is a constant to the tape unless watched (and it is not: see _stops)
-            if stopped.kind == "tensor" and line not in after.get(stopped.index, []):
+            if isinstance(stopped, Tensor) and line not in after.get(stopped.index, []):
                 after.setdefault(stopped.index, []).append(line)
     return after
+
+
+def _stopped(node) -> list[str]:
+    """The `stop_gradients=` of a `tf.gradients` node (an optimizer's gradients stop nowhere)."""
+    return node.stops if isinstance(node, Gradients) else []

@@ -19,6 +19,7 @@ import libcst as cst
 
 from tf1gradfix.constructs import summaries
 from tf1gradfix.cst.syntax import Refusal, loads
+from tf1gradfix.model.nodes import Optimizer, Placeholder, Tensor, TrainOp, Variable, VarList
 
 
 def model(builder, item, position: int) -> bool:
@@ -33,21 +34,21 @@ def model(builder, item, position: int) -> bool:
     filled = _appended(loop) - bound
     for name in bound | filled:
         node = program.node(name)
-        if node is not None and node.kind in ("placeholder", "variable", "optimizer", "train", "varlist"):
+        if isinstance(node, (Placeholder, Variable, Optimizer, TrainOp, VarList)):
             raise Refusal.of(loop, "graph_loop_rebinds", kind=node.kind, name=name)
     for name in sorted(filled):
         start = _empty_start(program, name, position)
         if start is None:
             raise Refusal.of(loop, "graph_loop_fills_other", name=name)
-        builder._add(start, "tensor", (name,), start.stmt.body[0].value, (), calls=[])
+        builder.add(start, Tensor, (name,), start.stmt.body[0].value, (), calls=[])
     for call, q in builder.calls(loop):
         if q is not None and (q.endswith("Optimizer") or q in ("tensorflow.Variable", "tensorflow.get_variable",
                                                                "tensorflow.placeholder", "tensorflow.gradients")
                               or q in summaries.summary_ops()):
             raise Refusal.of(call, "graph_in_loop")
     deps = builder.deps_of(loop)
-    builder._add(item, "tensor", tuple(sorted(filled)) + tuple(sorted(bound)), loop, deps,
-                 calls=[q for _, q in builder.calls(loop) if q])
+    builder.add(item, Tensor, tuple(sorted(filled)) + tuple(sorted(bound)), loop, deps,
+                calls=[q for _, q in builder.calls(loop) if q])
     return True
 
 

@@ -17,6 +17,7 @@ import libcst as cst
 
 from tf1gradfix.rules.catalog import _read
 from tf1gradfix.cst.syntax import Refusal, bound_args, literal_bool, literal_string, loads
+from tf1gradfix.model.nodes import Layer, LayerCall, LayerLoop, LayerLoopCall, LayerNode, LayerSite, Placeholder, Static, Tensor
 
 
 @functools.lru_cache(maxsize=None)
@@ -34,17 +35,17 @@ def model(builder, item, names, call: cst.Call | None, q: str | None, deps) -> b
         raise Refusal.of(call, "layer_target", api=q)
     bound, source, call_args, trainable = _settings(builder, call, q, row)
     label = literal_string(bound.get("name"))
-    if label is not None and any(n.info.get("full_name") == item.prefix + label for n in builder.program.nodes
-                                 if n.kind == "layer"):
+    if label is not None and any(n.tf1_name() == item.prefix + label for n in builder.program.nodes
+                                 if isinstance(n, LayerNode)):
         raise Refusal.of(call, "layer_named_twice", layer=item.prefix + label)
     if label is None:
         label = _auto_name(builder.program, row, [])
     base = label if label.isidentifier() and not keyword.iskeyword(label) else row["auto_name"]
-    layer = builder._add(item, "layer", (), call, (), row=row, symbol=q, bound=bound, base=base, var=None,
-                         weights=row["weights"], trainable=trainable, full_name=item.prefix + label)
+    layer = builder.add(item, Layer, (), call, (), row=row, symbol=q, bound=bound, base=base,
+                        weights=row["weights"], trainable=trainable, full_name=item.prefix + label)
     flags = {builder.program.final[e.value] for _, e in call_args if isinstance(e, cst.Name) and e.value in builder.program.final}
-    builder._add(item, "tensor", names, call, set(builder.deps_of(source)) | {layer.index} | flags,
-                 calls=[q], layer=layer.index, source=source, call_args=call_args)
+    builder.add(item, LayerCall, names, call, set(builder.deps_of(source)) | {layer.index} | flags,
+                calls=[q], layer=layer.index, source=source, call_args=call_args)
     item.node = layer   # the statement's place keeps the layer; the call moves into the steps
     return True
 
@@ -55,14 +56,14 @@ def _mode(builder, q: str, expr: cst.BaseExpression) -> cst.BaseExpression:
     if isinstance(expr, cst.Name) and expr.value in ("True", "False"):
         return expr
     flag = builder.program.node(expr.value) if isinstance(expr, cst.Name) else None
-    if flag is None or flag.kind != "placeholder" or not _is_bool(builder, flag):
+    if not isinstance(flag, Placeholder) or not _is_bool(builder, flag):
         raise Refusal.of(expr, "layer_training_form", api=q)
-    flag.info["mode_flag"] = True
+    flag.mode_flag = True
     return expr
 
 
-def _is_bool(builder, flag) -> bool:
-    dtype, default = flag.info["dtype"], flag.info["default"]
+def _is_bool(builder, flag: Placeholder) -> bool:
+    dtype, default = flag.dtype, flag.default
     if default is not None:
         return isinstance(default, cst.Name) and default.value in ("True", "False")
     return dtype is not None and builder.qualified(dtype) == "tensorflow.bool"
@@ -74,11 +75,11 @@ def _rank(builder, expr: cst.BaseExpression, before: int | None = None) -> int |
     `before`: the statement reading `expr` (`net = layer(net)` reads the `net` bound before it)."""
     bound = [n for n in builder.program.nodes[:before] if isinstance(expr, cst.Name) and expr.value in n.names]
     node = bound[-1] if bound else None
-    if node is not None and node.kind == "placeholder" and isinstance(node.info["shape"], (cst.List, cst.Tuple)):
-        return len(node.info["shape"].elements)
-    if node is not None and "layer" in node.info:
-        row = builder.program.nodes[node.info["layer"]].info["row"]
-        return row.get("output_rank") or _rank(builder, node.info["source"], node.index)
+    if isinstance(node, Placeholder) and isinstance(node.shape, (cst.List, cst.Tuple)):
+        return len(node.shape.elements)
+    if isinstance(node, LayerCall):
+        row = builder.program.nodes[node.layer].row
+        return row.get("output_rank") or _rank(builder, node.source, node.index)
     return None
 
 
@@ -114,8 +115,7 @@ def loop_model(builder, item) -> bool:
             site_bound, source, call_args, trainable = _settings(builder, value, q, row, bound)
             if call_args:   # (the loop in the step function calls each layer with its input only)
                 raise Refusal.of(value, "layer_training_in_loop", api=q)
-            layer_sites.append({"call": value, "row": row, "bound": site_bound, "source": source,
-                                "base": _auto_name(program, row, layer_sites), "trainable": trainable})
+            layer_sites.append(LayerSite(value, row, site_bound, source, _auto_name(program, row, layer_sites), trainable))
         elif any(q is not None for _, q in builder.calls(value)) and not graph:
             raise Refusal.of(small, "layer_loop_host_tf")
         statements.append((name, value, row is not None, graph or row is not None))
@@ -123,24 +123,24 @@ def loop_model(builder, item) -> bool:
             bound.add(name)
     for name in bound:
         prior = program.node(name)
-        if prior is not None and prior.kind not in ("tensor", "static"):
+        if prior is not None and not isinstance(prior, (Tensor, Static)):
             raise Refusal.of(loop, "layer_loop_rebinds", kind=prior.kind, name=name)
-    weights = any(site["row"]["weights"] for site in layer_sites)
-    trainable = all(site["trainable"] for site in layer_sites if site["row"]["weights"])
-    layer = builder._add(item, "layer", (), None, (), loop=loop, sites=layer_sites, statements=statements,
-                         weights=weights, trainable=trainable, lists=None, var=None)
+    weights = any(site.row["weights"] for site in layer_sites)
+    trainable = all(site.trainable for site in layer_sites if site.row["weights"])
+    layer = builder.add(item, LayerLoop, (), None, (), loop=loop, sites=layer_sites, statements=statements,
+                        weights=weights, trainable=trainable)
     deps = {i for _, value, _, _ in statements for i in builder.deps_of(value)} | {layer.index}
     targets = tuple(sorted(set(loads(loop.target)) | {name for name, *_ in statements}))
-    builder._add(item, "tensor", targets, loop, deps, calls=[q for _, q in builder.calls(loop) if q],
-                 layer_loop=layer.index)
+    builder.add(item, LayerLoopCall, targets, loop, deps, calls=[q for _, q in builder.calls(loop) if q],
+                layer_loop=layer.index)
     item.node = layer
     return True
 
 
-def _auto_name(program, row: dict, pending: list[dict]) -> str:
+def _auto_name(program, row: dict, pending: list[LayerSite]) -> str:
     """TF1's own name for the k-th unnamed layer of a kind: dense, dense_1, ..."""
-    sites = [site for n in program.nodes if n.kind == "layer" for site in n.info.get("sites", [n.info])] + pending
-    k = sum(1 for site in sites if site["row"] is row)
+    rows = [r for n in program.nodes if isinstance(n, LayerNode) for r in n.rows()] + [site.row for site in pending]
+    k = sum(1 for r in rows if r is row)
     return row["auto_name"] + (f"_{k}" if k else "")
 
 
@@ -169,7 +169,7 @@ def _settings(builder, call: cst.Call, q: str, row: dict, graph_names: set = fro
     for a in call.args:
         if a.value is source or any(a.value is e for e in at_call):
             continue
-        if set(loads(a.value)) & graph_names or any(builder.program.nodes[i].kind != "static"
+        if set(loads(a.value)) & graph_names or any(not isinstance(builder.program.nodes[i], Static)
                                                     for i in builder.deps_of(a.value)):
             raise Refusal.of(a.value, "layer_setting_from_graph", api=q)
     return bound, source, call_args, literal_bool(bound.get("trainable"), "trainable") is not False

@@ -11,6 +11,7 @@ import libcst as cst
 
 from tf1gradfix.cst.syntax import Refusal, bound_names, loads, matches
 from tf1gradfix.cst.walk import walk
+from tf1gradfix.model.nodes import LayerNode, Variable
 
 
 def split(module: cst.Module, qualified) -> list[list[cst.BaseStatement]]:
@@ -48,18 +49,23 @@ def check_shared_graph(part, inside: set[int], program, taken: set[str] | None, 
     sees their variables too, and a variable named like an earlier one is renamed
     (`w_1`). Refused there. `inside`: ids of the section's nodes; `taken`: the TF1 names of earlier sections' variables (None
     for the first section); returns them with this section's."""
-    made = [n for n in program.nodes if n.kind in ("variable", "layer")]
-    names = {n.info.get("full_name") or "Variable" for n in made}
+    made = [n for n in program.nodes if isinstance(n, (Variable, LayerNode))]
+    names = {_tf1_name(n) for n in made}
     if taken is None or any(_is_reset(stmt, qualified) for stmt in part):
         return names
     for call, q, _ in graph_wide:
         if id(call) in inside:
             raise Refusal.of(call, "section_without_reset", api=q)
     for node in made:
-        name = node.info.get("full_name") or "Variable"
+        name = _tf1_name(node)
         if name in taken:
             raise Refusal.of(node.value, "section_variable_name_reused", name=name)
     return taken | names
+
+
+def _tf1_name(node) -> str:
+    """The TF1 name of a variable or of a layer's weights ("Variable" where none is given)."""
+    return (node.full_name if isinstance(node, Variable) else node.tf1_name()) or "Variable"
 
 
 def _is_reset(stmt, qualified) -> bool:

@@ -18,6 +18,7 @@ import libcst as cst
 
 from tf1gradfix.cst.syntax import Refusal, bound_args, graph_ops, literal_string, matches
 from tf1gradfix.cst.walk import walk
+from tf1gradfix.model.nodes import OPS, Summary, Variable
 
 WRITER_METHODS = ("add_summary", "close", "flush")
 
@@ -28,7 +29,7 @@ def summary_ops() -> dict:
 
 def model(builder, item, names, call: cst.Call | None, q: str | None) -> bool:
     """A summary op or a merge of them: a "tensor" node whose value is the list of
-    summarized values (info["summary"]: (op, tag, value) per value)."""
+    summarized values (`Summary.summary`: (op, tag, value) per value)."""
     program = builder.program
     ops = summary_ops()
     if call is None or not (q in ops or matches(q, "summary_merges")):
@@ -53,9 +54,9 @@ def model(builder, item, names, call: cst.Call | None, q: str | None) -> bool:
         layout, deps = _merged(builder, call, q)
         member = False
     for i in deps:
-        if program.nodes[i].kind in ("train", "init", "optimizer", "update"):
+        if isinstance(program.nodes[i], OPS):
             raise Refusal.of(call, "summary_of_op", kind=program.nodes[i].kind)
-    builder._add(item, "tensor", names or (), call, deps, calls=[], summary=layout, member=member)
+    builder.add(item, Summary, names or (), call, deps, calls=[], summary=layout, member=member)
     return True
 
 
@@ -64,7 +65,7 @@ def _merged(builder, call: cst.Call, q: str):
     if q == "tensorflow.summary.merge_all":
         if call.args:
             raise Refusal.of(call, "merge_all_arguments")
-        members = [n for n in program.nodes if n.info.get("member")]
+        members = [n for n in program.nodes if isinstance(n, Summary) and n.member]
         if not members:   # (TF1 returns None: nothing to run)
             raise Refusal.of(call, "merge_all_without_summary")
     else:
@@ -74,21 +75,20 @@ def _merged(builder, call: cst.Call, q: str):
         members = []
         for element in inputs.elements:
             node = program.node(element.value.value) if isinstance(element.value, cst.Name) else None
-            if node is None or "summary" not in node.info:
+            if not isinstance(node, Summary):
                 raise Refusal.of(element, "summary_merge_form")
             members.append(node)
-    layout = [entry for n in members for entry in n.info["summary"]]
+    layout = [entry for n in members for entry in n.summary]
     return layout, frozenset().union(*(n.deps for n in members))
 
 
-def statement(program, node, code) -> str:
+def statement(program, node: Summary, code) -> str:
     """The TF2 statement of a summary node inside a function: the list of its values. A
     variable is read there (`tf.identity`), before the run's update, as TF1's summary
     op read it (returned as it is, the function would read it after the update)."""
     values = []
-    for _, _, value in node.info["summary"]:
-        read = isinstance(value, cst.Name) and program.node(value.value) is not None \
-            and program.node(value.value).kind == "variable"
+    for _, _, value in node.summary:
+        read = isinstance(value, cst.Name) and isinstance(program.node(value.value), Variable)
         values.append(f"{program.tf_alias}.identity({code(value)})" if read else code(value))
     return f"{node.names[0]} = [{', '.join(values)}]"
 
@@ -145,7 +145,7 @@ class Writers:
             return edits, None
         lines = [f"def {helper}(writer, summary, global_step=0):", "    with writer.as_default():"]
         lines += [f"        {tf}.summary.{op}({json.dumps(tag)}, summary[{k}], step=global_step)"
-                  for k, (op, tag, _) in enumerate(layout.info["summary"])]
+                  for k, (op, tag, _) in enumerate(layout.summary)]
         return edits, "\n".join(lines)
 
 
@@ -155,7 +155,7 @@ def _fetched_summaries(program, scan) -> dict:
     for site in scan.sites:
         for position, fetch in enumerate(site.fetches):
             node = program.node(fetch)
-            if "summary" not in node.info:
+            if not isinstance(node, Summary):
                 continue
             if len(site.fetches) == 1 and site.structure == "single":
                 out[site.call] = node

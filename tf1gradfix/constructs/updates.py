@@ -13,6 +13,7 @@ import libcst as cst
 
 from tf1gradfix.cst.syntax import Refusal, bound_args, graph_ops
 from tf1gradfix.cst.walk import TargetedTransformer, walk
+from tf1gradfix.model.nodes import Update, Variable
 
 ASSIGNS = ("assign", "assign_add", "assign_sub")
 
@@ -30,7 +31,7 @@ def is_update(builder, value: cst.BaseExpression, deps) -> bool:
         bound = bound_args(call, ["ref", "value", "validate_shape", "use_locking", "name"], call)
         ref = bound.get("ref")
         node = program.node(ref.value) if isinstance(ref, cst.Name) else None
-        if node is None or node.kind != "variable" or set(bound) != {"ref", "value"}:
+        if not isinstance(node, Variable) or set(bound) != {"ref", "value"}:
             raise Refusal.of(call, "assign_op_form", api=builder.qualified(call.func))
     assigns = [c for c, _ in builder.calls(value)
                if isinstance(c.func, cst.Attribute) and c.func.attr.value in ASSIGNS and c not in functional]
@@ -41,11 +42,11 @@ def is_update(builder, value: cst.BaseExpression, deps) -> bool:
         for call in assigns:
             receiver = call.func.value
             node = program.node(receiver.value) if isinstance(receiver, cst.Name) else None
-            if not (node is not None and node.kind == "variable" or isinstance(receiver, cst.Name) and receiver.value in bound):
+            if not (isinstance(node, Variable) or isinstance(receiver, cst.Name) and receiver.value in bound):
                 raise Refusal.of(call, "assign_method_not_variable", method=call.func.attr.value)
         return True
     if isinstance(value, cst.Call) and builder.qualified(value.func) == "tensorflow.group" and deps:
-        return all(program.nodes[i].kind == "update" for i in deps) and all(a.keyword is None for a in value.args)
+        return all(isinstance(program.nodes[i], Update) for i in deps) and all(a.keyword is None for a in value.args)
     return False
 
 
@@ -71,8 +72,8 @@ def _names(target) -> list[str]:
 
 def check_run(program, site_call, fetched) -> None:
     """An update runs alone: with other fetches TF1 leaves the order open."""
-    kinds = {n.kind for n in fetched}
-    if "update" in kinds and kinds != {"update"}:
+    updates = [isinstance(n, Update) for n in fetched]
+    if any(updates) and not all(updates):
         raise Refusal.of(site_call, "assign_fetched_with_others")
 
 

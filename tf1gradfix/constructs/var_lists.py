@@ -15,6 +15,7 @@ import libcst as cst
 
 from tf1gradfix.constructs import builders
 from tf1gradfix.cst.syntax import Refusal, arg, graph_ops, literal_string, matches
+from tf1gradfix.model.nodes import BuilderModule, Layer, LayerLoop, OptimizerCall, Optimizer, Variable, VarList
 
 _REGEX = set(".^$*+?{}[]\\|()")
 
@@ -24,8 +25,8 @@ def members(program, expr: cst.BaseExpression, before: int, qualified) -> list[s
     `expr` is not a variable list; Refusal when it is one that cannot be read."""
     if isinstance(expr, cst.Name):
         node = program.node(expr.value)
-        if node is not None and node.kind == "varlist":
-            return list(node.info["members"])
+        if isinstance(node, VarList):
+            return list(node.members)
         return None
     if isinstance(expr, (cst.List, cst.Tuple)):
         out = []
@@ -37,7 +38,7 @@ def members(program, expr: cst.BaseExpression, before: int, qualified) -> list[s
                 out += inner
                 continue
             node = program.node(e.value.value) if isinstance(e.value, cst.Name) else None
-            if node is None or node.kind != "variable":
+            if not isinstance(node, Variable):
                 return None
             out.append(e.value.value)
         return out if out else None
@@ -72,36 +73,36 @@ def _collection(program, call: cst.Call, q, before: int, qualified) -> list[str]
         extra = [a for a in call.args if a.keyword is not None and a.keyword.value != "scope"]
     if extra or len(call.args) > 2:
         raise Refusal.of(call, "collection_arguments")
-    if any(n.kind == "layer" and "builder" not in n.info for n in program.nodes[:before]):
+    if any(isinstance(n, (Layer, LayerLoop)) for n in program.nodes[:before]):
         raise Refusal.of(call, "collection_with_layers")
     prefix = "" if scope is None or isinstance(scope, cst.Name) and scope.value == "None" else literal_string(scope)
     if prefix is None or _REGEX & set(prefix):
         raise Refusal.of(call, "collection_scope_not_string")
     slotless = graph_ops()["slotless_optimizers"]
-    if which == "global" and any(n.kind in ("train", "compute_gradients")
-                                 and program.nodes[n.info["optimizer"]].info["cls"] not in slotless
+    if which == "global" and any(isinstance(n, OptimizerCall) and _optimizer(program, n).cls not in slotless
                                  for n in program.nodes[:before]):
         # a train op made before it has added the optimizer's slot variables
         raise Refusal.of(call, "global_variables_after_slots")
     chosen = []
-    variables = [n for n in program.nodes[:before] if n.kind == "variable" and "alias_of" not in n.info
-                 or "builder" in n.info]
-    labels = [n.info.get("full_name") for n in variables if n.info.get("full_name") is not None]
+    variables = [n for n in program.nodes[:before] if isinstance(n, Variable) and n.alias_of is None
+                 or isinstance(n, BuilderModule)]
+    labels = [n.full_name for n in variables if isinstance(n, Variable) and n.full_name is not None]
     if len(set(labels)) != len(labels):   # TF1 would have renamed the second one `name_1`
         raise Refusal.of(call, "collection_same_names")
     for node in variables:
-        if "builder" in node.info and node.info["scope"] is None:
-            raise Refusal.of(call, "collection_of_builder_scopes", function=node.info['var'])
-        if "builder" in node.info:   # a builder function's module: all its variables are `SCOPE/...`
-            scope = node.info["scope"] + "/"
+        if isinstance(node, BuilderModule) and node.scope is None:
+            raise Refusal.of(call, "collection_of_builder_scopes", function=node.var)
+        if isinstance(node, BuilderModule):   # a builder function's module: all its variables are `SCOPE/...`
+            scope = node.scope + "/"
             if scope.startswith(prefix):
                 chosen.append(builders.variables_text(node))
             elif prefix.startswith(scope):
-                raise Refusal.of(call, "collection_part_of_builder", function=node.info['var'])
+                raise Refusal.of(call, "collection_part_of_builder", function=node.var)
             continue
-        if which == "trainable" and not node.info["trainable"]:
+        assert isinstance(node, Variable)
+        if which == "trainable" and not node.trainable:
             continue
-        name = node.info["full_name"]
+        name = node.full_name
         if name is None and prefix:
             raise Refusal.of(call, "collection_variable_unnamed", name=node.names[0])
         if (name or "").startswith(prefix):
@@ -125,7 +126,7 @@ def _filtered(program, comp: cst.ListComp, before: int, qualified) -> list[str] 
     var = loop.target.value
     chosen = []
     for name in source:
-        full = program.node(name).info["full_name"]
+        full = program.node(name).full_name
         if full is None:
             raise Refusal.of(comp, "collection_variable_unnamed", name=name)
         verdict = _predicate(loop.ifs[0].test, var, full)
@@ -134,6 +135,12 @@ def _filtered(program, comp: cst.ListComp, before: int, qualified) -> list[str] 
         if verdict:
             chosen.append(name)
     return chosen
+
+
+def _optimizer(program, node: OptimizerCall) -> Optimizer:
+    opt = program.nodes[node.optimizer]
+    assert isinstance(opt, Optimizer)
+    return opt
 
 
 def _predicate(test: cst.BaseExpression, var: str, full: str) -> bool | None:

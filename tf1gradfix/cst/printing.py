@@ -32,6 +32,28 @@ def code_for_node(module: cst.Module, node: cst.CSTNode) -> str:
     return "".join(state.tokens)
 
 
+def code_with_substitutes(module: cst.Module, node: cst.CSTNode, substitutes: dict) -> str:
+    """``module.code_for_node(node)`` where each node in `substitutes` prints as the node its
+    value (a function of no arguments) makes. One printing pass: a target's own tokens are
+    swapped for those of its substitute as it is printed (targets must not nest)."""
+    state = _SubstitutingState(default_indent=module.default_indent, default_newline=module.default_newline)
+    state.substitutes, state.opened = substitutes, {}
+    node._codegen(state)
+    return "".join(state.tokens)
+
+
+class _SubstitutingState(PlainState):
+    def before_codegen(self, node: cst.CSTNode) -> None:
+        if node in self.substitutes:
+            self.opened[node] = len(self.tokens)
+
+    def after_codegen(self, node: cst.CSTNode) -> None:
+        start = self.opened.pop(node, None)
+        if start is not None:
+            del self.tokens[start:]
+            self.substitutes[node]()._codegen(self)
+
+
 def source_bytes(module: cst.Module) -> bytes:
     """``module.bytes``."""
     return code_for_node(module, module).encode(module.encoding)

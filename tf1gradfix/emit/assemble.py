@@ -15,6 +15,7 @@ from tf1gradfix.emit.tape import TapeEmitter
 from tf1gradfix.cst.syntax import Refusal, bound_names, loads
 from tf1gradfix.cst.verbatim import Verbatim, fits
 from tf1gradfix.cst.walk import TargetedTransformer, walk
+from tf1gradfix.model.nodes import Layer, LayerLoop, Optimizer, OptimizerCall, Static, Variable
 
 FLATTEN = object()   # replace a `with` by its (already rewritten) body
 
@@ -83,22 +84,22 @@ class Assembler:
             if isinstance(new, cst.FlattenSentinel):
                 return list(new.nodes)
             return None if isinstance(new, cst.RemovalSentinel) else new
-        kind = node.kind
-        if kind == "static":
+        if isinstance(node, Static):
             return item.stmt
-        if kind == "variable":
+        if isinstance(node, Variable):
             text = self.state.variable(node)
             return item.stmt if text is None else self._statement(text, item.stmt)
-        if kind == "layer" and "loop" in node.info:
+        if isinstance(node, LayerLoop):
             return list(cst.parse_module("\n".join(self.state.layer_loop(node)) + "\n").body)
-        if kind == "layer":
+        if isinstance(node, Layer):
             return self._statement(self.state.layer(node), item.stmt)
-        if kind == "optimizer":
+        if isinstance(node, Optimizer):
             text = self.state.optimizer(node, node.names[0], node.index in self.tape.fed_lr)
             return self._statement(text, item.stmt)
-        if kind in ("train", "compute_gradients"):
-            opt = self.p.nodes[node.info["optimizer"]]
-            if opt.info.get("inline") and opt.stmt is item.stmt:
+        if isinstance(node, OptimizerCall):
+            opt = self.p.nodes[node.optimizer]
+            assert isinstance(opt, Optimizer)
+            if opt.inline and opt.stmt is item.stmt:
                 name = self.tape.optimizer_names[opt.index]
                 return self._statement(self.state.optimizer(opt, name, opt.index in self.tape.fed_lr), item.stmt)
         return None

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from tf1gradfix.cst.printing import PlainState
+from tf1gradfix.cst.printing import code_with_substitutes
 
 
 def renamed_chain(node: cst.Attribute, old_parts: int, new_parts: list[str]) -> cst.Attribute:
@@ -37,19 +37,5 @@ def renamed_source(module: cst.Module, replacements: dict[cst.CSTNode, tuple[int
 
 def renamed_code(module: cst.Module, node: cst.CSTNode, replacements: dict[cst.CSTNode, tuple[int, list[str]]]) -> str:
     """``module.code_for_node(node)`` with the replaced chains within it printed renamed."""
-    state = _RenamingState(default_indent=module.default_indent, default_newline=module.default_newline)
-    state.plans, state.opened = replacements, {}
-    node._codegen(state)
-    return "".join(state.tokens)
-
-
-class _RenamingState(PlainState):
-    def before_codegen(self, node: cst.CSTNode) -> None:
-        if node in self.plans:
-            self.opened[node] = len(self.tokens)
-
-    def after_codegen(self, node: cst.CSTNode) -> None:
-        start = self.opened.pop(node, None)
-        if start is not None:
-            del self.tokens[start:]
-            renamed_chain(node, *self.plans[node])._codegen(self)
+    return code_with_substitutes(module, node, {target: (lambda t=target, plan=plan: renamed_chain(t, *plan))
+                                                for target, plan in replacements.items()})

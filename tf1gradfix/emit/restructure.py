@@ -19,11 +19,13 @@ from tf1gradfix.constructs import builders, model_classes, sections, session_opt
 from tf1gradfix.rules import catalog as catalog_module
 from tf1gradfix.emit import model_class
 from tf1gradfix.emit.assemble import FLATTEN, Assembler, Replace
-from tf1gradfix.detect.detector import AnalysisWrapper, shared_names
+from tf1gradfix.cst.metadata import AnalysisWrapper
+from tf1gradfix.detect.detector import shared_names
 from tf1gradfix.emit.state import StateEmitter
 from tf1gradfix.emit.tape import TapeEmitter
 from tf1gradfix.emit.renames import renamed_code
 from tf1gradfix.model.graph import ModelBuilder
+from tf1gradfix.model.nodes import BuilderModule, Layer, LayerLoop, Optimizer, Placeholder, Static, Tensor
 from tf1gradfix.model.sites import HostScan
 from tf1gradfix.model.owners import BLOCKS, GraphCallScan, nested_sessions
 from tf1gradfix.cst.printing import code_for_node
@@ -286,22 +288,23 @@ class _Rewrite:
         if cls is not None:
             tape.attributes = dict(self.plan.attributes)
         self._optimizers(program, tape, sigs)
+        naming = state.naming
         for node in program.nodes:   # a builder function: a tf.Module class, its instance the function's name
-            if node.kind == "layer" and "builder" in node.info:
-                helper = node.info["builder"]
-                node.info["class"] = self.fresh("".join(p.capitalize() for p in helper.name.value.split("_")) or "Builder")
+            if isinstance(node, BuilderModule):
+                helper = node.builder
+                naming.classes[node] = self.fresh("".join(p.capitalize() for p in helper.name.value.split("_")) or "Builder")
                 gap = 2 if any(helper is stmt for stmt in self.module.body) else 1
-                made = cst.FlattenSentinel(builders.class_statements(node, alias, state.builder_variable, gap))
+                made = cst.FlattenSentinel(builders.class_statements(node, naming.classes[node], alias,
+                                                                     state.builder_variable, gap))
                 self.builder_edits[helper] = made
         for node in program.nodes:   # a layer's variable: its TF1 name where that is free
-            if node.kind != "layer" or "builder" in node.info:
+            if not isinstance(node, (Layer, LayerLoop)):
                 continue
-            in_loop = "sites" in node.info   # a loop's layers: a list per call site
-            for layer in node.info["sites"] if in_loop else [node.info]:
-                base = layer["base"]
-                layer["var"] = self.fresh(base if base not in self.taken else f"{base}_layer")
-                if in_loop:
-                    layer["list"] = self.fresh(f"{base}_layers")
+            for layer in node.sites if isinstance(node, LayerLoop) else [node]:   # a loop's layers: a list per call site
+                base = layer.base
+                naming.layers[layer] = self.fresh(base if base not in self.taken else f"{base}_layer")
+                if isinstance(node, LayerLoop):
+                    naming.lists[layer] = self.fresh(f"{base}_layers")
         tape.name_functions(sigs)
         helper = tape.helper(sigs)
         texts = []
@@ -312,7 +315,7 @@ class _Rewrite:
             edits, writing = builder.writers.edits(program, scan, self.fresh, alias, self.code,
                                                    lambda node, message: builder.note(node, "TFG103", message))
             texts += [writing] if writing else []
-        moved = {i for s in sigs for i in s.nodes if program.nodes[i].kind == "tensor"}
+        moved = {i for s in sigs for i in s.nodes if isinstance(program.nodes[i], Tensor)}
         replacements = dict(tape.call_site(site) for site in scan.sites)
         if builder.writers is not None:
             replacements.update(edits)
@@ -376,29 +379,29 @@ class _Rewrite:
         raise Refusal.of(self.module.body[0] if self.module.body else None, "no_tensorflow_import")
 
     def _optimizers(self, program, tape: TapeEmitter, sigs) -> None:
-        placeholders = {n.index for n in program.nodes if n.kind == "placeholder"}
+        placeholders = {n.index for n in program.nodes if isinstance(n, Placeholder)}
         for node in program.nodes:
-            if node.kind != "optimizer":
+            if not isinstance(node, Optimizer):
                 continue
             schedule = tape.state.scheduled_rate(node)
             if schedule is not None:   # the Keras schedule on the same step, set before each update
                 item = next(it for it in program.items if it.node is schedule)
                 item.stmt = schedule.stmt = tape.state.schedule(schedule)
                 tape.fed_lr.add(node.index)
-            computed = {d for d in node.deps if program.nodes[d].kind not in ("static", "placeholder")}
+            computed = {d for d in node.deps if not isinstance(program.nodes[d], (Static, Placeholder))}
             if computed - {schedule.index if schedule else None}:
                 raise Refusal.of(node.value, "optimizer_setting_from_graph")
             if node.deps & placeholders:
                 lr = tape.state.learning_rate(node)
-                others = [a for a in node.info["call"].args if a.value is not lr]
+                others = [a for a in node.call.args if a.value is not lr]
                 if lr is None or any(set(loads(a.value)) & {program.nodes[i].names[0] for i in placeholders} for a in others):
                     raise Refusal.of(node.value, "optimizer_setting_fed")
                 tape.fed_lr.add(node.index)
             kept = tape.state.kept(node)
             if kept is not None:   # an info note, with the model's (TFG206)
                 self.meta.notes = [*getattr(self.meta, "notes", ()),
-                                   (*_position(self.meta, node.info["call"]), "TFG207", kept, "safe")]
-            if node.info.get("inline"):
+                                   (*_position(self.meta, node.call), "TFG207", kept, "safe")]
+            if node.inline:
                 tape.optimizer_names[node.index] = self.fresh("optimizer")
             else:
                 tape.optimizer_names[node.index] = node.names[0]

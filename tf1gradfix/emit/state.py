@@ -13,7 +13,9 @@ import functools
 import libcst as cst
 
 from tf1gradfix.rules.catalog import _read
-from tf1gradfix.model.graph import GraphNode, Program
+from tf1gradfix.emit.naming import Naming
+from tf1gradfix.model.graph import Program
+from tf1gradfix.model.nodes import Layer, LayerLoop, Node, Optimizer, Static, Tensor, Variable
 from tf1gradfix.cst.syntax import Refusal, bound_args, call_text, schedule_table
 
 
@@ -47,44 +49,44 @@ class StateEmitter:
     def __init__(self, program: Program, code, qualified):
         self.p, self.code, self.qualified = program, code, qualified
         self.tf = program.tf_alias
+        self.naming = Naming()   # filled by the restructurer before any text is asked for
 
     # -- variables -----------------------------------------------------------
-    def variable(self, node: GraphNode) -> str | None:
+    def variable(self, node: Variable) -> str | None:
         """New source of a variable statement, or None to keep it as it is."""
-        info = node.info
-        bound = info["bound"]
+        bound = node.bound
         target = node.names[0]
-        if info["source"] == "tensorflow.Variable":
-            if info["full_name"] is None or "name" in bound and info["full_name"] == _string(bound["name"]):
+        if node.source == "tensorflow.Variable":
+            if node.full_name is None or "name" in bound and node.full_name == _string(bound["name"]):
                 return None
             value = self.code(bound["initial_value"])
         else:
-            value = self._initial_value(node, bound)
-        args = [value, f"name={info['full_name']!r}".replace("'", '"')]
-        if not info["trainable"]:
+            value = self._initial_value(node.value, bound)
+        args = [value, f"name={node.full_name!r}".replace("'", '"')]
+        if not node.trainable:
             args.append("trainable=False")
-        if "dtype" in bound and info["source"] == "tensorflow.Variable":
+        if "dtype" in bound and node.source == "tensorflow.Variable":
             args.append(f"dtype={self.code(bound['dtype'])}")
         return f"{target} = {self.tf}.Variable({', '.join(args)})"
 
     def builder_variable(self, call: cst.Call, bound) -> str:
         """The initial value of a builder function's `tf.get_variable`."""
-        return self._initial_value(GraphNode(-1, "variable", (), call, call), bound)
+        return self._initial_value(call, bound)
 
-    def _initial_value(self, node: GraphNode, bound) -> str:
+    def _initial_value(self, where: cst.CSTNode, bound) -> str:
         shape = bound.get("shape")
         init = bound.get("initializer")
         dtype = bound.get("dtype")
         default_key, table = initializer_table()
         if init is not None and not isinstance(init, cst.Call):
             if shape is not None or isinstance(init, cst.Name) and self.p.node(init.value) is not None \
-                    and self.p.node(init.value).kind != "static":
+                    and not isinstance(self.p.node(init.value), Static):
                 raise Refusal.of(init, "get_variable_initializer_form")
             return self.code(init)
         if shape is None:
             if init is not None and self.qualified(init.func) not in table:
                 return self.code(init)   # a tensor value: its shape is the variable's
-            raise Refusal.of(node.value, "get_variable_without_shape")
+            raise Refusal.of(where, "get_variable_without_shape")
         if init is None:
             default_key = default_initializer(self.qualified(dtype) if dtype is not None else None)
         ctor, init_dtype = self.initializer(init if init is not None else default_key)
@@ -113,23 +115,23 @@ class StateEmitter:
         return f"{self.tf}.{row['target']}({', '.join(f'{k}={v}' for k, v in kwargs.items())})", dtype
 
     # -- layers --------------------------------------------------------------
-    def layer(self, node: GraphNode) -> str:
+    def layer(self, node: Layer) -> str:
         """`<var> = tf.keras.layers.X(<the v1 settings>)`: positional settings keep their
         place up to the table's `positional`; initializers are mapped like get_variable's."""
-        row = node.info["row"]
-        args = self._layer_args(row, node.value, node.info["bound"])
-        return call_text(f"{node.info['var']} = {self.tf}.{row['target']}(", args)
+        row = node.row
+        args = self._layer_args(row, node.value, node.bound)
+        return call_text(f"{self.naming.layers[node]} = {self.tf}.{row['target']}(", args)
 
-    def layer_loop(self, node: GraphNode) -> list[str]:
+    def layer_loop(self, node: LayerLoop) -> list[str]:
         """The loop that creates layers, run once where the graph was built: each
         layer appended to its list; statements computing graph values left out."""
-        loop, sites = node.info["loop"], iter(node.info["sites"])
-        lines = [f"{site['list']} = []" for site in node.info["sites"]]
+        loop, sites = node.loop, iter(node.sites)
+        lines = [f"{self.naming.lists[site]} = []" for site in node.sites]
         lines.append(f"for {self.code(loop.target)} in {self.code(loop.iter)}:")
-        for name, value, is_layer, graph in node.info["statements"]:
+        for name, value, is_layer, graph in node.statements:
             if is_layer:
                 site = next(sites)
-                lines.append(f"    {site['list']}.append({self.layer_constructor(site['row'], site['call'], site['bound'])})")
+                lines.append(f"    {self.naming.lists[site]}.append({self.layer_constructor(site.row, site.call, site.bound)})")
             elif not graph:
                 lines.append(f"    {name} = {self.code(value)}")
         return lines
@@ -157,16 +159,16 @@ class StateEmitter:
         return args
 
     # -- optimizers ----------------------------------------------------------
-    def optimizer(self, node: GraphNode, target: str, fed_lr: bool) -> str:
+    def optimizer(self, node: Optimizer, target: str, fed_lr: bool) -> str:
         """The optimizer statement: the row's target with the v1 arguments mapped.
 
         A `not_equivalent` row keeps the v1 optimizer (it runs eagerly and in
         tf.function), with the reason as a comment; `manual` rows are refused."""
-        row = optimizer_table().get(node.info["cls"])
-        call = node.info["call"]
+        row = optimizer_table().get(node.cls)
+        call = node.call
         if row is None or row["status"] == "manual":
             why = row["why"] if row else "not in tf1gradfix/rules/optimizers.toml"
-            raise Refusal.of(call, "optimizer_no_rewrite", optimizer=node.info['cls'], detail=why)
+            raise Refusal.of(call, "optimizer_no_rewrite", optimizer=node.cls, detail=why)
         bound = bound_args(call, row["params"], call)
         kwargs = dict(row["defaults"])
         for v1_name, expr in bound.items():
@@ -174,7 +176,7 @@ class StateEmitter:
                 kwargs[row["map"][v1_name]] = self.code(expr)
         if fed_lr:
             if row["status"] not in FED_LR_STATUSES:
-                raise Refusal.of(call, "optimizer_rate_changes", optimizer=node.info['cls'], detail=row['why'])
+                raise Refusal.of(call, "optimizer_rate_changes", optimizer=node.cls, detail=row['why'])
             kwargs["learning_rate"] = "0.0"   # set from the fed value before every update
         if "learning_rate" not in kwargs:
             raise Refusal.of(call, "optimizer_without_rate")
@@ -185,22 +187,22 @@ class StateEmitter:
             text += "  # tf1gradfix: ignore[TFG205] kept: no Keras optimizer gives the same updates; see `tf1gradfix explain TFG207`"
         return text
 
-    def kept(self, node: GraphNode) -> str | None:
+    def kept(self, node: Optimizer) -> str | None:
         """Why the v1 optimizer stays v1 (an info note of the rewrite, TFG207), or None."""
-        row = optimizer_table().get(node.info["cls"])
+        row = optimizer_table().get(node.cls)
         if row is None or row["status"] != "not_equivalent":
             return None
-        return f"`{node.info['cls']}` stays `tf.{row['target']}`: no Keras optimizer gives the same updates ({row['why']})"
+        return f"`{node.cls}` stays `tf.{row['target']}`: no Keras optimizer gives the same updates ({row['why']})"
 
-    def scheduled_rate(self, opt: GraphNode) -> GraphNode | None:
+    def scheduled_rate(self, opt: Optimizer) -> Tensor | None:
         """The graph statement `lr = tf.train.<schedule>(...)` the optimizer's learning rate names."""
         lr = self.learning_rate(opt)
         node = self.p.node(lr.value) if isinstance(lr, cst.Name) else None
-        if node is None or node.kind != "tensor" or len(node.names) != 1 or not isinstance(node.value, cst.Call):
+        if not isinstance(node, Tensor) or len(node.names) != 1 or not isinstance(node.value, cst.Call):
             return None
         return node if self.qualified(node.value.func) in schedule_table() else None
 
-    def schedule(self, node: GraphNode) -> cst.SimpleStatementLine:
+    def schedule(self, node: Node) -> cst.SimpleStatementLine:
         """`lr = tf.train.exponential_decay(0.1, step, ...)` -> the Keras schedule called on the
         same step: the same rate, computed where TF1 computed it (tf1gradfix/rules/schedules.toml)."""
         call = node.value
@@ -213,11 +215,11 @@ class StateEmitter:
         text = f"{node.names[0]} = {self.tf}.{row['target']}({args})({self.code(step)})\n"
         return cst.parse_statement(text).with_changes(leading_lines=node.stmt.leading_lines)
 
-    def learning_rate(self, node: GraphNode) -> cst.BaseExpression | None:
-        row = optimizer_table().get(node.info["cls"])
+    def learning_rate(self, node: Optimizer) -> cst.BaseExpression | None:
+        row = optimizer_table().get(node.cls)
         if row is None:
             return None
-        return bound_args(node.info["call"], row["params"], node.info["call"]).get("learning_rate")
+        return bound_args(node.call, row["params"], node.call).get("learning_rate")
 
 
 def _string(expr) -> str | None:

@@ -14,7 +14,10 @@ from libcst.metadata import ScopeProvider
 
 from tf1gradfix.emit.state import optimizer_table
 from tf1gradfix.constructs import gradient_calls, losses, summaries, updates, var_lists
-from tf1gradfix.model.graph import GraphNode, Program
+from tf1gradfix.model.graph import Program
+from tf1gradfix.model.nodes import (ComputeGradients, Gradients, Layer, LayerCall, LayerLoop, LayerLoopCall, LayerNode,
+                                    Node, Optimizer, OptimizerCall, Placeholder, Static, Summary, Tensor, TrainOp,
+                                    Update, Variable, VarList)
 from tf1gradfix.cst.syntax import Refusal, call_text, matches
 from tf1gradfix.model.sites import Site
 from tf1gradfix.model.slicing import Signature, closure, gradient_dependent, reached_variables, variable_text
@@ -65,9 +68,9 @@ class TapeEmitter:
         if not shared or not self._can_share(sigs, set(shared)):
             return None, [], [], []
         members = closure(self.p, shared)
-        params = [n.names[0] for n in self.p.nodes if n.kind == "placeholder" and n.index in members]
-        params = [p for p in params if self.p.node(p).info["default"] is None] + \
-                 [p for p in params if self.p.node(p).info["default"] is not None]
+        params = [n.names[0] for n in self.p.nodes if isinstance(n, Placeholder) and n.index in members]
+        params = [p for p in params if self._placeholder(p).default is None] + \
+                 [p for p in params if self._placeholder(p).default is not None]
         returns: list[str] = []
         shared_set = set(shared)
         for sig in sigs:
@@ -103,39 +106,42 @@ class TapeEmitter:
 
     def _forward(self, sig: Signature) -> list[int]:
         post = gradient_dependent(self.p, sig.nodes)
-        return [i for i in sig.nodes if self.p.nodes[i].kind == "tensor" and i not in post]
+        return [i for i in sig.nodes if isinstance(self.p.nodes[i], Tensor) and i not in post]
 
     # -- text --------------------------------------------------------------
-    def stmt_text(self, node: GraphNode) -> str:
-        if "summary" in node.info:   # `merged = tf.summary.merge_all()` -> the list of the values it summarizes
+    def stmt_text(self, node: Node) -> str:
+        if isinstance(node, Summary):   # `merged = tf.summary.merge_all()` -> the list of the values it summarizes
             return summaries.statement(self.p, node, self.code)
-        if "layer" in node.info:   # `h = tf.layers.dense(x, ...)` -> `h = <layer>(x)`
-            layer = self.p.nodes[node.info["layer"]].info["var"]
-            args = [self.code(node.info["source"])] + [f"{k}={self.code(v)}" for k, v in node.info["call_args"]]
+        if isinstance(node, LayerCall):   # `h = tf.layers.dense(x, ...)` -> `h = <layer>(x)`
+            layer = self.state.naming.layers[self.p.nodes[node.layer]]
+            args = [self.code(node.source)] + [f"{k}={self.code(v)}" for k, v in node.call_args]
             return f"{', '.join(node.names)} = {layer}({', '.join(args)})"
-        if "layer_loop" in node.info:
-            return self._layer_loop(self.p.nodes[node.info["layer_loop"]])
-        stmt = losses.rewritten_statement(node.stmt, node.info.get("calls", ()), self.qualified, self.code, self.tf)
-        if node.kind == "update":   # `tf.assign_add(v, x)` -> `v.assign_add(x)`
+        if isinstance(node, LayerLoopCall):
+            loop = self.p.nodes[node.layer_loop]
+            assert isinstance(loop, LayerLoop)
+            return self._layer_loop(loop)
+        stmt = losses.rewritten_statement(node.stmt, node.called(), self.qualified, self.code, self.tf)
+        if isinstance(node, Update):   # `tf.assign_add(v, x)` -> `v.assign_add(x)`
             stmt = updates.method_form(stmt, self.qualified)
         text = self.code(stmt)
         lines = [ln for ln in text.splitlines() if ln.strip()]
         return "\n".join(lines)
 
-    def _layer_loop(self, layers: GraphNode) -> str:
+    def _layer_loop(self, layers: LayerLoop) -> str:
         """The loop again, zipped with the lists of layers it created: each call
         site calls its layer of this iteration."""
-        loop, sites = layers.info["loop"], layers.info["sites"]
+        naming = self.state.naming
+        loop, sites = layers.loop, layers.sites
         target = self.code(loop.target)
         if isinstance(loop.target, cst.Tuple) and not loop.target.lpar:
             target = f"({target})"
-        header = ", ".join([target] + [s["var"] for s in sites])
-        lines = [f"for {header} in zip({self.code(loop.iter)}, {', '.join(s['list'] for s in sites)}):"]
+        header = ", ".join([target] + [naming.layers[s] for s in sites])
+        lines = [f"for {header} in zip({self.code(loop.iter)}, {', '.join(naming.lists[s] for s in sites)}):"]
         calls = iter(sites)
-        for name, value, is_layer, _ in layers.info["statements"]:
+        for name, value, is_layer, _ in layers.statements:
             if is_layer:
                 site = next(calls)
-                lines.append(f"{IND}{name} = {site['var']}({self.code(site['source'])})")
+                lines.append(f"{IND}{name} = {naming.layers[site]}({self.code(site.source)})")
             else:
                 lines.append(f"{IND}{name} = {self.code(value)}")
         return "\n".join(lines)
@@ -143,16 +149,16 @@ class TapeEmitter:
     def params_text(self, params: list[str]) -> str:
         out = []
         for p in params:
-            default = self.p.node(p).info["default"]
+            default = self._placeholder(p).default
             out.append(p if default is None else f"{p}={self.code(default)}")
         return ", ".join(out)
 
     def spec(self, params: list[str]) -> str:
         specs = []
         for p in params:
-            info = self.p.node(p).info
+            shape_expr = self._placeholder(p).shape
             dtype = self._dtype(p)
-            shape = self.code(info["shape"]) if info["shape"] is not None else "None"
+            shape = self.code(shape_expr) if shape_expr is not None else "None"
             specs.append(f"{self.tf}.TensorSpec(shape={shape}, dtype={dtype})")
         return call_text(f"@{self.tf}.function(input_signature=[", specs, "])")
 
@@ -162,13 +168,18 @@ class TapeEmitter:
         return [f"{p} = {self.tf}.cast({p}, {self._dtype(p)})" for p in params]
 
     def _dtype(self, p: str) -> str:
-        dtype = self.p.node(p).info["dtype"]
+        dtype = self._placeholder(p).dtype
         if dtype is None:
             raise Refusal.of(self.p.node(p).value, "placeholder_without_dtype", name=p)
         return f"{self.tf}.{dtype}" if isinstance(dtype, str) else self.code(dtype)
 
+    def _placeholder(self, name: str) -> Placeholder:
+        node = self.p.node(name)
+        assert isinstance(node, Placeholder)
+        return node
+
     def helper_text(self, name, nodes, params, returns) -> str:
-        body = [self.stmt_text(self.p.nodes[i]) for i in nodes if self.p.nodes[i].kind == "tensor"]
+        body = [self.stmt_text(self.p.nodes[i]) for i in nodes if isinstance(self.p.nodes[i], Tensor)]
         body.append(f"return {', '.join(returns)}")
         return f"def {name}({self.params_text(params)}):\n" + _indent("\n".join(body))
 
@@ -190,8 +201,7 @@ class TapeEmitter:
         lines: list[str] = self._casts(sig.params) + [f"{k} = {v}" for k, v in sig.flags.items()] \
             + self._variable_lists(sig)
         if grads:
-            count = sum(1 for i in grads if self.p.nodes[i].kind in ("gradients", "compute_gradients")
-                        or self.p.nodes[i].info.get("method") == "minimize")
+            count = sum(1 for i in grads if self.p.nodes[i].differentiates())
             persistent = "persistent=True" if count > 1 else ""
             lines.append(f"with {self.tf}.GradientTape({persistent}) as {self.tape}:")
             lines.append(_indent("\n".join(forward_lines) or "pass"))
@@ -200,7 +210,7 @@ class TapeEmitter:
         else:
             lines += forward_lines
         # assignments (a target network's sync): the statements as written, in source order
-        lines += [self.stmt_text(self.p.nodes[i]) for i in sig.nodes if self.p.nodes[i].kind == "update"]
+        lines += [self.stmt_text(self.p.nodes[i]) for i in sig.nodes if isinstance(self.p.nodes[i], Update)]
         if sig.returns:
             lines.append(f"return {', '.join(sig.returns)}")
         if not lines:
@@ -211,9 +221,10 @@ class TapeEmitter:
     def _variable_lists(self, sig: Signature) -> list[str]:
         """Variable lists that emitted statements read (their TF1 statements go: a
         collection does not exist in TF2), as explicit lists in creation order."""
-        read = sorted({d for i in sig.nodes if self.p.nodes[i].kind not in ("train", "compute_gradients", "varlist")
-                       for d in self.p.nodes[i].deps if self.p.nodes[d].kind == "varlist"})
-        return [f"{self.p.nodes[i].names[0]} = [{', '.join(self.p.nodes[i].info['members'])}]" for i in read]
+        read = sorted({d for i in sig.nodes if not isinstance(self.p.nodes[i], (OptimizerCall, VarList))
+                       for d in self.p.nodes[i].deps if isinstance(self.p.nodes[d], VarList)})
+        lists = [self.p.nodes[i] for i in read]
+        return [f"{n.names[0]} = [{', '.join(n.members)}]" for n in lists if isinstance(n, VarList)]
 
     def _needed(self, sig: Signature, shared: set[int]) -> set[str]:
         names = set()
@@ -232,39 +243,40 @@ class TapeEmitter:
         top, after = [], {}
         for i in sig.nodes:
             node = self.p.nodes[i]
-            if node.kind in ("train", "compute_gradients") and "loss" in node.info["bound"] \
-                    and node.info["bound"].get("var_list") is not None:
+            if isinstance(node, OptimizerCall) and "loss" in node.bound and node.bound.get("var_list") is not None:
                 # an explicit var_list trains trainable=False variables too
-                top += [v for v in self._var_list(node, node.info["bound"]["loss"])
-                        if self.p.node(v) is not None and not self.p.node(v).info["trainable"]]
-            if node.kind != "gradients":
+                top += [v for v in self._var_list(node, node.bound["loss"])
+                        if self.p.node(v) is not None and not self.p.node(v).trainable]
+            if not isinstance(node, Gradients):
                 continue
-            for x in node.info["xs"]:
+            for x in node.xs:
                 xn = self.p.node(x)
-                if xn.kind == "placeholder" or xn.kind == "variable" and not xn.info["trainable"]:
+                if isinstance(xn, Placeholder) or isinstance(xn, Variable) and not xn.trainable:
                     top.append(x)
-                elif xn.kind == "tensor":
+                elif isinstance(xn, Tensor):
                     recorded = bool(reached_variables(self.p, xn.index))   # computed from watched variables
                     if "stop_gradient" in self.code(xn.value) or not recorded:
                         after.setdefault(xn.index, []).append(f"{self.tape}.watch({x})")   # (never in a helper: see _can_share)
-                elif xn.kind == "static":
+                elif isinstance(xn, Static):
                     raise Refusal.of(node.value, "gradient_of_constant", name=x)
         for i, lines in gradient_calls.stop_lines(self.p, sig.nodes, closure, self.tf).items():
             after[i] = lines + after.get(i, [])
         return list(dict.fromkeys(top)), after
 
-    def _gradient_lines(self, node: GraphNode) -> list[str]:
+    def _gradient_lines(self, node: Node) -> list[str]:
         name = node.names[0] if node.names else None
-        if node.kind == "gradients":
+        if isinstance(node, Gradients):
             return [gradient_calls.gradient_text(self, node)]
-        if node.kind == "tensor":
+        if isinstance(node, Tensor):
             return [self.stmt_text(node)]
-        bound = node.info["bound"]
-        opt = self.p.nodes[node.info["optimizer"]]
+        assert isinstance(node, OptimizerCall)
+        bound = node.bound
+        opt = self.p.nodes[node.optimizer]
+        assert isinstance(opt, Optimizer)
         opt_name = self.optimizer_names[opt.index]
         dense = self._sparse_form(node, opt)
         self._check_kept_slots(opt)
-        if node.kind == "compute_gradients" or node.info["method"] == "minimize":
+        if node.differentiates():
             loss = bound["loss"]
             if not isinstance(loss, cst.Name):
                 raise Refusal.of(loss, "loss_expression")
@@ -274,12 +286,12 @@ class TapeEmitter:
             listed = variables[0][1:] if len(variables) == 1 and variables[0].startswith("*[") else \
                 f"[{', '.join(variables)}]"   # (one loop's layers: their comprehension is the list)
             lines = [f"{vname} = {listed}"]
-            if node.kind == "compute_gradients":
+            if isinstance(node, ComputeGradients):
                 pairs = f"list(zip({self.tape}.gradient({loss.value}, {vname}), {vname}))"
-                if node.info["call"] is node.value:
+                if node.call is node.value:
                     return lines + [f"{name} = {pairs}"]
                 # `g, v = zip(*opt.compute_gradients(loss))`: the pairs take the call's place
-                stmt = node.stmt.deep_replace(node.info["call"], cst.parse_expression(pairs))
+                stmt = node.stmt.deep_replace(node.call, cst.parse_expression(pairs))
                 return lines + [self.code(stmt.with_changes(leading_lines=())).strip()]
             gname = self.local("grads")
             lines.append(f"{gname} = {self.tape}.gradient({loss.value}, {vname})")
@@ -291,26 +303,26 @@ class TapeEmitter:
         kept = "  # tf1gradfix: ignore[TFG204] a v1 optimizer, updating when called" if self.state.kept(opt) else ""
         grad = f"{self.tf}.convert_to_tensor(g)" if dense else "g"
         lines.append(f"{opt_name}.apply_gradients([({grad}, v) for g, v in {pairs} if g is not None]){kept}")
-        if node.info.get("step") is not None:   # v1 counts an update after applying it
-            lines.append(f"{node.info['step']}.assign_add(1)")
+        if node.step is not None:   # v1 counts an update after applying it
+            lines.append(f"{node.step}.assign_add(1)")
         return lines
 
-    def _check_built_for(self, opt: GraphNode, variables: list[str]) -> None:
+    def _check_built_for(self, opt: Optimizer, variables: list[str]) -> None:
         """A Keras optimizer is built for the variables of its first update and
         rejects others later; a v1 optimizer trains any list it is given."""
-        if not optimizer_table().get(opt.info["cls"], {}).get("target", "").startswith("keras."):
+        if not optimizer_table().get(opt.cls, {}).get("target", "").startswith("keras."):
             return
         first = self.trained_by.setdefault(opt.index, set(variables))
         if first != set(variables):
-            raise Refusal.of(opt.info["call"], "optimizer_var_lists_differ")
+            raise Refusal.of(opt.call, "optimizer_var_lists_differ")
 
-    def _check_kept_slots(self, opt: GraphNode) -> None:
+    def _check_kept_slots(self, opt: Optimizer) -> None:
         """A kept v1 optimizer with slots cannot train Keras 3 layer weights (found by the fuzzing campaign)."""
-        row = optimizer_table().get(opt.info["cls"], {})
-        if row.get("v1_slots") and any(n.kind == "layer" and n.info.get("weights") for n in self.p.nodes):
-            raise Refusal.of(opt.info["call"], "kept_optimizer_with_layers", optimizer=opt.info['cls'])
+        row = optimizer_table().get(opt.cls, {})
+        if row.get("v1_slots") and any(isinstance(n, LayerNode) and n.weights for n in self.p.nodes):
+            raise Refusal.of(opt.call, "kept_optimizer_with_layers", optimizer=opt.cls)
 
-    def _sparse_form(self, node: GraphNode, opt: GraphNode) -> bool:
+    def _sparse_form(self, node: OptimizerCall, opt: Optimizer) -> bool:
         """Whether the update's gradients are densified before `apply_gradients`.
 
         A gather-like op (`graph_ops.toml` sparse_gradients) makes its table's
@@ -322,27 +334,28 @@ class TapeEmitter:
         (`sparse = false`: lazy), no Keras update is the same and the file is
         refused. A kept v1 optimizer applies the slices as TF1 did.
         """
-        row = optimizer_table().get(opt.info["cls"], {})
+        row = optimizer_table().get(opt.cls, {})
         mode = row.get("sparse", True)
         if mode is True:
             return False
         sparse = any(matches(q, "sparse_gradients")
-                     for i in closure(self.p, [node.index]) for q in self.p.nodes[i].info.get("calls", ()))
+                     for i in closure(self.p, [node.index]) for q in self.p.nodes[i].called())
         if sparse and mode is False:
-            raise Refusal.of(opt.info["call"], "optimizer_sparse_lazy", optimizer=opt.info['cls'])
+            raise Refusal.of(opt.call, "optimizer_sparse_lazy", optimizer=opt.cls)
         return sparse
 
-    def _learning_rate(self, opt: GraphNode, opt_name: str) -> list[str]:
+    def _learning_rate(self, opt: Optimizer, opt_name: str) -> list[str]:
         if opt.index not in self.fed_lr:
             return []
         return [f"{opt_name}.learning_rate = {self.code(self.state.learning_rate(opt))}"]
 
-    def _var_list(self, node: GraphNode, loss: cst.Name) -> list[str]:
-        given = node.info["bound"].get("var_list")
+    def _var_list(self, node: OptimizerCall, loss: cst.Name) -> list[str]:
+        given = node.bound.get("var_list")
+        naming = self.state.naming
         if given is None:
-            if node.kind == "compute_gradients":
-                return [variable_text(v) for v in self.p.trainable()]
-            return [variable_text(v) for v in reached_variables(self.p, self.p.final[loss.value])]
+            if isinstance(node, ComputeGradients):
+                return [variable_text(v, naming) for v in self.p.trainable()]
+            return [variable_text(v, naming) for v in reached_variables(self.p, self.p.final[loss.value])]
         listed = var_lists.members(self.p, given, node.index, self.qualified)
         if listed is not None:
             return listed
@@ -376,7 +389,7 @@ class TapeEmitter:
             if isinstance(target, (cst.Tuple, cst.List)) and len(target.elements) == len(site.fetches):
                 kept = []
                 for element, fetch in zip(target.elements, site.fetches):
-                    if self.p.node(fetch).kind in ("train", "update"):
+                    if isinstance(self.p.node(fetch), (TrainOp, Update)):
                         if not (isinstance(element.value, cst.Name) and self._discarded(element.value)):
                             raise Refusal.of(element.value, "train_result_used")
                     else:
@@ -388,7 +401,7 @@ class TapeEmitter:
         if isinstance(parent, cst.Subscript) and parent.value is site.call and site.structure != "single":
             index = _literal_index(parent)
             if index is not None and -len(site.fetches) <= index < len(site.fetches) \
-                    and self.p.node(site.fetches[index]).kind not in ("train", "update"):
+                    and not isinstance(self.p.node(site.fetches[index]), (TrainOp, Update)):
                 position = sig.returns.index(site.fetches[index])   # `sess.run([op, t])[1]`: t's value
                 call = self._invoke(site)
                 value = f"{call}.numpy()" if len(sig.returns) == 1 else f"{call}[{position}].numpy()"
@@ -404,7 +417,7 @@ class TapeEmitter:
             if p not in site.feed:
                 continue
             value = self.code(site.feed[p])
-            args.append(value if self.p.node(p).info["default"] is None else f"{p}={value}")
+            args.append(value if self._placeholder(p).default is None else f"{p}={value}")
         return f"{self._on(site, sig.name)}({', '.join(args)})"
 
     @staticmethod
@@ -417,8 +430,7 @@ class TapeEmitter:
         if sig.inline:
             items = [f"{self._on(site, self.attributes.get(f, f))}.numpy()" for f in site.fetches]
             return _structure(site.structure, items)
-        lists = [r for r in sig.returns if self.p.node(r).kind == "gradients" and not self.p.node(r).info["single"]
-                 or "summary" in self.p.node(r).info]
+        lists = [r for r in sig.returns if _list_valued(self.p.node(r))]
         call = self._invoke(site)
         count = len(sig.returns)
         if count == 0:
@@ -447,6 +459,11 @@ class TapeEmitter:
         if base not in self.locals:
             self.locals[base] = self.fresh(base)
         return self.locals[base]
+
+
+def _list_valued(node: Node | None) -> bool:
+    """A fetched value that is a list in TF1 too: a gradient list, a summary's values."""
+    return isinstance(node, Gradients) and not node.single or isinstance(node, Summary)
 
 
 def _literal_index(subscript: cst.Subscript) -> int | None:

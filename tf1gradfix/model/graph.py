@@ -11,7 +11,8 @@ leaves the file intact and reports a manual diagnostic.
 from __future__ import annotations
 
 import fnmatch
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from typing import Any, TypeVar
 
 import libcst as cst
 from libcst.metadata import PositionProvider
@@ -21,22 +22,10 @@ from tf1gradfix.cst.syntax import (Refusal, arg, bound_args, enters_new_graph, f
                                literal_string, loads, matches, name_nodes, schedule_table, target_names,
                                without_defaults)
 from tf1gradfix.cst.walk import walk
+from tf1gradfix.model.nodes import (OPS, BuilderModule, ComputeGradients, Computed, Gradients, Init, Node, Optimizer, Placeholder,
+                                    Static, Tensor, TrainOp, Update, Variable, VarList)
 
-GRAPH_KINDS = ("placeholder", "variable", "layer", "tensor", "static", "optimizer", "train",
-               "compute_gradients", "gradients", "init", "session", "varlist", "update")
-
-
-@dataclass
-class GraphNode:
-    """One statement of the graph-building block that defines graph values."""
-
-    index: int
-    kind: str
-    names: tuple[str, ...]
-    stmt: cst.SimpleStatementLine
-    value: cst.BaseExpression | None
-    deps: frozenset[int] = frozenset()
-    info: dict = field(default_factory=dict)
+N = TypeVar("N", bound=Node)
 
 
 @dataclass
@@ -45,7 +34,7 @@ class Item:
 
     stmt: cst.BaseStatement
     prefix: str = ""
-    node: GraphNode | None = None
+    node: Node | None = None
     drop: bool = False          # graph plumbing that disappears (session, init, close)
     lead: tuple = ()            # leading lines inherited from a removed `with`
     stats: bool = False         # under `tf.control_dependencies(<UPDATE_OPS>)`: runs the batch-norm updates
@@ -56,20 +45,19 @@ class Item:
 class Program:
     owner: cst.Module | cst.FunctionDef
     items: list[Item]
-    nodes: list[GraphNode]
+    nodes: list[Node]
     final: dict[str, int]                 # name -> index of the node that last binds it
     sessions: set[str]
     helpers: dict[str, cst.FunctionDef]   # user functions graph code calls
     tf_alias: str
 
-    def node(self, name: str) -> GraphNode | None:
+    def node(self, name: str) -> Node | None:
         i = self.final.get(name)
         return None if i is None else self.nodes[i]
 
-    def trainable(self) -> list[GraphNode]:
+    def trainable(self) -> list[Node]:
         """Trainable variables, and layers whose weights are trainable, in creation order."""
-        return [n for n in self.nodes if n.kind == "variable" and n.info["trainable"]
-                or n.kind == "layer" and n.info["weights"] and n.info["trainable"]]
+        return [n for n in self.nodes if n.trained()]
 
 
 class ModelBuilder:
@@ -217,12 +205,20 @@ class ModelBuilder:
                 raise Refusal.of(call, "graph_in_compound", api=q)
 
     # -- one statement -----------------------------------------------------
-    def _add(self, item: Item, kind: str, names, value, deps=(), **info) -> GraphNode:
-        node = GraphNode(len(self.program.nodes), kind, tuple(names), item.stmt, value, frozenset(deps), info)
+    def add(self, item: Item, node_type: type[N], names, value, deps=(), /, **fields: Any) -> N:
+        """A node of class `node_type` for the statement of `item`, binding `names`."""
+        node = node_type(index=len(self.program.nodes), names=tuple(names), stmt=item.stmt, value=value,
+                   deps=frozenset(deps), **fields)
         self.program.nodes.append(node)
         for name in names:
             self.program.final[name] = node.index
         item.node = node
+        return node
+
+    def append(self, node: N) -> N:
+        """A node that no statement of the block binds (a builder's module, an optimizer made in place)."""
+        node.index = len(self.program.nodes)
+        self.program.nodes.append(node)
         return node
 
     def deps_of(self, expr: cst.CSTNode) -> set[int]:
@@ -255,7 +251,7 @@ class ModelBuilder:
         out = set()
         for name in free_names(helper):
             i = self.program.final.get(name)
-            if i is not None and self.program.nodes[i].kind in ("variable", "static"):
+            if i is not None and isinstance(self.program.nodes[i], (Variable, Static)):
                 out.add(i)
             elif i is not None:
                 raise Refusal.of(helper, "function_reads_graph_global", function=helper.name.value, name=name)
@@ -326,7 +322,7 @@ class ModelBuilder:
         return False
 
     def _graph_statement(self, item, small, names, value, deps, tf_calls) -> None:
-        if item.prefix and any("builder" in self.program.nodes[d].info for d in deps):
+        if item.prefix and any(isinstance(self.program.nodes[d], BuilderModule) for d in deps):
             raise Refusal.of(small, "builder_called_in_scope", scope=item.prefix[:-1])
         call = value if isinstance(value, cst.Call) else None
         q = self.qualified(call.func) if call is not None else None
@@ -342,9 +338,9 @@ class ModelBuilder:
         elif layers.model(self, item, names, call, q, deps):
             pass
         elif q is not None and fnmatch.fnmatchcase(q, "tensorflow.train.*Optimizer") and one:
-            self._add(item, "optimizer", names, value, deps, cls=q.rsplit(".", 1)[1], call=call)
+            self.add(item, Optimizer, names, value, deps, cls=q.rsplit(".", 1)[1], call=call)
         elif matches(q, "initializers") and one:
-            self._add(item, "init", names, value)
+            self.add(item, Init, names, value)
         elif matches(q, "sessions") and one:
             self.session_arguments(call, call)
             self.program.sessions.add(one)
@@ -352,36 +348,36 @@ class ModelBuilder:
         elif self._optimizer_method(item, names, value, deps):
             pass
         elif one and updates.is_update(self, value, deps):
-            self._add(item, "update", names, value, deps, calls=[q for _, q in tf_calls])
+            self.add(item, Update, names, value, deps, calls=[q for _, q in tf_calls])
         elif gradient_calls.model(self, item, names, small.targets[0].target, value, deps):
             pass
         elif one and (listed := var_lists.members(self.program, value, len(self.program.nodes), self.qualified)) is not None:
-            self._add(item, "varlist", names, value, deps, members=listed)
+            self.add(item, VarList, names, value, deps, members=listed)
         else:
             self._tensor(item, names, value, deps, tf_calls)
 
     def _placeholder(self, item, name, call, q) -> None:
         earlier = self.program.node(name)
-        if earlier is not None and earlier.kind in ("placeholder", "variable"):
+        if earlier is not None and earlier.graph_input():
             # Two graph inputs under one name: a feed_dict key could mean either.
             raise Refusal.of(call, "second_graph_input", name=name)
         if q == "tensorflow.placeholder":
             dtype, shape = arg(call, 0, "dtype"), arg(call, 1, "shape")
-            self._add(item, "placeholder", (name,), call, dtype=dtype, shape=shape, default=None)
+            self.add(item, Placeholder, (name,), call, dtype=dtype, shape=shape, default=None)
             return
         default, shape = arg(call, 0, "input"), arg(call, 1, "shape")
         dtype = literal_dtype(default)
         if dtype is None or shape is None:
             raise Refusal.of(call, "placeholder_default_form")
-        self._add(item, "placeholder", (name,), call, dtype=dtype, shape=shape, default=default)
+        self.add(item, Placeholder, (name,), call, dtype=dtype, shape=shape, default=default)
 
     def _variable(self, item, name, call, q, deps) -> None:
         earlier = self.program.node(name)
-        if earlier is not None and earlier.kind in ("placeholder", "variable"):
+        if earlier is not None and earlier.graph_input():
             # the first one still lives in TF1's collections (compute_gradients would list it)
             raise Refusal.of(call, "second_graph_input", name=name)
         for i in deps:
-            if self.program.nodes[i].kind not in ("static",):
+            if not isinstance(self.program.nodes[i], Static):
                 raise Refusal.of(call, "variable_from_graph_value", name=name)
         if q == "tensorflow.Variable":
             bound = bound_args(call, ["initial_value", "trainable", "collections", "validate_shape",
@@ -403,8 +399,7 @@ class ModelBuilder:
         full = None if label is None else item.prefix + label
         if q == "tensorflow.Variable" and item.scope != item.prefix:   # under `tf.name_scope`: its full name
             full = self.unique_name(item.scope + (label or "Variable"))
-        self._add(item, "variable", (name,), call, deps, source=q, bound=bound, full_name=full,
-                  trainable=trainable)
+        self.add(item, Variable, (name,), call, deps, source=q, bound=bound, full_name=full, trainable=trainable)
 
     def _optimizer_method(self, item, names, value, deps) -> bool:
         """`opt.minimize/compute_gradients/apply_gradients(...)` as the value, or
@@ -426,11 +421,11 @@ class ModelBuilder:
         opt = None
         if isinstance(receiver, cst.Name):
             opt = self.program.node(receiver.value)
-            if opt is None or opt.kind != "optimizer":
+            if not isinstance(opt, Optimizer):
                 return False
         elif isinstance(receiver, cst.Call) and fnmatch.fnmatchcase(self.qualified(receiver.func) or "", "tensorflow.train.*Optimizer"):
-            opt = GraphNode(-1, "optimizer", (), item.stmt, receiver, frozenset(self.deps_of(receiver)),
-                            {"cls": self.qualified(receiver.func).rsplit(".", 1)[1], "call": receiver, "inline": True})
+            opt = Optimizer(index=-1, names=(), stmt=item.stmt, value=receiver, deps=frozenset(self.deps_of(receiver)),
+                            cls=self.qualified(receiver.func).rsplit(".", 1)[1], call=receiver, inline=True)
         else:
             return False
         params = {"minimize": ["loss", "global_step", "var_list"],
@@ -449,17 +444,15 @@ class ModelBuilder:
             node = self.program.node(step.value) if isinstance(step, cst.Name) else None
             if isinstance(step, cst.Call) and not step.args and matches(self.qualified(step.func), "global_step_getters"):
                 node = global_step.find(self.program)   # `global_step=tf.train.get_global_step()`
-            if node is None or node.kind != "variable" or node.info["trainable"]:
+            if not isinstance(node, Variable) or node.trainable:
                 raise Refusal.of(step, "global_step_form")
             step_name = step.value if isinstance(step, cst.Name) else node.names[0]
         if opt.index == -1:
-            opt.index = len(self.program.nodes)
-            opt.names = ()
-            self.program.nodes.append(opt)
+            self.append(opt)
         deps = set(deps) | {opt.index}
-        kind = "compute_gradients" if method == "compute_gradients" else "train"
-        self._add(item, kind, names, value, deps, method=method, optimizer=opt.index, bound=bound, call=call,
-                  step=step_name, stats=item.stats)
+        cls = ComputeGradients if method == "compute_gradients" else TrainOp
+        self.add(item, cls, names, value, deps, method=method, optimizer=opt.index, bound=bound, call=call,
+                 step=step_name, stats=item.stats)
         return True
 
     def _optimizer_call(self, call: cst.Call) -> bool:
@@ -469,7 +462,7 @@ class ModelBuilder:
             return False
         if isinstance(func.value, cst.Name):
             node = self.program.node(func.value.value)
-            return node is not None and node.kind == "optimizer"
+            return isinstance(node, Optimizer)
         return isinstance(func.value, cst.Call) and fnmatch.fnmatchcase(self.qualified(func.value.func) or "", "tensorflow.train.*Optimizer")
 
     def _tensor(self, item, names, value, deps, tf_calls) -> None:
@@ -488,15 +481,15 @@ class ModelBuilder:
         for name in names:
             prior = self.program.node(name)
             # gradients edited in place (`grads, norm = tf.clip_by_global_norm(grads, 5.0)`) run in source order
-            if prior is not None and prior.kind not in ("tensor", "static", "compute_gradients", "gradients"):
+            if prior is not None and not isinstance(prior, (Tensor, Static, ComputeGradients, Gradients)):
                 raise Refusal.of(item.stmt, "rebinds_graph_node", name=name, kind=prior.kind)
         for n in (self.program.nodes[i] for i in deps):
-            if n.kind in ("train", "init", "optimizer", "session", "update"):
+            if isinstance(n, OPS):
                 raise Refusal.of(item.stmt, "computed_from_op", kind=n.kind)
-        static = all(self.program.nodes[i].kind == "static" for i in deps) and all(matches(q, "pure") for _, q in tf_calls)
+        static = all(isinstance(self.program.nodes[i], Static) for i in deps) and all(matches(q, "pure") for _, q in tf_calls)
         if static and any(n in self.program.final for n in names):
             static = False
-        node = self._add(item, "static" if static else "tensor", names, value, deps, calls=[q for _, q in tf_calls])
+        node: Computed = self.add(item, Static if static else Tensor, names, value, deps, calls=[q for _, q in tf_calls])
         for name in loads(value):
             if name in self.program.helpers:   # a helper's calls count as this statement's
                 inner = [q for _, q in self.calls(self.program.helpers[name]) if q]
@@ -505,9 +498,8 @@ class ModelBuilder:
                 creates = [q for q in inner if q in layers.layer_table() or q == "tensorflow.Variable"]
                 if creates:   # called in every step, it would make new weights each time
                     raise Refusal.of(item.stmt, "function_creates_weights", name=name, api=creates[0])
-                node.info["calls"] += inner
-        if unsupported is not None:
-            node.info["unsupported"] = unsupported
+                node.calls += inner
+        node.unsupported = unsupported
 
 
 def _queue_refusal(node: cst.CSTNode, q: str) -> Refusal:

@@ -9,7 +9,9 @@ from dataclasses import dataclass
 
 import libcst as cst
 from tf1gradfix.constructs import var_lists
-from tf1gradfix.model.graph import GraphNode, Item, Program
+from tf1gradfix.model.graph import Item, Program
+from tf1gradfix.model.nodes import (ComputeGradients, Gradients, Init, Optimizer, Placeholder, Static, Tensor, TrainOp,
+                                    Update, Variable, VarList)
 from tf1gradfix.cst.syntax import Refusal, arg, bound_names, free_names, graph_ops, loads, matches
 from tf1gradfix.cst.walk import children, walk
 
@@ -111,12 +113,12 @@ class HostScan:
         used = free_names(stmt) if isinstance(stmt, cst.FunctionDef) else set(loads(stmt))
         for name in sorted(used & names):
             node = self.p.node(name)
-            if name in self.p.sessions or node.kind not in ("variable", "static"):
+            if name in self.p.sessions or not isinstance(node, (Variable, Static)):
                 raise Refusal.of(stmt, "function_uses_graph_value", function=stmt.name.value, name=name)
 
     def _feed_bindings(self, statements) -> None:
         """`feed = {x: ..., y: ...}` (or `{model.x: ...}`): dicts of placeholders bound to a name."""
-        placeholders = {n.names[0] for n in self.p.nodes if n.kind == "placeholder"}
+        placeholders = {n.names[0] for n in self.p.nodes if isinstance(n, Placeholder)}
         scan = self
 
         def placeholder(key: cst.BaseExpression) -> str | None:
@@ -171,7 +173,7 @@ class HostScan:
         self._receiver = None
         name = self._graph_name(step) if step is not None else None
         node = self.p.node(name) if name is not None else None
-        if not (isinstance(sess, cst.Name) and sess.value in self._sessions) or node is None or node.kind != "variable" \
+        if not (isinstance(sess, cst.Name) and sess.value in self._sessions) or not isinstance(node, Variable) \
                 or len(call.args) != 2:
             raise Refusal.of(call, "global_step_call_form")
         self.variable_lists[call] = f"int({cst.Module([]).code_for_node(step)}.numpy())"
@@ -203,12 +205,12 @@ class HostScan:
         node = self.p.node(receiver) if self.host is None else None   # (host names are not graph names)
         if node is None:
             return False
-        if method == "eval" and node.kind in ("tensor", "static", "variable", "gradients"):
+        if method == "eval" and isinstance(node, (Tensor, Static, Variable, Gradients)):
             feed = arg(call, 0, "feed_dict")
             self._check_session_kw(call, ("feed_dict", "session"))
             self._add_site(call, func.value, feed)
             return True
-        if method == "run" and node.kind in ("train", "init", "update"):
+        if method == "run" and isinstance(node, (TrainOp, Init, Update)):
             self._check_session_kw(call, ("feed_dict", "session"))
             self._add_site(call, func.value, arg(call, 0, "feed_dict"))
             return True
@@ -255,9 +257,9 @@ class HostScan:
     def _add_site(self, call: cst.Call, fetch: cst.BaseExpression, feed) -> None:
         self._receiver = None
         listed = self.p.node(fetch.value) if isinstance(fetch, cst.Name) and self.host is None else None
-        if listed is not None and listed.kind == "varlist" and feed is None:
+        if isinstance(listed, VarList) and feed is None:
             # `sess.run(g_vars)`: the values of the variables it lists, in its order
-            self.variable_lists[call] = f"[v.numpy() for v in [{', '.join(listed.info['members'])}]]"
+            self.variable_lists[call] = f"[v.numpy() for v in [{', '.join(listed.members)}]]"
             return
         structure, fetches = self._fetches(fetch)
         if structure == "init":
@@ -283,7 +285,7 @@ class HostScan:
                     raise Refusal.of(key, "feed_by_name")
                 name = self._graph_name(key)
                 node = self.p.node(name) if name is not None else None
-                if node is None or node.kind != "placeholder":
+                if not isinstance(node, Placeholder):
                     raise Refusal.of(key, "feed_key_not_placeholder")
                 if loads(e.value) and set(loads(e.value)) & self.graph_names():
                     raise Refusal.of(e.value, "feed_value_from_graph")
@@ -310,9 +312,9 @@ class HostScan:
             node = self.p.node(name) if name is not None else None
             if node is None:
                 raise Refusal.of(fetch, "fetch_unknown", code=cst.Module([]).code_for_node(fetch))
-            if node.kind == "init":
+            if isinstance(node, Init):
                 return "init", []
-            if node.kind in ("optimizer", "compute_gradients", "varlist"):
+            if isinstance(node, (Optimizer, ComputeGradients, VarList)):
                 raise Refusal.of(fetch, "fetch_kind", kind=node.kind)
             return "single", [name]
         if isinstance(fetch, (cst.List, cst.Tuple)) and fetch.elements:
@@ -357,7 +359,7 @@ class HostScan:
         if not deps or read & set(self.p.helpers) or read & self.p.sessions:
             raise Refusal.of(expr, "fetch_form")
         for i in deps:
-            if self.p.nodes[i].kind not in ("tensor", "static", "variable", "placeholder", "gradients"):
+            if not isinstance(self.p.nodes[i], (Tensor, Static, Variable, Placeholder, Gradients)):
                 raise Refusal.of(expr, "fetch_expression_kind", kind=self.p.nodes[i].kind)
         calls = []
 
@@ -379,7 +381,8 @@ class HostScan:
             k += 1
             name = f"{base}_{k}"
         stmt = cst.SimpleStatementLine([cst.Assign([cst.AssignTarget(cst.Name(name))], expr)])
-        node = GraphNode(len(self.p.nodes), "tensor", (name,), stmt, expr, frozenset(deps), {"calls": [q for q in qualified if q]})
+        node = Tensor(index=len(self.p.nodes), names=(name,), stmt=stmt, value=expr, deps=frozenset(deps),
+                      calls=[q for q in qualified if q])
         self.p.nodes.append(node)
         self.p.final[name] = node.index
         self.expressions[code] = name
@@ -438,8 +441,9 @@ class _HostReads(cst.CSTVisitor):
         if node.value in self.scan.feed_dicts:
             raise Refusal.of(node, "feed_dict_other_use", name=node.value)
         if node.value in self.names:
-            kind = "session" if node.value in self.scan.p.sessions else self.scan.p.node(node.value).kind
-            if kind == "placeholder":
+            graph = None if node.value in self.scan.p.sessions else self.scan.p.node(node.value)
+            kind = "session" if graph is None else graph.kind
+            if isinstance(graph, Placeholder):
                 raise Refusal.of(node, "placeholder_outside_feed", name=node.value)
             raise Refusal.of(node, "node_outside_run", kind=kind, name=node.value)
 

@@ -11,11 +11,12 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 from tf1gradfix.constructs import builders, updates
-from tf1gradfix.model.graph import GraphNode, Program
+from tf1gradfix.model.graph import Program
+from tf1gradfix.model.nodes import (GRADIENT_NODES, BuilderModule, Layer, LayerCall, LayerLoop, Node, OptimizerCall,
+                                    Placeholder, Static, TrainOp, Update, Variable)
 from tf1gradfix.model.sites import Site
 from tf1gradfix.cst.syntax import Refusal
 
-GRADIENT_KINDS = ("compute_gradients", "gradients", "train")
 
 
 @dataclass
@@ -25,7 +26,7 @@ class Signature:
     sites: list[Site] = field(default_factory=list)
     nodes: list[int] = field(default_factory=list)      # slice, source order
     params: list[str] = field(default_factory=list)     # placeholders, call order
-    train: GraphNode | None = None
+    train: TrainOp | None = None
     returns: list[str] = field(default_factory=list)    # fetched values that reach Python
     inline: bool = False       # only variables/static values: no function needed
     flags: dict[str, str] = field(default_factory=dict)   # mode flag -> "True"/"False" in this function
@@ -35,7 +36,7 @@ class Signature:
 def signatures(program: Program, sites: list[Site]) -> list[Signature]:
     """Groups sites by (fetches, fed placeholders) and slices each group."""
     groups: dict[tuple, Signature] = {}
-    flags = {n.names[0] for n in program.nodes if n.kind == "placeholder" and n.info.get("mode_flag")}
+    flags = {n.names[0] for n in program.nodes if isinstance(n, Placeholder) and n.mode_flag}
     for site in sites:
         values = _flag_values(program, site, flags)
         fed = site.fed - flags
@@ -61,7 +62,7 @@ def _flag_values(program: Program, site: Site, flags: set[str]) -> dict[str, str
         value = (site.feed or {}).get(name)
         if value is None and site.feed_name is not None:
             raise Refusal.of(site.call, "mode_flag_feed_elsewhere", name=name)
-        value = value if value is not None else program.node(name).info["default"]
+        value = value if value is not None else _placeholder(program, name).default
         if not (isinstance(value, cst.Name) and value.value in ("True", "False")):
             raise Refusal.of(value if value is not None else site.call, "mode_flag_value", name=name)
         out[name] = value.value
@@ -73,13 +74,25 @@ def _check_statistics(program: Program, sig: "Signature", site: Site) -> None:
     with training=True; TF1 only in runs of a train op under the UPDATE_OPS dependency."""
     for i in sig.nodes:
         node = program.nodes[i]
-        if "layer" not in node.info or not program.nodes[node.info["layer"]].info["row"].get("statistics"):
+        if not isinstance(node, LayerCall) or not _layer(program, node).row.get("statistics"):
             continue
-        training = dict(node.info["call_args"]).get("training")
+        training = dict(node.call_args).get("training")
         value = training.value if isinstance(training, cst.Name) else None
         value = sig.flags.get(value, value)
-        if value == "True" and not (sig.train is not None and sig.train.info.get("stats")):
+        if value == "True" and not (sig.train is not None and sig.train.stats):
             raise Refusal.of(site.call, "batch_norm_updates_not_run")
+
+
+def _placeholder(program: Program, name: str) -> Placeholder:
+    node = program.node(name)
+    assert isinstance(node, Placeholder)
+    return node
+
+
+def _layer(program: Program, call: LayerCall) -> Layer:
+    node = program.nodes[call.layer]
+    assert isinstance(node, Layer)
+    return node
 
 
 def closure(program: Program, roots) -> set[int]:
@@ -98,15 +111,15 @@ def _slice(program: Program, sig: Signature, site: Site) -> None:
     members = closure(program, [n.index for n in fetched])
     for i in members:
         node = program.nodes[i]
-        if "unsupported" in node.info:
-            raise node.info["unsupported"]
-        differentiates = node.kind in ("gradients", "compute_gradients") or node.info.get("method") == "minimize"
-        if differentiates and any(program.nodes[j].kind in GRADIENT_KINDS for j in closure(program, node.deps)):
+        unsupported = node.refusal_if_run()
+        if unsupported is not None:
+            raise unsupported
+        if node.differentiates() and any(isinstance(program.nodes[j], GRADIENT_NODES) for j in closure(program, node.deps)):
             # the tape would have to record the inner gradient: nested tapes, which the rewrite does not write
             raise Refusal.of(node.value, "gradient_of_gradient")
     sig.nodes = sorted(members)
     updates.check_run(program, site.call, fetched)
-    trains = [n for n in fetched if n.kind == "train"]
+    trains = [n for n in fetched if isinstance(n, TrainOp)]
     if len(trains) > 1:
         raise Refusal.of(site.call, "two_train_ops")
     sig.train = trains[0] if trains else None
@@ -114,19 +127,19 @@ def _slice(program: Program, sig: Signature, site: Site) -> None:
     # run returns the value after the update. Allowed for the step counter the train op increments
     # (`_, step = sess.run([train, global_step])`): the function returns it after `assign_add`.
     # Other variables stay refused: which update a weight's fetch sees is not pinned down.
-    step = sig.train.info.get("step") if sig.train is not None else None
-    if sig.train is not None and any(n.kind == "variable" and n.names[0] != step for n in fetched):
+    step = sig.train.step if sig.train is not None else None
+    if sig.train is not None and any(isinstance(n, Variable) and n.names[0] != step for n in fetched):
         raise Refusal.of(site.call, "variable_fetched_with_update")
-    sig.returns = [name for name, n in zip(sig.fetches, fetched) if n.kind not in ("train", "update")]
-    sig.inline = all(n.kind in ("variable", "static") for n in fetched) and not sig.fed
-    placeholders = [program.nodes[i] for i in sig.nodes if program.nodes[i].kind == "placeholder"
-                    and not program.nodes[i].info.get("mode_flag")]   # (a flag is a literal in each function)
+    sig.returns = [name for name, n in zip(sig.fetches, fetched) if not isinstance(n, (TrainOp, Update))]
+    sig.inline = all(isinstance(n, (Variable, Static)) for n in fetched) and not sig.fed
+    placeholders = [n for n in (program.nodes[i] for i in sig.nodes)
+                    if isinstance(n, Placeholder) and not n.mode_flag]   # (a flag is a literal in each function)
     for ph in placeholders:
-        if ph.names[0] not in sig.fed and ph.info["default"] is None:
+        if ph.names[0] not in sig.fed and ph.default is None:
             raise Refusal.of(site.call, "placeholder_not_fed", name=ph.names[0])
-    order = [n.names[0] for n in program.nodes if n.kind == "placeholder" and not n.info.get("mode_flag")]
-    plain = [p for p in order if p in sig.fed and program.node(p).info["default"] is None]
-    defaults = [p for p in order if program.node(p).info["default"] is not None
+    order = [n.names[0] for n in program.nodes if isinstance(n, Placeholder) and not n.mode_flag]
+    plain = [p for p in order if p in sig.fed and _placeholder(program, p).default is None]
+    defaults = [p for p in order if _placeholder(program, p).default is not None
                 and (p in sig.fed or any(ph.names[0] == p for ph in placeholders))]
     sig.params = plain + defaults
 
@@ -136,25 +149,26 @@ def gradient_dependent(program: Program, members: list[int]) -> set[int]:
     out: set[int] = set()
     for i in members:
         node = program.nodes[i]
-        if node.kind in GRADIENT_KINDS or any(d in out for d in node.deps):
+        if isinstance(node, GRADIENT_NODES) or any(d in out for d in node.deps):
             out.add(i)
     return out
 
 
-def reached_variables(program: Program, root: int) -> list[GraphNode]:
+def reached_variables(program: Program, root: int) -> list[Node]:
     """Trainable variables (and layers with trainable weights) a loss reads through
     the forward statements, creation order."""
     members = closure(program, [root])
     return [n for n in program.trainable() if n.index in members]
 
 
-def variable_text(node: GraphNode) -> str:
-    """How a trained variable is listed: its name, or a layer's weights unpacked."""
-    if node.kind == "layer" and "sites" in node.info:   # the layers a loop created
-        return ", ".join(f"*[w for layer in {site['list']} for w in layer.trainable_variables]"
-                         for site in node.info["sites"] if site["row"]["weights"])
-    if node.kind == "layer" and "builder" in node.info:
+def variable_text(node: Node, naming) -> str:
+    """How a trained variable is listed: its name, or a layer's weights unpacked
+    (`naming`: the names the emitter gave the layers, emit.naming.Naming)."""
+    if isinstance(node, LayerLoop):   # the layers a loop created
+        return ", ".join(f"*[w for layer in {naming.lists[site]} for w in layer.trainable_variables]"
+                         for site in node.sites if site.row["weights"])
+    if isinstance(node, BuilderModule):
         return builders.variables_text(node)
-    if node.kind == "layer":
-        return f"*{node.info['var']}.trainable_variables"
+    if isinstance(node, Layer):
+        return f"*{naming.layers[node]}.trainable_variables"
     return node.names[0]

@@ -62,7 +62,15 @@ class Catalog:
     glob_symbols: tuple[tuple[str, Rule], ...] = ()
 
     def rule(self, code: str) -> Rule | None:
-        return self.by_code.get(code.upper())
+        """The rule with this code, or with this name (`explain placeholder`)."""
+        found = self.by_code.get(code.upper())
+        if found is None:
+            found = next((r for r in self.rules if r.name == code.lower()), None)
+        return found
+
+    def unknown_prefixes(self, prefixes) -> list[str]:
+        """The code prefixes (of --select, --ignore or a setting) that match no rule."""
+        return [p for p in prefixes if p != "ALL" and not any(r.code.startswith(p) for r in self.rules)]
 
     def symbol_rule(self, qualified: str) -> tuple[Rule, str] | None:
         """The rule whose symbol pattern matches `qualified` most specifically."""

@@ -176,7 +176,8 @@ def _analyzed(result: FileResult, display: str, data: bytes, codes: CodeFilter, 
     import libcst as cst
 
     from tf1gradfix.rules import catalog as catalog_module
-    from tf1gradfix.detect.detector import AnalysisWrapper, detect
+    from tf1gradfix.cst.metadata import AnalysisWrapper
+    from tf1gradfix.detect.detector import detect
     from tf1gradfix.run.findings import is_suppressed, suppressions
     from tf1gradfix.emit.renames import renamed_source
     from tf1gradfix.emit.restructure import HANDLED
@@ -334,7 +335,8 @@ def _restructured(wrapper, display, codes, result, silenced, catalog, renames):
 
     from tf1gradfix.detect import prefilter
     from tf1gradfix.cst import printing
-    from tf1gradfix.detect.detector import AnalysisWrapper, detect
+    from tf1gradfix.cst.metadata import AnalysisWrapper
+    from tf1gradfix.detect.detector import detect
     from tf1gradfix.run.findings import is_suppressed, suppressions
     from tf1gradfix.emit.renames import renamed_source
     from tf1gradfix.emit.restructure import HANDLED, restructure

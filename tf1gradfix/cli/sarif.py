@@ -1,0 +1,61 @@
+"""`--format sarif`: SARIF 2.1.0, the format GitHub and GitLab code scanning read.
+
+Each finding is a result of its rule (the rule's name, title and
+explanation travel in the run's rule list); a file that could not be read
+is a tool execution notification, so the scan shows it as an error, not as
+a finding of the code.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tf1gradfix import __version__
+from tf1gradfix.run.findings import FileError, Finding
+
+SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
+_LEVEL = {True: "note", False: "warning"}   # fixed (safely, or by the rewrite) / needs work
+
+
+def _uri(path: str) -> str:
+    """Relative paths stay relative (code scanning resolves them against the checkout)."""
+    p = Path(path)
+    return p.resolve().as_uri() if p.is_absolute() else p.as_posix()
+
+
+def _location(path: str, line: int | None, col: int | None) -> dict:
+    physical: dict = {"artifactLocation": {"uri": _uri(path)}}
+    if line:
+        physical["region"] = {"startLine": line, **({"startColumn": col} if col else {})}
+    return {"physicalLocation": physical}
+
+
+def sarif_document(findings: list[Finding], errors: list[FileError]) -> dict:
+    from tf1gradfix.rules.catalog import load
+
+    catalog = load()
+    codes = list(dict.fromkeys(f.code for f in findings))
+    rules = []
+    for code in codes:
+        rule = catalog.rule(code)
+        entry: dict = {"id": code}
+        if rule is not None:
+            entry.update(name=rule.name, shortDescription={"text": rule.title},
+                         fullDescription={"text": " ".join(rule.explanation.split()) or rule.title},
+                         help={"text": f"tf1gradfix explain {code}"}, properties={"safety": rule.safety})
+        rules.append(entry)
+    index = {code: i for i, code in enumerate(codes)}
+    results = [{"ruleId": f.code, "ruleIndex": index[f.code], "level": _LEVEL[f.fixed],
+                "message": {"text": f.message}, "locations": [_location(f.path, f.line, f.col)]}
+               for f in findings]
+    notifications = [{"level": "error", "message": {"text": e.message}, "locations": [_location(e.path, e.line, e.col)]}
+                     for e in errors]
+    return {
+        "$schema": SCHEMA,
+        "version": "2.1.0",
+        "runs": [{
+            "tool": {"driver": {"name": "tf1gradfix", "version": __version__, "rules": rules}},
+            "invocations": [{"executionSuccessful": not errors, "toolExecutionNotifications": notifications}],
+            "results": results,
+        }],
+    }

@@ -1,0 +1,16 @@
+"""Names the emit stage chooses for what the model made: a builder module's class,
+a layer's instance, the list of a loop's layers. Kept here, not on the model's
+nodes: the model is read-only once emitting starts."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from tf1gradfix.model.nodes import BuilderModule, Layer, LayerSite
+
+
+@dataclass
+class Naming:
+    classes: dict[BuilderModule, str] = field(default_factory=dict)   # builder module -> its `tf.Module` class
+    layers: dict[Layer | LayerSite, str] = field(default_factory=dict)   # a layer (or a loop's call site) -> its instance
+    lists: dict[LayerSite, str] = field(default_factory=dict)   # a loop's call site -> the list of its layers

@@ -1,0 +1,283 @@
+"""The typed program model: one class per kind of graph statement.
+
+Each node of ``Program.nodes`` is one statement of the graph-building block
+(or a value the model made for one, such as an optimizer created in place).
+Its fields are what the model learned about it; names chosen while emitting
+(classes, layer instances, lists) are not here but in ``emit.naming.Naming``.
+``kind`` is the node's word in messages ("rebinds a placeholder") and tables
+(``host_attributes``); code tests the class, or asks the node.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Sequence
+
+import libcst as cst
+
+from tf1gradfix.cst.syntax import Refusal
+
+Bound = dict[str, cst.BaseExpression]   # argument name -> expression, as bound_args gives them
+
+
+@dataclass(eq=False, kw_only=True)
+class Node:
+    """One statement of the graph-building block that defines graph values."""
+
+    kind: ClassVar[str] = ""
+    index: int
+    names: tuple[str, ...]
+    stmt: Any                     # the statement (a helper `FunctionDef` for a builder module)
+    value: Any                    # the expression defining it (a loop for a layer loop), or None
+    deps: frozenset[int] = frozenset()
+
+    def called(self) -> Sequence[str]:
+        """TensorFlow functions the statement calls (empty where the model keeps none)."""
+        return ()
+
+    def trained(self) -> bool:
+        """Is it among what a loss trains: a trainable variable, a layer with trainable weights?"""
+        return False
+
+    def graph_input(self) -> bool:
+        """A placeholder or a variable: a second one under the same name is refused."""
+        return False
+
+    def differentiates(self) -> bool:
+        """Does it take gradients (`tf.gradients`, `compute_gradients`, `minimize`)?"""
+        return False
+
+    def refusal_if_run(self) -> Refusal | None:
+        """Why a run that needs it cannot be rewritten (None: it can)."""
+        return None
+
+
+@dataclass(eq=False, kw_only=True)
+class Placeholder(Node):
+    kind: ClassVar[str] = "placeholder"
+    dtype: Any                    # an expression, or a dtype name read off a default literal
+    shape: cst.BaseExpression | None
+    default: cst.BaseExpression | None
+    mode_flag: bool = False       # a bool fed True/False to `training=` (each function gets the literal)
+
+    def graph_input(self) -> bool:
+        return True
+
+
+@dataclass(eq=False, kw_only=True)
+class Variable(Node):
+    kind: ClassVar[str] = "variable"
+    source: str                   # "tensorflow.Variable" or "tensorflow.get_variable"
+    bound: Bound
+    full_name: str | None         # its TF1 name (scope included), None when unnamed
+    trainable: bool
+    alias_of: int | None = None   # `step = tf.train.get_global_step()`: the global step's node
+    global_step: bool = False     # made by a global-step call
+
+    def trained(self) -> bool:
+        return self.trainable
+
+    def graph_input(self) -> bool:
+        return True
+
+
+@dataclass(eq=False, kw_only=True)
+class LayerNode(Node):
+    """Weights made once where the graph was built: a `tf.layers` layer, the layers of a
+    loop, a builder function's module."""
+
+    kind: ClassVar[str] = "layer"
+    weights: bool
+    trainable: bool
+
+    def trained(self) -> bool:
+        return self.weights and self.trainable
+
+    def tf1_name(self) -> str | None:
+        """The TF1 name of what it makes, where the model knows one."""
+        return None
+
+    def rows(self) -> list[dict]:
+        """The layers table's rows of the layers it makes (for TF1's automatic names)."""
+        return []
+
+
+@dataclass(eq=False, kw_only=True)
+class Layer(LayerNode):
+    """`h = tf.layers.dense(x, ...)`: the Keras layer (the call is a ``LayerCall``)."""
+
+    row: dict
+    symbol: str
+    bound: Bound
+    base: str                     # the name its instance is given where that is free
+    full_name: str
+
+    def tf1_name(self) -> str | None:
+        return self.full_name
+
+    def rows(self) -> list[dict]:
+        return [self.row]
+
+
+@dataclass(eq=False)
+class LayerSite:
+    """One `tf.layers` call in a loop that creates layers."""
+
+    call: cst.Call
+    row: dict
+    bound: Bound
+    source: cst.BaseExpression
+    base: str
+    trainable: bool
+
+
+@dataclass(eq=False, kw_only=True)
+class LayerLoop(LayerNode):
+    """A host `for` loop creating layers: a list of layers per call site."""
+
+    loop: cst.For
+    sites: list[LayerSite]
+    statements: list[tuple[str, cst.BaseExpression, bool, bool]]   # (name, value, is a layer, is graph)
+
+    def rows(self) -> list[dict]:
+        return [site.row for site in self.sites]
+
+
+BuilderVariable = tuple[str, str, cst.Call, Bound, cst.SimpleStatementLine]   # (local, label, call, bound, statement)
+
+
+@dataclass(eq=False, kw_only=True)
+class BuilderModule(LayerNode):
+    """A builder function (`tf.get_variable` under one `tf.variable_scope`): a `tf.Module`."""
+
+    builder: cst.FunctionDef
+    scope: str | None             # its scope's name; None for a layer function (scope_parameter)
+    scope_parameter: str | None   # a layer function: the parameter holding the scope
+    variables: list[BuilderVariable]
+    inner: list[cst.BaseStatement]
+    var: str                      # the instance's name: the function's
+
+
+@dataclass(eq=False, kw_only=True)
+class Computed(Node):
+    """A statement computing values from graph values (in the steps, or once if static)."""
+
+    calls: list[str] = field(default_factory=list)
+    unsupported: Refusal | None = None   # refused only if some run needs it
+
+    def called(self) -> Sequence[str]:
+        return self.calls
+
+    def refusal_if_run(self) -> Refusal | None:
+        return self.unsupported
+
+
+@dataclass(eq=False, kw_only=True)
+class Tensor(Computed):
+    kind: ClassVar[str] = "tensor"
+
+
+@dataclass(eq=False, kw_only=True)
+class Static(Computed):
+    """Computed from constants only: the same in TF2, where the graph was built."""
+
+    kind: ClassVar[str] = "static"
+
+
+@dataclass(eq=False, kw_only=True)
+class Summary(Tensor):
+    """A summary op or a merge: the list of the values it summarizes."""
+
+    summary: list[tuple[str, str, cst.BaseExpression]]   # (TF2 op, tag, value) per value
+    member: bool                  # a summary op (what `merge_all` collects), not a merge
+
+
+@dataclass(eq=False, kw_only=True)
+class LayerCall(Tensor):
+    """`h = <layer>(x)`: the call of a ``Layer``, in the steps."""
+
+    layer: int
+    source: cst.BaseExpression
+    call_args: list[tuple[str, cst.BaseExpression]]
+
+
+@dataclass(eq=False, kw_only=True)
+class LayerLoopCall(Tensor):
+    """The loop of a ``LayerLoop`` again in the steps, calling its layers."""
+
+    layer_loop: int
+
+
+@dataclass(eq=False, kw_only=True)
+class Update(Computed):
+    """An assignment to variables (`tf.assign(v, x)`, a group of them)."""
+
+    kind: ClassVar[str] = "update"
+
+
+@dataclass(eq=False, kw_only=True)
+class Optimizer(Node):
+    kind: ClassVar[str] = "optimizer"
+    cls: str
+    call: cst.Call
+    inline: bool = False          # created inside the `minimize(...)` call: it gets a name when emitted
+
+
+@dataclass(eq=False, kw_only=True)
+class OptimizerCall(Node):
+    """`opt.minimize/compute_gradients/apply_gradients(...)`."""
+
+    method: str
+    optimizer: int
+    bound: Bound
+    call: cst.Call
+    step: str | None              # the global step `minimize(global_step=...)` counts
+    stats: bool                   # under `tf.control_dependencies(<UPDATE_OPS>)`
+
+    def differentiates(self) -> bool:
+        return self.method != "apply_gradients"
+
+
+@dataclass(eq=False, kw_only=True)
+class TrainOp(OptimizerCall):
+    kind: ClassVar[str] = "train"
+
+
+@dataclass(eq=False, kw_only=True)
+class ComputeGradients(OptimizerCall):
+    kind: ClassVar[str] = "compute_gradients"
+
+
+@dataclass(eq=False, kw_only=True)
+class Gradients(Node):
+    """`tf.gradients(ys, xs, ...)`."""
+
+    kind: ClassVar[str] = "gradients"
+    ys: cst.BaseExpression
+    xs: list[str]
+    single: bool
+    target: cst.BaseAssignTargetExpression
+    grad_ys: cst.BaseExpression | None
+    stops: list[str]
+    unconnected: str | None
+
+    def differentiates(self) -> bool:
+        return True
+
+
+@dataclass(eq=False, kw_only=True)
+class Init(Node):
+    kind: ClassVar[str] = "init"
+
+
+@dataclass(eq=False, kw_only=True)
+class VarList(Node):
+    """A list of variables (a collection read, an explicit list)."""
+
+    kind: ClassVar[str] = "varlist"
+    members: list[str]
+
+
+# what a graph value cannot be computed from, summarized, or rebound over
+OPS = (TrainOp, Init, Optimizer, Update)
+GRADIENT_NODES = (ComputeGradients, Gradients, TrainOp)
