@@ -148,7 +148,7 @@ def compare_rewrite(template: Path, work: Path, repeat: int, variants):
             if name.startswith("tf_upgrade_v2"):
                 cmd = [TF_UPGRADE, "--intree", str(tree), "--outtree", str(out), "--reportfile", str(work / "report.txt")]
             else:
-                cmd = [TF1GRADFIX, "rewrite", *variants[name], str(tree)]
+                cmd = [TF1GRADFIX, "rewrite", "--no-verify", *variants[name], str(tree)]  # (the static rewrite: no proof runs)
             run = Run(cmd, cwd=work)
             runs[name].append(run)
             print(f"  rep {r + 1} {name:<24} {run.wall:7.2f}s  rc={run.rc}  max-rss {run.max_rss_mb:6.0f} MB  "
@@ -397,7 +397,7 @@ def part_large(work, base_models, repeat, table, findings):
     for r in range(repeat):
         for factor in rotate(list(sizes), r):
             tree = fresh_copy(sizes[factor], work, "large_in")
-            run = Run([TF1GRADFIX, "rewrite", str(tree / "big.py")], cwd=work)
+            run = Run([TF1GRADFIX, "rewrite", "--no-verify", str(tree / "big.py")], cwd=work)
             runs[factor].append(run)
             if r == 0 and factor == 1:
                 codes = re.findall(r"\bTFG9\d\d\b[^\n]*", run.output)
@@ -430,7 +430,7 @@ def part_profile(work, template, top):
     start = time.perf_counter()
     with contextlib.redirect_stdout(sink):
         profiler.enable()
-        main(["rewrite", "-j", "1", str(tree)])
+        main(["rewrite", "--no-verify", "-j", "1", str(tree)])
         profiler.disable()
     wall = time.perf_counter() - start
     print(f"  {len(list(tree.rglob('*.py')))} files in {wall:.1f}s under the profiler")

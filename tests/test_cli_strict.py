@@ -71,7 +71,7 @@ def test_per_file_ignores_are_relative_to_the_settings_file(tree, capsys, monkey
 
 @pytest.mark.parametrize("argv", [["--report-dir", "out"], ["--rtol", "0.1"], ["--steps", "5"], ["--timeout", "3"]])
 def test_proof_options_without_verify_are_errors(tree, capsys, argv):
-    code, _, err = run(capsys, "rewrite", "pkg", *argv)
+    code, _, err = run(capsys, "rewrite", "--no-verify", "pkg", *argv)
     assert code == 2 and "--verify" in err
     assert (tree / "pkg" / "model.py").read_text() == TF1
 
@@ -162,3 +162,9 @@ def test_a_file_left_as_graph_code_gets_one_line_with_its_blocking_line(tree, ca
     assert code == 1 and (tree / "feeds.py").read_text() == DYNAMIC_FEED
     code, out, _ = run(capsys, "check", "--format", "json", "feeds.py")
     assert json.loads(out)["not_restructured"]["feeds.py"][0]["line"] == 8
+
+
+def test_the_demo_finds_its_examples():
+    from tf1gradfix.cli.demo import EXAMPLES
+
+    assert len(list(EXAMPLES.glob("*/input.py"))) >= 10, EXAMPLES

@@ -115,14 +115,20 @@ def test_hooks_file_declares_both_hooks():
     import yaml  # pre-commit depends on PyYAML
 
     hooks = {hook["id"]: hook for hook in yaml.safe_load((ROOT / ".pre-commit-hooks.yaml").read_text())}
-    assert set(hooks) == {"tf1gradfix-check", "tf1gradfix-rewrite"}
+    assert set(hooks) == {"tf1gradfix-check", "tf1gradfix-rewrite", "tf1gradfix-verify"}
     assert hooks["tf1gradfix-check"]["entry"] == "tf1gradfix check"
     assert hooks["tf1gradfix-rewrite"]["entry"] == "tf1gradfix rewrite"
     for hook in hooks.values():
         assert hook["language"] == "python"
         assert hook["types"] == ["python"]
-        assert hook["require_serial"] is False
+        assert hook["require_serial"] is (hook["id"] == "tf1gradfix-verify")   # TensorFlow runs one at a time
         assert hook["description"].strip()
+    # the verify hook's command is one the tool accepts, and it verifies what changed since HEAD
+    from tf1gradfix.cli.main import build_parser
+
+    verify = hooks["tf1gradfix-verify"]
+    args = build_parser().parse_args(verify["entry"].split()[1:])
+    assert args.base == "HEAD" and verify["pass_filenames"] is False
 
 
 @pytest.mark.parametrize("runner", [try_repo, run_hook], ids=["try-repo", "run"])

@@ -497,10 +497,12 @@ def test_mapping_needs_the_same_last_name_component():
 def test_random_op_types():
     from tf1gradfix.verify.random_ops import is_random_op
 
-    for t in ("RandomUniform", "RandomStandardNormal", "TruncatedNormal", "StatelessRandomUniformV2",
+    for t in ("RandomUniform", "RandomStandardNormal", "TruncatedNormal",
               "StatefulUniform", "Multinomial", "RandomShuffle", "RandomGamma", "ShuffleDatasetV3"):
         assert is_random_op(t), t
-    for t in ("StatelessRandomGetKeyCounter", "MatMul", "Shape", "RngReadAndSkip", "Dropout"):
+    # stateless ops are pure functions of their seed: compared like any other op
+    for t in ("StatelessRandomGetKeyCounter", "StatelessRandomUniformV2", "StatelessMultinomial",
+              "MatMul", "Shape", "RngReadAndSkip", "Dropout"):
         assert not is_random_op(t), t
 
 
@@ -523,21 +525,36 @@ NOISY_TF2 = TINY_TF2.replace("loss = tf.reduce_mean(tf.square(tf.matmul(data, w)
                              "        loss = tf.reduce_mean(tf.square(tf.matmul(noisy, w) - 1.0))")
 
 
+SHUFFLED_TF1 = NOISY_TF1.replace("noisy = x + tf.random_normal(tf.shape(x), stddev=0.1)",
+                                  "noisy = tf.random.shuffle(x)")
+SHUFFLED_TF2 = NOISY_TF2.replace("noisy = data + tf.random.normal(data.shape, stddev=0.1)",
+                                  "noisy = tf.random.shuffle(data)")
+
+
 @pytest.mark.tf
-def test_random_op_in_training_is_not_comparable(tmp_path):
+def test_random_noise_in_training_is_aligned(tmp_path):
+    """Noise drawn in every step is the same on both sides; an op that is not aligned stays NOT_COMPARABLE."""
     assert NOISY_TF1 != TINY_TF1 and NOISY_TF2 != TINY_TF2
     result = verify_pair(_write(tmp_path, "o.py", NOISY_TF1), _write(tmp_path, "m.py", NOISY_TF2),
                          rtol=1e-3, atol=1e-6, timeout=120)
-    assert result.verdict == "NOT_COMPARABLE", report.summary(result)
-    # random_normal (w's initial value) does not count; random_normal_1 (the noise) does
-    assert "original ran RandomStandardNormal random_normal_1/RandomStandardNormal in training step 1" \
-        in result.reason, result.reason
-    assert "migrated ran RandomStandardNormal (m.py:" in result.reason, result.reason
-    assert "in training step 1 (5 random op executions in all)" in result.reason
-    # one side only: still not comparable, and the reason says which side drew nothing
+    assert result.verdict == "EQUIVALENT", report.summary(result)
+    # w's tf.random_normal is its initial value: left to TensorFlow and not counted
+    assert result.random_numbers == {"original": {"ops": 1, "draws": 5, "training": 5},
+                                     "migrated": {"ops": 1, "draws": 5, "training": 5}}
+    assert "random numbers: aligned" in report.summary(result)
+    assert result.to_json()["random_numbers"] == result.random_numbers
+    # one side only: the noise is a difference
     result = verify_pair(_write(tmp_path, "o.py", TINY_TF1), _write(tmp_path, "m.py", NOISY_TF2),
                          rtol=1e-3, atol=1e-6, timeout=120)
-    assert result.verdict == "NOT_COMPARABLE" and "the original program ran none" in result.reason
+    assert result.verdict == "DIVERGED", report.summary(result)
+    assert result.comparison.first.step == 1
+    # tf.random.shuffle is not aligned: the rule names the op, side and step
+    assert SHUFFLED_TF1 != NOISY_TF1 and SHUFFLED_TF2 != NOISY_TF2
+    result = verify_pair(_write(tmp_path, "o.py", SHUFFLED_TF1), _write(tmp_path, "m.py", SHUFFLED_TF2),
+                         rtol=1e-3, atol=1e-6, timeout=120)
+    assert result.verdict == "NOT_COMPARABLE", report.summary(result)
+    assert "original ran RandomShuffle" in result.reason and "in training step 1" in result.reason
+    assert "migrated ran RandomShuffle (m.py:" in result.reason, result.reason
 
 
 def test_statement_of_a_call_spread_over_lines(tmp_path):

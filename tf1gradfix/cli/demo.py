@@ -15,7 +15,7 @@ from pathlib import Path
 
 from tf1gradfix.cli.main import main as cli
 
-EXAMPLES = Path(__file__).resolve().parent.parent / "fixtures" / "rewrite"
+EXAMPLES = Path(__file__).resolve().parents[2] / "fixtures" / "rewrite"
 
 
 def run(workdir: Path) -> int:

@@ -110,7 +110,7 @@ def _walk(top: Path, exclude: tuple[str, ...], add, errors: list[FileError]) -> 
                     # a project that itself lives under `build/` is still checked.
                     if not any(fnmatch.fnmatchcase(name, p) for p in DEFAULT_EXCLUDES) and not _excluded(folder / name, exclude):
                         subfolders.append(folder / name)
-                elif name.endswith((".py", ".pyi")) and entry.is_file(follow_symlinks=False):
+                elif name.endswith((".py", ".pyi", ".ipynb")) and entry.is_file(follow_symlinks=False):
                     candidate = folder / name
                     if not _excluded(candidate, exclude):
                         info = entry.stat(follow_symlinks=False)

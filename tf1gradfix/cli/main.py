@@ -14,7 +14,8 @@ import sys
 from contextlib import contextmanager, nullcontext
 
 from tf1gradfix import __version__
-from tf1gradfix.run.batch import BUG_HINT, CHECK, DIFF, PREVIEW, PROPOSE, WRITE, Job, run_all, run_source, unwritable, worker_count
+from tf1gradfix.run.batch import (BUG_HINT, CHECK, DIFF, GUARDED, PREVIEW, PROPOSE, WRITE, Job, run_all, run_source,
+                                  unwritable, worker_count, write_outcome)
 from tf1gradfix.cli.arg_types import nonneg_float, positive_float, positive_int
 from tf1gradfix.cli.config import ConfigError, load_settings
 from tf1gradfix.cli.discover import STDIN, discover
@@ -69,8 +70,12 @@ def build_parser() -> argparse.ArgumentParser:
     mode.add_argument("--diff", action="store_true", help="print a unified diff; write nothing")
     mode.add_argument("--check", action="store_true", help="write nothing; exit 1 if anything would change or needs manual work")
     proof = rewrite.add_argument_group("verification (needs the `verify` extra: TensorFlow)")
-    proof.add_argument("--verify", action="store_true",
-                       help="run each rewritten file against its original and write it only when EQUIVALENT")
+    proving = proof.add_mutually_exclusive_group()
+    proving.add_argument("--verify", action="store_true",
+                         help="prove every rewritten file against its original (renames too); write only EQUIVALENT ones; "
+                              "TensorFlow required")
+    proving.add_argument("--no-verify", action="store_true",
+                         help="write whole-program restructurings unproven (the default proves them first)")
     proof.add_argument("--report-dir", metavar="DIR", help="with --verify: JSON, JUnit, Markdown and plot per file, plus a summary")
     from tf1gradfix.verify.command import add_rewrite_arguments  # TensorFlow-free
 
@@ -217,7 +222,7 @@ def _mode(args: argparse.Namespace) -> str:
         return DIFF
     if args.check:
         return PREVIEW
-    return WRITE
+    return WRITE if args.no_verify else GUARDED
 
 
 def _progress(total: int):
@@ -234,8 +239,8 @@ VERIFY_ONLY = ("report_dir", "rtol", "atol", "timeout", "steps")
 
 def _needs_verify(args: argparse.Namespace) -> str | None:
     """Proof options given to a rewrite that proves nothing: they would do nothing, silently."""
-    if args.command != "rewrite" or args.verify:
-        return None
+    if args.command != "rewrite" or args.verify or not (args.no_verify or args.diff or args.check):
+        return None   # (a plain rewrite proves its restructurings: the proof options apply)
     given = [f"--{name.replace('_', '-')}" for name in VERIFY_ONLY if getattr(args, name) is not None]
     return ", ".join(given) or None   # (program arguments after `--` are split off only with --verify)
 
@@ -279,8 +284,9 @@ def _run_files(args: argparse.Namespace) -> int:
         task = bar.add_task("tf1gradfix", total=len(jobs)) if bar else None
         outcomes += run_all(jobs, workers, (lambda: bar.advance(task)) if bar else None)
 
+    rows, unproven, meanwhile = _guard(args, outcomes) if mode == GUARDED else ([], None, [])
     findings = [f for o in outcomes for f in o.findings]
-    errors += [o.error for o in outcomes if o.error is not None]
+    errors += [o.error for o in outcomes if o.error is not None] + meanwhile
     changed = [o for o in outcomes if o.changed]
     manual = [f for f in findings if not f.fixed]
     summary = {
@@ -305,18 +311,26 @@ def _run_files(args: argparse.Namespace) -> int:
         report = statistics(findings, errors, args.format)
     else:
         report = render(args.format, findings, errors, summary, outcomes=outcomes)
-    stream = sys.stderr if (mode == WRITE and STDIN in files) or (mode == DIFF and not structured) else sys.stdout
+    stream = sys.stderr if (mode in (WRITE, GUARDED) and STDIN in files) or (mode == DIFF and not structured) else sys.stdout
     if args.verbose:
         for outcome in outcomes:
             if not outcome.findings and outcome.error is None:
                 print(f"{shown(outcome.path)}: clean", file=sys.stderr)
     if report:
         print(report, file=stream)
+    if rows and args.format == "text":
+        from tf1gradfix.cli.rewrite_verify import render_rows
+
+        print(render_rows(rows), file=stream)
     if args.format == "text" and not args.quiet and (findings or errors or changed):
         for line in blocker_lines(findings):
             print(line, file=stream)
         verb = "fixable" if mode in (CHECK, DIFF, PREVIEW) else "fixed"
         print(summary_sentence(summary, verb), file=stream)
+    if unproven and not args.quiet:
+        print(unproven, file=sys.stderr)
+    if any(row.reports_failed for row in rows):
+        return EXIT_ERROR
 
     if errors:
         return EXIT_ERROR
@@ -347,7 +361,7 @@ def _stdin_outcome(data: bytes, mode: str, codes: CodeFilter, limit: int):
     too_long = long_line(data) or (
         f"input too large: {len(data)} bytes (limit {limit} bytes, setting max-file-size)" if len(data) > limit else None)
     outcome = Outcome(STDIN, error=FileError(STDIN, too_long)) if too_long else run_source(STDIN, data, mode, codes)
-    if mode == WRITE and outcome.new_source is None:
+    if mode in (WRITE, GUARDED) and outcome.new_source is None:
         outcome.new_source = data
     return outcome
 
@@ -360,21 +374,18 @@ def _renamed(outcome, name: str):
                    error=replace(outcome.error, path=name) if outcome.error is not None else None)
 
 
-def _prove(args, outcomes, findings, errors, summary) -> int:
-    """rewrite --verify: report the static findings, then prove each rewrite."""
+def _proofs(args, outcomes, write: bool):
+    """Prove each outcome's new source against its file; write the EQUIVALENT ones when `write`.
+    Returns the proof rows and the files edited while they were proven (an edit saved meanwhile wins)."""
     from tf1gradfix.cli import rewrite_verify
     from tf1gradfix.verify import command as verify_defaults
     from tf1gradfix.verify.budget import DEFAULT_REWRITE_STEPS
 
-    report = render(args.format, findings, errors, summary)
-    if report:
-        print(report)
-    changed = [(o.path, o.new_source) for o in outcomes if o.changed and o.new_source is not None]
     snapshots = {o.path: o.snapshot for o in outcomes if o.snapshot is not None}
     changed_meanwhile: list[FileError] = []
 
     def refusal(path):
-        """Asked just before an EQUIVALENT rewrite is written: an edit saved during the proof wins."""
+        """Asked just before an EQUIVALENT rewrite is written."""
         why = unwritable(path)
         if why is None and str(path) in snapshots and not unchanged(path, snapshots[str(path)]):
             why = CHANGED
@@ -382,8 +393,8 @@ def _prove(args, outcomes, findings, errors, summary) -> int:
         return why
 
     rows = rewrite_verify.prove_and_write(
-        changed,
-        write=not (args.diff or args.check),
+        [(o.path, o.new_source) for o in outcomes],
+        write=write,
         report_dir=args.report_dir,
         rtol=args.rtol if args.rtol is not None else verify_defaults.DEFAULT_RTOL,
         atol=args.atol if args.atol is not None else verify_defaults.DEFAULT_ATOL,
@@ -392,6 +403,53 @@ def _prove(args, outcomes, findings, errors, summary) -> int:
         steps=args.steps if args.steps is not None else DEFAULT_REWRITE_STEPS,
         program_args=args.program_args,
     )
+    return rows, changed_meanwhile
+
+
+def _guard(args, outcomes):
+    """Plain `rewrite`: the workers wrote the safe fixes; a whole-program restructuring is
+    written only once the verifier proves it EQUIVALENT, and a file whose restructuring is
+    not proven (or cannot be: no TensorFlow) gets its safe fixes alone.
+    Returns (proof rows, a note on what was left unproven, files edited meanwhile)."""
+    from dataclasses import replace
+
+    from tf1gradfix.verify.budget import tensorflow_missing
+
+    pending = [o for o in outcomes if o.restructured]
+    if not pending:
+        return [], None, []
+    rows, meanwhile, note = [], [], None
+    if tensorflow_missing():
+        count = f"{len(pending)} file{'s' if len(pending) != 1 else ''}"
+        note = (f"tf1gradfix: {count} can be restructured into TF2 but got only the safe fixes: proving a "
+                "restructuring runs both programs, which needs TensorFlow (pip install 'tf1gradfix[verify]'); "
+                "`tf1gradfix rewrite --no-verify` writes them unproven")
+    else:
+        rows, meanwhile = _proofs(args, pending, write=True)
+    written = {row.path for row in rows if row.written}
+    edited = {e.path for e in meanwhile}
+    for outcome in pending:
+        outcome.new_source = None
+        if outcome.path in written:
+            continue
+        outcome.findings = [f if f.safety == "safe" else replace(f, fixed=False) for f in outcome.findings]
+        if outcome.safe_source is None or outcome.path in edited:
+            outcome.changed = False
+            outcome.findings = [replace(f, fixed=False) for f in outcome.findings]
+        else:
+            write_outcome(outcome, outcome.safe_source, outcome.snapshot)
+    return rows, note, meanwhile
+
+
+def _prove(args, outcomes, findings, errors, summary) -> int:
+    """rewrite --verify: report the static findings, then prove each rewrite."""
+    from tf1gradfix.cli import rewrite_verify
+
+    report = render(args.format, findings, errors, summary)
+    if report:
+        print(report)
+    rows, changed_meanwhile = _proofs(args, [o for o in outcomes if o.changed and o.new_source is not None],
+                                      write=not (args.diff or args.check))
     if rows:
         print(rewrite_verify.render_rows(rows))
     if changed_meanwhile:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import libcst as cst
 
 from tf1gradfix.cst.syntax import Refusal, matches
-from tf1gradfix.model.nodes import Variable
+from tf1gradfix.model.nodes import Statement, Variable
 
 NAME = "global_step"
 
@@ -67,3 +67,8 @@ def resolve(program, node):
 
 def _statement(item, text: str) -> cst.SimpleStatementLine:
     return cst.parse_statement(text + "\n").with_changes(leading_lines=item.stmt.leading_lines)
+
+
+def build(builder, s: Statement) -> bool:
+    """The global step's `Variable` (or another name for it); False if not one."""
+    return s.one is not None and model(builder, s.item, s.one, s.call, s.q)

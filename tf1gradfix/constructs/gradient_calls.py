@@ -16,7 +16,7 @@ from __future__ import annotations
 import libcst as cst
 
 from tf1gradfix.cst.syntax import Refusal, bound_args, literal_string, target_names
-from tf1gradfix.model.nodes import GRADIENT_NODES, Gradients, Placeholder, Tensor, TrainOp
+from tf1gradfix.model.nodes import GRADIENT_NODES, Gradients, Placeholder, Statement, Tensor, TrainOp
 
 PARAMS = ["ys", "xs", "grad_ys", "name", "colocate_gradients_with_ops", "gate_gradients",
           "aggregation_method", "stop_gradients", "unconnected_gradients"]
@@ -129,3 +129,8 @@ def stop_lines(program, sig_nodes, closure, tf: str) -> dict[int, list[str]]:
 def _stopped(node) -> list[str]:
     """The `stop_gradients=` of a `tf.gradients` node (an optimizer's gradients stop nowhere)."""
     return node.stops if isinstance(node, Gradients) else []
+
+
+def build(builder, s: Statement) -> bool:
+    """A `Gradients` node for `g = tf.gradients(ys, xs)`; False if not one."""
+    return model(builder, s.item, s.names, s.small.targets[0].target, s.value, s.deps)

@@ -17,7 +17,7 @@ import libcst as cst
 
 from tf1gradfix.rules.catalog import _read
 from tf1gradfix.cst.syntax import Refusal, bound_args, literal_bool, literal_string, loads
-from tf1gradfix.model.nodes import Layer, LayerCall, LayerLoop, LayerLoopCall, LayerNode, LayerSite, Placeholder, Static, Tensor
+from tf1gradfix.model.nodes import Layer, LayerCall, LayerLoop, LayerLoopCall, LayerNode, LayerSite, Placeholder, Statement, Static, Tensor
 
 
 @functools.lru_cache(maxsize=None)
@@ -173,3 +173,8 @@ def _settings(builder, call: cst.Call, q: str, row: dict, graph_names: set = fro
                                                     for i in builder.deps_of(a.value)):
             raise Refusal.of(a.value, "layer_setting_from_graph", api=q)
     return bound, source, call_args, literal_bool(bound.get("trainable"), "trainable") is not False
+
+
+def build(builder, s: Statement) -> bool:
+    """A `Layer` and its `LayerCall` for `h = tf.layers.dense(x, ...)`; False if not one."""
+    return model(builder, s.item, s.names, s.call, s.q, s.deps)

@@ -18,7 +18,7 @@ import libcst as cst
 
 from tf1gradfix.cst.syntax import Refusal, bound_args, graph_ops, literal_string, matches
 from tf1gradfix.cst.walk import walk
-from tf1gradfix.model.nodes import OPS, Summary, Variable
+from tf1gradfix.model.nodes import OPS, Statement, Summary, Variable
 
 WRITER_METHODS = ("add_summary", "close", "flush")
 
@@ -196,3 +196,8 @@ def _as_call(helper: str, writer: str):
         first = cst.Arg(cst.Name(writer), comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
         return updated.with_changes(func=cst.Name(helper), args=[first, *updated.args])
     return edit
+
+
+def build(builder, s: Statement) -> bool:
+    """A `Summary` for `s = tf.summary.scalar(...)` or a merge; False if not one."""
+    return model(builder, s.item, s.names, s.call, s.q)

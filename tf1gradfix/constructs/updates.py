@@ -13,7 +13,7 @@ import libcst as cst
 
 from tf1gradfix.cst.syntax import Refusal, bound_args, graph_ops
 from tf1gradfix.cst.walk import TargetedTransformer, walk
-from tf1gradfix.model.nodes import Update, Variable
+from tf1gradfix.model.nodes import Statement, Update, Variable
 
 ASSIGNS = ("assign", "assign_add", "assign_sub")
 
@@ -97,3 +97,11 @@ def method_form(stmt: cst.CSTNode, qualified) -> cst.CSTNode:
 
 def _calls(node: cst.CSTNode) -> list[cst.Call]:
     return [n for n in walk(node) if type(n) is cst.Call]
+
+
+def build(builder, s: Statement) -> bool:
+    """An `Update` for `op = tf.assign(v, x)` (and its kin, a group of them); False if not one."""
+    if not s.one or not is_update(builder, s.value, s.deps):
+        return False
+    builder.add(s.item, Update, s.names, s.value, s.deps, calls=[q for _, q in s.tf_calls])
+    return True

@@ -15,7 +15,7 @@ import libcst as cst
 
 from tf1gradfix.constructs import builders
 from tf1gradfix.cst.syntax import Refusal, arg, graph_ops, literal_string, matches
-from tf1gradfix.model.nodes import BuilderModule, Layer, LayerLoop, OptimizerCall, Optimizer, Variable, VarList
+from tf1gradfix.model.nodes import BuilderModule, Layer, LayerLoop, OptimizerCall, Optimizer, Statement, Variable, VarList
 
 _REGEX = set(".^$*+?{}[]\\|()")
 
@@ -184,3 +184,14 @@ def _name_of(expr, var: str, full: str) -> str | None:
                 and isinstance(owner.value, cst.Name) and owner.value.value == var:
             return full
     return None
+
+
+def build(builder, s: Statement) -> bool:
+    """A `VarList` for `vs = tf.trainable_variables(...)` (and lists of variables); False if not one."""
+    if not s.one:
+        return False
+    listed = members(builder.program, s.value, len(builder.program.nodes), builder.qualified)
+    if listed is None:
+        return False
+    builder.add(s.item, VarList, s.names, s.value, s.deps, members=listed)
+    return True

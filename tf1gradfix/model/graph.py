@@ -10,20 +10,20 @@ leaves the file intact and reports a manual diagnostic.
 
 from __future__ import annotations
 
-import fnmatch
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import libcst as cst
 from libcst.metadata import PositionProvider
 
-from tf1gradfix.constructs import builders, global_step, grad_pairs, gradient_calls, graph_loops, layers, losses, summaries, updates, var_lists
-from tf1gradfix.cst.syntax import (Refusal, arg, bound_args, enters_new_graph, free_names, literal_bool, literal_dtype,
-                               literal_string, loads, matches, name_nodes, schedule_table, target_names,
-                               without_defaults)
+from tf1gradfix.constructs import builders, graph_loops, layers, summaries
+from tf1gradfix.constructs.tensors import queue_refusal
+from tf1gradfix.model import registry
+from tf1gradfix.constructs.optimizers import is_optimizer
+from tf1gradfix.cst.syntax import (Refusal, arg, enters_new_graph, free_names, literal_string, loads, matches, name_nodes,
+                                   target_names)
 from tf1gradfix.cst.walk import walk
-from tf1gradfix.model.nodes import (OPS, BuilderModule, ComputeGradients, Computed, Gradients, Init, Node, Optimizer, Placeholder,
-                                    Static, Tensor, TrainOp, Update, Variable, VarList)
+from tf1gradfix.model.nodes import BuilderModule, Node, Statement, Static, Variable
 
 N = TypeVar("N", bound=Node)
 
@@ -200,7 +200,7 @@ class ModelBuilder:
                 continue
             if q in ("tensorflow.placeholder", "tensorflow.placeholder_with_default",
                                                "tensorflow.Variable", "tensorflow.get_variable") \
-                    or fnmatch.fnmatchcase(q, "tensorflow.train.*Optimizer") or q == "tensorflow.gradients" \
+                    or is_optimizer(q) or q == "tensorflow.gradients" \
                     or q in summaries.summary_ops():   # (`merge_all` would not see it)
                 raise Refusal.of(call, "graph_in_compound", api=q)
 
@@ -274,7 +274,7 @@ class ModelBuilder:
                 return
             q = self.qualified(small.value.func)
             if matches(q, "queues"):
-                raise _queue_refusal(small, q)
+                raise queue_refusal(small, q)
             if matches(q, "graph_resets") and self.program.nodes:
                 raise Refusal.of(small, "second_graph", function=q.rsplit('.', 1)[1])
             if matches(q, "drop") or matches(q, "graph_resets"):   # (a reset before any graph code: nothing to reset)
@@ -326,181 +326,8 @@ class ModelBuilder:
             raise Refusal.of(small, "builder_called_in_scope", scope=item.prefix[:-1])
         call = value if isinstance(value, cst.Call) else None
         q = self.qualified(call.func) if call is not None else None
-        one = names[0] if len(names) == 1 else None
-        if summaries.model(self, item, names, call, q):
-            pass
-        elif q in ("tensorflow.placeholder", "tensorflow.placeholder_with_default") and one:
-            self._placeholder(item, one, call, q)
-        elif q in ("tensorflow.Variable", "tensorflow.get_variable") and one:
-            self._variable(item, one, call, q, deps)
-        elif one and global_step.model(self, item, one, call, q):
-            pass
-        elif layers.model(self, item, names, call, q, deps):
-            pass
-        elif q is not None and fnmatch.fnmatchcase(q, "tensorflow.train.*Optimizer") and one:
-            self.add(item, Optimizer, names, value, deps, cls=q.rsplit(".", 1)[1], call=call)
-        elif matches(q, "initializers") and one:
-            self.add(item, Init, names, value)
-        elif matches(q, "sessions") and one:
-            self.session_arguments(call, call)
-            self.program.sessions.add(one)
-            item.drop = True
-        elif self._optimizer_method(item, names, value, deps):
-            pass
-        elif one and updates.is_update(self, value, deps):
-            self.add(item, Update, names, value, deps, calls=[q for _, q in tf_calls])
-        elif gradient_calls.model(self, item, names, small.targets[0].target, value, deps):
-            pass
-        elif one and (listed := var_lists.members(self.program, value, len(self.program.nodes), self.qualified)) is not None:
-            self.add(item, VarList, names, value, deps, members=listed)
-        else:
-            self._tensor(item, names, value, deps, tf_calls)
+        statement = Statement(item, small, names, value, deps, tf_calls, call, q)
+        for construct in registry.REGISTRY:
+            if construct.build(self, statement):
+                return
 
-    def _placeholder(self, item, name, call, q) -> None:
-        earlier = self.program.node(name)
-        if earlier is not None and earlier.graph_input():
-            # Two graph inputs under one name: a feed_dict key could mean either.
-            raise Refusal.of(call, "second_graph_input", name=name)
-        if q == "tensorflow.placeholder":
-            dtype, shape = arg(call, 0, "dtype"), arg(call, 1, "shape")
-            self.add(item, Placeholder, (name,), call, dtype=dtype, shape=shape, default=None)
-            return
-        default, shape = arg(call, 0, "input"), arg(call, 1, "shape")
-        dtype = literal_dtype(default)
-        if dtype is None or shape is None:
-            raise Refusal.of(call, "placeholder_default_form")
-        self.add(item, Placeholder, (name,), call, dtype=dtype, shape=shape, default=default)
-
-    def _variable(self, item, name, call, q, deps) -> None:
-        earlier = self.program.node(name)
-        if earlier is not None and earlier.graph_input():
-            # the first one still lives in TF1's collections (compute_gradients would list it)
-            raise Refusal.of(call, "second_graph_input", name=name)
-        for i in deps:
-            if not isinstance(self.program.nodes[i], Static):
-                raise Refusal.of(call, "variable_from_graph_value", name=name)
-        if q == "tensorflow.Variable":
-            bound = bound_args(call, ["initial_value", "trainable", "collections", "validate_shape",
-                                      "caching_device", "name", "variable_def", "dtype"], call)
-        else:
-            bound = bound_args(call, ["name", "shape", "dtype", "initializer", "regularizer", "trainable",
-                                      "collections", "caching_device", "partitioner", "validate_shape",
-                                      "use_resource", "custom_getter", "constraint"], call)
-        bound = without_defaults(bound, q)
-        extra = set(bound) - {"initial_value", "trainable", "name", "dtype", "shape", "initializer"}
-        if extra:
-            raise Refusal.of(call, "variable_arguments", args=', '.join(sorted(extra)))
-        trainable = literal_bool(bound.get("trainable"), "trainable") is not False
-        label = literal_string(bound.get("name"))
-        if bound.get("name") is not None and label is None:
-            raise Refusal.of(call, "variable_name_not_literal")
-        if label is None and (item.prefix or q == "tensorflow.get_variable"):
-            raise Refusal.of(call, "variable_unnamed_in_scope")
-        full = None if label is None else item.prefix + label
-        if q == "tensorflow.Variable" and item.scope != item.prefix:   # under `tf.name_scope`: its full name
-            full = self.unique_name(item.scope + (label or "Variable"))
-        self.add(item, Variable, (name,), call, deps, source=q, bound=bound, full_name=full, trainable=trainable)
-
-    def _optimizer_method(self, item, names, value, deps) -> bool:
-        """`opt.minimize/compute_gradients/apply_gradients(...)` as the value, or
-        `compute_gradients` inside a larger expression (`zip(*opt.compute_gradients(loss))`)."""
-        call = value if isinstance(value, cst.Call) else None
-        nested = call is None or not isinstance(call.func, cst.Attribute) or \
-            call.func.attr.value not in ("minimize", "compute_gradients", "apply_gradients")
-        if nested:
-            found = [c for c, _ in self.calls(value) if c is not value and self._optimizer_call(c)]
-            if not found:
-                return False
-            call = found[0]
-            if len(found) > 1 or call.func.attr.value != "compute_gradients":
-                raise Refusal.of(call, "method_in_expression", method=call.func.attr.value)
-        elif len(names) != 1 and call.func.attr.value != "compute_gradients":
-            return False
-        method = call.func.attr.value
-        receiver = call.func.value
-        opt = None
-        if isinstance(receiver, cst.Name):
-            opt = self.program.node(receiver.value)
-            if not isinstance(opt, Optimizer):
-                return False
-        elif isinstance(receiver, cst.Call) and fnmatch.fnmatchcase(self.qualified(receiver.func) or "", "tensorflow.train.*Optimizer"):
-            opt = Optimizer(index=-1, names=(), stmt=item.stmt, value=receiver, deps=frozenset(self.deps_of(receiver)),
-                            cls=self.qualified(receiver.func).rsplit(".", 1)[1], call=receiver, inline=True)
-        else:
-            return False
-        params = {"minimize": ["loss", "global_step", "var_list"],
-                  "compute_gradients": ["loss", "var_list"],
-                  "apply_gradients": ["grads_and_vars", "global_step", "name"]}[method]
-        bound = bound_args(call, params, call)
-        extra = set(bound) - set(params) - set(gradient_calls.DROPPED)
-        gradient_calls.note_dropped(self, call, bound)
-        if extra or "grad_loss" in bound:
-            raise Refusal.of(call, "method_arguments", method=method, args=', '.join(sorted(extra)))
-        if method == "apply_gradients" and "grads_and_vars" in bound:
-            grad_pairs.check(self, bound["grads_and_vars"])
-        step = bound.get("global_step")
-        step_name = None
-        if step is not None:
-            node = self.program.node(step.value) if isinstance(step, cst.Name) else None
-            if isinstance(step, cst.Call) and not step.args and matches(self.qualified(step.func), "global_step_getters"):
-                node = global_step.find(self.program)   # `global_step=tf.train.get_global_step()`
-            if not isinstance(node, Variable) or node.trainable:
-                raise Refusal.of(step, "global_step_form")
-            step_name = step.value if isinstance(step, cst.Name) else node.names[0]
-        if opt.index == -1:
-            self.append(opt)
-        deps = set(deps) | {opt.index}
-        cls = ComputeGradients if method == "compute_gradients" else TrainOp
-        self.add(item, cls, names, value, deps, method=method, optimizer=opt.index, bound=bound, call=call,
-                 step=step_name, stats=item.stats)
-        return True
-
-    def _optimizer_call(self, call: cst.Call) -> bool:
-        """A method call on an optimizer (named, or created in place)."""
-        func = call.func
-        if not isinstance(func, cst.Attribute) or func.attr.value not in ("minimize", "compute_gradients", "apply_gradients"):
-            return False
-        if isinstance(func.value, cst.Name):
-            node = self.program.node(func.value.value)
-            return isinstance(node, Optimizer)
-        return isinstance(func.value, cst.Call) and fnmatch.fnmatchcase(self.qualified(func.value.func) or "", "tensorflow.train.*Optimizer")
-
-    def _tensor(self, item, names, value, deps, tf_calls) -> None:
-        unsupported = None
-        for call, q in tf_calls:
-            if matches(q, "queues"):
-                raise _queue_refusal(call, q)
-            if q in ("tensorflow.placeholder", "tensorflow.placeholder_with_default", "tensorflow.Variable", "tensorflow.get_variable"):
-                raise Refusal.of(call, "graph_input_in_expression", api=q)
-            if matches(q, "sessions") or matches(q, "initializers") or q == "tensorflow.gradients":
-                raise Refusal.of(call, "api_in_graph_code", api=q)
-            if q in losses.loss_table():
-                losses.check(call, q, self.module.code_for_node)
-            elif matches(q, "refuse") and q not in schedule_table():   # refused only if some run needs it
-                unsupported = Refusal.of(call, "api_unsupported", api=q)
-        for name in names:
-            prior = self.program.node(name)
-            # gradients edited in place (`grads, norm = tf.clip_by_global_norm(grads, 5.0)`) run in source order
-            if prior is not None and not isinstance(prior, (Tensor, Static, ComputeGradients, Gradients)):
-                raise Refusal.of(item.stmt, "rebinds_graph_node", name=name, kind=prior.kind)
-        for n in (self.program.nodes[i] for i in deps):
-            if isinstance(n, OPS):
-                raise Refusal.of(item.stmt, "computed_from_op", kind=n.kind)
-        static = all(isinstance(self.program.nodes[i], Static) for i in deps) and all(matches(q, "pure") for _, q in tf_calls)
-        if static and any(n in self.program.final for n in names):
-            static = False
-        node: Computed = self.add(item, Static if static else Tensor, names, value, deps, calls=[q for _, q in tf_calls])
-        for name in loads(value):
-            if name in self.program.helpers:   # a helper's calls count as this statement's
-                inner = [q for _, q in self.calls(self.program.helpers[name]) if q]
-                if any(q in summaries.summary_ops() for q in inner):
-                    raise Refusal.of(item.stmt, "function_makes_summary", name=name)
-                creates = [q for q in inner if q in layers.layer_table() or q == "tensorflow.Variable"]
-                if creates:   # called in every step, it would make new weights each time
-                    raise Refusal.of(item.stmt, "function_creates_weights", name=name, api=creates[0])
-                node.calls += inner
-        node.unsupported = unsupported
-
-
-def _queue_refusal(node: cst.CSTNode, q: str) -> Refusal:
-    return Refusal.of(node, "input_queue", api=q)

@@ -281,3 +281,22 @@ class VarList(Node):
 # what a graph value cannot be computed from, summarized, or rebound over
 OPS = (TrainOp, Init, Optimizer, Update)
 GRADIENT_NODES = (ComputeGradients, Gradients, TrainOp)
+
+
+@dataclass(eq=False)
+class Statement:
+    """A graph statement `names = value` as the constructs of the registry see it."""
+
+    item: Any                     # graph.Item: the statement's place in the block
+    small: cst.Assign
+    names: tuple[str, ...]
+    value: cst.BaseExpression
+    deps: set[int]                # nodes the value reads
+    tf_calls: list[tuple[cst.Call, str]]   # its TensorFlow calls, with their names
+    call: cst.Call | None         # the value, when it is a call
+    q: str | None                 # that call's TensorFlow name
+
+    @property
+    def one(self) -> str | None:
+        """The one name bound, or None when it binds several."""
+        return self.names[0] if len(self.names) == 1 else None

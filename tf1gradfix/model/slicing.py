@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 import libcst as cst
 from tf1gradfix.constructs import builders, updates
 from tf1gradfix.model.graph import Program
-from tf1gradfix.model.nodes import (GRADIENT_NODES, BuilderModule, Layer, LayerCall, LayerLoop, Node, OptimizerCall,
+from tf1gradfix.model.nodes import (GRADIENT_NODES, BuilderModule, Layer, LayerCall, LayerLoop, Node,
                                     Placeholder, Static, TrainOp, Update, Variable)
 from tf1gradfix.model.sites import Site
 from tf1gradfix.cst.syntax import Refusal

@@ -12,6 +12,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from tf1gradfix.run import notebooks
 from tf1gradfix.run.engine import may_parse, preload, process_source
 from tf1gradfix.run.findings import CodeFilter, FileError, Finding
 from tf1gradfix.cli.output import shown
@@ -19,6 +20,7 @@ from tf1gradfix.run.source_io import MAX_FILE_BYTES, Snapshot, SourceError, read
 
 CHECK, DIFF, PREVIEW, WRITE = "check", "diff", "preview", "write"
 PROPOSE = "propose"  # return the new source to the parent, write nothing (rewrite --verify)
+GUARDED = "guarded"  # write safe fixes; return a restructuring to the parent for proof (plain rewrite)
 MAX_WORKERS = 61  # more gains nothing on a single machine; also the Windows limit of a process pool
 EXIT_ORPHANED = 3
 
@@ -39,7 +41,14 @@ class Outcome:
     changed: bool = False
     diff: str | None = None
     new_source: bytes | None = None  # only for stdin, where the parent prints it
-    snapshot: Snapshot | None = None  # PROPOSE: what the file was when read, for the later write
+    snapshot: Snapshot | None = None  # PROPOSE, GUARDED: what the file was when read, for the later write
+    restructured: bool = False   # GUARDED: new_source is a whole-program rewrite awaiting proof
+    safe_source: bytes | None = None  # GUARDED: the file with its safe fixes only (None: none apply)
+
+
+def restructured(findings: list[Finding]) -> bool:
+    """A rewrite that went beyond the safe fixes: a finding of another safety was fixed."""
+    return any(f.fixed and f.safety != "safe" for f in findings)
 
 
 def unified_diff(path: str, old: bytes, new: bytes) -> str:
@@ -82,34 +91,49 @@ def run_source(path: str, data: bytes, mode: str, codes: CodeFilter, snapshot: S
 
 
 def _run_source(path: str, data: bytes, mode: str, codes: CodeFilter, snapshot: Snapshot | None) -> Outcome:
-    result = process_source(path, data, codes, fix=True)
+    notebook = notebooks.is_notebook(path)
+    result = notebooks.process(path, data, codes) if notebook else process_source(path, data, codes, fix=True)
     outcome = Outcome(path, result.findings, result.error)
     if result.new_source is None:
-        if path == "-" and mode == WRITE:
+        if path == "-" and mode in (WRITE, GUARDED):
             outcome.new_source = data  # a stdin filter echoes what it does not change
         return outcome
     outcome.changed = True
     if mode == DIFF:
         outcome.diff = unified_diff(shown(path), data, result.new_source)
-    elif mode == PROPOSE:
+    elif (mode == PROPOSE and not notebook) or (mode == GUARDED and restructured(result.findings) and path != "-"):
         outcome.new_source = result.new_source
         outcome.snapshot = snapshot
-    elif mode == WRITE:
-        if path == "-":
+        if mode == GUARDED:
+            outcome.restructured = True
+            outcome.safe_source = process_source(path, data, codes, fix=True, restructure=False).new_source
+    elif mode in (WRITE, GUARDED, PROPOSE):   # (PROPOSE: a notebook, given its safe fixes only)
+        if path == "-" and mode == GUARDED and restructured(result.findings):   # an editor filter: safe fixes only
+            safe = process_source(path, data, codes, fix=True, restructure=False).new_source
+            outcome.new_source = data if safe is None else safe
+            outcome.findings = [Finding(**{**f.to_json(), "fixed": f.fixed and f.safety == "safe"})
+                                for f in outcome.findings]
+        elif path == "-":
             outcome.new_source = result.new_source
         else:
-            try:
-                refusal = unwritable(Path(path))
-                if refusal:
-                    raise OSError(refusal)
-                with _WRITING:
-                    write_atomic(Path(path), result.new_source, snapshot)
-            except OSError as exc:
-                outcome.changed = False
-                message = str(exc) if isinstance(exc, SourceError) else f"cannot write: {exc.strerror or exc}"
-                outcome.error = FileError(path, message)
-                outcome.findings = [Finding(**{**f.to_json(), "fixed": False}) for f in outcome.findings]
+            write_outcome(outcome, result.new_source, snapshot)
     return outcome
+
+
+def write_outcome(outcome: Outcome, source: bytes, snapshot: Snapshot | None) -> None:
+    """Replace the file with `source` (unless it changed since `snapshot` was taken, or must
+    not be replaced); on failure the outcome says so and its findings are not fixed."""
+    try:
+        refusal = unwritable(Path(outcome.path))
+        if refusal:
+            raise OSError(refusal)
+        with _WRITING:
+            write_atomic(Path(outcome.path), source, snapshot)
+    except OSError as exc:
+        outcome.changed = False
+        message = str(exc) if isinstance(exc, SourceError) else f"cannot write: {exc.strerror or exc}"
+        outcome.error = FileError(outcome.path, message)
+        outcome.findings = [Finding(**{**f.to_json(), "fixed": False}) for f in outcome.findings]
 
 
 def unwritable(path: Path) -> str | None:

@@ -22,7 +22,7 @@ from pathlib import Path
 
 from tf1gradfix.run.findings import FileError, Finding
 
-_PACKAGE = Path(__file__).resolve().parent
+_PACKAGE = Path(__file__).resolve().parents[1]   # tf1gradfix/, every subpackage and the rule tables
 
 
 def folder() -> Path | None:
@@ -39,15 +39,13 @@ def folder() -> Path | None:
 def fingerprint() -> bytes:
     """The tool's code and rule tables, byte for byte, Python's version and LibCST's
     (its _version.py, read without importing LibCST)."""
-    import tf1gradfix.rules as rules
-
     digest = hashlib.sha256(sys.version.encode())
     libcst = importlib.util.find_spec("libcst")
     files = [Path(libcst.origin).parent / "_version.py"] if libcst and libcst.origin else []
-    for where in (_PACKAGE, Path(rules.__file__).resolve().parent):
-        files += sorted(p for p in where.iterdir() if p.suffix in (".py", ".toml", ".txt"))
+    files += sorted(p for p in _PACKAGE.rglob("*") if p.suffix in (".py", ".toml", ".txt") and "__pycache__" not in p.parts)
     for path in files:
-        digest.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
+        name = path.relative_to(_PACKAGE).as_posix() if _PACKAGE in path.parents else path.name
+        digest.update(name.encode() + b"\0" + path.read_bytes() + b"\0")
     return digest.digest()
 
 

@@ -26,7 +26,9 @@ class FileResult:
     new_source: bytes | None = None  # set only when the fixes changed the file
 
 
-def process_source(display: str, data: bytes, codes: CodeFilter, fix: bool = True) -> FileResult:
+def process_source(display: str, data: bytes, codes: CodeFilter, fix: bool = True,
+                   restructure: bool = True) -> FileResult:
+    """`restructure=False`: the safe fixes only (what a rewrite writes without proof)."""
     result = FileResult(display)
     error = decode_error(display, data)
     if error is not None:
@@ -46,11 +48,11 @@ def process_source(display: str, data: bytes, codes: CodeFilter, fix: bool = Tru
     if b"\r" in data and b"\n" not in data:
         # Old Mac line endings: LibCST loses the last one, so work on LF and
         # turn every line ending back (no LF existed, so none is ambiguous).
-        result = _process_tensorflow_source(result, display, data.replace(b"\r", b"\n"), codes, fix)
+        result = _process_tensorflow_source(result, display, data.replace(b"\r", b"\n"), codes, fix, restructure)
         if result.new_source is not None:
             result.new_source = result.new_source.replace(b"\n", b"\r")
         return result
-    return _process_tensorflow_source(result, display, data, codes, fix)
+    return _process_tensorflow_source(result, display, data, codes, fix, restructure)
 
 
 def may_parse(path: str) -> bool:
@@ -154,7 +156,8 @@ def nesting_depth(tree) -> tuple[int, int | None]:
     return deepest, line
 
 
-def _process_tensorflow_source(result: FileResult, display: str, data: bytes, codes: CodeFilter, fix: bool) -> FileResult:
+def _process_tensorflow_source(result: FileResult, display: str, data: bytes, codes: CodeFilter, fix: bool,
+                               restructure: bool = True) -> FileResult:
     result.error = _python_judgement(display, data)
     if result.error is not None:
         return result
@@ -166,13 +169,14 @@ def _process_tensorflow_source(result: FileResult, display: str, data: bytes, co
     # the restructuring's visitors) then runs without rebuilding the tree.
     try:
         with read_only_visits():
-            return _analyzed(result, display, data, codes, fix)
+            return _analyzed(result, display, data, codes, fix, restructure)
     except RecursionError:  # nesting Python's tree does not show (a long chain of implicitly joined strings)
         return FileResult(display, error=FileError(
             display, "too deeply nested for the rewrite (Python's recursion limit reached); file left unchanged"))
 
 
-def _analyzed(result: FileResult, display: str, data: bytes, codes: CodeFilter, fix: bool) -> FileResult:
+def _analyzed(result: FileResult, display: str, data: bytes, codes: CodeFilter, fix: bool,
+              restructure: bool = True) -> FileResult:
     import libcst as cst
 
     from tf1gradfix.rules import catalog as catalog_module
@@ -200,7 +204,8 @@ def _analyzed(result: FileResult, display: str, data: bytes, codes: CodeFilter, 
     found = detect(original, catalog)
     # The safe renames go into the code the restructuring copies and keeps, as it is printed.
     renames = {hit.node: hit.replacement for hit in found if hit.replacement is not None and hit.rule.safety == "safe"}
-    shaped, refused = _restructured(original, display, codes, result, silenced, catalog, renames)
+    shaped, refused = (_restructured(original, display, codes, result, silenced, catalog, renames) if restructure
+                       else (None, False))
     fix = fix and not refused  # a refused program is left byte-for-byte intact
     parsed = data  # the bytes `module` was parsed from
     hits = found

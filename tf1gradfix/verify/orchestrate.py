@@ -26,7 +26,7 @@ from pathlib import Path
 from tf1gradfix.verify import budget
 from tf1gradfix.verify import compare as cmp_mod
 from tf1gradfix.verify import pool, progress
-from tf1gradfix.verify import random_ops, stopping
+from tf1gradfix.verify import aligned_random, random_ops, stopping
 from tf1gradfix.verify.runner_common import ORIGINAL_DONE, VERIFIER_PID
 
 EQUIVALENT, DIVERGED = "EQUIVALENT", "DIVERGED"
@@ -77,6 +77,7 @@ class VerifyResult:
     atol: float = cmp_mod.DEFAULT_ATOL
     timeout: float = DEFAULT_TIMEOUT
     elapsed: float = 0.0
+    random_numbers: dict = field(default_factory=dict)   # role -> {"ops", "draws"} drawn aligned
 
     @property
     def exit_code(self) -> int:
@@ -94,6 +95,7 @@ class VerifyResult:
             "original": asdict(self.original), "migrated": asdict(self.migrated),
             "variable_mapping": self.mapping, "unmatched_variables": self.unmatched,
             "comparison": self.comparison.to_json() if self.comparison else None,
+            "random_numbers": self.random_numbers,
         }
 
 
@@ -418,10 +420,10 @@ def _random_reason(randoms: dict) -> str:
     for role in ("original", "migrated"):
         if not randoms[role]:
             parts.append(f"the {role} program ran none")
-    return ("TensorFlow random ops ran after initialization, and a TF1 graph and TF2 eager code draw "
-            "different numbers from the same seed: " + "; ".join(parts)
-            + ". Compared values are reported but prove nothing; verify with dropout rate 0 or "
-              "training=False (or without the random op) to compare")
+    return ("TensorFlow random ops ran after initialization whose numbers the verifier does not align, "
+            "and a TF1 graph and TF2 eager code draw different numbers from them: " + "; ".join(parts)
+            + ". Compared values are reported but prove nothing; verify without that op (TOLERANCES.md "
+              "lists the ops whose numbers are aligned) to compare")
 
 
 def _decide(result: VerifyResult, trace_dir: str, ev: dict, rtol: float, atol: float) -> None:
@@ -436,6 +438,7 @@ def _decide(result: VerifyResult, trace_dir: str, ev: dict, rtol: float, atol: f
 
 def _decide_run(result: VerifyResult, trace_dir: str, ev: dict, rtol: float, atol: float) -> None:
     o, m = result.original, result.migrated
+    result.random_numbers = {role: aligned_random.tally(ev[role]) for role in ("original", "migrated")}
     timed = budget.timed_roles(o, m, ev)   # a timeout keeps what was compared up to it
     if o.failed and "original" not in timed:
         result.verdict, result.reason = ORIGINAL_FAILED, f"original {o.reason}"

@@ -1,19 +1,22 @@
-"""Which TensorFlow random ops ran while the programs trained or evaluated.
+"""Which TensorFlow random ops ran, unaligned, while the programs trained or evaluated.
 
 Both runners seed Python, NumPy and TensorFlow identically, and host-side
 random numbers (``random``, ``np.random``) therefore agree.  TensorFlow's
 own random ops do not: a TF1 graph derives each op's stream from the graph
 seed and the op's seed/position, TF2 eager ops and Keras 3 layers
 (``Dropout`` draws through a ``SeedGenerator`` and stateless kernels) use
-other generators, so a dropout mask or a ``tf.random.normal`` sample cannot
-be made equal between the two sides.
+other generators.  aligned_random.py replaces the common primitives
+(uniform, normal, truncated normal, uniform int: dropout, ``tf.random.*``,
+noise layers) with one stream both sides share; this module finds the
+random ops that remain (``tf.random.shuffle``, ``categorical``, ...,
+and primitives left in place, e.g. in a ``tf.while_loop``).
 
-The rule (README, TOLERANCES.md): a TensorFlow random op that runs after the
+The rule (README, TOLERANCES.md): such a random op that runs after the
 variables are initialized, on either side, makes the pair NOT_COMPARABLE;
 the verdict names the op, the side and the step.  Random ops that only
 produce initial values are harmless (those values are injected from the
-original) and are not counted.  Where none ran (dropout with rate 0, or
-``training`` False in every run), the pair is compared as usual.
+original) and are not counted, nor are stateless ops (pure functions of
+their seed).
 
 * Original side (graph): the ops a ``Session.run`` reaches from its fetches,
   not entering variable initializers; an op inside ``tf.cond`` branches
@@ -38,7 +41,9 @@ import sys
 
 _RANDOM = re.compile(r"Random|Multinomial|TruncatedNormal|StatefulUniform|StatefulStandardNormal"
                      r"|Shuffle")     # RandomShuffle, and tf.data's ShuffleDataset* (seeded per side too)
-_NOT_RANDOM = re.compile(r"GetKeyCounter|GetAlg|Seed")
+# Stateless ops are pure functions of their seed input: the same seed gives the
+# same numbers on both sides, a different one shows as a difference.
+_NOT_RANDOM = re.compile(r"GetKeyCounter|GetAlg|Seed|^Stateless")
 _INITIALIZER_FILES = re.compile(r"[/\\](initializers|init_ops(_v2)?\.py)")
 _LAYER_FILES = re.compile(r"[/\\](keras|tf_keras)[/\\]")
 _WALK_BUDGET = 20000
@@ -47,7 +52,7 @@ _HERE = os.path.dirname(os.path.abspath(__file__))
 
 @functools.lru_cache(maxsize=4096)
 def is_random_op(op_type: str) -> bool:
-    """True for op types that draw random numbers (stateful or stateless)."""
+    """True for op types whose numbers come from generator state (not stateless ops)."""
     return bool(_RANDOM.search(op_type)) and not _NOT_RANDOM.search(op_type)
 
 
@@ -71,18 +76,26 @@ def describe(events: list, role: str) -> str:
 class GraphRandomness:
     """Random ops a TF1 run executes; ``tracer`` is the V1Tracer (keys, placeholders)."""
 
-    def __init__(self, tracer):
+    def __init__(self, tracer, draws=None):
         self.tracer = tracer
+        self.draws = draws          # aligned_random.GraphDraws: its host-drawn ops are found too
         self.cache: dict = {}
 
     def reached(self, op) -> list:
         """Random ops reachable from ``op``, not through variable initializers (cached)."""
+        return self.walk(op)[0]
+
+    def host_sites(self, fetch_ops) -> list:
+        """The aligned (host-drawn) random ops a run with these fetches reaches."""
+        return [s for op in fetch_ops for s in self.walk(op)[1]]
+
+    def walk(self, op) -> tuple:
         key = self.tracer.okey(op)
         if key in self.cache:
             return self.cache[key]
         graph = op.graph
         initializers = {getattr(v.initializer, "name", None) for v in graph.get_collection("variables")}
-        found, seen, stack = [], set(), [op]
+        found, hosts, seen, stack = [], [], set(), [op]
         while stack and len(seen) < _WALK_BUDGET:
             cur = stack.pop()
             if cur.name in seen or cur.name in initializers:
@@ -90,10 +103,12 @@ class GraphRandomness:
             seen.add(cur.name)
             if is_random_op(cur.type):
                 found.append(cur)
+            elif cur.type == "PyFunc" and self.draws is not None and self.draws.site_of(cur) is not None:
+                hosts.append(self.draws.site_of(cur))
             stack.extend(t.op for t in cur.inputs)
             stack.extend(cur.control_inputs)
-        self.cache[key] = found
-        return found
+        self.cache[key] = found, hosts
+        return found, hosts
 
     @staticmethod
     def conditions(op) -> list:

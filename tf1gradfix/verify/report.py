@@ -14,6 +14,7 @@ import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+from tf1gradfix.verify import aligned_random
 from tf1gradfix.verify.compare import KINDS
 
 
@@ -55,6 +56,9 @@ def summary(result) -> str:
             out.append(f"    ... {len(result.mapping) - 12} more")
         for u in [u for u in result.unmatched if u.get("trainable")][:12]:
             out.append(f"    (no original) {u['name']} {u['shape']} trainable")
+    aligned = aligned_random.describe(getattr(result, "random_numbers", {}))
+    if aligned:
+        out.append(f"  random numbers: {aligned}")
     c = result.comparison
     if c is not None:
         out.append(f"  compared: {c.steps} steps, {c.gradients} gradients, {c.variables} variables, "
@@ -130,7 +134,9 @@ def to_markdown(result) -> str:
             lines += ["", f"First divergence: {c.first.describe()}".replace("|", "\\|")]
     else:
         lines.append("| (not compared) | 0 | - | - | - |")
-    lines += ["", f"Tolerances: rtol={result.rtol:g}, atol={result.atol:g}."]
+    aligned = aligned_random.describe(getattr(result, "random_numbers", {}))
+    lines += [""] + ([f"Random numbers: {aligned}.", ""] if aligned else [])
+    lines += [f"Tolerances: rtol={result.rtol:g}, atol={result.atol:g}."]
     return "\n".join(lines) + "\n"
 
 

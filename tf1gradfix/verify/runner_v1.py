@@ -17,7 +17,7 @@ import sys
 import threading
 import weakref
 
-from tf1gradfix.verify import budget, random_ops
+from tf1gradfix.verify import aligned_random, budget, random_ops
 from tf1gradfix.verify import runner_common as rc
 
 _WALK_BUDGET = 20000  # graph ops visited per cached ancestor walk
@@ -53,7 +53,8 @@ class V1Tracer(rc.Reentrancy):
         self.sessions = weakref.WeakSet()
         self.run_index = 0
         self.steps = 0                         # gradient computations traced so far
-        self.randomness = random_ops.GraphRandomness(self)
+        self.draws = aligned_random.GraphDraws(trace)
+        self.randomness = random_ops.GraphRandomness(self, self.draws)
         self.budget = budget.StepCounter(budget.limit_from_env())   # a training step is one run
 
     # -- keys and names -------------------------------------------------
@@ -191,15 +192,20 @@ class V1Tracer(rc.Reentrancy):
             fetchable = self.fetchable(sess, feed_dict)
             extra, layout = self.extra_fetches(computes, applies, fetchable)
             checks, preds = self.randomness.plan(fetch_ops, fetchable)
+            sites = self.randomness.host_sites(fetch_ops)
         except Exception as exc:  # noqa: BLE001
             self.note(f"run {self.run_index}: not traced ({type(exc).__name__}: {exc})")
-            extra, layout, checks, preds = [], [], [], []
+            extra, layout, checks, preds, sites = [], [], [], [], []
         if self.budget.due(training):
             budget.stop_here(self.trace, self.budget, self.at_exit)
-        if extra or preds:
-            result, values = self.orig_run(sess, (fetches, extra + preds), feed_dict, options, run_metadata)
-        else:
-            result, values = self.orig_run(sess, fetches, feed_dict, options, run_metadata), []
+        self.draws.begin_run(training, self.budget.steps, sites)
+        try:
+            if extra or preds:
+                result, values = self.orig_run(sess, (fetches, extra + preds), feed_dict, options, run_metadata)
+            else:
+                result, values = self.orig_run(sess, fetches, feed_dict, options, run_metadata), []
+        finally:
+            self.draws.end_run()
         self.run_index += 1
         self.budget.steps += training
         self.budget.calls += initialized
@@ -395,6 +401,7 @@ class V1Tracer(rc.Reentrancy):
             self.trace.write_atomic("original.final.json", {"variables": values, "steps": self.budget.steps})
 
     def at_exit(self) -> None:
+        self.draws.summary()
         sess = self.last_session
         if sess is not None and not getattr(sess, "_closed", True):
             self.snapshot_final(sess)
@@ -436,6 +443,7 @@ def main(argv: list[str]) -> int:
     trace = rc.Trace(trace_dir, "original")
     tracer = V1Tracer(trace)
     tracer.install()
+    tracer.draws.install(tracer.draws.make)
     alias_tensorflow(v1, script)
     trace.event("start", side="original", script=os.path.abspath(script))
     return rc.run_user_script(script, trace, before_exit=tracer.at_exit, argv=args, cwd=cwd)

@@ -19,7 +19,7 @@ import time
 
 import numpy as np
 
-from tf1gradfix.verify import budget, random_ops
+from tf1gradfix.verify import aligned_random, budget, random_ops
 from tf1gradfix.verify import runner_common as rc
 
 KERAS_OPTIMIZER_MODULE = "keras.src.optimizers.base_optimizer"
@@ -84,6 +84,7 @@ class V2Tracer(rc.Reentrancy):
         self.layer_pairs: dict = {}       # migrated layer prefix -> original prefix (matched by order)
         self.steps = 0                    # gradient computations recorded so far
         self.randomness = random_ops.EagerRandomness(self)
+        self.draws = aligned_random.EagerDraws(trace, self)
         self.budget = budget.StepCounter(budget.limit_from_env())
         self.unit = None                  # within an outermost tf.function call: has it trained yet?
 
@@ -284,6 +285,7 @@ class V2Tracer(rc.Reentrancy):
 
         tf.GradientTape.gradient = gradient
         self.randomness.install()
+        self.draws.install(self.draws.make)
         self.patch_function_arguments()
 
         from tensorflow.python.training import optimizer as v1_optimizer
@@ -404,6 +406,7 @@ class V2Tracer(rc.Reentrancy):
 
     def at_exit(self) -> None:
         self.randomness.flush()
+        self.draws.summary()
         values = {}
         for name, var in self.created:
             try:

@@ -1,0 +1,85 @@
+"""Jupyter notebooks: code cells checked in order as one program, safe fixes written back
+into their cells, everything else in the file kept byte for byte."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tf1gradfix.cli.main import main
+
+
+def notebook(*cells, **dump) -> str:
+    doc = {"cells": [
+        {"cell_type": kind, "metadata": {}, "source": source,
+         **({"execution_count": None, "outputs": [{"output_type": "stream", "name": "stdout", "text": ["é 1\n"]}]}
+            if kind == "code" else {})}
+        for kind, source in cells],
+        "metadata": {"kernelspec": {"name": "python3"}}, "nbformat": 4, "nbformat_minor": 5}
+    settings = dict(indent=1, sort_keys=True, ensure_ascii=False)
+    settings.update(dump)
+    return json.dumps(doc, **settings) + "\n"
+
+
+CELLS = [
+    ("markdown", ["# Training\n", "tf.log is mentioned here, in prose"]),
+    ("code", ["%matplotlib inline\n", "import tensorflow as tf"]),
+    ("code", "%%time\nx = tf.log(1.0)\n"),   # a cell magic: the whole cell is IPython's
+    ("code", ["!pip list\n", "y = tf.log(2.0)\n", "z = tf.placeholder(tf.float32)"]),
+]
+
+
+@pytest.fixture
+def folder(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def run(capsys, *argv):
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_findings_name_the_cell_and_its_line(folder, capsys):
+    (folder / "train.ipynb").write_text(notebook(*CELLS))
+    code, out, _ = run(capsys, "check", ".")   # found in a folder, as .py files are
+    lines = [line for line in out.splitlines() if "TFG" in line]
+    assert lines == [
+        "train.ipynb:cell 4:2:5: TFG401 [*] `tf.log` is `tf.math.log` in TF2",
+        "train.ipynb:cell 4:3:5: TFG101 `tf.placeholder` does not exist in TF2; "
+        "the fed value becomes a parameter of the function that computes the fetches",
+    ]
+    assert code == 1
+
+
+def test_rewrite_changes_only_the_fixed_line(folder, capsys):
+    before = notebook(*CELLS)
+    (folder / "train.ipynb").write_text(before)
+    run(capsys, "rewrite", "train.ipynb")
+    after = (folder / "train.ipynb").read_text()
+    assert after == before.replace('"y = tf.log(2.0)\\n"', '"y = tf.math.log(2.0)\\n"')
+    assert after != before
+
+
+@pytest.mark.parametrize("dump", [dict(indent=2, sort_keys=False), dict(indent=1, ensure_ascii=True)])
+def test_the_layout_it_was_saved_in_is_kept(folder, capsys, dump):
+    before = notebook(*CELLS, **dump)
+    (folder / "train.ipynb").write_text(before)
+    run(capsys, "rewrite", "train.ipynb")
+    assert (folder / "train.ipynb").read_text() == before.replace("tf.log(2.0)", "tf.math.log(2.0)")
+
+
+def test_a_layout_that_cannot_be_reproduced_is_left_as_it_is(folder, capsys):
+    before = notebook(*CELLS).replace('\n "metadata"', '\n  "metadata"', 1)   # hand-edited whitespace
+    (folder / "train.ipynb").write_text(before)
+    code, out, _ = run(capsys, "rewrite", "train.ipynb")
+    assert (folder / "train.ipynb").read_text() == before
+    assert "notebook not rewritten: its JSON layout cannot be written back exactly" in out and code == 2
+
+
+def test_a_file_that_is_not_a_notebook_is_an_error(folder, capsys):
+    (folder / "broken.ipynb").write_text("{ not json")
+    code, out, _ = run(capsys, "check", "broken.ipynb")
+    assert code == 2 and "broken.ipynb: error: not a Jupyter notebook" in out

@@ -1,0 +1,96 @@
+"""A plain `rewrite` writes a whole-program restructuring only once it is proven.
+
+Safe fixes (renames proven by identity) are always written. A restructuring
+is written when the verifier finds it EQUIVALENT; otherwise, or without
+TensorFlow to prove it, the file gets its safe fixes alone and the run says
+how to prove or force it. `--no-verify` writes restructurings unproven.
+"""
+
+from __future__ import annotations
+
+import io
+import sys
+
+import pytest
+
+from tf1gradfix.cli import rewrite_verify
+from tf1gradfix.cli.main import main
+
+PROGRAM = """\
+import tensorflow as tf
+
+tf.set_random_seed(0)
+x = tf.placeholder(tf.float32, [None, 2])
+w = tf.Variable(tf.ones([2, 1]), name="w")
+y = tf.log(tf.matmul(x, w))
+with tf.Session() as sess:
+    sess.run(tf.global_variables_initializer())
+    print(sess.run(y, feed_dict={x: [[1.0, 2.0]]}))
+"""
+SAFE_ONLY = PROGRAM.replace("tf.set_random_seed", "tf.random.set_seed").replace("tf.log", "tf.math.log")
+
+
+@pytest.fixture
+def program(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    path = tmp_path / "train.py"
+    path.write_text(PROGRAM)
+    return path
+
+
+def run(capsys, *argv):
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_without_tensorflow_a_restructuring_is_not_written_but_the_safe_fixes_are(program, capsys, monkeypatch):
+    monkeypatch.setattr("tf1gradfix.verify.budget.tensorflow_missing", lambda: True)
+    code, out, err = run(capsys, "rewrite", "train.py")
+    assert program.read_text() == SAFE_ONLY
+    assert "1 file can be restructured into TF2 but got only the safe fixes" in err
+    assert "pip install 'tf1gradfix[verify]'" in err and "--no-verify" in err
+    assert "TFG401 [*]" in out and "TFG103 [*]" not in out and "TFG103" in out
+    assert code == 1   # the session still needs work
+
+
+def test_a_restructuring_the_proof_rejects_is_not_written(program, capsys, monkeypatch):
+    proven = []
+
+    def diverged(changed, **_):
+        proven.extend(path for path, _ in changed)
+        return [rewrite_verify.ProofRow(path, "DIVERGED", "loss differs at step 1", False) for path, _ in changed]
+
+    monkeypatch.setattr("tf1gradfix.verify.budget.tensorflow_missing", lambda: False)
+    monkeypatch.setattr(rewrite_verify, "prove_and_write", diverged)
+    code, out, _ = run(capsys, "rewrite", "train.py")
+    assert proven == ["train.py"]
+    assert program.read_text() == SAFE_ONLY
+    assert "train.py: DIVERGED (left unchanged)" in out and code == 1
+
+
+def test_a_rename_only_file_is_written_without_a_proof(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "ops.py").write_text("import tensorflow as tf\nprint(tf.log(2.0))\n")
+    monkeypatch.setattr(rewrite_verify, "prove_and_write", lambda *a, **k: pytest.fail("a rename needs no proof"))
+    code, _, _ = run(capsys, "rewrite", "ops.py")
+    assert (tmp_path / "ops.py").read_text() == "import tensorflow as tf\nprint(tf.math.log(2.0))\n" and code == 0
+
+
+def test_no_verify_writes_the_restructuring_unproven(program, capsys, monkeypatch):
+    monkeypatch.setattr(rewrite_verify, "prove_and_write", lambda *a, **k: pytest.fail("--no-verify proves nothing"))
+    code, _, _ = run(capsys, "rewrite", "--no-verify", "train.py")
+    assert "tf.Session" not in program.read_text() and code == 0
+
+
+def test_the_stdin_filter_prints_the_safe_fixes_only(capsys, monkeypatch):
+    monkeypatch.setattr(sys, "stdin", type("In", (), {"buffer": io.BytesIO(PROGRAM.encode())})())
+    code = main(["rewrite", "-"])
+    assert capsys.readouterr().out == SAFE_ONLY and code == 1
+
+
+@pytest.mark.tf
+def test_with_tensorflow_a_proven_restructuring_is_written(program, capsys):
+    code, out, _ = run(capsys, "rewrite", "--steps", "3", "train.py")
+    assert "train.py: EQUIVALENT (written)" in out, out
+    assert "tf.Session" not in program.read_text() and code == 0

@@ -1,0 +1,84 @@
+"""`opt.minimize(loss)`, `opt.compute_gradients(loss)`, `opt.apply_gradients(pairs)`
+(on a named optimizer or one created in place): a train op or the gradient pairs.
+In TF2 they become `tf.GradientTape` gradients and `apply_gradients` in the step
+functions (emit/tape.py)."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from tf1gradfix.constructs import global_step, grad_pairs, gradient_calls, optimizers
+from tf1gradfix.cst.syntax import Refusal, bound_args, matches
+from tf1gradfix.model.nodes import ComputeGradients, Optimizer, Statement, TrainOp, Variable
+
+METHODS = ("minimize", "compute_gradients", "apply_gradients")
+
+
+def build(builder, s: Statement) -> bool:
+    """A `TrainOp` or `ComputeGradients` node; False if the value calls no optimizer method."""
+    return _model(builder, s.item, s.names, s.value, s.deps)
+
+
+def _model(builder, item, names, value, deps) -> bool:
+    """`opt.minimize/compute_gradients/apply_gradients(...)` as the value, or
+    `compute_gradients` inside a larger expression (`zip(*opt.compute_gradients(loss))`)."""
+    call = value if isinstance(value, cst.Call) else None
+    nested = call is None or not isinstance(call.func, cst.Attribute) or \
+        call.func.attr.value not in ("minimize", "compute_gradients", "apply_gradients")
+    if nested:
+        found = [c for c, _ in builder.calls(value) if c is not value and _optimizer_call(builder, c)]
+        if not found:
+            return False
+        call = found[0]
+        if len(found) > 1 or call.func.attr.value != "compute_gradients":
+            raise Refusal.of(call, "method_in_expression", method=call.func.attr.value)
+    elif len(names) != 1 and call.func.attr.value != "compute_gradients":
+        return False
+    method = call.func.attr.value
+    receiver = call.func.value
+    opt = None
+    if isinstance(receiver, cst.Name):
+        opt = builder.program.node(receiver.value)
+        if not isinstance(opt, Optimizer):
+            return False
+    elif isinstance(receiver, cst.Call) and optimizers.is_optimizer(builder.qualified(receiver.func)):
+        opt = Optimizer(index=-1, names=(), stmt=item.stmt, value=receiver, deps=frozenset(builder.deps_of(receiver)),
+                        cls=builder.qualified(receiver.func).rsplit(".", 1)[1], call=receiver, inline=True)
+    else:
+        return False
+    params = {"minimize": ["loss", "global_step", "var_list"],
+              "compute_gradients": ["loss", "var_list"],
+              "apply_gradients": ["grads_and_vars", "global_step", "name"]}[method]
+    bound = bound_args(call, params, call)
+    extra = set(bound) - set(params) - set(gradient_calls.DROPPED)
+    gradient_calls.note_dropped(builder, call, bound)
+    if extra or "grad_loss" in bound:
+        raise Refusal.of(call, "method_arguments", method=method, args=', '.join(sorted(extra)))
+    if method == "apply_gradients" and "grads_and_vars" in bound:
+        grad_pairs.check(builder, bound["grads_and_vars"])
+    step = bound.get("global_step")
+    step_name = None
+    if step is not None:
+        node = builder.program.node(step.value) if isinstance(step, cst.Name) else None
+        if isinstance(step, cst.Call) and not step.args and matches(builder.qualified(step.func), "global_step_getters"):
+            node = global_step.find(builder.program)   # `global_step=tf.train.get_global_step()`
+        if not isinstance(node, Variable) or node.trainable:
+            raise Refusal.of(step, "global_step_form")
+        step_name = step.value if isinstance(step, cst.Name) else node.names[0]
+    if opt.index == -1:
+        builder.append(opt)
+    deps = set(deps) | {opt.index}
+    cls = ComputeGradients if method == "compute_gradients" else TrainOp
+    builder.add(item, cls, names, value, deps, method=method, optimizer=opt.index, bound=bound, call=call,
+             step=step_name, stats=item.stats)
+    return True
+
+def _optimizer_call(builder, call: cst.Call) -> bool:
+    """A method call on an optimizer (named, or created in place)."""
+    func = call.func
+    if not isinstance(func, cst.Attribute) or func.attr.value not in ("minimize", "compute_gradients", "apply_gradients"):
+        return False
+    if isinstance(func.value, cst.Name):
+        node = builder.program.node(func.value.value)
+        return isinstance(node, Optimizer)
+    return isinstance(func.value, cst.Call) and optimizers.is_optimizer(builder.qualified(func.value.func))

@@ -1,0 +1,58 @@
+"""Any other graph statement: a tensor computed from graph values (in the step
+functions), or a static value computed from constants only (kept where the graph
+was built). The last construct of the registry: it takes what no other one did."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from tf1gradfix.constructs import layers, losses, summaries
+from tf1gradfix.cst.syntax import Refusal, loads, matches, schedule_table
+from tf1gradfix.model.nodes import OPS, ComputeGradients, Computed, Gradients, Static, Statement, Tensor
+
+
+def build(builder, s: Statement) -> bool:
+    """A `Tensor` or `Static` node (always: the registry's last entry)."""
+    _model(builder, s.item, s.names, s.value, s.deps, s.tf_calls)
+    return True
+
+
+def _model(builder, item, names, value, deps, tf_calls) -> None:
+    unsupported = None
+    for call, q in tf_calls:
+        if matches(q, "queues"):
+            raise queue_refusal(call, q)
+        if q in ("tensorflow.placeholder", "tensorflow.placeholder_with_default", "tensorflow.Variable", "tensorflow.get_variable"):
+            raise Refusal.of(call, "graph_input_in_expression", api=q)
+        if matches(q, "sessions") or matches(q, "initializers") or q == "tensorflow.gradients":
+            raise Refusal.of(call, "api_in_graph_code", api=q)
+        if q in losses.loss_table():
+            losses.check(call, q, builder.module.code_for_node)
+        elif matches(q, "refuse") and q not in schedule_table():   # refused only if some run needs it
+            unsupported = Refusal.of(call, "api_unsupported", api=q)
+    for name in names:
+        prior = builder.program.node(name)
+        # gradients edited in place (`grads, norm = tf.clip_by_global_norm(grads, 5.0)`) run in source order
+        if prior is not None and not isinstance(prior, (Tensor, Static, ComputeGradients, Gradients)):
+            raise Refusal.of(item.stmt, "rebinds_graph_node", name=name, kind=prior.kind)
+    for n in (builder.program.nodes[i] for i in deps):
+        if isinstance(n, OPS):
+            raise Refusal.of(item.stmt, "computed_from_op", kind=n.kind)
+    static = all(isinstance(builder.program.nodes[i], Static) for i in deps) and all(matches(q, "pure") for _, q in tf_calls)
+    if static and any(n in builder.program.final for n in names):
+        static = False
+    node: Computed = builder.add(item, Static if static else Tensor, names, value, deps, calls=[q for _, q in tf_calls])
+    for name in loads(value):
+        if name in builder.program.helpers:   # a helper's calls count as this statement's
+            inner = [q for _, q in builder.calls(builder.program.helpers[name]) if q]
+            if any(q in summaries.summary_ops() for q in inner):
+                raise Refusal.of(item.stmt, "function_makes_summary", name=name)
+            creates = [q for q in inner if q in layers.layer_table() or q == "tensorflow.Variable"]
+            if creates:   # called in every step, it would make new weights each time
+                raise Refusal.of(item.stmt, "function_creates_weights", name=name, api=creates[0])
+            node.calls += inner
+    node.unsupported = unsupported
+
+
+def queue_refusal(node: cst.CSTNode, q: str) -> Refusal:
+    return Refusal.of(node, "input_queue", api=q)

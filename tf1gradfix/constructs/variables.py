@@ -1,0 +1,50 @@
+"""`tf.Variable(...)` and `tf.get_variable(...)` in graph code: a `tf.Variable` in
+TF2, created once where the graph was built, under its TF1 name (scope included)."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from tf1gradfix.cst.syntax import Refusal, bound_args, literal_bool, literal_string, without_defaults
+from tf1gradfix.model.nodes import Statement, Static, Variable
+
+FUNCTIONS = ("tensorflow.Variable", "tensorflow.get_variable")
+
+
+def build(builder, s: Statement) -> bool:
+    """A `Variable` for `v = tf.Variable(...)`; False if not one."""
+    if s.q not in FUNCTIONS or not s.one or s.call is None:
+        return False
+    _model(builder, s.item, s.one, s.call, s.q, s.deps)
+    return True
+
+
+def _model(builder, item, name: str, call: cst.Call, q: str, deps) -> None:
+    earlier = builder.program.node(name)
+    if earlier is not None and earlier.graph_input():
+        # the first one still lives in TF1's collections (compute_gradients would list it)
+        raise Refusal.of(call, "second_graph_input", name=name)
+    for i in deps:
+        if not isinstance(builder.program.nodes[i], Static):
+            raise Refusal.of(call, "variable_from_graph_value", name=name)
+    if q == "tensorflow.Variable":
+        bound = bound_args(call, ["initial_value", "trainable", "collections", "validate_shape",
+                                  "caching_device", "name", "variable_def", "dtype"], call)
+    else:
+        bound = bound_args(call, ["name", "shape", "dtype", "initializer", "regularizer", "trainable",
+                                  "collections", "caching_device", "partitioner", "validate_shape",
+                                  "use_resource", "custom_getter", "constraint"], call)
+    bound = without_defaults(bound, q)
+    extra = set(bound) - {"initial_value", "trainable", "name", "dtype", "shape", "initializer"}
+    if extra:
+        raise Refusal.of(call, "variable_arguments", args=', '.join(sorted(extra)))
+    trainable = literal_bool(bound.get("trainable"), "trainable") is not False
+    label = literal_string(bound.get("name"))
+    if bound.get("name") is not None and label is None:
+        raise Refusal.of(call, "variable_name_not_literal")
+    if label is None and (item.prefix or q == "tensorflow.get_variable"):
+        raise Refusal.of(call, "variable_unnamed_in_scope")
+    full = None if label is None else item.prefix + label
+    if q == "tensorflow.Variable" and item.scope != item.prefix:   # under `tf.name_scope`: its full name
+        full = builder.unique_name(item.scope + (label or "Variable"))
+    builder.add(item, Variable, (name,), call, deps, source=q, bound=bound, full_name=full, trainable=trainable)

@@ -1,0 +1,25 @@
+"""The constructs of a graph statement, in the order they are tried: each module's
+`build(builder, statement)` recognizes its TF1 form, checks it and adds its nodes
+(True), or leaves the statement to the next one (False). Adding a construct is a
+module in tf1gradfix/constructs and one line here; `tensors` takes the rest."""
+
+from __future__ import annotations
+
+from tf1gradfix.constructs import (global_step, gradient_calls, initializers, layers, optimizer_calls, optimizers,
+                                   placeholders, sessions, summaries, tensors, updates, var_lists, variables)
+
+REGISTRY = (
+    summaries,          # tf.summary.scalar/histogram/merge_all/merge
+    placeholders,       # tf.placeholder, tf.placeholder_with_default
+    variables,          # tf.Variable, tf.get_variable
+    global_step,        # tf.train.get_or_create_global_step, get_global_step
+    layers,             # tf.layers.* (layers.toml)
+    optimizers,         # tf.train.*Optimizer(...)
+    initializers,       # tf.global_variables_initializer() and kin
+    sessions,           # sess = tf.Session(...)
+    optimizer_calls,    # opt.minimize / compute_gradients / apply_gradients
+    updates,            # tf.assign*, v.assign*, tf.group of them
+    gradient_calls,     # tf.gradients
+    var_lists,          # variable collections and lists
+    tensors,            # anything else: a tensor, or a static value
+)

@@ -1,0 +1,132 @@
+"""Jupyter notebooks: their code cells checked and given the safe fixes, cell by cell.
+
+The code cells are read in order as one module (a name imported in the
+first cell is the name used in the tenth), with IPython's magics and shell
+lines (`%matplotlib inline`, `!pip ...`, `%%time` cells) held out as blank
+statements so that lines keep their numbers. Findings are reported as
+`notebook.ipynb:cell N:LINE:COL`, as other notebook-aware linters do.
+
+Only the safe fixes are written: each fixed line goes back into its own
+cell, and everything else (outputs, metadata, markdown, the JSON layout) is
+kept byte for byte, since the notebook is written back with the layout it
+was read in; a notebook whose layout cannot be reproduced exactly is
+reported and left as it is. Whole-program restructurings are not applied to
+notebooks (run the code as a script to prove one).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, replace
+
+from tf1gradfix.run.findings import CodeFilter, FileError, Finding
+
+SUFFIX = ".ipynb"
+_MAGIC = re.compile(r"^\s*([%!?]|[\w.]+\?\s*$)")
+
+
+@dataclass
+class _Cell:
+    index: int          # 1-based among all cells (what a notebook UI shows)
+    lines: list[str]    # the cell's source, each line with its own ending
+    first: int          # its first line in the joined module
+
+
+def is_notebook(path: str) -> bool:
+    return path.endswith(SUFFIX)
+
+
+def _source_lines(cell: dict) -> list[str]:
+    source = cell.get("source", "")
+    text = "".join(source) if isinstance(source, list) else str(source)
+    return text.splitlines(keepends=True)
+
+
+def _joined(cells: list[_Cell]) -> str:
+    """The code cells as one module; a magic line (or a whole `%%` cell) becomes `pass`."""
+    out = []
+    for cell in cells:
+        whole = bool(cell.lines) and cell.lines[0].lstrip().startswith("%%")
+        for line in cell.lines:
+            body = line.rstrip("\r\n")
+            out.append("pass\n" if whole or _MAGIC.match(body) else body + "\n")
+    return "".join(out)
+
+
+def _layout(text: str, notebook: dict):
+    """The json.dumps settings that write `notebook` back as `text`, or None."""
+    for indent in (1, 2, 4, None):
+        for sort in (True, False):
+            for ascii_only in (False, True):
+                written = json.dumps(notebook, indent=indent, sort_keys=sort, ensure_ascii=ascii_only)
+                for end in ("\n", ""):
+                    if written + end == text:
+                        return dict(indent=indent, sort_keys=sort, ensure_ascii=ascii_only), end
+    return None
+
+
+def process(path: str, data: bytes, codes: CodeFilter, fix: bool = True):
+    """A FileResult for a notebook: findings placed in cells, new notebook bytes if fixed."""
+    from tf1gradfix.run.engine import FileResult, process_source
+
+    result = FileResult(path)
+    try:
+        text = data.decode("utf-8")
+        notebook = json.loads(text)
+        raw_cells = notebook["cells"]
+        assert isinstance(raw_cells, list)
+    except (UnicodeDecodeError, ValueError, KeyError, TypeError, AssertionError) as exc:
+        result.error = FileError(path, f"not a Jupyter notebook (nbformat 4 JSON): {exc}")
+        return result
+    cells, line = [], 1
+    for number, raw in enumerate(raw_cells, start=1):
+        if isinstance(raw, dict) and raw.get("cell_type") == "code":
+            lines = _source_lines(raw)
+            cells.append(_Cell(number, lines, line))
+            line += len(lines)
+    module = _joined(cells)
+    inner = process_source(path, module.encode("utf-8"), codes, fix=fix, restructure=False)
+    if inner.error is not None:
+        cell, at = _place(cells, inner.error.line)
+        result.error = replace(inner.error, path=f"{path}:cell {cell.index}" if cell else path, line=at)
+        return result
+    placed = []
+    for finding in inner.findings:
+        cell, at = _place(cells, finding.line)
+        placed.append(replace(finding, path=f"{path}:cell {cell.index}" if cell else path, line=at or finding.line))
+    result.findings = placed
+    if inner.new_source is None:
+        return result
+    layout = _layout(text, notebook)
+    new_lines = inner.new_source.decode("utf-8").splitlines(keepends=True)
+    old_lines = module.splitlines(keepends=True)
+    if layout is None or len(new_lines) != len(old_lines):
+        why = ("its JSON layout cannot be written back exactly" if layout is None
+               else "a fix changed the number of lines")
+        result.error = FileError(path, f"notebook not rewritten: {why}; fix it by hand or save it from Jupyter first")
+        result.findings = [replace(f, fixed=False) for f in placed]
+        return result
+    for cell in cells:
+        raw = raw_cells[cell.index - 1]
+        edited = [new if new != old else keep
+                  for old, new, keep in zip(old_lines[cell.first - 1:cell.first - 1 + len(cell.lines)],
+                                            new_lines[cell.first - 1:cell.first - 1 + len(cell.lines)], cell.lines)]
+        if edited == cell.lines:
+            continue
+        # (a fixed line keeps the ending it had in the cell: the last line of a cell has none)
+        edited = [e.rstrip("\n") + ("\n" if k.endswith("\n") else "") if e != k else e for e, k in zip(edited, cell.lines)]
+        raw["source"] = edited if isinstance(raw.get("source"), list) else "".join(edited)
+    settings, end = layout
+    result.new_source = (json.dumps(notebook, **settings) + end).encode("utf-8")
+    return result
+
+
+def _place(cells: list[_Cell], line: int | None) -> tuple[_Cell | None, int | None]:
+    """(cell, line within it) of a line of the joined module."""
+    if line is None:
+        return None, None
+    for cell in cells:
+        if cell.first <= line < cell.first + len(cell.lines):
+            return cell, line - cell.first + 1
+    return None, None
