@@ -11,6 +11,7 @@ import libcst as cst
 
 from tf1gradfix.emit.restructure import restructure
 from tf1gradfix.model import nodes, registry
+from tf1gradfix.run.findings import code_matches
 
 PACKAGE = Path(__file__).resolve().parent.parent / "tf1gradfix"
 
@@ -190,3 +191,37 @@ def test_node_fields_are_declared_and_annotated():
     for c in classes:
         assert dataclasses.is_dataclass(c)
         assert all(f.type not in (None, "") for f in dataclasses.fields(c)), c
+
+
+REFUSED_BEFORE_WRITING = {
+    "placeholder `x` without a dtype": ("x = tf.placeholder(shape=[None, 2])", "tf.reduce_mean(tf.matmul(x, w))",
+                                       "GradientDescentOptimizer(0.1)", "loss"),
+    "a loss that is an expression, not a name": ("x = tf.placeholder(tf.float32, [None, 2])",
+                                                 "tf.reduce_mean(tf.matmul(x, w))", "GradientDescentOptimizer(0.1)",
+                                                 "loss * 2.0"),
+    "`AdagradDAOptimizer` has no TF2 rewrite": ("x = tf.placeholder(tf.float32, [None, 2])",
+                                                "tf.reduce_mean(tf.matmul(x, w))",
+                                                "AdagradDAOptimizer(0.1, global_step=tf.train.get_or_create_global_step())",
+                                                "loss"),
+}
+
+
+def test_refusals_are_decided_before_any_text_is_written(monkeypatch):
+    """What emit/ used to refuse while writing a function or an optimizer statement is
+    refused by the model's checks first (same code, same message)."""
+    from tf1gradfix.emit.state import StateEmitter
+    from tf1gradfix.emit.tape import TapeEmitter
+
+    def writing(*args, **kwargs):
+        raise RuntimeError("text written")
+
+    for cls, method in ((TapeEmitter, "function_text"), (TapeEmitter, "helper_text"), (StateEmitter, "optimizer")):
+        monkeypatch.setattr(cls, method, writing)
+    for message, (placeholder, loss, optimizer, minimized) in REFUSED_BEFORE_WRITING.items():
+        source = (f"import tensorflow as tf\n{placeholder}\nw = tf.Variable(tf.zeros([2, 1]), name=\"w\")\n"
+                  f"loss = {loss}\ntrain = tf.train.{optimizer}.minimize({minimized})\n"
+                  "with tf.Session() as sess:\n    sess.run(tf.global_variables_initializer())\n"
+                  "    sess.run(train, {x: [[1.0, 2.0]]})\n")
+        result = restructure(cst.parse_module(source), "input.py")
+        assert result.new_module is None
+        assert [d[3] for d in result.diagnostics if code_matches(d[2], ("TFG905", "TFG906"))][0].startswith(message), result.diagnostics

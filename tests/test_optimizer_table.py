@@ -309,6 +309,8 @@ def test_sparse_claim_is_backed_by_the_verifier(row, case, tmp_path, monkeypatch
         monkeypatch.setattr(emit_state, "optimizer_table", lambda: table)
         import tf1gradfix.emit.tape as emit_tape
         monkeypatch.setattr(emit_tape, "optimizer_table", lambda: table)
+        import tf1gradfix.constructs.optimizers as optimizers   # (model.checks refuses the lazy update)
+        monkeypatch.setattr(optimizers, "optimizer_table", lambda: table)
         candidate = rewritten(original)
         assert candidate is not None and "tf.convert_to_tensor(g)" in candidate
         wrong = verify(tmp_path, original, candidate, "densified")

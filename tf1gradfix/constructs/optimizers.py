@@ -4,8 +4,19 @@ is the table `tf1gradfix/rules/optimizers.toml` (emit/state.py writes it)."""
 from __future__ import annotations
 
 import fnmatch
+import functools
 
+from tf1gradfix.cst.syntax import Refusal, bound_args
 from tf1gradfix.model.nodes import Optimizer, Statement
+from tf1gradfix.rules.catalog import _read
+
+# Statuses whose target takes a learning rate set before every update (a fed one).
+FED_LR_STATUSES = ("exact", "within_tolerance")
+
+
+@functools.lru_cache(maxsize=None)
+def optimizer_table() -> dict[str, dict]:
+    return {row["v1"]: row for row in _read("optimizers.toml")["optimizer"]}
 
 
 def is_optimizer(q: str | None) -> bool:
@@ -19,3 +30,17 @@ def build(builder, s: Statement) -> bool:
         return False
     builder.add(s.item, Optimizer, s.names, s.value, s.deps, cls=s.q.rsplit(".", 1)[1], call=s.call)
     return True
+
+
+def check(node: Optimizer, fed_lr: bool) -> None:
+    """Refusal for an optimizer the table cannot write (`fed_lr`: its learning rate is fed or
+    scheduled, set before every update), decided before its statement is written."""
+    row = optimizer_table().get(node.cls)
+    if row is None or row["status"] == "manual":
+        why = row["why"] if row else "not in tf1gradfix/rules/optimizers.toml"
+        raise Refusal.of(node.call, "optimizer_no_rewrite", optimizer=node.cls, detail=why)
+    mapped = {row["map"][v1_name] for v1_name in bound_args(node.call, row["params"], node.call) if v1_name in row["map"]}
+    if fed_lr and row["status"] not in FED_LR_STATUSES:
+        raise Refusal.of(node.call, "optimizer_rate_changes", optimizer=node.cls, detail=row['why'])
+    if not fed_lr and "learning_rate" not in set(row["defaults"]) | mapped:
+        raise Refusal.of(node.call, "optimizer_without_rate")

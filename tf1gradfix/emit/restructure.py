@@ -15,7 +15,8 @@ from dataclasses import dataclass, field
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider, ScopeProvider
 
-from tf1gradfix.constructs import builders, model_classes, sections, session_options, session_params, summaries
+from tf1gradfix.constructs import builders, model_classes, optimizers, sections, session_options, session_params, summaries
+from tf1gradfix.model.checks import check_steps
 from tf1gradfix.rules import catalog as catalog_module
 from tf1gradfix.emit import model_class
 from tf1gradfix.emit.assemble import FLATTEN, Assembler, Replace
@@ -283,6 +284,7 @@ class _Rewrite:
             scan.skip = set(builder.writers.statements)
         scan.run()
         sigs = signatures(program, scan.sites)
+        check_steps(program, sigs, self.meta.names.qualified)
         state = StateEmitter(program, self.code, self.meta.names.qualified)
         tape = TapeEmitter(program, self.code, self.fresh, state, self.meta)
         if cls is not None:
@@ -401,6 +403,7 @@ class _Rewrite:
             if kept is not None:   # an info note, with the model's (TFG206)
                 self.meta.notes = [*getattr(self.meta, "notes", ()),
                                    (*_position(self.meta, node.call), "TFG207", kept, "safe")]
+            optimizers.check(node, node.index in tape.fed_lr)
             if node.inline:
                 tape.optimizer_names[node.index] = self.fresh("optimizer")
             else:

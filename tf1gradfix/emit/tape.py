@@ -12,12 +12,11 @@ from __future__ import annotations
 import libcst as cst
 from libcst.metadata import ScopeProvider
 
-from tf1gradfix.emit.state import optimizer_table
+from tf1gradfix.constructs.optimizers import optimizer_table
 from tf1gradfix.constructs import gradient_calls, losses, summaries, updates, var_lists
 from tf1gradfix.model.graph import Program
-from tf1gradfix.model.nodes import (ComputeGradients, Gradients, Layer, LayerCall, LayerLoop, LayerLoopCall, LayerNode,
-                                    Node, Optimizer, OptimizerCall, Placeholder, Static, Summary, Tensor, TrainOp,
-                                    Update, Variable, VarList)
+from tf1gradfix.model.nodes import (ComputeGradients, Gradients, LayerCall, LayerLoop, LayerLoopCall, Node, Optimizer,
+                                    OptimizerCall, Placeholder, Summary, Tensor, TrainOp, Update, Variable, VarList)
 from tf1gradfix.cst.syntax import Refusal, call_text, matches
 from tf1gradfix.model.sites import Site
 from tf1gradfix.model.slicing import Signature, closure, gradient_dependent, reached_variables, variable_text
@@ -168,9 +167,7 @@ class TapeEmitter:
         return [f"{p} = {self.tf}.cast({p}, {self._dtype(p)})" for p in params]
 
     def _dtype(self, p: str) -> str:
-        dtype = self._placeholder(p).dtype
-        if dtype is None:
-            raise Refusal.of(self.p.node(p).value, "placeholder_without_dtype", name=p)
+        dtype = self._placeholder(p).dtype   # (not None: model.checks)
         return f"{self.tf}.{dtype}" if isinstance(dtype, str) else self.code(dtype)
 
     def _placeholder(self, name: str) -> Placeholder:
@@ -257,8 +254,6 @@ class TapeEmitter:
                     recorded = bool(reached_variables(self.p, xn.index))   # computed from watched variables
                     if "stop_gradient" in self.code(xn.value) or not recorded:
                         after.setdefault(xn.index, []).append(f"{self.tape}.watch({x})")   # (never in a helper: see _can_share)
-                elif isinstance(xn, Static):
-                    raise Refusal.of(node.value, "gradient_of_constant", name=x)
         for i, lines in gradient_calls.stop_lines(self.p, sig.nodes, closure, self.tf).items():
             after[i] = lines + after.get(i, [])
         return list(dict.fromkeys(top)), after
@@ -275,11 +270,9 @@ class TapeEmitter:
         assert isinstance(opt, Optimizer)
         opt_name = self.optimizer_names[opt.index]
         dense = self._sparse_form(node, opt)
-        self._check_kept_slots(opt)
         if node.differentiates():
             loss = bound["loss"]
-            if not isinstance(loss, cst.Name):
-                raise Refusal.of(loss, "loss_expression")
+            assert isinstance(loss, cst.Name)   # (model.checks)
             variables = self._var_list(node, loss)
             self._check_built_for(opt, variables)
             vname = self.local("variables")
@@ -316,12 +309,6 @@ class TapeEmitter:
         if first != set(variables):
             raise Refusal.of(opt.call, "optimizer_var_lists_differ")
 
-    def _check_kept_slots(self, opt: Optimizer) -> None:
-        """A kept v1 optimizer with slots cannot train Keras 3 layer weights (found by the fuzzing campaign)."""
-        row = optimizer_table().get(opt.cls, {})
-        if row.get("v1_slots") and any(isinstance(n, LayerNode) and n.weights for n in self.p.nodes):
-            raise Refusal.of(opt.call, "kept_optimizer_with_layers", optimizer=opt.cls)
-
     def _sparse_form(self, node: OptimizerCall, opt: Optimizer) -> bool:
         """Whether the update's gradients are densified before `apply_gradients`.
 
@@ -332,17 +319,13 @@ class TapeEmitter:
         sparse update equals its dense one (`sparse = "densify"`), the
         gradient is made dense; where TF1 updates only the looked-up rows
         (`sparse = false`: lazy), no Keras update is the same and the file is
-        refused. A kept v1 optimizer applies the slices as TF1 did.
+        refused (model.checks). A kept v1 optimizer applies the slices as TF1 did.
         """
         row = optimizer_table().get(opt.cls, {})
         mode = row.get("sparse", True)
         if mode is True:
             return False
-        sparse = any(matches(q, "sparse_gradients")
-                     for i in closure(self.p, [node.index]) for q in self.p.nodes[i].called())
-        if sparse and mode is False:
-            raise Refusal.of(opt.call, "optimizer_sparse_lazy", optimizer=opt.cls)
-        return sparse
+        return any(matches(q, "sparse_gradients") for i in closure(self.p, [node.index]) for q in self.p.nodes[i].called())
 
     def _learning_rate(self, opt: Optimizer, opt_name: str) -> list[str]:
         if opt.index not in self.fed_lr:
@@ -357,9 +340,8 @@ class TapeEmitter:
                 return [variable_text(v, naming) for v in self.p.trainable()]
             return [variable_text(v, naming) for v in reached_variables(self.p, self.p.final[loss.value])]
         listed = var_lists.members(self.p, given, node.index, self.qualified)
-        if listed is not None:
-            return listed
-        raise Refusal.of(given, "var_list_form")
+        assert listed is not None   # (model.checks)
+        return listed
 
     # -- call sites ----------------------------------------------------------
     def _discarded(self, name: cst.Name) -> bool:

@@ -11,7 +11,7 @@ leaves the file intact and reports a manual diagnostic.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import libcst as cst
 from libcst.metadata import PositionProvider
@@ -68,7 +68,7 @@ class ModelBuilder:
         self.update_ops_names: set[str] = set()   # `update_ops = tf.get_collection(tf.GraphKeys.UPDATE_OPS)`
         self.makes_variables: dict[str, bool] = {}        # helper name -> makes variables (see _builder)
         self._calls: dict[cst.CSTNode, list] = {}
-        self.options = None   # session_options.SessionOptions of the owner, when a session takes arguments
+        self.options: Any = None   # session_options.SessionOptions of the owner, when a session takes arguments
         self.writers = None   # summaries.Writers of the owner, when it makes a summary writer
         self.used_names: dict[str, int] = {}   # name scopes and scoped variable names so far (unique_name)
 
@@ -129,7 +129,7 @@ class ModelBuilder:
             collection = isinstance(small, cst.Assign) and len(small.targets) == 1 \
                 and isinstance(small.targets[0].target, cst.Name) and self._update_ops(small.value)
             if collection:   # `update_ops = tf.get_collection(UPDATE_OPS)`: read by a `with` only (see deps_of)
-                self.update_ops_names.add(small.targets[0].target.value)
+                self.update_ops_names.add(cast(cst.Name, cast(cst.Assign, small).targets[0].target).value)
             options = self.options is not None and stmt in self.options.statements   # `config = tf.ConfigProto()`
             self.program.items.append(Item(stmt, prefix, lead=lead, stats=stats, drop=collection or options, scope=scope))
             lead = ()
@@ -258,7 +258,7 @@ class ModelBuilder:
         return out
 
     def _classify(self, item: Item) -> None:
-        stmt = item.stmt
+        stmt = cast(cst.SimpleStatementLine, item.stmt)
         if self.writers is not None and stmt in self.writers.statements:
             return   # (host code: rewritten with the summaries it writes)
         if len(stmt.body) != 1:
@@ -274,9 +274,9 @@ class ModelBuilder:
                 return
             q = self.qualified(small.value.func)
             if matches(q, "queues"):
-                raise queue_refusal(small, q)
+                raise queue_refusal(small, cast(str, q))
             if matches(q, "graph_resets") and self.program.nodes:
-                raise Refusal.of(small, "second_graph", function=q.rsplit('.', 1)[1])
+                raise Refusal.of(small, "second_graph", function=cast(str, q).rsplit('.', 1)[1])
             if matches(q, "drop") or matches(q, "graph_resets"):   # (a reset before any graph code: nothing to reset)
                 item.drop = True
             elif summaries.model(self, item, None, small.value, q):

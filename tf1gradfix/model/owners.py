@@ -5,6 +5,8 @@ session calls and the calls reading graph-wide state, each with the function
 
 from __future__ import annotations
 
+from typing import cast
+
 import libcst as cst
 
 from tf1gradfix.cst.syntax import Refusal, enters_new_graph, matches
@@ -43,7 +45,7 @@ class GraphCallScan(cst.CSTVisitor):
         if kind in _TRACKED_TYPES:
             self.stack.append(node)
         elif kind is cst.Call:
-            self._call(node)
+            self._call(cast(cst.Call, node))
         return True
 
     def on_leave(self, original_node: cst.CSTNode) -> None:
@@ -64,7 +66,7 @@ class GraphCallScan(cst.CSTVisitor):
             return
         functions = [i for i, n in enumerate(self.stack) if isinstance(n, cst.FunctionDef)]
         start = functions[-1] + 1 if functions else 0
-        self.owner_of[call] = self.stack[functions[-1]] if functions else None
+        self.owner_of[call] = cast(cst.FunctionDef, self.stack[functions[-1]]) if functions else None
         self.between[call] = tuple(n for n in reversed(self.stack[start:]) if not isinstance(n, cst.With))
         if matches(q, "graph_wide"):
             inside = any(isinstance(n, cst.With) and enters_new_graph(n, self.names.qualified) for n in self.stack[start:])

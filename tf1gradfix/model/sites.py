@@ -6,11 +6,12 @@ other use of graph values there (refused: they have no value outside a run).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import cast
 
 import libcst as cst
 from tf1gradfix.constructs import var_lists
 from tf1gradfix.model.graph import Item, Program
-from tf1gradfix.model.nodes import (ComputeGradients, Gradients, Init, Optimizer, Placeholder, Static, Tensor, TrainOp,
+from tf1gradfix.model.nodes import (ComputeGradients, Gradients, Init, Node, Optimizer, Placeholder, Static, Tensor, TrainOp,
                                     Update, Variable, VarList)
 from tf1gradfix.cst.syntax import Refusal, arg, bound_names, free_names, graph_ops, loads, matches
 from tf1gradfix.cst.walk import children, walk
@@ -48,7 +49,7 @@ class HostScan:
         self.removed: set[cst.CSTNode] = set()   # `sess.close()`, `sess.run(init)` statements
         self.variable_lists: dict[cst.Call, str] = {}   # `tf.trainable_variables()` in host code -> the list
         self.first_site_item: int | None = None
-        self._parents: dict = {}
+        self._parents: dict[int, dict[cst.CSTNode, cst.CSTNode]] = {}
         self.inits = 0
         self.expressions: dict[str, str] = {}   # fetched expression (code) -> its model name
         self.skip: set[cst.CSTNode] = set()   # statements rewritten elsewhere (summary writers)
@@ -138,11 +139,11 @@ class HostScan:
                     raise Refusal.of(node, "feed_mixed_keys")
                 if len(node.targets) != 1 or not isinstance(node.targets[0].target, cst.Name):
                     raise Refusal.of(node, "feed_target")
-                name, keyset = node.targets[0].target.value, frozenset(names)
+                name, keyset = node.targets[0].target.value, frozenset(cast("list[str]", names))
                 if scan.feed_dicts.setdefault(name, keyset) != keyset \
                         or scan.feed_receivers.setdefault(name, scan._receiver) != scan._receiver:
                     raise Refusal.of(node, "feed_dict_varies", name=name)
-                scan.feed_dict_nodes[node.value] = names
+                scan.feed_dict_nodes[node.value] = cast("list[str]", names)
 
         for stmt in statements:
             stmt.visit(V())
@@ -176,7 +177,7 @@ class HostScan:
         if not (isinstance(sess, cst.Name) and sess.value in self._sessions) or not isinstance(node, Variable) \
                 or len(call.args) != 2:
             raise Refusal.of(call, "global_step_call_form")
-        self.variable_lists[call] = f"int({cst.Module([]).code_for_node(step)}.numpy())"
+        self.variable_lists[call] = f"int({cst.Module([]).code_for_node(cast(cst.BaseExpression, step))}.numpy())"
         return True
 
     def _site(self, call: cst.Call) -> bool:
@@ -187,7 +188,7 @@ class HostScan:
             and func.value.attr.value in self.host.session_attributes   # `self.sess.run(...)`
         if not isinstance(func.value, cst.Name) and not held:
             return False
-        receiver, method = None if held else func.value.value, func.attr.value
+        receiver, method = None if held else cast(cst.Name, func.value).value, func.attr.value
         if held or receiver in self._sessions:
             if method == "close" and not call.args:
                 self._remove_statement(call)
@@ -202,7 +203,7 @@ class HostScan:
                 raise Refusal.of(call, "run_options")
             self._add_site(call, fetch, feed)
             return True
-        node = self.p.node(receiver) if self.host is None else None   # (host names are not graph names)
+        node = self.p.node(receiver) if self.host is None and receiver is not None else None   # (host names are not graph names)
         if node is None:
             return False
         if method == "eval" and isinstance(node, (Tensor, Static, Variable, Gradients)):
@@ -216,7 +217,7 @@ class HostScan:
             return True
         return False
 
-    def _in_loop(self, node: cst.CSTNode) -> bool:
+    def _in_loop(self, node: cst.CSTNode | None) -> bool:
         while node is not None and node is not self._item.stmt:
             node = self.parent(node)
             if isinstance(node, (cst.For, cst.While, cst.FunctionDef, cst.Lambda, cst.ClassDef)):
@@ -227,9 +228,10 @@ class HostScan:
         """The parent of a node of the host statement being scanned. Built per
         statement that holds a site, instead of a parent table of the whole module."""
         stmt = self._item.stmt
-        table = self._parents.get(id(stmt))
-        if table is None:
-            table, stack = {}, [stmt]
+        found = self._parents.get(id(stmt))
+        table: dict[cst.CSTNode, cst.CSTNode] = {} if found is None else found
+        if found is None:
+            stack: list[cst.CSTNode] = [stmt]
             while stack:
                 current = stack.pop()
                 for child in children(current):   # (LibCST's `.children` rebuilds the node)
@@ -289,7 +291,7 @@ class HostScan:
                     raise Refusal.of(key, "feed_key_not_placeholder")
                 if loads(e.value) and set(loads(e.value)) & self.graph_names():
                     raise Refusal.of(e.value, "feed_value_from_graph")
-                site.feed[name] = e.value
+                site.feed[cast(str, name)] = e.value
         elif isinstance(feed, cst.Name) and feed.value in self.feed_dicts:
             site.feed_name = feed.value
             receiver = self.feed_receivers[feed.value]
@@ -298,7 +300,7 @@ class HostScan:
             self._receiver = receiver
         else:
             raise Refusal.of(feed, "feed_unreadable")
-        site.fed = frozenset(site.feed) if site.feed is not None else self.feed_dicts[site.feed_name]
+        site.fed = frozenset(site.feed) if site.feed is not None else self.feed_dicts[cast(str, site.feed_name)]
         site.receiver = self._receiver
         self.sites.append(site)
 
@@ -316,7 +318,7 @@ class HostScan:
                 return "init", []
             if isinstance(node, (Optimizer, ComputeGradients, VarList)):
                 raise Refusal.of(fetch, "fetch_kind", kind=node.kind)
-            return "single", [name]
+            return "single", [cast(str, name)]
         if isinstance(fetch, (cst.List, cst.Tuple)) and fetch.elements:
             names = []
             for e in fetch.elements:
@@ -410,7 +412,7 @@ class _HostReads(cst.CSTVisitor):
 
     def visit_Attribute(self, node: cst.Attribute) -> bool:
         if isinstance(node.value, cst.Name) and node.value.value in self.names and node.value.value not in self.scan.p.sessions \
-                and node.attr.value in graph_ops()["host_attributes"].get(self.scan.p.node(node.value.value).kind, ()):
+                and node.attr.value in graph_ops()["host_attributes"].get(cast(Node, self.scan.p.node(node.value.value)).kind, ()):
             return False   # `c.get_shape()` of a constant or a variable: the same in TF2, where it exists on the host
         if node.attr.value in self.scan.attributes or self.scan.host and node.attr.value in self.scan.host.session_attributes:
             raise Refusal.of(node, "graph_value_outside_run", code=cst.Module([]).code_for_node(node))

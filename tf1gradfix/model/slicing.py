@@ -8,6 +8,7 @@ slice of the fetches over the graph statements, in source order.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import cast
 
 import libcst as cst
 from tf1gradfix.constructs import builders, updates
@@ -78,7 +79,7 @@ def _check_statistics(program: Program, sig: "Signature", site: Site) -> None:
             continue
         training = dict(node.call_args).get("training")
         value = training.value if isinstance(training, cst.Name) else None
-        value = sig.flags.get(value, value)
+        value = sig.flags.get(value, value) if value is not None else None
         if value == "True" and not (sig.train is not None and sig.train.stats):
             raise Refusal.of(site.call, "batch_norm_updates_not_run")
 
@@ -107,7 +108,7 @@ def closure(program: Program, roots) -> set[int]:
 
 
 def _slice(program: Program, sig: Signature, site: Site) -> None:
-    fetched = [program.node(n) for n in sig.fetches]
+    fetched = [cast(Node, program.node(n)) for n in sig.fetches]
     members = closure(program, [n.index for n in fetched])
     for i in members:
         node = program.nodes[i]
