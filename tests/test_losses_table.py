@@ -78,7 +78,7 @@ def test_other_weights_reductions_and_smoothing_are_refused(setting):
     source = program("tensorflow.losses.softmax_cross_entropy", f"tf.one_hot(classes, 3), logits, {setting}")
     result = rewrite(source)
     assert result.new_module is None
-    assert any(d[2] == "TFG905" and setting.split("=")[0] + "=" in d[3] for d in result.diagnostics), result.diagnostics
+    assert any(d[2] == "TFG910" and setting.split("=")[0] + "=" in d[3] for d in result.diagnostics), result.diagnostics
 
 
 @pytest.mark.tf

@@ -105,10 +105,10 @@ with tf.Session() as sess:
     ("train_op = tf.train.GradientDescentOptimizer(0.1).minimize(loss)", 'print(sess.run("Sum:0", {x: np.ones([3, 2])}))', "TFG903", 10),
     ("train_op = tf.train.GradientDescentOptimizer(0.1).minimize(loss)", "print(sess.run(loss, {'x:0': np.ones([3, 2])}))", "TFG903", 10),
     ("train_op = tf.train.GradientDescentOptimizer(0.1).minimize(loss)", "print(sess.run(loss, feed_dict=make_feed()))", "TFG902", 10),
-    ("train_op = tf.train.GradientDescentOptimizer(0.1).minimize(loss)", "print(sess.run(loss))", "TFG905", 10),
-    ("train_op = tf.train.GradientDescentOptimizer(0.1).minimize(loss)", "res = sess.run([train_op, loss], {x: np.ones([3, 2])})", "TFG905", 10),
-    ("graph = tf.get_default_graph()\nscaled = graph.get_tensor_by_name('Sum:0') * 2.0", "print(sess.run(scaled, {x: np.ones([3, 2])}))", "TFG905", 7),
-    ("tf.add_to_collection('losses', loss)", "print(sess.run(loss, {x: np.ones([3, 2])}))", "TFG905", 7),
+    ("train_op = tf.train.GradientDescentOptimizer(0.1).minimize(loss)", "print(sess.run(loss))", "TFG912", 10),
+    ("train_op = tf.train.GradientDescentOptimizer(0.1).minimize(loss)", "res = sess.run([train_op, loss], {x: np.ones([3, 2])})", "TFG912", 10),
+    ("graph = tf.get_default_graph()\nscaled = graph.get_tensor_by_name('Sum:0') * 2.0", "print(sess.run(scaled, {x: np.ones([3, 2])}))", "TFG921", 7),
+    ("tf.add_to_collection('losses', loss)", "print(sess.run(loss, {x: np.ones([3, 2])}))", "TFG921", 7),
     ("for i in range(2):\n    v = tf.Variable(0.0)", "print(sess.run(loss, {x: np.ones([3, 2])}))", "TFG904", 8),
 ])
 def test_refusals_name_the_construct_and_line(train, run, code, line):
@@ -250,7 +250,7 @@ def test_variable_lists_follow_tf1_collections_in_creation_order(chosen, listed)
 def test_variable_lists_the_tool_cannot_read_are_refused(chosen, line):
     result = rewrite(LISTS.format(chosen=chosen))
     assert result.new_module is None
-    assert [(d[0], d[2], d[4]) for d in result.diagnostics] == [(line, "TFG905", "manual")], result.diagnostics
+    assert [(d[0], d[2], d[4]) for d in result.diagnostics] == [(line, "TFG913", "manual")], result.diagnostics
 
 
 STEP = """\
@@ -469,7 +469,7 @@ def test_fetched_expressions_become_computed_values(run, expected):
 def test_fetched_expressions_of_several_values_are_refused(run):
     result = rewrite(SITE.format(run=run))
     assert result.new_module is None
-    assert [d[2] for d in result.diagnostics] == ["TFG905"]
+    assert [d[2] for d in result.diagnostics] == ["TFG912"]
 
 
 @pytest.mark.parametrize("loop, message", [

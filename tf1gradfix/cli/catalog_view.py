@@ -26,9 +26,10 @@ def render_rules(fmt: str = "text") -> str:
 
 
 def render_explanation(code: str) -> str | None:
+    """A rule with its example and the refusal reasons it reports; or one reason, by id."""
     rule = load().rule(code)
     if rule is None:
-        return None
+        return _render_reason(code)
     indent = lambda text: textwrap.indent(text, "    ")  # noqa: E731
     return "\n".join(
         [
@@ -43,4 +44,38 @@ def render_explanation(code: str) -> str | None:
             "After (TF2):",
             indent(rule.after),
         ]
+        + _family(rule.code)
+        + _reason_list(rule.code)
     )
+
+
+def _family(code: str) -> list[str]:
+    """The codes split from `code`, which it still selects and ignores."""
+    split = [r for r in load().rules if r.split_from == code]
+    if not split:
+        return []
+    return ["", f"Codes of this family (`{code}` in --select/--ignore matches them all):"] + [
+        f"    {r.code}  {r.name}: {r.title}" for r in split]
+
+
+def _reason_list(code: str) -> list[str]:
+    from tf1gradfix.model.refusals import reasons
+
+    rows = [r for r in reasons().values() if r.code == code]
+    if not rows:
+        return []
+    lines = ["", f"Reasons ({len(rows)}; `tf1gradfix explain ID` shows one):"]
+    for r in rows:
+        lines += [f"  {r.id}: {r.message}", f"      why: {r.why}", f"      instead: {r.instead}"]
+    return lines
+
+
+def _render_reason(reason_id: str) -> str | None:
+    from tf1gradfix.model.refusals import reasons
+
+    r = reasons().get(reason_id.lower())
+    if r is None:
+        return None
+    rule = load().rule(r.code)
+    return "\n".join([f"{r.id} ({r.code} {rule.name}: {rule.title})", "", f"Message: {r.message}",
+                      f"Why: {r.why}", f"What to do instead: {r.instead}"])

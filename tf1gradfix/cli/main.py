@@ -88,8 +88,8 @@ def build_parser() -> argparse.ArgumentParser:
     rules = sub.add_parser("rules", help="list every rule")
     rules.add_argument("--format", choices=("text", "markdown", "json"), default="text")
 
-    explain = sub.add_parser("explain", help="explain one rule, with an example")
-    explain.add_argument("code")
+    explain = sub.add_parser("explain", help="explain one rule (with an example and its refusal reasons) or one refusal reason")
+    explain.add_argument("code", help="a rule code (TFG911) or a refusal reason id (graph_value_outside_run)")
 
     verify = sub.add_parser("verify", help="run ORIGINAL (TF1) and MIGRATED (TF2) side by side and compare")
     from tf1gradfix.verify import command as verify_command  # TensorFlow-free by contract
@@ -201,7 +201,7 @@ def _main(argv: list[str] | None) -> int:
 
         text = render_explanation(args.code)
         if text is None:
-            print(f"tf1gradfix: unknown rule code {args.code!r} (see `tf1gradfix rules`)", file=sys.stderr)
+            print(f"tf1gradfix: unknown rule code {args.code!r}, nor a refusal reason (see `tf1gradfix rules`)", file=sys.stderr)
             return EXIT_ERROR
         print(text)
         return EXIT_CLEAN

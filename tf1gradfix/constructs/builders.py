@@ -78,28 +78,27 @@ def node(builder, helper: cst.FunctionDef) -> BuilderModule:
             for c, q in builder.calls(stmt):
                 if q in ("tensorflow.get_variable", "tensorflow.Variable", "tensorflow.variable_scope") \
                         or (q or "").startswith("tensorflow.layers."):
-                    raise Refusal(c, "TFG905", f"`{helper.name.value}` creates weights other than by "
-                                  "`NAME = tf.get_variable(...)` statements")
+                    raise Refusal.of(c, "builder_weights_other_form", function=helper.name.value)
             local |= bound_names(stmt)
             continue
         if len(small.targets) != 1 or not isinstance(small.targets[0].target, cst.Name):
-            raise Refusal(stmt, "TFG905", "a `tf.get_variable` result assigned to something other than one name")
+            raise Refusal.of(stmt, "builder_get_variable_target")
         bound = without_defaults(bound_args(call, list(GET_VARIABLE), call), "tensorflow.get_variable")
         extra = set(bound) - {"name", "shape", "dtype", "initializer"}
         if extra:
-            raise Refusal(call, "TFG905", f"variable argument(s) {', '.join(sorted(extra))} in a builder function")
+            raise Refusal.of(call, "variable_arguments", args=', '.join(sorted(extra)))
         label = literal_string(bound.get("name"))
         if label is None:
-            raise Refusal(call, "TFG905", "a variable name that is not a string literal")
+            raise Refusal.of(call, "variable_name_not_literal")
         reads = set(loads(call)) & (params | local)
         if reads and not per_call:   # created once: its shape and initializer must not depend on a call's arguments
-            raise Refusal(call, "TFG905", f"`{label}` is created from `{sorted(reads)[0]}`, which each call may change")
+            raise Refusal.of(call, "builder_variable_from_changing", variable=label, name=sorted(reads)[0])
         variables.append((small.targets[0].target.value, label, call, bound, stmt))
     if not variables:
-        raise Refusal(helper, "TFG905", f"`{helper.name.value}` calls `tf.get_variable` where the rewrite cannot follow")
+        raise Refusal.of(helper, "builder_get_variable_unfollowed", function=helper.name.value)
     names = [v[0] for v in variables]
     if len(set(names)) != len(names) or set(names) & (params | local):
-        raise Refusal(helper, "TFG905", f"`{helper.name.value}` binds a variable's name twice")
+        raise Refusal.of(helper, "builder_variable_named_twice", function=helper.name.value)
     return builder.append(BuilderModule(
         index=-1, names=(), stmt=helper, value=None, builder=helper, scope=None if per_call else scope,
         scope_parameter=scope if per_call else None, variables=variables, inner=inner, weights=True, trainable=True,
@@ -113,12 +112,11 @@ def _scope(builder, helper: cst.FunctionDef):
     if body and is_docstring(body[0]):
         body = body[1:]
     if helper.decorators or helper.asynchronous is not None or len(body) != 1 or not isinstance(body[0], cst.With):
-        raise Refusal(helper, "TFG905", f"builder function `{helper.name.value}` whose body is not one "
-                      "`with tf.variable_scope(\"NAME\", reuse=...)` block")
+        raise Refusal.of(helper, "builder_body_not_one_scope", function=helper.name.value)
     stmt = body[0]
     call = stmt.items[0].item if len(stmt.items) == 1 and stmt.items[0].asname is None else None
     if not isinstance(call, cst.Call) or builder.qualified(call.func) != "tensorflow.variable_scope":
-        raise Refusal(stmt, "TFG905", f"builder function `{helper.name.value}` without one `tf.variable_scope`")
+        raise Refusal.of(stmt, "builder_without_scope", function=helper.name.value)
     bound = bound_args(call, ["name_or_scope", "default_name", "values", "initializer", "regularizer",
                               "caching_device", "partitioner", "custom_getter", "reuse"], call)
     scope = literal_string(bound.get("name_or_scope"))
@@ -126,7 +124,7 @@ def _scope(builder, helper: cst.FunctionDef):
     if scope is None and isinstance(given, cst.Name) and given.value in {p.name.value for p in helper.params.params}:
         scope = given.value   # (a parameter: see _per_call_statements)
     if scope is None or set(bound) - {"name_or_scope", "reuse"}:
-        raise Refusal(call, "TFG905", "a builder's `tf.variable_scope` other than a string name and `reuse=`")
+        raise Refusal.of(call, "builder_scope_form")
     return scope, list(stmt.body.body)
 
 

@@ -29,16 +29,15 @@ def initializer(init: cst.Call, row: dict, code, tf: str) -> tuple[str, cst.Base
     bound = bound_args(init, row["params"], init)
     unknown = sorted(set(bound) - set(row["params"]))
     if unknown:
-        raise Refusal(init, "TFG905", f"contrib initializer argument(s) {', '.join(unknown)}")
+        raise Refusal.of(init, "contrib_initializer_arguments", args=", ".join(unknown))
     args = {**row["defaults"], **row["fixed"], **{k: code(v) for k, v in bound.items() if k not in ("dtype", "seed")}}
     mode_node = bound.get("mode")
     mode = literal_string(mode_node) if mode_node is not None else literal_string(cst.parse_expression(args["mode"]))
     if mode not in spec["modes"]:
-        raise Refusal(init, "TFG905", f"contrib initializer `mode={args['mode']}`: the rewrite maps only "
-                      f"{', '.join(repr(m) for m in spec['modes'])} written as a string")
+        raise Refusal.of(init, "contrib_initializer_mode", mode=args["mode"],
+                         modes=", ".join(repr(m) for m in spec["modes"]))
     if args["uniform"] not in ("True", "False"):
-        raise Refusal(init, "TFG905", f"contrib initializer `uniform={args['uniform']}`: the rewrite maps only "
-                      "`True` or `False` written as such (it picks the distribution)")
+        raise Refusal.of(init, "contrib_initializer_uniform", uniform=args["uniform"])
     keras_mode, factor = spec["modes"][mode], args["factor"]
     seed = f"seed={code(bound['seed'])}" if "seed" in bound else None
     if args["uniform"] == "True":

@@ -26,9 +26,9 @@ def refusal(call: cst.Call, tf_calls) -> Refusal | None:
     `tf_calls`: the statement's calls, each with its TensorFlow name."""
     inside = {id(n) for n in walk(call)} - {id(call)}
     if any(q == SYMBOL and id(c) in inside for c, q in tf_calls):
-        return Refusal(call, "TFG905", "`tf.nn.dropout` of another `tf.nn.dropout`")
+        return Refusal.of(call, "dropout_of_dropout")
     if any(q in loss_table() for _, q in tf_calls):
-        return Refusal(call, "TFG905", "`tf.nn.dropout` inside a `tf.losses` call's statement")
+        return Refusal.of(call, "dropout_in_loss_statement")
     try:
         check(call)
     except Refusal as r:
@@ -40,8 +40,7 @@ def helper_refusal(helper: str, calls) -> Refusal | None:
     """A helper function the rewrite keeps as it is: a `keep_prob` in it would be read as the rate."""
     for call, q in calls:
         if q == SYMBOL and _given(bound_args(call, PARAMS, call).get("keep_prob")):
-            return Refusal(call, "TFG905", f"`tf.nn.dropout` with `keep_prob` in function `{helper}`, which the "
-                           "rewrite keeps as it is: TF2 would read it as the rate")
+            return Refusal.of(call, "dropout_keep_prob_in_helper", name=helper)
     return None
 
 
@@ -50,13 +49,11 @@ def check(call: cst.Call) -> None:
     bound = bound_args(call, PARAMS, call)
     given = [p for p in ("keep_prob", "rate") if _given(bound.get(p))]
     if "x" not in bound:
-        raise Refusal(call, "TFG905", "`tf.nn.dropout` without its input `x`")
+        raise Refusal.of(call, "dropout_without_input")
     if len(given) != 1:
-        raise Refusal(call, "TFG905", "`tf.nn.dropout` needs exactly one of `keep_prob` and `rate` "
-                      f"(given: {', '.join(given) or 'neither'})")
+        raise Refusal.of(call, "dropout_keep_prob_or_rate", given=", ".join(given) or "neither")
     if _given(bound.get("seed")):
-        raise Refusal(bound["seed"], "TFG905", "`tf.nn.dropout` with `seed=`: an op seed draws another "
-                      "mask in TF2 than in a TF1 graph")
+        raise Refusal.of(bound["seed"], "dropout_seed")
 
 
 def _given(expr: cst.BaseExpression | None) -> bool:

@@ -24,21 +24,21 @@ def model(builder, item, name: str, call: cst.Call | None, q: str | None) -> boo
     if call is None or not (matches(q, "global_step_creators") or matches(q, "global_step_getters")):
         return False
     if call.args:
-        raise Refusal(call, "TFG905", "a global step created or read in another graph")
+        raise Refusal.of(call, "global_step_other_graph")
     existing = find(program)
     earlier = program.node(name)
     if earlier is not None and earlier.graph_input():
-        raise Refusal(call, "TFG905", f"`{name}` is bound to a second graph input")
+        raise Refusal.of(call, "second_graph_input", name=name)
     if matches(q, "global_step_getters") or q.endswith("get_or_create_global_step") and existing is not None:
         if existing is None:
-            raise Refusal(call, "TFG905", "`tf.train.get_global_step()` before a global step exists (TF1 gives None)")
+            raise Refusal.of(call, "global_step_read_before_created")
         stmt = _statement(item, f"{name} = {existing.names[0]}")
         builder.add(item, Variable, (name,), call, {existing.index}, source="tensorflow.Variable",
                     bound={}, full_name=None, trainable=False, alias_of=existing.index)
         item.stmt = item.node.stmt = stmt
         return True
     if existing is not None:
-        raise Refusal(call, "TFG905", "a second global step")
+        raise Refusal.of(call, "second_global_step")
     tf = program.tf_alias
     full = item.prefix + NAME
     bound = {"initial_value": cst.Integer("0"), "name": cst.SimpleString(f'"{full}"'),

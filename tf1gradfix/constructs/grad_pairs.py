@@ -170,13 +170,9 @@ class _Checker:
     def _pair(self, pair, node) -> None:
         _, first, second = pair
         if first == "var" and second in ("grad", "tensor"):
-            raise Refusal(node, "TFG907", "`apply_gradients` is given (variable, gradient) pairs; TF1 fails "
-                          "here (\"Trying to update a Tensor\"): the order is (gradient, variable), "
-                          "e.g. `zip(grads, variables)` or `[(g, v) ...]`")
+            raise Refusal.of(node, "grad_pairs_reversed")
         if second in ("grad", "tensor"):
-            raise Refusal(node, "TFG907", "`apply_gradients` applies a gradient to something that is not a "
-                          "variable; TF1 fails here (\"Trying to update a Tensor\"): pair each gradient "
-                          "with the variable it updates, as (gradient, variable)")
+            raise Refusal.of(node, "grad_pair_not_variable")
 
 
 def _element(value):

@@ -36,18 +36,18 @@ def model(builder, item, names, target, value, deps) -> bool:
         return False
     bound = bound_args(call, PARAMS, call)
     if "xs" not in bound:
-        raise Refusal(call, "TFG905", "`tf.gradients` without xs")
+        raise Refusal.of(call, "gradients_without_xs")
     xs = bound["xs"]
     xs_names = [xs.value] if isinstance(xs, cst.Name) else target_names(xs) if isinstance(xs, (cst.List, cst.Tuple)) else None
     if not xs_names or any(program.node(n) is None for n in xs_names):
-        raise Refusal(call, "TFG905", "`tf.gradients` with respect to something other than named graph values")
+        raise Refusal.of(call, "gradients_xs_not_named")
     unpacked = not isinstance(target, cst.Name)
     if unpacked and (index is not None or not isinstance(xs, (cst.List, cst.Tuple)) or len(names) != len(xs_names)):
-        raise Refusal(target, "TFG905", "`tf.gradients` unpacked into a different number of names")
+        raise Refusal.of(target, "gradients_unpacked_count")
     single = isinstance(xs, cst.Name) and index == 0 or unpacked
     listed = isinstance(xs, (cst.List, cst.Tuple)) and index is not None and 0 <= index < len(xs_names)
     if index is not None and not single and not listed:
-        raise Refusal(value, "TFG905", "an indexed `tf.gradients` result other than one of its tensors")
+        raise Refusal.of(value, "gradients_indexed_other")
     stops = _stops(program, bound.get("stop_gradients"), xs_names, call)
     if listed:   # `tf.gradients(y, [a, b])[1]`: the gradient with respect to b alone (each is its own)
         xs_names, single = [xs_names[index]], True
@@ -72,13 +72,13 @@ def _stops(program, given, xs_names, call) -> list[str]:
         return []
     names = [given.value] if isinstance(given, cst.Name) else target_names(given) if isinstance(given, (cst.List, cst.Tuple)) else None
     if not names:
-        raise Refusal(given, "TFG905", "`stop_gradients=` that is not a list of named tensors")
+        raise Refusal.of(given, "stop_gradients_form")
     for name in names:
         node = program.node(name)
         if not isinstance(node, (Tensor, Placeholder)):
-            raise Refusal(given, "TFG905", f"`stop_gradients=` on `{name}`, which is not a tensor computed in graph code")
+            raise Refusal.of(given, "stop_gradients_not_graph_tensor", name=name)
         if name in xs_names:
-            raise Refusal(given, "TFG905", f"`stop_gradients=` on `{name}`, which is also differentiated against")
+            raise Refusal.of(given, "stop_gradients_also_xs", name=name)
     return names
 
 
@@ -90,7 +90,7 @@ def _unconnected(builder, given) -> str | None:
         q = builder.qualified(given) or ""
         text = q.rsplit(".", 1)[1].lower() if q.startswith("tensorflow.UnconnectedGradients.") else None
     if text not in ("none", "zero"):
-        raise Refusal(given, "TFG905", "`unconnected_gradients=` that is not 'none' or 'zero'")
+        raise Refusal.of(given, "unconnected_gradients_form")
     return None if text == "none" else text
 
 
@@ -118,8 +118,7 @@ def stop_lines(program, sig_nodes, closure, tf: str) -> dict[int, list[str]]:
                 if isinstance(other, TrainOp) and other.method == "apply_gradients":
                     continue   # applies gradients computed elsewhere in the run
                 if stopped.index in closure(program, [other.index]) and name not in _stopped(other):
-                    raise Refusal(other.value, "TFG905", f"`{name}` is a stop_gradients= target of one gradient "
-                                  "but not of another computed in the same run")
+                    raise Refusal.of(other.value, "stop_gradients_differ_in_run", name=name)
             line = f"{name} = {tf}.stop_gradient({name})"
             # a placeholder is a constant to the tape unless watched (and it is not: see _stops)
             if isinstance(stopped, Tensor) and line not in after.get(stopped.index, []):

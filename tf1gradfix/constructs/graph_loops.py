@@ -35,17 +35,17 @@ def model(builder, item, position: int) -> bool:
     for name in bound | filled:
         node = program.node(name)
         if isinstance(node, (Placeholder, Variable, Optimizer, TrainOp, VarList)):
-            raise Refusal(loop, "TFG905", f"a loop over graph values rebinds the {node.kind} `{name}`")
+            raise Refusal.of(loop, "graph_loop_rebinds", kind=node.kind, name=name)
     for name in sorted(filled):
         start = _empty_start(program, name, position)
         if start is None:
-            raise Refusal(loop, "TFG905", f"a loop over graph values fills `{name}`, which is not a list started empty just before")
+            raise Refusal.of(loop, "graph_loop_fills_other", name=name)
         builder.add(start, Tensor, (name,), start.stmt.body[0].value, (), calls=[])
     for call, q in builder.calls(loop):
         if q is not None and (q.endswith("Optimizer") or q in ("tensorflow.Variable", "tensorflow.get_variable",
                                                                "tensorflow.placeholder", "tensorflow.gradients")
                               or q in summaries.summary_ops()):
-            raise Refusal(call, "TFG904", "graph built inside a loop")
+            raise Refusal.of(call, "graph_in_loop")
     deps = builder.deps_of(loop)
     builder.add(item, Tensor, tuple(sorted(filled)) + tuple(sorted(bound)), loop, deps,
                 calls=[q for _, q in builder.calls(loop) if q])

@@ -34,13 +34,12 @@ def model(builder, item, names, call: cst.Call | None, q: str | None, deps) -> b
     if row is None:
         return False
     if len(names) != 1:
-        raise Refusal(call, "TFG905", f"`{_short(q)}` assigned to something other than one name")
+        raise Refusal.of(call, "layer_target", api=q)
     bound, source, call_args, trainable = _settings(builder, call, q, row)
     label = literal_string(bound.get("name"))
     if label is not None and any(n.tf1_name() == item.prefix + label for n in builder.program.nodes
                                  if isinstance(n, LayerNode)):
-        raise Refusal(call, "TFG905", f"a second layer named `{item.prefix + label}`: TF1 refuses it "
-                      "(its variables exist already) unless `reuse=True`")
+        raise Refusal.of(call, "layer_named_twice", layer=item.prefix + label)
     if label is None:
         label = _auto_name(builder.program, row, [])
     base = label if label.isidentifier() and not keyword.iskeyword(label) else row["auto_name"]
@@ -60,7 +59,7 @@ def _mode(builder, q: str, expr: cst.BaseExpression) -> cst.BaseExpression:
         return expr
     flag = builder.program.node(expr.value) if isinstance(expr, cst.Name) else None
     if not isinstance(flag, Placeholder) or not _is_bool(builder, flag):
-        raise Refusal(expr, "TFG905", f"`{_short(q)}` with `training=` that is neither True/False nor a bool placeholder")
+        raise Refusal.of(expr, "layer_training_form", api=q)
     flag.mode_flag = True
     return expr
 
@@ -103,13 +102,13 @@ def loop_model(builder, item) -> bool:
     if not sites:
         return False
     if loop.orelse is not None or loop.asynchronous is not None or builder.deps_of(loop.iter):
-        raise Refusal(loop, "TFG904", "layers created in a loop over graph values, or with `else:`")
+        raise Refusal.of(loop, "layer_loop_form")
     program = builder.program
     statements, layer_sites, bound = [], [], set()
     for stmt in loop.body.body:
         small = stmt.body[0] if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 else None
         if not isinstance(small, cst.Assign) or len(small.targets) != 1 or not isinstance(small.targets[0].target, cst.Name):
-            raise Refusal(stmt, "TFG905", "a loop creating layers whose body is not one `name = ...` per line")
+            raise Refusal.of(stmt, "layer_loop_body")
         name, value = small.targets[0].target.value, small.value
         q = builder.qualified(value.func) if isinstance(value, cst.Call) else None
         row = layer_table().get(q or "")
@@ -117,17 +116,17 @@ def loop_model(builder, item) -> bool:
         if row is not None:
             site_bound, source, call_args, trainable = _settings(builder, value, q, row, bound)
             if call_args:   # (the loop in the step function calls each layer with its input only)
-                raise Refusal(value, "TFG905", f"`{_short(q)}` with `training=` inside a loop")
+                raise Refusal.of(value, "layer_training_in_loop", api=q)
             layer_sites.append(LayerSite(value, row, site_bound, source, _auto_name(program, row, layer_sites), trainable))
         elif any(q is not None for _, q in builder.calls(value)) and not graph:
-            raise Refusal(small, "TFG905", "a loop creating layers also calls TensorFlow on host values")
+            raise Refusal.of(small, "layer_loop_host_tf")
         statements.append((name, value, row is not None, graph or row is not None))
         if graph or row is not None:
             bound.add(name)
     for name in bound:
         prior = program.node(name)
         if prior is not None and not isinstance(prior, (Tensor, Static)):
-            raise Refusal(loop, "TFG905", f"a loop creating layers rebinds the {prior.kind} `{name}`")
+            raise Refusal.of(loop, "layer_loop_rebinds", kind=prior.kind, name=name)
     weights = any(site.row["weights"] for site in layer_sites)
     trainable = all(site.trainable for site in layer_sites if site.row["weights"])
     layer = builder.add(item, LayerLoop, (), None, (), loop=loop, sites=layer_sites, statements=statements,
@@ -154,30 +153,27 @@ def _settings(builder, call: cst.Call, q: str, row: dict, graph_names: set = fro
     bound = bound_args(call, row["params"], call)
     source = bound.get(row["params"][0])
     if source is None:
-        raise Refusal(call, "TFG905", f"`{_short(q)}` without its input")
+        raise Refusal.of(call, "layer_without_input", api=q)
     accepted = row.get("accepted", {})
     refused = sorted(set(bound) - set(row["keep"]) - {row["params"][0], "reuse"} - set(row.get("call", ())) - set(accepted))
     if refused:
-        raise Refusal(call, "TFG905", f"`{_short(q)}` argument(s) {', '.join(refused)}: {row['why']}")
+        raise Refusal.of(call, "layer_arguments", api=q, args=', '.join(refused), detail=row['why'])
     for param, values in accepted.items():
         if param in bound and builder.module.code_for_node(bound[param]) not in values:
-            raise Refusal(bound[param], "TFG905", f"`{_short(q)}` with `{param}=` other than {' or '.join(values)}")
+            raise Refusal.of(bound[param], "layer_setting_value", api=q, param=param, values=' or '.join(values))
     reuse = bound.get("reuse")
     if reuse is not None and not (isinstance(reuse, cst.Name) and reuse.value in ("None", "False")):
-        raise Refusal(reuse, "TFG905", f"`{_short(q)}` with `reuse=`: {row['why']}")
+        raise Refusal.of(reuse, "layer_reuse", api=q, detail=row['why'])
     call_args = [(param, _mode(builder, q, bound[param])) for param in row.get("call", ()) if param in bound]
     if row.get("ranks") and "fused" not in bound and _rank(builder, source) not in row["ranks"]:
-        raise Refusal(call, "TFG905", f"`{_short(q)}` on an input whose rank is not known to be "
-                      f"{' or '.join(map(str, row['ranks']))}: TF1 fuses 4-D batch normalization, and its fused kernel "
-                      "updates the moving variance with Bessel's correction, which Keras does not (pass `fused=False` "
-                      "in TF1 if that is what you want)")
+        raise Refusal.of(call, "batch_norm_rank_unknown", api=q, ranks=' or '.join(map(str, row['ranks'])))
     at_call = [bound[p] for p in row.get("call", ()) if p in bound]
     for a in call.args:
         if a.value is source or any(a.value is e for e in at_call):
             continue
         if set(loads(a.value)) & graph_names or any(not isinstance(builder.program.nodes[i], Static)
                                                     for i in builder.deps_of(a.value)):
-            raise Refusal(a.value, "TFG905", f"a `{_short(q)}` setting computed from a graph value")
+            raise Refusal.of(a.value, "layer_setting_from_graph", api=q)
     return bound, source, call_args, literal_bool(bound.get("trainable"), "trainable") is not False
 
 

@@ -30,12 +30,12 @@ def check(call: cst.Call, q: str, code) -> None:
     bound = bound_args(call, row["params"], call)
     missing = [p for p in row["params"][:2] if p not in bound]
     if missing:
-        raise Refusal(call, "TFG905", f"`{q.replace('tensorflow', 'tf', 1)}` without `{missing[0]}`")
+        raise Refusal.of(call, "loss_missing_argument", api=q, param=missing[0])
     for param, expr in bound.items():
         if param in row["params"][:2] or param in row["dropped"]:
             continue
         if code(expr) not in row["defaults"].get(param, ()):
-            raise Refusal(expr, "TFG905", f"`{q.replace('tensorflow', 'tf', 1)}` with `{param}=`: {row['why']}")
+            raise Refusal.of(expr, "loss_argument", api=q, param=param, detail=row['why'])
 
 
 class LossRewriter(cst.CSTTransformer):

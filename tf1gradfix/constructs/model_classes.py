@@ -84,13 +84,12 @@ def build_methods(cls: cst.ClassDef, init: cst.FunctionDef) -> list[cst.Function
             if method is None:
                 continue
             if any(m is method for m in found):
-                raise Refusal(stmt, "TFG904", f"`{self_name}.{method.name.value}()` called twice while the graph is built")
+                raise Refusal.of(stmt, "class_method_called_twice", instance=self_name, method=method.name.value)
             params = method.params
             if [p.name.value for p in params.params] != [self_name] or params.star_arg != cst.MaybeSentinel.DEFAULT \
                     or params.kwonly_params or params.star_kwarg or params.posonly_params or method.decorators \
                     or not isinstance(method.body, cst.IndentedBlock) or _returns_value(method):
-                raise Refusal(stmt, "TFG904", f"`{self_name}.{method.name.value}()` builds the graph but takes "
-                              "arguments, is decorated or returns a value")
+                raise Refusal.of(stmt, "class_method_form", instance=self_name, method=method.name.value)
             found.append(method)
             expand(method.body.body)
 
@@ -154,9 +153,9 @@ def desugar(module: cst.Module, cls: cst.ClassDef) -> tuple[cst.Module, ModelCla
     init = init_of(cls)
     params = init.params.params
     if not params or init.params.posonly_params:
-        raise Refusal(init, "TFG904", "a model class whose `__init__` has no `self` parameter")
+        raise Refusal.of(init, "class_init_without_self")
     if cls.keywords or any(cst.Module([]).code_for_node(b.value) != "object" for b in cls.bases):
-        raise Refusal(cls, "TFG904", f"model class `{cls.name.value}` with a base class of its own")
+        raise Refusal.of(cls, "class_with_base", cls=cls.name.value)
     self_name = params[0].name.value
     members = _members(cls, self_name)
     methods = {s.name.value for s in cls.body.body if isinstance(s, cst.FunctionDef)}
@@ -172,8 +171,7 @@ def desugar(module: cst.Module, cls: cst.ClassDef) -> tuple[cst.Module, ModelCla
     for attr in sorted({a.attr.value for a in used}):
         if attr in methods or attr not in assigned | class_level:
             # a method, or something a base class provides: a plain name would mean another thing
-            raise Refusal(init, "TFG904", f"`{self_name}.{attr}`, a method or an attribute `__init__` does not "
-                          "set, used while the graph is built")
+            raise Refusal.of(init, "class_attribute_unset", instance=self_name, attr=attr)
         name, k = attr, 1
         while name in taken:
             k += 1
@@ -184,7 +182,7 @@ def desugar(module: cst.Module, cls: cst.ClassDef) -> tuple[cst.Module, ModelCla
     for region, owner in zip(regions, [init, *inlined]):
         bare = [n for n in name_nodes(region) if n.value == self_name]
         if len(bare) != len(_self_attributes(region, self_name)):
-            raise Refusal(owner, "TFG904", f"`{self_name}` used in `{owner.name.value}` other than to set or read an attribute")
+            raise Refusal.of(owner, "class_self_other_use", instance=self_name, function=owner.name.value)
 
     inside = {id(n) for region in regions for n in walk(region)}
     path = {id(module), id(cls), id(cls.body), id(init)} | {id(m) for m in inlined}
@@ -256,7 +254,7 @@ def host_statements(module: cst.Module, cls: cst.ClassDef, plan: ModelClass) -> 
     if plan.inlined:
         for stmt in host:
             for a in _attributes_named(stmt, plan.inlined):
-                raise Refusal(a, "TFG904", f"`{a.attr.value}` builds the graph in `__init__` and is used again")
+                raise Refusal.of(a, "class_init_builder_reused", attr=a.attr.value)
     return host
 
 

@@ -31,7 +31,7 @@ def _model(builder, item, names, value, deps) -> bool:
             return False
         call = found[0]
         if len(found) > 1 or call.func.attr.value != "compute_gradients":
-            raise Refusal(call, "TFG905", f"`{call.func.attr.value}` inside a larger expression")
+            raise Refusal.of(call, "method_in_expression", method=call.func.attr.value)
     elif len(names) != 1 and call.func.attr.value != "compute_gradients":
         return False
     method = call.func.attr.value
@@ -53,7 +53,7 @@ def _model(builder, item, names, value, deps) -> bool:
     extra = set(bound) - set(params) - set(gradient_calls.DROPPED)
     gradient_calls.note_dropped(builder, call, bound)
     if extra or "grad_loss" in bound:
-        raise Refusal(call, "TFG905", f"`{method}` argument(s) {', '.join(sorted(extra))}")
+        raise Refusal.of(call, "method_arguments", method=method, args=', '.join(sorted(extra)))
     if method == "apply_gradients" and "grads_and_vars" in bound:
         grad_pairs.check(builder, bound["grads_and_vars"])
     step = bound.get("global_step")
@@ -63,7 +63,7 @@ def _model(builder, item, names, value, deps) -> bool:
         if isinstance(step, cst.Call) and not step.args and matches(builder.qualified(step.func), "global_step_getters"):
             node = global_step.find(builder.program)   # `global_step=tf.train.get_global_step()`
         if not isinstance(node, Variable) or node.trainable:
-            raise Refusal(step, "TFG905", "`global_step=` that is not a non-trainable variable")
+            raise Refusal.of(step, "global_step_form")
         step_name = step.value if isinstance(step, cst.Name) else node.names[0]
     if opt.index == -1:
         builder.append(opt)

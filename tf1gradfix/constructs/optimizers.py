@@ -38,10 +38,9 @@ def check(node: Optimizer, fed_lr: bool) -> None:
     row = optimizer_table().get(node.cls)
     if row is None or row["status"] == "manual":
         why = row["why"] if row else "not in tf1gradfix/rules/optimizers.toml"
-        raise Refusal(node.call, "TFG906", f"`{node.cls}` has no TF2 rewrite ({why})")
+        raise Refusal.of(node.call, "optimizer_no_rewrite", optimizer=node.cls, detail=why)
     mapped = {row["map"][v1_name] for v1_name in bound_args(node.call, row["params"], node.call) if v1_name in row["map"]}
     if fed_lr and row["status"] not in FED_LR_STATUSES:
-        raise Refusal(node.call, "TFG906", f"`{node.cls}` with a learning rate that changes "
-                      f"between updates (fed or scheduled): {row.get('changing_lr_why', row['why'])}")
+        raise Refusal.of(node.call, "optimizer_rate_changes", optimizer=node.cls, detail=row.get('changing_lr_why', row['why']))
     if not fed_lr and "learning_rate" not in set(row["defaults"]) | mapped:
-        raise Refusal(node.call, "TFG906", "an optimizer without a learning rate")
+        raise Refusal.of(node.call, "optimizer_without_rate")

@@ -24,7 +24,7 @@ def _model(builder, item, name: str, call: cst.Call, q: str) -> None:
     earlier = builder.program.node(name)
     if earlier is not None and earlier.graph_input():
         # Two graph inputs under one name: a feed_dict key could mean either.
-        raise Refusal(call, "TFG905", f"`{name}` is bound to a second graph input")
+        raise Refusal.of(call, "second_graph_input", name=name)
     if q == "tensorflow.placeholder":
         dtype, shape = arg(call, 0, "dtype"), arg(call, 1, "shape")
         builder.add(item, Placeholder, (name,), call, dtype=dtype, shape=shape, default=None)
@@ -32,5 +32,5 @@ def _model(builder, item, name: str, call: cst.Call, q: str) -> None:
     default, shape = arg(call, 0, "input"), arg(call, 1, "shape")
     dtype = literal_dtype(default)
     if dtype is None or shape is None:
-        raise Refusal(call, "TFG905", "`tf.placeholder_with_default` whose default is not a number literal")
+        raise Refusal.of(call, "placeholder_default_form")
     builder.add(item, Placeholder, (name,), call, dtype=dtype, shape=shape, default=default)

@@ -39,8 +39,7 @@ def check_reads(section: list[cst.BaseStatement], earlier: set[str]) -> None:
         own = bound_names(stmt)
         read = (set(loads(stmt)) - bound - own) & earlier
         if read:
-            raise Refusal(stmt, "TFG905", f"`{sorted(read)[0]}` of the graph an earlier session ran, read after that "
-                          "session closed (a new session holds its own variable values; TF2 has one)")
+            raise Refusal.of(stmt, "section_read_after_close", name=sorted(read)[0])
         bound |= own
 
 
@@ -56,13 +55,11 @@ def check_shared_graph(part, inside: set[int], program, taken: set[str] | None, 
         return names
     for call, q, _ in graph_wide:
         if id(call) in inside:
-            raise Refusal(call, "TFG905", f"`{q.replace('tensorflow', 'tf', 1)}` in a later section of the script: "
-                          "TF1's default graph still holds the earlier sections' variables (no `tf.reset_default_graph()`)")
+            raise Refusal.of(call, "section_without_reset", api=q)
     for node in made:
         name = _tf1_name(node)
         if name in taken:
-            raise Refusal(node.value, "TFG905", f"a variable named `{name}` like one of an earlier section: in the "
-                          "same TF1 graph it gets another name (no `tf.reset_default_graph()`)")
+            raise Refusal.of(node.value, "section_variable_name_reused", name=name)
     return taken | names
 
 

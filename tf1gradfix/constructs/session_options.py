@@ -70,8 +70,7 @@ class SessionOptions:
         value = config.value if config is not None else None
         if value is None or not (isinstance(value, cst.Name) and value.value in self.names
                                  or self.is_options(value, self.names)):
-            raise Refusal(where, "TFG905", "a session created with arguments other than `config=` options "
-                          "built only for it")
+            raise Refusal.of(where, "session_arguments")
         if builder is not None:
             session = (self.qualified(call.func) or "tf.Session").replace("tensorflow", "tf", 1)
             builder.note(config, "TFG103", NOTE.format(session=session))

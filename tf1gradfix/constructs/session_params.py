@@ -32,10 +32,10 @@ class SessionParameters:
                         continue
                     param = _parameter(fn, offset, position, a)
                     if param is None:
-                        raise Refusal(call, "TFG905", f"the session passed to `{callee}` matches no parameter")
+                        raise Refusal.of(call, "session_param_unmatched", function=callee)
                     known = self.removed_params.setdefault(fn, param)
                     if known != param:
-                        raise Refusal(call, "TFG905", f"`{callee}` receives the session in two parameters")
+                        raise Refusal.of(call, "session_param_twice", function=callee)
                     if param not in sessions:
                         sessions.add(param)
                         changed = True
@@ -47,7 +47,7 @@ class SessionParameters:
             passed = [i for i, a in enumerate(call.args) if _parameter(fn, offset, i, a) == param]
             value = call.args[passed[0]].value if len(passed) == 1 else None
             if not (isinstance(value, cst.Name) and value.value in sessions):
-                raise Refusal(call, "TFG905", f"`{callee}` called without the session for `{param}`")
+                raise Refusal.of(call, "session_param_missing", function=callee, param=param)
             self.removed_args[call] = passed[0]
 
     def session_arguments(self) -> set[cst.Arg]:
@@ -113,7 +113,7 @@ def session_parameters(module: cst.Module, cls: cst.ClassDef, host, sessions: se
     changed = {fn.name.value for fn in found.removed_params}
     for ref in references:
         if ref.value in changed and id(ref) not in called and not _defines(ref, functions):
-            raise Refusal(ref, "TFG905", f"`{ref.value}` receives the session but is used other than by a call")
+            raise Refusal.of(ref, "session_param_other_use", name=ref.value)
     return found
 
 

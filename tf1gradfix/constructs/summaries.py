@@ -35,7 +35,7 @@ def model(builder, item, names, call: cst.Call | None, q: str | None) -> bool:
     if call is None or not (q in ops or matches(q, "summary_merges")):
         return False
     if names is not None and len(names) > 1:
-        raise Refusal(call, "TFG905", "a summary assigned to several names")
+        raise Refusal.of(call, "summary_several_names")
     if q in ops:
         row = ops[q]
         bound = bound_args(call, row["params"], call)
@@ -43,10 +43,9 @@ def model(builder, item, names, call: cst.Call | None, q: str | None) -> bool:
                  and not (isinstance(v, cst.Name) and v.value == "None")}
         tag = literal_string(bound.get(row["params"][0]))
         if extra or tag is None or row["params"][1] not in bound:
-            raise Refusal(call, "TFG905", f"`{q.replace('tensorflow', 'tf', 1)}` with a tag that is not a string "
-                          "literal, or with arguments other than the tag and the value")
+            raise Refusal.of(call, "summary_arguments", api=q)
         if item.scope:
-            raise Refusal(call, "TFG905", "a summary inside a name or variable scope: its tag takes the scope's name")
+            raise Refusal.of(call, "summary_in_scope")
         value = bound[row["params"][1]]
         layout = [(row["target"], tag, value)]
         deps = builder.deps_of(value)
@@ -56,7 +55,7 @@ def model(builder, item, names, call: cst.Call | None, q: str | None) -> bool:
         member = False
     for i in deps:
         if isinstance(program.nodes[i], OPS):
-            raise Refusal(call, "TFG905", f"a summary of a {program.nodes[i].kind} op")
+            raise Refusal.of(call, "summary_of_op", kind=program.nodes[i].kind)
     builder.add(item, Summary, names or (), call, deps, calls=[], summary=layout, member=member)
     return True
 
@@ -65,19 +64,19 @@ def _merged(builder, call: cst.Call, q: str):
     program = builder.program
     if q == "tensorflow.summary.merge_all":
         if call.args:
-            raise Refusal(call, "TFG905", "`tf.summary.merge_all` with arguments")
+            raise Refusal.of(call, "merge_all_arguments")
         members = [n for n in program.nodes if isinstance(n, Summary) and n.member]
         if not members:   # (TF1 returns None: nothing to run)
-            raise Refusal(call, "TFG905", "`tf.summary.merge_all()` with no summary made before it")
+            raise Refusal.of(call, "merge_all_without_summary")
     else:
         inputs = call.args[0].value if len(call.args) == 1 and call.args[0].keyword is None else None
         if not isinstance(inputs, (cst.List, cst.Tuple)):
-            raise Refusal(call, "TFG905", "`tf.summary.merge` of something other than a list of summaries")
+            raise Refusal.of(call, "summary_merge_form")
         members = []
         for element in inputs.elements:
             node = program.node(element.value.value) if isinstance(element.value, cst.Name) else None
             if not isinstance(node, Summary):
-                raise Refusal(element, "TFG905", "`tf.summary.merge` of something other than a list of summaries")
+                raise Refusal.of(element, "summary_merge_form")
             members.append(node)
     layout = [entry for n in members for entry in n.summary]
     return layout, frozenset().union(*(n.deps for n in members))
@@ -133,17 +132,15 @@ class Writers:
             summary = bound.get("summary")
             source = fetched.get(summary.value) if isinstance(summary, cst.Name) else fetched.get(summary)
             if source is None:
-                raise Refusal(call, "TFG905", "`add_summary` of a value that is not a fetched summary")
+                raise Refusal.of(call, "add_summary_not_fetched")
             if layout is not None and source is not layout:
-                raise Refusal(call, "TFG905", "`add_summary` of two different summaries: which values go "
-                              "under which tags is not followed")
+                raise Refusal.of(call, "add_summary_two_summaries")
             layout = source
             writer = call.func.value.value
             edits[call] = _as_call(helper, writer)
         for n in (n for n in walk(self.owner) if type(n) is cst.Name and n.value in self.names):
             if id(n) not in allowed:
-                raise Refusal(n, "TFG905", f"summary writer `{n.value}` used other than by "
-                              f"{', '.join(f'`{m}`' for m in WRITER_METHODS)}")
+                raise Refusal.of(n, "summary_writer_other_use", name=n.value, methods=', '.join(f'`{m}`' for m in WRITER_METHODS))
         if layout is None:
             return edits, None
         lines = [f"def {helper}(writer, summary, global_step=0):", "    with writer.as_default():"]
@@ -178,7 +175,7 @@ def _writer(call: cst.Call, tf: str, code, note) -> str:
     as `tf.summary.create_file_writer(...)`."""
     bound = bound_args(call, ["logdir", "graph", "max_queue", "flush_secs", "graph_def", "filename_suffix", "session"], call)
     if "session" in bound or "logdir" not in bound:
-        raise Refusal(call, "TFG905", "a summary writer without a log folder, or given a session")
+        raise Refusal.of(call, "summary_writer_arguments")
     args = [code(bound["logdir"])]
     if "max_queue" in bound:
         args.append(f"max_queue={code(bound['max_queue'])}")

@@ -31,26 +31,25 @@ def _model(builder, item, names, value, deps, tf_calls) -> None:
         if matches(q, "queues"):
             raise queue_refusal(call, q)
         if q in ("tensorflow.placeholder", "tensorflow.placeholder_with_default", "tensorflow.Variable", "tensorflow.get_variable"):
-            raise Refusal(call, "TFG904", f"`{q.replace('tensorflow', 'tf', 1)}` created inside a larger expression (comprehension, call)")
+            raise Refusal.of(call, "graph_input_in_expression", api=q)
         if matches(q, "sessions") or matches(q, "initializers") or q == "tensorflow.gradients":
-            raise Refusal(call, "TFG905", f"`{q.replace('tensorflow', 'tf', 1)}` in graph code")
+            raise Refusal.of(call, "api_in_graph_code", api=q)
         if q in losses.loss_table():
             losses.check(call, q, builder.module.code_for_node)
         elif q == dropout.SYMBOL:   # refused only if some run needs it
             unsupported = dropout.refusal(call, tf_calls) or unsupported
         elif matches(q, "aligned_random") and _seeded(call):
-            unsupported = Refusal(call, "TFG905", f"`{q.replace('tensorflow', 'tf', 1)}` with an op seed in graph code "
-                                  "that runs: TF2 draws other numbers for the same seed than a TF1 graph")
+            unsupported = Refusal.of(call, "random_op_seed", api=q)
         elif matches(q, "refuse") and q not in schedule_table() and not matches(q, "aligned_random"):
-            unsupported = Refusal(call, "TFG905", f"`{q.replace('tensorflow', 'tf', 1)}` in graph code that runs")
+            unsupported = Refusal.of(call, "api_unsupported", api=q)
     for name in names:
         prior = builder.program.node(name)
         # gradients edited in place (`grads, norm = tf.clip_by_global_norm(grads, 5.0)`) run in source order
         if prior is not None and not isinstance(prior, (Tensor, Static, ComputeGradients, Gradients)):
-            raise Refusal(item.stmt, "TFG905", f"`{name}` rebinds a {prior.kind}")
+            raise Refusal.of(item.stmt, "rebinds_graph_node", name=name, kind=prior.kind)
     for n in (builder.program.nodes[i] for i in deps):
         if isinstance(n, OPS):
-            raise Refusal(item.stmt, "TFG905", f"graph value computed from a {n.kind} op")
+            raise Refusal.of(item.stmt, "computed_from_op", kind=n.kind)
     static = all(isinstance(builder.program.nodes[i], Static) for i in deps) and all(matches(q, "pure") for _, q in tf_calls)
     if static and any(n in builder.program.final for n in names):
         static = False
@@ -60,16 +59,13 @@ def _model(builder, item, names, value, deps, tf_calls) -> None:
             inner = [q for _, q in builder.calls(builder.program.helpers[name]) if q]
             unsupported = unsupported or dropout.helper_refusal(name, builder.calls(builder.program.helpers[name]))
             if any(q in summaries.summary_ops() for q in inner):
-                raise Refusal(item.stmt, "TFG905", f"`{name}` makes a summary when called: `merge_all` "
-                              "would not see it")
+                raise Refusal.of(item.stmt, "function_makes_summary", name=name)
             creates = [q for q in inner if q in layers.layer_table() or q == "tensorflow.Variable"]
             if creates:   # called in every step, it would make new weights each time
-                raise Refusal(item.stmt, "TFG905", f"`{name}` creates weights (`{creates[0].replace('tensorflow', 'tf', 1)}`) "
-                              "when called; a builder function is left for a manual migration to a `tf.Module`")
+                raise Refusal.of(item.stmt, "function_creates_weights", name=name, api=creates[0])
             node.calls += inner
     node.unsupported = unsupported
 
 
 def queue_refusal(node: cst.CSTNode, q: str) -> Refusal:
-    return Refusal(node, "TFG905", f"`{q.replace('tensorflow', 'tf', 1)}`: TF1 input queues and their threads "
-                   "have no TF2 rewrite (tf.data replaces them)")
+    return Refusal.of(node, "input_queue", api=q)

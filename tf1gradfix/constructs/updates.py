@@ -32,8 +32,7 @@ def is_update(builder, value: cst.BaseExpression, deps) -> bool:
         ref = bound.get("ref")
         node = program.node(ref.value) if isinstance(ref, cst.Name) else None
         if not isinstance(node, Variable) or set(bound) != {"ref", "value"}:
-            raise Refusal(call, "TFG905", f"`{builder.qualified(call.func).replace('tensorflow', 'tf', 1)}` "
-                          "of something other than a variable, or with arguments other than the variable and the value")
+            raise Refusal.of(call, "assign_op_form", api=builder.qualified(call.func))
     assigns = [c for c, _ in builder.calls(value)
                if isinstance(c.func, cst.Attribute) and c.func.attr.value in ASSIGNS and c not in functional]
     if functional:
@@ -44,7 +43,7 @@ def is_update(builder, value: cst.BaseExpression, deps) -> bool:
             receiver = call.func.value
             node = program.node(receiver.value) if isinstance(receiver, cst.Name) else None
             if not (isinstance(node, Variable) or isinstance(receiver, cst.Name) and receiver.value in bound):
-                raise Refusal(call, "TFG905", f"`.{call.func.attr.value}` on something other than a variable")
+                raise Refusal.of(call, "assign_method_not_variable", method=call.func.attr.value)
         return True
     if isinstance(value, cst.Call) and builder.qualified(value.func) == "tensorflow.group" and deps:
         return all(isinstance(program.nodes[i], Update) for i in deps) and all(a.keyword is None for a in value.args)
@@ -75,7 +74,7 @@ def check_run(program, site_call, fetched) -> None:
     """An update runs alone: with other fetches TF1 leaves the order open."""
     updates = [isinstance(n, Update) for n in fetched]
     if any(updates) and not all(updates):
-        raise Refusal(site_call, "TFG905", "an assignment op fetched with other values in one run (order undefined)")
+        raise Refusal.of(site_call, "assign_fetched_with_others")
 
 
 def method_form(stmt: cst.CSTNode, qualified) -> cst.CSTNode:

@@ -72,42 +72,39 @@ def _collection(program, call: cst.Call, q, before: int, qualified) -> list[str]
         scope = arg(call, 0, "scope")
         extra = [a for a in call.args if a.keyword is not None and a.keyword.value != "scope"]
     if extra or len(call.args) > 2:
-        raise Refusal(call, "TFG905", "a variable collection read with arguments other than a scope")
+        raise Refusal.of(call, "collection_arguments")
     if any(isinstance(n, (Layer, LayerLoop)) for n in program.nodes[:before]):
-        raise Refusal(call, "TFG905", "a variable collection in a program with tf.layers (their variables have "
-                      "no statement of their own); list the variables and the layers' `trainable_variables`")
+        raise Refusal.of(call, "collection_with_layers")
     prefix = "" if scope is None or isinstance(scope, cst.Name) and scope.value == "None" else literal_string(scope)
     if prefix is None or _REGEX & set(prefix):
-        raise Refusal(call, "TFG905", "a variable collection whose scope is not a plain string")
+        raise Refusal.of(call, "collection_scope_not_string")
     slotless = graph_ops()["slotless_optimizers"]
     if which == "global" and any(isinstance(n, OptimizerCall) and _optimizer(program, n).cls not in slotless
                                  for n in program.nodes[:before]):
         # a train op made before it has added the optimizer's slot variables
-        raise Refusal(call, "TFG905", "`tf.global_variables()` read after a train op whose optimizer "
-                      "has slot variables (TF1 would list them too)")
+        raise Refusal.of(call, "global_variables_after_slots")
     chosen = []
     variables = [n for n in program.nodes[:before] if isinstance(n, Variable) and n.alias_of is None
                  or isinstance(n, BuilderModule)]
     labels = [n.full_name for n in variables if isinstance(n, Variable) and n.full_name is not None]
     if len(set(labels)) != len(labels):   # TF1 would have renamed the second one `name_1`
-        raise Refusal(call, "TFG905", "two variables with the same name= read through a collection")
+        raise Refusal.of(call, "collection_same_names")
     for node in variables:
         if isinstance(node, BuilderModule) and node.scope is None:
-            raise Refusal(call, "TFG905", f"a collection of variables that `{node.var}` makes under "
-                          "the scopes it is called with (known only when it runs)")
+            raise Refusal.of(call, "collection_of_builder_scopes", function=node.var)
         if isinstance(node, BuilderModule):   # a builder function's module: all its variables are `SCOPE/...`
             scope = node.scope + "/"
             if scope.startswith(prefix):
                 chosen.append(builders.variables_text(node))
             elif prefix.startswith(scope):
-                raise Refusal(call, "TFG905", f"a collection of some of the variables of `{node.var}`")
+                raise Refusal.of(call, "collection_part_of_builder", function=node.var)
             continue
         assert isinstance(node, Variable)
         if which == "trainable" and not node.trainable:
             continue
         name = node.full_name
         if name is None and prefix:
-            raise Refusal(call, "TFG905", f"variable `{node.names[0]}` has no name= to select it by scope")
+            raise Refusal.of(call, "collection_variable_unnamed", name=node.names[0])
         if (name or "").startswith(prefix):
             chosen.append(node.names[0])
     return chosen
@@ -123,7 +120,7 @@ def _filtered(program, comp: cst.ListComp, before: int, qualified) -> list[str] 
     if source is None:
         return None
     if any(name.startswith("*") for name in source):
-        raise Refusal(comp, "TFG905", "a filtered collection holding a builder function's variables")
+        raise Refusal.of(comp, "collection_filter_builder")
     if not loop.ifs:
         return source
     var = loop.target.value
@@ -131,10 +128,10 @@ def _filtered(program, comp: cst.ListComp, before: int, qualified) -> list[str] 
     for name in source:
         full = program.node(name).full_name
         if full is None:
-            raise Refusal(comp, "TFG905", f"variable `{name}` has no name= to filter it by")
+            raise Refusal.of(comp, "collection_variable_unnamed", name=name)
         verdict = _predicate(loop.ifs[0].test, var, full)
         if verdict is None:
-            raise Refusal(loop.ifs[0], "TFG905", "a variable-list filter the tool cannot evaluate")
+            raise Refusal.of(loop.ifs[0], "collection_filter_unevaluated")
         if verdict:
             chosen.append(name)
     return chosen

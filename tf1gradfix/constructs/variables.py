@@ -23,10 +23,10 @@ def _model(builder, item, name: str, call: cst.Call, q: str, deps) -> None:
     earlier = builder.program.node(name)
     if earlier is not None and earlier.graph_input():
         # the first one still lives in TF1's collections (compute_gradients would list it)
-        raise Refusal(call, "TFG905", f"`{name}` is bound to a second graph input")
+        raise Refusal.of(call, "second_graph_input", name=name)
     for i in deps:
         if not isinstance(builder.program.nodes[i], Static):
-            raise Refusal(call, "TFG905", f"variable `{name}` initialized from another graph value")
+            raise Refusal.of(call, "variable_from_graph_value", name=name)
     if q == "tensorflow.Variable":
         bound = bound_args(call, ["initial_value", "trainable", "collections", "validate_shape",
                                   "caching_device", "name", "variable_def", "dtype"], call)
@@ -37,13 +37,13 @@ def _model(builder, item, name: str, call: cst.Call, q: str, deps) -> None:
     bound = without_defaults(bound, q)
     extra = set(bound) - {"initial_value", "trainable", "name", "dtype", "shape", "initializer"}
     if extra:
-        raise Refusal(call, "TFG905", f"variable argument(s) {', '.join(sorted(extra))}")
+        raise Refusal.of(call, "variable_arguments", args=', '.join(sorted(extra)))
     trainable = literal_bool(bound.get("trainable"), "trainable") is not False
     label = literal_string(bound.get("name"))
     if bound.get("name") is not None and label is None:
-        raise Refusal(call, "TFG905", "a variable name that is not a string literal")
+        raise Refusal.of(call, "variable_name_not_literal")
     if label is None and (item.prefix or q == "tensorflow.get_variable"):
-        raise Refusal(call, "TFG905", "an unnamed variable inside a variable scope")
+        raise Refusal.of(call, "variable_unnamed_in_scope")
     full = None if label is None else item.prefix + label
     if q == "tensorflow.Variable" and item.scope != item.prefix:   # under `tf.name_scope`: its full name
         full = builder.unique_name(item.scope + (label or "Variable"))

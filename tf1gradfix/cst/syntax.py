@@ -12,14 +12,7 @@ import libcst as cst
 
 from tf1gradfix.rules.catalog import _read
 from tf1gradfix.cst.walk import TargetedTransformer, children, visit
-
-
-class Refusal(Exception):
-    """The program holds a construct the rewrite cannot translate with certainty."""
-
-    def __init__(self, node: cst.CSTNode | None, code: str, message: str):
-        super().__init__(message)
-        self.node, self.code, self.message = node, code, message
+from tf1gradfix.model.refusals import Refusal  # noqa: F401 - (its old home: importable from here)
 
 
 @functools.lru_cache(maxsize=None)
@@ -70,13 +63,13 @@ def bound_args(call: cst.Call, params: list[str], node: cst.CSTNode) -> dict[str
     out = {}
     for i, a in enumerate(call.args):
         if a.star:
-            raise Refusal(node, "TFG905", "a call with *args/**kwargs in graph code")
+            raise Refusal.of(node, "star_arguments")
         if a.keyword is not None:
             out[a.keyword.value] = a.value
         elif i < len(params):
             out[params[i]] = a.value
         else:
-            raise Refusal(node, "TFG905", "too many positional arguments")
+            raise Refusal.of(node, "too_many_positional")
     return out
 
 
@@ -140,7 +133,7 @@ def literal_bool(expr: cst.BaseExpression | None, what: str) -> bool | None:
         return None
     if isinstance(expr, cst.Name) and expr.value in ("True", "False"):
         return expr.value == "True"
-    raise Refusal(expr, "TFG905", f"`{what}=` that is not True or False")
+    raise Refusal.of(expr, "flag_not_bool", param=what)
 
 
 def literal_string(expr: cst.BaseExpression | None) -> str | None:

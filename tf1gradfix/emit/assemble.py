@@ -119,10 +119,10 @@ class Assembler:
         for i in moved:
             node = self.p.nodes[i]
             if any(isinstance(s, cst.SimpleString) and "\n" in s.value for s in _strings(node.stmt)):
-                raise Refusal(node.stmt, "TFG905", "a multi-line string in graph code")
+                raise Refusal.of(node.stmt, "multiline_string")
             late = (set(loads(node.value)) - known) & rebound
             if late:
-                raise Refusal(node.stmt, "TFG905", f"graph code reads `{sorted(late)[0]}`, which changes after the graph is built")
+                raise Refusal.of(node.stmt, "graph_reads_late_value", name=sorted(late)[0])
 
 
 class Replace(TargetedTransformer):

@@ -41,7 +41,7 @@ class Attributes:
             if name in self.renamed:
                 continue
             if name in params and name in bound:
-                raise Refusal(self.init, "TFG904", f"`{name}` is both a parameter of `__init__` and bound in it")
+                raise Refusal.of(self.init, "class_init_param_rebound", name=name)
             attr, k = name, 1
             while attr in taken:
                 k += 1
@@ -53,8 +53,7 @@ class Attributes:
         kept = {attr for name, attr in self.renamed.items() if name in bound or name in params}   # (the rest are gone)
         clash = kept & (method_names | MODULE_ATTRIBUTES)
         if clash:
-            raise Refusal(self.init, "TFG904", f"attribute `{sorted(clash)[0]}` would clash with a method "
-                          "of the rewritten class or of `tf.Module`")
+            raise Refusal.of(self.init, "class_attribute_clash", attr=sorted(clash)[0])
 
     def init_body(self, body: list[cst.BaseStatement]) -> list[cst.BaseStatement]:
         """`super().__init__()` first (after a docstring), parameters a method reads

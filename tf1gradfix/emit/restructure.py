@@ -32,6 +32,7 @@ from tf1gradfix.model.owners import BLOCKS, GraphCallScan, nested_sessions
 from tf1gradfix.cst.printing import code_for_node
 from tf1gradfix.model.slicing import signatures
 from tf1gradfix.cst.syntax import Refusal, loads, matches, name_nodes
+from tf1gradfix.model.refusals import diagnostic
 from tf1gradfix.cst.walk import walk
 
 Diagnostic = tuple[int, int, str, str, str]
@@ -72,7 +73,7 @@ def _restructure(module: cst.Module, wrapper: MetadataWrapper, plan=None, rename
             line, col = _position(meta, refusal.node)
             return Restructured(None, [(line, col, refusal.code, refusal.message, "manual")])
         except Exception as exc:  # noqa: BLE001 - a bug here must never cost the user's file
-            return Restructured(None, [(1, 1, "TFG905", f"internal error in the rewrite ({type(exc).__name__}: {exc}); file left intact", "manual")])
+            return Restructured(None, [diagnostic(1, 1, "internal_error", error=f"{type(exc).__name__}: {exc}")])
     if new is None:
         return Restructured(None)
     return Restructured(new, list(getattr(meta, "notes", ())))   # info notes of the model (TFG206)
@@ -140,7 +141,7 @@ class _Rewrite:
             cls = next(iter(classes.values()))
             for key, owner in owners.items():
                 if classes.get(key) is not cls and len(opened[key]) != len(groups[key]):
-                    raise Refusal(groups[key][0], "TFG904", f"graph built outside model class `{cls.name.value}` too")
+                    raise Refusal.of(groups[key][0], "graph_outside_class", cls=cls.name.value)
             return self._rewrite_owner(model_classes.init_of(cls), (), [c for calls in opened.values() for c in calls], cls)
         if len(owners) == 1:
             key, owner = next(iter(owners.items()))
@@ -224,13 +225,12 @@ class _Rewrite:
         """A function may be rewritten alone when it builds and runs its own graph
         and reads nothing graph-wide that another function could have added to."""
         if isinstance(owner, cst.Module):
-            raise Refusal(calls[0], "TFG904", "graph built in more than one function")
+            raise Refusal.of(calls[0], "graph_in_several_functions")
         if not sessions or len(sessions) == len(calls):
-            raise Refusal(calls[0], "TFG904", f"graph built in one function and run in another (`{owner.name.value}`)")
+            raise Refusal.of(calls[0], "graph_built_and_run_apart", function=owner.name.value)
         for call, q, graph_with in self.scan.graph_wide:
             if self.scan.owner_of[call] is owner and not graph_with:
-                raise Refusal(call, "TFG904", f"`{q.replace('tensorflow', 'tf', 1)}` reads the default graph, "
-                              "which several functions of this file share")
+                raise Refusal.of(call, "default_graph_shared", api=q)
 
     def _rewrite_owner(self, owner, other_owners, sessions: list, cls=None, section=None) -> cst.CSTNode:
         """`cls`: the model class whose `__init__` is `owner`; the whole new module is returned.
@@ -256,7 +256,7 @@ class _Rewrite:
             builder.writers = summaries.Writers(scope if cls is None else cls, self.meta.names.qualified)
         program = builder.build(owner, body, helpers, alias)
         if len(sessions) > 1:   # each session holds its own variable values; TF2 has one
-            raise Refusal(sessions[1], "TFG905", "more than one session")
+            raise Refusal.of(sessions[1], "several_sessions")
         host = None
         if cls is None:
             nested = nested_sessions([it.stmt for it in program.items if it.node is None and not it.drop
@@ -353,7 +353,7 @@ class _Rewrite:
             if session and isinstance(node, (cst.If, cst.Else)):
                 continue
             if isinstance(node, BLOCKS):
-                raise Refusal(call, "TFG904", "graph built inside a loop, condition or class")
+                raise Refusal.of(call, "graph_in_compound_or_class")
         return owner or self.module
 
     def _tf_alias(self) -> str:
@@ -371,8 +371,7 @@ class _Rewrite:
         if compat is not None:
             self.compat_import = compat
             return compat.body[0].names[0].asname.name.value
-        raise Refusal(self.module.body[0] if self.module.body else None, "TFG905",
-                      "no `import tensorflow [as NAME]` to spell TF2 names with")
+        raise Refusal.of(self.module.body[0] if self.module.body else None, "no_tensorflow_import")
 
     def _optimizers(self, program, tape: TapeEmitter, sigs) -> None:
         placeholders = {n.index for n in program.nodes if isinstance(n, Placeholder)}
@@ -386,12 +385,12 @@ class _Rewrite:
                 tape.fed_lr.add(node.index)
             computed = {d for d in node.deps if not isinstance(program.nodes[d], (Static, Placeholder))}
             if computed - {schedule.index if schedule else None}:
-                raise Refusal(node.value, "TFG906", "an optimizer hyperparameter computed by graph ops")
+                raise Refusal.of(node.value, "optimizer_setting_from_graph")
             if node.deps & placeholders:
                 lr = tape.state.learning_rate(node)
                 others = [a for a in node.call.args if a.value is not lr]
                 if lr is None or any(set(loads(a.value)) & {program.nodes[i].names[0] for i in placeholders} for a in others):
-                    raise Refusal(node.value, "TFG906", "an optimizer argument other than the learning rate is fed")
+                    raise Refusal.of(node.value, "optimizer_setting_fed")
                 tape.fed_lr.add(node.index)
             kept = tape.state.kept(node)
             if kept is not None:   # an info note, with the model's (TFG206)

@@ -76,12 +76,12 @@ class StateEmitter:
         if init is not None and not isinstance(init, cst.Call):
             if shape is not None or isinstance(init, cst.Name) and self.p.node(init.value) is not None \
                     and not isinstance(self.p.node(init.value), Static):
-                raise Refusal(init, "TFG905", "a get_variable initializer that is neither an initializer nor a value")
+                raise Refusal.of(init, "get_variable_initializer_form")
             return self.code(init)
         if shape is None:
             if init is not None and self.qualified(init.func) not in table:
                 return self.code(init)   # a tensor value: its shape is the variable's
-            raise Refusal(where, "TFG905", "get_variable without a shape")
+            raise Refusal.of(where, "get_variable_without_shape")
         if init is None:
             default_key = default_initializer(self.qualified(dtype) if dtype is not None else None)
         ctor, init_dtype = self.initializer(init if init is not None else default_key)
@@ -100,7 +100,7 @@ class StateEmitter:
                 return contrib.initializer(init, contrib_row, self.code, self.tf)
             row = table.get(self.qualified(init.func) or "")
             if row is None:
-                raise Refusal(init, "TFG905", f"initializer `{self.code(init.func)}` has no TF2 mapping in tf1gradfix/rules/initializers.toml")
+                raise Refusal.of(init, "initializer_unmapped", initializer=self.code(init.func))
             call_args = bound_args(init, row["params"], init)
         kwargs, dtype = dict(row.get("defaults", {})), None
         for v1_name, expr in call_args.items():
@@ -109,7 +109,7 @@ class StateEmitter:
             elif v1_name in row["map"]:
                 kwargs[row["map"][v1_name]] = self.code(expr)
             elif v1_name not in ("verify_shape",):
-                raise Refusal(init, "TFG905", f"initializer argument `{v1_name}`")
+                raise Refusal.of(init, "initializer_argument", param=v1_name)
         return f"{self.tf}.{row['target']}({', '.join(f'{k}={v}' for k, v in kwargs.items())})", dtype
 
     # -- layers --------------------------------------------------------------
@@ -147,10 +147,10 @@ class StateEmitter:
             value = self.code(a.value)
             if param in row["initializers"]:
                 if not isinstance(a.value, cst.Call):
-                    raise Refusal(a.value, "TFG905", "a layer initializer that is not an initializer call")
+                    raise Refusal.of(a.value, "layer_initializer_form")
                 value, dtype = self.initializer(a.value)
                 if dtype is not None:
-                    raise Refusal(a.value, "TFG905", "a layer initializer with its own dtype")
+                    raise Refusal.of(a.value, "layer_initializer_dtype")
             keyword = row.get("rename", {}).get(param, param)
             positional = a.keyword is None and position < row["positional"]
             args.append(value if positional else f"{keyword}={value}")
@@ -201,7 +201,7 @@ class StateEmitter:
         bound = bound_args(call, row["params"], call)
         step = bound.get(row["step"])
         if step is None:
-            raise Refusal(call, "TFG906", "a learning-rate schedule without a step")
+            raise Refusal.of(call, "schedule_without_step")
         args = ", ".join(f"{row['map'][k]}={self.code(v)}" for k, v in bound.items() if k in row["map"])
         text = f"{node.names[0]} = {self.tf}.{row['target']}({args})({self.code(step)})\n"
         return cst.parse_statement(text).with_changes(leading_lines=node.stmt.leading_lines)

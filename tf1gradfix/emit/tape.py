@@ -308,8 +308,7 @@ class TapeEmitter:
             return
         first = self.trained_by.setdefault(opt.index, set(variables))
         if first != set(variables):
-            raise Refusal(opt.call, "TFG906", "one optimizer trains different variable lists "
-                          "(a Keras optimizer only updates the variables of its first update)")
+            raise Refusal.of(opt.call, "optimizer_var_lists_differ")
 
     def _sparse_form(self, node: OptimizerCall, opt: Optimizer) -> bool:
         """Whether the update's gradients are densified before `apply_gradients`.
@@ -375,7 +374,7 @@ class TapeEmitter:
                 for element, fetch in zip(target.elements, site.fetches):
                     if isinstance(self.p.node(fetch), (TrainOp, Update)):
                         if not (isinstance(element.value, cst.Name) and self._discarded(element.value)):
-                            raise Refusal(element.value, "TFG905", "the result of a train op bound to a name that is used")
+                            raise Refusal.of(element.value, "train_result_used")
                     else:
                         kept.append(self.code(element.value))
                 if not kept:
@@ -390,7 +389,7 @@ class TapeEmitter:
                 call = self._invoke(site)
                 value = f"{call}.numpy()" if len(sig.returns) == 1 else f"{call}[{position}].numpy()"
                 return parent, cst.parse_expression(value)
-        raise Refusal(site.call, "TFG905", "the fetch result of a train or assignment op used other than by unpacking or indexing")
+        raise Refusal.of(site.call, "train_fetch_result_used")
 
     def _invoke(self, site: Site) -> str:
         sig = site.signature

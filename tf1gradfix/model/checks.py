@@ -27,12 +27,12 @@ def check_steps(program: Program, sigs: list[Signature], qualified) -> None:
             if isinstance(node, Gradients):
                 for x in node.xs:
                     if isinstance(program.node(x), Static):
-                        raise Refusal(node.value, "TFG905", f"gradient with respect to the constant `{x}`")
+                        raise Refusal.of(node.value, "gradient_of_constant", name=x)
         for p in sig.params:
             placeholder = program.node(p)
             assert isinstance(placeholder, Placeholder)
             if placeholder.dtype is None:
-                raise Refusal(placeholder.value, "TFG905", f"placeholder `{p}` without a dtype")
+                raise Refusal.of(placeholder.value, "placeholder_without_dtype", name=p)
         for i in sig.nodes:
             node = program.nodes[i]
             if isinstance(node, OptimizerCall):
@@ -46,15 +46,13 @@ def _update(program: Program, node: OptimizerCall, qualified) -> None:
     row = optimizers.optimizer_table().get(opt.cls, {})
     if row.get("sparse", True) is False and any(matches(q, "sparse_gradients")
                                                 for j in closure(program, [node.index]) for q in program.nodes[j].called()):
-        raise Refusal(opt.call, "TFG906", f"`{opt.cls}` on sparse gradients "
-                      f"(embedding_lookup/gather): v1 updates only the looked-up rows, Keras all rows")
+        raise Refusal.of(opt.call, "optimizer_sparse_lazy", optimizer=opt.cls)
     if row.get("v1_slots") and any(isinstance(n, LayerNode) and n.weights for n in program.nodes):
-        raise Refusal(opt.call, "TFG906", f"`{opt.cls}` is kept as the v1 optimizer (no Keras "
-                      "optimizer gives its numbers), and it cannot keep its slots for the Keras layers' weights")
+        raise Refusal.of(opt.call, "kept_optimizer_with_layers", optimizer=opt.cls)
     if node.differentiates():
         loss = node.bound["loss"]
         if not isinstance(loss, cst.Name):
-            raise Refusal(loss, "TFG905", "a loss that is an expression, not a name")
+            raise Refusal.of(loss, "loss_expression")
         if node.bound.get("var_list") is not None:
             _var_list(program, node, qualified)
 
@@ -62,4 +60,4 @@ def _update(program: Program, node: OptimizerCall, qualified) -> None:
 def _var_list(program: Program, node: OptimizerCall, qualified) -> None:
     given = node.bound["var_list"]
     if var_lists.members(program, given, node.index, qualified) is None:
-        raise Refusal(given, "TFG905", "a var_list that is not a list of variables")
+        raise Refusal.of(given, "var_list_form")

@@ -149,19 +149,19 @@ class ModelBuilder:
             return "update_ops", None
         if matches(q, "sessions"):
             if item.asname is None or not isinstance(item.asname.name, cst.Name):
-                raise Refusal(stmt, "TFG905", "a session `with` without `as NAME`")
+                raise Refusal.of(stmt, "session_with_without_as")
             self.session_arguments(call, stmt)
             return "session", item.asname.name.value
         if q == "tensorflow.name_scope":
             scope = literal_string(arg(call, 0, "name"))
             if scope is None or len(call.args) != 1 or not scope or item.asname is not None and not (
                     isinstance(item.asname.name, cst.Name) and self._unused(item.asname.name.value)):
-                raise Refusal(stmt, "TFG905", "`tf.name_scope` other than a plain string scope (its `as` name unused)")
+                raise Refusal.of(stmt, "name_scope_form")
             return "name_scope", scope
         if q == "tensorflow.variable_scope":
             scope = literal_string(arg(call, 0, "name_or_scope"))
             if scope is None or len(call.args) != 1 or item.asname is not None:
-                raise Refusal(stmt, "TFG905", "`tf.variable_scope` other than a plain string scope")
+                raise Refusal.of(stmt, "variable_scope_form")
             return "scope", scope
         return None, None
 
@@ -202,7 +202,7 @@ class ModelBuilder:
                                                "tensorflow.Variable", "tensorflow.get_variable") \
                     or is_optimizer(q) or q == "tensorflow.gradients" \
                     or q in summaries.summary_ops():   # (`merge_all` would not see it)
-                raise Refusal(call, "TFG904", f"graph built inside a compound statement (`{q.replace('tensorflow', 'tf', 1)}`)")
+                raise Refusal.of(call, "graph_in_compound", api=q)
 
     # -- one statement -----------------------------------------------------
     def add(self, item: Item, node_type: type[N], names, value, deps=(), /, **fields: Any) -> N:
@@ -230,8 +230,7 @@ class ModelBuilder:
                     builders.node(self, self.program.helpers[name])
         for name in names:
             if name in self.update_ops_names:
-                raise Refusal(expr, "TFG905", f"`{name}` (the UPDATE_OPS collection) read other than by "
-                              "`with tf.control_dependencies(...)`")
+                raise Refusal.of(expr, "update_ops_other_use", name=name)
             if name in self.program.final:
                 out.add(self.program.final[name])
             helper = self.program.helpers.get(name)
@@ -255,7 +254,7 @@ class ModelBuilder:
             if i is not None and isinstance(self.program.nodes[i], (Variable, Static)):
                 out.add(i)
             elif i is not None:
-                raise Refusal(helper, "TFG905", f"function `{helper.name.value}` reads graph value `{name}` as a global")
+                raise Refusal.of(helper, "function_reads_graph_global", function=helper.name.value, name=name)
         return out
 
     def _classify(self, item: Item) -> None:
@@ -264,7 +263,7 @@ class ModelBuilder:
             return   # (host code: rewritten with the summaries it writes)
         if len(stmt.body) != 1:
             if any(self.calls(s) for s in stmt.body):
-                raise Refusal(stmt, "TFG905", "several statements on one line")
+                raise Refusal.of(stmt, "several_statements_line")
             return
         small = stmt.body[0]
         if isinstance(small, cst.Expr) and isinstance(small.value, cst.Call):
@@ -277,25 +276,24 @@ class ModelBuilder:
             if matches(q, "queues"):
                 raise queue_refusal(small, cast(str, q))
             if matches(q, "graph_resets") and self.program.nodes:
-                raise Refusal(small, "TFG905", f"`{cast(str, q).rsplit('.', 1)[1]}()` after graph code: a second graph "
-                              "in the same script")
+                raise Refusal.of(small, "second_graph", function=cast(str, q).rsplit('.', 1)[1])
             if matches(q, "drop") or matches(q, "graph_resets"):   # (a reset before any graph code: nothing to reset)
                 item.drop = True
             elif summaries.model(self, item, None, small.value, q):
                 pass
             elif q is not None and not matches(q, "keep"):
-                raise Refusal(small, "TFG905", f"graph statement `{q.replace('tensorflow', 'tf', 1)}(...)` with no result")
+                raise Refusal.of(small, "graph_statement_no_result", api=q)
             return
         if isinstance(small, (cst.AugAssign, cst.AnnAssign)):
             touched = self.deps_of(small)
             if touched:
-                raise Refusal(small, "TFG905", "augmented assignment of a graph value")
+                raise Refusal.of(small, "augmented_assignment")
             return
         if not isinstance(small, cst.Assign):
             return
         if len(small.targets) != 1:
             if self.deps_of(small.value):
-                raise Refusal(small, "TFG905", "chained assignment of a graph value")
+                raise Refusal.of(small, "chained_assignment")
             return
         names = target_names(small.targets[0].target)
         value = small.value
@@ -306,10 +304,10 @@ class ModelBuilder:
         if not deps and not tf_calls:
             for name in names or ():
                 if name in self.program.final:
-                    raise Refusal(small, "TFG905", f"`{name}` rebound to a non-graph value")
+                    raise Refusal.of(small, "rebound_to_host_value", name=name)
             return
         if names is None:
-            raise Refusal(small, "TFG905", "graph value assigned to something other than names")
+            raise Refusal.of(small, "graph_value_target")
         self._graph_statement(item, small, names, value, deps, tf_calls)
 
     def _runs_graph(self, value: cst.BaseExpression) -> bool:
@@ -325,8 +323,7 @@ class ModelBuilder:
 
     def _graph_statement(self, item, small, names, value, deps, tf_calls) -> None:
         if item.prefix and any(isinstance(self.program.nodes[d], BuilderModule) for d in deps):
-            raise Refusal(small, "TFG905", f"a builder function called inside `tf.variable_scope(\"{item.prefix[:-1]}\")`: "
-                          "its variables would lose that scope's name")
+            raise Refusal.of(small, "builder_called_in_scope", scope=item.prefix[:-1])
         call = value if isinstance(value, cst.Call) else None
         q = self.qualified(call.func) if call is not None else None
         statement = Statement(item, small, names, value, deps, tf_calls, call, q)

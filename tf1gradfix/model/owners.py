@@ -85,7 +85,7 @@ def nested_sessions(statements, program, meta, builder) -> dict[cst.CSTNode, str
             item = node.items[0] if len(node.items) == 1 else None
             if item is not None and isinstance(item.item, cst.Call) and matches(names.qualified(item.item.func), "sessions"):
                 if item.asname is None or not isinstance(item.asname.name, cst.Name):
-                    raise Refusal(node, "TFG905", "a session `with` without `as NAME`")
+                    raise Refusal.of(node, "session_with_without_as")
                 builder.session_arguments(item.item, node)
                 program.sessions.add(item.asname.name.value)
                 found[node] = item.asname.name.value
@@ -96,7 +96,7 @@ def nested_sessions(statements, program, meta, builder) -> dict[cst.CSTNode, str
                     and matches(names.qualified(small.value.func), "sessions"):
                 target = small.targets[0].target if len(small.targets) == 1 else None
                 if not isinstance(target, cst.Name):
-                    raise Refusal(node, "TFG905", "a session bound to something other than a name")
+                    raise Refusal.of(node, "session_target")
                 builder.session_arguments(small.value, node)
                 program.sessions.add(target.value)
                 found[node] = target.value

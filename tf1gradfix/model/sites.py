@@ -74,7 +74,7 @@ class HostScan:
         for position, item in enumerate(self.p.items):
             if item.node is not None or item.drop:
                 if item.node is not None and self.first_site_item is not None:
-                    raise Refusal(item.stmt, "TFG905", "graph built after the graph already ran")
+                    raise Refusal.of(item.stmt, "graph_after_run")
                 continue
             if isinstance(item.stmt, (cst.FunctionDef, cst.ClassDef)):
                 self._definition(item.stmt, names)
@@ -115,7 +115,7 @@ class HostScan:
         for name in sorted(used & names):
             node = self.p.node(name)
             if name in self.p.sessions or not isinstance(node, (Variable, Static)):
-                raise Refusal(stmt, "TFG905", f"`{stmt.name.value}` uses graph value `{name}`")
+                raise Refusal.of(stmt, "function_uses_graph_value", function=stmt.name.value, name=name)
 
     def _feed_bindings(self, statements) -> None:
         """`feed = {x: ..., y: ...}` (or `{model.x: ...}`): dicts of placeholders bound to a name."""
@@ -136,13 +136,13 @@ class HostScan:
                 if not any(names):
                     return
                 if len(keys) != len(node.value.elements) or not all(names):
-                    raise Refusal(node, "TFG902", "a feed dict mixing placeholders and other keys")
+                    raise Refusal.of(node, "feed_mixed_keys")
                 if len(node.targets) != 1 or not isinstance(node.targets[0].target, cst.Name):
-                    raise Refusal(node, "TFG902", "a feed dict bound to something other than a name")
+                    raise Refusal.of(node, "feed_target")
                 name, keyset = node.targets[0].target.value, frozenset(cast("list[str]", names))
                 if scan.feed_dicts.setdefault(name, keyset) != keyset \
                         or scan.feed_receivers.setdefault(name, scan._receiver) != scan._receiver:
-                    raise Refusal(node, "TFG902", f"feed dict `{name}` feeds different placeholders in different places")
+                    raise Refusal.of(node, "feed_dict_varies", name=name)
                 scan.feed_dict_nodes[node.value] = cast("list[str]", names)
 
         for stmt in statements:
@@ -159,7 +159,7 @@ class HostScan:
         if q not in graph_ops()["variable_collections"] and not matches(q, "collection_getters"):
             return False
         if self.host is not None:
-            raise Refusal(call, "TFG905", "a variable collection read outside the model class")
+            raise Refusal.of(call, "collection_outside_class")
         listed = var_lists.members(self.p, call, len(self.p.nodes), qualified)
         if listed is None:
             return False
@@ -176,7 +176,7 @@ class HostScan:
         node = self.p.node(name) if name is not None else None
         if not (isinstance(sess, cst.Name) and sess.value in self._sessions) or not isinstance(node, Variable) \
                 or len(call.args) != 2:
-            raise Refusal(call, "TFG905", "`tf.train.global_step` of something other than the session and a variable")
+            raise Refusal.of(call, "global_step_call_form")
         self.variable_lists[call] = f"int({cst.Module([]).code_for_node(cast(cst.BaseExpression, step))}.numpy())"
         return True
 
@@ -194,13 +194,13 @@ class HostScan:
                 self._remove_statement(call)
                 return True
             if method != "run":
-                raise Refusal(call, "TFG905", f"session method `{method}`")
+                raise Refusal.of(call, "session_method", method=method)
             fetch = arg(call, 0, "fetches")
             feed = arg(call, 1, "feed_dict")
             extra = list(call.args[2:]) + [
                 a for a in call.args if a.keyword is not None and a.keyword.value not in ("fetches", "feed_dict")]
             if fetch is None or extra:
-                raise Refusal(call, "TFG905", "`sess.run` with options or run_metadata")
+                raise Refusal.of(call, "run_options")
             self._add_site(call, fetch, feed)
             return True
         node = self.p.node(receiver) if self.host is None and receiver is not None else None   # (host names are not graph names)
@@ -243,17 +243,17 @@ class HostScan:
     def _check_session_kw(self, call: cst.Call, allowed) -> None:
         for a in call.args:
             if a.keyword is not None and a.keyword.value not in allowed:
-                raise Refusal(call, "TFG905", f"`{a.keyword.value}=` at an execution site")
+                raise Refusal.of(call, "run_keyword", param=a.keyword.value)
             if a.keyword is not None and a.keyword.value == "session":
                 if not (isinstance(a.value, cst.Name) and a.value.value in self.p.sessions):
-                    raise Refusal(call, "TFG905", "`session=` that is not the program's session")
+                    raise Refusal.of(call, "run_other_session")
         if len([a for a in call.args if a.keyword is None]) > 1:
-            raise Refusal(call, "TFG905", "extra positional arguments at an execution site")
+            raise Refusal.of(call, "run_extra_positional")
 
     def _remove_statement(self, call: cst.Call) -> None:
         parent = self.parent(call)
         if not isinstance(parent, cst.Expr):
-            raise Refusal(call, "TFG905", "a session call whose result is used")
+            raise Refusal.of(call, "session_call_result_used")
         self.removed.add(parent)
 
     def _add_site(self, call: cst.Call, fetch: cst.BaseExpression, feed) -> None:
@@ -266,12 +266,12 @@ class HostScan:
         structure, fetches = self._fetches(fetch)
         if structure == "init":
             if feed is not None:
-                raise Refusal(call, "TFG905", "an initializer run with a feed")
+                raise Refusal.of(call, "initializer_run_fed")
             self._remove_statement(call)
             # TF2 initializes once, at creation: a re-initialization cannot simply go
             # (functions of host code run in an order the scan does not know)
             if self.sites and self.host is None or self._in_loop(call) or self.inits:
-                raise Refusal(call, "TFG905", "variables initialized again, or in a loop or condition")
+                raise Refusal.of(call, "initializer_run_again")
             self.inits += 1
             return
         site = Site(call, fetches, structure, None, None, parent=self.parent(call))
@@ -281,52 +281,52 @@ class HostScan:
             site.feed = {}
             for e in feed.elements:
                 if not isinstance(e, cst.DictElement):
-                    raise Refusal(feed, "TFG902", "a feed dict built with ** (dynamic feed)")
+                    raise Refusal.of(feed, "feed_double_star")
                 key = e.key
                 if isinstance(key, (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString)):
-                    raise Refusal(key, "TFG903", "a placeholder fed by its string name")
+                    raise Refusal.of(key, "feed_by_name")
                 name = self._graph_name(key)
                 node = self.p.node(name) if name is not None else None
                 if not isinstance(node, Placeholder):
-                    raise Refusal(key, "TFG902", "a feed key that is not a placeholder name (dynamic feed)")
+                    raise Refusal.of(key, "feed_key_not_placeholder")
                 if loads(e.value) and set(loads(e.value)) & self.graph_names():
-                    raise Refusal(e.value, "TFG905", "a feed value computed from graph values")
+                    raise Refusal.of(e.value, "feed_value_from_graph")
                 site.feed[cast(str, name)] = e.value
         elif isinstance(feed, cst.Name) and feed.value in self.feed_dicts:
             site.feed_name = feed.value
             receiver = self.feed_receivers[feed.value]
             if self._receiver not in (None, receiver):
-                raise Refusal(call, "TFG905", f"one run naming two instances (`{self._receiver}`, `{receiver}`)")
+                raise Refusal.of(call, "run_two_instances", first=self._receiver, second=receiver)
             self._receiver = receiver
         else:
-            raise Refusal(feed, "TFG902", "a feed dict the tool cannot read statically (dynamic feed)")
+            raise Refusal.of(feed, "feed_unreadable")
         site.fed = frozenset(site.feed) if site.feed is not None else self.feed_dicts[cast(str, site.feed_name)]
         site.receiver = self._receiver
         self.sites.append(site)
 
     def _fetches(self, fetch: cst.BaseExpression) -> tuple[str, list[str]]:
         if isinstance(fetch, (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString)):
-            raise Refusal(fetch, "TFG903", "a value fetched by its string name")
+            raise Refusal.of(fetch, "fetch_by_name")
         if isinstance(fetch, cst.Call) and matches(self.meta.names.qualified(fetch.func), "initializers"):
             return "init", []
         name = self._graph_name(fetch)
         if name is not None or isinstance(fetch, cst.Name):
             node = self.p.node(name) if name is not None else None
             if node is None:
-                raise Refusal(fetch, "TFG905", f"fetch `{cst.Module([]).code_for_node(fetch)}` is not a graph value the tool knows")
+                raise Refusal.of(fetch, "fetch_unknown", code=cst.Module([]).code_for_node(fetch))
             if isinstance(node, Init):
                 return "init", []
             if isinstance(node, (Optimizer, ComputeGradients, VarList)):
-                raise Refusal(fetch, "TFG905", f"fetching a {node.kind}")
+                raise Refusal.of(fetch, "fetch_kind", kind=node.kind)
             return "single", [cast(str, name)]
         if isinstance(fetch, (cst.List, cst.Tuple)) and fetch.elements:
             names = []
             for e in fetch.elements:
                 if isinstance(e.value, (cst.SimpleString, cst.ConcatenatedString)):
-                    raise Refusal(e.value, "TFG903", "a value fetched by its string name")
+                    raise Refusal.of(e.value, "fetch_by_name")
                 kind, inner = self._fetches(e.value)
                 if kind != "single":
-                    raise Refusal(e.value, "TFG905", "a nested or initializer fetch")
+                    raise Refusal.of(e.value, "fetch_nested")
                 names += inner
             return ("list" if isinstance(fetch, cst.List) else "tuple"), names
         return "single", [self._fetched_expression(fetch)]
@@ -340,9 +340,9 @@ class HostScan:
             return None
         receiver = cst.Module([]).code_for_node(expr.value)
         if self._receiver not in (None, receiver):
-            raise Refusal(expr, "TFG905", f"one run naming two instances (`{self._receiver}`, `{receiver}`)")
+            raise Refusal.of(expr, "run_two_instances", first=self._receiver, second=receiver)
         if set(loads(expr.value)) & self.p.sessions or not isinstance(expr.value, (cst.Name, cst.Attribute)):
-            raise Refusal(expr, "TFG905", "a model instance that is not a name or an attribute")
+            raise Refusal.of(expr, "run_instance_form")
         self._receiver = receiver
         return self.attributes[expr.attr.value]
 
@@ -357,12 +357,12 @@ class HostScan:
         top = self.meta.names.qualified(expr.func) if isinstance(expr, cst.Call) else None
         if not isinstance(expr, (cst.Subscript, cst.Call, cst.BinaryOperation, cst.UnaryOperation)) \
                 or isinstance(expr, cst.Call) and (top is None or matches(top, "several_results")):
-            raise Refusal(expr, "TFG905", "a fetch that is not a name, a list of names or an expression giving one tensor")
+            raise Refusal.of(expr, "fetch_form")
         if not deps or read & set(self.p.helpers) or read & self.p.sessions:
-            raise Refusal(expr, "TFG905", "a fetch that is not a name, a list of names or an expression of graph values")
+            raise Refusal.of(expr, "fetch_form")
         for i in deps:
             if not isinstance(self.p.nodes[i], (Tensor, Static, Variable, Placeholder, Gradients)):
-                raise Refusal(expr, "TFG905", f"a fetched expression of a {self.p.nodes[i].kind}")
+                raise Refusal.of(expr, "fetch_expression_kind", kind=self.p.nodes[i].kind)
         calls = []
 
         class V(cst.CSTVisitor):
@@ -376,7 +376,7 @@ class HostScan:
                                   or matches(q, "sessions") or matches(q, "initializers")
                                   or q in ("tensorflow.gradients", "tensorflow.placeholder", "tensorflow.Variable",
                                            "tensorflow.get_variable", "tensorflow.placeholder_with_default")):
-                raise Refusal(call, "TFG905", f"`{q.replace('tensorflow', 'tf', 1)}` in a fetched expression")
+                raise Refusal.of(call, "fetch_expression_api", api=q)
         taken = set(loads(self.p.owner)) | set(self.p.final) | set(self.p.helpers)
         base = _describe(expr)
         name, k = base, 1
@@ -417,8 +417,7 @@ class _HostReads(cst.CSTVisitor):
                 and node.attr.value in graph_ops()["host_attributes"].get(cast(Node, self.scan.p.node(node.value.value)).kind, ()):
             return False   # `c.get_shape()` of a constant or a variable: the same in TF2, where it exists on the host
         if node.attr.value in self.scan.attributes or self.scan.host and node.attr.value in self.scan.host.session_attributes:
-            raise Refusal(node, "TFG905", f"graph value `{cst.Module([]).code_for_node(node)}` used "
-                          "outside `sess.run`")
+            raise Refusal.of(node, "graph_value_outside_run", code=cst.Module([]).code_for_node(node))
         node.value.visit(self)
         return False
 
@@ -448,15 +447,15 @@ class _HostReads(cst.CSTVisitor):
 
     def visit_Name(self, node: cst.Name) -> None:
         if node.value in self.scan.feed_dicts:
-            raise Refusal(node, "TFG902", f"feed dict `{node.value}` used other than as a feed (dynamic feed)")
+            raise Refusal.of(node, "feed_dict_other_use", name=node.value)
         if node.value in self.names:
             graph = None if node.value in self.scan.p.sessions else self.scan.p.node(node.value)
             kind = "session" if graph is None else graph.kind
             if isinstance(graph, Tensor) and node in self.stores:
                 return   # host code rebinding a tensor's name: the tensor lives in the step functions
             if isinstance(graph, Placeholder):
-                raise Refusal(node, "TFG902", f"placeholder `{node.value}` used outside a feed_dict literal (dynamic feed)")
-            raise Refusal(node, "TFG905", f"{kind} `{node.value}` used outside `sess.run`/`.eval()`")
+                raise Refusal.of(node, "placeholder_outside_feed", name=node.value)
+            raise Refusal.of(node, "node_outside_run", kind=kind, name=node.value)
 
 
 def _stored_names(target: cst.BaseExpression) -> list[cst.Name]:

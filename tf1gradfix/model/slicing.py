@@ -62,11 +62,10 @@ def _flag_values(program: Program, site: Site, flags: set[str]) -> dict[str, str
             continue
         value = (site.feed or {}).get(name)
         if value is None and site.feed_name is not None:
-            raise Refusal(site.call, "TFG905", f"the mode flag `{name}` fed through a dict built elsewhere")
+            raise Refusal.of(site.call, "mode_flag_feed_elsewhere", name=name)
         value = value if value is not None else _placeholder(program, name).default
         if not (isinstance(value, cst.Name) and value.value in ("True", "False")):
-            raise Refusal(value if value is not None else site.call, "TFG905",
-                          f"the mode flag `{name}` fed with something other than True or False")
+            raise Refusal.of(value if value is not None else site.call, "mode_flag_value", name=name)
         out[name] = value.value
     return out
 
@@ -82,9 +81,7 @@ def _check_statistics(program: Program, sig: "Signature", site: Site) -> None:
         value = training.value if isinstance(training, cst.Name) else None
         value = sig.flags.get(value, value) if value is not None else None
         if value == "True" and not (sig.train is not None and sig.train.stats):
-            raise Refusal(site.call, "TFG905", "a run with batch normalization in training mode that does not run a "
-                          "train op under `tf.control_dependencies(UPDATE_OPS)`: TF1 leaves the moving statistics, "
-                          "Keras would update them")
+            raise Refusal.of(site.call, "batch_norm_updates_not_run")
 
 
 def _placeholder(program: Program, name: str) -> Placeholder:
@@ -120,13 +117,12 @@ def _slice(program: Program, sig: Signature, site: Site) -> None:
             raise unsupported
         if node.differentiates() and any(isinstance(program.nodes[j], GRADIENT_NODES) for j in closure(program, node.deps)):
             # the tape would have to record the inner gradient: nested tapes, which the rewrite does not write
-            raise Refusal(node.value, "TFG905", "a gradient of a value computed from another gradient "
-                          "(a gradient penalty, second order)")
+            raise Refusal.of(node.value, "gradient_of_gradient")
     sig.nodes = sorted(members)
     updates.check_run(program, site.call, fetched)
     trains = [n for n in fetched if isinstance(n, TrainOp)]
     if len(trains) > 1:
-        raise Refusal(site.call, "TFG905", "two train ops in one run")
+        raise Refusal.of(site.call, "two_train_ops")
     sig.train = trains[0] if trains else None
     # A TF1 (reference) variable fetched with its own update shares the variable's buffer, so the
     # run returns the value after the update. Allowed for the step counter the train op increments
@@ -134,14 +130,14 @@ def _slice(program: Program, sig: Signature, site: Site) -> None:
     # Other variables stay refused: which update a weight's fetch sees is not pinned down.
     step = sig.train.step if sig.train is not None else None
     if sig.train is not None and any(isinstance(n, Variable) and n.names[0] != step for n in fetched):
-        raise Refusal(site.call, "TFG905", "a variable fetched in the same run as its update (order undefined)")
+        raise Refusal.of(site.call, "variable_fetched_with_update")
     sig.returns = [name for name, n in zip(sig.fetches, fetched) if not isinstance(n, (TrainOp, Update))]
     sig.inline = all(isinstance(n, (Variable, Static)) for n in fetched) and not sig.fed
     placeholders = [n for n in (program.nodes[i] for i in sig.nodes)
                     if isinstance(n, Placeholder) and not n.mode_flag]   # (a flag is a literal in each function)
     for ph in placeholders:
         if ph.names[0] not in sig.fed and ph.default is None:
-            raise Refusal(site.call, "TFG905", f"placeholder `{ph.names[0]}` is needed but not fed")
+            raise Refusal.of(site.call, "placeholder_not_fed", name=ph.names[0])
     order = [n.names[0] for n in program.nodes if isinstance(n, Placeholder) and not n.mode_flag]
     plain = [p for p in order if p in sig.fed and _placeholder(program, p).default is None]
     defaults = [p for p in order if _placeholder(program, p).default is not None

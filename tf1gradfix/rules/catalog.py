@@ -45,6 +45,7 @@ class Rule:
     receiver: str | None = None
     renames: bool = False
     reported_by: str | None = None  # a stage that reports it (no matcher), e.g. "restructure"
+    split_from: str | None = None   # the code it was part of: that code still selects and ignores it
 
 
 @dataclass(frozen=True)
@@ -133,6 +134,7 @@ def load() -> Catalog:
                 receiver=raw.get("receiver"),
                 renames=bool(raw.get("renames", False)),
                 reported_by=raw.get("reported_by"),
+                split_from=raw.get("split_from"),
             )
         )
     # Renames proven by identity (generated: the TF1 object *is* the TF2 one), then the hand table's.

@@ -443,6 +443,7 @@ def _restructured(wrapper, display, codes, result, silenced, catalog, renames):
     from tf1gradfix.run.findings import is_suppressed, suppressions
     from tf1gradfix.emit.renames import renamed_source
     from tf1gradfix.emit.restructure import HANDLED, restructure
+    from tf1gradfix.model.refusals import diagnostic
 
     if not all(codes.wants(code) for code in HANDLED):  # it rewrites all of them at once
         return None, False
@@ -466,8 +467,8 @@ def _restructured(wrapper, display, codes, result, silenced, catalog, renames):
             left = [h for h in hits if (h.rule.safety != "safe" or h.ambiguous)
                     and not is_suppressed(h.line, h.rule.code, kept)]
             if left:
-                diagnostics.append((1, 1, "TFG905", f"the rewrite would leave {left[0].rule.code} "
-                                    f"({left[0].message.split(';')[0]}); file left intact", "manual"))
+                diagnostics.append(diagnostic(1, 1, "rewrite_leaves_construct", code=left[0].rule.code,
+                                              detail=left[0].message.split(';')[0]))
             else:
                 new = (new_wrapper.module, hits, source)
     for line, col, code, message, safety in diagnostics:
@@ -526,6 +527,7 @@ def _names_tf2_lacks(source: bytes, original: bytes):
     from tf1gradfix.detect import api_surface
     from tf1gradfix.run.findings import suppressions
     from tf1gradfix.detect.prefilter import python_tree
+    from tf1gradfix.model.refusals import diagnostic
 
     tree = python_tree(source)   # (read already: _unparsable compiled it)
     gone = api_surface.missing(tree) if tree is not None else []
@@ -538,7 +540,7 @@ def _names_tf2_lacks(source: bytes, original: bytes):
     tree = python_tree(original)
     where = [m for m in api_surface.missing(tree) if m.name == name] if tree is not None else []
     line, col = (where[0].line, where[0].col) if where else (1, 1)
-    return (line, col, "TFG905", f"the rewrite would write `tf.{name}`, which TF2 does not have; file left intact", "manual")
+    return diagnostic(line, col, "rewrite_writes_removed_name", name=name)
 
 
 def _unparsable(source: bytes) -> str | None:

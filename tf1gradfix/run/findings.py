@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import asdict, dataclass
 
@@ -36,7 +37,17 @@ class FileError:
 
 
 def code_matches(code: str, prefixes) -> bool:
-    return any(p == "ALL" or code.startswith(p) for p in prefixes)
+    """`code` starts with one of `prefixes`, or was split from a code that does
+    (TFG910 from TFG905: `--ignore TFG905`, `TFG90` and `TFG9` still match it)."""
+    old = _split_from().get(code)
+    return any(p == "ALL" or code.startswith(p) or old is not None and old.startswith(p) for p in prefixes)
+
+
+@functools.lru_cache(maxsize=None)
+def _split_from() -> dict[str, str]:
+    from tf1gradfix.rules.catalog import load
+
+    return {r.code: r.split_from for r in load().rules if r.split_from}
 
 
 @dataclass(frozen=True)
