@@ -23,7 +23,7 @@ from tf1gradfix.detect.api_surface import missing_in_source
 from tf1gradfix.emit.restructure import restructure
 from tf1gradfix.rules import contrib
 from tf1gradfix.run.engine import process_source
-from tf1gradfix.run.findings import CodeFilter
+from tf1gradfix.run.findings import CodeFilter, code_matches
 
 SYMBOLS = contrib.table()["symbol"]
 CASES = [(symbol, case) for symbol, row in SYMBOLS.items() if row.get("rewrite") == "initializer"
@@ -175,7 +175,7 @@ def test_argument_forms_outside_the_table_are_refused(case, why):
                                f"m = flag = 1\nw0 = tf.get_variable(\"w0\", [6, 1], initializer="
                                f"tf.contrib.layers.variance_scaling_initializer({case})")
     assert f"variance_scaling_initializer({case})" in source
-    assert any(d[2] == "TFG905" and why in d[3] for d in refusals(source))
+    assert any(code_matches(d[2], ("TFG905",)) and why in d[3] for d in refusals(source))
 
 
 def test_a_layer_initializer_from_contrib_is_mapped_like_get_variables():
@@ -190,7 +190,7 @@ def test_a_layer_initializer_from_contrib_is_mapped_like_get_variables():
 @pytest.mark.parametrize("setting, why", [('scope="flat"', "scope"), ("outputs_collections=['out']", "outputs_collections=")])
 def test_flatten_settings_keras_lacks_are_refused(setting, why):
     source = program().replace("tf.contrib.layers.flatten(x)", f"tf.contrib.layers.flatten(x, {setting})")
-    assert any(d[2] == "TFG905" and why in d[3] for d in refusals(source))
+    assert any(code_matches(d[2], ("TFG905",)) and why in d[3] for d in refusals(source))
 
 
 def test_contrib_calls_not_in_the_table_stay_refused_with_the_line():
