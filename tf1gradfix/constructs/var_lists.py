@@ -99,9 +99,9 @@ def _collection(program, call: cst.Call, q, before: int, qualified) -> list[str]
                           "the scopes it is called with (known only when it runs)")
         if isinstance(node, BuilderModule):   # a builder function's module: all its variables are `SCOPE/...`
             module_scope = cast(str, node.scope) + "/"
-            if module_scope.startswith(cast(str, prefix)):
+            if module_scope.startswith(prefix):
                 chosen.append(builders.variables_text(node))
-            elif cast(str, prefix).startswith(module_scope):
+            elif prefix.startswith(module_scope):
                 raise Refusal(call, "TFG905", f"a collection of some of the variables of `{node.var}`")
             continue
         assert isinstance(node, Variable)
