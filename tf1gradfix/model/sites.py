@@ -6,7 +6,7 @@ other use of graph values there (refused: they have no value outside a run).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, cast
+from typing import Any, cast
 
 import libcst as cst
 from tf1gradfix.constructs import dropout, var_lists
@@ -16,9 +16,6 @@ from tf1gradfix.model.nodes import (ComputeGradients, Gradients, Init, Node, Opt
 from tf1gradfix.cst.syntax import Refusal, arg, bound_names, free_names, graph_ops, loads, matches
 from tf1gradfix.cst.walk import children, walk
 
-if TYPE_CHECKING:
-    from tf1gradfix.model.slicing import Signature
-
 @dataclass
 class Site:
     call: cst.Call
@@ -27,7 +24,7 @@ class Site:
     feed: dict[str, cst.BaseExpression] | None   # placeholder -> value (literal dict feed)
     feed_name: str | None       # a host dict holding the feed (`**name` at the call)
     fed: frozenset[str] = frozenset()
-    signature: Signature | None = None   # its slicing.Signature, once the runs are sliced
+    signature: Any = None   # its slicing.Signature once the runs are sliced (slicing imports this module)
     parent: cst.CSTNode | None = None   # the node holding the call (its statement decides the rewrite)
     receiver: str | None = None   # a model class's instance whose attributes the run names (`model`)
 
