@@ -18,6 +18,7 @@ demo: $(STAMP)
 	$(BIN)/python -m tf1gradfix.cli.demo
 
 test: $(STAMP)
+	$(BIN)/python -m mypy
 	$(BIN)/python -m pytest
 
 test-fast: $(STAMP)

@@ -23,6 +23,8 @@ call under its scope, when the arguments that shape it are known, as
 
 from __future__ import annotations
 
+from typing import cast
+
 import libcst as cst
 
 from tf1gradfix.cst.syntax import (Refusal, bound_args, bound_names, is_docstring, literal_string, loads, names_as_attributes,
@@ -81,6 +83,7 @@ def node(builder, helper: cst.FunctionDef) -> BuilderModule:
                     raise Refusal.of(c, "builder_weights_other_form", function=helper.name.value)
             local |= bound_names(stmt)
             continue
+        small = cast(cst.Assign, small)   # (a `tf.get_variable` call is its value)
         if len(small.targets) != 1 or not isinstance(small.targets[0].target, cst.Name):
             raise Refusal.of(stmt, "builder_get_variable_target")
         bound = without_defaults(bound_args(call, list(GET_VARIABLE), call), "tensorflow.get_variable")
@@ -146,7 +149,7 @@ def class_statements(node: BuilderModule, name: str, tf: str, initial_value, gap
     `__call__`) and `encoder = Encoder()`, in place of the function; its
     docstring becomes the class's, the comments above the scope stay in `__call__`. `name`: the class's."""
     helper = node.builder
-    first = list(helper.body.body)
+    first = cast("list[cst.SimpleStatementLine | cst.BaseCompoundStatement]", list(helper.body.body))
     docstring = first[0] if first and is_docstring(first[0]) else None
     scope_comments = [ln for ln in (first[1] if docstring else first[0]).leading_lines if ln.comment is not None]
     if node.scope_parameter is not None:
@@ -162,14 +165,15 @@ def class_statements(node: BuilderModule, name: str, tf: str, initial_value, gap
                 f"    def __call__(self):\n        pass\n")
         skip = {id(v[4]) for v in node.variables}
         body = [names_as_attributes(s, attribute) for s in node.inner if id(s) not in skip]
-    cls = cst.parse_statement(text)
+    cls = cast(cst.ClassDef, cst.parse_statement(text))
     if body:
-        body[0] = body[0].with_changes(leading_lines=[*scope_comments, *body[0].leading_lines])
+        head_line = cast("cst.SimpleStatementLine | cst.BaseCompoundStatement", body[0])
+        body[0] = head_line.with_changes(leading_lines=[*scope_comments, *head_line.leading_lines])
     params = helper.params.with_changes(params=[cst.Param(cst.Name("self")), *helper.params.params])
     call = helper.with_changes(name=cst.Name("__call__"), params=params, leading_lines=[cst.EmptyLine(indent=False)],
                                body=helper.body.with_changes(body=body))
-    init, *others = [m for m in cls.body.body if m.name.value != "__call__"]
-    head = [init] if docstring is None else [docstring, init.with_changes(leading_lines=[cst.EmptyLine(indent=False)])]
+    init_method, *others = [m for m in cast("list[cst.FunctionDef]", cls.body.body) if m.name.value != "__call__"]
+    head = [init_method] if docstring is None else [docstring, init_method.with_changes(leading_lines=[cst.EmptyLine(indent=False)])]
     cls = cls.with_changes(body=cls.body.with_changes(body=[*head, call, *others]), leading_lines=helper.leading_lines)
     instance = cst.parse_statement(f"{helper.name.value} = {name}()\n").with_changes(
         leading_lines=[cst.EmptyLine(indent=False)] * gap)
@@ -194,7 +198,7 @@ def _per_call_statements(node: BuilderModule, name: str, tf: str, initial_value)
     for stmt in node.inner:
         if id(stmt) in made:
             local, label, call, bound, _ = made[id(stmt)]
-            stmt = stmt.with_changes(body=[cst.parse_statement(
-                f"{local} = self.variable(f\"{{{scope}}}/{label}\", lambda: {initial_value(call, bound)})\n").body[0]])
+            stmt = stmt.with_changes(body=[cast(cst.SimpleStatementLine, cst.parse_statement(
+                f"{local} = self.variable(f\"{{{scope}}}/{label}\", lambda: {initial_value(call, bound)})\n")).body[0]])
         body.append(stmt)
     return text, body

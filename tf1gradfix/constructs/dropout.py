@@ -10,6 +10,8 @@ A placeholder keep_prob is a parameter of the step function like any fed one.
 
 from __future__ import annotations
 
+from typing import cast
+
 import libcst as cst
 
 from tf1gradfix.constructs.losses import ATOMS, loss_table
@@ -86,4 +88,4 @@ def rewritten_statement(stmt: cst.CSTNode, calls, qualified, code) -> cst.CSTNod
     """`stmt` with its dropout calls written with `rate=` (itself when it has none)."""
     if SYMBOL not in calls:
         return stmt
-    return stmt.visit(DropoutRewriter(qualified, code))
+    return cast(cst.CSTNode, stmt.visit(DropoutRewriter(qualified, code)))

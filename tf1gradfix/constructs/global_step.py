@@ -10,6 +10,8 @@ emitted as written (a variable statement that already has its name).
 
 from __future__ import annotations
 
+from typing import cast
+
 import libcst as cst
 
 from tf1gradfix.cst.syntax import Refusal, matches
@@ -25,6 +27,7 @@ def model(builder, item, name: str, call: cst.Call | None, q: str | None) -> boo
         return False
     if call.args:
         raise Refusal.of(call, "global_step_other_graph")
+    q = cast(str, q)   # (a creator or getter of the table: named)
     existing = find(program)
     earlier = program.node(name)
     if earlier is not None and earlier.graph_input():
@@ -66,7 +69,7 @@ def resolve(program, node):
 
 
 def _statement(item, text: str) -> cst.SimpleStatementLine:
-    return cst.parse_statement(text + "\n").with_changes(leading_lines=item.stmt.leading_lines)
+    return cast(cst.SimpleStatementLine, cst.parse_statement(text + "\n").with_changes(leading_lines=item.stmt.leading_lines))
 
 
 def build(builder, s: Statement) -> bool:

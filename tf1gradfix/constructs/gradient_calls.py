@@ -13,6 +13,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import cast
+
 import libcst as cst
 
 from tf1gradfix.cst.syntax import Refusal, bound_args, literal_string, target_names
@@ -50,7 +53,7 @@ def model(builder, item, names, target, value, deps) -> bool:
         raise Refusal.of(value, "gradients_indexed_other")
     stops = _stops(program, bound.get("stop_gradients"), xs_names, call)
     if listed:   # `tf.gradients(y, [a, b])[1]`: the gradient with respect to b alone (each is its own)
-        xs_names, single = [xs_names[index]], True
+        xs_names, single = [xs_names[cast(int, index)]], True
     unconnected = _unconnected(builder, bound.get("unconnected_gradients"))
     note_dropped(builder, call, bound)
     builder.add(item, Gradients, names, value, deps, ys=bound["ys"], xs=xs_names, single=single,
@@ -61,13 +64,13 @@ def model(builder, item, names, target, value, deps) -> bool:
 def note_dropped(builder, call: cst.Call, bound: dict) -> None:
     """An info note (TFG206) per argument that only tuned graph-mode gradient building."""
     what = "tf.gradients" if isinstance(call.func, cst.Name) or builder.qualified(call.func) == "tensorflow.gradients" \
-        else call.func.attr.value
+        else cast(cst.Attribute, call.func).attr.value
     for name in DROPPED:
         if name in bound:
             builder.note(bound[name], "TFG206", f"`{name}=` of `{what}` does nothing in TF2 (eager gradients); dropped")
 
 
-def _stops(program, given, xs_names, call) -> list[str]:
+def _stops(program, given, xs_names, call) -> Sequence[str]:
     if given is None:
         return []
     names = [given.value] if isinstance(given, cst.Name) else target_names(given) if isinstance(given, (cst.List, cst.Tuple)) else None
@@ -108,7 +111,7 @@ def gradient_text(emitter, node: Gradients) -> str:
 def stop_lines(program, sig_nodes, closure, tf: str) -> dict[int, list[str]]:
     """{node index: lines after its statement} that stop gradients where a
     `tf.gradients(..., stop_gradients=...)` of the run asks."""
-    after = {}
+    after: dict[int, list[str]] = {}
     gradient_nodes = [program.nodes[i] for i in sig_nodes
                       if isinstance(program.nodes[i], GRADIENT_NODES)]
     for node in gradient_nodes:

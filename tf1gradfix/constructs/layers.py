@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 import keyword
+from typing import AbstractSet, cast
 
 import libcst as cst
 
@@ -33,6 +34,7 @@ def model(builder, item, names, call: cst.Call | None, q: str | None, deps) -> b
     row = layer_table().get(q or "")
     if row is None:
         return False
+    call, q = cast(cst.Call, call), cast(str, q)   # (a row of the table: a layer call)
     if len(names) != 1:
         raise Refusal.of(call, "layer_target", api=q)
     bound, source, call_args, trainable = _settings(builder, call, q, row)
@@ -104,7 +106,9 @@ def loop_model(builder, item) -> bool:
     if loop.orelse is not None or loop.asynchronous is not None or builder.deps_of(loop.iter):
         raise Refusal.of(loop, "layer_loop_form")
     program = builder.program
-    statements, layer_sites, bound = [], [], set()
+    statements: list = []
+    layer_sites: list[LayerSite] = []
+    bound: set[str] = set()
     for stmt in loop.body.body:
         small = stmt.body[0] if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 else None
         if not isinstance(small, cst.Assign) or len(small.targets) != 1 or not isinstance(small.targets[0].target, cst.Name):
@@ -114,6 +118,7 @@ def loop_model(builder, item) -> bool:
         row = layer_table().get(q or "")
         graph = bool(builder.deps_of(value)) or any(n in bound for n in loads(value))
         if row is not None:
+            value, q = cast(cst.Call, value), cast(str, q)   # (a row of the table: a layer call)
             site_bound, source, call_args, trainable = _settings(builder, value, q, row, bound)
             if call_args:   # (the loop in the step function calls each layer with its input only)
                 raise Refusal.of(value, "layer_training_in_loop", api=q)
@@ -146,7 +151,7 @@ def _auto_name(program, row: dict, pending: list[LayerSite]) -> str:
     return row["auto_name"] + (f"_{k}" if k else "")
 
 
-def _settings(builder, call: cst.Call, q: str, row: dict, graph_names: set = frozenset()):
+def _settings(builder, call: cst.Call, q: str, row: dict, graph_names: AbstractSet[str] = frozenset()):
     """(arguments, input, call-time arguments, trainable) of a layer call; Refusal for
     settings the table does not pass on, or that are computed from graph values
     (`graph_names`: names a loop binds to graph values)."""

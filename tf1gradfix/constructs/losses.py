@@ -9,6 +9,7 @@ text is written where the statement moves into a step function.
 from __future__ import annotations
 
 import functools
+from typing import cast
 
 import libcst as cst
 
@@ -62,4 +63,4 @@ def rewritten_statement(stmt: cst.CSTNode, calls, qualified, code, tf_alias: str
     """`stmt` with its loss calls replaced (itself when it has none)."""
     if not any(q in loss_table() for q in calls):
         return stmt
-    return stmt.visit(LossRewriter(qualified, code, tf_alias))
+    return cast(cst.CSTNode, stmt.visit(LossRewriter(qualified, code, tf_alias)))

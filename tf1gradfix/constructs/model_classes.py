@@ -17,6 +17,7 @@ the methods back into attributes.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import cast
 
 import libcst as cst
 
@@ -75,7 +76,8 @@ def build_methods(cls: cst.ClassDef, init: cst.FunctionDef) -> list[cst.Function
     """Methods that `__init__` calls as statements `self.build()` (and those they call
     so), in call order: their statements are read as if written at the call."""
     self_name = init.params.params[0].name.value if init.params.params else None
-    methods = {s.name.value: s for s in cls.body.body if isinstance(s, cst.FunctionDef) and s is not init}
+    methods: dict[str | None, cst.FunctionDef] = {
+        s.name.value: s for s in cls.body.body if isinstance(s, cst.FunctionDef) and s is not init}
     found: list[cst.FunctionDef] = []
 
     def expand(statements) -> None:
@@ -114,7 +116,7 @@ def init_statements(cls: cst.ClassDef, plan: "ModelClass") -> list[cst.BaseState
                 out.append(stmt)
         return out
 
-    return expand(init_of(cls).body.body)
+    return expand(cast(cst.FunctionDef, init_of(cls)).body.body)
 
 
 def _self_call(stmt: cst.CSTNode, self_name: str | None) -> str | None:
@@ -150,7 +152,7 @@ def _returns_value(method: cst.FunctionDef) -> bool:
 def desugar(module: cst.Module, cls: cst.ClassDef) -> tuple[cst.Module, ModelClass]:
     """The module with `self.<attr>` read as a name inside `cls.__init__`, parsed again
     (the scope analysis must see the new names); lines stay where they were."""
-    init = init_of(cls)
+    init = cast(cst.FunctionDef, init_of(cls))   # (a model class has an `__init__`)
     params = init.params.params
     if not params or init.params.posonly_params:
         raise Refusal.of(init, "class_init_without_self")
@@ -161,7 +163,8 @@ def desugar(module: cst.Module, cls: cst.ClassDef) -> tuple[cst.Module, ModelCla
     methods = {s.name.value for s in cls.body.body if isinstance(s, cst.FunctionDef)}
     inlined = build_methods(cls, init)
     regions = [init.body] + [m.body for m in inlined]   # where `self.<attr>` is read as a name
-    calls = {id(stmt.body[0].value.func) for region in regions for stmt in region.body
+    calls = {id(cast(cst.Call, cast(cst.Expr, cast(cst.SimpleStatementLine, stmt).body[0]).value).func)
+             for region in regions for stmt in region.body
              if _self_call(stmt, self_name) in {m.name.value for m in inlined}}
     used = [a for region in regions for a in _self_attributes(region, self_name) if id(a) not in calls]
     assigned = set().union(*(_set_in(region, self_name) for region in regions))
@@ -209,12 +212,12 @@ def _set_in(body: cst.CSTNode, self_name: str) -> set[str]:
             target = node.target
             for a in [e.value for e in target.elements] if isinstance(target, (cst.Tuple, cst.List)) else [target]:
                 if _on(a, self_name):
-                    found.add(a.attr.value)
+                    found.add(cast(cst.Attribute, a).attr.value)
     return found
 
 
 def _self_attributes(node: cst.CSTNode, self_name: str) -> list[cst.Attribute]:
-    return [a for a in walk(node) if _on(a, self_name)]
+    return [cast(cst.Attribute, a) for a in walk(node) if _on(a, self_name)]
 
 
 def _on(node: cst.CSTNode, self_name: str) -> bool:
@@ -248,9 +251,9 @@ def host_statements(module: cst.Module, cls: cst.ClassDef, plan: ModelClass) -> 
     """Where a model class's graph may run: the module outside the class, and the
     class's other methods and statements. The methods that build the graph go with
     `__init__`, so nothing else may call them."""
-    init = init_of(cls)
-    host = [s for s in module.body if s is not cls] + [
-        s for s in cls.body.body if s is not init and not (isinstance(s, cst.FunctionDef) and s.name.value in plan.inlined)]
+    init = cast(cst.FunctionDef, init_of(cls))
+    host = cast("list[cst.BaseStatement]", [s for s in module.body if s is not cls] + [
+        s for s in cls.body.body if s is not init and not (isinstance(s, cst.FunctionDef) and s.name.value in plan.inlined)])
     if plan.inlined:
         for stmt in host:
             for a in _attributes_named(stmt, plan.inlined):

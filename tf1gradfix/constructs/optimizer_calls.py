@@ -5,6 +5,8 @@ functions (emit/tape.py)."""
 
 from __future__ import annotations
 
+from typing import cast
+
 import libcst as cst
 
 from tf1gradfix.constructs import global_step, grad_pairs, gradient_calls, optimizers
@@ -30,12 +32,14 @@ def _model(builder, item, names, value, deps) -> bool:
         if not found:
             return False
         call = found[0]
-        if len(found) > 1 or call.func.attr.value != "compute_gradients":
-            raise Refusal.of(call, "method_in_expression", method=call.func.attr.value)
-    elif len(names) != 1 and call.func.attr.value != "compute_gradients":
+        if len(found) > 1 or cast(cst.Attribute, call.func).attr.value != "compute_gradients":
+            raise Refusal.of(call, "method_in_expression", method=cast(cst.Attribute, call.func).attr.value)
+    call = cast(cst.Call, call)   # (`_optimizer_call`: a call of an optimizer's method)
+    func = cast(cst.Attribute, call.func)
+    if not nested and len(names) != 1 and func.attr.value != "compute_gradients":
         return False
-    method = call.func.attr.value
-    receiver = call.func.value
+    method = func.attr.value
+    receiver = func.value
     opt = None
     if isinstance(receiver, cst.Name):
         opt = builder.program.node(receiver.value)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import fnmatch
 import functools
+from typing import cast
 
 from tf1gradfix.cst.syntax import Refusal, bound_args
 from tf1gradfix.model.nodes import Optimizer, Statement
@@ -28,7 +29,7 @@ def build(builder, s: Statement) -> bool:
     """An `Optimizer` for `opt = tf.train.AdamOptimizer(...)`; False if not one."""
     if not is_optimizer(s.q) or not s.one:
         return False
-    builder.add(s.item, Optimizer, s.names, s.value, s.deps, cls=s.q.rsplit(".", 1)[1], call=s.call)
+    builder.add(s.item, Optimizer, s.names, s.value, s.deps, cls=cast(str, s.q).rsplit(".", 1)[1], call=s.call)
     return True
 
 

@@ -25,6 +25,7 @@ def _model(builder, item, name: str, call: cst.Call, q: str) -> None:
     if earlier is not None and earlier.graph_input():
         # Two graph inputs under one name: a feed_dict key could mean either.
         raise Refusal.of(call, "second_graph_input", name=name)
+    dtype: cst.BaseExpression | str | None   # (the argument, or the dtype TF1 infers from the default)
     if q == "tensorflow.placeholder":
         dtype, shape = arg(call, 0, "dtype"), arg(call, 1, "shape")
         builder.add(item, Placeholder, (name,), call, dtype=dtype, shape=shape, default=None)

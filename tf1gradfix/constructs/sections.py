@@ -7,6 +7,8 @@ session would hold its own values of the earlier variables; TF2 has one).
 
 from __future__ import annotations
 
+from typing import cast
+
 import libcst as cst
 
 from tf1gradfix.cst.syntax import Refusal, bound_names, loads, matches
@@ -17,7 +19,8 @@ from tf1gradfix.model.nodes import LayerNode, Variable
 def split(module: cst.Module, qualified) -> list[list[cst.BaseStatement]]:
     """The module's statements cut after each closed session (a session `with`, or
     `sess.close()`), where more graph code follows; one list when there is no cut."""
-    sessions = {stmt.body[0].targets[0].target.value for stmt in module.body if _session_assignment(stmt, qualified)}
+    sessions = {cast(cst.Name, cast(cst.Assign, cast(cst.SimpleStatementLine, stmt).body[0]).targets[0].target).value
+                for stmt in module.body if _session_assignment(stmt, qualified)}
     sections: list[list[cst.BaseStatement]] = [[]]
     for stmt in module.body:
         sections[-1].append(stmt)

@@ -34,7 +34,7 @@ class SessionOptions:
                 defined.setdefault(target.value, []).append(stmt)
                 allowed |= {id(target)} | {id(n) for n in name_nodes(small.value)}
             elif isinstance(target, cst.Attribute) and _literal(small.value):
-                root = target
+                root: cst.BaseExpression = target
                 while isinstance(root, cst.Attribute):
                     root = root.value
                 if isinstance(root, cst.Name) and root.value in defined:   # `config.gpu_options.allow_growth = True`

@@ -5,7 +5,9 @@ where a session is opened (by position or keyword, through calls of calls).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import cast
 
 import libcst as cst
 
@@ -75,7 +77,7 @@ def _parameter(fn: cst.FunctionDef, offset: int, position: int, a: cst.Arg) -> s
     return params[index] if index < len(params) else None
 
 
-def _without_trailing_comma(kept: list, original: list) -> list:
+def _without_trailing_comma(kept: list, original: Sequence) -> list:
     """Keep the last element's comma as the original last one had it."""
     if kept and original and kept[-1] is not original[-1]:
         kept = [*kept[:-1], kept[-1].with_changes(comma=original[-1].comma)]
@@ -100,7 +102,7 @@ def session_parameters(module: cst.Module, cls: cst.ClassDef, host, sessions: se
                 and functions[func.attr.value][1] == 1 else None
             if name in functions:
                 calls.append((call, name))
-                called.add(id(func) if isinstance(func, cst.Name) else id(func.attr))
+                called.add(id(func) if isinstance(func, cst.Name) else id(cast(cst.Attribute, func).attr))
 
         def visit_Name(self, node: cst.Name) -> None:
             if node.value in functions:

@@ -13,6 +13,7 @@ the same steps; the graph itself is not written (TF2 has none to show).
 from __future__ import annotations
 
 import json
+from typing import cast
 
 import libcst as cst
 
@@ -34,6 +35,7 @@ def model(builder, item, names, call: cst.Call | None, q: str | None) -> bool:
     ops = summary_ops()
     if call is None or not (q in ops or matches(q, "summary_merges")):
         return False
+    q = cast(str, q)   # (an op of the table or a merge: named)
     if names is not None and len(names) > 1:
         raise Refusal.of(call, "summary_several_names")
     if q in ops:
@@ -102,7 +104,7 @@ class Writers:
             small = stmt.body[0] if type(stmt) is cst.SimpleStatementLine and len(stmt.body) == 1 else None
             if type(small) is cst.Assign and len(small.targets) == 1 and isinstance(small.targets[0].target, cst.Name) \
                     and isinstance(small.value, cst.Call) and matches(qualified(small.value.func), "summary_writers"):
-                self.statements[stmt] = (small.targets[0].target.value, small.value)
+                self.statements[cast(cst.SimpleStatementLine, stmt)] = (small.targets[0].target.value, small.value)
         self.names = {name for name, _ in self.statements.values()}
         self.owner = owner
 
@@ -114,11 +116,13 @@ class Writers:
         edits: dict = {}
         allowed: set[int] = set()
         for stmt, (name, call) in self.statements.items():
-            edits[stmt] = stmt.with_changes(body=[cst.parse_statement(f"{name} = {_writer(call, tf, code, note)}\n").body[0]])
-            allowed.add(id(stmt.body[0].targets[0].target))
+            line = cast(cst.SimpleStatementLine, cst.parse_statement(f"{name} = {_writer(call, tf, code, note)}\n"))
+            edits[stmt] = stmt.with_changes(body=[line.body[0]])
+            allowed.add(id(cast(cst.Assign, stmt.body[0]).targets[0].target))
         helper = fresh("write_summaries")
         layout = None
-        for call in walk(self.owner):
+        for node in walk(self.owner):
+            call = cast(cst.Call, node)   # (skipped below unless it is one)
             if type(call) is not cst.Call or not isinstance(call.func, cst.Attribute) \
                     or not isinstance(call.func.value, cst.Name) or call.func.value.value not in self.names:
                 continue
@@ -166,7 +170,7 @@ def _fetched_summaries(program, scan) -> dict:
                     out[target.value] = node
                 elif isinstance(target, (cst.Tuple, cst.List)) and len(target.elements) == len(site.fetches) \
                         and isinstance(target.elements[position].value, cst.Name):
-                    out[target.elements[position].value.value] = node
+                    out[cast(cst.Name, target.elements[position].value).value] = node
     return out
 
 

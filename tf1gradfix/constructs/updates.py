@@ -9,6 +9,8 @@ the run was. Its fetch result is not a value the rewrite keeps.
 
 from __future__ import annotations
 
+from typing import cast
+
 import libcst as cst
 
 from tf1gradfix.cst.syntax import Refusal, bound_args, graph_ops
@@ -38,11 +40,11 @@ def is_update(builder, value: cst.BaseExpression, deps) -> bool:
     if functional:
         return True
     if assigns:
-        bound = _comprehension_targets(value)
+        targets = _comprehension_targets(value)
         for call in assigns:
             receiver = call.func.value
             node = program.node(receiver.value) if isinstance(receiver, cst.Name) else None
-            if not (isinstance(node, Variable) or isinstance(receiver, cst.Name) and receiver.value in bound):
+            if not (isinstance(node, Variable) or isinstance(receiver, cst.Name) and receiver.value in targets):
                 raise Refusal.of(call, "assign_method_not_variable", method=call.func.attr.value)
         return True
     if isinstance(value, cst.Call) and builder.qualified(value.func) == "tensorflow.group" and deps:
@@ -92,7 +94,7 @@ def method_form(stmt: cst.CSTNode, qualified) -> cst.CSTNode:
         def on_leave(self, original, updated):
             return self.targets.get(original, updated)
 
-    return stmt.visit(Methods(calls))
+    return cast(cst.CSTNode, stmt.visit(Methods(calls)))
 
 
 def _calls(node: cst.CSTNode) -> list[cst.Call]:

@@ -11,6 +11,8 @@ and keys are tables in `tf1gradfix/rules/graph_ops.toml`.
 
 from __future__ import annotations
 
+from typing import cast
+
 import libcst as cst
 
 from tf1gradfix.constructs import builders
@@ -40,7 +42,7 @@ def members(program, expr: cst.BaseExpression, before: int, qualified) -> list[s
             node = program.node(e.value.value) if isinstance(e.value, cst.Name) else None
             if not isinstance(node, Variable):
                 return None
-            out.append(e.value.value)
+            out.append(cast(cst.Name, e.value).value)
         return out if out else None
     if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, cst.Add):
         left = members(program, expr.left, before, qualified)
@@ -93,10 +95,10 @@ def _collection(program, call: cst.Call, q, before: int, qualified) -> list[str]
         if isinstance(node, BuilderModule) and node.scope is None:
             raise Refusal.of(call, "collection_of_builder_scopes", function=node.var)
         if isinstance(node, BuilderModule):   # a builder function's module: all its variables are `SCOPE/...`
-            scope = node.scope + "/"
-            if scope.startswith(prefix):
+            module_scope = cast(str, node.scope) + "/"
+            if module_scope.startswith(prefix):
                 chosen.append(builders.variables_text(node))
-            elif prefix.startswith(scope):
+            elif prefix.startswith(module_scope):
                 raise Refusal.of(call, "collection_part_of_builder", function=node.var)
             continue
         assert isinstance(node, Variable)
@@ -161,14 +163,14 @@ def _predicate(test: cst.BaseExpression, var: str, full: str) -> bool | None:
         return name.startswith(text) if test.func.attr.value == "startswith" else name.endswith(text)
     if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
         op = test.comparisons[0]
-        left, right = test.left, op.comparator
+        lhs, rhs = test.left, op.comparator
         if isinstance(op.operator, (cst.In, cst.NotIn)):
-            text, name = literal_string(left), _name_of(right, var, full)
+            text, name = literal_string(lhs), _name_of(rhs, var, full)
             if text is None or name is None:
                 return None
             return (text in name) == isinstance(op.operator, cst.In)
         if isinstance(op.operator, (cst.Equal, cst.NotEqual)):
-            name, text = _name_of(left, var, full), literal_string(right)
+            name, text = _name_of(lhs, var, full), literal_string(rhs)
             if name is None or text is None:
                 return None
             return (name == text) == isinstance(op.operator, cst.Equal)

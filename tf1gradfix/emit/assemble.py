@@ -7,6 +7,7 @@ puts replacements into a tree.
 from __future__ import annotations
 
 import builtins
+from typing import cast
 
 import libcst as cst
 
@@ -35,7 +36,7 @@ class Assembler:
         insert_at = max(pos for pos, it in enumerate(items) if it.node is not None) + 1
         self._check_moved(moved, insert_at)
         gap = 2 if isinstance(owner, cst.Module) else 1
-        functions = []
+        functions: list[cst.BaseStatement] = []
         for text in texts:
             blank = [cst.EmptyLine(indent=False)] * gap
             if self.module is not None and fits(text, self.module):
@@ -52,15 +53,15 @@ class Assembler:
                 after_functions = True
                 pending = []   # comments of graph statements stay with the graph
             new = self._translate(item)
-            rest = []
+            rest: list[cst.BaseStatement] = []
             if isinstance(new, list):   # one statement became several (a loop creating layers)
-                new, rest = new[0], new[1:]
+                rest, new = new[1:], new[0]
             lead = list(item.lead) + pending
             if new is None:
                 pending = lead + [ln for ln in getattr(item.stmt, "leading_lines", ()) if ln.comment is not None]
                 continue
             pending = []
-            own = list(new.leading_lines)
+            own = list(cast("cst.SimpleStatementLine | cst.BaseCompoundStatement | Verbatim", new).leading_lines)
             if after_functions:
                 lead = [ln for ln in lead + own if ln.comment is not None or True]
                 while lead and lead[0].comment is None:
@@ -75,7 +76,7 @@ class Assembler:
             out.append(cst.SimpleStatementLine([cst.Pass()]))
         return out
 
-    def _translate(self, item) -> cst.BaseStatement | None:
+    def _translate(self, item) -> cst.BaseStatement | list[cst.BaseStatement] | None:
         node = item.node
         if item.drop:
             return None

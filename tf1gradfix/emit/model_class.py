@@ -83,7 +83,7 @@ class Attributes:
     def class_def(self, cls: cst.ClassDef, init: cst.FunctionDef, methods: list[cst.FunctionDef]) -> cst.ClassDef:
         """`cls` (as rewritten elsewhere) with its new `__init__`, the methods after it,
         and `tf.Module` as its base (it had none, or `object`: see desugar)."""
-        body = []
+        body: list[cst.BaseStatement | cst.BaseSmallStatement] = []
         for stmt in cls.body.body:
             if isinstance(stmt, cst.FunctionDef) and stmt.name.value in self.plan.inlined:
                 continue   # its statements are `__init__`'s and the methods'

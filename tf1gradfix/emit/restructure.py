@@ -11,6 +11,7 @@ Never imports TensorFlow, never runs the file.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any, cast
 
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider, ScopeProvider
@@ -22,11 +23,12 @@ from tf1gradfix.emit import model_class
 from tf1gradfix.emit.assemble import FLATTEN, Assembler, Replace
 from tf1gradfix.cst.metadata import AnalysisWrapper
 from tf1gradfix.detect.detector import shared_names
+from tf1gradfix.detect.names import NameResolver
 from tf1gradfix.emit.state import StateEmitter
 from tf1gradfix.emit.tape import TapeEmitter
 from tf1gradfix.emit.renames import renamed_code
-from tf1gradfix.model.graph import ModelBuilder
-from tf1gradfix.model.nodes import BuilderModule, Layer, LayerLoop, Optimizer, Placeholder, Static, Tensor
+from tf1gradfix.model.graph import ModelBuilder, Program
+from tf1gradfix.model.nodes import BuilderModule, Layer, LayerLoop, LayerSite, Optimizer, Placeholder, Static, Tensor
 from tf1gradfix.model.sites import HostScan
 from tf1gradfix.model.owners import BLOCKS, GraphCallScan, nested_sessions
 from tf1gradfix.cst.printing import code_for_node
@@ -49,6 +51,7 @@ class _Meta(cst.MetadataDependent):
     # Names are resolved through the scope analysis (names.NameResolver); the
     # whole-tree qualified-name table would cost a third of the analysis.
     METADATA_DEPENDENCIES = (ScopeProvider, PositionProvider)
+    names: NameResolver   # (set once the metadata is resolved)
 
 
 def restructure(module: cst.Module, path: str, wrapper: MetadataWrapper | None = None, renames=None) -> Restructured:
@@ -142,15 +145,16 @@ class _Rewrite:
             for key, owner in owners.items():
                 if classes.get(key) is not cls and len(opened[key]) != len(groups[key]):
                     raise Refusal.of(groups[key][0], "graph_outside_class", cls=cls.name.value)
-            return self._rewrite_owner(model_classes.init_of(cls), (), [c for calls in opened.values() for c in calls], cls)
+            return cast(cst.Module, self._rewrite_owner(
+                model_classes.init_of(cls), (), [c for calls in opened.values() for c in calls], cls))
         if len(owners) == 1:
             key, owner = next(iter(owners.items()))
             parts = sections.split(owner, self.meta.names.qualified) if isinstance(owner, cst.Module) else [()]
             if len(parts) > 1:
-                return self._rewrite_sections(owner, parts, opened[key])
+                return self._rewrite_sections(cast(cst.Module, owner), parts, opened[key])
             new_owner = self._rewrite_owner(owner, (), opened[key])
             if isinstance(owner, cst.Module):
-                return new_owner
+                return cast(cst.Module, new_owner)
             return self.module.visit(Replace({**self.module_edits, **self.builder_edits, owner: new_owner}))
         # Several functions, each building and running a graph of its own:
         # each is rewritten on its own, all in one pass over the module.
@@ -170,7 +174,8 @@ class _Rewrite:
         for part in parts:
             sections.check_reads(part, earlier)
             inside = {id(n) for stmt in part for n in walk(stmt)}
-            new_body, program = self._rewrite_owner(module, (), [c for c in sessions if id(c) in inside], section=part)
+            new_body, program = cast("tuple[list[cst.BaseStatement], Program]", self._rewrite_owner(
+                module, (), [c for c in sessions if id(c) in inside], section=part))
             variables = sections.check_shared_graph(part, inside, program, variables, self.scan.graph_wide,
                                                     self.meta.names.qualified)
             body += new_body
@@ -213,7 +218,7 @@ class _Rewrite:
                     or len(small.names) != 1 or self.code(small.module).partition(".")[0] != "tensorflow":
                 continue
             alias = small.names[0]
-            local = (alias.asname.name if alias.asname else alias.name).value
+            local = cast(cst.Name, alias.asname.name if alias.asname else alias.name).value
             dropped_uses = sum(1 for s in dropped for n in name_nodes(s) if n.value == local)
             uses = sum(1 for n in name_nodes(self.module) if n.value == local) - len(
                 [n for n in name_nodes(stmt) if n.value == local])
@@ -232,7 +237,8 @@ class _Rewrite:
             if self.scan.owner_of[call] is owner and not graph_with:
                 raise Refusal.of(call, "default_graph_shared", api=q)
 
-    def _rewrite_owner(self, owner, other_owners, sessions: list, cls=None, section=None) -> cst.CSTNode:
+    def _rewrite_owner(self, owner, other_owners, sessions: list, cls=None,
+                       section=None) -> cst.CSTNode | tuple[list[cst.BaseStatement], Program]:
         """`cls`: the model class whose `__init__` is `owner`; the whole new module is returned.
         `section`: the statements of the module `owner` to rewrite (sections.py); the new
         statements and the program are returned."""
@@ -244,7 +250,8 @@ class _Rewrite:
             self.module_helpers = {s.name.value: s for s in self.module.body
                                    if isinstance(s, cst.FunctionDef) and id(s) not in skip}
         helpers = dict(self.module_helpers)
-        body = list(owner.body.body) if isinstance(owner, cst.FunctionDef) else list(section or owner.body)
+        body = cast("list[cst.BaseStatement]",
+                    list(owner.body.body) if isinstance(owner, cst.FunctionDef) else list(section or owner.body))
         scope = owner if section is None else cst.Module(body=section)   # (where session options and writers are)
         if cls is not None:   # (with the statements of the methods `__init__` builds the graph with)
             body = model_classes.init_statements(cls, self.plan)
@@ -299,19 +306,20 @@ class _Rewrite:
                 base = layer.base
                 naming.layers[layer] = self.fresh(base if base not in self.taken else f"{base}_layer")
                 if isinstance(node, LayerLoop):
-                    naming.lists[layer] = self.fresh(f"{base}_layers")
+                    naming.lists[cast(LayerSite, layer)] = self.fresh(f"{base}_layers")
         tape.name_functions(sigs)
-        helper = tape.helper(sigs)
+        shared = tape.helper(sigs)
         texts = []
-        if helper[0] is not None:
-            texts.append(tape.helper_text(*helper))
-        texts += [tape.function_text(s, helper) for s in sigs if not s.inline]
+        if shared[0] is not None:
+            texts.append(tape.helper_text(*shared))
+        texts += [tape.function_text(s, shared) for s in sigs if not s.inline]
         if builder.writers is not None:   # `writer.add_summary(s, step)` -> a function writing each value
             edits, writing = builder.writers.edits(program, scan, self.fresh, alias, self.code,
                                                    lambda node, message: builder.note(node, "TFG103", message))
             texts += [writing] if writing else []
         moved = {i for s in sigs for i in s.nodes if isinstance(program.nodes[i], Tensor)}
-        replacements = dict(tape.call_site(site) for site in scan.sites)
+        # node -> its replacement: a node, a sentinel, or a function of the updated node
+        replacements: dict[cst.CSTNode, Any] = dict(tape.call_site(site) for site in scan.sites)
         if builder.writers is not None:
             replacements.update(edits)
         replacements.update(self.builder_edits)
@@ -319,17 +327,17 @@ class _Rewrite:
             replacements.update(self.module_edits)
         for call, text in scan.variable_lists.items():
             replacements[call] = cst.parse_expression(text)
-        for node in scan.removed | (builder.options.statements if builder.options else set()):
-            replacements[node] = cst.RemovalSentinel.REMOVE
-        for node in nested:   # a session `with` in host code: its body, dedented; `sess = tf.Session()`: gone
-            replacements[node] = FLATTEN if isinstance(node, cst.With) else cst.RemovalSentinel.REMOVE
+        for removed in scan.removed | (builder.options.statements if builder.options else set()):
+            replacements[removed] = cst.RemovalSentinel.REMOVE
+        for block in nested:   # a session `with` in host code: its body, dedented; `sess = tf.Session()`: gone
+            replacements[block] = FLATTEN if isinstance(block, cst.With) else cst.RemovalSentinel.REMOVE
         for feed, names in scan.feed_dict_nodes.items():   # `{x: v}` -> `{"x": v}`, passed as `f(**feed)`
             replacements[feed] = feed.with_changes(elements=[
                 e.with_changes(key=cst.SimpleString(f'"{name}"')) for e, name in zip(feed.elements, names)])
         if cls is not None:   # the functions become methods, the runs calls of them on the instance
             init_body = Assembler(program, state, tape, replacements).body([], moved, owner)
             methods = [s for text in texts for s in cst.parse_module(text + "\n").body]
-            replacements.update(host.session_params.edits())
+            replacements.update(cast(model_classes.ClassHost, host).session_params.edits())
             replacements.update(self.module_edits)
             replacements[cls] = model_class.rewritten_class(self.plan, owner, alias, init_body, methods)
             return self.module.visit(Replace(replacements))
@@ -364,13 +372,13 @@ class _Rewrite:
             if isinstance(stmt, cst.SimpleStatementLine) and isinstance(stmt.body[0], cst.Import):
                 for alias in stmt.body[0].names:
                     if self.code(alias.name) == "tensorflow":
-                        return alias.asname.name.value if alias.asname else "tensorflow"
+                        return cast(cst.Name, alias.asname.name).value if alias.asname else "tensorflow"
                     if self.code(alias.name) == "tensorflow.compat.v1" and alias.asname is not None \
                             and len(stmt.body) == 1 and len(stmt.body[0].names) == 1 and compat is None:
                         compat = stmt
         if compat is not None:
             self.compat_import = compat
-            return compat.body[0].names[0].asname.name.value
+            return cast(cst.Name, cast(cst.AsName, cast(cst.Import, compat.body[0]).names[0].asname).name).value
         raise Refusal.of(self.module.body[0] if self.module.body else None, "no_tensorflow_import")
 
     def _optimizers(self, program, tape: TapeEmitter, sigs) -> None:

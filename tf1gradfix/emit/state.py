@@ -9,6 +9,7 @@ tables (`tf1gradfix/rules/initializers.toml`, `tf1gradfix/rules/optimizers.toml`
 from __future__ import annotations
 
 import functools
+from typing import cast
 
 import libcst as cst
 
@@ -92,6 +93,7 @@ class StateEmitter:
         """The TF2 initializer object for a v1 initializer call (or a table key), and
         the dtype the v1 call named, which moves to where the initializer is called."""
         _, table = initializer_table()
+        row: dict | None
         if isinstance(init, str):
             row, call_args = table[f"@{init}"], {}
         else:
@@ -109,7 +111,8 @@ class StateEmitter:
             elif v1_name in row["map"]:
                 kwargs[row["map"][v1_name]] = self.code(expr)
             elif v1_name not in ("verify_shape",):
-                raise Refusal.of(init, "initializer_argument", param=v1_name)
+                # (a table key has no arguments: only a call gets here)
+                raise Refusal.of(cast(cst.Call, init), "initializer_argument", param=v1_name)
         return f"{self.tf}.{row['target']}({', '.join(f'{k}={v}' for k, v in kwargs.items())})", dtype
 
     # -- layers --------------------------------------------------------------
@@ -204,7 +207,8 @@ class StateEmitter:
             raise Refusal.of(call, "schedule_without_step")
         args = ", ".join(f"{row['map'][k]}={self.code(v)}" for k, v in bound.items() if k in row["map"])
         text = f"{node.names[0]} = {self.tf}.{row['target']}({args})({self.code(step)})\n"
-        return cst.parse_statement(text).with_changes(leading_lines=node.stmt.leading_lines)
+        statement = cast(cst.SimpleStatementLine, cst.parse_statement(text))
+        return statement.with_changes(leading_lines=node.stmt.leading_lines)
 
     def learning_rate(self, node: Optimizer) -> cst.BaseExpression | None:
         row = optimizer_table().get(node.cls)
@@ -213,6 +217,6 @@ class StateEmitter:
         return bound_args(node.call, row["params"], node.call).get("learning_rate")
 
 
-def _string(expr) -> str | None:
+def _string(expr) -> str | bytes | None:
     return expr.evaluated_value if isinstance(expr, cst.SimpleString) else None
 

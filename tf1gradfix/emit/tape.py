@@ -9,6 +9,8 @@ one helper. Values that reach Python are converted with `.numpy()`.
 
 from __future__ import annotations
 
+from typing import cast
+
 import libcst as cst
 from libcst.metadata import ScopeProvider
 
@@ -225,7 +227,7 @@ class TapeEmitter:
         return [f"{n.names[0]} = [{', '.join(n.members)}]" for n in lists if isinstance(n, VarList)]
 
     def _needed(self, sig: Signature, shared: set[int]) -> set[str]:
-        names = set()
+        names: set[str] = set()
         for i in sig.nodes:
             if i in shared:
                 continue
@@ -359,7 +361,7 @@ class TapeEmitter:
 
     def call_site(self, site: Site) -> tuple[cst.CSTNode, cst.CSTNode | cst.RemovalSentinel]:
         """(original node, replacement) for one execution site."""
-        sig = site.signature
+        sig = cast(Signature, site.signature)   # (set for every site once the runs are sliced)
         values = self._values(site)
         parent = site.parent
         has_op = len(sig.returns) != len(site.fetches)
@@ -380,7 +382,7 @@ class TapeEmitter:
                 if not kept:
                     return parent, cst.Expr(cst.parse_expression(self._invoke(site)))
                 left = kept[0] if len(kept) == 1 else ", ".join(kept)
-                return parent, cst.parse_statement(f"{left} = {values}\n").body[0]
+                return parent, cast(cst.SimpleStatementLine, cst.parse_statement(f"{left} = {values}\n")).body[0]
         if isinstance(parent, cst.Subscript) and parent.value is site.call and site.structure != "single":
             index = _literal_index(parent)
             if index is not None and -len(site.fetches) <= index < len(site.fetches) \
@@ -392,14 +394,15 @@ class TapeEmitter:
         raise Refusal.of(site.call, "train_fetch_result_used")
 
     def _invoke(self, site: Site) -> str:
-        sig = site.signature
+        sig = cast(Signature, site.signature)   # (set for every site once the runs are sliced)
         if site.feed_name is not None:
             return f"{self._on(site, sig.name)}(**{site.feed_name})"
+        feed = cast("dict[str, cst.BaseExpression]", site.feed)   # (a literal feed dict when no name holds it)
         args = []
         for p in sig.params:
-            if p not in site.feed:
+            if p not in feed:
                 continue
-            value = self.code(site.feed[p])
+            value = self.code(feed[p])
             args.append(value if self._placeholder(p).default is None else f"{p}={value}")
         return f"{self._on(site, sig.name)}({', '.join(args)})"
 
@@ -409,7 +412,7 @@ class TapeEmitter:
         return name if site.receiver is None else f"{site.receiver}.{name}"
 
     def _values(self, site: Site) -> str:
-        sig = site.signature
+        sig = cast(Signature, site.signature)   # (set for every site once the runs are sliced)
         if sig.inline:
             items = [f"{self._on(site, self.attributes.get(f, f))}.numpy()" for f in site.fetches]
             return _structure(site.structure, items)
@@ -422,8 +425,8 @@ class TapeEmitter:
             single = f"[g.numpy() for g in {call}]"   # (`_, s = sess.run([train, merged])`: the one kept value)
             return single if site.structure == "single" or len(site.fetches) > 1 else _structure(site.structure, [single])
         if lists:   # a list among other values: each value converted where it is
-            items = f"{self.tf}.nest.map_structure(lambda g: g.numpy(), t) for t in {call}"
-            return f"tuple({items})" if site.structure == "tuple" else f"[{items}]"
+            each = f"{self.tf}.nest.map_structure(lambda g: g.numpy(), t) for t in {call}"
+            return f"tuple({each})" if site.structure == "tuple" else f"[{each}]"
         if count == 1:
             single = f"{call}.numpy()"
             if site.structure == "single" or len(site.fetches) > 1:
@@ -454,7 +457,7 @@ def _literal_index(subscript: cst.Subscript) -> int | None:
         return None
     value = subscript.slice[0].slice.value
     negative = isinstance(value, cst.UnaryOperation) and isinstance(value.operator, cst.Minus)
-    number = value.expression if negative else value
+    number = cast(cst.UnaryOperation, value).expression if negative else value
     if not isinstance(number, cst.Integer):
         return None
     return -int(number.value) if negative else int(number.value)

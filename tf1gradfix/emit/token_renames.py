@@ -11,6 +11,7 @@ them) is not edited here (`exact` is False) and is left to that path.
 from __future__ import annotations
 
 import ast
+from typing import cast
 
 from tf1gradfix.detect.ast_rules import line_starts
 
@@ -21,14 +22,14 @@ def renamed(data: bytes, plans: list[tuple[ast.Attribute, tuple[int, list[str]]]
     """(`data` with each planned chain renamed, whether that is exactly LibCST's printing)."""
     starts = line_starts(data)
 
-    def at(line: int, col: int) -> int:
-        return starts[line] + col
+    def at(line: int | None, col: int | None) -> int:   # (set on every parsed node)
+        return starts[cast(int, line)] + cast(int, col)
 
     edits, exact = [], True
     for node, (old_parts, new_parts) in plans:
-        base = node
+        base: ast.expr = node
         for _ in range(old_parts):
-            base = base.value
+            base = cast(ast.Attribute, base).value
         base_end = at(base.end_lineno, base.end_col_offset)
         value_end = at(node.value.end_lineno, node.value.end_col_offset)
         end = at(node.end_lineno, node.end_col_offset)

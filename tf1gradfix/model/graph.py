@@ -69,7 +69,7 @@ class ModelBuilder:
         self.makes_variables: dict[str, bool] = {}        # helper name -> makes variables (see _builder)
         self._calls: dict[cst.CSTNode, list] = {}
         self.options: Any = None   # session_options.SessionOptions of the owner, when a session takes arguments
-        self.writers = None   # summaries.Writers of the owner, when it makes a summary writer
+        self.writers: Any = None   # summaries.Writers of the owner, when it makes a summary writer
         self.used_names: dict[str, int] = {}   # name scopes and scoped variable names so far (unique_name)
 
     def note(self, node: cst.CSTNode, code: str, message: str) -> None:
@@ -249,7 +249,7 @@ class ModelBuilder:
 
     def _helper_deps(self, helper: cst.FunctionDef) -> set[int]:
         out = set()
-        for name in free_names(helper):
+        for name in sorted(free_names(helper)):   # (sorted: the reason names the same value every run)
             i = self.program.final.get(name)
             if i is not None and isinstance(self.program.nodes[i], (Variable, Static)):
                 out.add(i)

@@ -6,7 +6,7 @@ other use of graph values there (refused: they have no value outside a run).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import cast
+from typing import Any, cast
 
 import libcst as cst
 from tf1gradfix.constructs import dropout, var_lists
@@ -24,7 +24,7 @@ class Site:
     feed: dict[str, cst.BaseExpression] | None   # placeholder -> value (literal dict feed)
     feed_name: str | None       # a host dict holding the feed (`**name` at the call)
     fed: frozenset[str] = frozenset()
-    signature: object = None   # its slicing.Signature
+    signature: Any = None   # its slicing.Signature once the runs are sliced (slicing imports this module)
     parent: cst.CSTNode | None = None   # the node holding the call (its statement decides the rewrite)
     receiver: str | None = None   # a model class's instance whose attributes the run names (`model`)
 
