@@ -45,10 +45,10 @@ from tf1gradfix.detect.api_surface import missing_in_source  # noqa: E402
 from tf1gradfix.run.engine import process_source  # noqa: E402
 from tf1gradfix.run.findings import CodeFilter  # noqa: E402
 from tf1gradfix.emit.restructure import HANDLED  # noqa: E402
+from tf1gradfix.cli.output import blocking_codes  # noqa: E402
 
 TF1GRADFIX = str(Path(sys.executable).parent / "tf1gradfix")
 # Codes the whole-program rewrite reports when it leaves a file intact (tf1gradfix/rules/codes.toml: reported_by = "restructure").
-REFUSAL_CODES = ("TFG902", "TFG903", "TFG904", "TFG905", "TFG906")
 # Codes of constructs that need a session to run: a file renamed but still holding one does not run on TF2.
 SESSION_CODES = ("TFG101", "TFG102", "TFG103", "TFG104", "TFG105", "TFG106")
 
@@ -84,7 +84,7 @@ def static_census(root: Path, files: list[Path]) -> list[FileCensus]:
             continue
         codes = sorted({f.code for f in result.findings})
         row = FileCensus(rel, "clean", codes=codes)
-        refusals = [f for f in result.findings if f.code in REFUSAL_CODES and not f.fixed]
+        refusals = [f for f in result.findings if f.code in blocking_codes() and not f.fixed]
         restructured = any(f.fixed and f.code in HANDLED for f in result.findings)
         if result.error is not None:
             internal = "internal error" in result.error.message

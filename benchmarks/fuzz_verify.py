@@ -24,7 +24,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from fuzz_programs import generate  # noqa: E402
 
 BAD = ("DIVERGED", "MIGRATED_FAILED")
-REFUSALS = {f"TFG90{i}" for i in range(2, 7)}
 
 
 def run_one(seed: int, work: Path, steps: int | None = None) -> dict:
@@ -40,7 +39,9 @@ def run_one(seed: int, work: Path, steps: int | None = None) -> dict:
     original.write_text(source)
     t0 = time.monotonic()
     result = process_source(str(original), source.encode(), CodeFilter())
-    refusals = [f"{f.code} {f.message}" for f in result.findings if f.code in REFUSALS]
+    from tf1gradfix.cli.output import blocking_codes
+
+    refusals = [f"{f.code} {f.message}" for f in result.findings if f.code in blocking_codes()]
     rec = dict(seed=seed, tags=tags, refusals=refusals, verdict="", reason="",
                error=result.error.message if result.error is not None else "")
     if result.new_source is None:

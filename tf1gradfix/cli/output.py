@@ -153,16 +153,20 @@ def statistics(findings: list[Finding], errors: list[FileError], fmt: str) -> st
     return "\n".join(lines)
 
 
-def blockers(findings: list[Finding]) -> dict[str, list[Finding]]:
-    """Per file, the findings that kept its whole-program rewrite from being made (the
-    restructuring's manual refusals), in line order."""
+def blocking_codes() -> frozenset[str]:
+    """The codes of the restructuring's refusals (its manual findings)."""
     from tf1gradfix.rules.catalog import load
 
-    catalog = load()
+    return frozenset(r.code for r in load().rules if r.reported_by == "restructure" and r.safety == "manual")
+
+
+def blockers(findings: list[Finding]) -> dict[str, list[Finding]]:
+    """Per file, the findings that kept its whole-program rewrite from being made (the
+    restructuring's refusals), in line order."""
+    codes = blocking_codes()
     found: dict[str, list[Finding]] = {}
     for f in findings:
-        rule = catalog.rule(f.code)
-        if rule is not None and rule.reported_by == "restructure" and rule.safety == "manual":
+        if f.code in codes:
             found.setdefault(f.path, []).append(f)
     return {path: sorted(hits, key=lambda f: (f.line, f.col)) for path, hits in found.items()}
 
