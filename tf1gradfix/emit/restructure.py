@@ -262,6 +262,8 @@ class _Rewrite:
         if self.scan.writers:   # (TensorBoard summaries: the writers' statements are host code)
             builder.writers = summaries.Writers(scope if cls is None else cls, self.meta.names.qualified)
         program = builder.build(owner, body, helpers, alias)
+        if section is not None and not program.nodes:   # (a part that only runs or closes a session)
+            raise Refusal.of(section[0] if section else owner, "section_without_graph")
         if len(sessions) > 1:   # each session holds its own variable values; TF2 has one
             raise Refusal.of(sessions[1], "several_sessions")
         host = None
