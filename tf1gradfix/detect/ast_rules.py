@@ -16,6 +16,7 @@ import fnmatch
 import functools
 from dataclasses import dataclass
 
+from tf1gradfix.detect.chains import chain_base
 from tf1gradfix.detect.scopes import ScopeMap, full_name
 from tf1gradfix.rules.catalog import ASSIGNABLE_MODULES, Catalog, Rule, _read, normalize
 from tf1gradfix.rules.compiled import kept
@@ -41,20 +42,6 @@ def dotted(node) -> str | None:
         base = dotted(node.value)
         return None if base is None else f"{base}.{node.attr}"
     return None
-
-
-def _base_name(node):
-    while True:
-        if isinstance(node, ast.Name):
-            return node
-        if isinstance(node, ast.Attribute):
-            node = node.value
-        elif isinstance(node, ast.Call):
-            node = node.func
-        elif isinstance(node, ast.Subscript):
-            node = node.value
-        else:
-            return None
 
 
 class Bindings:
@@ -135,7 +122,7 @@ class Names:
         scope = self.scopes.scope(node)
         if scope is None:
             return None
-        base, full = _base_name(node), full_name(node)
+        base, full = chain_base(node, ast), full_name(node)
         accesses = self.scopes.accesses.get(id(base)) if base is not None else None
         if not accesses or full is None:
             return self._plain_lookup(node)

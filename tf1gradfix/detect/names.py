@@ -19,6 +19,7 @@ import libcst as cst
 from libcst.helpers import get_full_name_for_node
 from libcst.metadata import ImportAssignment, QualifiedNameSource
 
+from tf1gradfix.detect.chains import chain_base
 from tf1gradfix.cst import walk
 from tf1gradfix.rules.catalog import ASSIGNABLE_MODULES, Catalog, normalize
 
@@ -154,7 +155,7 @@ class NameResolver:
         scope = self._scopes.get(node)
         if scope is None:
             return None
-        base, full = _base_name(node), get_full_name_for_node(node)
+        base, full = chain_base(node, cst), get_full_name_for_node(node)
         accesses = getattr(scope, "_accesses_by_node", {}).get(base) if base is not None else None
         if not accesses or full is None:  # (a node the scope analysis keeps no access for)
             return self._libcst_lookup(scope, node)
@@ -278,21 +279,6 @@ class NameResolver:
             if found is not None:
                 return found
         return None
-
-
-def _base_name(node: cst.CSTNode) -> cst.Name | None:
-    """`tf` of `tf.a.b`, of `tf.Session().run` (as LibCST reads a chain's name)."""
-    while True:
-        if isinstance(node, cst.Name):
-            return node
-        if isinstance(node, cst.Attribute):
-            node = node.value
-        elif isinstance(node, cst.Call):
-            node = node.func
-        elif isinstance(node, cst.Subscript):
-            node = node.value
-        else:
-            return None
 
 
 def _imported_module(call: cst.Call, scopes) -> str | None:

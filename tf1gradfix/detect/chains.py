@@ -1,0 +1,21 @@
+"""Reading attribute chains the same way on Python's tree and on LibCST's.
+
+Both trees name the chain nodes alike (Name, Attribute, Call, Subscript) with
+the same fields (`value`, `func`), so one walk serves both detection engines;
+this module imports neither library (`check` must not load LibCST).
+"""
+
+from __future__ import annotations
+
+_INNER = {"Attribute": "value", "Call": "func", "Subscript": "value"}
+
+
+def chain_base(node, tree):
+    """`tf` of `tf.a.b` and of `tf.Session().run`: the Name a chain starts from, or None.
+    `tree`: the module whose node classes `node` is of (`ast` or `libcst`)."""
+    while not isinstance(node, tree.Name):
+        field = _INNER.get(type(node).__name__)
+        if field is None or not isinstance(node, getattr(tree, type(node).__name__)):
+            return None
+        node = getattr(node, field)
+    return node
