@@ -12,7 +12,7 @@ import libcst as cst
 from tf1gradfix.constructs import dropout, var_lists
 from tf1gradfix.model.graph import Item, Program
 from tf1gradfix.model.nodes import (ComputeGradients, Gradients, Init, Node, Optimizer, Placeholder, Static, Tensor, TrainOp,
-                                    Update, Variable, VarList)
+                                    Update, Variable, VariableGroup, VarList)
 from tf1gradfix.cst.syntax import Refusal, arg, bound_names, free_names, graph_ops, loads, matches
 from tf1gradfix.cst.walk import children, walk
 
@@ -114,7 +114,7 @@ class HostScan:
         used = free_names(stmt) if isinstance(stmt, cst.FunctionDef) else set(loads(stmt))
         for name in sorted(used & names):
             node = self.p.node(name)
-            if name in self.p.sessions or not isinstance(node, (Variable, Static)):
+            if name in self.p.sessions or not isinstance(node, (Variable, VariableGroup, Static)):
                 raise Refusal.of(stmt, "function_uses_graph_value", function=stmt.name.value, name=name)
 
     def _feed_bindings(self, statements) -> None:
@@ -361,7 +361,7 @@ class HostScan:
         if not deps or read & set(self.p.helpers) or read & self.p.sessions:
             raise Refusal.of(expr, "fetch_form")
         for i in deps:
-            if not isinstance(self.p.nodes[i], (Tensor, Static, Variable, Placeholder, Gradients)):
+            if not isinstance(self.p.nodes[i], (Tensor, Static, Variable, VariableGroup, Placeholder, Gradients)):
                 raise Refusal.of(expr, "fetch_expression_kind", kind=self.p.nodes[i].kind)
         calls = []
 

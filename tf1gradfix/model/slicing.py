@@ -14,7 +14,7 @@ import libcst as cst
 from tf1gradfix.constructs import builders, updates
 from tf1gradfix.model.graph import Program
 from tf1gradfix.model.nodes import (GRADIENT_NODES, BuilderModule, Layer, LayerCall, LayerLoop, Node,
-                                    Placeholder, Static, TrainOp, Update, Variable)
+                                    Placeholder, Static, TrainOp, Update, Variable, VariableGroup)
 from tf1gradfix.model.sites import Site
 from tf1gradfix.cst.syntax import Refusal
 
@@ -170,6 +170,8 @@ def variable_text(node: Node, naming) -> str:
                          for site in node.sites if site.row["weights"])
     if isinstance(node, BuilderModule):
         return builders.variables_text(node)
+    if isinstance(node, VariableGroup):
+        return ", ".join(node.subscripts())
     if isinstance(node, Layer):
         return f"*{naming.layers[node]}.trainable_variables"
     return node.names[0]
