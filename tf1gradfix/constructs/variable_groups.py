@@ -10,6 +10,8 @@ variables with other values, or keys that are not literals, is refused.
 
 from __future__ import annotations
 
+from typing import cast
+
 import libcst as cst
 
 from tf1gradfix.constructs import variables
@@ -33,7 +35,8 @@ def build(builder, s: Statement) -> bool:
         raise Refusal.of(other, "variable_group_mixed", name=s.one)
     variables._check_name(builder, s.one, made[0])
     members = []
-    for key, call in entries:
+    for key, element in entries:
+        call = cast(cst.Call, element)   # (every element is one of `made`)
         q = qualified[id(call)]
         if q != "tensorflow.Variable":   # get_variable's store and scopes are followed one statement at a time
             raise Refusal.of(call, "graph_input_in_expression", api=q)
