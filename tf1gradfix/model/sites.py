@@ -5,11 +5,11 @@ other use of graph values there (refused: they have no value outside a run).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, cast
 
 import libcst as cst
-from tf1gradfix.constructs import dropout, var_lists
+from tf1gradfix.constructs import dropout, fed_tensors, var_lists
 from tf1gradfix.model.graph import Item, Program
 from tf1gradfix.model.nodes import (ComputeGradients, Gradients, Init, Node, Optimizer, Placeholder, Static, Tensor, TrainOp,
                                     Update, Variable, VariableGroup, VarList)
@@ -27,6 +27,7 @@ class Site:
     signature: Any = None   # its slicing.Signature once the runs are sliced (slicing imports this module)
     parent: cst.CSTNode | None = None   # the node holding the call (its statement decides the rewrite)
     receiver: str | None = None   # a model class's instance whose attributes the run names (`model`)
+    fed_dtypes: dict[str, Any] = field(default_factory=dict)   # fed computed value -> its dtype (fed_tensors.py)
 
 
 class HostScan:
@@ -287,7 +288,10 @@ class HostScan:
                     raise Refusal.of(key, "feed_by_name")
                 name = self._graph_name(key)
                 node = self.p.node(name) if name is not None else None
-                if not isinstance(node, Placeholder):
+                if fed_tensors.can_feed(node) and self.host is None:
+                    site.fed_dtypes[cast(str, name)] = fed_tensors.checked_dtype(cast(Node, node), key,
+                                                                                 self.meta.names.qualified)
+                elif not isinstance(node, Placeholder):
                     raise Refusal.of(key, "feed_key_not_placeholder")
                 if loads(e.value) and set(loads(e.value)) & self.graph_names():
                     raise Refusal.of(e.value, "feed_value_from_graph")
