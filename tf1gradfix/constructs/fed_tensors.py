@@ -20,7 +20,7 @@ _DTYPE_POSITION = {"tensorflow.cast": 1, "tensorflow.zeros": 1, "tensorflow.ones
 
 def can_feed(node: Node | None) -> bool:
     """A computed value a run may feed (one name bound, not a summary or a layer's call)."""
-    return type(node) in (Tensor, Static) and len(node.names) == 1
+    return node is not None and type(node) in (Tensor, Static) and len(node.names) == 1
 
 
 def checked_dtype(node: Node, key: cst.BaseExpression, qualified) -> str | tuple[str]:
