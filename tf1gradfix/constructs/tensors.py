@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from tf1gradfix.constructs import control_flow, dropout, layers, losses, summaries
+from tf1gradfix.constructs import control_flow, dropout, layers, losses, summaries, variable_factories
 from tf1gradfix.cst.syntax import Refusal, arg, loads, matches, schedule_table
 from tf1gradfix.model.nodes import OPS, ComputeGradients, Computed, Gradients, Static, Statement, Tensor
 
@@ -64,6 +64,8 @@ def _model(builder, item, names, value, deps, tf_calls) -> None:
             if any(q in summaries.summary_ops() for q in inner):
                 raise Refusal.of(item.stmt, "function_makes_summary", name=name)
             creates = [q for q in inner if q in layers.layer_table() or q == "tensorflow.Variable"]
+            factory = variable_factories.reached(builder, builder.program.helpers[name])
+            creates += [factory] if factory is not None else []
             if creates:   # called in every step, it would make new weights each time
                 raise Refusal.of(item.stmt, "function_creates_weights", name=name, api=creates[0])
             node.calls += inner

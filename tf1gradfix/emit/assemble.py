@@ -87,6 +87,8 @@ class Assembler:
             return None if isinstance(new, cst.RemovalSentinel) else new
         if isinstance(node, (Static, VariableGroup)):   # (made once, as written)
             return item.stmt
+        if isinstance(node, Variable) and node.factory is not None:   # (the call makes it, as written)
+            return item.stmt
         if isinstance(node, Variable):
             text = self.state.variable(node)
             return item.stmt if text is None else self._statement(text, item.stmt)

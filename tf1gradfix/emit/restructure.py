@@ -16,7 +16,7 @@ from typing import Any, cast
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider, ScopeProvider
 
-from tf1gradfix.constructs import builders, model_classes, optimizers, sections, session_options, session_params, summaries
+from tf1gradfix.constructs import builders, model_classes, optimizers, sections, session_options, session_params, summaries, variable_factories
 from tf1gradfix.model.checks import check_steps
 from tf1gradfix.rules import catalog as catalog_module
 from tf1gradfix.emit import model_class
@@ -133,8 +133,9 @@ class _Rewrite:
             opened.setdefault(id(owner), [])
             if session:
                 opened[id(owner)].append(call)
-        for key in [k for k, owner in owners.items() if self._is_builder(owner, groups[k], opened[k])]:
-            del owners[key]   # a builder function: its variables are made once, where graph code calls it
+        for key in [k for k, owner in owners.items() if self._is_builder(owner, groups[k], opened[k])
+                    or self._is_factory(owner, opened[k])]:
+            del owners[key]   # a builder function or a factory: its variables are made once, where graph code calls it
         classes = {k: c for k, o in owners.items() if (c := model_classes.model_class(self.module, o)) is not None}
         if classes and self.plan is None:
             raise model_classes.ClassFound(next(iter(classes.values())))
@@ -187,6 +188,11 @@ class _Rewrite:
         scope, for every caller to share), while another function runs the graph."""
         return isinstance(owner, cst.FunctionDef) and not sessions and all(
             self.meta.names.qualified(c.func) == "tensorflow.get_variable" for c in calls)
+
+    def _is_factory(self, owner, sessions) -> bool:
+        """A module-level function returning the one `tf.Variable` it makes (variable_factories.py)."""
+        return isinstance(owner, cst.FunctionDef) and not sessions and owner in self.module.body \
+            and variable_factories.factory_call(owner, self.meta.names.qualified) is not None
 
     def _module_edits(self) -> dict:
         """Module-level statements a rewritten program no longer wants: calls that

@@ -16,7 +16,7 @@ from typing import Any, TypeVar, cast
 import libcst as cst
 from libcst.metadata import PositionProvider
 
-from tf1gradfix.constructs import builders, graph_loops, layers, summaries
+from tf1gradfix.constructs import builders, graph_loops, layers, summaries, variable_factories
 from tf1gradfix.constructs.tensors import queue_refusal
 from tf1gradfix.model import registry
 from tf1gradfix.constructs.optimizers import is_optimizer
@@ -195,6 +195,9 @@ class ModelBuilder:
 
     def _check_compound(self, stmt: cst.BaseStatement) -> None:
         """Host compound statements may run the graph, never build it."""
+        factory = variable_factories.reached(self, stmt)
+        if factory is not None:
+            raise Refusal.of(stmt, "graph_in_compound", api=factory)
         for call, q in self.calls(stmt):
             if q is None:
                 continue
@@ -301,7 +304,7 @@ class ModelBuilder:
             return
         deps = self.deps_of(value)
         tf_calls = [(c, q) for c, q in self.calls(value) if q is not None]
-        if not deps and not tf_calls:
+        if not deps and not tf_calls and not variable_factories.called(self, value):
             for name in names or ():
                 if name in self.program.final:
                     raise Refusal.of(small, "rebound_to_host_value", name=name)

@@ -73,6 +73,7 @@ class Variable(Node):
     trainable: bool
     alias_of: int | None = None   # `step = tf.train.get_global_step()`: the global step's node
     global_step: bool = False     # made by a global-step call
+    factory: str | None = None    # made by calling this function of the module (variable_factories.py)
 
     def trained(self) -> bool:
         return self.trainable
