@@ -225,8 +225,8 @@ def _without_libcst(result: FileResult, display: str, data: bytes, codes: CodeFi
         fixable = fix and hit.replacement is not None and hit.rule.safety == "safe"
         if fixable:
             plans.append((hit.node, hit.replacement))
-        result.findings.append(Finding(display, hit.line, hit.col, code, hit.message, hit.rule.safety,
-                                       fixable if decided else None))
+        result.findings.append(Finding(display, hit.line, hit.col, code, hit.message,
+                                       _label(hit.rule.safety, not decided), fixable if decided else None))
     result.findings += removed_names(display, data, codes, {(h.line, h.col) for h in hits},
                                      fixed=False if decided else None)
     result.findings.sort(key=lambda f: (f.line, f.col, f.code))
@@ -313,7 +313,7 @@ def _analyzed(result: FileResult, display: str, data: bytes, codes: CodeFilter, 
             if codes.wants(hit.rule.code) and not is_suppressed(hit.line, hit.rule.code, silenced):
                 handled = hit.rule.code in FIXED_WHEN_RESTRUCTURED or hit.rule.safety == "safe"
                 result.findings.append(Finding(display, hit.line, hit.col, hit.rule.code, hit.message,
-                                               hit.rule.safety, fix and handled))
+                                               _label(hit.rule.safety, handled), fix and handled))
     replacements: dict[cst.CSTNode, str] = {}
     for hit in hits:
         code = hit.rule.code
@@ -323,7 +323,8 @@ def _analyzed(result: FileResult, display: str, data: bytes, codes: CodeFilter, 
         if fixable:
             replacements[hit.node] = hit.replacement
         if shaped is None:
-            result.findings.append(Finding(display, hit.line, hit.col, code, hit.message, hit.rule.safety, fixable))
+            result.findings.append(Finding(display, hit.line, hit.col, code, hit.message,
+                                           _label(hit.rule.safety, False), fixable))
     # (every rule hit counts as reported there, a silenced one too)
     result.findings += removed_names(display, data, codes, {(h.line, h.col) for h in found},
                                      fixed=fix and shaped is not None)
@@ -508,8 +509,18 @@ def removed_names(display: str, data: bytes, codes: CodeFilter, taken: set[tuple
         if (m.line, m.col) in taken or is_suppressed(m.line, REMOVED, silenced):
             continue
         message = rule.message.format(symbol=f"tf.{m.name}", advice=api_surface.advice(m.name))
-        out.append(Finding(display, m.line, m.col, REMOVED, message, rule.safety, fixed))
+        out.append(Finding(display, m.line, m.col, REMOVED, message, _label(rule.safety, fixed is not False), fixed))
     return out
+
+
+def _label(safety: str, restructured: bool) -> str:
+    """A finding's fix label, the rule's for this file: with a restructuring of the file
+    (or `check`'s open question of one), a manual rule's finding it removes (a tf.contrib
+    piece it maps, a TF1-only name it no longer spells) is fixable with proof; without one
+    (no session, or a refused program), a finding only a restructuring fixes is manual."""
+    if restructured:
+        return "proven" if safety == "manual" else safety
+    return "manual" if safety == "proven" else safety
 
 
 def _unfixed(findings: list[Finding]) -> list[Finding]:
