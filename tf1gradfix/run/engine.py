@@ -211,7 +211,7 @@ def _without_libcst(result: FileResult, display: str, data: bytes, codes: CodeFi
             return None   # (byte edits need the offsets `ast` gives: those of UTF-8 text)
         text = _as_utf8(data)
     hits, session = ast_rules.analyze(tree, text, catalog_module.load())
-    restructurable = session and restructure and all(codes.wants(code) for code in HANDLED)
+    restructurable = session and restructure and any(codes.wants(code) for code in HANDLED)
     if restructurable and not check:
         return None
     fix = fix and not restructurable
@@ -302,8 +302,8 @@ def _analyzed(result: FileResult, display: str, data: bytes, codes: CodeFilter, 
     found = detect(original, catalog)
     # The safe renames go into the code the restructuring copies and keeps, as it is printed.
     renames = {hit.node: hit.replacement for hit in found if hit.replacement is not None and hit.rule.safety == "safe"}
-    shaped, refused = (_restructured(original, display, codes, result, silenced, catalog, renames) if restructure
-                       else (None, False))
+    shaped, refused = (_restructured(original, display, codes, result, silenced, catalog, renames, found)
+                       if restructure else (None, False))
     fix = fix and not refused  # a refused program is left byte-for-byte intact
     parsed = data  # the bytes `module` was parsed from
     hits = found
@@ -423,7 +423,7 @@ def _lines_of(hits) -> set[int]:
     return lines
 
 
-def _restructured(wrapper, display, codes, result, silenced, catalog, renames):
+def _restructured(wrapper, display, codes, result, silenced, catalog, renames, found=()):
     """((module, detections, source) of the restructured module, or None; refused?).
 
     `renames`: rename plans of chains of the original module (detect), applied
@@ -446,8 +446,12 @@ def _restructured(wrapper, display, codes, result, silenced, catalog, renames):
     from tf1gradfix.emit.restructure import HANDLED, restructure
     from tf1gradfix.model.refusals import diagnostic
 
-    if not all(codes.wants(code) for code in HANDLED):  # it rewrites all of them at once
+    if not any(codes.wants(code) for code in HANDLED):  # one fix of them all: it runs when one is selected
         return None, False
+    withheld = _withheld(found, codes, silenced)
+    if withheld:   # (always reported: a selection or comment must not switch the rewrite off unsaid)
+        result.findings += [Finding(display, *refusal, False) for refusal in withheld]
+        return None, True
     shaped = restructure(wrapper.module, display, wrapper, renames)
     diagnostics = list(shaped.diagnostics)
     new = None
@@ -478,6 +482,30 @@ def _restructured(wrapper, display, codes, result, silenced, catalog, renames):
             done = new is not None and safety != "manual"
             result.findings.append(Finding(display, line, col, code, message, safety, done))
     return new, new is None and bool(diagnostics)
+
+
+def _withheld(found, codes, silenced) -> list[tuple]:
+    """Refusals of a restructuring that would make a fix the user withheld: a finding it
+    fixes on a line whose `# tf1gradfix: ignore` names its code, or a safe fix (a rename)
+    whose code is deselected. A restructured program must run on TF2, so it cannot leave
+    either out; the file is left intact instead."""
+    from tf1gradfix.emit.handled import FIXED_WHEN_RESTRUCTURED
+    from tf1gradfix.model.refusals import diagnostic
+    from tf1gradfix.run.findings import is_suppressed
+
+    out = []
+    for hit in found:
+        code = hit.rule.code
+        if code not in FIXED_WHEN_RESTRUCTURED and hit.replacement is None:
+            continue   # (not changed by the restructuring)
+        if is_suppressed(hit.line, code, silenced):
+            how = "a `# tf1gradfix: ignore` comment protects"
+        elif code not in FIXED_WHEN_RESTRUCTURED and not codes.wants(code):
+            how = "is deselected (--select, --ignore or the settings)"
+        else:
+            continue
+        out.append(diagnostic(hit.line, hit.col, "fix_withheld", code=code, how=how))
+    return out
 
 
 REMOVED = "TFG402"
