@@ -75,3 +75,80 @@ def test_a_withheld_fix_leaves_a_session_program_intact_and_says_why(folder, cap
     code, out, _ = run(capsys, "rewrite", "--no-verify", *argv, "train.py")
     assert code == 1 and path.read_text() == source
     assert f"train.py: not restructured (still TF1 graph code) because of line {line}: TFG905" in out
+
+
+TF1 = "import tensorflow as tf\nx = tf.placeholder(tf.float32)\ntf.set_random_seed(0)\n"
+
+
+def _checked(capsys, *argv) -> set[str]:
+    _, out, _ = run(capsys, "check", "--format", "json", *argv)
+    return {f["path"] for f in json.loads(out)["findings"]}
+
+
+def test_a_skip_file_comment_leaves_the_file_out_of_check_and_rewrite(folder, capsys):
+    skipped = "import tensorflow as tf\n# tf1gradfix: skip-file\ntf.set_random_seed(0)\n"
+    (folder / "skipped.py").write_text(skipped)
+    (folder / "trailing.py").write_text("import tensorflow as tf\ntf.set_random_seed(0)  # tf1gradfix: skip-file\n")
+    (folder / "cr.py").write_bytes(skipped.replace("\n", "\r").encode())
+    assert _checked(capsys, ".") == {"trailing.py"}
+    code, _, _ = run(capsys, "rewrite", "skipped.py", "cr.py")
+    assert code == 0 and (folder / "skipped.py").read_text() == skipped
+
+
+@pytest.fixture
+def repository(folder):
+    (folder / ".git").mkdir()   # (git itself is not needed: a repository is a folder with .git)
+    for name in ("generated/a.py", "src/b.py", "src/c_gen.py", "src/keep_gen.py", "src/deep/d_gen.py", "src/out/e.py"):
+        (folder / name).parent.mkdir(parents=True, exist_ok=True)
+        (folder / name).write_text(TF1)
+    (folder / ".gitignore").write_text("# generated code\ngenerated/\n*_gen.py\n!keep_gen.py\n/src/out\n")
+    return folder
+
+
+def test_folders_are_walked_without_what_gitignore_leaves_out(repository, capsys):
+    assert _checked(capsys, ".") == {"src/b.py", "src/keep_gen.py"}
+    assert _checked(capsys, "src") == {"src/b.py", "src/keep_gen.py"}   # (the root's .gitignore still applies)
+    (repository / "src" / ".gitignore").write_text("b.py\n")
+    assert _checked(capsys, ".") == {"src/keep_gen.py"}
+    assert _checked(capsys, "src/c_gen.py", "generated/a.py") == {"src/c_gen.py", "generated/a.py"}   # named: taken
+
+
+def test_gitignore_is_read_only_in_a_repository_and_can_be_turned_off(repository, capsys):
+    (repository / "setup.cfg").write_text("[tf1gradfix]\nrespect-gitignore = false\n")
+    assert len(_checked(capsys, ".")) == 6
+    (repository / "setup.cfg").write_text("[tf1gradfix]\nrespect-gitignore = maybe\n")
+    code, _, err = run(capsys, "check", ".")
+    assert code == 2 and "setup.cfg:2: error: `respect-gitignore` must be true or false" in err
+    (repository / "setup.cfg").unlink()
+    (repository / ".git").rmdir()
+    assert len(_checked(capsys, ".")) == 6
+
+
+@pytest.mark.parametrize("pattern, path, folder, ignored", [
+    ("*.py", "a/b.py", False, True),
+    ("/b.py", "a/b.py", False, False),
+    ("a/*.py", "a/b.py", False, True),
+    ("a/**/c.py", "a/x/y/c.py", False, True),
+    ("**/c.py", "c.py", False, True),
+    ("a/**", "a/b/c.py", False, True),
+    ("out/", "out", False, False),
+    ("out/", "out", True, True),
+    ("b?.py", "b1.py", False, True),
+    ("[!a]*.py", "a.py", False, False),
+    ("\\#x.py", "#x.py", False, True),
+])
+def test_gitignore_patterns_read_as_git_reads_them(pattern, path, folder, ignored):
+    from tf1gradfix.cli.gitignore import parse
+
+    hits = [not negated for regex, negated, folders_only in parse(pattern)
+            if (folder or not folders_only) and regex.fullmatch(path)]
+    assert bool(hits and hits[-1]) == ignored
+
+
+def test_pyproject_wins_over_setup_cfg_in_one_folder_and_nothing_is_merged(folder, capsys):
+    (folder / "train.py").write_text(TF1)
+    (folder / "pyproject.toml").write_text('[tool.tf1gradfix]\nselect = ["TFG4"]\n')
+    (folder / "setup.cfg").write_text("[tf1gradfix]\nignore = TFG401\nunknown-setting = 1\n")
+    code, out, err = run(capsys, "check", "-v", "train.py")
+    assert code == 1 and "settings from" in err and "pyproject.toml" in err
+    assert "TFG401" in out and "TFG101" not in out   # (select from pyproject.toml; setup.cfg unread)

@@ -260,7 +260,7 @@ def _run_files(args: argparse.Namespace) -> int:
     ignore = (args.ignore if args.ignore is not None else settings.ignore)
     exclude = tuple(args.exclude) + settings.exclude
     mode = _mode(args)
-    files, errors = discover(args.paths, exclude)
+    files, errors = discover(args.paths, exclude, settings.respect_gitignore)
     if mode == PROPOSE and STDIN in files:
         print("tf1gradfix: --verify needs files on disk, not standard input", file=sys.stderr)
         return EXIT_ERROR

@@ -37,7 +37,7 @@ def process_source(display: str, data: bytes, codes: CodeFilter, fix: bool = Tru
     if error is not None:
         result.error = error
         return result
-    if _MARKER not in data:
+    if _MARKER not in data or skipped(data):
         return result
     from tf1gradfix.detect import prefilter
 
@@ -58,6 +58,17 @@ def process_source(display: str, data: bytes, codes: CodeFilter, fix: bool = Tru
     return _process_tensorflow_source(result, display, data, codes, fix, restructure, check)
 
 
+_SKIP_FILE = re.compile(rb"^[ \t]*#[ \t]*tf1gradfix:[ \t]*skip-file[ \t]*$", re.M)
+
+
+def skipped(data: bytes) -> bool:
+    """The file says `# tf1gradfix: skip-file` on a line of its own: neither checked nor
+    rewritten (isort's `skip_file`, ruff's file-wide `noqa`)."""
+    if b"skip-file" not in data:
+        return False
+    return _SKIP_FILE.search(data.replace(b"\r\n", b"\n").replace(b"\r", b"\n")) is not None   # (any line ending)
+
+
 def may_parse(path: str) -> bool:
     """Whether the file at `path` may be parsed with LibCST (unreadable files are not).
 
@@ -71,7 +82,7 @@ def may_parse(path: str) -> bool:
         return False
     from tf1gradfix.detect import prefilter
 
-    return _MARKER in data and prefilter.load().possible(data).anything
+    return _MARKER in data and not skipped(data) and prefilter.load().possible(data).anything
 
 
 def preload(rewrite: bool = True) -> None:
