@@ -467,6 +467,8 @@ class _HostReads(cst.CSTVisitor):
                 return   # host code rebinding a tensor's name: the tensor lives in the step functions
             if isinstance(graph, Placeholder):
                 raise Refusal.of(node, "placeholder_outside_feed", name=node.value)
+            if isinstance(graph, Tensor) and graph.unsupported is not None:
+                raise graph.unsupported   # (what the value is made with says more than where it is used)
             raise Refusal.of(node, "node_outside_run", kind=kind, name=node.value)
 
 
