@@ -9,6 +9,7 @@ how to prove or force it. `--no-verify` writes restructurings unproven.
 from __future__ import annotations
 
 import io
+import json
 import sys
 
 import pytest
@@ -79,8 +80,13 @@ def test_a_rename_only_file_is_written_without_a_proof(tmp_path, capsys, monkeyp
 
 def test_no_verify_writes_the_restructuring_unproven(program, capsys, monkeypatch):
     monkeypatch.setattr(rewrite_verify, "prove_and_write", lambda *a, **k: pytest.fail("--no-verify proves nothing"))
-    code, _, _ = run(capsys, "rewrite", "--no-verify", "train.py")
+    code, out, _ = run(capsys, "rewrite", "--no-verify", "train.py")
     assert "tf.Session" not in program.read_text() and code == 0
+    assert out.splitlines()[-1].endswith("; 1 file rewritten; 1 file restructured unproven (--no-verify; "
+                                         "`tf1gradfix verify --base REF` proves them against a committed version).")
+    program.write_text(PROGRAM)
+    code, out, _ = run(capsys, "rewrite", "--no-verify", "--format", "json", "train.py")
+    assert json.loads(out)["summary"]["unproven"] == 1
 
 
 def test_the_stdin_filter_prints_the_safe_fixes_only(capsys, monkeypatch):

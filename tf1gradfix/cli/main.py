@@ -300,6 +300,12 @@ def _run_files(args: argparse.Namespace) -> int:
     undecided = sum(f.fixed is None for f in findings)   # `check` of a session program: `rewrite` decides
     if undecided:
         summary["undecided"] = undecided
+    if mode == WRITE:   # --no-verify: restructurings written without a proof, and said so
+        from tf1gradfix.run.batch import restructured
+
+        unproven_count = sum(o.changed and restructured(o.findings) for o in outcomes)
+        if unproven_count:
+            summary["unproven"] = unproven_count
 
     if mode == PROPOSE:
         return _prove(args, outcomes, findings, errors, summary)

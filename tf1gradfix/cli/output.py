@@ -102,6 +102,10 @@ def summary_sentence(summary: dict, verb: str) -> str:
     text = f"{summary['files']} file{'s' if summary['files'] != 1 else ''} checked: " + ", ".join(parts)
     if summary.get("changed"):
         text += f"; {summary['changed']} file{'s' if summary['changed'] != 1 else ''} {'would change' if verb == 'fixable' else 'rewritten'}"
+    if summary.get("unproven"):
+        n = summary["unproven"]
+        text += (f"; {n} file{'s' if n != 1 else ''} restructured unproven (--no-verify; "
+                 "`tf1gradfix verify --base REF` proves them against a committed version)")
     if summary.get("errors"):
         text += f"; {summary['errors']} error{'s' if summary['errors'] != 1 else ''}"
     return text + "."
