@@ -100,3 +100,21 @@ def test_with_tensorflow_a_proven_restructuring_is_written(program, capsys):
     code, out, _ = run(capsys, "rewrite", "--steps", "3", "train.py")
     assert "train.py: EQUIVALENT (written)" in out, out
     assert "tf.Session" not in program.read_text() and code == 0
+
+
+@pytest.mark.parametrize("argv", [("rewrite",), ("rewrite", "--verify"), ("rewrite", "--verify", "--diff")])
+def test_a_structured_format_keeps_the_proofs_off_stdout(program, capsys, monkeypatch, argv):
+    """The verifier's lines go to stderr; JSON carries the verdicts as `"proofs"`."""
+    def proven(changed, **_):
+        print("EQUIVALENT: train.py (rewritten) matches train.py")   # (what the verifier prints per pair)
+        return [rewrite_verify.ProofRow(path, "DIVERGED", "loss differs at step 1", False) for path, _ in changed]
+
+    monkeypatch.setattr("tf1gradfix.verify.budget.tensorflow_missing", lambda: False)
+    monkeypatch.setattr(rewrite_verify, "prove_and_write", proven)
+    code, out, err = run(capsys, *argv, "--format", "json", "train.py")
+    document = json.loads(out)
+    assert document["proofs"] == [{"path": "train.py", "verdict": "DIVERGED", "reason": "loss differs at step 1",
+                                   "written": False}]
+    assert "EQUIVALENT: train.py" in err and code == 1
+    code, out, err = run(capsys, *argv, "--format", "sarif", "train.py")
+    assert json.loads(out)["version"] == "2.1.0" and "EQUIVALENT: train.py" in err

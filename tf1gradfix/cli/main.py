@@ -319,7 +319,7 @@ def _run_files(args: argparse.Namespace) -> int:
     if args.statistics:
         report = statistics(findings, errors, args.format)
     else:
-        report = render(args.format, findings, errors, summary, outcomes=outcomes)
+        report = render(args.format, findings, errors, summary, outcomes=outcomes, proofs=rows)
     stream = sys.stderr if (mode in (WRITE, GUARDED) and STDIN in files) or (mode == DIFF and not structured) else sys.stdout
     if args.verbose:
         for outcome in outcomes:
@@ -386,9 +386,7 @@ def _renamed(outcome, name: str):
 def _proofs(args, outcomes, write: bool):
     """Prove each outcome's new source against its file; write the EQUIVALENT ones when `write`.
     Returns the proof rows and the files edited while they were proven (an edit saved meanwhile wins)."""
-    from tf1gradfix.cli import rewrite_verify
-    from tf1gradfix.verify import command as verify_defaults
-    from tf1gradfix.verify.budget import DEFAULT_REWRITE_STEPS
+    from contextlib import redirect_stdout
 
     snapshots = {o.path: o.snapshot for o in outcomes if o.snapshot is not None}
     changed_meanwhile: list[FileError] = []
@@ -401,7 +399,18 @@ def _proofs(args, outcomes, write: bool):
             changed_meanwhile.append(FileError(str(path), CHANGED))
         return why
 
-    rows = rewrite_verify.prove_and_write(
+    # (a structured format keeps stdout one document: the verifier's lines go to stderr)
+    with redirect_stdout(sys.stderr) if args.format != "text" else nullcontext():
+        rows = _prove_and_write(args, outcomes, write, refusal)
+    return rows, changed_meanwhile
+
+
+def _prove_and_write(args, outcomes, write: bool, refusal):
+    from tf1gradfix.cli import rewrite_verify
+    from tf1gradfix.verify import command as verify_defaults
+    from tf1gradfix.verify.budget import DEFAULT_REWRITE_STEPS
+
+    return rewrite_verify.prove_and_write(
         [(o.path, o.new_source) for o in outcomes],
         write=write,
         report_dir=args.report_dir,
@@ -412,7 +421,6 @@ def _proofs(args, outcomes, write: bool):
         steps=args.steps if args.steps is not None else DEFAULT_REWRITE_STEPS,
         program_args=args.program_args,
     )
-    return rows, changed_meanwhile
 
 
 def _guard(args, outcomes):
@@ -454,18 +462,22 @@ def _prove(args, outcomes, findings, errors, summary) -> int:
     """rewrite --verify: report the static findings, then prove each rewrite."""
     from tf1gradfix.cli import rewrite_verify
 
+    structured = args.format != "text"
     report = render(args.format, findings, errors, summary)
-    if report:
+    if report and not structured:
         print(report)
     rows, changed_meanwhile = _proofs(args, [o for o in outcomes if o.changed and o.new_source is not None],
                                       write=not (args.diff or args.check))
-    if rows:
+    if structured:   # one document on stdout, after the proofs, with their verdicts (JSON: "proofs")
+        errors = errors + changed_meanwhile
+        print(render(args.format, findings, errors, {**summary, "errors": len(errors)}, proofs=rows))
+    elif rows:
         print(rewrite_verify.render_rows(rows))
-    if changed_meanwhile:
+    if changed_meanwhile and not structured:
         print(render(args.format, [], changed_meanwhile, {**summary, "errors": len(errors) + len(changed_meanwhile)}))
     if errors or changed_meanwhile:
         return EXIT_ERROR
-    proof = rewrite_verify.exit_code(rows)
+    proof = rewrite_verify.exit_code(rows)   # (errors: with a structured format, changed_meanwhile's too)
     if proof:
         return proof
     if args.exit_zero:

@@ -61,8 +61,9 @@ def github_lines(findings: list[Finding], errors: list[FileError]) -> list[str]:
     return lines
 
 
-def render(fmt: str, findings: list[Finding], errors: list[FileError], summary: dict, outcomes=()) -> str:
-    """`outcomes` (per file) adds the diffs to JSON and the clean files to JUnit."""
+def render(fmt: str, findings: list[Finding], errors: list[FileError], summary: dict, outcomes=(), proofs=()) -> str:
+    """`outcomes` (per file) adds the diffs to JSON and the clean files to JUnit; `proofs`
+    (the verifier's rows, cli/rewrite_verify.ProofRow) add `"proofs"` to JSON."""
     import json  # (here: a text run need not import it)
 
     if fmt == "json":
@@ -78,6 +79,9 @@ def render(fmt: str, findings: list[Finding], errors: list[FileError], summary: 
         diffs = {o.path: o.diff for o in outcomes if o.diff}
         if diffs:   # `rewrite --diff --format json`: stdout stays one JSON document
             document["diffs"] = diffs
+        if proofs:
+            document["proofs"] = [{"path": r.path, "verdict": r.verdict, "reason": r.reason, "written": r.written}
+                                  for r in proofs]
         return json.dumps(document, indent=2)
     if fmt == "github":
         return "\n".join(github_lines(findings, errors))
