@@ -11,6 +11,7 @@ from __future__ import annotations
 import io
 import json
 import sys
+import xml.etree.ElementTree as ET
 
 import pytest
 
@@ -118,3 +119,31 @@ def test_a_structured_format_keeps_the_proofs_off_stdout(program, capsys, monkey
     assert "EQUIVALENT: train.py" in err and code == 1
     code, out, err = run(capsys, *argv, "--format", "sarif", "train.py")
     assert json.loads(out)["version"] == "2.1.0" and "EQUIVALENT: train.py" in err
+
+
+REFUSED = PROGRAM.replace("feed_dict={x: [[1.0, 2.0]]}", "feed_dict=make_feed()")
+
+
+def test_the_summary_reports_list_the_refused_files_and_a_file_without_loss_has_no_plot(program, capsys, monkeypatch):
+    from tf1gradfix.verify import orchestrate
+    from tf1gradfix.verify.compare import Comparison
+    from tf1gradfix.verify.orchestrate import SideResult, VerifyResult
+
+    (program.parent / "refused.py").write_text(REFUSED)
+
+    def verified(original, candidate, **_):   # (a pair that prints numbers and records no loss)
+        return VerifyResult("EQUIVALENT", "equal", SideResult("original", str(original)),
+                            SideResult("migrated", str(candidate)), comparison=Comparison())
+
+    monkeypatch.setattr("tf1gradfix.verify.budget.tensorflow_missing", lambda: False)
+    monkeypatch.setattr(orchestrate, "verify_pair", verified)
+    code, _, err = run(capsys, "rewrite", "--verify", "--check", "--report-dir", "proof", "train.py", "refused.py")
+    proof = program.parent / "proof"
+    summary = {row["path"]: row for row in json.loads((proof / "summary.json").read_text())}
+    assert summary["train.py"]["verdict"] == "EQUIVALENT" and summary["refused.py"]["verdict"] == "NOT_RESTRUCTURED"
+    assert summary["refused.py"]["written"] is False and "line 9: TFG902" in summary["refused.py"]["reason"]
+    assert "- `refused.py`: line 9: TFG902" in (proof / "summary.md").read_text()
+    cases = {c.get("name"): c for c in ET.parse(proof / "junit.xml").iter("testcase")}
+    assert cases["refused.py"].find("skipped").get("message").startswith("not restructured (left unchanged): line 9")
+    assert {p.name for p in proof.iterdir()} >= {"train.py.json", "train.py.md"} and not list(proof.glob("*.png"))
+    assert "No artists" not in err

@@ -383,7 +383,7 @@ def _renamed(outcome, name: str):
                    error=replace(outcome.error, path=name) if outcome.error is not None else None)
 
 
-def _proofs(args, outcomes, write: bool):
+def _proofs(args, outcomes, write: bool, all_outcomes=()):
     """Prove each outcome's new source against its file; write the EQUIVALENT ones when `write`.
     Returns the proof rows and the files edited while they were proven (an edit saved meanwhile wins)."""
     from contextlib import redirect_stdout
@@ -401,11 +401,11 @@ def _proofs(args, outcomes, write: bool):
 
     # (a structured format keeps stdout one document: the verifier's lines go to stderr)
     with redirect_stdout(sys.stderr) if args.format != "text" else nullcontext():
-        rows = _prove_and_write(args, outcomes, write, refusal)
+        rows = _prove_and_write(args, outcomes, write, refusal, all_outcomes)
     return rows, changed_meanwhile
 
 
-def _prove_and_write(args, outcomes, write: bool, refusal):
+def _prove_and_write(args, outcomes, write: bool, refusal, all_outcomes=()):
     from tf1gradfix.cli import rewrite_verify
     from tf1gradfix.verify import command as verify_defaults
     from tf1gradfix.verify.budget import DEFAULT_REWRITE_STEPS
@@ -420,7 +420,16 @@ def _prove_and_write(args, outcomes, write: bool, refusal):
         unwritable=refusal,
         steps=args.steps if args.steps is not None else DEFAULT_REWRITE_STEPS,
         program_args=args.program_args,
+        refused=refused_files(all_outcomes) if args.report_dir else (),
     )
+
+
+def refused_files(outcomes) -> list[tuple[str, str]]:
+    """(path, the lines that stopped it) of each file not restructured, for the reports."""
+    from tf1gradfix.cli.output import blockers
+
+    blocked = blockers([f for o in outcomes for f in o.findings])
+    return [(path, "; ".join(f"line {f.line}: {f.code} {f.message}" for f in hits)) for path, hits in blocked.items()]
 
 
 def _guard(args, outcomes):
@@ -433,16 +442,18 @@ def _guard(args, outcomes):
     from tf1gradfix.verify.budget import tensorflow_missing
 
     pending = [o for o in outcomes if o.restructured]
-    if not pending:
+    if not pending and not (args.report_dir and refused_files(outcomes)):   # (the reports list refused files)
         return [], None, []
     rows, meanwhile, note = [], [], None
     if tensorflow_missing():
+        if not pending:
+            return [], None, []
         count = f"{len(pending)} file{'s' if len(pending) != 1 else ''}"
         note = (f"tf1gradfix: {count} can be restructured into TF2 but got only the safe fixes: proving a "
                 "restructuring runs both programs, which needs TensorFlow (pip install 'tf1gradfix[verify]'); "
                 "`tf1gradfix rewrite --no-verify` writes them unproven")
     else:
-        rows, meanwhile = _proofs(args, pending, write=True)
+        rows, meanwhile = _proofs(args, pending, write=True, all_outcomes=outcomes)
     written = {row.path for row in rows if row.written}
     edited = {e.path for e in meanwhile}
     for outcome in pending:
@@ -467,7 +478,7 @@ def _prove(args, outcomes, findings, errors, summary) -> int:
     if report and not structured:
         print(report)
     rows, changed_meanwhile = _proofs(args, [o for o in outcomes if o.changed and o.new_source is not None],
-                                      write=not (args.diff or args.check))
+                                      write=not (args.diff or args.check), all_outcomes=outcomes)
     if structured:   # one document on stdout, after the proofs, with their verdicts (JSON: "proofs")
         errors = errors + changed_meanwhile
         print(render(args.format, findings, errors, {**summary, "errors": len(errors)}, proofs=rows))

@@ -55,8 +55,9 @@ def _snapshot(path: str):
 @stopping.guarded
 def prove_and_write(changed: list[tuple[str, bytes]], *, write: bool, report_dir: str | None,
                     rtol: float, atol: float, timeout: float, unwritable, steps=None,
-                    program_args=()) -> list[ProofRow]:
-    """Verify each (path, rewritten source); write the EQUIVALENT ones when `write`."""
+                    program_args=(), refused=()) -> list[ProofRow]:
+    """Verify each (path, rewritten source); write the EQUIVALENT ones when `write`.
+    `refused`: (path, why) of the files not restructured, for the summary reports."""
     from tf1gradfix.verify import report
     from tf1gradfix.verify.orchestrate import verify_pair
 
@@ -97,7 +98,7 @@ def prove_and_write(changed: list[tuple[str, bytes]], *, write: bool, report_dir
         report_pair(out, row, result, root)
         rows.append(row)
         print(report.summary(result), flush=True)
-    reports_failed = report_summary(out, results, rows) or reports_failed
+    reports_failed = report_summary(out, results, rows, refused) or reports_failed
     for row in rows:
         row.reports_failed = row.reports_failed or reports_failed
     return rows
@@ -131,24 +132,30 @@ def report_pair(out: Path | None, row: ProofRow, result, root: str) -> None:
     stem = out / row.report_stem
     try:
         report.write_reports(result, json=f"{stem}.json", junit=f"{stem}.junit.xml",
-                             markdown=f"{stem}.md", plot=f"{stem}.png")
+                             markdown=f"{stem}.md", plot=f"{stem}.png" if report.has_loss(result) else None)
     except report.ReportError:
         row.reports_failed = True
 
 
-def report_summary(out: Path | None, results: list, rows: list[ProofRow]) -> bool:
-    """summary.md, junit.xml and summary.json over all files; True when one could not be written."""
+NOT_RESTRUCTURED = "NOT_RESTRUCTURED"   # (summary.json: a file the rewrite refused, left unchanged)
+
+
+def report_summary(out: Path | None, results: list, rows: list[ProofRow], refused=()) -> bool:
+    """summary.md, junit.xml and summary.json over all files, the refused ones too; True
+    when one could not be written."""
     from tf1gradfix.verify import report
 
-    if out is None or not results:
+    if out is None or not (results or refused):
         return False
     failed = False
     try:
-        report.write_reports(results, junit=out / "junit.xml", markdown=out / "summary.md")
+        report.write_reports(results, junit=out / "junit.xml", markdown=out / "summary.md", refused=refused)
     except report.ReportError:
         failed = True
+    entries = [row.__dict__ for row in rows] + [ProofRow(str(path), NOT_RESTRUCTURED, why, False).__dict__
+                                               for path, why in refused]
     try:
-        report.write_text(out / "summary.json", json.dumps([row.__dict__ for row in rows], indent=2) + "\n")
+        report.write_text(out / "summary.json", json.dumps(entries, indent=2) + "\n")
     except OSError as exc:
         print(f"tf1gradfix: cannot write {out / 'summary.json'}: {_why(exc)}", file=sys.stderr, flush=True)
         failed = True
