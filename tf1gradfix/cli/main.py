@@ -488,7 +488,7 @@ def _prove(args, outcomes, findings, errors, summary) -> int:
         print(render(args.format, [], changed_meanwhile, {**summary, "errors": len(errors) + len(changed_meanwhile)}))
     if errors or changed_meanwhile:
         return EXIT_ERROR
-    proof = rewrite_verify.exit_code(rows)   # (errors: with a structured format, changed_meanwhile's too)
+    proof = rewrite_verify.exit_code(rows)
     if proof:
         return proof
     if args.exit_zero:
