@@ -525,7 +525,9 @@ def test_rewrite_restructures_a_session_program(capsys):
     code, out, _ = run(capsys, "rewrite", "--no-verify", "train.py")
     assert code == 0
     assert path.read_text() == SESSION_TF2
-    assert out.splitlines()[-1] == "1 file checked: 6 findings, 6 fixed; 1 file rewritten."
+    assert out.splitlines()[-1] == ("1 file checked: 6 findings, 6 fixed; 1 file rewritten; 1 file restructured "
+                                    "unproven (--no-verify; `tf1gradfix verify --base REF` proves them against a "
+                                    "committed version).")
     assert run(capsys, "rewrite", "train.py") == (0, "", "")  # idempotent, and TF2 now
     assert path.read_text() == SESSION_TF2
 

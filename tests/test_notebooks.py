@@ -83,3 +83,26 @@ def test_a_file_that_is_not_a_notebook_is_an_error(folder, capsys):
     (folder / "broken.ipynb").write_text("{ not json")
     code, out, _ = run(capsys, "check", "broken.ipynb")
     assert code == 2 and "broken.ipynb: error: not a Jupyter notebook" in out
+
+
+@pytest.mark.parametrize("verdict", ["EQUIVALENT", "DIVERGED"])
+def test_verify_runs_the_code_cells_in_order_and_writes_only_a_proven_notebook(folder, capsys, monkeypatch, verdict):
+    from tf1gradfix.verify import orchestrate
+    from tf1gradfix.verify.orchestrate import SideResult, VerifyResult
+
+    before = notebook(*CELLS)
+    (folder / "train.ipynb").write_text(before)
+    ran = {}
+
+    def verified(original, candidate, **_):
+        ran.update(original=original.read_text(), candidate=candidate.read_text(), folder=candidate.parent)
+        return VerifyResult(verdict, "compared", SideResult("original", str(original)), SideResult("migrated", str(candidate)))
+
+    monkeypatch.setattr(orchestrate, "verify_pair", verified)
+    code, out, _ = run(capsys, "rewrite", "--verify", "train.ipynb")
+    code_cells = "pass\nimport tensorflow as tf\npass\npass\npass\ny = tf.log(2.0)\nz = tf.placeholder(tf.float32)\n"
+    assert ran["original"] == code_cells and ran["candidate"] == code_cells.replace("tf.log", "tf.math.log")
+    assert ran["folder"] == folder and sorted(p.name for p in folder.iterdir()) == ["train.ipynb"]   # (run beside it, removed)
+    after = (folder / "train.ipynb").read_text()
+    assert after == (before.replace('"y = tf.log(2.0)\\n"', '"y = tf.math.log(2.0)\\n"') if verdict == "EQUIVALENT" else before)
+    assert f"train.ipynb: {verdict} ({'written' if verdict == 'EQUIVALENT' else 'left unchanged'})" in out

@@ -104,6 +104,14 @@ def reported(monkeypatch):
         return raised[-1]
 
     monkeypatch.setattr(refusals.Refusal, "of", classmethod(of))
+    told = refusals.diagnostic
+
+    def diagnostic(line, col, reason, /, **fields):   # (the refusals decided outside the model)
+        found = told(line, col, reason, **fields)
+        raised.append(refusals.Refusal(None, found[2], found[3], reason=reason))
+        return found
+
+    monkeypatch.setattr(refusals, "diagnostic", diagnostic)
 
     def run(program: str) -> set[str]:
         raised.clear()

@@ -7,7 +7,13 @@ import textwrap
 
 from tf1gradfix.rules.catalog import load
 
-FIX_MARK = {"safe": "safe fix", "unsafe": "unsafe fix", "manual": "manual"}
+FIX_MARK = {"safe": "safe fix", "proven": "fix with proof", "manual": "manual"}   # (catalog.SAFETIES)
+FIX_MEANING = {
+    "safe": "always applied by `tf1gradfix rewrite`",
+    "proven": "the whole-program restructuring; `tf1gradfix rewrite` writes it once the verifier proves it "
+              "(`--no-verify`: unproven)",
+    "manual": "not rewritten; the message says what to use instead",
+}
 
 
 def render_rules(fmt: str = "text") -> str:
@@ -22,7 +28,7 @@ def render_rules(fmt: str = "text") -> str:
             lines.append(f"| `{r.code}` | {r.name} | {r.title.replace('|', '/')} | {FIX_MARK[r.safety]} |")
         return "\n".join(lines)
     width = max(len(r.name) for r in catalog.rules)
-    return "\n".join(f"{r.code}  {r.name:<{width}}  {FIX_MARK[r.safety]:<10}  {r.title}" for r in catalog.rules)
+    return "\n".join(f"{r.code}  {r.name:<{width}}  {FIX_MARK[r.safety]:<14}  {r.title}" for r in catalog.rules)
 
 
 def render_explanation(code: str) -> str | None:
@@ -34,7 +40,7 @@ def render_explanation(code: str) -> str | None:
     return "\n".join(
         [
             f"{rule.code} {rule.name}: {rule.title}",
-            f"Fix: {FIX_MARK[rule.safety]}",
+            f"Fix: {FIX_MARK[rule.safety]} ({FIX_MEANING[rule.safety]})",
             "",
             rule.explanation,
             "",

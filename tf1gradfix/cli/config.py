@@ -30,6 +30,7 @@ class Settings:
     exclude: tuple[str, ...] = ()
     per_file_ignores: dict[str, tuple[str, ...]] = field(default_factory=dict)
     max_file_size: int | None = None  # bytes; None: source_io.MAX_FILE_BYTES
+    respect_gitignore: bool = True    # folders are walked without what .gitignore leaves out
     source: str | None = None  # which file the settings came from
     root: str | None = None    # its folder: per-file-ignores patterns are relative to it
 
@@ -49,7 +50,7 @@ class Settings:
         return tuple(extra)
 
 
-KEYS = ("select", "ignore", "exclude", "max-file-size", "per-file-ignores")
+KEYS = ("select", "ignore", "exclude", "max-file-size", "per-file-ignores", "respect-gitignore")
 
 
 def _codes(value, key: str, fail) -> tuple[str, ...]:
@@ -92,6 +93,8 @@ def _settings(table, source: Path, text: str) -> Settings:
         settings.exclude = _split(table["exclude"], "exclude", fail)
     if "max-file-size" in table:
         settings.max_file_size = _size(table["max-file-size"], fail)
+    if "respect-gitignore" in table:
+        settings.respect_gitignore = _bool(table["respect-gitignore"], "respect-gitignore", fail)
     per_file = table.get("per-file-ignores", {})
     if not isinstance(per_file, dict):
         fail("per-file-ignores", f"`per-file-ignores` must be a table of glob = codes, not {per_file!r}")
@@ -106,6 +109,15 @@ def _size(value, fail) -> int:
         value = int(value.strip())
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         fail("max-file-size", f"`max-file-size` must be a whole number of bytes, 1 or more, not {value!r}")
+    return value
+
+
+def _bool(value, key: str, fail) -> bool:
+    """true or false (an INI value is text, read as configparser reads booleans)."""
+    if isinstance(value, str) and value.strip().lower() in configparser.ConfigParser.BOOLEAN_STATES:
+        return configparser.ConfigParser.BOOLEAN_STATES[value.strip().lower()]
+    if not isinstance(value, bool):
+        fail(key, f"`{key}` must be true or false, not {value!r}")
     return value
 
 

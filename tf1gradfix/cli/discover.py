@@ -47,7 +47,8 @@ def _excluded(path: Path, patterns: tuple[str, ...]) -> bool:
     return False
 
 
-def discover(paths: list[str], exclude: tuple[str, ...] = ()) -> tuple[list[str], list[FileError]]:
+def discover(paths: list[str], exclude: tuple[str, ...] = (),
+             gitignore: bool = True) -> tuple[list[str], list[FileError]]:
     """Expand `paths` into Python files, in a stable order.
 
     Returns (files, errors). A file named explicitly is always taken;
@@ -55,7 +56,9 @@ def discover(paths: list[str], exclude: tuple[str, ...] = ()) -> tuple[list[str]
     leaves the tree it was given. Only regular files are taken (a FIFO would
     block the read forever); a folder that cannot be read is an error, never
     a silent skip. A file reached twice (`a.py`, `./a.py`, a link to it) is
-    taken once, under the first spelling.
+    taken once, under the first spelling. `gitignore`: in a git repository,
+    what its `.gitignore` files leave out is not walked into (a file named
+    explicitly is still taken).
     """
     files: list[str] = []
     errors: list[FileError] = []
@@ -81,7 +84,7 @@ def discover(paths: list[str], exclude: tuple[str, ...] = ()) -> tuple[list[str]
             continue
         path = Path(raw)
         if stat.S_ISDIR(info.st_mode):
-            _walk(path, exclude, add, errors)
+            _walk(path, exclude, add, errors, gitignore)
         elif not stat.S_ISREG(info.st_mode):
             errors.append(FileError(raw, "not a regular file; not read"))
         elif not _excluded(path, exclude):
@@ -89,8 +92,14 @@ def discover(paths: list[str], exclude: tuple[str, ...] = ()) -> tuple[list[str]
     return files, errors
 
 
-def _walk(top: Path, exclude: tuple[str, ...], add, errors: list[FileError]) -> None:
+def _walk(top: Path, exclude: tuple[str, ...], add, errors: list[FileError], gitignore: bool = True) -> None:
     """Each folder's files (sorted), then its subfolders depth first, as os.walk orders them."""
+    if gitignore:
+        from tf1gradfix.cli.gitignore import Ignored
+
+        ignored = Ignored(top)
+        if ignored.root is None:
+            gitignore = False
     stack = [top]
     while stack:
         folder = stack.pop()
@@ -108,11 +117,12 @@ def _walk(top: Path, exclude: tuple[str, ...], add, errors: list[FileError]) -> 
                 if entry.is_dir(follow_symlinks=False):
                     # Default folders are pruned by name below the given root only:
                     # a project that itself lives under `build/` is still checked.
-                    if not any(fnmatch.fnmatchcase(name, p) for p in DEFAULT_EXCLUDES) and not _excluded(folder / name, exclude):
+                    if not any(fnmatch.fnmatchcase(name, p) for p in DEFAULT_EXCLUDES) and not _excluded(folder / name, exclude) \
+                            and not (gitignore and ignored(folder / name, True)):
                         subfolders.append(folder / name)
                 elif name.endswith((".py", ".pyi", ".ipynb")) and entry.is_file(follow_symlinks=False):
                     candidate = folder / name
-                    if not _excluded(candidate, exclude):
+                    if not _excluded(candidate, exclude) and not (gitignore and ignored(candidate, False)):
                         info = entry.stat(follow_symlinks=False)
                         add(str(candidate), (info.st_dev, info.st_ino))
         except OSError as exc:

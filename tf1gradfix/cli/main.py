@@ -260,7 +260,7 @@ def _run_files(args: argparse.Namespace) -> int:
     ignore = (args.ignore if args.ignore is not None else settings.ignore)
     exclude = tuple(args.exclude) + settings.exclude
     mode = _mode(args)
-    files, errors = discover(args.paths, exclude)
+    files, errors = discover(args.paths, exclude, settings.respect_gitignore)
     if mode == PROPOSE and STDIN in files:
         print("tf1gradfix: --verify needs files on disk, not standard input", file=sys.stderr)
         return EXIT_ERROR
@@ -300,6 +300,12 @@ def _run_files(args: argparse.Namespace) -> int:
     undecided = sum(f.fixed is None for f in findings)   # `check` of a session program: `rewrite` decides
     if undecided:
         summary["undecided"] = undecided
+    if mode == WRITE:   # --no-verify: restructurings written without a proof, and said so
+        from tf1gradfix.run.batch import restructured
+
+        unproven_count = sum(o.changed and restructured(o.findings) for o in outcomes)
+        if unproven_count:
+            summary["unproven"] = unproven_count
 
     if mode == PROPOSE:
         return _prove(args, outcomes, findings, errors, summary)
@@ -313,7 +319,7 @@ def _run_files(args: argparse.Namespace) -> int:
     if args.statistics:
         report = statistics(findings, errors, args.format)
     else:
-        report = render(args.format, findings, errors, summary, outcomes=outcomes)
+        report = render(args.format, findings, errors, summary, outcomes=outcomes, proofs=rows)
     stream = sys.stderr if (mode in (WRITE, GUARDED) and STDIN in files) or (mode == DIFF and not structured) else sys.stdout
     if args.verbose:
         for outcome in outcomes:
@@ -377,12 +383,10 @@ def _renamed(outcome, name: str):
                    error=replace(outcome.error, path=name) if outcome.error is not None else None)
 
 
-def _proofs(args, outcomes, write: bool):
+def _proofs(args, outcomes, write: bool, all_outcomes=()):
     """Prove each outcome's new source against its file; write the EQUIVALENT ones when `write`.
     Returns the proof rows and the files edited while they were proven (an edit saved meanwhile wins)."""
-    from tf1gradfix.cli import rewrite_verify
-    from tf1gradfix.verify import command as verify_defaults
-    from tf1gradfix.verify.budget import DEFAULT_REWRITE_STEPS
+    from contextlib import redirect_stdout
 
     snapshots = {o.path: o.snapshot for o in outcomes if o.snapshot is not None}
     changed_meanwhile: list[FileError] = []
@@ -395,7 +399,18 @@ def _proofs(args, outcomes, write: bool):
             changed_meanwhile.append(FileError(str(path), CHANGED))
         return why
 
-    rows = rewrite_verify.prove_and_write(
+    # (a structured format keeps stdout one document: the verifier's lines go to stderr)
+    with redirect_stdout(sys.stderr) if args.format != "text" else nullcontext():
+        rows = _prove_and_write(args, outcomes, write, refusal, all_outcomes)
+    return rows, changed_meanwhile
+
+
+def _prove_and_write(args, outcomes, write: bool, refusal, all_outcomes=()):
+    from tf1gradfix.cli import rewrite_verify
+    from tf1gradfix.verify import command as verify_defaults
+    from tf1gradfix.verify.budget import DEFAULT_REWRITE_STEPS
+
+    return rewrite_verify.prove_and_write(
         [(o.path, o.new_source) for o in outcomes],
         write=write,
         report_dir=args.report_dir,
@@ -405,8 +420,16 @@ def _proofs(args, outcomes, write: bool):
         unwritable=refusal,
         steps=args.steps if args.steps is not None else DEFAULT_REWRITE_STEPS,
         program_args=args.program_args,
+        refused=refused_files(all_outcomes) if args.report_dir else (),
     )
-    return rows, changed_meanwhile
+
+
+def refused_files(outcomes) -> list[tuple[str, str]]:
+    """(path, the lines that stopped it) of each file not restructured, for the reports."""
+    from tf1gradfix.cli.output import blockers
+
+    blocked = blockers([f for o in outcomes for f in o.findings])
+    return [(path, "; ".join(f"line {f.line}: {f.code} {f.message}" for f in hits)) for path, hits in blocked.items()]
 
 
 def _guard(args, outcomes):
@@ -419,16 +442,18 @@ def _guard(args, outcomes):
     from tf1gradfix.verify.budget import tensorflow_missing
 
     pending = [o for o in outcomes if o.restructured]
-    if not pending:
+    if not pending and not (args.report_dir and refused_files(outcomes)):   # (the reports list refused files)
         return [], None, []
     rows, meanwhile, note = [], [], None
     if tensorflow_missing():
+        if not pending:
+            return [], None, []
         count = f"{len(pending)} file{'s' if len(pending) != 1 else ''}"
         note = (f"tf1gradfix: {count} can be restructured into TF2 but got only the safe fixes: proving a "
                 "restructuring runs both programs, which needs TensorFlow (pip install 'tf1gradfix[verify]'); "
                 "`tf1gradfix rewrite --no-verify` writes them unproven")
     else:
-        rows, meanwhile = _proofs(args, pending, write=True)
+        rows, meanwhile = _proofs(args, pending, write=True, all_outcomes=outcomes)
     written = {row.path for row in rows if row.written}
     edited = {e.path for e in meanwhile}
     for outcome in pending:
@@ -448,14 +473,18 @@ def _prove(args, outcomes, findings, errors, summary) -> int:
     """rewrite --verify: report the static findings, then prove each rewrite."""
     from tf1gradfix.cli import rewrite_verify
 
+    structured = args.format != "text"
     report = render(args.format, findings, errors, summary)
-    if report:
+    if report and not structured:
         print(report)
     rows, changed_meanwhile = _proofs(args, [o for o in outcomes if o.changed and o.new_source is not None],
-                                      write=not (args.diff or args.check))
-    if rows:
+                                      write=not (args.diff or args.check), all_outcomes=outcomes)
+    if structured:   # one document on stdout, after the proofs, with their verdicts (JSON: "proofs")
+        errors = errors + changed_meanwhile
+        print(render(args.format, findings, errors, {**summary, "errors": len(errors)}, proofs=rows))
+    elif rows:
         print(rewrite_verify.render_rows(rows))
-    if changed_meanwhile:
+    if changed_meanwhile and not structured:
         print(render(args.format, [], changed_meanwhile, {**summary, "errors": len(errors) + len(changed_meanwhile)}))
     if errors or changed_meanwhile:
         return EXIT_ERROR

@@ -61,8 +61,9 @@ def github_lines(findings: list[Finding], errors: list[FileError]) -> list[str]:
     return lines
 
 
-def render(fmt: str, findings: list[Finding], errors: list[FileError], summary: dict, outcomes=()) -> str:
-    """`outcomes` (per file) adds the diffs to JSON and the clean files to JUnit."""
+def render(fmt: str, findings: list[Finding], errors: list[FileError], summary: dict, outcomes=(), proofs=()) -> str:
+    """`outcomes` (per file) adds the diffs to JSON and the clean files to JUnit; `proofs`
+    (the verifier's rows, cli/rewrite_verify.ProofRow) add `"proofs"` to JSON."""
     import json  # (here: a text run need not import it)
 
     if fmt == "json":
@@ -78,6 +79,9 @@ def render(fmt: str, findings: list[Finding], errors: list[FileError], summary: 
         diffs = {o.path: o.diff for o in outcomes if o.diff}
         if diffs:   # `rewrite --diff --format json`: stdout stays one JSON document
             document["diffs"] = diffs
+        if proofs:
+            document["proofs"] = [{"path": r.path, "verdict": r.verdict, "reason": r.reason, "written": r.written}
+                                  for r in proofs]
         return json.dumps(document, indent=2)
     if fmt == "github":
         return "\n".join(github_lines(findings, errors))
@@ -102,6 +106,10 @@ def summary_sentence(summary: dict, verb: str) -> str:
     text = f"{summary['files']} file{'s' if summary['files'] != 1 else ''} checked: " + ", ".join(parts)
     if summary.get("changed"):
         text += f"; {summary['changed']} file{'s' if summary['changed'] != 1 else ''} {'would change' if verb == 'fixable' else 'rewritten'}"
+    if summary.get("unproven"):
+        n = summary["unproven"]
+        text += (f"; {n} file{'s' if n != 1 else ''} restructured unproven (--no-verify; "
+                 "`tf1gradfix verify --base REF` proves them against a committed version)")
     if summary.get("errors"):
         text += f"; {summary['errors']} error{'s' if summary['errors'] != 1 else ''}"
     return text + "."

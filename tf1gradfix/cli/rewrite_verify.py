@@ -40,8 +40,8 @@ def _slug(path: str, root: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "_", os.path.relpath(path, root)).strip("_.") or "program"
 
 
-def _why(exc: OSError) -> str:
-    return str(exc) if isinstance(exc, SourceError) else (exc.strerror or str(exc))
+def _why(exc: Exception) -> str:
+    return str(exc) if isinstance(exc, SourceError) else (getattr(exc, "strerror", None) or str(exc))
 
 
 def _snapshot(path: str):
@@ -55,8 +55,9 @@ def _snapshot(path: str):
 @stopping.guarded
 def prove_and_write(changed: list[tuple[str, bytes]], *, write: bool, report_dir: str | None,
                     rtol: float, atol: float, timeout: float, unwritable, steps=None,
-                    program_args=()) -> list[ProofRow]:
-    """Verify each (path, rewritten source); write the EQUIVALENT ones when `write`."""
+                    program_args=(), refused=()) -> list[ProofRow]:
+    """Verify each (path, rewritten source); write the EQUIVALENT ones when `write`.
+    `refused`: (path, why) of the files not restructured, for the summary reports."""
     from tf1gradfix.verify import report
     from tf1gradfix.verify.orchestrate import verify_pair
 
@@ -67,19 +68,21 @@ def prove_and_write(changed: list[tuple[str, bytes]], *, write: bool, report_dir
     for path, new_source in changed:
         original = Path(path)
         snapshot = _snapshot(path)
-        try:   # a fresh name (O_EXCL, random): never a file of the user's
-            candidate = Path(stopping.new_file(str(original.parent), f".{original.stem}.tf1gradfix-candidate-",
-                                               ".py", new_source))
-        except OSError as exc:
+        made: list[Path] = []
+        try:   # fresh names (O_EXCL, random): never a file of the user's
+            program, candidate = _programs(original, new_source, made)
+        except (OSError, ValueError) as exc:
+            _forget(made)
             rows.append(ProofRow(path, NOT_VERIFIED, f"cannot write the candidate next to it: {_why(exc)}", False))
             print(f"{NOT_VERIFIED}: {rows[-1].reason}\n  original: {path}", flush=True)
             continue
         try:
-            result = verify_pair(original, candidate, rtol=rtol, atol=atol, timeout=timeout,
+            result = verify_pair(program, candidate, rtol=rtol, atol=atol, timeout=timeout,
                                  steps=steps, program_args=program_args)
         finally:
-            candidate.unlink(missing_ok=True)
-            stopping.forget(str(candidate))
+            _forget(made)
+        if program != original:   # (a notebook: its code cells ran)
+            result.original.script = path
         result.migrated.script = f"{path} (rewritten)"
         results.append(result)
         row = ProofRow(path, result.verdict, result.reason, False)
@@ -97,10 +100,31 @@ def prove_and_write(changed: list[tuple[str, bytes]], *, write: bool, report_dir
         report_pair(out, row, result, root)
         rows.append(row)
         print(report.summary(result), flush=True)
-    reports_failed = report_summary(out, results, rows) or reports_failed
+    reports_failed = report_summary(out, results, rows, refused) or reports_failed
     for row in rows:
         row.reports_failed = row.reports_failed or reports_failed
     return rows
+
+
+def _programs(original: Path, new_source: bytes, made: list[Path]) -> tuple[Path, Path]:
+    """(the original program, the candidate) to run, next to the original: a notebook runs
+    as its code cells in order, on both sides (notebooks.script)."""
+    from tf1gradfix.run import notebooks
+
+    def sibling(kind: str, data: bytes) -> Path:
+        made.append(Path(stopping.new_file(str(original.parent), f".{original.stem}.tf1gradfix-{kind}-", ".py", data)))
+        return made[-1]
+
+    if not notebooks.is_notebook(str(original)):
+        return original, sibling("candidate", new_source)
+    old = read_source(original)[0]
+    return sibling("original", notebooks.script(old)), sibling("candidate", notebooks.script(new_source))
+
+
+def _forget(made: list[Path]) -> None:
+    for path in made:
+        path.unlink(missing_ok=True)
+        stopping.forget(str(path))
 
 
 # -- reports of a run over several files (also `verify --base`) ---------------------------
@@ -131,24 +155,30 @@ def report_pair(out: Path | None, row: ProofRow, result, root: str) -> None:
     stem = out / row.report_stem
     try:
         report.write_reports(result, json=f"{stem}.json", junit=f"{stem}.junit.xml",
-                             markdown=f"{stem}.md", plot=f"{stem}.png")
+                             markdown=f"{stem}.md", plot=f"{stem}.png" if report.has_loss(result) else None)
     except report.ReportError:
         row.reports_failed = True
 
 
-def report_summary(out: Path | None, results: list, rows: list[ProofRow]) -> bool:
-    """summary.md, junit.xml and summary.json over all files; True when one could not be written."""
+NOT_RESTRUCTURED = "NOT_RESTRUCTURED"   # (summary.json: a file the rewrite refused, left unchanged)
+
+
+def report_summary(out: Path | None, results: list, rows: list[ProofRow], refused=()) -> bool:
+    """summary.md, junit.xml and summary.json over all files, the refused ones too; True
+    when one could not be written."""
     from tf1gradfix.verify import report
 
-    if out is None or not results:
+    if out is None or not (results or refused):
         return False
     failed = False
     try:
-        report.write_reports(results, junit=out / "junit.xml", markdown=out / "summary.md")
+        report.write_reports(results, junit=out / "junit.xml", markdown=out / "summary.md", refused=refused)
     except report.ReportError:
         failed = True
+    entries = [row.__dict__ for row in rows] + [ProofRow(str(path), NOT_RESTRUCTURED, why, False).__dict__
+                                               for path, why in refused]
     try:
-        report.write_text(out / "summary.json", json.dumps([row.__dict__ for row in rows], indent=2) + "\n")
+        report.write_text(out / "summary.json", json.dumps(entries, indent=2) + "\n")
     except OSError as exc:
         print(f"tf1gradfix: cannot write {out / 'summary.json'}: {_why(exc)}", file=sys.stderr, flush=True)
         failed = True

@@ -14,7 +14,8 @@ from tf1gradfix import __version__
 from tf1gradfix.run.findings import FileError, Finding
 
 SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
-_LEVEL = {True: "note", False: "warning"}   # fixed (safely, or by the rewrite) / needs work
+# fixed by this run / needs work, or (`check` of a session program, fixed None) `rewrite` decides
+_LEVEL = {True: "note", False: "warning", None: "warning"}
 
 
 def _uri(path: str) -> str:
@@ -46,7 +47,8 @@ def sarif_document(findings: list[Finding], errors: list[FileError]) -> dict:
         rules.append(entry)
     index = {code: i for i, code in enumerate(codes)}
     results = [{"ruleId": f.code, "ruleIndex": index[f.code], "level": _LEVEL[f.fixed],
-                "message": {"text": f.message}, "locations": [_location(f.path, f.line, f.col)]}
+                "message": {"text": f.message}, "locations": [_location(f.path, f.line, f.col)],
+                "properties": {"safety": f.safety, "fixed": f.fixed}}
                for f in findings]
     notifications = [{"level": "error", "message": {"text": e.message}, "locations": [_location(e.path, e.line, e.col)]}
                      for e in errors]

@@ -43,6 +43,8 @@ def _model(builder, item, names, value, deps, tf_calls) -> None:
             unsupported = dropout.refusal(call, tf_calls) or unsupported
         elif matches(q, "aligned_random") and _seeded(call):
             unsupported = Refusal.of(call, "random_op_seed", api=q)
+        elif q == "tensorflow.train.Saver":   # (its own reason: what TF2 checkpoints with)
+            unsupported = Refusal.of(call, "saver")
         elif matches(q, "refuse") and q not in schedule_table() and not matches(q, "aligned_random"):
             unsupported = Refusal.of(call, "api_unsupported", api=q)
     for name in names:

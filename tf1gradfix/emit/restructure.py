@@ -34,7 +34,7 @@ from tf1gradfix.model.owners import BLOCKS, GraphCallScan, nested_sessions
 from tf1gradfix.cst.printing import code_for_node
 from tf1gradfix.model.slicing import signatures
 from tf1gradfix.cst.syntax import Refusal, loads, matches, name_nodes
-from tf1gradfix.model.refusals import diagnostic
+from tf1gradfix.model.refusals import Refusals, diagnostic
 from tf1gradfix.cst.walk import walk
 
 Diagnostic = tuple[int, int, str, str, str]
@@ -73,8 +73,8 @@ def _restructure(module: cst.Module, wrapper: MetadataWrapper, plan=None, rename
                 desugared, plan = model_classes.desugar(module, found.cls)
                 return _restructure(desugared, AnalysisWrapper(desugared), plan)
         except Refusal as refusal:
-            line, col = _position(meta, refusal.node)
-            return Restructured(None, [(line, col, refusal.code, refusal.message, "manual")])
+            return Restructured(None, [(*_position(meta, r.node), r.code, r.message, "manual")
+                                       for r in getattr(refusal, "all", [refusal])])
         except Exception as exc:  # noqa: BLE001 - a bug here must never cost the user's file
             return Restructured(None, [diagnostic(1, 1, "internal_error", error=f"{type(exc).__name__}: {exc}")])
     if new is None:
@@ -267,30 +267,35 @@ class _Rewrite:
             builder.options = session_options.SessionOptions(scope if cls is None else cls, self.meta.names.qualified)
         if self.scan.writers:   # (TensorBoard summaries: the writers' statements are host code)
             builder.writers = summaries.Writers(scope if cls is None else cls, self.meta.names.qualified)
-        program = builder.build(owner, body, helpers, alias)
-        if section is not None and not program.nodes:   # (a part that only runs or closes a session)
-            raise Refusal.of(section[0] if section else owner, "section_without_graph")
-        if len(sessions) > 1:   # each session holds its own variable values; TF2 has one
-            raise Refusal.of(sessions[1], "several_sessions")
-        host = None
-        if cls is None:
-            nested = nested_sessions([it.stmt for it in program.items if it.node is None and not it.drop
-                                       and not isinstance(it.stmt, (cst.SimpleStatementLine, cst.FunctionDef, cst.ClassDef))],
-                                      program, self.meta, builder)
-        else:
-            init_sessions = set(program.sessions)   # (`self.sess = tf.Session()` in `__init__`)
-            statements = model_classes.host_statements(self.module, cls, self.plan)
-            nested = nested_sessions(statements, program, self.meta, builder)
-            host = model_classes.ClassHost(
-                statements, [it.stmt for it in program.items if it.node is None and not it.drop], init_sessions,
-                self.plan.graph_attributes(program.final), self.plan.session_attributes(init_sessions),
-                session_params.session_parameters(self.module, cls, statements, program.sessions))
-            # (methods and attributes; `tf.Module`'s own are checked where they are named)
-            self.taken |= self.plan.members - model_classes.vanishing(self.plan, program) - builders.MODULE_ATTRIBUTES
-        scan = HostScan(program, self.meta, nested, host)
-        if builder.writers is not None:
-            scan.skip = set(builder.writers.statements)
-        scan.run()
+        program = builder.build(owner, body, helpers, alias, collect=True)
+        try:   # (every blocker of the graph statements and the host code in one run: ModelBuilder.build)
+            if section is not None and not program.nodes and not program.refused:   # (a part that only runs or closes a session)
+                raise Refusal.of(section[0] if section else owner, "section_without_graph")
+            if len(sessions) > 1:   # each session holds its own variable values; TF2 has one
+                raise Refusal.of(sessions[1], "several_sessions")
+            host = None
+            if cls is None:
+                nested = nested_sessions([it.stmt for it in program.items if it.node is None and not it.drop
+                                           and not isinstance(it.stmt, (cst.SimpleStatementLine, cst.FunctionDef, cst.ClassDef))],
+                                          program, self.meta, builder)
+            else:
+                init_sessions = set(program.sessions)   # (`self.sess = tf.Session()` in `__init__`)
+                statements = model_classes.host_statements(self.module, cls, self.plan)
+                nested = nested_sessions(statements, program, self.meta, builder)
+                host = model_classes.ClassHost(
+                    statements, [it.stmt for it in program.items if it.node is None and not it.drop], init_sessions,
+                    self.plan.graph_attributes(program.final), self.plan.session_attributes(init_sessions),
+                    session_params.session_parameters(self.module, cls, statements, program.sessions))
+                # (methods and attributes; `tf.Module`'s own are checked where they are named)
+                self.taken |= self.plan.members - model_classes.vanishing(self.plan, program) - builders.MODULE_ATTRIBUTES
+            scan = HostScan(program, self.meta, nested, host)
+            if builder.writers is not None:
+                scan.skip = set(builder.writers.statements)
+            scan.run()
+        except Refusal as refusal:
+            raise Refusals.joined(cast(list, program.refused), refusal) from None
+        if program.refused:
+            raise Refusals.joined(program.refused)
         sigs = signatures(program, scan.sites)
         check_steps(program, sigs, self.meta.names.qualified)
         state = StateEmitter(program, self.code, self.meta.names.qualified)

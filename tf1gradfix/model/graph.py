@@ -20,8 +20,8 @@ from tf1gradfix.constructs import builders, graph_loops, layers, summaries, vari
 from tf1gradfix.constructs.tensors import queue_refusal
 from tf1gradfix.model import registry
 from tf1gradfix.constructs.optimizers import is_optimizer
-from tf1gradfix.cst.syntax import (Refusal, arg, enters_new_graph, free_names, literal_string, loads, matches, name_nodes,
-                                   target_names)
+from tf1gradfix.cst.syntax import (Refusal, arg, bound_names, enters_new_graph, free_names, literal_string, loads, matches,
+                                   name_nodes, target_names)
 from tf1gradfix.cst.walk import walk
 from tf1gradfix.model.nodes import BuilderModule, Node, Statement, Static, Variable, VariableGroup
 
@@ -50,6 +50,8 @@ class Program:
     sessions: set[str]
     helpers: dict[str, cst.FunctionDef]   # user functions graph code calls
     tf_alias: str
+    refused: list | None = None   # build(collect=True): the statements' refusals, in order
+    poisoned: set[str] | None = None   # names bound by refused statements, and by those that read them
 
     def node(self, name: str) -> Node | None:
         i = self.final.get(name)
@@ -96,16 +98,38 @@ class ModelBuilder:
         return found
 
     # -- the block ---------------------------------------------------------
-    def build(self, owner, body: list[cst.BaseStatement], helpers, tf_alias: str) -> Program:
+    def build(self, owner, body: list[cst.BaseStatement], helpers, tf_alias: str, collect: bool = False) -> Program:
+        """`collect`: a statement's refusal is kept in `program.refused` and the next
+        statements are read on, except those reading a name a refused statement binds
+        (`program.poisoned`), so one run names every independent blocker; the caller
+        raises them. Otherwise the first refusal is raised."""
         self.program = Program(owner, [], [], {}, set(), helpers, tf_alias)
         self._flatten(body, "", ())
+        refused: list[Refusal] = []
+        poisoned: set[str] = set()
         for position, item in enumerate(self.program.items):
-            if isinstance(item.stmt, cst.SimpleStatementLine) and not item.drop:
-                self._classify(item)
-            elif not isinstance(item.stmt, cst.SimpleStatementLine) and not graph_loops.model(self, item, position) \
-                    and not layers.loop_model(self, item) and not isinstance(item.stmt, cst.FunctionDef):
-                self._check_compound(item.stmt)   # (a function is checked where graph code calls it)
+            if poisoned and not poisoned.isdisjoint(loads(item.stmt)):
+                poisoned |= bound_names(item.stmt)   # (what it would read is not in the model)
+                item.drop = True
+                continue
+            try:
+                self._item(item, position)
+            except Refusal as refusal:
+                if not collect:
+                    raise
+                refused.append(refusal)
+                poisoned |= bound_names(item.stmt)
+                item.drop = True   # (not host code either: the host scan passes it by)
+        if collect:
+            self.program.refused, self.program.poisoned = refused, poisoned
         return self.program
+
+    def _item(self, item: Item, position: int) -> None:
+        if isinstance(item.stmt, cst.SimpleStatementLine) and not item.drop:
+            self._classify(item)
+        elif not isinstance(item.stmt, cst.SimpleStatementLine) and not graph_loops.model(self, item, position) \
+                and not layers.loop_model(self, item) and not isinstance(item.stmt, cst.FunctionDef):
+            self._check_compound(item.stmt)   # (a function is checked where graph code calls it)
 
     def _flatten(self, body, prefix: str, lead: tuple, stats: bool = False, scope: str = "") -> None:
         for stmt in body:

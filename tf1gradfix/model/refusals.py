@@ -49,6 +49,23 @@ class Refusal(Exception):
         return cls(node, row.code, render(row.message, fields), row.definite, reason)
 
 
+class Refusals(Refusal):
+    """Several refusals of one program, found in one pass (statements that do not read
+    what a refused one binds are still analyzed): it reads as its first, and `all` holds
+    every one, so a user learns every blocker from one run."""
+
+    def __init__(self, found: list[Refusal]):
+        first = found[0]
+        super().__init__(first.node, first.code, first.message, first.definite, first.reason)
+        self.all = [r for refusal in found for r in getattr(refusal, "all", [refusal])]
+
+    @classmethod
+    def joined(cls, earlier: list[Refusal], last: Refusal | None = None) -> Refusal:
+        """`earlier` and `last` as one refusal (itself, when it is alone)."""
+        found = [*earlier, *([last] if last is not None else [])]
+        return found[0] if len(found) == 1 else cls(found)
+
+
 def diagnostic(line: int, col: int, reason: str, /, **fields) -> tuple:
     """A refusal decided outside the model (the rewrite's own checks of its output), as
     the (line, col, code, message, safety) the rewrite reports."""

@@ -72,19 +72,31 @@ class HostScan:
         # it, the same name holds a host value (data the graph is then built from).
         first_bound = {name: position for position, item in reversed(list(enumerate(self.p.items)))
                        if item.node is not None for name in item.node.names}
+        poisoned = set(self.p.poisoned or ())   # (names of refused graph statements: see ModelBuilder.build)
         for position, item in enumerate(self.p.items):
             if item.node is not None or item.drop:
                 if item.node is not None and self.first_site_item is not None:
                     raise Refusal.of(item.stmt, "graph_after_run")
                 continue
-            if isinstance(item.stmt, (cst.FunctionDef, cst.ClassDef)):
-                self._definition(item.stmt, names)
-                continue
-            before = len(self.sites) + len(self.removed)
-            self._item = item
-            self._scan(item.stmt, names - {name for name, first in first_bound.items() if first > position})
-            if len(self.sites) + len(self.removed) > before and self.first_site_item is None:
-                self.first_site_item = position
+            if poisoned and not poisoned.isdisjoint(loads(item.stmt)):
+                continue   # (it reads what a refused statement would have bound: a blocker already)
+            try:
+                self._host_item(item, position, names, first_bound)
+            except Refusal as refusal:
+                if self.p.refused is None:
+                    raise
+                self.p.refused.append(refusal)   # (collected: the next statements are scanned on)
+                poisoned |= bound_names(item.stmt)
+
+    def _host_item(self, item, position: int, names: set[str], first_bound: dict[str, int]) -> None:
+        if isinstance(item.stmt, (cst.FunctionDef, cst.ClassDef)):
+            self._definition(item.stmt, names)
+            return
+        before = len(self.sites) + len(self.removed)
+        self._item = item
+        self._scan(item.stmt, names - {name for name, first in first_bound.items() if first > position})
+        if len(self.sites) + len(self.removed) > before and self.first_site_item is None:
+            self.first_site_item = position
 
     def _host(self, statements, sessions: set[str]) -> None:
         """Every statement of the host code; a function's statements one by one (a run
@@ -459,6 +471,8 @@ class _HostReads(cst.CSTVisitor):
                 return   # host code rebinding a tensor's name: the tensor lives in the step functions
             if isinstance(graph, Placeholder):
                 raise Refusal.of(node, "placeholder_outside_feed", name=node.value)
+            if isinstance(graph, Tensor) and graph.unsupported is not None:
+                raise graph.unsupported   # (what the value is made with says more than where it is used)
             raise Refusal.of(node, "node_outside_run", kind=kind, name=node.value)
 
 

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 
 from tf1gradfix.rules.compiled import kept
 
-SAFETIES = ("safe", "unsafe", "manual")
+SAFETIES = ("safe", "proven", "manual")   # fixed safely, fixable with proof, manual
 
 TF_ROOT = "tensorflow"
 # Modules a name bound by assignment (`tf = tf.compat.v1`) is followed into by the

@@ -101,13 +101,13 @@ def _run_source(path: str, data: bytes, mode: str, codes: CodeFilter, snapshot: 
     outcome.changed = True
     if mode == DIFF:
         outcome.diff = unified_diff(shown(path), data, result.new_source)
-    elif (mode == PROPOSE and not notebook) or (mode == GUARDED and restructured(result.findings) and path != "-"):
+    elif mode == PROPOSE or (mode == GUARDED and restructured(result.findings) and path != "-"):
         outcome.new_source = result.new_source
         outcome.snapshot = snapshot
         if mode == GUARDED:
             outcome.restructured = True
             outcome.safe_source = process_source(path, data, codes, fix=True, restructure=False).new_source
-    elif mode in (WRITE, GUARDED, PROPOSE):   # (PROPOSE: a notebook, given its safe fixes only)
+    elif mode in (WRITE, GUARDED):
         if path == "-" and mode == GUARDED and restructured(result.findings):   # an editor filter: safe fixes only
             safe = process_source(path, data, codes, fix=True, restructure=False).new_source
             outcome.new_source = data if safe is None else safe

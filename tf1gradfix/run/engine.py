@@ -37,7 +37,7 @@ def process_source(display: str, data: bytes, codes: CodeFilter, fix: bool = Tru
     if error is not None:
         result.error = error
         return result
-    if _MARKER not in data:
+    if _MARKER not in data or skipped(data):
         return result
     from tf1gradfix.detect import prefilter
 
@@ -58,6 +58,17 @@ def process_source(display: str, data: bytes, codes: CodeFilter, fix: bool = Tru
     return _process_tensorflow_source(result, display, data, codes, fix, restructure, check)
 
 
+_SKIP_FILE = re.compile(rb"^[ \t]*#[ \t]*tf1gradfix:[ \t]*skip-file[ \t]*$", re.M)
+
+
+def skipped(data: bytes) -> bool:
+    """The file says `# tf1gradfix: skip-file` on a line of its own: neither checked nor
+    rewritten (isort's `skip_file`, ruff's file-wide `noqa`)."""
+    if b"skip-file" not in data:
+        return False
+    return _SKIP_FILE.search(data.replace(b"\r\n", b"\n").replace(b"\r", b"\n")) is not None   # (any line ending)
+
+
 def may_parse(path: str) -> bool:
     """Whether the file at `path` may be parsed with LibCST (unreadable files are not).
 
@@ -71,7 +82,7 @@ def may_parse(path: str) -> bool:
         return False
     from tf1gradfix.detect import prefilter
 
-    return _MARKER in data and prefilter.load().possible(data).anything
+    return _MARKER in data and not skipped(data) and prefilter.load().possible(data).anything
 
 
 def preload(rewrite: bool = True) -> None:
@@ -211,7 +222,7 @@ def _without_libcst(result: FileResult, display: str, data: bytes, codes: CodeFi
             return None   # (byte edits need the offsets `ast` gives: those of UTF-8 text)
         text = _as_utf8(data)
     hits, session = ast_rules.analyze(tree, text, catalog_module.load())
-    restructurable = session and restructure and all(codes.wants(code) for code in HANDLED)
+    restructurable = session and restructure and any(codes.wants(code) for code in HANDLED)
     if restructurable and not check:
         return None
     fix = fix and not restructurable
@@ -225,8 +236,8 @@ def _without_libcst(result: FileResult, display: str, data: bytes, codes: CodeFi
         fixable = fix and hit.replacement is not None and hit.rule.safety == "safe"
         if fixable:
             plans.append((hit.node, hit.replacement))
-        result.findings.append(Finding(display, hit.line, hit.col, code, hit.message, hit.rule.safety,
-                                       fixable if decided else None))
+        result.findings.append(Finding(display, hit.line, hit.col, code, hit.message,
+                                       _label(hit.rule.safety, not decided), fixable if decided else None))
     result.findings += removed_names(display, data, codes, {(h.line, h.col) for h in hits},
                                      fixed=False if decided else None)
     result.findings.sort(key=lambda f: (f.line, f.col, f.code))
@@ -302,8 +313,8 @@ def _analyzed(result: FileResult, display: str, data: bytes, codes: CodeFilter, 
     found = detect(original, catalog)
     # The safe renames go into the code the restructuring copies and keeps, as it is printed.
     renames = {hit.node: hit.replacement for hit in found if hit.replacement is not None and hit.rule.safety == "safe"}
-    shaped, refused = (_restructured(original, display, codes, result, silenced, catalog, renames) if restructure
-                       else (None, False))
+    shaped, refused = (_restructured(original, display, codes, result, silenced, catalog, renames, found)
+                       if restructure else (None, False))
     fix = fix and not refused  # a refused program is left byte-for-byte intact
     parsed = data  # the bytes `module` was parsed from
     hits = found
@@ -313,7 +324,7 @@ def _analyzed(result: FileResult, display: str, data: bytes, codes: CodeFilter, 
             if codes.wants(hit.rule.code) and not is_suppressed(hit.line, hit.rule.code, silenced):
                 handled = hit.rule.code in FIXED_WHEN_RESTRUCTURED or hit.rule.safety == "safe"
                 result.findings.append(Finding(display, hit.line, hit.col, hit.rule.code, hit.message,
-                                               hit.rule.safety, fix and handled))
+                                               _label(hit.rule.safety, handled), fix and handled))
     replacements: dict[cst.CSTNode, str] = {}
     for hit in hits:
         code = hit.rule.code
@@ -323,7 +334,8 @@ def _analyzed(result: FileResult, display: str, data: bytes, codes: CodeFilter, 
         if fixable:
             replacements[hit.node] = hit.replacement
         if shaped is None:
-            result.findings.append(Finding(display, hit.line, hit.col, code, hit.message, hit.rule.safety, fixable))
+            result.findings.append(Finding(display, hit.line, hit.col, code, hit.message,
+                                           _label(hit.rule.safety, False), fixable))
     # (every rule hit counts as reported there, a silenced one too)
     result.findings += removed_names(display, data, codes, {(h.line, h.col) for h in found},
                                      fixed=fix and shaped is not None)
@@ -422,7 +434,7 @@ def _lines_of(hits) -> set[int]:
     return lines
 
 
-def _restructured(wrapper, display, codes, result, silenced, catalog, renames):
+def _restructured(wrapper, display, codes, result, silenced, catalog, renames, found=()):
     """((module, detections, source) of the restructured module, or None; refused?).
 
     `renames`: rename plans of chains of the original module (detect), applied
@@ -445,8 +457,12 @@ def _restructured(wrapper, display, codes, result, silenced, catalog, renames):
     from tf1gradfix.emit.restructure import HANDLED, restructure
     from tf1gradfix.model.refusals import diagnostic
 
-    if not all(codes.wants(code) for code in HANDLED):  # it rewrites all of them at once
+    if not any(codes.wants(code) for code in HANDLED):  # one fix of them all: it runs when one is selected
         return None, False
+    withheld = _withheld(found, codes, silenced)
+    if withheld:   # (always reported: a selection or comment must not switch the rewrite off unsaid)
+        result.findings += [Finding(display, *refusal, False) for refusal in withheld]
+        return None, True
     shaped = restructure(wrapper.module, display, wrapper, renames)
     diagnostics = list(shaped.diagnostics)
     new = None
@@ -479,6 +495,30 @@ def _restructured(wrapper, display, codes, result, silenced, catalog, renames):
     return new, new is None and bool(diagnostics)
 
 
+def _withheld(found, codes, silenced) -> list[tuple]:
+    """Refusals of a restructuring that would make a fix the user withheld: a finding it
+    fixes on a line whose `# tf1gradfix: ignore` names its code, or a safe fix (a rename)
+    whose code is deselected. A restructured program must run on TF2, so it cannot leave
+    either out; the file is left intact instead."""
+    from tf1gradfix.emit.handled import FIXED_WHEN_RESTRUCTURED
+    from tf1gradfix.model.refusals import diagnostic
+    from tf1gradfix.run.findings import is_suppressed
+
+    out = []
+    for hit in found:
+        code = hit.rule.code
+        if code not in FIXED_WHEN_RESTRUCTURED and hit.replacement is None:
+            continue   # (not changed by the restructuring)
+        if is_suppressed(hit.line, code, silenced):
+            how = "a `# tf1gradfix: ignore` comment protects"
+        elif code not in FIXED_WHEN_RESTRUCTURED and not codes.wants(code):
+            how = "is deselected (--select, --ignore or the settings)"
+        else:
+            continue
+        out.append(diagnostic(hit.line, hit.col, "fix_withheld", code=code, how=how))
+    return out
+
+
 REMOVED = "TFG402"
 
 
@@ -508,8 +548,18 @@ def removed_names(display: str, data: bytes, codes: CodeFilter, taken: set[tuple
         if (m.line, m.col) in taken or is_suppressed(m.line, REMOVED, silenced):
             continue
         message = rule.message.format(symbol=f"tf.{m.name}", advice=api_surface.advice(m.name))
-        out.append(Finding(display, m.line, m.col, REMOVED, message, rule.safety, fixed))
+        out.append(Finding(display, m.line, m.col, REMOVED, message, _label(rule.safety, fixed is not False), fixed))
     return out
+
+
+def _label(safety: str, restructured: bool) -> str:
+    """A finding's fix label, the rule's for this file: with a restructuring of the file
+    (or `check`'s open question of one), a manual rule's finding it removes (a tf.contrib
+    piece it maps, a TF1-only name it no longer spells) is fixable with proof; without one
+    (no session, or a refused program), a finding only a restructuring fixes is manual."""
+    if restructured:
+        return "proven" if safety == "manual" else safety
+    return "manual" if safety == "proven" else safety
 
 
 def _unfixed(findings: list[Finding]) -> list[Finding]:

@@ -11,7 +11,8 @@ cell, and everything else (outputs, metadata, markdown, the JSON layout) is
 kept byte for byte, since the notebook is written back with the layout it
 was read in; a notebook whose layout cannot be reproduced exactly is
 reported and left as it is. Whole-program restructurings are not applied to
-notebooks (run the code as a script to prove one).
+notebooks (run the code as a script to prove one); `rewrite --verify` proves
+a notebook's fixes by running its code cells in order (`script`).
 """
 
 from __future__ import annotations
@@ -120,6 +121,18 @@ def process(path: str, data: bytes, codes: CodeFilter, fix: bool = True):
     settings, end = layout
     result.new_source = (json.dumps(notebook, **settings) + end).encode("utf-8")
     return result
+
+
+def script(data: bytes) -> bytes:
+    """The program a notebook runs, for the verifier: its code cells in order, IPython lines
+    as `pass` (as they are read for the findings). Raises ValueError for what is no notebook."""
+    try:
+        raw_cells = json.loads(data.decode("utf-8"))["cells"]
+        cells = [_Cell(n, _source_lines(raw), 0) for n, raw in enumerate(raw_cells, start=1)
+                 if isinstance(raw, dict) and raw.get("cell_type") == "code"]
+    except (UnicodeDecodeError, KeyError, TypeError) as exc:
+        raise ValueError(f"not a Jupyter notebook: {exc}") from None
+    return _joined(cells).encode("utf-8")
 
 
 def _place(cells: list[_Cell], line: int | None) -> tuple[_Cell | None, int | None]:

@@ -142,6 +142,12 @@ def to_markdown(result) -> str:
     return "\n".join(lines) + "\n"
 
 
+def has_loss(result) -> bool:
+    """Whether either side recorded a loss: a picture of nothing is left out of a report folder."""
+    c = result.comparison
+    return c is not None and bool(c.loss_original or c.loss_migrated)
+
+
 def write_plot(result, path) -> None:
     """Overlay both loss curves and mark the first divergent step."""
     import matplotlib
@@ -171,7 +177,8 @@ def write_plot(result, path) -> None:
     ax.set_ylabel("loss")
     ax.set_title(f"{result.verdict}: {Path(result.original.script).name} vs "
                  f"{Path(result.migrated.script).name}", fontsize=10)
-    ax.legend()
+    if ax.get_legend_handles_labels()[0]:   # (an empty legend is a matplotlib warning)
+        ax.legend()
     fig.tight_layout()
     fig.savefig(path, dpi=100)
     plt.close(fig)
@@ -204,8 +211,11 @@ def write_text(path, text: str) -> None:
     _write_text(path, text)
 
 
-def write_reports(results, *, json=None, junit=None, markdown=None, plot=None) -> None:  # noqa: A002
+def write_reports(results, *, json=None, junit=None, markdown=None, plot=None, refused=()) -> None:  # noqa: A002
     """Write whichever reports were asked for (each argument is a path or None).
+    `refused`: (path, why) of files a run left unchanged without a proof (`rewrite
+    --verify --report-dir`: not restructured), a JUnit test case skipped and a Markdown
+    section each.
 
     ``results`` is one VerifyResult or a list of them (``rewrite --verify``
     over several files): JSON then holds a list, JUnit one testsuite per
@@ -232,12 +242,15 @@ def write_reports(results, *, json=None, junit=None, markdown=None, plot=None) -
         root = ET.Element("testsuites")
         for r in items:
             root.append(to_junit(r).getroot().find("testsuite"))
+        if refused:
+            root.append(_refused_suite(refused))
         tree = ET.ElementTree(root)
         ET.indent(tree)
         text = ET.tostring(root, encoding="unicode", xml_declaration=True) + "\n"
         attempt("JUnit report", junit, lambda: _write_text(junit, text))
     if markdown is not None:
-        attempt("Markdown report", markdown, lambda: _write_text(markdown, "\n".join(to_markdown(r) for r in items)))
+        text = "\n".join([*(to_markdown(r) for r in items), *([_refused_markdown(refused)] if refused else [])])
+        attempt("Markdown report", markdown, lambda: _write_text(markdown, text))
     if plot is not None:
         plot = Path(plot)
         for i, r in enumerate(items, 1):
@@ -247,6 +260,21 @@ def write_reports(results, *, json=None, junit=None, markdown=None, plot=None) -
         print(f"tf1gradfix: {failure}", file=sys.stderr, flush=True)
     if failures:
         raise ReportError(failures)
+
+
+def _refused_suite(refused) -> ET.Element:
+    suite = ET.Element("testsuite", name="tf1gradfix: not restructured", tests=str(len(refused)),
+                       failures="0", errors="0", skipped=str(len(refused)))
+    for path, why in refused:
+        case = ET.SubElement(suite, "testcase", classname="tf1gradfix.rewrite", name=str(path))
+        ET.SubElement(case, "skipped", message=f"not restructured (left unchanged): {why}")
+    return suite
+
+
+def _refused_markdown(refused) -> str:
+    lines = [f"## Not restructured ({len(refused)} file{'s' if len(refused) != 1 else ''}, left unchanged)", ""]
+    lines += [f"- `{path}`: {why}" for path, why in refused]
+    return "\n".join(lines) + "\n"
 
 
 def _write_plot_file(result, path: Path) -> None:
