@@ -60,3 +60,12 @@ def test_other_artists_or_a_missing_drawing_diverge():
     assert "made 1 drawings, migrated 0" in none.first.describe()
     neither = compare.compare_traces(_trace(plots=None), _trace(plots=None), decode=decode_array)
     assert neither.stats["plotted value"].compared == 0 and not neither.divergences
+
+
+def test_the_words_of_a_line_with_numbers_are_compared_too():
+    ok = compare.compare_traces(_trace("step 3 loss [ 0.5  -1.25]\n"), _trace("step 3 loss [0.5000001 -1.25]\n"),
+                                decode=decode_array)
+    assert not ok.divergences
+    other = compare.compare_traces(_trace("files ['a.index', 'a.meta', 'a.data-00000-of-00001']\n"),
+                                   _trace("files ['a.index', 'a.data-00000-of-00001']\n"), decode=decode_array)
+    assert other.first.quantity == "printed text"

@@ -16,7 +16,8 @@ from tf1gradfix.emit.tape import TapeEmitter
 from tf1gradfix.cst.syntax import Refusal, bound_names, loads
 from tf1gradfix.cst.verbatim import Verbatim, fits
 from tf1gradfix.cst.walk import TargetedTransformer, walk
-from tf1gradfix.model.nodes import Layer, LayerLoop, Optimizer, OptimizerCall, Static, Variable, VariableGroup
+from tf1gradfix.constructs import savers
+from tf1gradfix.model.nodes import Layer, LayerLoop, Optimizer, OptimizerCall, Saver, Static, Variable, VariableGroup
 
 FLATTEN = object()   # replace a `with` by its (already rewritten) body
 
@@ -92,6 +93,8 @@ class Assembler:
         if isinstance(node, Variable):
             text = self.state.variable(node)
             return item.stmt if text is None else self._statement(text, item.stmt)
+        if isinstance(node, Saver):
+            return self._statement(savers.checkpoint_text(node, self.p, self.p.tf_alias, self._name_of), item.stmt)
         if isinstance(node, LayerLoop):
             return list(cst.parse_module("\n".join(self.state.layer_loop(node)) + "\n").body)
         if isinstance(node, Layer):
@@ -106,6 +109,14 @@ class Assembler:
                 name = self.tape.optimizer_names[opt.index]
                 return self._statement(self.state.optimizer(opt, name, opt.index in self.tape.fed_lr), item.stmt)
         return None
+
+    def _name_of(self, node) -> str:
+        """The name the emitted program holds a saved object under (savers.py)."""
+        if isinstance(node, Layer):
+            return self.state.naming.layers[node]
+        if isinstance(node, Optimizer):
+            return self.tape.optimizer_names[node.index]
+        return node.names[0]
 
     def _statement(self, text: str, original: cst.SimpleStatementLine) -> cst.BaseStatement:
         if self.module is not None and fits(text, self.module):

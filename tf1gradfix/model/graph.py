@@ -23,7 +23,7 @@ from tf1gradfix.constructs.optimizers import is_optimizer
 from tf1gradfix.cst.syntax import (Refusal, arg, bound_names, enters_new_graph, free_names, literal_string, loads, matches,
                                    name_nodes, target_names)
 from tf1gradfix.cst.walk import walk
-from tf1gradfix.model.nodes import BuilderModule, Node, Statement, Static, Variable, VariableGroup
+from tf1gradfix.model.nodes import BuilderModule, Node, Saver, Statement, Static, Variable, VariableGroup
 
 N = TypeVar("N", bound=Node)
 
@@ -344,7 +344,8 @@ class ModelBuilder:
             if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name):
                 receiver = func.value.value
                 if receiver in self.program.sessions or (
-                        func.attr.value in ("eval", "run") and receiver in self.program.final):
+                        func.attr.value in ("eval", "run") and receiver in self.program.final) \
+                        or isinstance(self.program.node(receiver), Saver):   # (`saver.save(sess, path)`)
                     return True
         return False
 

@@ -112,6 +112,15 @@ class VariableGroup(Node):
 
 
 @dataclass(eq=False, kw_only=True)
+class Saver(Node):
+    """`saver = tf.train.Saver()`: what it checkpoints, the graph's saveable state when
+    it was made (variables, layers, optimizers that had made their slots)."""
+
+    kind: ClassVar[str] = "saver"
+    members: list[int]
+
+
+@dataclass(eq=False, kw_only=True)
 class LayerNode(Node):
     """Weights made once where the graph was built: a `tf.layers` layer, the layers of a
     loop, a builder function's module."""

@@ -6,7 +6,7 @@ module in tf1gradfix/constructs and one line here; `tensors` takes the rest."""
 from __future__ import annotations
 
 from tf1gradfix.constructs import (global_step, gradient_calls, initializers, layers, optimizer_calls, optimizers,
-                                   placeholders, sessions, summaries, tensors, updates, var_lists,
+                                   placeholders, savers, sessions, summaries, tensors, updates, var_lists,
                                    variable_factories, variable_groups, variables)
 
 REGISTRY = (
@@ -20,6 +20,7 @@ REGISTRY = (
     optimizers,         # tf.train.*Optimizer(...)
     initializers,       # tf.global_variables_initializer() and kin
     sessions,           # sess = tf.Session(...)
+    savers,             # saver = tf.train.Saver()
     optimizer_calls,    # opt.minimize / compute_gradients / apply_gradients
     updates,            # tf.assign*, v.assign*, tf.group of them
     gradient_calls,     # tf.gradients

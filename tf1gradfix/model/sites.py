@@ -9,10 +9,10 @@ from dataclasses import dataclass, field
 from typing import Any, cast
 
 import libcst as cst
-from tf1gradfix.constructs import dropout, fed_tensors, var_lists
+from tf1gradfix.constructs import dropout, fed_tensors, savers, var_lists
 from tf1gradfix.model.graph import Item, Program
 from tf1gradfix.model.nodes import (ComputeGradients, Gradients, Init, Node, Optimizer, Placeholder, Static, Tensor, TrainOp,
-                                    Update, Variable, VariableGroup, VarList)
+                                    Saver, Update, Variable, VariableGroup, VarList)
 from tf1gradfix.cst.syntax import Refusal, arg, bound_names, free_names, graph_ops, loads, matches
 from tf1gradfix.cst.walk import children, walk
 
@@ -223,6 +223,12 @@ class HostScan:
             feed = arg(call, 0, "feed_dict")
             self._check_session_kw(call, ("feed_dict", "session"))
             self._add_site(call, func.value, feed)
+            return True
+        if isinstance(node, Saver):
+            if method != "save":
+                raise Refusal.of(call, "saver_method", name=receiver, method=method)
+            self.variable_lists[call] = savers.save_text(cast(str, receiver), call, self._sessions, self.graph_names(),
+                                                         cst.Module([]).code_for_node)
             return True
         if method == "run" and isinstance(node, (TrainOp, Init, Update)):
             self._check_session_kw(call, ("feed_dict", "session"))

@@ -392,6 +392,12 @@ def printed_numbers(text: str) -> list:
     return out
 
 
+def skeleton(line: str) -> str:
+    """A printed line without its numbers (compared with the tolerances instead),
+    object addresses and runs of spaces (NumPy pads columns to the widest number)."""
+    return " ".join(_NUMBER.sub("#", _ADDRESS.sub("0x…", line)).split()).replace("[ ", "[").replace(" ]", "]")
+
+
 def _quantum(token: str) -> float:
     """One unit of the last printed digit (0 for plain integers)."""
     t = token.lower().lstrip("+-")
@@ -420,6 +426,12 @@ def compare_printed(cmp: Comparison, out_o: str, out_m: str, rtol, atol, stopped
             cmp.divergences.append(Divergence(
                 "printed number", None, f"line {no_o}", text_o[:120], text_m[:120],
                 reason=f"original line {no_o} prints {len(tok_o)} numbers, migrated line {no_m} prints {len(tok_m)}",
+                order=order))
+            continue
+        if skeleton(text_o) != skeleton(text_m):   # the words around the numbers are output too
+            cmp.divergences.append(Divergence(
+                "printed text", None, f"line {no_o}", text_o[:120], text_m[:120],
+                reason=f"original line {no_o} reads {text_o[:80]!r}, migrated line {no_m} {text_m[:80]!r}",
                 order=order))
             continue
         for a, b in zip(tok_o, tok_m):

@@ -1,0 +1,75 @@
+"""`saver = tf.train.Saver()` and `saver.save(sess, path)`: a `tf.train.Checkpoint`
+over the same state, written to the same path.
+
+TF1's Saver, made without arguments, checkpoints every global variable that
+exists when it is made: the variables, the layers' weights, and the slots of
+the optimizers whose train ops came before it. The TF2 checkpoint names the
+same objects (`tf.train.Checkpoint(w=w, dense=dense, optimizer=optimizer)`),
+and `saver.save(sess, path)` becomes `saver.write(path)`, which writes the
+files under that prefix (`PATH.index`, `PATH.data-*`) and returns it, as `save`
+did; the `PATH.meta` graph and the `checkpoint` list TF1 also wrote are not
+written (TF2 has no graph to export). Reading a checkpoint
+back (`restore`) is refused: a TF2 checkpoint names objects, not graph names,
+so it does not read what a TF1 program wrote, and what a restore would change
+is not proven by running the two programs.
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from tf1gradfix.cst.syntax import Refusal, arg, loads
+from tf1gradfix.model.nodes import (GRADIENT_NODES, Layer, LayerNode, Optimizer, OptimizerCall, Saver, Statement,
+                                    Variable, VariableGroup)
+
+SYMBOL = "tensorflow.train.Saver"
+# attributes of tf.train.Checkpoint a saved object's name must not take
+_RESERVED = frozenset({"save", "write", "read", "restore", "save_counter", "sync", "root"})
+
+
+def build(builder, s: Statement) -> bool:
+    """A `Saver` for `saver = tf.train.Saver()`; False if the statement is not one."""
+    if s.q != SYMBOL or s.one is None or s.call is None:
+        return False
+    if s.call.args:
+        raise Refusal.of(s.call, "saver_form", what="arguments (which variables, how many files to keep)")
+    members = []
+    for node in builder.program.nodes:
+        if isinstance(node, Variable) and node.alias_of is None or isinstance(node, (VariableGroup, Layer)):
+            members.append(node.index)
+        elif isinstance(node, LayerNode):
+            raise Refusal.of(s.call, "saver_form", what=f"the weights of `{node.names[0] if node.names else 'a builder'}`")
+        elif isinstance(node, Optimizer) and _has_slots(builder.program, node):
+            members.append(node.index)
+    builder.add(s.item, Saver, (s.one,), s.value, s.deps, members=members)
+    return True
+
+
+def _has_slots(program, opt: Optimizer) -> bool:
+    """Has a train op or gradient computation of `opt` been made (its slot variables)?"""
+    return any(isinstance(n, OptimizerCall) and isinstance(n, GRADIENT_NODES) and n.optimizer == opt.index
+               for n in program.nodes)
+
+
+def checkpoint_text(node: Saver, program, tf: str, names) -> str:
+    """`tf.train.Checkpoint(...)` over the saver's members; `names(member)`: the name
+    the emitted program gives it (a layer's instance, an optimizer made in place)."""
+    parts = []
+    for i in node.members:
+        name = names(program.nodes[i])
+        key = name.lstrip("_") or "saved"
+        key = f"{key}_" if key in _RESERVED else key   # (a label in the checkpoint; Checkpoint keeps these names)
+        parts.append(f"{key}={name}")
+    return f"{node.names[0]} = {tf}.train.Checkpoint({', '.join(parts)})"
+
+
+def save_text(saver: str, call: cst.Call, sessions, graph_names, code) -> str:
+    """`saver.write(path)` for `saver.save(sess, path)`."""
+    sess, path = arg(call, 0, "sess"), arg(call, 1, "save_path")
+    given = {a.keyword.value for a in call.args if a.keyword is not None}
+    if not (isinstance(sess, cst.Name) and sess.value in sessions) or path is None or len(call.args) != 2 \
+            or given - {"sess", "save_path"}:
+        raise Refusal.of(call, "saver_form", what="a save other than `save(sess, path)`")
+    if set(loads(path)) & graph_names:
+        raise Refusal.of(path, "saver_form", what="a path computed from graph values")
+    return f"{saver}.write({code(path)})"
