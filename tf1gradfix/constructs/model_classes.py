@@ -45,6 +45,13 @@ class ModelClass:
     members: frozenset[str]                 # every attribute and method name the class uses
     inlined: tuple[str, ...] = ()           # methods `__init__` builds the graph with (`self.build()`)
 
+    def helpers(self, cls: cst.ClassDef) -> dict[str, cst.FunctionDef]:
+        """The static helper methods (static_helpers) under the names `__init__` reads them by."""
+        init = cast(cst.FunctionDef, init_of(cls))
+        inlined = [s for s in cls.body.body if isinstance(s, cst.FunctionDef) and s.name.value in self.inlined]
+        by_method = static_helpers(cls, self.self_name, init, inlined)
+        return {name: by_method[attr] for name, attr in self.attributes.items() if attr in by_method}
+
     def graph_attributes(self, graph_names) -> dict[str, str]:
         """attribute -> model name, for the attributes that hold graph values."""
         return {attr: name for name, attr in self.attributes.items() if name in graph_names}
@@ -171,8 +178,9 @@ def desugar(module: cst.Module, cls: cst.ClassDef) -> tuple[cst.Module, ModelCla
     class_level = set().union(*(bound_names(s) for s in cls.body.body if not isinstance(s, cst.FunctionDef)))
     taken = set().union(*(loads(r) for r in regions)) | {p.name.value for p in params}
     attributes: dict[str, str] = {}
+    helpers = static_helpers(cls, self_name, init, inlined)
     for attr in sorted({a.attr.value for a in used}):
-        if attr in methods or attr not in assigned | class_level:
+        if attr in methods and attr not in helpers or attr not in methods | assigned | class_level:
             # a method, or something a base class provides: a plain name would mean another thing
             raise Refusal.of(init, "class_attribute_unset", instance=self_name, attr=attr)
         name, k = attr, 1
@@ -202,6 +210,24 @@ def desugar(module: cst.Module, cls: cst.ClassDef) -> tuple[cst.Module, ModelCla
     new = module.visit(Desugar())
     plan = ModelClass(cls.name.value, self_name, attributes, members, tuple(m.name.value for m in inlined))
     return cst.parse_module(source_bytes(new)), plan
+
+
+def static_helpers(cls: cst.ClassDef, self_name: str | None, init: cst.FunctionDef,
+                   inlined=()) -> dict[str, cst.FunctionDef]:
+    """Methods that never read their `self` (`def _accuracy(self, logits, labels)`), as
+    the functions they are without it: graph code calls them like the module's helper
+    functions, and the TF2 class keeps them as methods (emit/model_class.py reads the
+    calls back as `self._accuracy(...)`)."""
+    out = {}
+    for stmt in cls.body.body:
+        if not isinstance(stmt, cst.FunctionDef) or stmt is init or any(m is stmt for m in inlined) \
+                or stmt.decorators or not stmt.params.params or stmt.params.posonly_params:
+            continue
+        own = stmt.params.params[0].name.value
+        if own != self_name or own in {n.value for n in name_nodes(stmt.body)}:
+            continue
+        out[stmt.name.value] = stmt.with_changes(params=stmt.params.with_changes(params=stmt.params.params[1:]))
+    return out
 
 
 def _set_in(body: cst.CSTNode, self_name: str) -> set[str]:

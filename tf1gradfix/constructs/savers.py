@@ -19,7 +19,7 @@ from __future__ import annotations
 import libcst as cst
 
 from tf1gradfix.cst.syntax import Refusal, arg, loads
-from tf1gradfix.model.nodes import (GRADIENT_NODES, Layer, LayerNode, Optimizer, OptimizerCall, Saver, Statement,
+from tf1gradfix.model.nodes import (Layer, LayerNode, Optimizer, OptimizerCall, Saver, Statement,
                                     Variable, VariableGroup)
 
 SYMBOL = "tensorflow.train.Saver"
@@ -46,8 +46,8 @@ def build(builder, s: Statement) -> bool:
 
 
 def _has_slots(program, opt: Optimizer) -> bool:
-    """Has a train op or gradient computation of `opt` been made (its slot variables)?"""
-    return any(isinstance(n, OptimizerCall) and isinstance(n, GRADIENT_NODES) and n.optimizer == opt.index
+    """Has a train op of `opt` (`minimize`, `apply_gradients`) been made, and with it its slot variables?"""
+    return any(isinstance(n, OptimizerCall) and n.method != "compute_gradients" and n.optimizer == opt.index
                for n in program.nodes)
 
 

@@ -261,6 +261,7 @@ class _Rewrite:
         scope = owner if section is None else cst.Module(body=section)   # (where session options and writers are)
         if cls is not None:   # (with the statements of the methods `__init__` builds the graph with)
             body = model_classes.init_statements(cls, self.plan)
+            helpers.update(self.plan.helpers(cls))   # (methods that never read `self`, called as functions)
         helpers.update({s.name.value: s for s in body if isinstance(s, cst.FunctionDef)})
         builder = ModelBuilder(self.meta, self.meta.names, self.module)
         if any(call.args for call in self.scan.sessions):   # (`tf.Session(config=...)`: its options go with it)
