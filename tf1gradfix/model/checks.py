@@ -1,5 +1,6 @@
-"""What the step functions need that the rewrite cannot give, refused after the
-runs are sliced and before any text is written (emit/ only writes text).
+"""What a graph block and its step functions need that the rewrite cannot give,
+refused once the block is modeled (check_program) and after the runs are sliced
+(check_steps), before any text is written (emit/ only writes text).
 
 The messages and codes are those the emitters raised while writing; the checks
 follow the order the emitters met them in one function."""
@@ -13,6 +14,15 @@ from tf1gradfix.cst.syntax import Refusal, matches
 from tf1gradfix.model.graph import Program
 from tf1gradfix.model.nodes import Gradients, LayerNode, Optimizer, OptimizerCall, Placeholder, Static
 from tf1gradfix.model.slicing import Signature, closure
+
+
+def check_program(program: Program, owner, sessions: list, section) -> None:
+    """What the owner's graph block must be, once modeled: a section (sections.py) builds
+    part of the graph, and one session runs it (each holds its own variable values; TF2 has one)."""
+    if section is not None and not program.nodes:   # (a part that only runs or closes a session)
+        raise Refusal.of(section[0] if section else owner, "section_without_graph")
+    if len(sessions) > 1:
+        raise Refusal.of(sessions[1], "several_sessions")
 
 
 def check_steps(program: Program, sigs: list[Signature], qualified) -> None:
