@@ -18,7 +18,7 @@ from libcst.metadata import MetadataWrapper, PositionProvider, ScopeProvider
 
 from tf1gradfix.constructs import builders, model_classes, optimizers, sections, session_options, session_params, summaries
 from tf1gradfix.model import owners as owners_model
-from tf1gradfix.model.checks import check_program, check_steps
+from tf1gradfix.model.checks import check_moved, check_program, check_results, check_state, check_steps, check_var_lists
 from tf1gradfix.rules import catalog as catalog_module
 from tf1gradfix.emit import model_class
 from tf1gradfix.emit.assemble import FLATTEN, Assembler, Replace
@@ -276,7 +276,8 @@ class _Rewrite:
         tape = TapeEmitter(program, self.code, self.fresh, state, self.meta)
         if cls is not None:
             tape.attributes = dict(self.plan.attributes)
-        self._optimizers(program, tape, sigs)
+        fed = self._check_writing(program, sigs, scan, state)
+        self._optimizers(program, tape, fed)
         naming = state.naming
         for node in program.nodes:   # a builder function: a tf.Module class, its instance the function's name
             if isinstance(node, BuilderModule):
@@ -347,30 +348,33 @@ class _Rewrite:
         alias, self.compat_import = owners_model.tf_alias(self.module, self.code)
         return alias
 
-    def _optimizers(self, program, tape: TapeEmitter, sigs) -> None:
-        placeholders = {n.index for n in program.nodes if isinstance(n, Placeholder)}
+    def _check_writing(self, program, sigs, scan: HostScan, state: StateEmitter) -> set[int]:
+        """Every refusal left once the runs are sliced, in the order the text would meet
+        them, before any is written; the optimizers whose learning rate is fed or scheduled."""
+        qualified = self.meta.names.qualified
+        fed = {node.index for node in program.nodes if isinstance(node, Optimizer) and optimizers.check_settings(
+            program, node, state.scheduled_rate(node), state.learning_rate(node), qualified)}
+        check_var_lists(program, sigs, qualified)
+        check_results(program, scan.sites, self.meta)
+        check_moved(program, sigs)
+        check_state(program, qualified, self.code)
+        return fed
+
+    def _optimizers(self, program, tape: TapeEmitter, fed: set[int]) -> None:
+        state = tape.state
         for node in program.nodes:
             if not isinstance(node, Optimizer):
                 continue
-            schedule = tape.state.scheduled_rate(node)
+            schedule = state.scheduled_rate(node)
             if schedule is not None:   # the Keras schedule on the same step, set before each update
                 item = next(it for it in program.items if it.node is schedule)
-                item.stmt = schedule.stmt = tape.state.schedule(schedule)
+                item.stmt = schedule.stmt = state.schedule(schedule)
+            if node.index in fed:
                 tape.fed_lr.add(node.index)
-            computed = {d for d in node.deps if not isinstance(program.nodes[d], (Static, Placeholder))}
-            if computed - {schedule.index if schedule else None}:
-                raise Refusal.of(node.value, "optimizer_setting_from_graph")
-            if node.deps & placeholders:
-                lr = tape.state.learning_rate(node)
-                others = [a for a in node.call.args if a.value is not lr]
-                if lr is None or any(set(loads(a.value)) & {program.nodes[i].names[0] for i in placeholders} for a in others):
-                    raise Refusal.of(node.value, "optimizer_setting_fed")
-                tape.fed_lr.add(node.index)
-            kept = tape.state.kept(node)
+            kept = state.kept(node)
             if kept is not None:   # an info note, with the model's (TFG206)
                 self.meta.notes = [*getattr(self.meta, "notes", ()),
                                    (*_position(self.meta, node.call), "TFG207", kept, "safe")]
-            optimizers.check(node, node.index in tape.fed_lr)
             if node.inline:
                 tape.optimizer_names[node.index] = self.fresh("optimizer")
             else:
