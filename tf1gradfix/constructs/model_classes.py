@@ -26,7 +26,7 @@ from tf1gradfix.cst.printing import source_bytes
 from tf1gradfix.constructs.session_params import SessionParameters
 from tf1gradfix.cst.walk import walk
 from tf1gradfix.cst.syntax import Refusal, bound_names, is_docstring, loads, name_nodes
-from tf1gradfix.model.nodes import LayerNode, Optimizer, Static, Variable
+from tf1gradfix.model.nodes import LayerNode, Optimizer, Static, Variable, VariableGroup
 
 
 class ClassFound(Exception):
@@ -268,6 +268,6 @@ def _attributes_named(node: cst.CSTNode, names) -> list[cst.Attribute]:
 def vanishing(plan: ModelClass, program) -> set[str]:
     """Attributes that hold placeholders, tensors or ops: they do not exist after the
     rewrite, so a method may take such a name (`train_step`)."""
-    kept = (Variable, Static, LayerNode, Optimizer)
+    kept = (Variable, VariableGroup, Static, LayerNode, Optimizer)
     return {attr for name, attr in plan.attributes.items()
             if name in program.final and not isinstance(program.node(name), kept)}

@@ -13,7 +13,7 @@ import libcst as cst
 
 from tf1gradfix.cst.syntax import Refusal, bound_names, loads, matches
 from tf1gradfix.cst.walk import walk
-from tf1gradfix.model.nodes import LayerNode, Variable
+from tf1gradfix.model.nodes import LayerNode, Variable, VariableGroup
 
 
 def split(module: cst.Module, qualified) -> list[list[cst.BaseStatement]]:
@@ -53,7 +53,8 @@ def check_shared_graph(part, inside: set[int], program, taken: set[str] | None, 
     (`w_1`). Refused there. `inside`: ids of the section's nodes; `taken`: the TF1 names of earlier sections' variables (None
     for the first section); returns them with this section's."""
     made = [n for n in program.nodes if isinstance(n, (Variable, LayerNode))]
-    names = {_tf1_name(n) for n in made}
+    names = {_tf1_name(n) for n in made} | {m.full_name or "Variable" for n in program.nodes
+                                            if isinstance(n, VariableGroup) for m in n.members}
     if taken is None or any(_is_reset(stmt, qualified) for stmt in part):
         return names
     for call, q, _ in graph_wide:
@@ -63,6 +64,10 @@ def check_shared_graph(part, inside: set[int], program, taken: set[str] | None, 
         name = _tf1_name(node)
         if name in taken:
             raise Refusal.of(node.value, "section_variable_name_reused", name=name)
+    for group in (n for n in program.nodes if isinstance(n, VariableGroup)):
+        for m in group.members:
+            if (m.full_name or "Variable") in taken:
+                raise Refusal.of(m.call, "section_variable_name_reused", name=m.full_name or "Variable")
     return taken | names
 
 

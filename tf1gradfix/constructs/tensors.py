@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from tf1gradfix.constructs import dropout, layers, losses, summaries
+from tf1gradfix.constructs import control_flow, dropout, layers, losses, summaries
 from tf1gradfix.cst.syntax import Refusal, arg, loads, matches, schedule_table
 from tf1gradfix.model.nodes import OPS, ComputeGradients, Computed, Gradients, Static, Statement, Tensor
 
@@ -34,6 +34,9 @@ def _model(builder, item, names, value, deps, tf_calls) -> None:
             raise Refusal.of(call, "graph_input_in_expression", api=q)
         if matches(q, "sessions") or matches(q, "initializers") or q == "tensorflow.gradients":
             raise Refusal.of(call, "api_in_graph_code", api=q)
+        dropped = control_flow.argument_refusal(call, q)
+        if dropped is not None:
+            raise dropped
         if q in losses.loss_table():
             losses.check(call, q, builder.module.code_for_node)
         elif q == dropout.SYMBOL:   # refused only if some run needs it

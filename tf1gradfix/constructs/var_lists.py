@@ -17,7 +17,8 @@ import libcst as cst
 
 from tf1gradfix.constructs import builders
 from tf1gradfix.cst.syntax import Refusal, arg, graph_ops, literal_string, matches
-from tf1gradfix.model.nodes import BuilderModule, Layer, LayerLoop, OptimizerCall, Optimizer, Statement, Variable, VarList
+from tf1gradfix.model.nodes import (BuilderModule, Layer, LayerLoop, OptimizerCall, Optimizer, Statement, Variable,
+                                    VariableGroup, VarList)
 
 _REGEX = set(".^$*+?{}[]\\|()")
 
@@ -77,6 +78,9 @@ def _collection(program, call: cst.Call, q, before: int, qualified) -> list[str]
         raise Refusal.of(call, "collection_arguments")
     if any(isinstance(n, (Layer, LayerLoop)) for n in program.nodes[:before]):
         raise Refusal.of(call, "collection_with_layers")
+    groups = [n for n in program.nodes[:before] if isinstance(n, VariableGroup)]
+    if groups:   # (its members are read by subscript, not by name: not followed through a list of names)
+        raise Refusal.of(call, "collection_with_variable_group", name=groups[0].names[0])
     prefix = "" if scope is None or isinstance(scope, cst.Name) and scope.value == "None" else literal_string(scope)
     if prefix is None or _REGEX & set(prefix):
         raise Refusal.of(call, "collection_scope_not_string")

@@ -25,10 +25,21 @@ def build(builder, s: Statement) -> bool:
 
 
 def _model(builder, item, name: str, call: cst.Call, q: str, deps) -> None:
+    _check_name(builder, name, call)
+    bound, trainable, full = checked(builder, item, name, call, q, deps)
+    builder.add(item, Variable, (name,), call, deps, source=q, bound=bound, full_name=full, trainable=trainable)
+
+
+def _check_name(builder, name: str, call: cst.Call) -> None:
     earlier = builder.program.node(name)
     if earlier is not None and earlier.graph_input():
         # the first one still lives in TF1's collections (compute_gradients would list it)
         raise Refusal.of(call, "second_graph_input", name=name)
+
+
+def checked(builder, item, name: str, call: cst.Call, q: str, deps):
+    """(bound arguments, trainable, TF1 name or None) of a variable call the rewrite can
+    keep; refuses the arguments and names it cannot (variable_groups.py shares it)."""
     for i in deps:
         if not isinstance(builder.program.nodes[i], Static):
             raise Refusal.of(call, "variable_from_graph_value", name=name)
@@ -52,7 +63,7 @@ def _model(builder, item, name: str, call: cst.Call, q: str, deps) -> None:
     full = None if label is None else item.prefix + label
     if q == "tensorflow.Variable" and item.scope != item.prefix:   # under `tf.name_scope`: its full name
         full = builder.unique_name(item.scope + (label or "Variable"))
-    builder.add(item, Variable, (name,), call, deps, source=q, bound=bound, full_name=full, trainable=trainable)
+    return bound, trainable, full
 
 
 @functools.lru_cache(maxsize=None)

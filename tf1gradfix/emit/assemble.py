@@ -14,7 +14,7 @@ from tf1gradfix.emit.state import StateEmitter
 from tf1gradfix.emit.tape import TapeEmitter
 from tf1gradfix.cst.verbatim import Verbatim, fits
 from tf1gradfix.cst.walk import TargetedTransformer
-from tf1gradfix.model.nodes import Layer, LayerLoop, Optimizer, OptimizerCall, Static, Variable
+from tf1gradfix.model.nodes import Layer, LayerLoop, Optimizer, OptimizerCall, Static, Variable, VariableGroup
 
 FLATTEN = object()   # replace a `with` by its (already rewritten) body
 
@@ -82,7 +82,7 @@ class Assembler:
             if isinstance(new, cst.FlattenSentinel):
                 return list(new.nodes)
             return None if isinstance(new, cst.RemovalSentinel) else new
-        if isinstance(node, Static):
+        if isinstance(node, (Static, VariableGroup)):   # (made once, as written)
             return item.stmt
         if isinstance(node, Variable):
             text = self.state.variable(node)

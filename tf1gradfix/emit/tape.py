@@ -34,9 +34,11 @@ class TapeEmitter:
         self.fed_lr: set[int] = set()   # optimizers whose learning rate is fed
         self.locals: dict[str, str] = {}
         self.attributes: dict[str, str] = {}   # a model class: graph name -> the attribute holding it
+        self.fed_values: dict[str, object] = {}   # computed values some run feeds -> their dtype
 
     # -- planning ----------------------------------------------------------
     def name_functions(self, sigs: list[Signature]) -> None:
+        self.fed_values = {n: d for sig in sigs for n, d in sig.fed_values.items()}
         trains = [s for s in sigs if s.train is not None]
         used: set[str] = set()
         for sig in sigs:
@@ -64,7 +66,8 @@ class TapeEmitter:
         """Forward statements shared by several functions: (name, nodes, params, returns)."""
         forwards = [set(self._forward(sig)) for sig in sigs if not sig.inline]
         shared = sorted(i for i in set().union(*forwards) if sum(i in f for f in forwards) > 1) if forwards else []
-        if not shared or not self._can_share(sigs, set(shared)):
+        if not shared or not self._can_share(sigs, set(shared)) or self.fed_values:
+            # (a helper computes all it needs; a run feeding a computed value must not)
             return None, [], [], []
         members = closure(self.p, shared)
         params = [n.names[0] for n in self.p.nodes if isinstance(n, Placeholder) and n.index in members]
@@ -149,14 +152,14 @@ class TapeEmitter:
     def params_text(self, params: list[str]) -> str:
         out = []
         for p in params:
-            default = self._placeholder(p).default
+            default = self._default(p)
             out.append(p if default is None else f"{p}={self.code(default)}")
         return ", ".join(out)
 
     def spec(self, params: list[str]) -> str:
         specs = []
         for p in params:
-            shape_expr = self._placeholder(p).shape
+            shape_expr = None if p in self.fed_values else self._placeholder(p).shape
             dtype = self._dtype(p)
             shape = self.code(shape_expr) if shape_expr is not None else "None"
             specs.append(f"{self.tf}.TensorSpec(shape={shape}, dtype={dtype})")
@@ -168,8 +171,14 @@ class TapeEmitter:
         return [f"{p} = {self.tf}.cast({p}, {self._dtype(p)})" for p in params]
 
     def _dtype(self, p: str) -> str:
-        dtype = self._placeholder(p).dtype   # (not None: model.checks)
-        return f"{self.tf}.{dtype}" if isinstance(dtype, str) else self.code(dtype)
+        if p in self.fed_values:   # (fed_tensors.dtype_of: its source, or a name read off literals)
+            dtype = self.fed_values[p]
+            return f"{self.tf}.{dtype[0]}" if isinstance(dtype, tuple) else cast(str, dtype)
+        given = self._placeholder(p).dtype   # (not None: model.checks)
+        return f"{self.tf}.{given}" if isinstance(given, str) else self.code(given)
+
+    def _default(self, p: str) -> cst.BaseExpression | None:
+        return None if p in self.fed_values else self._placeholder(p).default
 
     def _placeholder(self, name: str) -> Placeholder:
         node = self.p.node(name)
@@ -376,7 +385,7 @@ class TapeEmitter:
             if p not in feed:
                 continue
             value = self.code(feed[p])
-            args.append(value if self._placeholder(p).default is None else f"{p}={value}")
+            args.append(value if self._default(p) is None else f"{p}={value}")
         return f"{self._on(site, sig.name)}({', '.join(args)})"
 
     @staticmethod

@@ -46,6 +46,8 @@ def check_steps(program: Program, sigs: list[Signature], qualified) -> None:
                     if isinstance(program.node(x), Static):
                         raise Refusal.of(node.value, "gradient_of_constant", name=x)
         for p in sig.params:
+            if p in sig.fed_values:   # (a computed value fed: its dtype is read where it is fed)
+                continue
             placeholder = program.node(p)
             assert isinstance(placeholder, Placeholder)
             if placeholder.dtype is None:

@@ -23,7 +23,7 @@ from tf1gradfix.constructs.optimizers import is_optimizer
 from tf1gradfix.cst.syntax import (Refusal, arg, enters_new_graph, free_names, literal_string, loads, matches, name_nodes,
                                    target_names)
 from tf1gradfix.cst.walk import walk
-from tf1gradfix.model.nodes import BuilderModule, Node, Statement, Static, Variable
+from tf1gradfix.model.nodes import BuilderModule, Node, Statement, Static, Variable, VariableGroup
 
 N = TypeVar("N", bound=Node)
 
@@ -251,7 +251,7 @@ class ModelBuilder:
         out = set()
         for name in sorted(free_names(helper)):   # (sorted: the reason names the same value every run)
             i = self.program.final.get(name)
-            if i is not None and isinstance(self.program.nodes[i], (Variable, Static)):
+            if i is not None and isinstance(self.program.nodes[i], (Variable, VariableGroup, Static)):
                 out.add(i)
             elif i is not None:
                 raise Refusal.of(helper, "function_reads_graph_global", function=helper.name.value, name=name)

@@ -82,6 +82,35 @@ class Variable(Node):
 
 
 @dataclass(eq=False, kw_only=True)
+class GroupMember:
+    """One `tf.Variable(...)` of a ``VariableGroup``, under its key (the key's source text)."""
+
+    key: str
+    call: cst.Call
+    full_name: str | None
+    trainable: bool
+
+
+@dataclass(eq=False, kw_only=True)
+class VariableGroup(Node):
+    """`weights = {'h1': tf.Variable(...), ...}` (or a list, a tuple): variables made in
+    one literal, read by subscript."""
+
+    kind: ClassVar[str] = "variable group"
+    members: list[GroupMember]
+
+    def trained(self) -> bool:
+        return any(m.trainable for m in self.members)
+
+    def graph_input(self) -> bool:
+        return True
+
+    def subscripts(self, trainable_only: bool = True) -> list[str]:
+        """Its members as the program reads them (`weights['h1']`), in creation order."""
+        return [f"{self.names[0]}[{m.key}]" for m in self.members if m.trainable or not trainable_only]
+
+
+@dataclass(eq=False, kw_only=True)
 class LayerNode(Node):
     """Weights made once where the graph was built: a `tf.layers` layer, the layers of a
     loop, a builder function's module."""

@@ -6,12 +6,14 @@ module in tf1gradfix/constructs and one line here; `tensors` takes the rest."""
 from __future__ import annotations
 
 from tf1gradfix.constructs import (global_step, gradient_calls, initializers, layers, optimizer_calls, optimizers,
-                                   placeholders, sessions, summaries, tensors, updates, var_lists, variables)
+                                   placeholders, sessions, summaries, tensors, updates, var_lists,
+                                   variable_groups, variables)
 
 REGISTRY = (
     summaries,          # tf.summary.scalar/histogram/merge_all/merge
     placeholders,       # tf.placeholder, tf.placeholder_with_default
     variables,          # tf.Variable, tf.get_variable
+    variable_groups,    # {'h1': tf.Variable(...), ...}, [tf.Variable(...), ...]
     global_step,        # tf.train.get_or_create_global_step, get_global_step
     layers,             # tf.layers.* (layers.toml)
     optimizers,         # tf.train.*Optimizer(...)

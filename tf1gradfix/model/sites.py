@@ -5,14 +5,14 @@ other use of graph values there (refused: they have no value outside a run).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, cast
 
 import libcst as cst
-from tf1gradfix.constructs import dropout, var_lists
+from tf1gradfix.constructs import dropout, fed_tensors, var_lists
 from tf1gradfix.model.graph import Item, Program
 from tf1gradfix.model.nodes import (ComputeGradients, Gradients, Init, Node, Optimizer, Placeholder, Static, Tensor, TrainOp,
-                                    Update, Variable, VarList)
+                                    Update, Variable, VariableGroup, VarList)
 from tf1gradfix.cst.syntax import Refusal, arg, bound_names, free_names, graph_ops, loads, matches
 from tf1gradfix.cst.walk import children, walk
 
@@ -27,6 +27,7 @@ class Site:
     signature: Any = None   # its slicing.Signature once the runs are sliced (slicing imports this module)
     parent: cst.CSTNode | None = None   # the node holding the call (its statement decides the rewrite)
     receiver: str | None = None   # a model class's instance whose attributes the run names (`model`)
+    fed_dtypes: dict[str, Any] = field(default_factory=dict)   # fed computed value -> its dtype (fed_tensors.py)
 
 
 class HostScan:
@@ -114,7 +115,7 @@ class HostScan:
         used = free_names(stmt) if isinstance(stmt, cst.FunctionDef) else set(loads(stmt))
         for name in sorted(used & names):
             node = self.p.node(name)
-            if name in self.p.sessions or not isinstance(node, (Variable, Static)):
+            if name in self.p.sessions or not isinstance(node, (Variable, VariableGroup, Static)):
                 raise Refusal.of(stmt, "function_uses_graph_value", function=stmt.name.value, name=name)
 
     def _feed_bindings(self, statements) -> None:
@@ -287,7 +288,10 @@ class HostScan:
                     raise Refusal.of(key, "feed_by_name")
                 name = self._graph_name(key)
                 node = self.p.node(name) if name is not None else None
-                if not isinstance(node, Placeholder):
+                if fed_tensors.can_feed(node) and self.host is None:
+                    site.fed_dtypes[cast(str, name)] = fed_tensors.checked_dtype(cast(Node, node), key,
+                                                                                 self.meta.names.qualified)
+                elif not isinstance(node, Placeholder):
                     raise Refusal.of(key, "feed_key_not_placeholder")
                 if loads(e.value) and set(loads(e.value)) & self.graph_names():
                     raise Refusal.of(e.value, "feed_value_from_graph")
@@ -361,7 +365,7 @@ class HostScan:
         if not deps or read & set(self.p.helpers) or read & self.p.sessions:
             raise Refusal.of(expr, "fetch_form")
         for i in deps:
-            if not isinstance(self.p.nodes[i], (Tensor, Static, Variable, Placeholder, Gradients)):
+            if not isinstance(self.p.nodes[i], (Tensor, Static, Variable, VariableGroup, Placeholder, Gradients)):
                 raise Refusal.of(expr, "fetch_expression_kind", kind=self.p.nodes[i].kind)
         calls = []
 

@@ -8,13 +8,13 @@ slice of the fetches over the graph statements, in source order.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import cast
+from typing import Any, cast
 
 import libcst as cst
 from tf1gradfix.constructs import builders, updates
 from tf1gradfix.model.graph import Program
 from tf1gradfix.model.nodes import (GRADIENT_NODES, BuilderModule, Layer, LayerCall, LayerLoop, Node,
-                                    Placeholder, Static, TrainOp, Update, Variable)
+                                    Placeholder, Static, TrainOp, Update, Variable, VariableGroup)
 from tf1gradfix.model.sites import Site
 from tf1gradfix.cst.syntax import Refusal
 
@@ -31,6 +31,7 @@ class Signature:
     returns: list[str] = field(default_factory=list)    # fetched values that reach Python
     inline: bool = False       # only variables/static values: no function needed
     flags: dict[str, str] = field(default_factory=dict)   # mode flag -> "True"/"False" in this function
+    fed_values: dict[str, Any] = field(default_factory=dict)   # fed computed value -> dtype (fed_tensors.py)
     name: str = ""
 
 
@@ -96,20 +97,23 @@ def _layer(program: Program, call: LayerCall) -> Layer:
     return node
 
 
-def closure(program: Program, roots) -> set[int]:
+def closure(program: Program, roots, cut: frozenset[int] = frozenset()) -> set[int]:
+    """The nodes `roots` are computed from; a fed value (`cut`) is not computed, nor what
+    only it needs."""
     seen: set[int] = set()
-    stack = list(roots)
+    stack = [i for i in roots if i not in cut]
     while stack:
         i = stack.pop()
         if i not in seen:
             seen.add(i)
-            stack.extend(program.nodes[i].deps)
+            stack.extend(d for d in program.nodes[i].deps if d not in cut)
     return seen
 
 
 def _slice(program: Program, sig: Signature, site: Site) -> None:
     fetched = [cast(Node, program.node(n)) for n in sig.fetches]
-    members = closure(program, [n.index for n in fetched])
+    sig.fed_values = dict(site.fed_dtypes)
+    members = closure(program, [n.index for n in fetched], frozenset(program.final[n] for n in sig.fed_values))
     for i in members:
         node = program.nodes[i]
         unsupported = node.refusal_if_run()
@@ -119,6 +123,9 @@ def _slice(program: Program, sig: Signature, site: Site) -> None:
             # the tape would have to record the inner gradient: nested tapes, which the rewrite does not write
             raise Refusal.of(node.value, "gradient_of_gradient")
     sig.nodes = sorted(members)
+    if sig.fed_values and any(program.nodes[i].differentiates() for i in members):
+        # TF1's gradient ops were built through the fed value's computation and still run it
+        raise Refusal.of(site.call, "fed_tensor_with_gradients", name=sorted(sig.fed_values)[0])
     updates.check_run(program, site.call, fetched)
     trains = [n for n in fetched if isinstance(n, TrainOp)]
     if len(trains) > 1:
@@ -142,7 +149,7 @@ def _slice(program: Program, sig: Signature, site: Site) -> None:
     plain = [p for p in order if p in sig.fed and _placeholder(program, p).default is None]
     defaults = [p for p in order if _placeholder(program, p).default is not None
                 and (p in sig.fed or any(ph.names[0] == p for ph in placeholders))]
-    sig.params = plain + defaults
+    sig.params = plain + [n for n in sig.fed_values] + defaults
 
 
 def gradient_dependent(program: Program, members: list[int]) -> set[int]:
@@ -170,6 +177,8 @@ def variable_text(node: Node, naming) -> str:
                          for site in node.sites if site.row["weights"])
     if isinstance(node, BuilderModule):
         return builders.variables_text(node)
+    if isinstance(node, VariableGroup):
+        return ", ".join(node.subscripts())
     if isinstance(node, Layer):
         return f"*{naming.layers[node]}.trainable_variables"
     return node.names[0]

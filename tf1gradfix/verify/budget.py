@@ -193,6 +193,8 @@ def stop_here(trace, counter: StepCounter, record) -> None:
     import traceback
 
     trace.event("cut", steps=counter.steps, calls=counter.calls)
+    from tf1gradfix.verify import runner_common
+    runner_common.record_plots(trace, final=False)
     try:
         record()
     except Exception:  # noqa: BLE001

@@ -33,9 +33,12 @@ import numpy as np
 DEFAULT_RTOL = 1e-3
 DEFAULT_ATOL = 1e-6
 
-KINDS = ("loss", "gradient", "applied update", "final value", "printed number")
+KINDS = ("loss", "gradient", "applied update", "final value", "printed number", "printed text",
+         "plotted value")
 MAX_LISTED = 20
 
+# Object addresses differ from run to run and say nothing about the numbers.
+_ADDRESS = re.compile(r"\b0x[0-9a-fA-F]+\b")
 _NUMBER = re.compile(
     r"(?<![\w.])[-+]?(?:(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?|nan|inf)(?![\w.])",
     re.IGNORECASE)
@@ -399,6 +402,16 @@ def _quantum(token: str) -> float:
     return 10.0 ** (int(exp or 0) - decimals)
 
 
+def printed_text(text: str) -> list:
+    """[(line number, line)] for every non-blank stdout line holding no number.
+
+    A program whose only output is text (a greeting computed by the graph, a
+    label) is compared on that text, exactly, addresses aside.
+    """
+    return [(no, _ADDRESS.sub("0x…", line.strip())) for no, line in enumerate(text.splitlines(), 1)
+            if line.strip() and not _NUMBER.search(line)]
+
+
 def compare_printed(cmp: Comparison, out_o: str, out_m: str, rtol, atol, stopped=()) -> None:
     lines_o, lines_m = printed_numbers(out_o), printed_numbers(out_m)
     for i, ((no_o, text_o, tok_o), (no_m, text_m, tok_m)) in enumerate(zip(lines_o, lines_m)):
@@ -416,11 +429,58 @@ def compare_printed(cmp: Comparison, out_o: str, out_m: str, rtol, atol, stopped
                            extra_tol=max(_quantum(a), _quantum(b))):
                 cmp.divergences[-1].original, cmp.divergences[-1].migrated = a, b
                 break
-    if len(lines_o) != len(lines_m) and ("migrated" if len(lines_o) > len(lines_m) else "original") not in stopped:
+    _compare_counts(cmp, "printed number", "lines with numbers", len(lines_o), len(lines_m), stopped, 2)
+    text_o, text_m = printed_text(out_o), printed_text(out_m)
+    for i, ((no_o, a), (no_m, b)) in enumerate(zip(text_o, text_m)):
+        st = cmp.stats["printed text"]
+        st.compared += 1
+        st.elements += 1
+        if a != b:
+            st.diverged += 1
+            cmp.divergences.append(Divergence(
+                "printed text", None, f"line {no_o}", a[:120], b[:120],
+                reason=f"original line {no_o} reads {a[:80]!r}, migrated line {no_m} {b[:80]!r}",
+                order=(math.inf, 3, i)))
+    _compare_counts(cmp, "printed text", "lines of text", len(text_o), len(text_m), stopped, 4)
+
+
+def _compare_counts(cmp: Comparison, kind: str, what: str, n_o: int, n_m: int, stopped, rank: int,
+                    verb: str = "printed") -> None:
+    """A side that printed fewer lines diverges, unless the step budget stopped it early."""
+    if n_o != n_m and ("migrated" if n_o > n_m else "original") not in stopped:
         cmp.divergences.append(Divergence(
-            "printed number", None, None,
-            reason=f"original printed {len(lines_o)} lines with numbers, migrated {len(lines_m)}",
-            order=(math.inf, 2)))
+            kind, None, None, reason=f"original {verb} {n_o} {what}, migrated {n_m}",
+            order=(math.inf, rank)))
+
+
+def compare_plots(cmp: Comparison, plots_o: list | None, plots_m: list | None, rtol, atol, decode,
+                  stopped=()) -> None:
+    """Compare what both programs drew (verify/plot_backend.py), snapshot by snapshot.
+
+    Each snapshot is the data of every artist of every open figure at a
+    `show()`, a `savefig()` or the program's end, in drawing order.
+    """
+    if plots_o is None and plots_m is None:
+        return
+    plots_o, plots_m = plots_o or [], plots_m or []
+    for i, (snap_o, snap_m) in enumerate(zip(plots_o, plots_m)):
+        labels_o = [(a["figure"], a["axes"], a["artist"]) for a in snap_o]
+        labels_m = [(a["figure"], a["axes"], a["artist"]) for a in snap_m]
+        if labels_o != labels_m:
+            cmp.divergences.append(Divergence(
+                "plotted value", None, f"drawing {i + 1}",
+                reason=f"drawing {i + 1}: the original drew {_artists(labels_o)}, the migrated program "
+                       f"{_artists(labels_m)}", order=(math.inf, 5, i)))
+            continue
+        for a, b in zip(snap_o, snap_m):
+            _record(cmp, "plotted value", decode(a["data"]), decode(b["data"]), rtol, atol, step=None,
+                    name=f"drawing {i + 1}, figure {a['figure']}, axes {a['axes']}, {a['artist']}",
+                    order=(math.inf, 5, i))
+    _compare_counts(cmp, "plotted value", "drawings", len(plots_o), len(plots_m), stopped, 6, "made")
+
+
+def _artists(labels: list) -> str:
+    return ", ".join(f"{art} (figure {fig}, axes {ax})" for fig, ax, art in labels[:4]) or "nothing"
 
 
 def loss_curve(events: list) -> list:
@@ -436,7 +496,7 @@ def loss_curve(events: list) -> list:
 
 def compare_traces(orig: dict, mig: dict, rtol: float = DEFAULT_RTOL, atol: float = DEFAULT_ATOL,
                    decode=None, stopped=()) -> Comparison:
-    """Compare two loaded traces: ``{"events", "final", "stdout"}`` each.
+    """Compare two loaded traces: ``{"events", "final", "stdout", "plots"}`` each.
 
     ``stopped``: the sides that stopped early (see compare_events); only the
     common prefix is compared, and the caller decides whether finals are.
@@ -448,5 +508,6 @@ def compare_traces(orig: dict, mig: dict, rtol: float = DEFAULT_RTOL, atol: floa
     if not stopped or (orig.get("final") is not None and mig.get("final") is not None):
         compare_finals(cmp, orig.get("final"), mig.get("final"), rtol, atol, decode)
     compare_printed(cmp, orig.get("stdout", ""), mig.get("stdout", ""), rtol, atol, stopped)
+    compare_plots(cmp, orig.get("plots"), mig.get("plots"), rtol, atol, decode, stopped)
     cmp.loss_original, cmp.loss_migrated = loss_curve(orig["events"]), loss_curve(mig["events"])
     return cmp

@@ -463,8 +463,10 @@ def _decide_run(result: VerifyResult, trace_dir: str, ev: dict, rtol: float, ato
     traces, finals = {}, {}
     for role in ("original", "migrated"):
         final = finals[role] = _load_json(os.path.join(trace_dir, f"{role}.final.json"))
+        plots = _load_json(os.path.join(trace_dir, f"{role}.plots.json"))
         traces[role] = {"events": ev[role], "final": final.get("variables") if final else None,
-                        "stdout": _read_head(os.path.join(trace_dir, f"{role}.stdout"))}
+                        "stdout": _read_head(os.path.join(trace_dir, f"{role}.stdout")),
+                        "plots": plots.get("snapshots") if plots else None}
     stopped, stop_notes = budget.prepare(traces, finals, ev, timed)
     comparison = cmp_mod.compare_traces(traces["original"], traces["migrated"], rtol, atol, stopped=stopped)
     comparison.notes += stop_notes
@@ -487,7 +489,7 @@ def _decide_run(result: VerifyResult, trace_dir: str, ev: dict, rtol: float, ato
         result.reason = budget.timeout_reason(timed, o, m, comparison.steps if compared else 0)
     elif compared == 0:
         result.verdict = NOT_COMPARABLE
-        result.reason = "nothing to compare: no gradients, variables or printed numbers on both sides"
+        result.reason = "nothing to compare: no gradients, variables, printed output or plots on both sides"
     else:
         result.verdict, result.reason = EQUIVALENT, f"{compared} quantities agree within rtol={rtol:g}, atol={atol:g}"
         result.reason += budget.cut_reason(ev)

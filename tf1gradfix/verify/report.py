@@ -61,8 +61,10 @@ def summary(result) -> str:
         out.append(f"  random numbers: {aligned}")
     c = result.comparison
     if c is not None:
+        shown = "".join(f", {c.stats[k].compared} {what}" for k, what in
+                        (("printed text", "lines of text"), ("plotted value", "plotted arrays")) if c.stats[k].compared)
         out.append(f"  compared: {c.steps} steps, {c.gradients} gradients, {c.variables} variables, "
-                   f"{c.printed_numbers} printed numbers (rtol={result.rtol:g}, atol={result.atol:g})")
+                   f"{c.printed_numbers} printed numbers{shown} (rtol={result.rtol:g}, atol={result.atol:g})")
         for kind in KINDS:
             st = c.stats[kind]
             if st.compared:

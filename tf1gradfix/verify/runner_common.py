@@ -13,6 +13,8 @@ Trace format (all files live in TRACE_DIR):
   polls for it.
 * ``<side>.final.json`` -- variable values at the end of the run, written
   atomically (it may be rewritten several times; the last write wins).
+* ``<side>.plots.json`` -- what the program plotted (plot_backend.py), when
+  it used matplotlib.
 
 Arrays are stored as ``{"dtype", "shape", "b64"}`` (raw little-endian bytes)
 so values round-trip bit for bit, NaN included.
@@ -37,6 +39,7 @@ SEED = 0
 INIT_FILE = "init.json"
 ORIGINAL_DONE = "original.done"   # written by the orchestrator once the original has exited
 VERIFIER_PID = "TF1GRADFIX_VERIFIER_PID"   # set by the orchestrator: the runner dies with it
+PLOT_BACKEND = "tf1gradfix.verify.plot_backend"
 
 
 # -- arrays ---------------------------------------------------------------
@@ -162,6 +165,7 @@ def run_user_script(script: str, trace: Trace, before_exit=None, argv=(), cwd=No
     os.chdir(cwd or folder)
     sys.path.insert(0, folder)
     sys.argv = [script, *argv]
+    use_plot_backend()
     status, code = "ok", 0
     try:
         runpy.run_path(script, run_name="__main__")
@@ -182,6 +186,7 @@ def run_user_script(script: str, trace: Trace, before_exit=None, argv=(), cwd=No
         sys.stdout.flush()
     except Exception:  # noqa: BLE001
         pass
+    record_plots(trace)
     if before_exit is not None:
         try:
             before_exit()
@@ -189,6 +194,33 @@ def run_user_script(script: str, trace: Trace, before_exit=None, argv=(), cwd=No
             trace.event("note", text="could not record final values:\n" + traceback.format_exc()[-1500:])
     trace.event("end", status=status, code=code)
     return code
+
+
+def use_plot_backend() -> None:
+    """Send the program's figures to plot_backend. TensorFlow may have imported
+    pyplot already (then only switching works); otherwise the variable does."""
+    os.environ["MPLBACKEND"] = f"module://{PLOT_BACKEND}"
+    pyplot = sys.modules.get("matplotlib.pyplot")
+    if pyplot is not None:
+        try:
+            pyplot.switch_backend(f"module://{PLOT_BACKEND}")
+        except Exception:  # noqa: BLE001 - no recording, the run goes on as before
+            pass
+
+
+def record_plots(trace: Trace, final: bool = True) -> None:
+    """Write what the program plotted, if matplotlib drew through our backend."""
+    backend = sys.modules.get(PLOT_BACKEND)
+    if backend is None:
+        return
+    try:
+        if final:
+            backend.at_exit()
+        snapshots = [[{"figure": e["figure"], "axes": e["axes"], "artist": e["artist"],
+                       "data": encode_array(e["array"])} for e in snap] for snap in backend.SNAPSHOTS]
+        trace.write_atomic(f"{trace.side}.plots.json", {"snapshots": snapshots, "truncated": backend.truncated()})
+    except Exception:  # noqa: BLE001 - a figure we cannot read is not the program's failure
+        trace.event("note", text="could not record the plotted values:\n" + traceback.format_exc()[-1500:])
 
 
 def exit_with_verifier() -> None:
