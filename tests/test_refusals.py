@@ -4,7 +4,9 @@ somewhere, every raise names a reason with its fields, and a program reaches eac
 from __future__ import annotations
 
 import ast
+import importlib
 import re
+import sys
 from pathlib import Path
 
 import pytest
@@ -95,7 +97,9 @@ def test_uncovered_list_is_exact():
 @pytest.fixture
 def reported(monkeypatch):
     """The reasons a program's findings report (a refusal raised and then taken back,
-    e.g. in a graph of constants only tried, does not count)."""
+    e.g. in a graph of constants only tried, does not count), from `Refusal.of` and from
+    the rewrite's checks of its own output (`diagnostic`). `fault` ("module:Class.method"):
+    a function made to fail, for the reason that keeps a file intact on a bug of the rewrite."""
     raised = []
     made = refusals.Refusal.of.__func__
 
@@ -104,16 +108,29 @@ def reported(monkeypatch):
         return raised[-1]
 
     monkeypatch.setattr(refusals.Refusal, "of", classmethod(of))
-    told = refusals.diagnostic
+    made_diagnostic = refusals.diagnostic
 
-    def diagnostic(line, col, reason, /, **fields):   # (the refusals decided outside the model)
-        found = told(line, col, reason, **fields)
-        raised.append(refusals.Refusal(None, found[2], found[3], reason=reason))
-        return found
+    def diagnostic(line, col, reason, /, **fields):
+        out = made_diagnostic(line, col, reason, **fields)
+        raised.append(refusals.Refusal(None, out[2], out[3], reason=reason))
+        return out
 
-    monkeypatch.setattr(refusals, "diagnostic", diagnostic)
+    importlib.import_module("tf1gradfix.emit.restructure")   # (it imports `diagnostic` by name)
+    for module in [m for name, m in sys.modules.items() if name.startswith("tf1gradfix")]:
+        if getattr(module, "diagnostic", None) is made_diagnostic:
+            monkeypatch.setattr(module, "diagnostic", diagnostic)
 
-    def run(program: str) -> set[str]:
+    def run(program: str, fault: str | None = None) -> set[str]:
+        if fault is not None:
+            where, _, attribute = fault.partition(":")
+            owner = importlib.import_module(where)
+            *path, name = attribute.split(".")
+            for part in path:
+                owner = getattr(owner, part)
+
+            def fail(*args, **kwargs):
+                raise RuntimeError("a fault put in by the test")
+            monkeypatch.setattr(owner, name, fail)
         raised.clear()
         result = process_source("case.py", program.encode(), CodeFilter())
         shown = {(f.code, f.message) for f in result.findings}
@@ -123,4 +140,4 @@ def reported(monkeypatch):
 
 @pytest.mark.parametrize("reason", sorted(CASES))
 def test_each_reason_has_a_program_that_reaches_it(reason, reported):
-    assert reason in reported(CASES[reason]["program"])
+    assert reason in reported(CASES[reason]["program"], CASES[reason].get("fault"))

@@ -185,3 +185,19 @@ def _settings(builder, call: cst.Call, q: str, row: dict, graph_names: AbstractS
 def build(builder, s: Statement) -> bool:
     """A `Layer` and its `LayerCall` for `h = tf.layers.dense(x, ...)`; False if not one."""
     return model(builder, s.item, s.names, s.call, s.q, s.deps)
+
+
+def check_layer_arguments(row: dict, call: cst.Call, bound: dict, qualified, code) -> None:
+    """Refusal for a layer initializer the Keras layer cannot take (emit.state writes
+    the layer's arguments on these terms)."""
+    from tf1gradfix.constructs.variables import check_initializer
+    source = bound[row["params"][0]]
+    for position, a in enumerate(a for a in call.args if a.value is not source):
+        param = a.keyword.value if a.keyword is not None else row["params"][position + 1]
+        if param == "reuse" or param in row.get("call", ()) or param in row.get("accepted", {}):
+            continue
+        if param in row["initializers"]:
+            if not isinstance(a.value, cst.Call):
+                raise Refusal.of(a.value, "layer_initializer_form")
+            if check_initializer(qualified, code, a.value) is not None:
+                raise Refusal.of(a.value, "layer_initializer_dtype")

@@ -7,8 +7,8 @@ import fnmatch
 import functools
 from typing import cast
 
-from tf1gradfix.cst.syntax import Refusal, bound_args
-from tf1gradfix.model.nodes import Optimizer, Statement
+from tf1gradfix.cst.syntax import Refusal, bound_args, loads, schedule_table
+from tf1gradfix.model.nodes import Optimizer, Placeholder, Statement, Static
 from tf1gradfix.rules.catalog import _read
 
 # Statuses whose target takes a learning rate set before every update (a fed one).
@@ -45,3 +45,26 @@ def check(node: Optimizer, fed_lr: bool) -> None:
         raise Refusal.of(node.call, "optimizer_rate_changes", optimizer=node.cls, detail=row.get('changing_lr_why', row['why']))
     if not fed_lr and "learning_rate" not in set(row["defaults"]) | mapped:
         raise Refusal.of(node.call, "optimizer_without_rate")
+
+
+def check_settings(program, node: Optimizer, schedule, lr, qualified) -> bool:
+    """Refusal for settings the optimizer statement cannot take; whether its learning
+    rate is fed or scheduled (set before every update). `schedule`: the node of the
+    schedule its learning rate names, or None; `lr`: its learning-rate argument."""
+    fed = False
+    if schedule is not None:   # the Keras schedule is called on the step TF1's was computed from
+        row = schedule_table()[qualified(schedule.value.func)]
+        if bound_args(schedule.value, row["params"], schedule.value).get(row["step"]) is None:
+            raise Refusal.of(schedule.value, "schedule_without_step")
+        fed = True
+    computed = {d for d in node.deps if not isinstance(program.nodes[d], (Static, Placeholder))}
+    if computed - {schedule.index if schedule else None}:
+        raise Refusal.of(node.value, "optimizer_setting_from_graph")
+    placeholders = {n.index for n in program.nodes if isinstance(n, Placeholder)}
+    if node.deps & placeholders:
+        others = [a for a in node.call.args if a.value is not lr]
+        if lr is None or any(set(loads(a.value)) & {program.nodes[i].names[0] for i in placeholders} for a in others):
+            raise Refusal.of(node.value, "optimizer_setting_fed")
+        fed = True
+    check(node, fed)
+    return fed

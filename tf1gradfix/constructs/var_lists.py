@@ -125,7 +125,7 @@ def _filtered(program, comp: cst.ListComp, before: int, qualified) -> list[str] 
     source = members(program, loop.iter, before, qualified)
     if source is None:
         return None
-    if any(name.startswith("*") for name in source):
+    if not all(isinstance(program.node(name), Variable) for name in source):   # (a builder's `enc.w`, `*enc.made...`)
         raise Refusal.of(comp, "collection_filter_builder")
     if not loop.ifs:
         return source

@@ -3,10 +3,15 @@ TF2, created once where the graph was built, under its TF1 name (scope included)
 
 from __future__ import annotations
 
+import functools
+
 import libcst as cst
+
+from tf1gradfix.constructs import contrib
 
 from tf1gradfix.cst.syntax import Refusal, bound_args, literal_bool, literal_string, without_defaults
 from tf1gradfix.model.nodes import Statement, Static, Variable
+from tf1gradfix.rules.catalog import _read
 
 FUNCTIONS = ("tensorflow.Variable", "tensorflow.get_variable")
 
@@ -59,3 +64,46 @@ def checked(builder, item, name: str, call: cst.Call, q: str, deps):
     if q == "tensorflow.Variable" and item.scope != item.prefix:   # under `tf.name_scope`: its full name
         full = builder.unique_name(item.scope + (label or "Variable"))
     return bound, trainable, full
+
+
+@functools.lru_cache(maxsize=None)
+def initializer_rows() -> dict[str, dict]:
+    """v1 initializer name -> its row of initializers.toml (the table emit.state writes from)."""
+    raw = _read("initializers.toml")
+    return {symbol: row for row in raw["initializer"].values() for symbol in row["v1"]}
+
+
+def check_initial_value(program, qualified, code, where: cst.CSTNode, bound: dict) -> None:
+    """Refusal for a `tf.get_variable` whose initial value the rewrite cannot write
+    (emit.state writes it on these terms). `code`: a node's text, as the rewrite spells it."""
+    shape, init = bound.get("shape"), bound.get("initializer")
+    table = initializer_rows()
+    if init is not None and not isinstance(init, cst.Call):
+        if shape is not None or isinstance(init, cst.Name) and program.node(init.value) is not None \
+                and not isinstance(program.node(init.value), Static):
+            raise Refusal.of(init, "get_variable_initializer_form")
+        return
+    if shape is None:
+        if init is not None and qualified(init.func) not in table:
+            return   # a tensor value: its shape is the variable's
+        raise Refusal.of(where, "get_variable_without_shape")
+    if init is not None:
+        check_initializer(qualified, code, init)
+
+
+def check_initializer(qualified, code, init: cst.Call) -> cst.BaseExpression | None:
+    """Refusal for a v1 initializer call the table does not map, or an argument it does
+    not pass on; else the dtype the call names (it moves to where the initializer is called)."""
+    contrib_row = contrib.initializer_row(qualified(init.func))
+    if contrib_row is not None:
+        return contrib.initializer(init, contrib_row, code, "tf")[1]   # (its own checks; the text is not kept)
+    row = initializer_rows().get(qualified(init.func) or "")
+    if row is None:
+        raise Refusal.of(init, "initializer_unmapped", initializer=code(init.func))
+    dtype = None
+    for v1_name, expr in bound_args(init, row["params"], init).items():
+        if v1_name == "dtype":
+            dtype = expr
+        elif v1_name not in row["map"] and v1_name not in ("verify_shape",):
+            raise Refusal.of(init, "initializer_argument", param=v1_name)
+    return dtype

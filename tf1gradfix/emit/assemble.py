@@ -6,16 +6,14 @@ puts replacements into a tree.
 
 from __future__ import annotations
 
-import builtins
 from typing import cast
 
 import libcst as cst
 
 from tf1gradfix.emit.state import StateEmitter
 from tf1gradfix.emit.tape import TapeEmitter
-from tf1gradfix.cst.syntax import Refusal, bound_names, loads
 from tf1gradfix.cst.verbatim import Verbatim, fits
-from tf1gradfix.cst.walk import TargetedTransformer, walk
+from tf1gradfix.cst.walk import TargetedTransformer
 from tf1gradfix.constructs import savers
 from tf1gradfix.model.nodes import Layer, LayerLoop, Optimizer, OptimizerCall, Saver, Static, Variable, VariableGroup
 
@@ -35,7 +33,6 @@ class Assembler:
         """`texts`: the generated functions, put after the last graph statement."""
         items = self.p.items
         insert_at = max(pos for pos, it in enumerate(items) if it.node is not None) + 1
-        self._check_moved(moved, insert_at)
         gap = 2 if isinstance(owner, cst.Module) else 1
         functions: list[cst.BaseStatement] = []
         for text in texts:
@@ -124,20 +121,6 @@ class Assembler:
         new = cst.parse_statement(text + "\n")
         return new.with_changes(leading_lines=original.leading_lines)
 
-    def _check_moved(self, moved: set[int], insert_at: int) -> None:
-        """Moved statements read host names when called: those must not change later."""
-        rebound = set()
-        for item in self.p.items[insert_at:]:
-            rebound |= bound_names(item.stmt)
-        known = set(self.p.final) | set(self.p.helpers) | set(dir(builtins))
-        for i in moved:
-            node = self.p.nodes[i]
-            if any(isinstance(s, cst.SimpleString) and "\n" in s.value for s in _strings(node.stmt)):
-                raise Refusal.of(node.stmt, "multiline_string")
-            late = (set(loads(node.value)) - known) & rebound
-            if late:
-                raise Refusal.of(node.stmt, "graph_reads_late_value", name=sorted(late)[0])
-
 
 class Replace(TargetedTransformer):
     """Puts `replacements` (node -> new node, sentinel, FLATTEN or an edit of the
@@ -158,7 +141,3 @@ class Replace(TargetedTransformer):
         if isinstance(result, cst.SimpleStatementLine) and not result.body:
             return cst.RemovalSentinel.REMOVE
         return result
-
-
-def _strings(node: cst.CSTNode) -> list[cst.SimpleString]:
-    return [s for s in walk(node) if type(s) is cst.SimpleString]

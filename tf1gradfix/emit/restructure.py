@@ -16,8 +16,10 @@ from typing import Any, cast
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider, ScopeProvider
 
-from tf1gradfix.constructs import builders, model_classes, optimizers, sections, session_options, session_params, summaries, variable_factories
-from tf1gradfix.model.checks import check_steps
+from tf1gradfix.constructs import (builders, model_classes, optimizers, sections, session_options, session_params,
+                                   summaries, variable_factories)
+from tf1gradfix.model import owners as owners_model
+from tf1gradfix.model.checks import check_moved, check_program, check_results, check_state, check_steps, check_var_lists
 from tf1gradfix.rules import catalog as catalog_module
 from tf1gradfix.emit import model_class
 from tf1gradfix.emit.assemble import FLATTEN, Assembler, Replace
@@ -30,7 +32,7 @@ from tf1gradfix.emit.renames import renamed_code
 from tf1gradfix.model.graph import ModelBuilder, Program
 from tf1gradfix.model.nodes import BuilderModule, Layer, LayerLoop, LayerSite, Optimizer, Placeholder, Static, Tensor
 from tf1gradfix.model.sites import HostScan
-from tf1gradfix.model.owners import BLOCKS, GraphCallScan, nested_sessions
+from tf1gradfix.model.owners import GraphCallScan, nested_sessions
 from tf1gradfix.cst.printing import code_for_node
 from tf1gradfix.model.slicing import signatures
 from tf1gradfix.cst.syntax import Refusal, loads, matches, name_nodes
@@ -143,9 +145,7 @@ class _Rewrite:
         self.module_edits = self._module_edits()
         if classes:   # a model class's `__init__` builds the graph; any other owner only runs it
             cls = next(iter(classes.values()))
-            for key, owner in owners.items():
-                if classes.get(key) is not cls and len(opened[key]) != len(groups[key]):
-                    raise Refusal.of(groups[key][0], "graph_outside_class", cls=cls.name.value)
+            owners_model.check_class_owners(cls, owners, classes, groups, opened)
             return cast(cst.Module, self._rewrite_owner(
                 model_classes.init_of(cls), (), [c for calls in opened.values() for c in calls], cls))
         if len(owners) == 1:
@@ -160,7 +160,7 @@ class _Rewrite:
         # Several functions, each building and running a graph of its own:
         # each is rewritten on its own, all in one pass over the module.
         for key, owner in owners.items():
-            self._check_independent(owner, groups[key], opened[key])
+            owners_model.check_independent(self.scan, owner, groups[key], opened[key])
         others = tuple(owners.values())
         replaced = {owner: self._rewrite_owner(owner, others, opened[key]) for key, owner in owners.items()}
         return self.module.visit(Replace({**self.module_edits, **self.builder_edits, **replaced}))
@@ -232,17 +232,6 @@ class _Rewrite:
                 edits[stmt] = cst.RemovalSentinel.REMOVE
         return edits
 
-    def _check_independent(self, owner, calls, sessions: list) -> None:
-        """A function may be rewritten alone when it builds and runs its own graph
-        and reads nothing graph-wide that another function could have added to."""
-        if isinstance(owner, cst.Module):
-            raise Refusal.of(calls[0], "graph_in_several_functions")
-        if not sessions or len(sessions) == len(calls):
-            raise Refusal.of(calls[0], "graph_built_and_run_apart", function=owner.name.value)
-        for call, q, graph_with in self.scan.graph_wide:
-            if self.scan.owner_of[call] is owner and not graph_with:
-                raise Refusal.of(call, "default_graph_shared", api=q)
-
     def _rewrite_owner(self, owner, other_owners, sessions: list, cls=None,
                        section=None) -> cst.CSTNode | tuple[list[cst.BaseStatement], Program]:
         """`cls`: the model class whose `__init__` is `owner`; the whole new module is returned.
@@ -270,10 +259,7 @@ class _Rewrite:
             builder.writers = summaries.Writers(scope if cls is None else cls, self.meta.names.qualified)
         program = builder.build(owner, body, helpers, alias, collect=True)
         try:   # (every blocker of the graph statements and the host code in one run: ModelBuilder.build)
-            if section is not None and not program.nodes and not program.refused:   # (a part that only runs or closes a session)
-                raise Refusal.of(section[0] if section else owner, "section_without_graph")
-            if len(sessions) > 1:   # each session holds its own variable values; TF2 has one
-                raise Refusal.of(sessions[1], "several_sessions")
+            check_program(program, owner, sessions, section)
             host = None
             if cls is None:
                 nested = nested_sessions([it.stmt for it in program.items if it.node is None and not it.drop
@@ -303,7 +289,8 @@ class _Rewrite:
         tape = TapeEmitter(program, self.code, self.fresh, state, self.meta)
         if cls is not None:
             tape.attributes = dict(self.plan.attributes)
-        self._optimizers(program, tape, sigs)
+        fed = self._check_writing(program, sigs, scan, state)
+        self._optimizers(program, tape, fed)
         naming = state.naming
         for node in program.nodes:   # a builder function: a tf.Module class, its instance the function's name
             if isinstance(node, BuilderModule):
@@ -368,57 +355,39 @@ class _Rewrite:
         return self.scan.creations, self.scan.sessions
 
     def _owner(self, call: cst.Call, session: bool = False):
-        """The function (or module) whose body builds the graph; a session may also sit
-        in a condition such as `if __name__ == "__main__":`, never in a loop."""
-        owner, between = self.scan.owner_of[call], self.scan.between[call]
-        for node in between:
-            if session and isinstance(node, (cst.If, cst.Else)):
-                continue
-            if isinstance(node, BLOCKS):
-                raise Refusal.of(call, "graph_in_compound_or_class")
-        return owner or self.module
+        return owners_model.owner_of(self.scan, call, self.module, session)
 
     def _tf_alias(self) -> str:
-        """The name TF2 code is spelled with: `import tensorflow [as NAME]`, else
-        `import tensorflow.compat.v1 as NAME` (then rewritten to the TF2 import)."""
-        compat = None
-        for stmt in self.module.body:
-            if isinstance(stmt, cst.SimpleStatementLine) and isinstance(stmt.body[0], cst.Import):
-                for alias in stmt.body[0].names:
-                    if self.code(alias.name) == "tensorflow":
-                        return cast(cst.Name, alias.asname.name).value if alias.asname else "tensorflow"
-                    if self.code(alias.name) == "tensorflow.compat.v1" and alias.asname is not None \
-                            and len(stmt.body) == 1 and len(stmt.body[0].names) == 1 and compat is None:
-                        compat = stmt
-        if compat is not None:
-            self.compat_import = compat
-            return cast(cst.Name, cast(cst.AsName, cast(cst.Import, compat.body[0]).names[0].asname).name).value
-        raise Refusal.of(self.module.body[0] if self.module.body else None, "no_tensorflow_import")
+        alias, self.compat_import = owners_model.tf_alias(self.module, self.code)
+        return alias
 
-    def _optimizers(self, program, tape: TapeEmitter, sigs) -> None:
-        placeholders = {n.index for n in program.nodes if isinstance(n, Placeholder)}
+    def _check_writing(self, program, sigs, scan: HostScan, state: StateEmitter) -> set[int]:
+        """Every refusal left once the runs are sliced, in the order the text would meet
+        them, before any is written; the optimizers whose learning rate is fed or scheduled."""
+        qualified = self.meta.names.qualified
+        fed = {node.index for node in program.nodes if isinstance(node, Optimizer) and optimizers.check_settings(
+            program, node, state.scheduled_rate(node), state.learning_rate(node), qualified)}
+        check_var_lists(program, sigs, qualified)
+        check_results(program, scan.sites, self.meta)
+        check_moved(program, sigs)
+        check_state(program, qualified, self.code)
+        return fed
+
+    def _optimizers(self, program, tape: TapeEmitter, fed: set[int]) -> None:
+        state = tape.state
         for node in program.nodes:
             if not isinstance(node, Optimizer):
                 continue
-            schedule = tape.state.scheduled_rate(node)
+            schedule = state.scheduled_rate(node)
             if schedule is not None:   # the Keras schedule on the same step, set before each update
                 item = next(it for it in program.items if it.node is schedule)
-                item.stmt = schedule.stmt = tape.state.schedule(schedule)
+                item.stmt = schedule.stmt = state.schedule(schedule)
+            if node.index in fed:
                 tape.fed_lr.add(node.index)
-            computed = {d for d in node.deps if not isinstance(program.nodes[d], (Static, Placeholder))}
-            if computed - {schedule.index if schedule else None}:
-                raise Refusal.of(node.value, "optimizer_setting_from_graph")
-            if node.deps & placeholders:
-                lr = tape.state.learning_rate(node)
-                others = [a for a in node.call.args if a.value is not lr]
-                if lr is None or any(set(loads(a.value)) & {program.nodes[i].names[0] for i in placeholders} for a in others):
-                    raise Refusal.of(node.value, "optimizer_setting_fed")
-                tape.fed_lr.add(node.index)
-            kept = tape.state.kept(node)
+            kept = state.kept(node)
             if kept is not None:   # an info note, with the model's (TFG206)
                 self.meta.notes = [*getattr(self.meta, "notes", ()),
                                    (*_position(self.meta, node.call), "TFG207", kept, "safe")]
-            optimizers.check(node, node.index in tape.fed_lr)
             if node.inline:
                 tape.optimizer_names[node.index] = self.fresh("optimizer")
             else:

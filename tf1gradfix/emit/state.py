@@ -74,15 +74,10 @@ class StateEmitter:
         init = bound.get("initializer")
         dtype = bound.get("dtype")
         default_key, table = initializer_table()
-        if init is not None and not isinstance(init, cst.Call):
-            if shape is not None or isinstance(init, cst.Name) and self.p.node(init.value) is not None \
-                    and not isinstance(self.p.node(init.value), Static):
-                raise Refusal.of(init, "get_variable_initializer_form")
+        if init is not None and not isinstance(init, cst.Call):   # (its forms: constructs.variables.check_initial_value)
             return self.code(init)
         if shape is None:
-            if init is not None and self.qualified(init.func) not in table:
-                return self.code(init)   # a tensor value: its shape is the variable's
-            raise Refusal.of(where, "get_variable_without_shape")
+            return self.code(cast(cst.Call, init))   # a tensor value: its shape is the variable's
         if init is None:
             default_key = default_initializer(self.qualified(dtype) if dtype is not None else None)
         ctor, init_dtype = self.initializer(init if init is not None else default_key)
@@ -100,9 +95,7 @@ class StateEmitter:
             contrib_row = contrib.initializer_row(self.qualified(init.func))
             if contrib_row is not None:
                 return contrib.initializer(init, contrib_row, self.code, self.tf)
-            row = table.get(self.qualified(init.func) or "")
-            if row is None:
-                raise Refusal.of(init, "initializer_unmapped", initializer=self.code(init.func))
+            row = table[self.qualified(init.func) or ""]   # (mapped: constructs.variables.check_initializer)
             call_args = bound_args(init, row["params"], init)
         kwargs, dtype = dict(row.get("defaults", {})), None
         for v1_name, expr in call_args.items():
@@ -110,9 +103,6 @@ class StateEmitter:
                 dtype = expr
             elif v1_name in row["map"]:
                 kwargs[row["map"][v1_name]] = self.code(expr)
-            elif v1_name not in ("verify_shape",):
-                # (a table key has no arguments: only a call gets here)
-                raise Refusal.of(cast(cst.Call, init), "initializer_argument", param=v1_name)
         return f"{self.tf}.{row['target']}({', '.join(f'{k}={v}' for k, v in kwargs.items())})", dtype
 
     # -- layers --------------------------------------------------------------
@@ -148,12 +138,8 @@ class StateEmitter:
             if param == "reuse" or param in row.get("call", ()) or param in row.get("accepted", {}):
                 continue   # reuse None/False: a new layer, as every Keras layer is; `training` goes to the call
             value = self.code(a.value)
-            if param in row["initializers"]:
-                if not isinstance(a.value, cst.Call):
-                    raise Refusal.of(a.value, "layer_initializer_form")
-                value, dtype = self.initializer(a.value)
-                if dtype is not None:
-                    raise Refusal.of(a.value, "layer_initializer_dtype")
+            if param in row["initializers"]:   # (a call naming no dtype: constructs.layers.check_layer_arguments)
+                value, _ = self.initializer(cast(cst.Call, a.value))
             keyword = row.get("rename", {}).get(param, param)
             positional = a.keyword is None and position < row["positional"]
             args.append(value if positional else f"{keyword}={value}")
@@ -202,9 +188,7 @@ class StateEmitter:
         call = node.value
         row = schedule_table()[self.qualified(call.func)]
         bound = bound_args(call, row["params"], call)
-        step = bound.get(row["step"])
-        if step is None:
-            raise Refusal.of(call, "schedule_without_step")
+        step = bound[row["step"]]   # (given: constructs.optimizers.check_settings)
         args = ", ".join(f"{row['map'][k]}={self.code(v)}" for k, v in bound.items() if k in row["map"])
         text = f"{node.names[0]} = {self.tf}.{row['target']}({args})({self.code(step)})\n"
         statement = cast(cst.SimpleStatementLine, cst.parse_statement(text))

@@ -12,14 +12,13 @@ from __future__ import annotations
 from typing import cast
 
 import libcst as cst
-from libcst.metadata import ScopeProvider
 
 from tf1gradfix.constructs.optimizers import optimizer_table
 from tf1gradfix.constructs import dropout, gradient_calls, losses, summaries, updates, var_lists
 from tf1gradfix.model.graph import Program
 from tf1gradfix.model.nodes import (ComputeGradients, Gradients, LayerCall, LayerLoop, LayerLoopCall, Node, Optimizer,
                                     OptimizerCall, Placeholder, Summary, Tensor, TrainOp, Update, Variable, VarList)
-from tf1gradfix.cst.syntax import Refusal, call_text, matches
+from tf1gradfix.cst.syntax import call_text, matches
 from tf1gradfix.model.sites import Site
 from tf1gradfix.model.slicing import Signature, closure, gradient_dependent, reached_variables, variable_text
 
@@ -33,7 +32,6 @@ class TapeEmitter:
         self.tf = program.tf_alias
         self.optimizer_names: dict[int, str] = {}
         self.fed_lr: set[int] = set()   # optimizers whose learning rate is fed
-        self.trained_by: dict[int, set[str]] = {}   # optimizer -> the variables it updates
         self.locals: dict[str, str] = {}
         self.attributes: dict[str, str] = {}   # a model class: graph name -> the attribute holding it
         self.fed_values: dict[str, object] = {}   # computed values some run feeds -> their dtype
@@ -285,8 +283,7 @@ class TapeEmitter:
         if node.differentiates():
             loss = bound["loss"]
             assert isinstance(loss, cst.Name)   # (model.checks)
-            variables = self._var_list(node, loss)
-            self._check_built_for(opt, variables)
+            variables = self._var_list(node, loss)   # (one list per optimizer: model.checks.check_var_lists)
             vname = self.local("variables")
             listed = variables[0][1:] if len(variables) == 1 and variables[0].startswith("*[") else \
                 f"[{', '.join(variables)}]"   # (one loop's layers: their comprehension is the list)
@@ -311,15 +308,6 @@ class TapeEmitter:
         if node.step is not None:   # v1 counts an update after applying it
             lines.append(f"{node.step}.assign_add(1)")
         return lines
-
-    def _check_built_for(self, opt: Optimizer, variables: list[str]) -> None:
-        """A Keras optimizer is built for the variables of its first update and
-        rejects others later; a v1 optimizer trains any list it is given."""
-        if not optimizer_table().get(opt.cls, {}).get("target", "").startswith("keras."):
-            return
-        first = self.trained_by.setdefault(opt.index, set(variables))
-        if first != set(variables):
-            raise Refusal.of(opt.call, "optimizer_var_lists_differ")
 
     def _sparse_form(self, node: OptimizerCall, opt: Optimizer) -> bool:
         """Whether the update's gradients are densified before `apply_gradients`.
@@ -356,18 +344,6 @@ class TapeEmitter:
         return listed
 
     # -- call sites ----------------------------------------------------------
-    def _discarded(self, name: cst.Name) -> bool:
-        """A train op's result bound to `_`-something or to a name nothing reads."""
-        if name.value.startswith("_"):
-            return True
-        scope = self.meta.get_metadata(ScopeProvider, name, None)
-        if scope is None:
-            return False
-        for assignment in scope.assignments[name.value]:
-            if getattr(assignment, "node", None) is name:
-                return not assignment.references
-        return False
-
     def call_site(self, site: Site) -> tuple[cst.CSTNode, cst.CSTNode | cst.RemovalSentinel]:
         """(original node, replacement) for one execution site."""
         sig = cast(Signature, site.signature)   # (set for every site once the runs are sliced)
@@ -383,10 +359,7 @@ class TapeEmitter:
             if isinstance(target, (cst.Tuple, cst.List)) and len(target.elements) == len(site.fetches):
                 kept = []
                 for element, fetch in zip(target.elements, site.fetches):
-                    if isinstance(self.p.node(fetch), (TrainOp, Update)):
-                        if not (isinstance(element.value, cst.Name) and self._discarded(element.value)):
-                            raise Refusal.of(element.value, "train_result_used")
-                    else:
+                    if not isinstance(self.p.node(fetch), (TrainOp, Update)):   # (a train op's is unread: model.checks)
                         kept.append(self.code(element.value))
                 if not kept:
                     return parent, cst.Expr(cst.parse_expression(self._invoke(site)))
@@ -400,7 +373,7 @@ class TapeEmitter:
                 call = self._invoke(site)
                 value = f"{call}.numpy()" if len(sig.returns) == 1 else f"{call}[{position}].numpy()"
                 return parent, cst.parse_expression(value)
-        raise Refusal.of(site.call, "train_fetch_result_used")
+        raise AssertionError("a train op's result read: refused by model.checks.check_results")
 
     def _invoke(self, site: Site) -> str:
         sig = cast(Signature, site.signature)   # (set for every site once the runs are sliced)

@@ -1,18 +1,35 @@
-"""What the step functions need that the rewrite cannot give, refused after the
-runs are sliced and before any text is written (emit/ only writes text).
+"""What a graph block and its step functions need that the rewrite cannot give,
+refused once the block is modeled (check_program) and after the runs are sliced
+(check_steps), before any text is written (emit/ only writes text).
 
 The messages and codes are those the emitters raised while writing; the checks
 follow the order the emitters met them in one function."""
 
 from __future__ import annotations
 
-import libcst as cst
+import builtins
+from typing import cast
 
-from tf1gradfix.constructs import optimizers, var_lists
-from tf1gradfix.cst.syntax import Refusal, matches
+import libcst as cst
+from libcst.metadata import ScopeProvider
+
+from tf1gradfix.constructs import builders, layers, optimizers, var_lists, variables
+from tf1gradfix.cst.syntax import Refusal, bound_names, loads, matches
+from tf1gradfix.cst.walk import walk
+from tf1gradfix.emit.tape import _literal_index as literal_index   # (a syntax helper of the call sites)
 from tf1gradfix.model.graph import Program
-from tf1gradfix.model.nodes import Gradients, LayerNode, Optimizer, OptimizerCall, Placeholder, Static
-from tf1gradfix.model.slicing import Signature, closure
+from tf1gradfix.model.nodes import (BuilderModule, ComputeGradients, Gradients, Layer, LayerLoop, LayerNode, Optimizer, OptimizerCall,
+                                    Placeholder, Static, Tensor, TrainOp, Update, Variable)
+from tf1gradfix.model.slicing import Signature, closure, gradient_dependent, reached_variables
+
+
+def check_program(program: Program, owner, sessions: list, section) -> None:
+    """What the owner's graph block must be, once modeled: a section (sections.py) builds
+    part of the graph, and one session runs it (each holds its own variable values; TF2 has one)."""
+    if section is not None and not program.nodes and not program.refused:   # (a part that only runs or closes a session)
+        raise Refusal.of(section[0] if section else owner, "section_without_graph")
+    if len(sessions) > 1:
+        raise Refusal.of(sessions[1], "several_sessions")
 
 
 def check_steps(program: Program, sigs: list[Signature], qualified) -> None:
@@ -63,3 +80,113 @@ def _var_list(program: Program, node: OptimizerCall, qualified) -> None:
     given = node.bound["var_list"]
     if var_lists.members(program, given, node.index, qualified) is None:
         raise Refusal.of(given, "var_list_form")
+
+
+def check_var_lists(program: Program, sigs: list[Signature], qualified) -> None:
+    """A Keras optimizer is built for the variables of its first update and rejects
+    others later; a v1 optimizer trains any list it is given."""
+    trained_by: dict[int, set] = {}
+    for sig in sigs:
+        if sig.inline:
+            continue
+        post = gradient_dependent(program, sig.nodes)
+        for i in sig.nodes:
+            node = program.nodes[i]
+            if i not in post or not isinstance(node, OptimizerCall) or not node.differentiates():
+                continue
+            opt = program.nodes[node.optimizer]
+            assert isinstance(opt, Optimizer)
+            if not optimizers.optimizer_table().get(opt.cls, {}).get("target", "").startswith("keras."):
+                continue
+            if trained_by.setdefault(opt.index, _trained(program, node, qualified)) != _trained(program, node, qualified):
+                raise Refusal.of(opt.call, "optimizer_var_lists_differ")
+
+
+def _trained(program: Program, node: OptimizerCall, qualified) -> set:
+    """What an update trains, one entry per variable or layer as the tape lists them."""
+    given = node.bound.get("var_list")
+    if given is not None:
+        return set(cast("list[str]", var_lists.members(program, given, node.index, qualified)))
+    loss = cast(cst.Name, node.bound["loss"])
+    listed = program.trainable() if isinstance(node, ComputeGradients) else \
+        reached_variables(program, program.final[loss.value])
+    return {n.names[0] if isinstance(n, Variable) else builders.variables_text(n) if isinstance(n, BuilderModule)
+            else ("layers", n.index) for n in listed}
+
+
+def check_results(program: Program, sites, meta) -> None:
+    """A run of a train op becomes a call whose result is the fetched values only:
+    the train op's own result may not be read (`meta`: the module's scope metadata)."""
+    for site in sites:
+        sig = cast(Signature, site.signature)
+        parent = site.parent
+        if len(sig.returns) == len(site.fetches) or isinstance(parent, cst.Expr):
+            continue
+        if isinstance(parent, cst.Assign) and len(parent.targets) == 1 and site.structure != "single":
+            target = parent.targets[0].target
+            if isinstance(target, (cst.Tuple, cst.List)) and len(target.elements) == len(site.fetches):
+                for element, fetch in zip(target.elements, site.fetches):
+                    if isinstance(program.node(fetch), (TrainOp, Update)) \
+                            and not (isinstance(element.value, cst.Name) and discarded(meta, element.value)):
+                        raise Refusal.of(element.value, "train_result_used")
+                continue
+        if isinstance(parent, cst.Subscript) and parent.value is site.call and site.structure != "single":
+            index = literal_index(parent)
+            if index is not None and -len(site.fetches) <= index < len(site.fetches) \
+                    and not isinstance(program.node(site.fetches[index]), (TrainOp, Update)):
+                continue
+        raise Refusal.of(site.call, "train_fetch_result_used")
+
+
+def discarded(meta, name: cst.Name) -> bool:
+    """A train op's result bound to `_`-something or to a name nothing reads."""
+    if name.value.startswith("_"):
+        return True
+    scope = meta.get_metadata(ScopeProvider, name, None)
+    if scope is None:
+        return False
+    for assignment in scope.assignments[name.value]:
+        if getattr(assignment, "node", None) is name:
+            return not assignment.references
+    return False
+
+
+def check_moved(program: Program, sigs: list[Signature]) -> None:
+    """The statements that move into the step functions (put after the last graph
+    statement) read host names when called: those must not change later."""
+    positions = [pos for pos, it in enumerate(program.items) if it.node is not None]
+    if not positions:
+        return
+    moved = {i for s in sigs for i in s.nodes if isinstance(program.nodes[i], Tensor)}
+    rebound = set()
+    for item in program.items[max(positions) + 1:]:
+        rebound |= bound_names(item.stmt)
+    known = set(program.final) | set(program.helpers) | set(dir(builtins))
+    for i in moved:
+        node = program.nodes[i]
+        if any(isinstance(s, cst.SimpleString) and "\n" in s.value for s in walk(node.stmt) if type(s) is cst.SimpleString):
+            raise Refusal.of(node.stmt, "multiline_string")
+        late = (set(loads(node.value)) - known) & rebound
+        if late:
+            raise Refusal.of(node.stmt, "graph_reads_late_value", name=sorted(late)[0])
+
+
+def check_state(program: Program, qualified, code) -> None:
+    """The variables, layers and builder functions' variables, in the order they are
+    written: Refusal for an initial value or layer setting the rewrite cannot write.
+    `code`: a node's text, as the rewrite spells it."""
+    for module in program.nodes:   # (a builder's module class is written first)
+        if isinstance(module, BuilderModule):
+            for _, _, call, bound, _ in module.variables:
+                variables.check_initial_value(program, qualified, code, call, bound)
+    for item in program.items:
+        node = item.node
+        if item.drop or node is None or isinstance(node, Static):
+            continue
+        if isinstance(node, Variable) and node.source != "tensorflow.Variable":
+            variables.check_initial_value(program, qualified, code, node.value, node.bound)
+        elif isinstance(node, LayerLoop):
+            for site in node.sites:
+                layers.check_layer_arguments(site.row, site.call, site.bound, qualified, code)
+        elif isinstance(node, Layer):
+            layers.check_layer_arguments(node.row, node.value, node.bound, qualified, code)

@@ -104,3 +104,52 @@ def nested_sessions(statements, program, meta, builder) -> dict[cst.CSTNode, str
     for stmt in statements:
         stmt.visit(V())
     return found
+
+
+def owner_of(scan: GraphCallScan, call: cst.Call, module: cst.Module, session: bool = False):
+    """The function (or module) whose body builds the graph; a session may also sit
+    in a condition such as `if __name__ == "__main__":`, never in a loop."""
+    owner, between = scan.owner_of[call], scan.between[call]
+    for node in between:
+        if session and isinstance(node, (cst.If, cst.Else)):
+            continue
+        if isinstance(node, BLOCKS):
+            raise Refusal.of(call, "graph_in_compound_or_class")
+    return owner or module
+
+
+def check_class_owners(cls: cst.ClassDef, owners: dict, classes: dict, groups: dict, opened: dict) -> None:
+    """A model class's `__init__` builds the graph; any other owner only runs it."""
+    for key in owners:
+        if classes.get(key) is not cls and len(opened[key]) != len(groups[key]):
+            raise Refusal.of(groups[key][0], "graph_outside_class", cls=cls.name.value)
+
+
+def check_independent(scan: GraphCallScan, owner, calls: list, sessions: list) -> None:
+    """A function may be rewritten alone when it builds and runs its own graph
+    and reads nothing graph-wide that another function could have added to."""
+    if isinstance(owner, cst.Module):
+        raise Refusal.of(calls[0], "graph_in_several_functions")
+    if not sessions or len(sessions) == len(calls):
+        raise Refusal.of(calls[0], "graph_built_and_run_apart", function=owner.name.value)
+    for call, q, graph_with in scan.graph_wide:
+        if scan.owner_of[call] is owner and not graph_with:
+            raise Refusal.of(call, "default_graph_shared", api=q)
+
+
+def tf_alias(module: cst.Module, code) -> tuple[str, cst.SimpleStatementLine | None]:
+    """(the name TF2 code is spelled with, the `import tensorflow.compat.v1 as NAME` statement
+    that becomes the TF2 import, if that is where the name comes from): `import tensorflow
+    [as NAME]` first. `code`: a node's source text."""
+    compat = None
+    for stmt in module.body:
+        if isinstance(stmt, cst.SimpleStatementLine) and isinstance(stmt.body[0], cst.Import):
+            for alias in stmt.body[0].names:
+                if code(alias.name) == "tensorflow":
+                    return (cast(cst.Name, alias.asname.name).value if alias.asname else "tensorflow"), None
+                if code(alias.name) == "tensorflow.compat.v1" and alias.asname is not None \
+                        and len(stmt.body) == 1 and len(stmt.body[0].names) == 1 and compat is None:
+                    compat = stmt
+    if compat is not None:
+        return cast(cst.Name, cast(cst.AsName, cast(cst.Import, compat.body[0]).names[0].asname).name).value, compat
+    raise Refusal.of(module.body[0] if module.body else None, "no_tensorflow_import")
