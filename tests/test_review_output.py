@@ -10,6 +10,7 @@ tests/test_restructure_fixtures.py and tests/test_rewrite_of_verify_originals.py
 from __future__ import annotations
 
 import ast
+import re
 import textwrap
 from functools import lru_cache
 from pathlib import Path
@@ -83,3 +84,76 @@ def test_the_cast_check_finds_one():
             return x
         """)
     assert _redundant_casts(out) == ["x = tf.cast(x, tf.float32)"]
+
+
+# -- 3. blank lines and statement order kept -----------------------------------
+
+def _blank_after_imports(source: str) -> bool | None:
+    """Whether a blank line follows the file's first run of imports (None: no such run)."""
+    lines = source.splitlines()
+    seen = False
+    for k, line in enumerate(lines):
+        if line.startswith(("import ", "from ")):
+            seen = True
+        elif seen:
+            return line.strip() == ""
+    return None
+
+
+def _order(source: str) -> list[str]:
+    """The statements in source order, each as what it binds (renames aside), or its
+    kind and first line."""
+    keys: list[str] = []
+
+    def visit(body):
+        for stmt in body:
+            if isinstance(stmt, ast.Assign):
+                keys.append(" ".join(n.id for t in stmt.targets for n in ast.walk(t) if isinstance(n, ast.Name)))
+            elif not isinstance(stmt, (ast.With, ast.FunctionDef)):   # (session blocks go, functions come)
+                keys.append(ast.unparse(stmt).splitlines()[0])
+            for field in ("body", "orelse", "finalbody"):
+                visit(getattr(stmt, field, []))
+
+    visit(ast.parse(source).body)
+    return keys
+
+
+@pytest.mark.parametrize("path,source,out", PAIRS, ids=IDS)
+def test_blank_lines_and_order_kept(path, source, out):
+    # the blank line under the imports stays, also when the statement after it goes
+    assert _blank_after_imports(out) == _blank_after_imports(source)
+    # no function of the rewrite starts with a blank line unless one of the input did
+    if not re.search(r"def .*:\n\s*\n", source):
+        assert not re.search(r"def .*:\n\s*\n", out)
+    # no double blank line inside a function (black's limit, a dropped statement's and the next one's)
+    assert not re.search(r"\n\n\n+[ ]+\S", out.replace("\n\n\n    @", "").replace("\n\n\n    def ", "")) or \
+        re.search(r"\n\n\n+[ ]+\S", source)
+    # statements the rewrite keeps outside its functions stay in their order
+    before, after = _order(source), _order(out)
+    common = [k for k in before if before.count(k) == 1 and after.count(k) == 1]
+    positions = [after.index(k) for k in common]
+    moved = [(common[i], common[i + 1]) for i in range(len(common) - 1) if positions[i] > positions[i + 1]]
+    assert all(_moved_into_function(a, out) or _moved_into_function(b, out) for a, b in moved), moved
+
+
+def _moved_into_function(key: str, out: str) -> bool:
+    """A graph statement now in a step function."""
+    first = key.split(" ")[0]
+    return bool(re.search(rf"\n[ ]{{4,}}[(\[]?{re.escape(first)}\b[^=\n]*= ", out))
+
+
+def test_a_dropped_statement_leaves_its_blank_line():
+    out = _rewrite(textwrap.dedent("""\
+        import numpy as np
+        import tensorflow as tf
+
+        x = tf.placeholder(tf.float32, [None, 2])
+        w = tf.Variable(tf.zeros([2, 1]), name="w")
+        data = np.ones([3, 2], np.float32)
+
+        y = tf.matmul(x, w)
+        sess = tf.Session()
+        print(sess.run(y, {x: data}))
+        """))
+    assert out.startswith("import numpy as np\nimport tensorflow as tf\n\nw = tf.Variable(")
+    assert 'data = np.ones([3, 2], np.float32)\n\n\n@tf.function' in out

@@ -56,12 +56,16 @@ class Assembler:
             rest: list[cst.BaseStatement] = []
             if isinstance(new, list):   # one statement became several (a loop creating layers)
                 rest, new = new[1:], new[0]
-            lead = list(item.lead) + pending
-            if new is None:
-                pending = lead + [ln for ln in getattr(item.stmt, "leading_lines", ()) if ln.comment is not None]
+            lead = pending + list(item.lead)
+            if new is None:   # its blank lines and comments go to the next statement kept
+                pending = _merged(lead, list(getattr(item.stmt, "leading_lines", ())))
                 continue
             pending = []
             own = list(cast("cst.SimpleStatementLine | cst.BaseCompoundStatement | Verbatim", new).leading_lines)
+            lead, own = _merged(lead, own), []
+            if not out and not isinstance(owner, cst.Module):   # (no blank line right under `def`)
+                while lead and lead[0].comment is None:
+                    lead.pop(0)
             if after_functions:
                 lead = [ln for ln in lead + own if ln.comment is not None or True]
                 while lead and lead[0].comment is None:
@@ -145,6 +149,23 @@ class Replace(TargetedTransformer):
         if isinstance(result, cst.SimpleStatementLine) and not result.body:
             return cst.RemovalSentinel.REMOVE
         return result
+
+
+def _merged(first: list[cst.EmptyLine], then: list[cst.EmptyLine]) -> list[cst.EmptyLine]:
+    """The leading lines of a dropped statement put before the next one's: comments
+    kept in order, a run of blank lines no longer than the longest of either."""
+    def longest(lines):
+        run = best = 0
+        for ln in lines:
+            run = run + 1 if ln.comment is None else 0
+            best = max(best, run)
+        return best
+    limit, out, run = max(longest(first), longest(then)), [], 0
+    for ln in first + then:
+        run = run + 1 if ln.comment is None else 0
+        if run <= limit:
+            out.append(ln)
+    return out
 
 
 def _strings(node: cst.CSTNode) -> list[cst.SimpleString]:
