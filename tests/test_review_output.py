@@ -157,3 +157,53 @@ def test_a_dropped_statement_leaves_its_blank_line():
         """))
     assert out.startswith("import numpy as np\nimport tensorflow as tf\n\nw = tf.Variable(")
     assert 'data = np.ones([3, 2], np.float32)\n\n\n@tf.function' in out
+
+
+# -- 2. a schedule given to the optimizer where it is the same schedule ------------
+
+SCHEDULED = (ROOT / "rewrite" / "lr_schedule_global_step" / "input.py").read_text(encoding="utf-8")
+FETCHED = "_, now, lr = sess.run([fit, loss, rate], feed_dict={inputs: features, targets: labels})"
+ON_OPTIMIZER = "optimizer = tf.keras.optimizers.Adam(learning_rate=tf.keras.optimizers.schedules.ExponentialDecay("
+SET_EACH_STEP = "optimizer.learning_rate = rate"
+
+
+def _scheduled(*edits: tuple[str, str]) -> str:
+    source = SCHEDULED
+    for old, new in edits:
+        assert old in source
+        source = source.replace(old, new)
+    out = _rewrite(source)
+    assert out is not None
+    return out
+
+
+def test_a_fetched_schedule_is_the_optimizers_and_read_from_it():
+    out = _scheduled()
+    assert ON_OPTIMIZER in out and "rate = optimizer.learning_rate" in out
+    assert SET_EACH_STEP not in out and out.count("ExponentialDecay(") == 1
+
+
+def test_a_schedule_read_by_the_optimizer_alone_leaves_no_statement():
+    out = _scheduled((FETCHED, "_, now = sess.run([fit, loss], feed_dict={inputs: features, targets: labels})"),
+                     ('lr %.5f" % (sess.run(global_step), now, lr)', '" % (sess.run(global_step), now)'))
+    assert ON_OPTIMIZER in out and "rate" not in out.split("def train_step")[1].split("for features")[0]
+
+
+@pytest.mark.parametrize("edits", [
+    # the update does not count the step: the rate stays the schedule of 0
+    [("minimize(loss, global_step=global_step)", "minimize(loss)")],
+    # a step that does not start at 0, as the optimizer's iterations do
+    [("global_step = tf.train.get_or_create_global_step()", 'global_step = tf.Variable(4, trainable=False, name="step")')],
+    # a second update of the same optimizer counts its iterations twice per step
+    [("fit = tf.train.AdamOptimizer(rate).minimize(loss, global_step=global_step)",
+      "adam = tf.train.AdamOptimizer(rate)\n    fit = adam.minimize(loss, global_step=global_step)\n"
+      "    doubled = 2.0 * loss\n    again = adam.minimize(doubled)"),
+     (FETCHED, FETCHED + "\n            sess.run(again, feed_dict={inputs: features, targets: labels})")],
+    # the step is also set by an assignment
+    [("    with tf.Session() as sess:", "    reset = tf.assign(global_step, 0)\n    with tf.Session() as sess:"),
+     ("        print(sess.run(kernel).ravel())", "        sess.run(reset)\n        print(sess.run(kernel).ravel())")],
+], ids=["step_not_counted", "step_from_four", "two_updates", "step_assigned"])
+def test_a_schedule_not_the_same_on_iterations_stays_set_before_each_update(edits):
+    out = _scheduled(*edits)
+    assert "learning_rate=tf.keras.optimizers.schedules" not in out
+    assert re.search(r"\w+\.learning_rate = rate\n", out) and ".schedules.ExponentialDecay(" in out

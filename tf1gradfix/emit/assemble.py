@@ -99,14 +99,15 @@ class Assembler:
         if isinstance(node, Layer):
             return self._statement(self.state.layer(node), item.stmt)
         if isinstance(node, Optimizer):
-            text = self.state.optimizer(node, node.names[0], node.index in self.tape.fed_lr)
+            text = self.state.optimizer(node, node.names[0], node.index in self.tape.fed_lr, self.tape.scheduled.get(node.index))
             return self._statement(text, item.stmt)
         if isinstance(node, OptimizerCall):
             opt = self.p.nodes[node.optimizer]
             assert isinstance(opt, Optimizer)
             if opt.inline and opt.stmt is item.stmt:
                 name = self.tape.optimizer_names[opt.index]
-                return self._statement(self.state.optimizer(opt, name, opt.index in self.tape.fed_lr), item.stmt)
+                return self._statement(self.state.optimizer(opt, name, opt.index in self.tape.fed_lr,
+                                                            self.tape.scheduled.get(opt.index)), item.stmt)
         return None
 
     def _statement(self, text: str, original: cst.SimpleStatementLine) -> cst.BaseStatement:

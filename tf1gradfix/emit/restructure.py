@@ -16,7 +16,8 @@ from typing import Any, cast
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider, ScopeProvider
 
-from tf1gradfix.constructs import builders, model_classes, optimizers, sections, session_options, session_params, summaries
+from tf1gradfix.constructs import (builders, model_classes, optimizers, schedules, sections, session_options, session_params,
+                                   summaries)
 from tf1gradfix.model.checks import check_steps
 from tf1gradfix.rules import catalog as catalog_module
 from tf1gradfix.emit import model_class
@@ -388,11 +389,20 @@ class _Rewrite:
         for node in program.nodes:
             if not isinstance(node, Optimizer):
                 continue
+            name = self.fresh("optimizer") if node.inline else node.names[0]
             schedule = tape.state.scheduled_rate(node)
-            if schedule is not None:   # the Keras schedule on the same step, set before each update
+            if schedule is not None:
                 item = next(it for it in program.items if it.node is schedule)
-                item.stmt = schedule.stmt = tape.state.schedule(schedule)
-                tape.fed_lr.add(node.index)
+                keras = tape.state.kept(node) is None
+                if schedules.follows_iterations(program, node, tape.state.schedule_step(schedule), keras):
+                    # the optimizer's own schedule; the rate, where read, is the optimizer's current one
+                    tape.scheduled[node.index] = tape.state.schedule_object(schedule)
+                    tape.scheduled_rates.add(schedule.index)
+                    item.stmt = schedule.stmt = cast(cst.SimpleStatementLine, cst.parse_statement(
+                        f"{schedule.names[0]} = {name}.learning_rate\n")).with_changes(leading_lines=item.stmt.leading_lines)
+                else:   # the Keras schedule on the same step, set before each update
+                    item.stmt = schedule.stmt = tape.state.schedule(schedule)
+                    tape.fed_lr.add(node.index)
             computed = {d for d in node.deps if not isinstance(program.nodes[d], (Static, Placeholder))}
             if computed - {schedule.index if schedule else None}:
                 raise Refusal.of(node.value, "optimizer_setting_from_graph")
@@ -406,8 +416,5 @@ class _Rewrite:
             if kept is not None:   # an info note, with the model's (TFG206)
                 self.meta.notes = [*getattr(self.meta, "notes", ()),
                                    (*_position(self.meta, node.call), "TFG207", kept, "safe")]
-            optimizers.check(node, node.index in tape.fed_lr)
-            if node.inline:
-                tape.optimizer_names[node.index] = self.fresh("optimizer")
-            else:
-                tape.optimizer_names[node.index] = node.names[0]
+            optimizers.check(node, node.index in tape.fed_lr or node.index in tape.scheduled)
+            tape.optimizer_names[node.index] = name

@@ -160,7 +160,7 @@ class StateEmitter:
         return args
 
     # -- optimizers ----------------------------------------------------------
-    def optimizer(self, node: Optimizer, target: str, fed_lr: bool) -> str:
+    def optimizer(self, node: Optimizer, target: str, fed_lr: bool, schedule: str | None = None) -> str:
         """The optimizer statement: the row's target with the v1 arguments mapped.
 
         A `not_equivalent` row keeps the v1 optimizer (it runs eagerly and in
@@ -174,6 +174,8 @@ class StateEmitter:
                 kwargs[row["map"][v1_name]] = self.code(expr)
         if fed_lr:
             kwargs["learning_rate"] = "0.0"   # set from the fed value before every update
+        elif schedule is not None:
+            kwargs["learning_rate"] = schedule   # evaluated on the optimizer's iterations at every update
         args = ", ".join(f"{k}={v}" for k, v in kwargs.items())
         text = f"{target} = {self.tf}.{row['target']}({args})"
         if row["status"] == "not_equivalent":
@@ -199,16 +201,26 @@ class StateEmitter:
     def schedule(self, node: Node) -> cst.SimpleStatementLine:
         """`lr = tf.train.exponential_decay(0.1, step, ...)` -> the Keras schedule called on the
         same step: the same rate, computed where TF1 computed it (tf1gradfix/rules/schedules.toml)."""
+        text = f"{node.names[0]} = {self.schedule_object(node)}({self.code(self.schedule_step(node))})\n"
+        statement = cast(cst.SimpleStatementLine, cst.parse_statement(text))
+        return statement.with_changes(leading_lines=node.stmt.leading_lines)
+
+    def schedule_object(self, node: Node) -> str:
+        """The Keras schedule of the v1 schedule call `node` computes (its step aside)."""
         call = node.value
         row = schedule_table()[self.qualified(call.func)]
         bound = bound_args(call, row["params"], call)
-        step = bound.get(row["step"])
+        self.schedule_step(node)
+        args = ", ".join(f"{row['map'][k]}={self.code(v)}" for k, v in bound.items() if k in row["map"])
+        return f"{self.tf}.{row['target']}({args})"
+
+    def schedule_step(self, node: Node) -> cst.BaseExpression:
+        call = node.value
+        row = schedule_table()[self.qualified(call.func)]
+        step = bound_args(call, row["params"], call).get(row["step"])
         if step is None:
             raise Refusal.of(call, "schedule_without_step")
-        args = ", ".join(f"{row['map'][k]}={self.code(v)}" for k, v in bound.items() if k in row["map"])
-        text = f"{node.names[0]} = {self.tf}.{row['target']}({args})({self.code(step)})\n"
-        statement = cast(cst.SimpleStatementLine, cst.parse_statement(text))
-        return statement.with_changes(leading_lines=node.stmt.leading_lines)
+        return step
 
     def learning_rate(self, node: Optimizer) -> cst.BaseExpression | None:
         row = optimizer_table().get(node.cls)

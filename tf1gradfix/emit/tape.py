@@ -33,6 +33,8 @@ class TapeEmitter:
         self.tf = program.tf_alias
         self.optimizer_names: dict[int, str] = {}
         self.fed_lr: set[int] = set()   # optimizers whose learning rate is fed
+        self.scheduled: dict[int, str] = {}   # optimizers built with a schedule -> the Keras schedule
+        self.scheduled_rates: set[int] = set()   # their v1 schedule tensors (`rate = optimizer.learning_rate`)
         self.trained_by: dict[int, set[str]] = {}   # optimizer -> the variables it updates
         self.locals: dict[str, str] = {}
         self.attributes: dict[str, str] = {}   # a model class: graph name -> the attribute holding it
@@ -107,7 +109,16 @@ class TapeEmitter:
 
     def _forward(self, sig: Signature) -> list[int]:
         post = gradient_dependent(self.p, sig.nodes)
-        return [i for i in sig.nodes if isinstance(self.p.nodes[i], Tensor) and i not in post]
+        return [i for i in sig.nodes if isinstance(self.p.nodes[i], Tensor) and i not in post
+                and not self._unread_rate(sig, i)]
+
+    def _unread_rate(self, sig: Signature, i: int) -> bool:
+        """A schedule the optimizer now holds, read by nothing else the function computes or returns."""
+        if i not in self.scheduled_rates:
+            return False
+        names = set(self.p.nodes[i].names)
+        return not names & set(sig.returns) and not any(
+            i in self.p.nodes[j].deps for j in sig.nodes if not isinstance(self.p.nodes[j], (Optimizer, OptimizerCall)))
 
     # -- text --------------------------------------------------------------
     def stmt_text(self, node: Node) -> str:
