@@ -24,6 +24,7 @@ import libcst as cst
 import pytest
 
 from tf1gradfix.emit import state as emit_state
+from tf1gradfix.cst import layout
 from tf1gradfix.emit.state import FED_LR_STATUSES, optimizer_table, schedule_table
 from tf1gradfix.run.engine import process_source
 from tf1gradfix.run.findings import CodeFilter
@@ -206,7 +207,8 @@ def test_every_v1_optimizer_of_the_installed_tensorflow_has_a_row():
 def test_rewrite_writes_the_target_with_every_differing_default(row):
     module = restructure(cst.parse_module(program(row["v1"], row["cases"][0]["args"])), "original.py").new_module
     assert module is not None
-    line = next(ln for ln in module.code.splitlines() if ln.startswith("optimizer = "))
+    line = next(layout.one_line(module.code_for_node(st).strip()) for st in module.body
+                if module.code_for_node(st).startswith("optimizer = "))
     assert line.startswith(f"optimizer = tf.{row['target']}(")
     for keyword, value in row["defaults"].items():
         assert f"{keyword}=" in line and (value in line or keyword in ("learning_rate",))

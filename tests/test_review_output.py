@@ -10,6 +10,7 @@ tests/test_restructure_fixtures.py and tests/test_rewrite_of_verify_originals.py
 from __future__ import annotations
 
 import ast
+import difflib
 import re
 import textwrap
 from functools import lru_cache
@@ -163,7 +164,7 @@ def test_a_dropped_statement_leaves_its_blank_line():
 
 SCHEDULED = (ROOT / "rewrite" / "lr_schedule_global_step" / "input.py").read_text(encoding="utf-8")
 FETCHED = "_, now, lr = sess.run([fit, loss, rate], feed_dict={inputs: features, targets: labels})"
-ON_OPTIMIZER = "optimizer = tf.keras.optimizers.Adam(learning_rate=tf.keras.optimizers.schedules.ExponentialDecay("
+ON_OPTIMIZER = "optimizer=tf.keras.optimizers.Adam(learning_rate=tf.keras.optimizers.schedules.ExponentialDecay("
 SET_EACH_STEP = "optimizer.learning_rate = rate"
 
 
@@ -177,16 +178,21 @@ def _scheduled(*edits: tuple[str, str]) -> str:
     return out
 
 
+def _joined(out: str) -> str:
+    """`out` without white space (the layout aside)."""
+    return re.sub(r"\s+", "", out)
+
+
 def test_a_fetched_schedule_is_the_optimizers_and_read_from_it():
     out = _scheduled()
-    assert ON_OPTIMIZER in out and "rate = optimizer.learning_rate" in out
+    assert ON_OPTIMIZER in _joined(out) and "rate = optimizer.learning_rate" in out
     assert SET_EACH_STEP not in out and out.count("ExponentialDecay(") == 1
 
 
 def test_a_schedule_read_by_the_optimizer_alone_leaves_no_statement():
     out = _scheduled((FETCHED, "_, now = sess.run([fit, loss], feed_dict={inputs: features, targets: labels})"),
                      ('lr %.5f" % (sess.run(global_step), now, lr)', '" % (sess.run(global_step), now)'))
-    assert ON_OPTIMIZER in out and "rate" not in out.split("def train_step")[1].split("for features")[0]
+    assert ON_OPTIMIZER in _joined(out) and "rate" not in out.split("def train_step")[1].split("for features")[0]
 
 
 @pytest.mark.parametrize("edits", [
@@ -205,5 +211,43 @@ def test_a_schedule_read_by_the_optimizer_alone_leaves_no_statement():
 ], ids=["step_not_counted", "step_from_four", "two_updates", "step_assigned"])
 def test_a_schedule_not_the_same_on_iterations_stays_set_before_each_update(edits):
     out = _scheduled(*edits)
-    assert "learning_rate=tf.keras.optimizers.schedules" not in out
+    assert "learning_rate=tf.keras.optimizers.schedules" not in _joined(out)
     assert re.search(r"\w+\.learning_rate = rate\n", out) and ".schedules.ExponentialDecay(" in out
+
+
+# -- 4. generated code as black writes it ------------------------------------------
+
+def _black(source: str) -> str:
+    import black   # (the `test` extra)
+
+    return black.format_str(source, mode=black.Mode())
+
+
+def _rewritten_lines_black_changes(source: str) -> list[str] | None:
+    """Lines of the rewrite of `source` (formatted with black first, as a user of black
+    has it) that black changes, leaving out the user's own lines: the rewrite's."""
+    source = _black(source)
+    out = _rewrite(source)
+    if out is None or "import tensorflow.compat.v1 as" in source:
+        return None   # (compat.v1 names are renamed after the layout: a longer name may need a new split)
+    renamed = process_source("input.py", source.encode(), CodeFilter(), restructure=False).new_source
+    user = {ln.strip() for text in (source, renamed.decode() if renamed else "") for ln in text.splitlines()}
+    a, b = out.splitlines(), _black(out).splitlines()
+    changed = []
+    for tag, i1, i2, _, _ in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
+        if tag != "equal":   # (a line black adds: the rewrite's if a neighbour is)
+            changed += [a[k] for k in (range(i1, i2) if i2 > i1 else (i1 - 1, i1)) if 0 <= k < len(a)]
+    return [ln for ln in changed if ln.strip() not in user]
+
+
+@pytest.mark.parametrize("path,source,out", PAIRS, ids=IDS)
+def test_black_changes_nothing_the_rewrite_wrote(path, source, out):
+    changed = _rewritten_lines_black_changes(source)
+    assert changed is None or changed == []
+
+
+def test_a_long_generated_statement_is_split_as_black_splits_it():
+    source = (ROOT / "rewrite" / "lr_schedule_global_step" / "input.py").read_text(encoding="utf-8")
+    out = _rewrite(source)
+    assert "    optimizer = tf.keras.optimizers.Adam(\n        learning_rate=tf.keras.optimizers.schedules" in out
+    assert "    @tf.function(\n        input_signature=[\n            tf.TensorSpec(" in out

@@ -290,6 +290,9 @@ class _Rewrite:
         check_steps(program, sigs, self.meta.names.qualified)
         state = StateEmitter(program, self.code, self.meta.names.qualified)
         tape = TapeEmitter(program, self.code, self.fresh, state, self.meta)
+        tape.indent = 0 if isinstance(owner, cst.Module) and cls is None else 4   # (a model class's methods too)
+        indent = 8 if cls is not None else tape.indent   # (the statements of `__init__`)
+        tape.block_indent = indent
         if cls is not None:
             tape.attributes = dict(self.plan.attributes)
         self._optimizers(program, tape, sigs)
@@ -338,13 +341,13 @@ class _Rewrite:
             replacements[feed] = feed.with_changes(elements=[
                 e.with_changes(key=cst.SimpleString(f'"{name}"')) for e, name in zip(feed.elements, names)])
         if cls is not None:   # the functions become methods, the runs calls of them on the instance
-            init_body = Assembler(program, state, tape, replacements).body([], moved, owner)
+            init_body = Assembler(program, state, tape, replacements, indent=indent).body([], moved, owner)
             methods = [s for text in texts for s in cst.parse_module(text + "\n").body]
             replacements.update(cast(model_classes.ClassHost, host).session_params.edits())
             replacements.update(self.module_edits)
             replacements[cls] = model_class.rewritten_class(self.plan, owner, alias, init_body, methods)
-            return self.module.visit(Replace(replacements))
-        new_body = Assembler(program, state, tape, replacements, self.module).body(texts, moved, owner)
+            return self.module.visit(Replace(replacements, layout_blocks=True))
+        new_body = Assembler(program, state, tape, replacements, self.module, indent).body(texts, moved, owner)
         if section is not None:
             return new_body, program
         if isinstance(owner, cst.Module):
@@ -401,7 +404,7 @@ class _Rewrite:
                     item.stmt = schedule.stmt = cast(cst.SimpleStatementLine, cst.parse_statement(
                         f"{schedule.names[0]} = {name}.learning_rate\n")).with_changes(leading_lines=item.stmt.leading_lines)
                 else:   # the Keras schedule on the same step, set before each update
-                    item.stmt = schedule.stmt = tape.state.schedule(schedule)
+                    item.stmt = schedule.stmt = tape.state.schedule(schedule, tape.indent + 8)   # (in the tape)
                     tape.fed_lr.add(node.index)
             computed = {d for d in node.deps if not isinstance(program.nodes[d], (Static, Placeholder))}
             if computed - {schedule.index if schedule else None}:

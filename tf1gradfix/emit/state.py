@@ -18,7 +18,8 @@ from tf1gradfix.rules.catalog import _read
 from tf1gradfix.emit.naming import Naming
 from tf1gradfix.model.graph import Program
 from tf1gradfix.model.nodes import Layer, LayerLoop, Node, Optimizer, Static, Tensor, Variable
-from tf1gradfix.cst.syntax import Refusal, bound_args, call_text, schedule_table
+from tf1gradfix.cst import layout
+from tf1gradfix.cst.syntax import Refusal, bound_args, schedule_table
 
 
 from tf1gradfix.constructs.optimizers import FED_LR_STATUSES, optimizer_table  # noqa: F401  (both read from here by tests)
@@ -121,7 +122,7 @@ class StateEmitter:
         place up to the table's `positional`; initializers are mapped like get_variable's."""
         row = node.row
         args = self._layer_args(row, node.value, node.bound)
-        return call_text(f"{self.naming.layers[node]} = {self.tf}.{row['target']}(", args)
+        return f"{self.naming.layers[node]} = {self.tf}.{row['target']}({', '.join(args)})"   # (laid out by the assembler)
 
     def layer_loop(self, node: LayerLoop) -> list[str]:
         """The loop that creates layers, run once where the graph was built: each
@@ -198,11 +199,11 @@ class StateEmitter:
             return None
         return node if self.qualified(node.value.func) in schedule_table() else None
 
-    def schedule(self, node: Node) -> cst.SimpleStatementLine:
+    def schedule(self, node: Node, indent: int) -> cst.SimpleStatementLine:
         """`lr = tf.train.exponential_decay(0.1, step, ...)` -> the Keras schedule called on the
         same step: the same rate, computed where TF1 computed it (tf1gradfix/rules/schedules.toml)."""
-        text = f"{node.names[0]} = {self.schedule_object(node)}({self.code(self.schedule_step(node))})\n"
-        statement = cast(cst.SimpleStatementLine, cst.parse_statement(text))
+        text = f"{node.names[0]} = {self.schedule_object(node)}({self.code(self.schedule_step(node))})"
+        statement = cast(cst.SimpleStatementLine, cst.parse_statement(layout.fit(text, indent) + "\n"))
         return statement.with_changes(leading_lines=node.stmt.leading_lines)
 
     def schedule_object(self, node: Node) -> str:
