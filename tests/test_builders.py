@@ -44,7 +44,7 @@ def rewrite(body: str):
 def test_the_function_becomes_a_module_called_as_before():
     code = rewrite(SCOPED.format(name="w")).new_module.code
     assert "class Block(tf.Module):" in code and '        super().__init__(name="block")' in code
-    assert 'self.w = tf.Variable(tf.keras.initializers.GlorotUniform()([3, 2]), name="w")' in code
+    assert 'self.w = tf.Variable(\n                tf.keras.initializers.GlorotUniform()([3, 2]), name="w"\n            )' in code
     assert "    def __call__(self, inputs, again):\n        return tf.matmul(inputs, self.w)" in code
     assert "\nblock = Block()\n" in code and "block(x, again=False) + block(2.0 * x, again=True)" in code
     assert "variables = [block.w]" in code
@@ -96,7 +96,7 @@ LAYER_FUNCTION = '''\
 def test_a_layer_function_makes_its_variables_per_scope_on_the_first_call():
     source = PROGRAM.format(body=LAYER_FUNCTION).replace("again=False", "again='one'").replace("again=True", "again='two'")
     code = rewrite_source(source).new_module.code
-    assert '        w = self.variable(f"{again}/w", lambda: tf.keras.initializers.GlorotUniform()(' in code
+    assert '        w = self.variable(\n            f"{again}/w",\n            lambda: tf.keras.initializers.GlorotUniform()(\n' in code
     assert "variables = [*block.made.values()]" in code
     compile(code, "rewritten.py", "exec")
 

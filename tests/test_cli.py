@@ -75,7 +75,6 @@ tf.random.set_seed(0)
 
 @tf.function(input_signature=[tf.TensorSpec(shape=[None, 3], dtype=tf.float32)])
 def compute_y(x):
-    x = tf.cast(x, tf.float32)
     y = tf.math.log(x)
     return y
 

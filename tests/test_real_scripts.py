@@ -179,7 +179,8 @@ for i in range(3):
 writer.flush()
 """)
     code = shaped.new_module.code
-    assert "write_summaries(writer, [g.numpy() for g in compute_both(" in code and "global_step=i)" in code
+    joined = "".join(code.split())
+    assert "write_summaries(writer,[g.numpy()forgincompute_both(" in joined and "global_step=i)" in joined
     assert 'tf.summary.histogram("w", summary[0], step=global_step)' in code
     assert 'tf.summary.scalar("loss", summary[1], step=global_step)' in code
     assert 'writer = tf.summary.create_file_writer("logs")' in code and "both = [tf.identity(w), loss]" in code

@@ -29,6 +29,7 @@ import libcst as cst
 
 from tf1gradfix.cst.syntax import (Refusal, bound_args, bound_names, is_docstring, literal_string, loads, names_as_attributes,
                                without_defaults)
+from tf1gradfix.cst import layout
 from tf1gradfix.cst.walk import children
 from tf1gradfix.model.nodes import BuilderModule
 
@@ -152,12 +153,14 @@ def class_statements(node: BuilderModule, name: str, tf: str, initial_value, gap
     first = cast("list[cst.SimpleStatementLine | cst.BaseCompoundStatement]", list(helper.body.body))
     docstring = first[0] if first and is_docstring(first[0]) else None
     scope_comments = [ln for ln in (first[1] if docstring else first[0]).leading_lines if ln.comment is not None]
-    if node.scope_parameter is not None:
-        text, body = _per_call_statements(node, name, tf, initial_value)
+    if node.scope_parameter is not None:   # (`__call__`'s statements: in a class of the module or of a function)
+        text, body = _per_call_statements(node, name, tf, initial_value, 8 if gap == 2 else 12)
     else:
         attribute = {v[0]: attribute_name(v[0]) for v in node.variables}
-        init = "".join(f"            self.{attribute[local]} = {tf}.Variable({initial_value(call, bound)}, name=\"{label}\")\n"
-                       for local, label, call, bound, _ in node.variables)
+        column = 12 if gap == 2 else 16   # (a module's class, or one in a function)
+        init = "".join("            " + layout.fit(
+            f"self.{attribute[local]} = {tf}.Variable({initial_value(call, bound)}, name=\"{label}\")", column).replace(
+            "\n", "\n            ") + "\n" for local, label, call, bound, _ in node.variables)
         text = (f"class {name}({tf}.Module):\n"
                 f"    def __init__(self):\n"
                 f"        super().__init__(name=\"{node.scope}\")\n"
@@ -180,17 +183,18 @@ def class_statements(node: BuilderModule, name: str, tf: str, initial_value, gap
     return [cls, instance]
 
 
-def _per_call_statements(node: BuilderModule, name: str, tf: str, initial_value) -> tuple[str, list[cst.BaseStatement]]:
+def _per_call_statements(node: BuilderModule, name: str, tf: str, initial_value,
+                         column: int) -> tuple[str, list[cst.BaseStatement]]:
     """A layer function's module: variables kept by `"SCOPE/name"`, each made on the
     first call under its scope; `w = tf.get_variable("w", ...)` reads it from there."""
     scope = node.scope_parameter
     text = (f"class {name}({tf}.Module):\n"
             f"    def __init__(self):\n"
             f"        super().__init__(name=\"{node.builder.name.value}\")\n"
-            f"        self.made = {{}}   # \"SCOPE/name\" -> variable\n\n"
+            f"        self.made = {{}}  # \"SCOPE/name\" -> variable\n\n"
             f"    def __call__(self):\n        pass\n\n"
             f"    def variable(self, name, initial_value):\n"
-            f"        if name not in self.made:   # the first call under this scope\n"
+            f"        if name not in self.made:  # the first call under this scope\n"
             f"            self.made[name] = {tf}.Variable(initial_value(), name=name)\n"
             f"        return self.made[name]\n")
     made = {id(v[4]): v for v in node.variables}
@@ -198,7 +202,7 @@ def _per_call_statements(node: BuilderModule, name: str, tf: str, initial_value)
     for stmt in node.inner:
         if id(stmt) in made:
             local, label, call, bound, _ = made[id(stmt)]
-            stmt = stmt.with_changes(body=[cast(cst.SimpleStatementLine, cst.parse_statement(
-                f"{local} = self.variable(f\"{{{scope}}}/{label}\", lambda: {initial_value(call, bound)})\n")).body[0]])
+            line = layout.fit(f"{local} = self.variable(f\"{{{scope}}}/{label}\", lambda: {initial_value(call, bound)})", column)
+            stmt = stmt.with_changes(body=[cast(cst.SimpleStatementLine, cst.parse_statement(line + "\n")).body[0]])
         body.append(stmt)
     return text, body

@@ -11,6 +11,7 @@ import libcst as cst
 
 from tf1gradfix.constructs.builders import MODULE_ATTRIBUTES
 from tf1gradfix.constructs.model_classes import ModelClass
+from tf1gradfix.cst import layout
 from tf1gradfix.cst.syntax import Refusal, bound_names, free_names, is_docstring, loads, names_as_attributes
 
 
@@ -59,7 +60,7 @@ class Attributes:
         """`super().__init__()` first (after a docstring), parameters a method reads
         kept as attributes, and every renamed name as `self.<attribute>`."""
         renamed = {k: v for k, v in self.renamed.items() if k not in self.kept_params}
-        out = [names_as_attributes(stmt, renamed, self.plan.self_name) for stmt in body]
+        out = layout.refit_body(body, [names_as_attributes(stmt, renamed, self.plan.self_name) for stmt in body], 8)
         first = 1 if out and is_docstring(out[0]) else 0
         head = [cst.parse_statement("super().__init__()\n")]
         head += [cst.parse_statement(f"{self.plan.self_name}.{self.renamed[p]} = {p}\n") for p in self.kept_params]
@@ -72,6 +73,7 @@ class Attributes:
         """A step function as a method: `self` first, shared names read through it."""
         free = free_names(fn) & (set(self.renamed) | self.method_names)
         body = names_as_attributes(fn.body, {n: self.renamed.get(n, n) for n in free}, self.plan.self_name)
+        body = body.with_changes(body=layout.refit_body(list(fn.body.body), list(body.body), 8))
         params = fn.params.with_changes(params=[cst.Param(cst.Name(self.plan.self_name)), *fn.params.params])
         decorators = fn.decorators
         if self.plan.self_name != "self" or any(set(loads(d)) & (self.init_names | set(self.renamed)) for d in decorators):

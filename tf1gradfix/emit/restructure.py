@@ -16,8 +16,8 @@ from typing import Any, cast
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider, ScopeProvider
 
-from tf1gradfix.constructs import (builders, model_classes, optimizers, sections, session_options, session_params,
-                                   summaries, variable_factories)
+from tf1gradfix.constructs import (builders, model_classes, optimizers, schedules, sections, session_options,
+                                   session_params, summaries, variable_factories)
 from tf1gradfix.model import owners as owners_model
 from tf1gradfix.model.checks import check_moved, check_program, check_results, check_state, check_steps, check_var_lists
 from tf1gradfix.rules import catalog as catalog_module
@@ -287,6 +287,9 @@ class _Rewrite:
         check_steps(program, sigs, self.meta.names.qualified)
         state = StateEmitter(program, self.code, self.meta.names.qualified)
         tape = TapeEmitter(program, self.code, self.fresh, state, self.meta)
+        tape.indent = 0 if isinstance(owner, cst.Module) and cls is None else 4   # (a model class's methods too)
+        indent = 8 if cls is not None else tape.indent   # (the statements of `__init__`)
+        tape.block_indent = indent
         if cls is not None:
             tape.attributes = dict(self.plan.attributes)
         fed = self._check_writing(program, sigs, scan, state)
@@ -336,13 +339,13 @@ class _Rewrite:
             replacements[feed] = feed.with_changes(elements=[
                 e.with_changes(key=cst.SimpleString(f'"{name}"')) for e, name in zip(feed.elements, names)])
         if cls is not None:   # the functions become methods, the runs calls of them on the instance
-            init_body = Assembler(program, state, tape, replacements).body([], moved, owner)
+            init_body = Assembler(program, state, tape, replacements, indent=indent).body([], moved, owner)
             methods = [s for text in texts for s in cst.parse_module(text + "\n").body]
             replacements.update(cast(model_classes.ClassHost, host).session_params.edits())
             replacements.update(self.module_edits)
             replacements[cls] = model_class.rewritten_class(self.plan, owner, alias, init_body, methods)
-            return self.module.visit(Replace(replacements))
-        new_body = Assembler(program, state, tape, replacements, self.module).body(texts, moved, owner)
+            return self.module.visit(Replace(replacements, layout_blocks=True))
+        new_body = Assembler(program, state, tape, replacements, self.module, indent).body(texts, moved, owner)
         if section is not None:
             return new_body, program
         if isinstance(owner, cst.Module):
@@ -378,17 +381,23 @@ class _Rewrite:
         for node in program.nodes:
             if not isinstance(node, Optimizer):
                 continue
+            name = self.fresh("optimizer") if node.inline else node.names[0]
             schedule = state.scheduled_rate(node)
-            if schedule is not None:   # the Keras schedule on the same step, set before each update
+            if schedule is not None:
                 item = next(it for it in program.items if it.node is schedule)
-                item.stmt = schedule.stmt = state.schedule(schedule)
-            if node.index in fed:
+                keras = state.kept(node) is None
+                if schedules.follows_iterations(program, node, state.schedule_step(schedule), keras):
+                    # the optimizer's own schedule; the rate, where read, is the optimizer's current one
+                    tape.scheduled[node.index] = state.schedule_object(schedule)
+                    tape.scheduled_rates.add(schedule.index)
+                    item.stmt = schedule.stmt = cast(cst.SimpleStatementLine, cst.parse_statement(
+                        f"{schedule.names[0]} = {name}.learning_rate\n")).with_changes(leading_lines=item.stmt.leading_lines)
+                else:   # the Keras schedule on the same step, set before each update
+                    item.stmt = schedule.stmt = state.schedule(schedule, tape.indent + 8)   # (in the tape)
+            if node.index in fed and node.index not in tape.scheduled:   # (fed or scheduled: constructs.optimizers.check_settings)
                 tape.fed_lr.add(node.index)
             kept = state.kept(node)
             if kept is not None:   # an info note, with the model's (TFG206)
                 self.meta.notes = [*getattr(self.meta, "notes", ()),
                                    (*_position(self.meta, node.call), "TFG207", kept, "safe")]
-            if node.inline:
-                tape.optimizer_names[node.index] = self.fresh("optimizer")
-            else:
-                tape.optimizer_names[node.index] = node.names[0]
+            tape.optimizer_names[node.index] = name

@@ -18,7 +18,8 @@ from tf1gradfix.rules.catalog import _read
 from tf1gradfix.emit.naming import Naming
 from tf1gradfix.model.graph import Program
 from tf1gradfix.model.nodes import Layer, LayerLoop, Node, Optimizer, Static, Tensor, Variable
-from tf1gradfix.cst.syntax import Refusal, bound_args, call_text, schedule_table
+from tf1gradfix.cst import layout
+from tf1gradfix.cst.syntax import Refusal, bound_args, schedule_table
 
 
 from tf1gradfix.constructs.optimizers import FED_LR_STATUSES, optimizer_table  # noqa: F401  (both read from here by tests)
@@ -111,7 +112,7 @@ class StateEmitter:
         place up to the table's `positional`; initializers are mapped like get_variable's."""
         row = node.row
         args = self._layer_args(row, node.value, node.bound)
-        return call_text(f"{self.naming.layers[node]} = {self.tf}.{row['target']}(", args)
+        return f"{self.naming.layers[node]} = {self.tf}.{row['target']}({', '.join(args)})"   # (laid out by the assembler)
 
     def layer_loop(self, node: LayerLoop) -> list[str]:
         """The loop that creates layers, run once where the graph was built: each
@@ -146,7 +147,7 @@ class StateEmitter:
         return args
 
     # -- optimizers ----------------------------------------------------------
-    def optimizer(self, node: Optimizer, target: str, fed_lr: bool) -> str:
+    def optimizer(self, node: Optimizer, target: str, fed_lr: bool, schedule: str | None = None) -> str:
         """The optimizer statement: the row's target with the v1 arguments mapped.
 
         A `not_equivalent` row keeps the v1 optimizer (it runs eagerly and in
@@ -160,6 +161,8 @@ class StateEmitter:
                 kwargs[row["map"][v1_name]] = self.code(expr)
         if fed_lr:
             kwargs["learning_rate"] = "0.0"   # set from the fed value before every update
+        elif schedule is not None:
+            kwargs["learning_rate"] = schedule   # evaluated on the optimizer's iterations at every update
         args = ", ".join(f"{k}={v}" for k, v in kwargs.items())
         text = f"{target} = {self.tf}.{row['target']}({args})"
         if row["status"] == "not_equivalent":
@@ -182,17 +185,25 @@ class StateEmitter:
             return None
         return node if self.qualified(node.value.func) in schedule_table() else None
 
-    def schedule(self, node: Node) -> cst.SimpleStatementLine:
+    def schedule(self, node: Node, indent: int) -> cst.SimpleStatementLine:
         """`lr = tf.train.exponential_decay(0.1, step, ...)` -> the Keras schedule called on the
         same step: the same rate, computed where TF1 computed it (tf1gradfix/rules/schedules.toml)."""
+        text = f"{node.names[0]} = {self.schedule_object(node)}({self.code(self.schedule_step(node))})"
+        statement = cast(cst.SimpleStatementLine, cst.parse_statement(layout.fit(text, indent) + "\n"))
+        return statement.with_changes(leading_lines=node.stmt.leading_lines)
+
+    def schedule_object(self, node: Node) -> str:
+        """The Keras schedule of the v1 schedule call `node` computes (its step aside)."""
         call = node.value
         row = schedule_table()[self.qualified(call.func)]
         bound = bound_args(call, row["params"], call)
-        step = bound[row["step"]]   # (given: constructs.optimizers.check_settings)
         args = ", ".join(f"{row['map'][k]}={self.code(v)}" for k, v in bound.items() if k in row["map"])
-        text = f"{node.names[0]} = {self.tf}.{row['target']}({args})({self.code(step)})\n"
-        statement = cast(cst.SimpleStatementLine, cst.parse_statement(text))
-        return statement.with_changes(leading_lines=node.stmt.leading_lines)
+        return f"{self.tf}.{row['target']}({args})"
+
+    def schedule_step(self, node: Node) -> cst.BaseExpression:
+        call = node.value
+        row = schedule_table()[self.qualified(call.func)]
+        return bound_args(call, row["params"], call)[row["step"]]   # (given: constructs.optimizers.check_settings)
 
     def learning_rate(self, node: Optimizer) -> cst.BaseExpression | None:
         row = optimizer_table().get(node.cls)

@@ -18,7 +18,8 @@ from tf1gradfix.constructs import dropout, gradient_calls, losses, summaries, up
 from tf1gradfix.model.graph import Program
 from tf1gradfix.model.nodes import (ComputeGradients, Gradients, LayerCall, LayerLoop, LayerLoopCall, Node, Optimizer,
                                     OptimizerCall, Placeholder, Summary, Tensor, TrainOp, Update, Variable, VarList)
-from tf1gradfix.cst.syntax import call_text, matches
+from tf1gradfix.cst import layout
+from tf1gradfix.cst.syntax import matches
 from tf1gradfix.model.sites import Site
 from tf1gradfix.model.slicing import Signature, closure, gradient_dependent, reached_variables, variable_text
 
@@ -32,9 +33,13 @@ class TapeEmitter:
         self.tf = program.tf_alias
         self.optimizer_names: dict[int, str] = {}
         self.fed_lr: set[int] = set()   # optimizers whose learning rate is fed
+        self.scheduled: dict[int, str] = {}   # optimizers built with a schedule -> the Keras schedule
+        self.scheduled_rates: set[int] = set()   # their v1 schedule tensors (`rate = optimizer.learning_rate`)
         self.locals: dict[str, str] = {}
         self.attributes: dict[str, str] = {}   # a model class: graph name -> the attribute holding it
         self.fed_values: dict[str, object] = {}   # computed values some run feeds -> their dtype
+        self.indent = 0   # the column the functions are defined at (layout.py)
+        self.block_indent = 0   # the column of the graph statements in the source
 
     # -- planning ----------------------------------------------------------
     def name_functions(self, sigs: list[Signature]) -> None:
@@ -108,12 +113,23 @@ class TapeEmitter:
 
     def _forward(self, sig: Signature) -> list[int]:
         post = gradient_dependent(self.p, sig.nodes)
-        return [i for i in sig.nodes if isinstance(self.p.nodes[i], Tensor) and i not in post]
+        return [i for i in sig.nodes if isinstance(self.p.nodes[i], Tensor) and i not in post
+                and not self._unread_rate(sig, i)]
+
+    def _unread_rate(self, sig: Signature, i: int) -> bool:
+        """A schedule the optimizer now holds, read by nothing else the function computes or returns."""
+        if i not in self.scheduled_rates:
+            return False
+        names = set(self.p.nodes[i].names)
+        return not names & set(sig.returns) and not any(
+            i in self.p.nodes[j].deps for j in sig.nodes if not isinstance(self.p.nodes[j], (Optimizer, OptimizerCall)))
 
     # -- text --------------------------------------------------------------
-    def stmt_text(self, node: Node) -> str:
+    def stmt_text(self, node: Node, depth: int | None = None) -> str:
+        """`depth`: the blocks the statement lands in, to lay out a statement the rewrite changed."""
         if isinstance(node, Summary):   # `merged = tf.summary.merge_all()` -> the list of the values it summarizes
-            return summaries.statement(self.p, node, self.code)
+            text = summaries.statement(self.p, node, self.code)
+            return text if depth is None else self.fit([text], depth)[0]
         if isinstance(node, LayerCall):   # `h = tf.layers.dense(x, ...)` -> `h = <layer>(x)`
             layer = self.state.naming.layers[self.p.nodes[node.layer]]
             args = [self.code(node.source)] + [f"{k}={self.code(v)}" for k, v in node.call_args]
@@ -128,6 +144,12 @@ class TapeEmitter:
             stmt = updates.method_form(stmt, self.qualified)
         text = self.code(stmt)
         lines = [ln for ln in text.splitlines() if ln.strip()]
+        if depth is not None and stmt is not node.stmt and len(lines) == 1:   # (a loss or dropout the rewrite wrote)
+            return self.fit(lines, depth)[0]
+        if depth is not None and isinstance(stmt, cst.SimpleStatementLine):   # (moved: laid out again if it was black's)
+            moved = layout.refit(stmt, cst.parse_statement("\n".join(lines) + "\n"), self.indent + 4 * depth,
+                                 tuple(self.block_indent + 4 * k for k in range(4)))   # (also from under a scope)
+            lines = [ln for ln in cst.Module([]).code_for_node(moved.with_changes(leading_lines=())).splitlines() if ln.strip()]
         return "\n".join(lines)
 
     def _layer_loop(self, layers: LayerLoop) -> str:
@@ -163,12 +185,11 @@ class TapeEmitter:
             dtype = self._dtype(p)
             shape = self.code(shape_expr) if shape_expr is not None else "None"
             specs.append(f"{self.tf}.TensorSpec(shape={shape}, dtype={dtype})")
-        return call_text(f"@{self.tf}.function(input_signature=[", specs, "])")
+        return layout.fit(f"@{self.tf}.function(input_signature=[{', '.join(specs)}])", self.indent)
 
-    def _casts(self, params: list[str]) -> list[str]:
-        """A fed value takes the placeholder's dtype (as TF1's feed did), also when
-        the function runs eagerly and input_signature converts nothing."""
-        return [f"{p} = {self.tf}.cast({p}, {self._dtype(p)})" for p in params]
+    def fit(self, lines: list[str], depth: int = 1) -> list[str]:
+        """Generated statements of a function body (`depth` blocks in) laid out as black would."""
+        return [layout.fit(line, self.indent + 4 * depth) for line in lines]
 
     def _dtype(self, p: str) -> str:
         if p in self.fed_values:   # (fed_tensors.dtype_of: its source, or a name read off literals)
@@ -186,7 +207,7 @@ class TapeEmitter:
         return node
 
     def helper_text(self, name, nodes, params, returns) -> str:
-        body = [self.stmt_text(self.p.nodes[i]) for i in nodes if isinstance(self.p.nodes[i], Tensor)]
+        body = [self.stmt_text(self.p.nodes[i], 1) for i in nodes if isinstance(self.p.nodes[i], Tensor)]
         body.append(f"return {', '.join(returns)}")
         return f"def {name}({self.params_text(params)}):\n" + _indent("\n".join(body))
 
@@ -201,25 +222,29 @@ class TapeEmitter:
             needed = self._needed(sig, set(hnodes))
             targets = [r if r in needed else "_" for r in hreturns]
             forward_lines.append(f"{', '.join(targets)} = {hname}({', '.join(hparams)})")
+        depth = 2 if any(i in post for i in sig.nodes) else 1   # (in the tape's block, or the function's)
         for i in own:
-            forward_lines.append(self.stmt_text(self.p.nodes[i]))
+            forward_lines.append(self.stmt_text(self.p.nodes[i], depth))
             forward_lines += watch_after.get(i, [])
         grads = [i for i in sig.nodes if i in post]
-        lines: list[str] = self._casts(sig.params) + [f"{k} = {v}" for k, v in sig.flags.items()] \
-            + self._variable_lists(sig)
+        # (no `x = tf.cast(x, dtype)`: the input_signature converts a fed array to the
+        # placeholder's dtype, as TF1's feed did, and refuses a tensor of another dtype)
+        lines: list[str] = self.fit([f"{k} = {v}" for k, v in sig.flags.items()] + self._variable_lists(sig))
         if grads:
             count = sum(1 for i in grads if self.p.nodes[i].differentiates())
             persistent = "persistent=True" if count > 1 else ""
             lines.append(f"with {self.tf}.GradientTape({persistent}) as {self.tape}:")
             lines.append(_indent("\n".join(forward_lines) or "pass"))
             for i in grads:
-                lines += self._gradient_lines(self.p.nodes[i])
+                node = self.p.nodes[i]
+                generated = self._gradient_lines(node)
+                lines += generated if type(node) is Tensor else self.fit(generated)   # (a user statement as written)
         else:
             lines += forward_lines
         # assignments (a target network's sync): the statements as written, in source order
         lines += [self.stmt_text(self.p.nodes[i]) for i in sig.nodes if isinstance(self.p.nodes[i], Update)]
         if sig.returns:
-            lines.append(f"return {', '.join(sig.returns)}")
+            lines += self.fit([f"return {', '.join(sig.returns)}"])
         if not lines:
             lines.append("pass")
         header = f"{self.spec(sig.params)}\ndef {sig.name}({self.params_text(sig.params)}):\n"
@@ -273,7 +298,7 @@ class TapeEmitter:
         if isinstance(node, Gradients):
             return [gradient_calls.gradient_text(self, node)]
         if isinstance(node, Tensor):
-            return [self.stmt_text(node)]
+            return [self.stmt_text(node, 1)]
         assert isinstance(node, OptimizerCall)
         bound = node.bound
         opt = self.p.nodes[node.optimizer]

@@ -309,30 +309,42 @@ class V2Tracer(rc.Reentrancy):
     def patch_function_arguments(self) -> None:
         """Keep tf.function's argument conversion when its body runs eagerly.
 
-        A traced ``tf.function`` receives NumPy arrays as tensors; run
-        eagerly it would receive the arrays themselves, and code such as
-        ``tape.watch(x)`` or ``x.shape.rank`` would fail or behave
-        differently.  Convert them as tracing would (dtype kept).
+        A traced ``tf.function`` receives NumPy arrays as tensors, converted to
+        its ``input_signature``'s dtypes (a float64 array bound to a float32
+        spec arrives as float32); run eagerly it would receive the arrays
+        themselves, and code such as ``tape.watch(x)`` or ``x.shape.rank`` would
+        fail or behave differently.  Convert them as tracing would: to the
+        spec's dtype where the signature gives one, else with their own dtype.
         """
         from tensorflow.python.eager.polymorphic_function import polymorphic_function as pf
         import numpy as np
         tf, orig_call, tracer = self.tf, pf.Function.__call__, self
 
-        def convert(x):
-            return tf.constant(x) if isinstance(x, (np.ndarray, np.generic)) and x.dtype.kind in "biufc" else x
+        def convert(x, dtype=None):
+            if isinstance(x, (np.ndarray, np.generic)) and x.dtype.kind in "biufc":
+                return tf.constant(x, dtype=dtype)
+            if dtype is not None and isinstance(x, (list, tuple, int, float)):
+                return tf.constant(x, dtype=dtype)
+            return x
+
+        def converted(fn, args, kwds):
+            for attempt in (lambda: _bound_to_signature(fn, args, kwds, convert, tf),
+                            lambda: tf.nest.map_structure(convert, (args, kwds))):
+                try:
+                    return attempt()
+                except Exception:  # noqa: BLE001 - an odd structure: the next way, else unchanged
+                    pass
+            return args, kwds
 
         def __call__(self, *args, **kwds):
             if tracer.unit is None and not tracer.busy():
                 return tracer.unit_call(orig_call, self, args, kwds)
             if self._run_functions_eagerly:
-                try:
-                    args, kwds = tf.nest.map_structure(convert, (args, kwds))
-                except Exception:  # noqa: BLE001 - an odd structure: pass it unchanged
-                    pass
+                args, kwds = converted(self, args, kwds)
             return orig_call(self, *args, **kwds)
 
         pf.Function.__call__ = __call__
-        self.convert = convert
+        self.converted = converted
 
     def unit_call(self, orig_call, fn, args, kwds):
         """An outermost tf.function call: one step if it trains, one call (see budget.py)."""
@@ -341,10 +353,7 @@ class V2Tracer(rc.Reentrancy):
         self.unit = False
         try:
             if fn._run_functions_eagerly:
-                try:
-                    args, kwds = self.tf.nest.map_structure(self.convert, (args, kwds))
-                except Exception:  # noqa: BLE001 - an odd structure: pass it unchanged
-                    pass
+                args, kwds = self.converted(fn, args, kwds)
             return orig_call(fn, *args, **kwds)
         finally:
             self.unit = None
@@ -414,6 +423,32 @@ class V2Tracer(rc.Reentrancy):
             except Exception:  # noqa: BLE001 - a deleted or uninitialized variable
                 pass
         self.trace.write_atomic("migrated.final.json", {"variables": values, "steps": self.budget.steps})
+
+
+def _bound_to_signature(fn, args, kwds, convert, tf):
+    """(args, kwds) of a call of `fn` converted as its traced call would bind them:
+    each argument an `input_signature` spec covers takes the spec's dtype."""
+    import inspect
+
+    signature = getattr(fn, "input_signature", None)
+    python = getattr(fn, "python_function", None)
+    if not signature or python is None:
+        return tf.nest.map_structure(convert, (args, kwds))
+    names = [p.name for p in inspect.signature(python).parameters.values()
+             if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    specs = dict(zip(names, signature))
+
+    def one(name, value):
+        spec = specs.get(name)
+        if isinstance(spec, tf.TensorSpec):
+            return convert(value, spec.dtype)
+        if spec is not None:   # a nested signature: its specs, element by element
+            return tf.nest.map_structure(lambda s, v: convert(v, getattr(s, "dtype", None)), spec, value)
+        return tf.nest.map_structure(convert, value)
+
+    new_args = tuple(one(name, value) for name, value in zip(names, args)) + \
+        tuple(tf.nest.map_structure(convert, v) for v in args[len(names):])
+    return new_args, {k: one(k, v) for k, v in kwds.items()}
 
 
 def main(argv: list[str]) -> int:

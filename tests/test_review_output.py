@@ -1,0 +1,253 @@
+"""What a reviewer reads in a rewrite (issue: output a reviewer accepts), on every
+restructured fixture (fixtures/rewrite/*/input.py and the verifier's originals):
+no cast that the input signature already does, a learning-rate schedule given to
+the optimizer where that is the same schedule, the user's blank lines and
+statement order kept, and generated code as black writes it. Nothing here starts
+TensorFlow (the rewrites themselves are proven by the verifier in
+tests/test_restructure_fixtures.py and tests/test_rewrite_of_verify_originals.py).
+"""
+
+from __future__ import annotations
+
+import ast
+import difflib
+import re
+import textwrap
+from functools import lru_cache
+from pathlib import Path
+
+import pytest
+
+from tf1gradfix.run.engine import process_source
+from tf1gradfix.run.findings import CodeFilter
+
+ROOT = Path(__file__).resolve().parent.parent / "fixtures"
+INPUTS = sorted(ROOT.glob("rewrite/*/input.py")) + sorted(ROOT.glob("verify/*/original*.py"))
+
+
+@lru_cache(maxsize=None)
+def _rewrite(source: str) -> str | None:
+    result = process_source("input.py", source.encode(), CodeFilter())
+    return None if result.new_source is None else result.new_source.decode()
+
+
+def _pairs():
+    for path in INPUTS:
+        source = path.read_text(encoding="utf-8")
+        out = _rewrite(source)
+        if out is not None and "@tf.function" in out:
+            yield path, source, out
+
+
+PAIRS = list(_pairs())
+IDS = [f"{p.parent.name}/{p.stem}" for p, _, _ in PAIRS]
+
+
+def test_there_are_restructured_programs():
+    assert len(PAIRS) > 40
+
+
+# -- 1. no cast the input signature already does --------------------------------
+
+def _redundant_casts(out: str) -> list[str]:
+    """`x = tf.cast(x, D)` in a function whose input_signature gives `x` the dtype D."""
+    found = []
+    for fn in ast.walk(ast.parse(out)):
+        if not isinstance(fn, ast.FunctionDef):
+            continue
+        specs = {}
+        for deco in fn.decorator_list:
+            sig = next((k.value for k in getattr(deco, "keywords", ()) if k.arg == "input_signature"), None)
+            if isinstance(sig, ast.List):
+                params = [a.arg for a in fn.args.args if a.arg != "self"]
+                for name, spec in zip(params, sig.elts):
+                    dtype = next((k.value for k in getattr(spec, "keywords", ()) if k.arg == "dtype"), None)
+                    specs[name] = ast.unparse(dtype) if dtype is not None else None
+        for stmt in fn.body:
+            if isinstance(stmt, ast.Assign) and isinstance(stmt.value, ast.Call) \
+                    and ast.unparse(stmt.value.func).endswith(".cast") and len(stmt.value.args) == 2:
+                target, (value, dtype) = ast.unparse(stmt.targets[0]), stmt.value.args
+                if target in specs and ast.unparse(value) == target and specs[target] == ast.unparse(dtype):
+                    found.append(ast.unparse(stmt))
+    return found
+
+
+@pytest.mark.parametrize("path,source,out", PAIRS, ids=IDS)
+def test_no_cast_of_an_argument_the_signature_already_converts(path, source, out):
+    assert _redundant_casts(out) == []
+
+
+def test_the_cast_check_finds_one():
+    out = textwrap.dedent("""\
+        @tf.function(input_signature=[tf.TensorSpec(shape=[None], dtype=tf.float32)])
+        def f(x):
+            x = tf.cast(x, tf.float32)
+            return x
+        """)
+    assert _redundant_casts(out) == ["x = tf.cast(x, tf.float32)"]
+
+
+# -- 3. blank lines and statement order kept -----------------------------------
+
+def _blank_after_imports(source: str) -> bool | None:
+    """Whether a blank line follows the file's first run of imports (None: no such run)."""
+    lines = source.splitlines()
+    seen = False
+    for k, line in enumerate(lines):
+        if line.startswith(("import ", "from ")):
+            seen = True
+        elif seen:
+            return line.strip() == ""
+    return None
+
+
+def _order(source: str) -> list[str]:
+    """The statements in source order, each as what it binds (renames aside), or its
+    kind and first line."""
+    keys: list[str] = []
+
+    def visit(body):
+        for stmt in body:
+            if isinstance(stmt, ast.Assign):
+                keys.append(" ".join(n.id for t in stmt.targets for n in ast.walk(t) if isinstance(n, ast.Name)))
+            elif not isinstance(stmt, (ast.With, ast.FunctionDef)):   # (session blocks go, functions come)
+                keys.append(ast.unparse(stmt).splitlines()[0])
+            for field in ("body", "orelse", "finalbody"):
+                visit(getattr(stmt, field, []))
+
+    visit(ast.parse(source).body)
+    return keys
+
+
+@pytest.mark.parametrize("path,source,out", PAIRS, ids=IDS)
+def test_blank_lines_and_order_kept(path, source, out):
+    # the blank line under the imports stays, also when the statement after it goes
+    assert _blank_after_imports(out) == _blank_after_imports(source)
+    # no function of the rewrite starts with a blank line unless one of the input did
+    if not re.search(r"def .*:\n\s*\n", source):
+        assert not re.search(r"def .*:\n\s*\n", out)
+    # no double blank line inside a function (black's limit, a dropped statement's and the next one's)
+    assert not re.search(r"\n\n\n+[ ]+\S", out.replace("\n\n\n    @", "").replace("\n\n\n    def ", "")) or \
+        re.search(r"\n\n\n+[ ]+\S", source)
+    # statements the rewrite keeps outside its functions stay in their order
+    before, after = _order(source), _order(out)
+    common = [k for k in before if before.count(k) == 1 and after.count(k) == 1]
+    positions = [after.index(k) for k in common]
+    moved = [(common[i], common[i + 1]) for i in range(len(common) - 1) if positions[i] > positions[i + 1]]
+    assert all(_moved_into_function(a, out) or _moved_into_function(b, out) for a, b in moved), moved
+
+
+def _moved_into_function(key: str, out: str) -> bool:
+    """A graph statement now in a step function."""
+    first = key.split(" ")[0]
+    return bool(re.search(rf"\n[ ]{{4,}}[(\[]?{re.escape(first)}\b[^=\n]*= ", out))
+
+
+def test_a_dropped_statement_leaves_its_blank_line():
+    out = _rewrite(textwrap.dedent("""\
+        import numpy as np
+        import tensorflow as tf
+
+        x = tf.placeholder(tf.float32, [None, 2])
+        w = tf.Variable(tf.zeros([2, 1]), name="w")
+        data = np.ones([3, 2], np.float32)
+
+        y = tf.matmul(x, w)
+        sess = tf.Session()
+        print(sess.run(y, {x: data}))
+        """))
+    assert out.startswith("import numpy as np\nimport tensorflow as tf\n\nw = tf.Variable(")
+    assert 'data = np.ones([3, 2], np.float32)\n\n\n@tf.function' in out
+
+
+# -- 2. a schedule given to the optimizer where it is the same schedule ------------
+
+SCHEDULED = (ROOT / "rewrite" / "lr_schedule_global_step" / "input.py").read_text(encoding="utf-8")
+FETCHED = "_, now, lr = sess.run([fit, loss, rate], feed_dict={inputs: features, targets: labels})"
+ON_OPTIMIZER = "optimizer=tf.keras.optimizers.Adam(learning_rate=tf.keras.optimizers.schedules.ExponentialDecay("
+SET_EACH_STEP = "optimizer.learning_rate = rate"
+
+
+def _scheduled(*edits: tuple[str, str]) -> str:
+    source = SCHEDULED
+    for old, new in edits:
+        assert old in source
+        source = source.replace(old, new)
+    out = _rewrite(source)
+    assert out is not None
+    return out
+
+
+def _joined(out: str) -> str:
+    """`out` without white space (the layout aside)."""
+    return re.sub(r"\s+", "", out)
+
+
+def test_a_fetched_schedule_is_the_optimizers_and_read_from_it():
+    out = _scheduled()
+    assert ON_OPTIMIZER in _joined(out) and "rate = optimizer.learning_rate" in out
+    assert SET_EACH_STEP not in out and out.count("ExponentialDecay(") == 1
+
+
+def test_a_schedule_read_by_the_optimizer_alone_leaves_no_statement():
+    out = _scheduled((FETCHED, "_, now = sess.run([fit, loss], feed_dict={inputs: features, targets: labels})"),
+                     ('lr %.5f" % (sess.run(global_step), now, lr)', '" % (sess.run(global_step), now)'))
+    assert ON_OPTIMIZER in _joined(out) and "rate" not in out.split("def train_step")[1].split("for features")[0]
+
+
+@pytest.mark.parametrize("edits", [
+    # the update does not count the step: the rate stays the schedule of 0
+    [("minimize(loss, global_step=global_step)", "minimize(loss)")],
+    # a step that does not start at 0, as the optimizer's iterations do
+    [("global_step = tf.train.get_or_create_global_step()", 'global_step = tf.Variable(4, trainable=False, name="step")')],
+    # a second update of the same optimizer counts its iterations twice per step
+    [("fit = tf.train.AdamOptimizer(rate).minimize(loss, global_step=global_step)",
+      "adam = tf.train.AdamOptimizer(rate)\n    fit = adam.minimize(loss, global_step=global_step)\n"
+      "    doubled = 2.0 * loss\n    again = adam.minimize(doubled)"),
+     (FETCHED, FETCHED + "\n            sess.run(again, feed_dict={inputs: features, targets: labels})")],
+    # the step is also set by an assignment
+    [("    with tf.Session() as sess:", "    reset = tf.assign(global_step, 0)\n    with tf.Session() as sess:"),
+     ("        print(sess.run(kernel).ravel())", "        sess.run(reset)\n        print(sess.run(kernel).ravel())")],
+], ids=["step_not_counted", "step_from_four", "two_updates", "step_assigned"])
+def test_a_schedule_not_the_same_on_iterations_stays_set_before_each_update(edits):
+    out = _scheduled(*edits)
+    assert "learning_rate=tf.keras.optimizers.schedules" not in _joined(out)
+    assert re.search(r"\w+\.learning_rate = rate\n", out) and ".schedules.ExponentialDecay(" in out
+
+
+# -- 4. generated code as black writes it ------------------------------------------
+
+def _black(source: str) -> str:
+    import black   # (the `test` extra)
+
+    return black.format_str(source, mode=black.Mode())
+
+
+def _rewritten_lines_black_changes(source: str) -> list[str] | None:
+    """Lines of the rewrite of `source` (formatted with black first, as a user of black
+    has it) that black changes, leaving out the user's own lines: the rewrite's."""
+    source = _black(source)
+    out = _rewrite(source)
+    if out is None or "import tensorflow.compat.v1 as" in source:
+        return None   # (compat.v1 names are renamed after the layout: a longer name may need a new split)
+    renamed = process_source("input.py", source.encode(), CodeFilter(), restructure=False).new_source
+    user = {ln.strip() for text in (source, renamed.decode() if renamed else "") for ln in text.splitlines()}
+    a, b = out.splitlines(), _black(out).splitlines()
+    changed = []
+    for tag, i1, i2, _, _ in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
+        if tag != "equal":   # (a line black adds: the rewrite's if a neighbour is)
+            changed += [a[k] for k in (range(i1, i2) if i2 > i1 else (i1 - 1, i1)) if 0 <= k < len(a)]
+    return [ln for ln in changed if ln.strip() not in user]
+
+
+@pytest.mark.parametrize("path,source,out", PAIRS, ids=IDS)
+def test_black_changes_nothing_the_rewrite_wrote(path, source, out):
+    changed = _rewritten_lines_black_changes(source)
+    assert changed is None or changed == []
+
+
+def test_a_long_generated_statement_is_split_as_black_splits_it():
+    source = (ROOT / "rewrite" / "lr_schedule_global_step" / "input.py").read_text(encoding="utf-8")
+    out = _rewrite(source)
+    assert "    optimizer = tf.keras.optimizers.Adam(\n        learning_rate=tf.keras.optimizers.schedules" in out
+    assert "    @tf.function(\n        input_signature=[\n            tf.TensorSpec(" in out

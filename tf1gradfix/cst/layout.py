@@ -1,0 +1,206 @@
+"""Generated statements laid out as black lays them out, so that a formatter run
+after the migration leaves what the rewrite wrote as it is.
+
+A statement that fits in black's default 88 columns (at the indentation it
+lands at) stays on one line. Otherwise its trailing call or bracket is split as
+black's right-hand split does: the arguments on one line of their own when they
+fit there, else one per line with a trailing comma, each split again the same
+way; a comprehension is split before its `for` and `if` clauses. A statement
+holding a comment or a line break of the user's code is left as written.
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+
+WIDTH = 88   # black's default line length
+_MODULE = cst.Module([])
+
+
+class _AsWritten(Exception):
+    """The statement cannot be laid out here: keep its text."""
+
+
+def fit(text: str, indent: int) -> str:
+    """`text` (one statement, or a decorator line starting with `@`) laid out for `indent`
+    columns; the lines after the first are indented relative to the first. A trailing
+    comment of a statement that is split goes after its first opening bracket, where
+    black keeps it (and where `# tf1gradfix: ignore[...]` names the statement's line)."""
+    try:
+        prefix, expr, comment = _parts(text)
+        if comment and indent + len(text) <= WIDTH:
+            return text
+        lines = _split(expr, indent, prefix, "", width=WIDTH - (len(comment) + 2 if comment else 0))
+    except (_AsWritten, cst.ParserSyntaxError):
+        return text
+    if comment:
+        if len(lines) == 1 or lines[0][1][-1:] not in "([{":
+            return text
+        lines[0] = (lines[0][0], f"{lines[0][1]}  {comment}")
+    return "\n".join(" " * (column - indent) + line for column, line in lines)
+
+
+def _parts(text: str) -> tuple[str, cst.BaseExpression, str]:
+    if "\n" in text.strip() and "#" in text:
+        raise _AsWritten
+    if text.startswith("@"):
+        return "@", cst.parse_expression(text[1:]), ""
+    stmt = cst.parse_statement(text + "\n")
+    if not isinstance(stmt, cst.SimpleStatementLine) or len(stmt.body) != 1:
+        raise _AsWritten
+    comment = stmt.trailing_whitespace.comment.value if stmt.trailing_whitespace.comment else ""
+    small = stmt.body[0]
+    if isinstance(small, cst.Assign) and len(small.targets) == 1:
+        return _flat(small.targets[0].target) + " = ", small.value, comment
+    if isinstance(small, cst.Expr):
+        return "", small.value, comment
+    raise _AsWritten
+
+
+def _flat(node: cst.CSTNode) -> str:
+    """`node` on one line (the calls and lists a generated statement holds rejoined);
+    code the user wrote over several lines, or with a comment, is left as written."""
+    if isinstance(node, cst.Call) and not node.lpar:
+        return _flat(node.func) + "(" + ", ".join(_argument(a) + _flat(a.value) for a in node.args) + ")"
+    if isinstance(node, cst.List) and not node.lpar:
+        return "[" + ", ".join(_element(e) for e in node.elements) + "]"
+    if isinstance(node, cst.Lambda) and not node.lpar:
+        head = _MODULE.code_for_node(node.with_changes(body=cst.Name("_")))[:-1]
+        return head + _flat(node.body)
+    if isinstance(node, cst.UnaryOperation) and not node.lpar:
+        operator = _MODULE.code_for_node(node.operator).strip()
+        return operator + (" " if operator == "not" else "") + _flat(node.expression)
+    if isinstance(node, cst.Attribute) and not node.lpar:
+        return f"{_flat(node.value)}.{node.attr.value}"
+    if isinstance(node, cst.BinaryOperation) and not node.lpar:
+        operator = _MODULE.code_for_node(node.operator)   # (as written: `x**2` stays hugged)
+        if "#" in operator:
+            raise _AsWritten
+        if "\n" in operator:   # (a break the user made: one space each side)
+            bare = node.operator.with_changes(whitespace_before=cst.SimpleWhitespace(""),
+                                              whitespace_after=cst.SimpleWhitespace(""))
+            operator = f" {_MODULE.code_for_node(bare)} "
+        return f"{_flat(node.left)}{operator}{_flat(node.right)}"
+    code = _MODULE.code_for_node(node)
+    if "\n" in code or "#" in code and _has_comment(node):
+        raise _AsWritten
+    return code
+
+
+def _element(element: cst.BaseElement) -> str:
+    return ("*" if isinstance(element, cst.StarredElement) else "") + _flat(element.value)
+
+
+def _argument(arg: cst.Arg) -> str:
+    if arg.keyword is not None:
+        return f"{arg.keyword.value}="
+    return arg.star
+
+
+def _split(node: cst.BaseExpression, indent: int, prefix: str, suffix: str, width: int = WIDTH) -> list[tuple[int, str]]:
+    line = prefix + _flat(node) + suffix
+    if indent + len(line) <= width:
+        return [(indent, line)]
+    if isinstance(node, cst.Lambda) and isinstance(node.body, cst.Call) and not node.lpar:   # (its body's call)
+        return _split(node.body, indent, prefix + _flat(node)[:-len(_flat(node.body))], suffix)
+    if isinstance(node, cst.UnaryOperation) and isinstance(node.expression, cst.Call) and not node.lpar:
+        return _split(node.expression, indent, prefix + _flat(node)[:-len(_flat(node.expression))], suffix)
+    if isinstance(node, cst.Call) and not node.lpar:
+        head = prefix + _flat(node.func) + "("
+        arguments = _flat(node)[len(_flat(node.func)):]
+        if indent + len(head) > WIDTH and isinstance(node.func, cst.Call):   # split the callee, as black omits a trailer
+            return _split(node.func, indent, prefix, arguments + suffix)
+        items = [(_argument(a), a.value) for a in node.args]
+        return _bracketed(head, items, ")" + suffix, indent)
+    if isinstance(node, (cst.List, cst.Tuple, cst.Set)) and (node.lpar or not isinstance(node, cst.Tuple)):
+        opening, closing = {cst.List: "[]", cst.Tuple: "()", cst.Set: "{}"}[type(node)]
+        if isinstance(node, cst.Tuple):
+            if len(node.elements) < 2:
+                raise _AsWritten
+            opening, closing = "(", ")"
+        items = [("*" if isinstance(e, cst.StarredElement) else "", e.value) for e in node.elements]
+        return _bracketed(prefix + opening, items, closing + suffix, indent, explode=len(items) > 1)
+    if isinstance(node, cst.ListComp) and not node.lpar:
+        body = _flat(node)[1:-1]
+        if indent + 4 + len(body) <= WIDTH:
+            return [(indent, prefix + "["), (indent + 4, body), (indent, "]" + suffix)]
+        parts = [_flat(node.elt)]
+        clause: cst.CompFor | None = node.for_in
+        while clause is not None:
+            parts.append(f"for {_flat(clause.target)} in {_flat(clause.iter)}")
+            parts += [f"if {_flat(c.test)}" for c in clause.ifs]
+            clause = clause.inner_for_in
+        return [(indent, prefix + "[")] + [(indent + 4, p) for p in parts] + [(indent, "]" + suffix)]
+    if isinstance(node, cst.BinaryOperation) and not node.lpar and prefix == "" and suffix in ("", ","):
+        # inside brackets: split before each operator of the lowest precedence, as black's delimiter split
+        group = _GROUPS.get(type(node.operator))
+        operands: list[tuple[str, cst.BaseExpression]] = []
+        left: cst.BaseExpression = node
+        while isinstance(left, cst.BinaryOperation) and not left.lpar and _GROUPS.get(type(left.operator)) == group:
+            operands.insert(0, (_flat(left.operator).strip() + " ", left.right))
+            left = left.left
+        if group is not None:
+            return [(indent, _flat(left))] + [(indent, op + _flat(v)) for op, v in operands[:-1]] + \
+                [(indent, operands[-1][0] + _flat(operands[-1][1]) + suffix)]
+    return [(indent, line)]   # (nothing black would split either)
+
+
+_GROUPS = {cst.Add: "sum", cst.Subtract: "sum", cst.Multiply: "product", cst.Divide: "product",
+           cst.FloorDivide: "product", cst.Modulo: "product", cst.MatrixMultiply: "product"}
+
+
+def _bracketed(head: str, items: list[tuple[str, cst.BaseExpression]], tail: str,
+               indent: int, explode: bool = False) -> list[tuple[int, str]]:
+    """Arguments on one line when they fit; a list, tuple or set display split by black
+    always has one element per line (`explode`)."""
+    body = ", ".join(p + _flat(v) for p, v in items)
+    if not items:
+        return [(indent, head + tail)]
+    if indent + 4 + len(body) <= WIDTH and not explode:
+        return [(indent, head), (indent + 4, body), (indent, tail)]
+    if len(items) == 1:
+        p, v = items[0]
+        return [(indent, head)] + _split(v, indent + 4, p, "") + [(indent, tail)]
+    lines = [(indent, head)]
+    for p, v in items:
+        lines += _split(v, indent + 4, p, ",")
+    return lines + [(indent, tail)]
+
+
+def refit(before: cst.BaseStatement, after: cst.BaseStatement, indent: int,
+          before_indent: int | tuple[int, ...] | None = None) -> cst.BaseStatement:
+    """`after` (`before` edited: a run replaced by a call, `x` -> `self.x`; now at `indent`,
+    `before` was at `before_indent`) laid out again when `before` was laid out as `fit`
+    lays it out and `after` no longer is; the user's own layouts stay as they are.
+    Compound statements: their blocks, statement by statement."""
+    before_indent = indent if before_indent is None else before_indent
+    if type(before) is not type(after):
+        return after
+    if isinstance(before, cst.SimpleStatementLine):
+        old, new = (_MODULE.code_for_node(s.with_changes(leading_lines=())).rstrip("\n") for s in (before, after))
+        columns = before_indent if isinstance(before_indent, tuple) else (before_indent,)
+        if old == new and columns == (indent,) or all(fit(old, c) != old for c in columns) or fit(new, indent) == new:
+            return after
+        statement = cst.parse_statement(fit(new, indent) + "\n")
+        return statement.with_changes(leading_lines=after.leading_lines)
+    changes = {}
+    for field in ("body", "orelse"):
+        old_part, new_part = getattr(before, field, None), getattr(after, field, None)
+        if isinstance(old_part, cst.IndentedBlock) and isinstance(new_part, cst.IndentedBlock):
+            inner = tuple(c + 4 for c in before_indent) if isinstance(before_indent, tuple) else before_indent + 4
+            changes[field] = new_part.with_changes(body=refit_body(list(old_part.body), list(new_part.body), indent + 4, inner))
+        elif isinstance(old_part, (cst.Else, cst.If)) and isinstance(new_part, type(old_part)):
+            changes[field] = refit(old_part, new_part, indent, before_indent)
+    return after.with_changes(**changes) if changes else after
+
+
+def refit_body(before: list, after: list, indent: int, before_indent: int | tuple[int, ...] | None = None) -> list:
+    """`refit` for each statement of a block (the blocks must match statement for statement)."""
+    if len(before) != len(after):
+        return after
+    return [refit(old, new, indent, before_indent) for old, new in zip(before, after)]
+
+
+def one_line(text: str) -> str:
+    """A statement `fit` laid out, on one line again (what it says, layout aside)."""
+    return fit(text, -10 ** 9)
