@@ -11,8 +11,9 @@ from __future__ import annotations
 import configparser
 import fnmatch
 import re
-from dataclasses import dataclass, field
 from pathlib import Path
+
+from tf1gradfix.records import field, record
 
 
 class ConfigError(Exception):
@@ -23,7 +24,7 @@ class ConfigError(Exception):
         super().__init__(f"{where}: error: {message}")
 
 
-@dataclass
+@record
 class Settings:
     select: tuple[str, ...] = ("ALL",)
     ignore: tuple[str, ...] = ()

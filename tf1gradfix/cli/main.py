@@ -371,7 +371,7 @@ def _stdin_outcome(data: bytes, mode: str, codes: CodeFilter, limit: int):
 
 def _renamed(outcome, name: str):
     """The stdin outcome reported under `--stdin-filename`."""
-    from dataclasses import replace
+    from tf1gradfix.records import replace
 
     return replace(outcome, path=name, findings=[replace(f, path=name) for f in outcome.findings],
                    error=replace(outcome.error, path=name) if outcome.error is not None else None)
@@ -414,7 +414,7 @@ def _guard(args, outcomes):
     written only once the verifier proves it EQUIVALENT, and a file whose restructuring is
     not proven (or cannot be: no TensorFlow) gets its safe fixes alone.
     Returns (proof rows, a note on what was left unproven, files edited meanwhile)."""
-    from dataclasses import replace
+    from tf1gradfix.records import replace
 
     from tf1gradfix.verify.budget import tensorflow_missing
 

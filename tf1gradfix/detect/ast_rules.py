@@ -14,15 +14,15 @@ from __future__ import annotations
 import ast
 import fnmatch
 import functools
-from dataclasses import dataclass
 
+from tf1gradfix.records import record
 from tf1gradfix.detect.chains import chain_base
 from tf1gradfix.detect.scopes import ScopeMap, full_name
 from tf1gradfix.rules.catalog import ASSIGNABLE_MODULES, Catalog, Rule, _read, normalize
 from tf1gradfix.rules.compiled import kept
 
 
-@dataclass
+@record
 class Hit:
     """A rule hit: detector.Detection with the `ast` node it fired on."""
 

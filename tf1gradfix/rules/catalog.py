@@ -5,8 +5,8 @@ from __future__ import annotations
 import fnmatch
 import functools
 import os
-from dataclasses import dataclass, field
 
+from tf1gradfix.records import field, record
 from tf1gradfix.rules.compiled import kept
 
 SAFETIES = ("safe", "unsafe", "manual")
@@ -30,7 +30,7 @@ def normalize(qualified: str) -> str | None:
     return None
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Rule:
     code: str
     name: str
@@ -48,7 +48,7 @@ class Rule:
     split_from: str | None = None   # the code it was part of: that code still selects and ignores it
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Catalog:
     rules: tuple[Rule, ...]
     renames: dict[str, str]

@@ -9,9 +9,9 @@ from __future__ import annotations
 import os
 import threading
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 
+from tf1gradfix.records import field, record
 from tf1gradfix.run import notebooks
 from tf1gradfix.run.engine import may_parse, preload, process_source
 from tf1gradfix.run.findings import CodeFilter, FileError, Finding
@@ -25,7 +25,7 @@ MAX_WORKERS = 61  # more gains nothing on a single machine; also the Windows lim
 EXIT_ORPHANED = 3
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Job:
     path: str
     mode: str
@@ -33,7 +33,7 @@ class Job:
     max_bytes: int = MAX_FILE_BYTES  # files above are errors, never read (setting max-file-size)
 
 
-@dataclass
+@record
 class Outcome:
     path: str
     findings: list[Finding] = field(default_factory=list)

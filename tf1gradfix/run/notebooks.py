@@ -18,15 +18,15 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass, replace
 
+from tf1gradfix.records import record, replace
 from tf1gradfix.run.findings import CodeFilter, FileError, Finding
 
 SUFFIX = ".ipynb"
 _MAGIC = re.compile(r"^\s*([%!?]|[\w.]+\?\s*$)")
 
 
-@dataclass
+@record
 class _Cell:
     index: int          # 1-based among all cells (what a notebook UI shows)
     lines: list[str]    # the cell's source, each line with its own ending

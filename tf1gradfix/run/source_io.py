@@ -15,9 +15,9 @@ import os
 import re
 import stat
 import tokenize
-from dataclasses import dataclass
 from pathlib import Path
 
+from tf1gradfix.records import record
 from tf1gradfix.run.findings import FileError
 
 MAX_FILE_BYTES = 1024 * 1024  # a larger .py is generated code, or not code
@@ -28,7 +28,7 @@ class SourceError(OSError):
     """A file the tool will not read or replace; the message says why."""
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Snapshot:
     """What a file was when it was read, to tell whether someone changed it since."""
 

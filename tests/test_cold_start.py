@@ -1,0 +1,33 @@
+"""What a cold `tf1gradfix check FILE` of a TF1 program imports: only what the check uses.
+
+Each module named here cost the start-up milliseconds (benchmarks/run.py, part 3) and
+is needed by other runs only: a regression shows here, not just in the benchmark.
+"""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+PROGRAM = ROOT / "fixtures" / "verify" / "dev_linear_sgd" / "original.py"
+
+# module -> why a check of a .py file must not need it
+NOT_IMPORTED = {
+    "dataclasses": "records.py replaces it on the check path (it imports inspect, and compiles each class)",
+    "inspect": "imported by dataclasses alone",
+}
+
+
+def _imported(tmp_path, *args, env=None):
+    out = subprocess.run([sys.executable, "-X", "importtime", "-m", "tf1gradfix", "check", *args],
+                         capture_output=True, text=True, cwd=tmp_path,
+                         env=dict(os.environ, TF1GRADFIX_NO_CACHE="1", **(env or {})))
+    assert out.returncode == 1 and "TFG1" in out.stdout, out.stderr[-2000:]   # (findings were reported)
+    return {line.rsplit("|", 1)[-1].strip() for line in out.stderr.splitlines() if line.startswith("import time:")}
+
+
+def test_a_cold_check_imports_only_what_it_uses(tmp_path):
+    imported = _imported(tmp_path, str(PROGRAM))
+    assert "tf1gradfix.detect.ast_rules" in imported
+    assert not {name: why for name, why in NOT_IMPORTED.items() if name in imported}
