@@ -16,6 +16,11 @@ PROGRAM = ROOT / "fixtures" / "verify" / "dev_linear_sgd" / "original.py"
 NOT_IMPORTED = {
     "dataclasses": "records.py replaces it on the check path (it imports inspect, and compiles each class)",
     "inspect": "imported by dataclasses alone",
+    "hashlib": "a file's digest guards a write, and the check cache is off here",
+    "json": "notebooks, the cache and the JSON formats only",
+    "tempfile": "writes only (files, cache entries)",
+    "configparser": "only a setup.cfg that names tf1gradfix",
+    "threading": "the process pool only",
 }
 
 

@@ -8,7 +8,6 @@ a silent fallback to the defaults.
 
 from __future__ import annotations
 
-import configparser
 import fnmatch
 import re
 from pathlib import Path
@@ -134,6 +133,8 @@ def _from_setup_cfg(path: Path) -> Settings | None:
     text = _text(path)
     if text is None:
         return None
+    import configparser  # (here: only a setup.cfg naming tf1gradfix needs it)
+
     parser = configparser.ConfigParser(interpolation=None)  # `%` in a glob is a character, not a reference
     try:
         parser.read_string(text, source=str(path))

@@ -16,7 +16,6 @@ notebooks (run the code as a script to prove one).
 
 from __future__ import annotations
 
-import json
 import re
 
 from tf1gradfix.records import record, replace
@@ -56,6 +55,7 @@ def _joined(cells: list[_Cell]) -> str:
 
 def _layout(text: str, notebook: dict):
     """The json.dumps settings that write `notebook` back as `text`, or None."""
+    import json
     for indent in (1, 2, 4, None):
         for sort in (True, False):
             for ascii_only in (False, True):
@@ -68,6 +68,8 @@ def _layout(text: str, notebook: dict):
 
 def process(path: str, data: bytes, codes: CodeFilter, fix: bool = True):
     """A FileResult for a notebook: findings placed in cells, new notebook bytes if fixed."""
+    import json  # (in the functions: batch imports this module for every run, notebooks or not)
+
     from tf1gradfix.run.engine import FileResult, process_source
 
     result = FileResult(path)

@@ -62,8 +62,9 @@ def long_line(data: bytes) -> str | None:
     return None
 
 
-def read_source(path: str, limit: int = MAX_FILE_BYTES) -> tuple[bytes, Snapshot]:
-    """The bytes of a regular file within the limits, checked before anything is read.
+def read_source(path: str, limit: int = MAX_FILE_BYTES, snapshot: bool = True) -> tuple[bytes, Snapshot | None]:
+    """The bytes of a regular file within the limits, checked before anything is read,
+    and what the file was (None without `snapshot`: a run that writes nothing needs no digest).
 
     Opened non-blocking so a file swapped for a FIFO after the check cannot hang the run.
     """
@@ -82,7 +83,7 @@ def read_source(path: str, limit: int = MAX_FILE_BYTES) -> tuple[bytes, Snapshot
     why = long_line(data)
     if why:
         raise SourceError(why)
-    return data, Snapshot.of(info, data)
+    return data, Snapshot.of(info, data) if snapshot else None
 
 
 def unchanged(path: Path, expected: Snapshot) -> bool:
