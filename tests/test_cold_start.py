@@ -21,6 +21,7 @@ NOT_IMPORTED = {
     "tempfile": "writes only (files, cache entries)",
     "configparser": "only a setup.cfg that names tf1gradfix",
     "threading": "the process pool only",
+    "shutil": "argparse finds the terminal's width with it; cli/main.py's formatter does not",
 }
 
 
@@ -36,3 +37,21 @@ def test_a_cold_check_imports_only_what_it_uses(tmp_path):
     imported = _imported(tmp_path, str(PROGRAM))
     assert "tf1gradfix.detect.ast_rules" in imported
     assert not {name: why for name, why in NOT_IMPORTED.items() if name in imported}
+
+
+def _help(parser, argv, capsys) -> str:
+    try:
+        parser.parse_args(argv)
+    except SystemExit:
+        pass
+    return capsys.readouterr().out
+
+
+def test_the_parser_of_one_command_prints_what_the_whole_one_does(capsys, monkeypatch):
+    from tf1gradfix.cli.main import COMMANDS, build_parser
+
+    monkeypatch.setenv("COLUMNS", "71")
+    for name, _, _ in COMMANDS:
+        whole = _help(build_parser(), [name, "--help"], capsys)
+        assert whole.startswith(f"usage: tf1gradfix {name}") and _help(build_parser(only=name), [name, "--help"], capsys) == whole
+    assert _help(build_parser(only="check"), ["--help"], capsys) == _help(build_parser(), ["--help"], capsys)

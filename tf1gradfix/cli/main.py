@@ -9,6 +9,7 @@ This module must stay free of TensorFlow: pre-commit runs start here.
 from __future__ import annotations
 
 import argparse
+import os
 import signal
 import sys
 from contextlib import contextmanager, nullcontext
@@ -38,6 +39,29 @@ def _codes(value: str) -> tuple[str, ...]:
     return codes
 
 
+def _columns() -> int:
+    """shutil.get_terminal_size().columns: $COLUMNS, else the terminal's width, else 80."""
+    try:
+        columns = int(os.environ["COLUMNS"])
+    except (KeyError, ValueError):
+        columns = 0
+    if columns <= 0:
+        try:
+            columns = os.get_terminal_size(sys.__stdout__.fileno()).columns
+        except (AttributeError, ValueError, OSError):
+            columns = 0
+    return columns or 80
+
+
+class _Formatter(argparse.HelpFormatter):
+    """argparse's own layout, at the width it would take. argparse makes a formatter for
+    every option it is given, and its own finds the width through shutil, whose import
+    (with the compression modules) costs a cold `check` some 3 ms."""
+
+    def __init__(self, prog: str):
+        super().__init__(prog, width=_columns() - 2)   # (the margin argparse leaves)
+
+
 def _add_file_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("paths", nargs="*", metavar="PATH",
                         help="files or folders (default: the current folder); - reads standard input")
@@ -56,15 +80,7 @@ def _add_file_options(parser: argparse.ArgumentParser) -> None:
                         help="worker processes (default: all cores; never more than files; serial for one file)")
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="tf1gradfix", description="Rewrite TensorFlow 1 graph code into TF2, and prove it.")
-    parser.add_argument("--version", action="version", version=f"tf1gradfix {__version__}")
-    sub = parser.add_subparsers(dest="command", required=True)
-
-    check = sub.add_parser("check", help="report TF1 constructs")
-    _add_file_options(check)
-
-    rewrite = sub.add_parser("rewrite", help="apply the fixes that exist")
+def _add_rewrite_options(rewrite: argparse.ArgumentParser) -> None:
     _add_file_options(rewrite)
     mode = rewrite.add_mutually_exclusive_group()
     mode.add_argument("--diff", action="store_true", help="print a unified diff; write nothing")
@@ -85,17 +101,49 @@ def build_parser() -> argparse.ArgumentParser:
     proof.add_argument("--timeout", type=positive_float, default=None, help="with --verify: seconds each program may run")
     rewrite.set_defaults(steps=None)   # (None: not given; --verify then uses the default budget)
 
-    rules = sub.add_parser("rules", help="list every rule")
+
+def _add_rules_options(rules: argparse.ArgumentParser) -> None:
     rules.add_argument("--format", choices=("text", "markdown", "json"), default="text")
 
-    explain = sub.add_parser("explain", help="explain one rule (with an example and its refusal reasons) or one refusal reason")
+
+def _add_explain_options(explain: argparse.ArgumentParser) -> None:
     explain.add_argument("code", help="a rule code (TFG911) or a refusal reason id (graph_value_outside_run)")
 
-    verify = sub.add_parser("verify", help="run ORIGINAL (TF1) and MIGRATED (TF2) side by side and compare")
+
+def _add_verify_options(verify: argparse.ArgumentParser) -> None:
     from tf1gradfix.verify import command as verify_command  # TensorFlow-free by contract
 
     verify_command.add_arguments(verify)
+
+
+COMMANDS = (  # name, help, what adds its options
+    ("check", "report TF1 constructs", _add_file_options),
+    ("rewrite", "apply the fixes that exist", _add_rewrite_options),
+    ("rules", "list every rule", _add_rules_options),
+    ("explain", "explain one rule (with an example and its refusal reasons) or one refusal reason", _add_explain_options),
+    ("verify", "run ORIGINAL (TF1) and MIGRATED (TF2) side by side and compare", _add_verify_options),
+)
+
+
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The command line; `only`: the options of that command alone, the others named with
+    their help (all a run of it can print; making each option costs argparse a formatter)."""
+    parser = argparse.ArgumentParser(prog="tf1gradfix", description="Rewrite TensorFlow 1 graph code into TF2, and prove it.",
+                                     formatter_class=_Formatter)
+    parser.add_argument("--version", action="version", version=f"tf1gradfix {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True)
+    for name, help_text, add_options in COMMANDS:
+        command = sub.add_parser(name, help=help_text, formatter_class=_Formatter)
+        if only in (None, name):
+            add_options(command)
     return parser
+
+
+def _command_of(argv: list[str]) -> str | None:
+    """The command `argv` runs: its first word that is not an option (the main parser's
+    options take no value), when that names one."""
+    first = next((word for word in argv if not word.startswith("-")), None)
+    return first if first in [name for name, _, _ in COMMANDS] else None
 
 
 class Stopped(KeyboardInterrupt):
@@ -170,8 +218,6 @@ def main(argv: list[str] | None = None) -> int:
         _say(f"tf1gradfix: {what}; every file is either unchanged or fully rewritten")
         return 128 + signum
     except BrokenPipeError:  # `tf1gradfix check . | head`: the reader left, nothing is wrong
-        import os
-
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return EXIT_FINDINGS
     except ConfigError as exc:
@@ -183,11 +229,12 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _main(argv: list[str] | None) -> int:
-    parser = build_parser()
-    from tf1gradfix.verify.command import split_program_args
+    argv, program_args = list(sys.argv[1:] if argv is None else argv), []
+    if "--" in argv:   # (only then: a plain `check` need not import the verifier's command line)
+        from tf1gradfix.verify.command import split_program_args
 
-    argv, program_args = split_program_args(list(sys.argv[1:] if argv is None else argv))
-    args = parser.parse_args(argv)
+        argv, program_args = split_program_args(argv)
+    args = build_parser(only=_command_of(argv)).parse_args(argv)
     args.program_args = program_args
     if args.command in ("check", "rewrite"):
         return _run_files(args)
