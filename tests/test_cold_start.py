@@ -22,6 +22,7 @@ NOT_IMPORTED = {
     "configparser": "only a setup.cfg that names tf1gradfix",
     "threading": "the process pool only",
     "shutil": "argparse finds the terminal's width with it; cli/main.py's formatter does not",
+    "pickle": "the kept rule tables are read by the C unpickler alone (rules/compiled.py)",
 }
 
 
@@ -55,3 +56,30 @@ def test_the_parser_of_one_command_prints_what_the_whole_one_does(capsys, monkey
         whole = _help(build_parser(), [name, "--help"], capsys)
         assert whole.startswith(f"usage: tf1gradfix {name}") and _help(build_parser(only=name), [name, "--help"], capsys) == whole
     assert _help(build_parser(only="check"), ["--help"], capsys) == _help(build_parser(), ["--help"], capsys)
+
+
+def test_a_pattern_matches_a_name_as_fnmatch_says():
+    import fnmatch
+
+    from tf1gradfix.rules.catalog import load, matches
+
+    catalog = load()
+    patterns = [p for p, _ in catalog.glob_symbols] + [p for ps in catalog.kinds.values() for p in ps]
+    patterns += ["tensorflow.[ab]x", "tensorflow.?", "*", "a*b*c", "tensorflow"]
+    names = sorted(catalog.exact_symbols)[:200] + ["tensorflow.train.AdamOptimizer", "tensorflow.train.Optimizer",
+                                                    "tensorflow.ax", "tensorflow.c", "tensorflow", "", "abc", "a.b.c"]
+    assert any("*" in p for p in patterns)
+    for pattern in patterns:
+        for name in names + [pattern]:
+            assert matches(name, pattern) == fnmatch.fnmatchcase(name, pattern), (name, pattern)
+
+
+def test_the_kept_prefilter_shares_the_kept_catalog():
+    import pickle
+
+    from tf1gradfix.detect import prefilter
+    from tf1gradfix.rules import catalog
+
+    kept = pickle.dumps(prefilter.load())
+    assert b"explanation" not in kept   # (a rule's fields: the catalog is not in it)
+    assert pickle.loads(kept)._catalog is catalog.load()

@@ -82,6 +82,13 @@ class Prefilter:
         self._receivers = {rule.receiver for rule in catalog.rules if rule.methods}
         self._catalog = catalog
 
+    def __getstate__(self) -> dict:
+        """Kept without its catalog (compiled.py): that one is kept on its own, and read anyway."""
+        return {name: value for name, value in vars(self).items() if name != "_catalog"}
+
+    def __setstate__(self, state: dict) -> None:
+        vars(self).update(state, _catalog=catalog_module.load())
+
     def worth_parsing(self, data: bytes) -> bool:
         """Whether LibCST must read `data`: a rule could fire on it or a session be made.
 

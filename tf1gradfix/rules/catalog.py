@@ -75,16 +75,26 @@ class Catalog:
         if hit is not None:
             return hit
         for pattern, rule in self.glob_symbols:
-            if fnmatch.fnmatchcase(qualified, pattern):
+            if matches(qualified, pattern):
                 return rule, pattern
         return None
 
     def kind_of_call(self, qualified: str) -> str | None:
         """The kind of value a call of `qualified` returns (first table entry wins)."""
         for kind, patterns in self.kinds.items():
-            if any(fnmatch.fnmatchcase(qualified, p) for p in patterns):
+            if any(matches(qualified, p) for p in patterns):
                 return kind
         return None
+
+
+def matches(name: str, pattern: str) -> bool:
+    """fnmatch.fnmatchcase(name, pattern), where fnmatch compiles a regular expression only
+    for a name that starts with the pattern's literal head (a cold `check` would compile
+    one for every pattern it tries, a tenth of a millisecond each)."""
+    head = next((i for i, char in enumerate(pattern) if char in "*?["), None)
+    if head is None:
+        return name == pattern
+    return name.startswith(pattern[:head]) and fnmatch.fnmatchcase(name, pattern)
 
 
 def _read(name: str) -> dict:
