@@ -22,6 +22,7 @@ NOT_IMPORTED = {
     "configparser": "only a setup.cfg that names tf1gradfix",
     "threading": "the process pool only",
     "shutil": "argparse finds the terminal's width with it; cli/main.py's formatter does not",
+    "tokenize": "a plain UTF-8 file has no encoding declaration to read (source_io.plain_utf8)",
     "pickle": "the kept rule tables are read by the C unpickler alone (rules/compiled.py)",
 }
 
@@ -83,3 +84,24 @@ def test_the_kept_prefilter_shares_the_kept_catalog():
     kept = pickle.dumps(prefilter.load())
     assert b"explanation" not in kept   # (a rule's fields: the catalog is not in it)
     assert pickle.loads(kept)._catalog is catalog.load()
+
+
+DECLARED = [b"", b"x = 1\n", b"\xef\xbb\xbfx = 1\n", b"# -*- coding: latin-1 -*-\nx = '\xe9'\n",
+            b"\n# coding=utf-8\nx = 1\n", b"x = 1\n# coding: latin-1\n", b"x = 1\n\n# coding: latin-1\n",
+            b"# vim: set fileencoding=bogus :\n", b"x = '\xe9'\n", b"\n\nx = '\xe9'\n", b"s = '\xc3\xa9'\r\n",
+            b"x = 1\r# coding: latin-1\r", b"#!/usr/bin/env python\n# coding: ascii\nx = '\xc3\xa9'\n",
+            b"print('coding')\n", b"\xef\xbb\xbf# coding: latin-1\n", b"x = '\xed\xa0\x80'\n"]
+
+
+def test_plain_utf8_is_what_the_tokenizer_decodes_as_utf8():
+    """A file taken for plain UTF-8 is read as the tokenizer reads it; every other file still goes to it."""
+    import io
+    import tokenize
+
+    from tf1gradfix.run.source_io import decode_error, plain_utf8
+
+    assert plain_utf8(b"x = '\xc3\xa9'\n") and not plain_utf8(b"\xef\xbb\xbfx = 1\n")
+    for data in DECLARED:
+        if plain_utf8(data):
+            assert tokenize.detect_encoding(io.BytesIO(data).readline)[0] == "utf-8", data
+            assert data.decode("utf-8") is not None and decode_error("f.py", data) is None

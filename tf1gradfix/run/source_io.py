@@ -14,7 +14,6 @@ import io
 import os
 import re
 import stat
-import tokenize
 from pathlib import Path
 
 from tf1gradfix.records import record
@@ -102,6 +101,10 @@ def decode_error(display: str, data: bytes) -> FileError | None:
     if b"\x00" in data:
         line = data[: data.index(b"\x00")].count(b"\n") + 1
         return FileError(display, "binary file: NUL byte (not Python source)", line, None)
+    if plain_utf8(data):
+        return None
+    import tokenize  # (here: most files are plain UTF-8, which needs no tokenizer to tell)
+
     try:
         encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
     except SyntaxError as exc:
@@ -120,6 +123,18 @@ def decode_error(display: str, data: bytes) -> FileError | None:
         line = data[:start].count(b"\n") + 1
         return FileError(display, f"cannot decode as {encoding}: {exc.reason if hasattr(exc, 'reason') else exc}", line, None)
     return None
+
+
+def plain_utf8(data: bytes) -> bool:
+    """Whether `data` is UTF-8 with no BOM and no `coding` in its first two lines: text
+    tokenize.detect_encoding takes for UTF-8, without a declaration to read."""
+    if data.startswith(b"\xef\xbb\xbf") or b"coding" in b"\n".join(data.split(b"\n", 2)[:2]):
+        return False
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
 
 
 CHANGED = "changed while being rewritten; left as it is"
