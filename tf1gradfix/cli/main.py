@@ -126,24 +126,25 @@ COMMANDS = (  # name, help, what adds its options
 
 
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
-    """The command line; `only`: the options of that command alone, the others named with
-    their help (all a run of it can print; making each option costs argparse a formatter)."""
+    """The command line; `only`: that command alone, for an `argv` that starts with it (all
+    it can print then is that command's help and the main usage line, which names every
+    command still). Each parser and option costs argparse a formatter and translations."""
     parser = argparse.ArgumentParser(prog="tf1gradfix", description="Rewrite TensorFlow 1 graph code into TF2, and prove it.",
                                      formatter_class=_Formatter)
     parser.add_argument("--version", action="version", version=f"tf1gradfix {__version__}")
-    sub = parser.add_subparsers(dest="command", required=True)
+    names = [name for name, _, _ in COMMANDS]
+    # (the usage line names the commands there are: with one made, it is told them all)
+    sub = parser.add_subparsers(dest="command", required=True, metavar="{" + ",".join(names) + "}" if only else None)
     for name, help_text, add_options in COMMANDS:
-        command = sub.add_parser(name, help=help_text, formatter_class=_Formatter)
         if only in (None, name):
-            add_options(command)
+            add_options(sub.add_parser(name, help=help_text, formatter_class=_Formatter))
     return parser
 
 
 def _command_of(argv: list[str]) -> str | None:
-    """The command `argv` runs: its first word that is not an option (the main parser's
-    options take no value), when that names one."""
-    first = next((word for word in argv if not word.startswith("-")), None)
-    return first if first in [name for name, _, _ in COMMANDS] else None
+    """The command `argv` runs when its first word names one (else the main parser's
+    options or errors come first, and they print every command)."""
+    return argv[0] if argv and argv[0] in [name for name, _, _ in COMMANDS] else None
 
 
 class Stopped(KeyboardInterrupt):
