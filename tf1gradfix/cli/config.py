@@ -8,11 +8,11 @@ a silent fallback to the defaults.
 
 from __future__ import annotations
 
-import configparser
 import fnmatch
 import re
-from dataclasses import dataclass, field
 from pathlib import Path
+
+from tf1gradfix.records import field, record
 
 
 class ConfigError(Exception):
@@ -23,7 +23,7 @@ class ConfigError(Exception):
         super().__init__(f"{where}: error: {message}")
 
 
-@dataclass
+@record
 class Settings:
     select: tuple[str, ...] = ("ALL",)
     ignore: tuple[str, ...] = ()
@@ -145,6 +145,8 @@ def _from_setup_cfg(path: Path) -> Settings | None:
     text = _text(path)
     if text is None:
         return None
+    import configparser  # (here: only a setup.cfg naming tf1gradfix needs it)
+
     parser = configparser.ConfigParser(interpolation=None)  # `%` in a glob is a character, not a reference
     try:
         parser.read_string(text, source=str(path))

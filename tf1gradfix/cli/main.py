@@ -9,6 +9,7 @@ This module must stay free of TensorFlow: pre-commit runs start here.
 from __future__ import annotations
 
 import argparse
+import os
 import signal
 import sys
 from contextlib import contextmanager, nullcontext
@@ -38,6 +39,29 @@ def _codes(value: str) -> tuple[str, ...]:
     return codes
 
 
+def _columns() -> int:
+    """shutil.get_terminal_size().columns: $COLUMNS, else the terminal's width, else 80."""
+    try:
+        columns = int(os.environ["COLUMNS"])
+    except (KeyError, ValueError):
+        columns = 0
+    if columns <= 0:
+        try:
+            columns = os.get_terminal_size(sys.__stdout__.fileno()).columns
+        except (AttributeError, ValueError, OSError):
+            columns = 0
+    return columns or 80
+
+
+class _Formatter(argparse.HelpFormatter):
+    """argparse's own layout, at the width it would take. argparse makes a formatter for
+    every option it is given, and its own finds the width through shutil, whose import
+    (with the compression modules) costs a cold `check` some 3 ms."""
+
+    def __init__(self, prog: str):
+        super().__init__(prog, width=_columns() - 2)   # (the margin argparse leaves)
+
+
 def _add_file_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("paths", nargs="*", metavar="PATH",
                         help="files or folders (default: the current folder); - reads standard input")
@@ -56,15 +80,7 @@ def _add_file_options(parser: argparse.ArgumentParser) -> None:
                         help="worker processes (default: all cores; never more than files; serial for one file)")
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="tf1gradfix", description="Rewrite TensorFlow 1 graph code into TF2, and prove it.")
-    parser.add_argument("--version", action="version", version=f"tf1gradfix {__version__}")
-    sub = parser.add_subparsers(dest="command", required=True)
-
-    check = sub.add_parser("check", help="report TF1 constructs")
-    _add_file_options(check)
-
-    rewrite = sub.add_parser("rewrite", help="apply the fixes that exist")
+def _add_rewrite_options(rewrite: argparse.ArgumentParser) -> None:
     _add_file_options(rewrite)
     mode = rewrite.add_mutually_exclusive_group()
     mode.add_argument("--diff", action="store_true", help="print a unified diff; write nothing")
@@ -85,17 +101,50 @@ def build_parser() -> argparse.ArgumentParser:
     proof.add_argument("--timeout", type=positive_float, default=None, help="with --verify: seconds each program may run")
     rewrite.set_defaults(steps=None)   # (None: not given; --verify then uses the default budget)
 
-    rules = sub.add_parser("rules", help="list every rule")
+
+def _add_rules_options(rules: argparse.ArgumentParser) -> None:
     rules.add_argument("--format", choices=("text", "markdown", "json"), default="text")
 
-    explain = sub.add_parser("explain", help="explain one rule (with an example and its refusal reasons) or one refusal reason")
+
+def _add_explain_options(explain: argparse.ArgumentParser) -> None:
     explain.add_argument("code", help="a rule code (TFG911) or a refusal reason id (graph_value_outside_run)")
 
-    verify = sub.add_parser("verify", help="run ORIGINAL (TF1) and MIGRATED (TF2) side by side and compare")
+
+def _add_verify_options(verify: argparse.ArgumentParser) -> None:
     from tf1gradfix.verify import command as verify_command  # TensorFlow-free by contract
 
     verify_command.add_arguments(verify)
+
+
+COMMANDS = (  # name, help, what adds its options
+    ("check", "report TF1 constructs", _add_file_options),
+    ("rewrite", "apply the fixes that exist", _add_rewrite_options),
+    ("rules", "list every rule", _add_rules_options),
+    ("explain", "explain one rule (with an example and its refusal reasons) or one refusal reason", _add_explain_options),
+    ("verify", "run ORIGINAL (TF1) and MIGRATED (TF2) side by side and compare", _add_verify_options),
+)
+
+
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The command line; `only`: that command alone, for an `argv` that starts with it (all
+    it can print then is that command's help and the main usage line, which names every
+    command still). Each parser and option costs argparse a formatter and translations."""
+    parser = argparse.ArgumentParser(prog="tf1gradfix", description="Rewrite TensorFlow 1 graph code into TF2, and prove it.",
+                                     formatter_class=_Formatter)
+    parser.add_argument("--version", action="version", version=f"tf1gradfix {__version__}")
+    names = [name for name, _, _ in COMMANDS]
+    # (the usage line names the commands there are: with one made, it is told them all)
+    sub = parser.add_subparsers(dest="command", required=True, metavar="{" + ",".join(names) + "}" if only else None)
+    for name, help_text, add_options in COMMANDS:
+        if only in (None, name):
+            add_options(sub.add_parser(name, help=help_text, formatter_class=_Formatter))
     return parser
+
+
+def _command_of(argv: list[str]) -> str | None:
+    """The command `argv` runs when its first word names one (else the main parser's
+    options or errors come first, and they print every command)."""
+    return argv[0] if argv and argv[0] in [name for name, _, _ in COMMANDS] else None
 
 
 class Stopped(KeyboardInterrupt):
@@ -170,8 +219,6 @@ def main(argv: list[str] | None = None) -> int:
         _say(f"tf1gradfix: {what}; every file is either unchanged or fully rewritten")
         return 128 + signum
     except BrokenPipeError:  # `tf1gradfix check . | head`: the reader left, nothing is wrong
-        import os
-
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return EXIT_FINDINGS
     except ConfigError as exc:
@@ -183,11 +230,12 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _main(argv: list[str] | None) -> int:
-    parser = build_parser()
-    from tf1gradfix.verify.command import split_program_args
+    argv, program_args = list(sys.argv[1:] if argv is None else argv), []
+    if "--" in argv:   # (only then: a plain `check` need not import the verifier's command line)
+        from tf1gradfix.verify.command import split_program_args
 
-    argv, program_args = split_program_args(list(sys.argv[1:] if argv is None else argv))
-    args = parser.parse_args(argv)
+        argv, program_args = split_program_args(argv)
+    args = build_parser(only=_command_of(argv)).parse_args(argv)
     args.program_args = program_args
     if args.command in ("check", "rewrite"):
         return _run_files(args)
@@ -377,7 +425,7 @@ def _stdin_outcome(data: bytes, mode: str, codes: CodeFilter, limit: int):
 
 def _renamed(outcome, name: str):
     """The stdin outcome reported under `--stdin-filename`."""
-    from dataclasses import replace
+    from tf1gradfix.records import replace
 
     return replace(outcome, path=name, findings=[replace(f, path=name) for f in outcome.findings],
                    error=replace(outcome.error, path=name) if outcome.error is not None else None)
@@ -437,7 +485,7 @@ def _guard(args, outcomes):
     written only once the verifier proves it EQUIVALENT, and a file whose restructuring is
     not proven (or cannot be: no TensorFlow) gets its safe fixes alone.
     Returns (proof rows, a note on what was left unproven, files edited meanwhile)."""
-    from dataclasses import replace
+    from tf1gradfix.records import replace
 
     from tf1gradfix.verify.budget import tensorflow_missing
 

@@ -64,9 +64,9 @@ def github_lines(findings: list[Finding], errors: list[FileError]) -> list[str]:
 def render(fmt: str, findings: list[Finding], errors: list[FileError], summary: dict, outcomes=(), proofs=()) -> str:
     """`outcomes` (per file) adds the diffs to JSON and the clean files to JUnit; `proofs`
     (the verifier's rows, cli/rewrite_verify.ProofRow) add `"proofs"` to JSON."""
-    import json  # (here: a text run need not import it)
-
     if fmt == "json":
+        import json  # (here: a text run need not import it)
+
         document = {
             "findings": [f.to_json() for f in findings],
             "errors": [e.to_json() for e in errors],
@@ -86,6 +86,8 @@ def render(fmt: str, findings: list[Finding], errors: list[FileError], summary: 
     if fmt == "github":
         return "\n".join(github_lines(findings, errors))
     if fmt == "sarif":
+        import json
+
         from tf1gradfix.cli.sarif import sarif_document
 
         return json.dumps(sarif_document(findings, errors), indent=2)

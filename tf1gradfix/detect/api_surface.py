@@ -20,14 +20,14 @@ from __future__ import annotations
 
 import ast
 import functools
-from dataclasses import dataclass
+from tf1gradfix.records import record
 from tf1gradfix.rules.catalog import _rules_text
 from tf1gradfix.rules.compiled import kept
 
 ROOT = "tensorflow"
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Surface:
     names: frozenset[str]      # every public name, without the `tensorflow.` root
     modules: frozenset[str]    # the names that are modules (their attributes are listed too)
@@ -56,7 +56,7 @@ def load() -> Surface:
     return Surface(frozenset(n.rstrip(".") for n in names), modules)
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Missing:
     line: int
     col: int       # 1-based

@@ -12,17 +12,16 @@ characters.
 from __future__ import annotations
 
 import ast
-import fnmatch
 import functools
-from dataclasses import dataclass
 
+from tf1gradfix.records import record
 from tf1gradfix.detect.chains import chain_base
 from tf1gradfix.detect.scopes import ScopeMap, full_name
-from tf1gradfix.rules.catalog import ASSIGNABLE_MODULES, Catalog, Rule, _read, normalize
+from tf1gradfix.rules.catalog import ASSIGNABLE_MODULES, Catalog, Rule, _read, matches, normalize
 from tf1gradfix.rules.compiled import kept
 
 
-@dataclass
+@record
 class Hit:
     """A rule hit: detector.Detection with the `ast` node it fired on."""
 
@@ -280,7 +279,7 @@ def _sessions() -> tuple[str, ...]:
 
 
 def _matches(qualified: str | None, patterns) -> bool:
-    return qualified is not None and any(fnmatch.fnmatchcase(qualified, p) for p in patterns)
+    return qualified is not None and any(matches(qualified, p) for p in patterns)
 
 
 def line_starts(data: bytes) -> list[int]:

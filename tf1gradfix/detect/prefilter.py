@@ -16,8 +16,8 @@ from __future__ import annotations
 import ast
 import functools
 import re
-from dataclasses import dataclass
 
+from tf1gradfix.records import record
 from tf1gradfix.rules import catalog as catalog_module
 from tf1gradfix.rules.catalog import ASSIGNABLE_MODULES, Catalog, normalize
 from tf1gradfix.rules.compiled import kept
@@ -30,7 +30,7 @@ _TOKEN = re.compile(rb"[A-Za-z_][A-Za-z0-9_]*")
 _WILDCARDS = "*?["
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Spelling:
     """What a name pattern needs written in the file: whole parts, starts and ends of parts."""
 
@@ -61,7 +61,7 @@ class Spelling:
                 and all(any(t.endswith(e) for t in tokens) for e in self.ends))
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Possible:
     codes: frozenset[str]  # rules that could fire
     kinds: frozenset[str]  # kinds of value a call could make (kinds.toml)
@@ -81,6 +81,13 @@ class Prefilter:
         self._method_results = dict(catalog.method_results)
         self._receivers = {rule.receiver for rule in catalog.rules if rule.methods}
         self._catalog = catalog
+
+    def __getstate__(self) -> dict:
+        """Kept without its catalog (compiled.py): that one is kept on its own, and read anyway."""
+        return {name: value for name, value in vars(self).items() if name != "_catalog"}
+
+    def __setstate__(self, state: dict) -> None:
+        vars(self).update(state, _catalog=catalog_module.load())
 
     def worth_parsing(self, data: bytes) -> bool:
         """Whether LibCST must read `data`: a rule could fire on it or a session be made.

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import functools
 import os
-import pickle
 
 _FOLDER = os.path.dirname(os.path.abspath(__file__))
 
@@ -31,6 +30,14 @@ def _stamp() -> str:
     return f"{digest:016x}"
 
 
+def _unpickle(handle):
+    try:   # the C unpickler alone: importing `pickle` (its Python classes too) costs a cold `check` 2 ms
+        from _pickle import load
+    except ImportError:   # an interpreter without it
+        from pickle import load
+    return load(handle)
+
+
 def kept(name: str):
     """Decorator: the value `build()` returns, kept on disk under `name` (see module docstring)."""
     def wrap(build):
@@ -39,10 +46,12 @@ def kept(name: str):
             path = os.path.join(_FOLDER, "__pycache__", f"{name}.{_stamp()}.pickle")
             try:
                 with open(path, "rb") as handle:
-                    return pickle.load(handle)
+                    return _unpickle(handle)
             except Exception:  # missing, stale or damaged: read the tables
                 pass
             value = build()
+            import pickle
+
             try:
                 os.makedirs(os.path.dirname(path), exist_ok=True)
                 temporary = f"{path}.{os.getpid()}.tmp"

@@ -6,12 +6,12 @@ whole syntax trees; in rewrite mode the worker writes the file itself.
 
 from __future__ import annotations
 
+import _thread
 import os
-import threading
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 
+from tf1gradfix.records import field, record
 from tf1gradfix.run import notebooks
 from tf1gradfix.run.engine import may_parse, preload, process_source
 from tf1gradfix.run.findings import CodeFilter, FileError, Finding
@@ -25,7 +25,7 @@ MAX_WORKERS = 61  # more gains nothing on a single machine; also the Windows lim
 EXIT_ORPHANED = 3
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Job:
     path: str
     mode: str
@@ -33,7 +33,7 @@ class Job:
     max_bytes: int = MAX_FILE_BYTES  # files above are errors, never read (setting max-file-size)
 
 
-@dataclass
+@record
 class Outcome:
     path: str
     findings: list[Finding] = field(default_factory=list)
@@ -75,7 +75,8 @@ def unified_diff(path: str, old: bytes, new: bytes) -> str:
 
 INTERNAL = "internal error"
 BUG_HINT = "a bug in tf1gradfix: please report it"
-_WRITING = threading.Lock()  # a worker whose parent died waits for a running write to end
+_WRITING = _thread.allocate_lock()  # a worker whose parent died waits for a running write to end
+# (threading's Lock is this one: a serial `check` need not import threading)
 
 
 def internal_error(path: str, exc: BaseException) -> FileError:
@@ -156,9 +157,9 @@ def run_job(job: Job) -> Outcome:
         return Outcome(job.path, error=internal_error(job.path, exc))
 
 
-def _read(path: str, limit: int = MAX_FILE_BYTES) -> tuple[bytes, Snapshot] | FileError:
+def _read(path: str, limit: int = MAX_FILE_BYTES, snapshot: bool = True) -> tuple[bytes, Snapshot | None] | FileError:
     try:
-        return read_source(path, limit)
+        return read_source(path, limit, snapshot)
     except SourceError as exc:
         return FileError(path, str(exc))
     except OSError as exc:
@@ -166,7 +167,7 @@ def _read(path: str, limit: int = MAX_FILE_BYTES) -> tuple[bytes, Snapshot] | Fi
 
 
 def _run_job(job: Job) -> Outcome:
-    read = _read(job.path, job.max_bytes)
+    read = _read(job.path, job.max_bytes, snapshot=job.mode != CHECK)
     if isinstance(read, FileError):
         return Outcome(job.path, error=read)
     data, snapshot = read
@@ -199,7 +200,7 @@ def _parses(job: Job) -> bool:
         return True
     from tf1gradfix.run import cache
 
-    read = _read(job.path, job.max_bytes)
+    read = _read(job.path, job.max_bytes, snapshot=False)
     if isinstance(read, FileError):
         return False
     data, _ = read
@@ -214,6 +215,8 @@ def _start_worker(parent: int) -> None:
     for name in ("SIGINT", "SIGTERM", "SIGHUP"):
         if hasattr(signal, name):
             signal.signal(getattr(signal, name), signal.SIG_IGN)
+    import threading
+
     threading.Thread(target=_watch_parent, args=(parent,), daemon=True, name="tf1gradfix-parent").start()
 
 

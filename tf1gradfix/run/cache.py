@@ -12,12 +12,8 @@ TF1GRADFIX_CACHE_DIR moves it (default: $XDG_CACHE_HOME/tf1gradfix or
 from __future__ import annotations
 
 import functools
-import hashlib
-import importlib.util
-import json
 import os
 import sys
-import tempfile
 from pathlib import Path
 
 from tf1gradfix.run.findings import FileError, Finding
@@ -39,6 +35,9 @@ def folder() -> Path | None:
 def fingerprint() -> bytes:
     """The tool's code and rule tables, byte for byte, Python's version and LibCST's
     (its _version.py, read without importing LibCST)."""
+    import hashlib  # (in the functions: with the cache off, `check` imports none of these)
+    import importlib.util
+
     digest = hashlib.sha256(sys.version.encode())
     libcst = importlib.util.find_spec("libcst")
     files = [Path(libcst.origin).parent / "_version.py"] if libcst and libcst.origin else []
@@ -50,6 +49,8 @@ def fingerprint() -> bytes:
 
 
 def key(mode: str, path: str, data: bytes, codes) -> str:
+    import hashlib
+
     digest = hashlib.sha256(fingerprint())
     for part in (mode, path, repr((codes.select, codes.ignore))):
         digest.update(part.encode("utf-8", "surrogateescape") + b"\0")
@@ -62,6 +63,8 @@ def load(name: str) -> tuple[list[Finding], FileError | None, bool] | None:
     where = folder()
     if where is None:
         return None
+    import json
+
     try:
         entry = json.loads((where / name).read_text("utf-8"))
         error = FileError(**entry["error"]) if entry["error"] else None
@@ -75,6 +78,9 @@ def store(name: str, findings: list[Finding], error: FileError | None, changed: 
     where = folder()
     if where is None:
         return
+    import json
+    import tempfile  # (here: a hit writes nothing)
+
     entry = {"findings": [f.to_json() for f in findings], "error": error.to_json() if error else None,
              "changed": changed}
     try:

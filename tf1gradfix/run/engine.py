@@ -7,9 +7,8 @@ values. It never imports TensorFlow and never executes the file.
 from __future__ import annotations
 
 import re
-import dataclasses
-from dataclasses import dataclass, field
 
+from tf1gradfix.records import field, record, replace
 from tf1gradfix.run.findings import CodeFilter, FileError, Finding
 from tf1gradfix.run.source_io import decode_error
 
@@ -18,7 +17,7 @@ from tf1gradfix.run.source_io import decode_error
 _MARKER = b"tensorflow"
 
 
-@dataclass
+@record
 class FileResult:
     path: str
     findings: list[Finding] = field(default_factory=list)
@@ -564,7 +563,7 @@ def _label(safety: str, restructured: bool) -> str:
 
 def _unfixed(findings: list[Finding]) -> list[Finding]:
     """The findings of a file that is left unchanged after all: none of them was fixed."""
-    return [dataclasses.replace(f, fixed=False) if f.fixed else f for f in findings]
+    return [replace(f, fixed=False) if f.fixed else f for f in findings]
 
 
 def _names_tf2_lacks(source: bytes, original: bytes):

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import functools
 import re
-from dataclasses import asdict, dataclass
+
+from tf1gradfix.records import as_dict, record
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Finding:
     """One TF1 construct at a place in a file (line and col are 1-based)."""
 
@@ -20,10 +21,10 @@ class Finding:
     fixed: bool | None = False  # None: `check` of a session program, where only `rewrite` can tell
 
     def to_json(self) -> dict:
-        return asdict(self)
+        return as_dict(self)
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class FileError:
     """A file that could not be read, decoded, parsed or written; it was left untouched."""
 
@@ -33,7 +34,7 @@ class FileError:
     col: int | None = None
 
     def to_json(self) -> dict:
-        return asdict(self)
+        return as_dict(self)
 
 
 def code_matches(code: str, prefixes) -> bool:
@@ -50,7 +51,7 @@ def _split_from() -> dict[str, str]:
     return {r.code: r.split_from for r in load().rules if r.split_from}
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class CodeFilter:
     """--select / --ignore by code prefix (`ALL` matches everything)."""
 

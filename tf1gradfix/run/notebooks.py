@@ -17,17 +17,16 @@ a notebook's fixes by running its code cells in order (`script`).
 
 from __future__ import annotations
 
-import json
 import re
-from dataclasses import dataclass, replace
 
+from tf1gradfix.records import record, replace
 from tf1gradfix.run.findings import CodeFilter, FileError, Finding
 
 SUFFIX = ".ipynb"
 _MAGIC = re.compile(r"^\s*([%!?]|[\w.]+\?\s*$)")
 
 
-@dataclass
+@record
 class _Cell:
     index: int          # 1-based among all cells (what a notebook UI shows)
     lines: list[str]    # the cell's source, each line with its own ending
@@ -57,6 +56,7 @@ def _joined(cells: list[_Cell]) -> str:
 
 def _layout(text: str, notebook: dict):
     """The json.dumps settings that write `notebook` back as `text`, or None."""
+    import json
     for indent in (1, 2, 4, None):
         for sort in (True, False):
             for ascii_only in (False, True):
@@ -69,6 +69,8 @@ def _layout(text: str, notebook: dict):
 
 def process(path: str, data: bytes, codes: CodeFilter, fix: bool = True):
     """A FileResult for a notebook: findings placed in cells, new notebook bytes if fixed."""
+    import json  # (in the functions: batch imports this module for every run, notebooks or not)
+
     from tf1gradfix.run.engine import FileResult, process_source
 
     result = FileResult(path)

@@ -14,10 +14,9 @@ import io
 import os
 import re
 import stat
-import tokenize
-from dataclasses import dataclass
 from pathlib import Path
 
+from tf1gradfix.records import record
 from tf1gradfix.run.findings import FileError
 
 MAX_FILE_BYTES = 1024 * 1024  # a larger .py is generated code, or not code
@@ -28,7 +27,7 @@ class SourceError(OSError):
     """A file the tool will not read or replace; the message says why."""
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Snapshot:
     """What a file was when it was read, to tell whether someone changed it since."""
 
@@ -62,8 +61,9 @@ def long_line(data: bytes) -> str | None:
     return None
 
 
-def read_source(path: str, limit: int = MAX_FILE_BYTES) -> tuple[bytes, Snapshot]:
-    """The bytes of a regular file within the limits, checked before anything is read.
+def read_source(path: str, limit: int = MAX_FILE_BYTES, snapshot: bool = True) -> tuple[bytes, Snapshot | None]:
+    """The bytes of a regular file within the limits, checked before anything is read,
+    and what the file was (None without `snapshot`: a run that writes nothing needs no digest).
 
     Opened non-blocking so a file swapped for a FIFO after the check cannot hang the run.
     """
@@ -82,7 +82,7 @@ def read_source(path: str, limit: int = MAX_FILE_BYTES) -> tuple[bytes, Snapshot
     why = long_line(data)
     if why:
         raise SourceError(why)
-    return data, Snapshot.of(info, data)
+    return data, Snapshot.of(info, data) if snapshot else None
 
 
 def unchanged(path: Path, expected: Snapshot) -> bool:
@@ -101,6 +101,10 @@ def decode_error(display: str, data: bytes) -> FileError | None:
     if b"\x00" in data:
         line = data[: data.index(b"\x00")].count(b"\n") + 1
         return FileError(display, "binary file: NUL byte (not Python source)", line, None)
+    if plain_utf8(data):
+        return None
+    import tokenize  # (here: most files are plain UTF-8, which needs no tokenizer to tell)
+
     try:
         encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
     except SyntaxError as exc:
@@ -119,6 +123,18 @@ def decode_error(display: str, data: bytes) -> FileError | None:
         line = data[:start].count(b"\n") + 1
         return FileError(display, f"cannot decode as {encoding}: {exc.reason if hasattr(exc, 'reason') else exc}", line, None)
     return None
+
+
+def plain_utf8(data: bytes) -> bool:
+    """Whether `data` is UTF-8 with no BOM and no `coding` in its first two lines: text
+    tokenize.detect_encoding takes for UTF-8, without a declaration to read."""
+    if data.startswith(b"\xef\xbb\xbf") or b"coding" in b"\n".join(data.split(b"\n", 2)[:2]):
+        return False
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
 
 
 CHANGED = "changed while being rewritten; left as it is"
