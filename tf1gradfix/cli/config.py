@@ -114,8 +114,11 @@ def _size(value, fail) -> int:
 
 def _bool(value, key: str, fail) -> bool:
     """true or false (an INI value is text, read as configparser reads booleans)."""
-    if isinstance(value, str) and value.strip().lower() in configparser.ConfigParser.BOOLEAN_STATES:
-        return configparser.ConfigParser.BOOLEAN_STATES[value.strip().lower()]
+    if isinstance(value, str):
+        import configparser  # (here: only a setup.cfg naming tf1gradfix gives text)
+
+        if value.strip().lower() in configparser.ConfigParser.BOOLEAN_STATES:
+            return configparser.ConfigParser.BOOLEAN_STATES[value.strip().lower()]
     if not isinstance(value, bool):
         fail(key, f"`{key}` must be true or false, not {value!r}")
     return value

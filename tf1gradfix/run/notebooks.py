@@ -128,6 +128,8 @@ def process(path: str, data: bytes, codes: CodeFilter, fix: bool = True):
 def script(data: bytes) -> bytes:
     """The program a notebook runs, for the verifier: its code cells in order, IPython lines
     as `pass` (as they are read for the findings). Raises ValueError for what is no notebook."""
+    import json  # (in the functions: see process)
+
     try:
         raw_cells = json.loads(data.decode("utf-8"))["cells"]
         cells = [_Cell(n, _source_lines(raw), 0) for n, raw in enumerate(raw_cells, start=1)
