@@ -85,6 +85,7 @@ class PooledRun:
             self._zygote.pump(0.05)
         if self.returncode is None:
             self.returncode = self._status
+            self._zygote.statuses.pop(self.pid, None)
             self._zygote.send({"op": "reap", "pid": self.pid})
         return self.returncode
 
@@ -162,7 +163,11 @@ class _Zygote:
                 if "exited" in message:
                     self.statuses[message["exited"]] = message["status"]
                     continue
-                return PooledRun(self, message["pid"]) if "pid" in message else None
+                if "pid" not in message:
+                    return None
+                # a pid the system reuses: what an earlier child of that pid left is not this one's
+                self.statuses.pop(message["pid"], None)
+                return PooledRun(self, message["pid"])
 
     def close(self) -> None:
         try:
