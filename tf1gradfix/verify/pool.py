@@ -247,6 +247,9 @@ except Exception:
     pass
 for name in json.loads(sys.argv[1]):
     importlib.import_module(name)
+import gc
+gc.collect()
+gc.freeze()   # the collector of a child never walks (and so never copies) the pages of what is preloaded
 out = sys.stdout.buffer
 def say(message):
     out.write(json.dumps(message).encode() + b"\n")
