@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import sys
 import threading
 import tracemalloc
 
@@ -23,6 +24,10 @@ class _FakeProcess:
     def poll(self):
         return None
 
+    def wait(self, timeout=None):
+        self.waited = True
+        return 0
+
     def report(self, *messages) -> None:
         os.write(self.write_end, b"".join(json.dumps(m).encode() + b"\n" for m in messages))
 
@@ -30,6 +35,7 @@ class _FakeProcess:
 def _zygote() -> pool._Zygote:
     zygote = pool._Zygote.__new__(pool._Zygote)
     zygote.statuses, zygote._lock, zygote._buffer, zygote.ready = {}, threading.Lock(), b"", True
+    zygote.requests = 0
     zygote.proc = _FakeProcess()
     return zygote
 
@@ -39,16 +45,34 @@ def test_a_reused_pid_does_not_inherit_the_exit_of_the_earlier_child():
     # reaped one must not look as if it had exited already (it was killed before it
     # started: "the runner could not start the program (exit code 0)").
     zygote = _zygote()
-    zygote.proc.report({"pid": 4242})
+    zygote.proc.report({"pid": 4242, "id": 1})
     first = zygote.run(["m"], {}, "/", os.devnull, os.devnull)
     zygote.proc.report({"exited": 4242, "status": 0})
     assert first.wait() == 0
-    zygote.proc.report({"pid": 4242})
+    zygote.proc.report({"pid": 4242, "id": 2})
     second = zygote.run(["m"], {}, "/", os.devnull, os.devnull)
     assert second.pid == 4242
     assert not second.exited()
     zygote.proc.report({"exited": 4242, "status": 3})
     assert second.wait() == 3
+
+
+def test_a_late_answer_to_an_earlier_request_is_not_taken_for_this_one():
+    zygote = _zygote()
+    zygote.requests = 1                    # a request given up on
+    zygote.proc.report({"pid": 7, "id": 1}, {"pid": 8, "id": 2})
+    assert zygote.run(["m"], {}, "/", os.devnull, os.devnull).pid == 8
+
+
+def test_a_zygote_that_does_not_answer_is_closed_and_the_run_starts_afresh(monkeypatch):
+    monkeypatch.delenv(pool.NO_POOL, raising=False)
+    monkeypatch.setattr(pool, "RUN_REPLY_WAIT", 0.05)
+    env = dict(os.environ)
+    zygote = _zygote()
+    zygote.key = (True, sys.executable, pool._startup_key(env))
+    monkeypatch.setitem(pool._ZYGOTES, True, zygote)
+    assert pool.start(True, ["m"], env, "/", os.devnull, os.devnull) is None
+    assert True not in pool._ZYGOTES and zygote.proc.waited, "a fork it answers later would run twice"
 
 
 def test_naming_a_variable_does_not_build_a_million_candidate_names():
