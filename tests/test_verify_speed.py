@@ -9,7 +9,10 @@ import sys
 import threading
 import tracemalloc
 
-from tf1gradfix.verify import pool
+import numpy as np
+import pytest
+
+from tf1gradfix.verify import compare, compare_many, pool
 
 
 class _FakeProcess:
@@ -89,3 +92,59 @@ def test_naming_a_variable_does_not_build_a_million_candidate_names():
         tracemalloc.stop()
     assert labels == ["dense/kernel0", "dense/kernel1", "dense/kernel2", "dense/kernel0_1"]
     assert peak < 1 << 20, f"{peak} bytes to name four variables"
+
+
+def _pairs():
+    rng = np.random.default_rng(0)
+    base = rng.standard_normal((4, 3)).astype(np.float32)
+    odd = base.copy()
+    odd[1, 2] = np.nan
+    inf = base.copy()
+    inf[0, 0] = np.inf
+    return [
+        (base, base), (base, base * (1 + 1e-5)), (base, base + 1e-2), (1.25, 1.25000001), (1.0, 2.0),
+        (np.float64(3.0), np.float64(3.0)), (odd, odd), (odd, base), (inf, inf), (inf, base),
+        (np.arange(6), np.arange(6)), (np.arange(6), np.arange(6) + 1), (np.array([True, False]), np.array([True, True])),
+        (np.zeros((0, 3)), np.zeros((0, 3))), (base, base[:2]), (np.array(["a"]), np.array(["a"])),
+        (np.array([1 + 1j]), np.array([1 + 1j])), (np.zeros(5), np.array([0, 0, 1e-7, 0, -1e-7])),
+        (np.full(3, 1e300), np.full(3, -1e300)), (np.array([0.0, -0.0, 5.0, 5.0]), np.array([0.0, 0.0, 5.1, 5.1])),
+    ]
+
+
+@pytest.mark.filterwarnings("ignore:Casting complex values")
+@pytest.mark.parametrize("rtol,atol", [(1e-3, 1e-6), (0.0, 0.0), (0.5, 1e-2)])
+def test_pairs_tested_together_get_what_closeness_gives_each(rtol, atol, monkeypatch):
+    pairs = _pairs()
+    monkeypatch.setattr(compare_many, "BATCH_ELEMENTS", 7)    # several batches
+    together = compare_many.closeness_many(pairs, rtol, atol)
+    for (a, b), got in zip(pairs, together):
+        alone = compare.closeness(a, b, rtol, atol)
+        if got is None:
+            a, b = np.asarray(a), np.asarray(b)
+            assert not (compare_many.simple(a, b) and alone["ok"]), (a, b)
+        else:
+            assert got == alone, (a, b)
+
+
+def test_a_long_agreeing_trace_is_compared_without_a_closeness_call_per_quantity(monkeypatch):
+    from tf1gradfix.verify.runner_common import encode_array
+
+    def events(scale):
+        out = []
+        for step in range(500):
+            g = {"w": encode_array(np.full((3, 1), step * scale, np.float32)), "b": encode_array(np.ones(1, np.float32))}
+            out += [{"kind": "compute", "seq": 2 * step, "loss": float(step), "grads": g, "none": []},
+                    {"kind": "apply", "seq": 2 * step + 1, "grads": g}]
+        return out
+
+    calls = []
+    real = compare.closeness
+    monkeypatch.setattr(compare, "closeness", lambda *a, **k: calls.append(1) or real(*a, **k))
+    same = compare.compare_traces({"events": events(1.0), "final": None, "stdout": ""},
+                                  {"events": events(1.0), "final": None, "stdout": ""})
+    assert same.equivalent and same.stats["gradient"].compared == 1000 and same.stats["loss"].compared == 500
+    assert len(calls) < 10, f"{len(calls)} one-by-one tests"
+    calls.clear()
+    off = compare.compare_traces({"events": events(1.0), "final": None, "stdout": ""},
+                                 {"events": events(1.01), "final": None, "stdout": ""})
+    assert off.first.describe().startswith("step 2, gradient of w")
