@@ -24,6 +24,8 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
+from tf1gradfix.verify import compare_many
+
 # atol 1e-6 is ~10 float32 epsilons (1.19e-7), TensorFlow's own default for
 # tf.debugging.assert_near on float32; it only matters for entries near zero.
 # rtol 1e-3 (~8400 ulp) is 10x above the largest float noise measured between
@@ -196,8 +198,9 @@ def closeness(a, b, rtol: float, atol: float, extra_tol=0.0) -> dict:
     return out
 
 
-def _record(cmp: Comparison, kind: str, a, b, rtol, atol, *, step, name, order, extra_tol=0.0):
-    c = closeness(a, b, rtol, atol, extra_tol)
+def _record(cmp: Comparison, kind: str, a, b, rtol, atol, *, step, name, order, extra_tol=0.0, c=None):
+    """``c``: closeness(a, b, ...) when already known (compare_many)."""
+    c = c or closeness(a, b, rtol, atol, extra_tol)
     ok, abs_err, rel_err, index, reason = c["ok"], c["abs_err"], c["rel_err"], c["index"], c["reason"]
     st = cmp.stats[kind]
     st.compared += 1
@@ -301,16 +304,29 @@ def compare_events(cmp: Comparison, orig: list, mig: list, rtol: float, atol: fl
         if o_events or m_events:
             cmp.steps = min(len(o_events), len(m_events))   # apply (second) wins when present
         leftovers.append((kind, qty, left_o, left_m, len(o_events), len(m_events)))
+    batch, size = [], 0      # tested together (compare_many), recorded in this order
+
+    def record_batch():
+        tested = compare_many.closeness_many([(a, b) for _, a, b, _ in batch], rtol, atol)
+        for (what, a, b, where), c in zip(batch, tested):
+            _record(cmp, what, a, b, rtol, atol, c=c, **where)
+        batch.clear()
+
     for kind, qty, step, key, many, eo, em in pairs:
         order = (eo["seq"], 0)
         if kind == "compute":
             if eo.get("loss") is not None and em.get("loss") is not None:
-                _record(cmp, "loss", eo["loss"], em["loss"], rtol, atol,
-                        step=step, name=_label(key) if many else None, order=order)
+                batch.append(("loss", eo["loss"], em["loss"],
+                              dict(step=step, name=_label(key) if many else None, order=order)))
             cmp.gradients += len(eo["grads"])
         for n in sorted(eo["grads"]):
-            _record(cmp, qty, decode(eo["grads"][n]), decode(em["grads"][n]), rtol, atol,
-                    step=step, name=n, order=(eo["seq"], 1))
+            a, b = decode(eo["grads"][n]), decode(em["grads"][n])
+            batch.append((qty, a, b, dict(step=step, name=n, order=(eo["seq"], 1))))
+            size += np.size(a)
+        if size >= compare_many.BATCH_ELEMENTS:
+            record_batch()
+            size = 0
+    record_batch()
     # A migrated-only event is placed on the original's timeline right after
     # the last paired event that preceded it, so "first divergence" is honest.
     timeline = sorted((em["seq"], eo["seq"]) for *_, eo, em in pairs)

@@ -40,6 +40,7 @@ import threading
 from tf1gradfix.verify.runner_common import VERIFIER_PID
 
 NO_POOL = "TF1GRADFIX_NO_POOL"
+RUN_REPLY_WAIT = 60.0   # seconds a zygote has to fork a run (it answers in milliseconds when well)
 # Environment read when an interpreter or TensorFlow starts: a zygote serves
 # only runs whose values of these equal its own.
 _STARTUP_PREFIXES = ("TF_", "KERAS", "CUDA", "OMP_", "OPENBLAS", "MKL", "PYTHON")
@@ -85,6 +86,7 @@ class PooledRun:
             self._zygote.pump(0.05)
         if self.returncode is None:
             self.returncode = self._status
+            self._zygote.statuses.pop(self.pid, None)
             self._zygote.send({"op": "reap", "pid": self.pid})
         return self.returncode
 
@@ -99,6 +101,7 @@ class _Zygote:
     def __init__(self, legacy: bool, env: dict):
         self.key = (legacy, sys.executable, _startup_key(env))
         self.statuses: dict[int, int] = {}
+        self.requests = 0
         self._lock = threading.Lock()
         self._buffer = b""
         self.proc = subprocess.Popen(
@@ -151,18 +154,26 @@ class _Zygote:
                 timeout = 0.0
 
     def run(self, argv: list[str], env: dict, cwd: str, stdout: str, stderr: str) -> PooledRun | None:
+        """The forked run, or None (then the caller starts it afresh and this zygote is closed:
+        a fork it answers too late must not run beside the fresh process)."""
         with self._lock:
             # the program's runner dies with its parent, the zygote (runner_common.exit_with_verifier)
             env = {**env, VERIFIER_PID: str(self.proc.pid)}
-            self.send({"op": "run", "argv": argv, "env": env, "cwd": cwd, "stdout": stdout, "stderr": stderr})
+            self.requests += 1
+            self.send({"op": "run", "id": self.requests, "argv": argv, "env": env, "cwd": cwd,
+                       "stdout": stdout, "stderr": stderr})
             while True:
-                message = self._read(timeout=60)
-                if message is None:
+                message = self._read(timeout=RUN_REPLY_WAIT)
+                if message is None or ("exited" not in message and "pid" not in message):
                     return None
                 if "exited" in message:
                     self.statuses[message["exited"]] = message["status"]
                     continue
-                return PooledRun(self, message["pid"]) if "pid" in message else None
+                if message.get("id") != self.requests:   # the answer to an earlier request given up on
+                    continue
+                # a pid the system reuses: what an earlier child of that pid left is not this one's
+                self.statuses.pop(message["pid"], None)
+                return PooledRun(self, message["pid"])
 
     def close(self) -> None:
         try:
@@ -219,7 +230,11 @@ def start(legacy: bool, argv: list[str], env: dict, cwd: str, stdout: str, stder
     except OSError:
         _ZYGOTES.pop(legacy, None)
         return None
-    return zygote.run(argv, env, cwd, stdout, stderr)
+    run = zygote.run(argv, env, cwd, stdout, stderr)
+    if run is None:
+        _ZYGOTES.pop(legacy, None)
+        zygote.close()
+    return run
 
 
 def shutdown() -> None:
@@ -242,6 +257,9 @@ except Exception:
     pass
 for name in json.loads(sys.argv[1]):
     importlib.import_module(name)
+import gc
+gc.collect()
+gc.freeze()   # the collector of a child never walks (and so never copies) the pages of what is preloaded
 out = sys.stdout.buffer
 def say(message):
     out.write(json.dumps(message).encode() + b"\n")
@@ -309,7 +327,7 @@ while True:
                 if pid == 0:
                     child(job)
                 children[pid] = False
-                say({"pid": pid})
+                say({"pid": pid, "id": job.get("id")})
             elif job["op"] == "reap" and job["pid"] in children:
                 try:
                     os.waitpid(job["pid"], 0)

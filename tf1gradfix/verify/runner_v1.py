@@ -84,7 +84,10 @@ class V1Tracer(rc.Reentrancy):
             self.graphs_seen[id(graph)] = graph   # keeps ids from being reused
             base = rc.strip_name(name)
             taken = set(self.labels.values())
-            label = next(c for c in (base, *(f"{base}_{i}" for i in range(1, 1 << 20))) if c not in taken)
+            label, i = base, 0
+            while label in taken:   # (lazily: each candidate is made only when the last is taken)
+                i += 1
+                label = f"{base}_{i}"
             self.labels[key] = label
         return self.labels[key]
 
