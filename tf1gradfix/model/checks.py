@@ -72,6 +72,8 @@ def _update(program: Program, node: OptimizerCall, qualified) -> None:
         loss = node.bound["loss"]
         if not isinstance(loss, cst.Name):
             raise Refusal.of(loss, "loss_expression")
+        if loss.value not in program.final:   # (computed by host code, or before the graph was built)
+            raise Refusal.of(loss, "loss_not_graph_value", name=loss.value)
         if node.bound.get("var_list") is not None:
             _var_list(program, node, qualified)
 
@@ -98,16 +100,20 @@ def check_var_lists(program: Program, sigs: list[Signature], qualified) -> None:
             assert isinstance(opt, Optimizer)
             if not optimizers.optimizer_table().get(opt.cls, {}).get("target", "").startswith("keras."):
                 continue
-            if trained_by.setdefault(opt.index, _trained(program, node, qualified)) != _trained(program, node, qualified):
+            trained = _trained(program, node, qualified)
+            if trained is not None and trained_by.setdefault(opt.index, trained) != trained:
                 raise Refusal.of(opt.call, "optimizer_var_lists_differ")
 
 
-def _trained(program: Program, node: OptimizerCall, qualified) -> set:
-    """What an update trains, one entry per variable or layer as the tape lists them."""
+def _trained(program: Program, node: OptimizerCall, qualified) -> set | None:
+    """What an update trains, one entry per variable or layer as the tape lists them
+    (None for a loss that names no graph value: refused where the loss is read)."""
     given = node.bound.get("var_list")
     if given is not None:
         return set(cast("list[str]", var_lists.members(program, given, node.index, qualified)))
     loss = cast(cst.Name, node.bound["loss"])
+    if not isinstance(node, ComputeGradients) and loss.value not in program.final:
+        return None
     listed = program.trainable() if isinstance(node, ComputeGradients) else \
         reached_variables(program, program.final[loss.value])
     return {n.names[0] if isinstance(n, Variable) else builders.variables_text(n) if isinstance(n, BuilderModule)
