@@ -14,8 +14,7 @@ from tf1gradfix.cst.syntax import Refusal, arg
 from tf1gradfix.model.nodes import Node, Static, Tensor
 
 # dtype arguments by position, for the calls whose result has that dtype
-_DTYPE_POSITION = {"tensorflow.cast": 1, "tensorflow.zeros": 1, "tensorflow.ones": 1, "tensorflow.fill": None,
-                   "tensorflow.constant": 1}
+_DTYPE_POSITION = {"tensorflow.cast": 1, "tensorflow.zeros": 1, "tensorflow.ones": 1, "tensorflow.constant": 1}
 
 
 def can_feed(node: Node | None) -> bool:
@@ -38,8 +37,7 @@ def dtype_of(node: Node, qualified) -> str | tuple[str] | None:
     code = cst.Module([]).code_for_node
     if isinstance(value, cst.Call):
         q = qualified(value.func)
-        position = _DTYPE_POSITION.get(q or "")
-        given = arg(value, position, "dtype") if position is not None else arg(value, 99, "dtype")
+        given = arg(value, _DTYPE_POSITION.get(q or "", -1), "dtype")   # (elsewhere by keyword only)
         if given is not None and not (isinstance(given, cst.Name) and given.value == "None"):
             return code(given)
     kinds = set()
