@@ -20,13 +20,11 @@ from typing import cast
 import libcst as cst
 
 from tf1gradfix.constructs import variables
-from tf1gradfix.cst.syntax import Refusal, bound_args, is_docstring, literal_bool, literal_string, matches
+from tf1gradfix.cst.syntax import Refusal, bound_args, is_docstring, matches
 from tf1gradfix.cst.walk import walk
-from tf1gradfix.model.nodes import Statement, Static, Variable
+from tf1gradfix.model.nodes import Statement, Variable
 
 _VARIABLE = "tensorflow.Variable"
-_V1_PARAMS = ["initial_value", "trainable", "collections", "validate_shape", "caching_device", "name",
-              "variable_def", "dtype"]
 
 
 def factory_call(fn: cst.FunctionDef, qualified) -> cst.Call | None:
@@ -102,30 +100,20 @@ def build(builder, s: Statement) -> bool:
     inner = factory_call(fn, builder.qualified) if fn is not None else None
     if inner is None:
         return False
-    variables._check_name(builder, s.one, call)
+    variables.check_name(builder, s.one, call)
     names = [p.name.value for p in fn.params.params]
     given = bound_args(call, names, call)
     defaults = {p.name.value: p.default for p in fn.params.params if p.default is not None}
     if set(given) - set(names) or set(names) - set(given) - set(defaults):
         raise Refusal.of(call, "factory_arguments", function=fn.name.value)
     args = {**defaults, **given}
-    for i in s.deps:   # its arguments, like a variable's initial value, must not change per run
-        if not isinstance(builder.program.nodes[i], Static):
-            raise Refusal.of(call, "variable_from_graph_value", name=s.one)
-    v1 = bound_args(inner, _V1_PARAMS, inner)
-    extra = set(v1) - {"initial_value", "trainable", "name", "dtype"}
-    if extra:
-        raise Refusal.of(inner, "variable_arguments", args=", ".join(sorted(extra)))
-    name = _at_call(v1.get("name"), args)
-    label = literal_string(name) if name is not None and not _is_none(name) else None
-    if name is not None and not _is_none(name) and label is None:
-        raise Refusal.of(call, "variable_name_not_literal")
-    if label is None and s.item.prefix:
-        raise Refusal.of(call, "variable_unnamed_in_scope")
-    trainable = literal_bool(_at_call(v1.get("trainable"), args), "trainable") is not False
-    full = None if label is None else s.item.prefix + label
-    if s.item.scope != s.item.prefix:   # under `tf.name_scope`: its full name
-        full = builder.unique_name(s.item.scope + (label or "Variable"))
+    # the variable statement the call stands for: the inner call, its parameters read as passed
+    read = inner.with_changes(args=[a.with_changes(value=_at_call(a.value, args)) for a in inner.args])
+    try:
+        _, trainable, full = variables.checked(builder, s.item, s.one, read, _VARIABLE, s.deps)
+    except Refusal as refusal:   # (shown at the call, which the module holds)
+        refusal.node = call
+        raise
     builder.add(s.item, Variable, (s.one,), call, s.deps, source=_VARIABLE, bound={}, full_name=full,
                 trainable=trainable, factory=fn.name.value)
     return True
@@ -137,7 +125,3 @@ def _at_call(expr: cst.BaseExpression | None, args: dict) -> cst.BaseExpression 
     if isinstance(expr, cst.Name) and expr.value in args:
         return args[expr.value]
     return expr
-
-
-def _is_none(expr: cst.BaseExpression) -> bool:
-    return isinstance(expr, cst.Name) and expr.value == "None"

@@ -33,7 +33,7 @@ def build(builder, s: Statement) -> bool:
     if len(made) != len(entries):
         other = next(e for _, e in entries if e not in made)
         raise Refusal.of(other, "variable_group_mixed", name=s.one)
-    variables._check_name(builder, s.one, made[0])
+    variables.check_name(builder, s.one, made[0])
     members = []
     for key, element in entries:
         call = cast(cst.Call, element)   # (every element is one of `made`)

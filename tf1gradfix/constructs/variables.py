@@ -25,12 +25,12 @@ def build(builder, s: Statement) -> bool:
 
 
 def _model(builder, item, name: str, call: cst.Call, q: str, deps) -> None:
-    _check_name(builder, name, call)
+    check_name(builder, name, call)
     bound, trainable, full = checked(builder, item, name, call, q, deps)
     builder.add(item, Variable, (name,), call, deps, source=q, bound=bound, full_name=full, trainable=trainable)
 
 
-def _check_name(builder, name: str, call: cst.Call) -> None:
+def check_name(builder, name: str, call: cst.Call) -> None:
     earlier = builder.program.node(name)
     if earlier is not None and earlier.graph_input():
         # the first one still lives in TF1's collections (compute_gradients would list it)
