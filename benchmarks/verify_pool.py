@@ -56,7 +56,10 @@ def pairs(n: int) -> list[tuple[Path, Path]]:
 
 
 def plain_original(path: Path) -> float:
-    return _timed([sys.executable, "-c", PLAIN_V1, str(path)], path.parent, _env(True))[0]
+    """A plain run in a copy of the program's folder (a program may write files there)."""
+    with tempfile.TemporaryDirectory(prefix="tf1gradfix-bench-plain-") as tmp:
+        folder = Path(shutil.copytree(path.parent, Path(tmp) / path.parent.name))
+        return _timed([sys.executable, "-c", PLAIN_V1, str(folder / path.name)], folder, _env(True))[0]
 
 
 def verify_in_one_process(chosen: list[tuple[Path, Path]]) -> tuple[float, list[str]]:

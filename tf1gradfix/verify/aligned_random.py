@@ -284,9 +284,14 @@ class EagerDraws(Stream):
         from tensorflow.python.framework import constant_op, dtypes
 
         def primitive(*args, **kwargs):
-            if (not context.executing_eagerly() or self.tracer.randomness.creating
-                    or random_ops._in_initializer() or (stateless and not _keras_frame())
-                    or _initial_value()):
+            eager = context.executing_eagerly()
+            if not eager and not self.tracer.graph_calls.tracing():
+                return orig(*args, **kwargs)
+            if (self.tracer.randomness.creating or random_ops._in_initializer()
+                    or (stateless and not _keras_frame()) or _initial_value()):
+                return orig(*args, **kwargs)
+            if not eager:   # a draw this side aligns, in a function traced to run as a graph
+                self.tracer.graph_calls.refuse("it draws random numbers (aligned only eagerly)")
                 return orig(*args, **kwargs)
             a = _arguments(orig, args, kwargs)
             bounds = (np.asarray(a["minval"]), np.asarray(a["maxval"])) if kind == "uniform_int" else ()

@@ -78,6 +78,7 @@ class VerifyResult:
     timeout: float = DEFAULT_TIMEOUT
     elapsed: float = 0.0
     random_numbers: dict = field(default_factory=dict)   # role -> {"ops", "draws"} drawn aligned
+    functions: dict = field(default_factory=dict)   # the migration's tf.function calls run as graphs / eagerly
 
     @property
     def exit_code(self) -> int:
@@ -95,7 +96,7 @@ class VerifyResult:
             "original": asdict(self.original), "migrated": asdict(self.migrated),
             "variable_mapping": self.mapping, "unmatched_variables": self.unmatched,
             "comparison": self.comparison.to_json() if self.comparison else None,
-            "random_numbers": self.random_numbers,
+            "random_numbers": self.random_numbers, "functions": self.functions,
         }
 
 
@@ -439,6 +440,8 @@ def _decide(result: VerifyResult, trace_dir: str, ev: dict, rtol: float, atol: f
 def _decide_run(result: VerifyResult, trace_dir: str, ev: dict, rtol: float, atol: float) -> None:
     o, m = result.original, result.migrated
     result.random_numbers = {role: aligned_random.tally(ev[role]) for role in ("original", "migrated")}
+    result.functions = next(({k: v for k, v in e.items() if k not in ("kind", "seq")}
+                             for e in reversed(ev["migrated"]) if e["kind"] == "functions"), {})
     timed = budget.timed_roles(o, m, ev)   # a timeout keeps what was compared up to it
     if o.failed and "original" not in timed:
         result.verdict, result.reason = ORIGINAL_FAILED, f"original {o.reason}"

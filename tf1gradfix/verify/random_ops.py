@@ -224,7 +224,12 @@ class EagerRandomness:
         op_callbacks.add_op_callback(self.callback)
 
     def callback(self, op_type, inputs, attrs, outputs, op_name=None, graph=None):
-        if graph is not None or self.creating or self.tracer.busy():
+        if graph is not None:
+            calls = self.tracer.graph_calls
+            if calls.tracing() and is_random_op(op_type.decode("utf-8", "replace") if isinstance(op_type, bytes) else op_type):
+                calls.refuse("it draws random numbers (aligned only eagerly)")
+            return None
+        if self.creating or self.tracer.busy():
             return None
         try:
             if isinstance(op_type, bytes):       # eager ops report their type as bytes

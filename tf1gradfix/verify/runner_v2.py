@@ -2,8 +2,10 @@
 
 Usage: ``python -m tf1gradfix.verify.runner_v2 TRACE_DIR SCRIPT [--cwd DIR] [-- ARGS...]``.
 
-``tf.function`` bodies run eagerly so every traced quantity is a concrete
-value.  Variables are created normally and then overwritten with the
+An outermost ``tf.function``'s first call runs eagerly, so every traced
+quantity is a concrete value and its variables are made outside any graph;
+later calls run as graphs that also return what the verifier records
+(graph_calls.py).  Variables are created normally and then overwritten with the
 original program's initial values of the same name (read from
 ``init.json``), so both programs start from the same point instead of from
 two different random draws.
@@ -19,7 +21,7 @@ import time
 
 import numpy as np
 
-from tf1gradfix.verify import aligned_random, budget, random_ops
+from tf1gradfix.verify import aligned_random, budget, graph_calls, random_ops
 from tf1gradfix.verify import runner_common as rc
 
 KERAS_OPTIMIZER_MODULE = "keras.src.optimizers.base_optimizer"
@@ -87,6 +89,7 @@ class V2Tracer(rc.Reentrancy):
         self.draws = aligned_random.EagerDraws(trace, self)
         self.budget = budget.StepCounter(budget.limit_from_env())
         self.unit = None                  # within an outermost tf.function call: has it trained yet?
+        self.graph_calls = graph_calls.GraphCalls(tf, self)
 
     # -- initial values -------------------------------------------------
     def load_init(self) -> dict:
@@ -160,6 +163,8 @@ class V2Tracer(rc.Reentrancy):
         return None
 
     def creator(self, next_creator, **kwargs):
+        if self.graph_calls.tracing():
+            self.graph_calls.refuse("it creates a variable when traced")
         self.randomness.creating += 1
         try:
             var = next_creator(**kwargs)
@@ -273,7 +278,7 @@ class V2Tracer(rc.Reentrancy):
 
         def gradient(self, target, sources, *args, **kwargs):
             grads = orig_gradient(self, target, sources, *args, **kwargs)
-            if not tracer.busy() and tf.executing_eagerly():
+            if not tracer.busy() and (tf.executing_eagerly() or tracer.graph_calls.tracing()):
                 tracer.enter()
                 try:
                     tracer.record_compute(target, sources, grads)
@@ -352,12 +357,37 @@ class V2Tracer(rc.Reentrancy):
             budget.stop_here(self.trace, self.budget, self.at_exit)
         self.unit = False
         try:
-            if fn._run_functions_eagerly:
-                args, kwds = self.converted(fn, args, kwds)
-            return orig_call(fn, *args, **kwds)
+            return self.graph_calls.call(orig_call, fn, args, kwds, lambda: self.eager_call(orig_call, fn, args, kwds))
         finally:
             self.unit = None
             self.budget.calls += 1
+
+    def eager_call(self, orig_call, fn, args, kwds):
+        """`fn`'s body run eagerly (functions it calls too), its arguments converted as a trace would."""
+        config = self.tf.config
+        was = config.functions_run_eagerly()
+        config.run_functions_eagerly(True)
+        try:
+            args, kwds = self.converted(fn, args, kwds)
+            return orig_call(fn, *args, **kwds)
+        finally:
+            config.run_functions_eagerly(was)
+
+    def before_graph_call(self, trains: bool) -> None:
+        """A graph call that trains begins a step: stop first if the budget is spent."""
+        if trains and self.budget.due(True):
+            budget.stop_here(self.trace, self.budget, self.at_exit)
+
+    def after_graph_call(self, plan, values: list) -> None:
+        """Write the events a graph call recorded, as an eager call would have."""
+        at = 0
+        for kind, names, none, n_targets in plan.events:
+            targets, grads = values[at:at + n_targets], values[at + n_targets:at + n_targets + len(names)]
+            at += n_targets + len(names)
+            if kind == "compute":
+                self.emit_compute(targets, names, grads, none)
+            else:
+                self.emit_apply(names, grads)
 
     def step_event(self, kind: str, loss=None) -> None:
         """Before a traced event: count the step it may begin; stop if the budget is spent."""
@@ -389,33 +419,48 @@ class V2Tracer(rc.Reentrancy):
         Base.apply = apply
 
     def record_compute(self, target, sources, grads) -> None:
+        nest = self.tf.nest
+        flat_src, flat_grads, flat_targets = nest.flatten(sources), nest.flatten(grads), nest.flatten(target)
+        names = [self.source_name(s, i) for i, s in enumerate(flat_src)]
+        if self.graph_calls.tracing():
+            self.graph_calls.record("compute", names, flat_grads, flat_targets)
+            return
+        pairs = [(n, self.value(g)) for n, g in zip(names, flat_grads) if g is not None]
+        self.emit_compute([self.value(t) for t in flat_targets], [n for n, _ in pairs], [g for _, g in pairs],
+                          [n for n, g in zip(names, flat_grads) if g is None])
+
+    def emit_compute(self, targets: list, names: list, grads: list, none: list) -> None:
         self.randomness.flush()
         self.steps += 1
-        nest = self.tf.nest
-        flat_src, flat_grads = nest.flatten(sources), nest.flatten(grads)
-        targets = [self.value(t) for t in nest.flatten(target)]
-        self.step_event("compute", rc.loss_value(targets))
-        names = [self.source_name(s, i) for i, s in enumerate(flat_src)]
-        self.trace.event(
-            "compute", loss=rc.loss_value(targets),
-            grads={n: rc.encode_array(self.value(g)) for n, g in zip(names, flat_grads) if g is not None},
-            none=[n for n, g in zip(names, flat_grads) if g is None])
+        loss = rc.loss_value(targets)
+        self.step_event("compute", loss)
+        self.trace.event("compute", loss=loss, grads={n: rc.encode_array(g) for n, g in zip(names, grads)},
+                         none=none)
 
     def record_apply(self, grads, variables) -> None:
-        if self.busy() or not self.tf.executing_eagerly():
+        if self.busy():
             return
         try:
-            self.randomness.flush()
-            self.step_event("apply")
-            pairs = [(self.source_name(v, i), g) for i, (g, v) in enumerate(zip(grads, variables))
-                     if g is not None]
-            self.trace.event("apply", grads={n: rc.encode_array(self.value(g)) for n, g in pairs})
+            names = [self.source_name(v, i) for i, v in enumerate(variables)]
+            if self.graph_calls.tracing():
+                self.graph_calls.record("apply", names, list(grads))
+                return
+            if not self.tf.executing_eagerly():
+                return
+            pairs = [(n, self.value(g)) for n, g in zip(names, grads) if g is not None]
+            self.emit_apply([n for n, _ in pairs], [g for _, g in pairs])
         except Exception as exc:  # noqa: BLE001 - tracing must never break the program
             self.trace.event("note", text=f"update not traced: {type(exc).__name__}: {exc}"[:500])
+
+    def emit_apply(self, names: list, grads: list) -> None:
+        self.randomness.flush()
+        self.step_event("apply")
+        self.trace.event("apply", grads={n: rc.encode_array(g) for n, g in zip(names, grads)})
 
     def at_exit(self) -> None:
         self.randomness.flush()
         self.draws.summary()
+        self.trace.event("functions", **self.graph_calls.summary())
         values = {}
         for name, var in self.created:
             try:
@@ -459,7 +504,8 @@ def main(argv: list[str]) -> int:
     import tensorflow as tf
 
     tf.random.set_seed(rc.SEED)
-    tf.config.run_functions_eagerly(True)
+    if os.environ.get(graph_calls.EAGER_ENV) == "1":
+        tf.config.run_functions_eagerly(True)
     trace = rc.Trace(trace_dir, "migrated")
     tracer = V2Tracer(tf, trace, wait=float(os.environ.get("TF1GRADFIX_INIT_WAIT", "300")))
     tracer.install()
