@@ -97,7 +97,7 @@ print("\\n".join(failed))
 
 
 @pytest.mark.tf
-def test_rewrites_run_with_real_tf_functions():
+def test_rewrites_run_with_real_tf_functions(tmp_path):
     """The verifier runs migrated programs with `tf.config.run_functions_eagerly(True)`
     so it can read traced values; a rewrite must also run as written, where each
     `tf.function` is traced into a graph (variables made only on the first trace,
@@ -109,6 +109,6 @@ def test_rewrites_run_with_real_tf_functions():
     paths = [str(p / "expected.py") for p in RESTRUCTURED]
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
     done = subprocess.run([sys.executable, "-c", RUN_ALL, *paths], capture_output=True, text=True, env=env,
-                          timeout=900)
+                          timeout=900, cwd=tmp_path)   # (files the programs write stay out of the checkout)
     assert done.returncode == 0, done.stderr[-3000:]
     assert done.stdout.strip() == "", done.stdout
