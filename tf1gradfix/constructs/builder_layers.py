@@ -24,7 +24,7 @@ from tf1gradfix.constructs.layers import check_layer_arguments, layer_table
 from tf1gradfix.cst import layout
 from tf1gradfix.cst.syntax import Refusal, bound_args, literal_bool, literal_string, loads
 from tf1gradfix.cst.walk import TargetedTransformer, children
-from tf1gradfix.model.nodes import BuilderLayer, BuilderModule
+from tf1gradfix.model.nodes import BuilderLayer, BuilderModule, OptimizerCall, VarList
 
 # where a call may run a number of times other than once per call of the builder
 _REPEATING = (cst.For, cst.While, cst.If, cst.Try, cst.FunctionDef, cst.ClassDef, cst.Lambda, cst.ListComp, cst.SetComp,
@@ -128,6 +128,30 @@ def reuse_statement(builder, stmt: cst.BaseStatement, scope_object: str | None) 
     if isinstance(owner, cst.Name):
         return owner.value == scope_object
     return isinstance(owner, cst.Call) and not owner.args and builder.qualified(owner.func) == "tensorflow.get_variable_scope"
+
+
+def _marks(program) -> tuple[str, ...]:
+    return tuple(f"*{n.var}." for n in program.nodes if isinstance(n, BuilderModule) and n.layers)
+
+
+def check_listed(program) -> None:
+    """Refusal where a list holding a layer builder's variables is read other than as an
+    update's `var_list`: a Keras layer has no variables before its first call, which in
+    TF2 is in a step function, so a list read elsewhere (an assign loop, a regularizer,
+    a fetch) could be read while it is still empty; an update lists them after its forward."""
+    marks = _marks(program)
+    lists = {n.index for n in program.nodes if isinstance(n, VarList) and any(m.startswith(marks) for m in n.members)} \
+        if marks else set()
+    for node in program.nodes:
+        if lists & node.deps and not isinstance(node, (OptimizerCall, VarList)):
+            raise Refusal.of(node.stmt, "builder_layers_listed")
+
+
+def check_host_list(program, members: list[str], where: cst.CSTNode) -> None:
+    """The same for a list whose values the host reads (`sess.run(d_vars)`, `len(...)`)."""
+    marks = _marks(program)
+    if marks and any(m.startswith(marks) for m in members):
+        raise Refusal.of(where, "builder_layers_listed")
 
 
 # -- writing ---------------------------------------------------------------
