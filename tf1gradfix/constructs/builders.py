@@ -83,7 +83,7 @@ def node(builder, helper: cst.FunctionDef) -> BuilderModule:
     variables = []
     layers: list = []
     dropped = []
-    taken = {v for v in MODULE_ATTRIBUTES | {"made", "variable"}}
+    taken = set(MODULE_ATTRIBUTES | {"made", "variable"})   # (attribute names a layer may not take)
     for at, stmt in enumerate(inner):
         if builder_layers.reuse_statement(builder, stmt, scope_object):
             dropped.append(stmt)
