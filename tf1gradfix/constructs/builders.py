@@ -27,6 +27,7 @@ from typing import cast
 
 import libcst as cst
 
+from tf1gradfix.constructs import builder_layers
 from tf1gradfix.cst.syntax import (Refusal, bound_args, bound_names, is_docstring, literal_string, loads, names_as_attributes,
                                without_defaults)
 from tf1gradfix.cst import layout
@@ -41,8 +42,15 @@ GET_VARIABLE = ("name", "shape", "dtype", "initializer", "regularizer", "trainab
 
 
 def creates_variables(helper: cst.FunctionDef, calls) -> bool:
-    """Does the function call `tf.get_variable` (a builder, when it is one)?"""
-    return any(q == "tensorflow.get_variable" for _, q in calls(helper))
+    """Does the function call `tf.get_variable`, or `tf.layers` under one `tf.variable_scope`
+    (a builder, when it is one)? (A function making layers without a scope is refused as such.)"""
+    found = calls(helper)
+    if any(q == "tensorflow.get_variable" for _, q in found):
+        return True
+    block, _ = scope_block(helper)
+    scope = block.items[0].item if block is not None and block.items else None
+    return any(c is scope and q == "tensorflow.variable_scope" for c, q in found) \
+        and any(builder_layers.is_layer_call(q) for _, q in found)
 
 
 def called_first(expr: cst.CSTNode, helpers: dict) -> list[str]:
@@ -68,20 +76,36 @@ def node(builder, helper: cst.FunctionDef) -> BuilderModule:
     for n in program.nodes:
         if isinstance(n, BuilderModule) and n.builder is helper:
             return n
-    scope, inner = _scope(builder, helper)
+    scope, inner, scope_object = _scope(builder, helper)
     params = {p.name.value for p in (*helper.params.params, *helper.params.kwonly_params)}
     per_call = scope in params   # a layer function: the scope, and so the variables, come with each call
     local = set()
     variables = []
-    for stmt in inner:
+    layers: list = []
+    dropped = []
+    taken = set(MODULE_ATTRIBUTES | {"made", "variable"})   # (attribute names a layer may not take)
+    for at, stmt in enumerate(inner):
+        if builder_layers.reuse_statement(builder, stmt, scope_object):
+            dropped.append(stmt)
+            continue
+        if scope_object is not None and scope_object in loads(stmt):
+            raise Refusal.of(stmt, "builder_scope_object_used", name=scope_object)
         small = stmt.body[0] if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 else None
         value = small.value if isinstance(small, cst.Assign) else None
         call = value if isinstance(value, cst.Call) and builder.qualified(value.func) == "tensorflow.get_variable" else None
         if call is None:
             for c, q in builder.calls(stmt):
-                if q in ("tensorflow.get_variable", "tensorflow.Variable", "tensorflow.variable_scope") \
-                        or (q or "").startswith("tensorflow.layers."):
+                if q in ("tensorflow.get_variable", "tensorflow.Variable", "tensorflow.variable_scope"):
                     raise Refusal.of(c, "builder_weights_other_form", function=helper.name.value)
+                if (q or "").startswith("tensorflow.layers.") and not builder_layers.is_layer_call(q):
+                    raise Refusal.of(c, "builder_layer_unmapped", api=q.replace("tensorflow", "tf", 1),
+                                     function=helper.name.value)
+            if per_call and any(builder_layers.is_layer_call(q) for _, q in builder.calls(stmt)):
+                raise Refusal.of(stmt, "builder_layers_scope_parameter", function=helper.name.value, scope=scope)
+            made = builder_layers.sites(builder, helper, stmt, taken, layers, params | local, per_call)
+            for site in made:
+                site.at = at
+            layers += made
             local |= bound_names(stmt)
             continue
         small = cast(cst.Assign, small)   # (a `tf.get_variable` call is its value)
@@ -98,27 +122,29 @@ def node(builder, helper: cst.FunctionDef) -> BuilderModule:
         if reads and not per_call:   # created once: its shape and initializer must not depend on a call's arguments
             raise Refusal.of(call, "builder_variable_from_changing", variable=label, name=sorted(reads)[0])
         variables.append((small.targets[0].target.value, label, call, bound, stmt))
-    if not variables:
+    if not variables and not layers:
         raise Refusal.of(helper, "builder_get_variable_unfollowed", function=helper.name.value)
     names = [v[0] for v in variables]
     if len(set(names)) != len(names) or set(names) & (params | local):
         raise Refusal.of(helper, "builder_variable_named_twice", function=helper.name.value)
+    if any(attribute_name(n) == site.attribute for n in names for site in layers):
+        raise Refusal.of(helper, "builder_variable_named_twice", function=helper.name.value)
     return builder.append(BuilderModule(
         index=-1, names=(), stmt=helper, value=None, builder=helper, scope=None if per_call else scope,
         scope_parameter=scope if per_call else None, variables=variables, inner=inner, weights=True, trainable=True,
-        var=helper.name.value))
+        var=helper.name.value, layers=layers, dropped=dropped))
 
 
 def _scope(builder, helper: cst.FunctionDef):
-    """("scope name", statements inside it): the body is one `with tf.variable_scope("NAME", reuse=...)`;
-    for a layer function, the name of the parameter holding the scope."""
-    body = list(helper.body.body)
-    if body and is_docstring(body[0]):
-        body = body[1:]
-    if helper.decorators or helper.asynchronous is not None or len(body) != 1 or not isinstance(body[0], cst.With):
+    """("scope name", statements inside it, the `as NAME` of the scope or None): the body is
+    one `with tf.variable_scope("NAME", reuse=...)`; for a layer function, the name of the
+    parameter holding the scope."""
+    stmt, tail = scope_block(helper)
+    if helper.decorators or helper.asynchronous is not None or stmt is None:
         raise Refusal.of(helper, "builder_body_not_one_scope", function=helper.name.value)
-    stmt = body[0]
-    call = stmt.items[0].item if len(stmt.items) == 1 and stmt.items[0].asname is None else None
+    alias = stmt.items[0].asname if len(stmt.items) == 1 else None
+    scope_object = alias.name.value if alias is not None and isinstance(alias.name, cst.Name) else None
+    call = stmt.items[0].item if len(stmt.items) == 1 and (alias is None or scope_object is not None) else None
     if not isinstance(call, cst.Call) or builder.qualified(call.func) != "tensorflow.variable_scope":
         raise Refusal.of(stmt, "builder_without_scope", function=helper.name.value)
     bound = bound_args(call, ["name_or_scope", "default_name", "values", "initializer", "regularizer",
@@ -129,7 +155,19 @@ def _scope(builder, helper: cst.FunctionDef):
         scope = given.value   # (a parameter: see _per_call_statements)
     if scope is None or set(bound) - {"name_or_scope", "reuse"}:
         raise Refusal.of(call, "builder_scope_form")
-    return scope, list(stmt.body.body)
+    return scope, [*stmt.body.body, *tail], scope_object
+
+
+def scope_block(helper: cst.FunctionDef) -> tuple[cst.With | None, list[cst.BaseStatement]]:
+    """The body's one `with` block (after an optional docstring), and the `return` after it
+    if there is one (the same as the block's last statement: nothing runs in between)."""
+    body = [s for k, s in enumerate(helper.body.body) if k or not is_docstring(s)]
+    tail = body[1:]
+    returns = len(tail) == 1 and isinstance(tail[0], cst.SimpleStatementLine) and len(tail[0].body) == 1 \
+        and isinstance(tail[0].body[0], cst.Return)
+    if not body or not isinstance(body[0], cst.With) or tail and not returns:
+        return None, []
+    return body[0], tail
 
 
 def attribute_name(local: str) -> str:
@@ -142,13 +180,17 @@ def variables_text(node: BuilderModule) -> str:
     sorts them by attribute name instead)."""
     if node.scope_parameter is not None:   # a layer function's: made call by call
         return f"*{node.var}.made.values()"
+    if node.layers:
+        return builder_layers.variables_text(node, attribute_name)
     return ", ".join(f"{node.var}.{attribute_name(v[0])}" for v in node.variables)
 
 
-def class_statements(node: BuilderModule, name: str, tf: str, initial_value, gap: int) -> list[cst.BaseStatement]:
-    """`class Encoder(tf.Module)` (variables in `__init__`, the computation in
+def class_statements(node: BuilderModule, name: str, tf: str, initial_value, gap: int,
+                     layer_text=None) -> list[cst.BaseStatement]:
+    """`class Encoder(tf.Module)` (variables and layers in `__init__`, the computation in
     `__call__`) and `encoder = Encoder()`, in place of the function; its
-    docstring becomes the class's, the comments above the scope stay in `__call__`. `name`: the class's."""
+    docstring becomes the class's, the comments above the scope stay in `__call__`. `name`: the class's;
+    `layer_text(row, call, bound)`: a Keras layer's constructor (emit.state)."""
     helper = node.builder
     first = cast("list[cst.SimpleStatementLine | cst.BaseCompoundStatement]", list(helper.body.body))
     docstring = first[0] if first and is_docstring(first[0]) else None
@@ -161,13 +203,17 @@ def class_statements(node: BuilderModule, name: str, tf: str, initial_value, gap
         init = "".join("            " + layout.fit(
             f"self.{attribute[local]} = {tf}.Variable({initial_value(call, bound)}, name=\"{label}\")", column).replace(
             "\n", "\n            ") + "\n" for local, label, call, bound, _ in node.variables)
+        made = f"        with self.name_scope:\n{init}" if init else ""
+        made += builder_layers.constructor_lines(node, layer_text, column - 4) if node.layers else ""
         text = (f"class {name}({tf}.Module):\n"
                 f"    def __init__(self):\n"
                 f"        super().__init__(name=\"{node.scope}\")\n"
-                f"        with self.name_scope:\n{init}\n"
+                f"{made}\n"
                 f"    def __call__(self):\n        pass\n")
-        skip = {id(v[4]) for v in node.variables}
-        body = [names_as_attributes(s, attribute) for s in node.inner if id(s) not in skip]
+        skip = {id(v[4]) for v in node.variables} | {id(s) for s in node.dropped}
+        body = [names_as_attributes(builder_layers.called(s, node), attribute) for s in node.inner if id(s) not in skip]
+        if node.layers:
+            body = builder_layers.in_name_scope(body, f'"{node.scope}"', tf)
     cls = cast(cst.ClassDef, cst.parse_statement(text))
     if body:
         head_line = cast("cst.SimpleStatementLine | cst.BaseCompoundStatement", body[0])
@@ -200,6 +246,8 @@ def _per_call_statements(node: BuilderModule, name: str, tf: str, initial_value,
     made = {id(v[4]): v for v in node.variables}
     body = []
     for stmt in node.inner:
+        if any(stmt is d for d in node.dropped):
+            continue
         if id(stmt) in made:
             local, label, call, bound, _ = made[id(stmt)]
             line = layout.fit(f"{local} = self.variable(f\"{{{scope}}}/{label}\", lambda: {initial_value(call, bound)})", column)

@@ -65,7 +65,8 @@ def _model(builder, item, names, value, deps, tf_calls) -> None:
             unsupported = unsupported or dropout.helper_refusal(name, builder.calls(builder.program.helpers[name]))
             if any(q in summaries.summary_ops() for q in inner):
                 raise Refusal.of(item.stmt, "function_makes_summary", name=name)
-            creates = [q for q in inner if q in layers.layer_table() or q == "tensorflow.Variable"]
+            creates = [] if builder.is_builder(name) else \
+                [q for q in inner if q in layers.layer_table() or q == "tensorflow.Variable"]
             factory = variable_factories.reached(builder, builder.program.helpers[name])
             creates += [factory] if factory is not None else []
             if creates:   # called in every step, it would make new weights each time

@@ -301,7 +301,7 @@ class _Rewrite:
                 naming.classes[node] = self.fresh("".join(p.capitalize() for p in helper.name.value.split("_")) or "Builder")
                 gap = 2 if any(helper is stmt for stmt in self.module.body) else 1
                 made = cst.FlattenSentinel(builders.class_statements(node, naming.classes[node], alias,
-                                                                     state.builder_variable, gap))
+                                                                     state.builder_variable, gap, state.layer_constructor))
                 self.builder_edits[helper] = made
         for node in program.nodes:   # a layer's variable: its TF1 name where that is free
             if not isinstance(node, (Layer, LayerLoop)):

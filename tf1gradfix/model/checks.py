@@ -13,7 +13,7 @@ from typing import cast
 import libcst as cst
 from libcst.metadata import ScopeProvider
 
-from tf1gradfix.constructs import builders, layers, optimizers, var_lists, variables
+from tf1gradfix.constructs import builder_layers, builders, layers, optimizers, var_lists, variables
 from tf1gradfix.cst.syntax import Refusal, bound_names, loads, matches
 from tf1gradfix.cst.walk import walk
 from tf1gradfix.emit.tape import _literal_index as literal_index   # (a syntax helper of the call sites)
@@ -181,6 +181,7 @@ def check_state(program: Program, qualified, code) -> None:
     """The variables, layers and builder functions' variables, in the order they are
     written: Refusal for an initial value or layer setting the rewrite cannot write.
     `code`: a node's text, as the rewrite spells it."""
+    builder_layers.check_listed(program)
     for module in program.nodes:   # (a builder's module class is written first)
         if isinstance(module, BuilderModule):
             for _, _, call, bound, _ in module.variables:

@@ -267,6 +267,10 @@ class ModelBuilder:
                     out.add(builders.node(self, helper).index)
         return out
 
+    def is_builder(self, name: str) -> bool:
+        """Is `name` a builder function (its weights are made once, in its module)?"""
+        return self._builder(name)
+
     def _builder(self, name: str) -> bool:
         """Is `name` a helper function that makes variables (a builder)? Asked once per helper."""
         if name not in self.makes_variables:

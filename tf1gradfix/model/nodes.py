@@ -185,6 +185,20 @@ class LayerLoop(LayerNode):
 BuilderVariable = tuple[str, str, cst.Call, Bound, cst.SimpleStatementLine]   # (local, label, call, bound, statement)
 
 
+@dataclass(eq=False)
+class BuilderLayer:
+    """A `tf.layers` call in a builder function: a Keras layer of its module."""
+
+    attribute: str                # the module attribute holding the layer
+    label: str                    # TF1's name for it under the builder's scope (dense, dense_1, ...)
+    call: cst.Call
+    row: dict
+    bound: Bound
+    source: cst.BaseExpression
+    call_args: list[tuple[str, cst.BaseExpression]]   # (`training=`, its literal)
+    at: int = 0                   # the index of its statement in the builder's scope block
+
+
 @dataclass(eq=False, kw_only=True)
 class BuilderModule(LayerNode):
     """A builder function (`tf.get_variable` under one `tf.variable_scope`): a `tf.Module`."""
@@ -195,6 +209,8 @@ class BuilderModule(LayerNode):
     variables: list[BuilderVariable]
     inner: list[cst.BaseStatement]
     var: str                      # the instance's name: the function's
+    layers: list[BuilderLayer] = field(default_factory=list)   # its `tf.layers` calls, in call order
+    dropped: list[cst.BaseStatement] = field(default_factory=list)   # `scope.reuse_variables()` statements
 
 
 @dataclass(eq=False, kw_only=True)

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any, cast
 
 import libcst as cst
-from tf1gradfix.constructs import dropout, fed_tensors, savers, var_lists
+from tf1gradfix.constructs import builder_layers, dropout, fed_tensors, savers, var_lists
 from tf1gradfix.model.graph import Item, Program
 from tf1gradfix.model.nodes import (ComputeGradients, Gradients, Init, Node, Optimizer, Placeholder, Static, Tensor, TrainOp,
                                     Saver, Update, Variable, VariableGroup, VarList)
@@ -176,6 +176,7 @@ class HostScan:
         listed = var_lists.members(self.p, call, len(self.p.nodes), qualified)
         if listed is None:
             return False
+        builder_layers.check_host_list(self.p, listed, call)
         self.variable_lists[call] = f"[{', '.join(listed)}]"
         return True
 
@@ -280,6 +281,7 @@ class HostScan:
         listed = self.p.node(fetch.value) if isinstance(fetch, cst.Name) and self.host is None else None
         if isinstance(listed, VarList) and feed is None:
             # `sess.run(g_vars)`: the values of the variables it lists, in its order
+            builder_layers.check_host_list(self.p, listed.members, call)
             self.variable_lists[call] = f"[v.numpy() for v in [{', '.join(listed.members)}]]"
             return
         structure, fetches = self._fetches(fetch)

@@ -1,0 +1,214 @@
+"""`tf.layers` calls in a builder function (constructs/builders.py).
+
+    def critic(x, reuse=False):
+        with tf.variable_scope("critic", reuse=reuse):
+            h = tf.layers.dense(x, 8, tf.nn.relu)
+            return tf.layers.dense(h, 1)
+
+In TF1 each call site makes a layer whose variables are `critic/dense/*`,
+`critic/dense_1/*` (unnamed layers are counted per kind inside the scope, and
+the count starts again each time the scope is entered), and the calls with
+`reuse` get them back. The builder's module creates one Keras layer per call
+site in its constructor, named as TF1 named it, and calls it in `__call__`
+under `tf.keras.name_scope("critic")`: the layer builds on its first call, so
+its variables are `critic/dense/kernel`, ... as in TF1. A call site run more
+than once per call (a loop, a comprehension) or only on some calls made a
+different number of layers in TF1, and is refused.
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from tf1gradfix.constructs.layers import check_layer_arguments, layer_table
+from tf1gradfix.cst import layout
+from tf1gradfix.cst.syntax import Refusal, bound_args, literal_bool, literal_string, loads
+from tf1gradfix.cst.walk import TargetedTransformer, children
+from tf1gradfix.model.nodes import BuilderLayer, BuilderModule, OptimizerCall, VarList
+
+# where a call may run a number of times other than once per call of the builder
+_REPEATING = (cst.For, cst.While, cst.If, cst.Try, cst.FunctionDef, cst.ClassDef, cst.Lambda, cst.ListComp, cst.SetComp,
+              cst.DictComp, cst.GeneratorExp, cst.IfExp, cst.BooleanOperation)
+REUSE_CALL = "reuse_variables"
+
+
+def is_layer_call(q: str | None) -> bool:
+    return q in layer_table()
+
+
+def sites(builder, helper: cst.FunctionDef, stmt: cst.BaseStatement, taken: set[str], pending: list[BuilderLayer],
+          changing: set[str], per_call: bool) -> list[BuilderLayer]:
+    """The layers the statement's `tf.layers` calls make, in Python's call order (an
+    argument's layer before its caller's). `taken`: attribute names in use; `pending`:
+    the builder's layers so far (TF1's names count them); `changing`: names each call
+    may bind differently, which settings made once may not read."""
+    found = {id(c): q for c, q in builder.calls(stmt) if is_layer_call(q)}
+    out: list[BuilderLayer] = []
+
+    def post(node: cst.CSTNode, repeating: bool) -> None:
+        inside = repeating or isinstance(node, _REPEATING) or (node is not stmt and isinstance(node, cst.BaseCompoundStatement))
+        for child in children(node):
+            post(child, inside)
+        if isinstance(node, cst.Call) and id(node) in found:
+            q = found[id(node)]
+            if repeating:
+                raise Refusal.of(node, "builder_layer_not_once", api=_short(q), function=helper.name.value)
+            out.append(_site(builder, node, q, taken, [*pending, *out], changing, per_call))
+
+    post(stmt, False)
+    return out
+
+
+def _site(builder, call: cst.Call, q: str, taken: set[str], pending: list[BuilderLayer], changing: set[str],
+          per_call: bool) -> BuilderLayer:
+    row = layer_table()[q]
+    bound = bound_args(call, row["params"], call)
+    source = bound.get(row["params"][0])
+    if source is None:
+        raise Refusal.of(call, "layer_without_input", api=q)
+    accepted = row.get("accepted", {})
+    refused = sorted(set(bound) - set(row["keep"]) - {row["params"][0], "reuse"} - set(row.get("call", ())) - set(accepted))
+    if literal_bool(bound.get("trainable"), "trainable") is False:
+        refused.append("trainable")
+    if refused:
+        raise Refusal.of(call, "layer_arguments", api=q, args=", ".join(refused), detail=row["why"])
+    if row.get("statistics"):
+        raise Refusal.of(call, "builder_layer_statistics", api=_short(q))
+    for param, values in accepted.items():
+        if param in bound and builder.module.code_for_node(bound[param]) not in values:
+            raise Refusal.of(bound[param], "layer_setting_value", api=q, param=param, values=" or ".join(values))
+    call_args = []
+    for param in row.get("call", ()):
+        if param in bound:
+            if not (isinstance(bound[param], cst.Name) and bound[param].value in ("True", "False")):
+                raise Refusal.of(bound[param], "layer_training_form", api=q)
+            call_args.append((param, bound[param]))
+    given = bound.get("name")
+    label = literal_string(given) if given is not None else _auto_name(row, pending)
+    if label is None:
+        raise Refusal.of(given, "variable_name_not_literal")
+    if any(site.label == label for site in pending):
+        raise Refusal.of(call, "layer_named_twice", layer=label)
+    settings = [a.value for a in call.args if a.value is not source and not any(a.value is v for _, v in call_args)]
+    reads = sorted({n for s in settings for n in loads(s)} & changing)
+    if reads and not per_call:   # created once: its settings must not depend on a call's arguments
+        raise Refusal.of(call, "builder_variable_from_changing", variable=label, name=reads[0])
+    check_layer_arguments(row, call, bound, builder.qualified, builder.module.code_for_node)
+    base = label if label.isidentifier() else row["auto_name"]
+    attribute = base
+    k = 1
+    while attribute in taken:
+        attribute, k = f"{base}_layer" + (f"_{k}" if k > 1 else ""), k + 1
+    taken.add(attribute)
+    return BuilderLayer(attribute=attribute, label=label, call=call, row=row, bound=bound, source=source,
+                        call_args=call_args)
+
+
+def _auto_name(row: dict, pending: list[BuilderLayer]) -> str:
+    """TF1's name for the k-th unnamed layer of a kind under the builder's scope."""
+    k = sum(1 for site in pending if site.row is row and "name" not in site.bound)
+    return row["auto_name"] + (f"_{k}" if k else "")
+
+
+def _short(q: str) -> str:
+    return q.replace("tensorflow", "tf", 1)
+
+
+def reuse_statement(builder, stmt: cst.BaseStatement, scope_object: str | None) -> bool:
+    """`scope.reuse_variables()` or `tf.get_variable_scope().reuse_variables()`, alone or
+    under an `if` with no `else`: the module shares its weights on every call already."""
+    if isinstance(stmt, cst.If) and stmt.orelse is None and len(stmt.body.body) == 1:
+        return reuse_statement(builder, stmt.body.body[0], scope_object)
+    small = stmt.body[0] if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 else None
+    call = small.value if isinstance(small, cst.Expr) else None
+    if not isinstance(call, cst.Call) or call.args or not isinstance(call.func, cst.Attribute) \
+            or call.func.attr.value != REUSE_CALL:
+        return False
+    owner = call.func.value
+    if isinstance(owner, cst.Name):
+        return owner.value == scope_object
+    return isinstance(owner, cst.Call) and not owner.args and builder.qualified(owner.func) == "tensorflow.get_variable_scope"
+
+
+def _marks(program) -> tuple[str, ...]:
+    return tuple(f"*{n.var}." for n in program.nodes if isinstance(n, BuilderModule) and n.layers)
+
+
+def check_listed(program) -> None:
+    """Refusal where a list holding a layer builder's variables is read other than as an
+    update's `var_list`: a Keras layer has no variables before its first call, which in
+    TF2 is in a step function, so a list read elsewhere (an assign loop, a regularizer,
+    a fetch) could be read while it is still empty; an update lists them after its forward."""
+    marks = _marks(program)
+    lists = {n.index for n in program.nodes if isinstance(n, VarList) and any(m.startswith(marks) for m in n.members)} \
+        if marks else set()
+    for node in program.nodes:
+        if lists & node.deps and not isinstance(node, (OptimizerCall, VarList)):
+            raise Refusal.of(node.stmt, "builder_layers_listed")
+
+
+def check_host_list(program, members: list[str], where: cst.CSTNode) -> None:
+    """The same for a list whose values the host reads (`sess.run(d_vars)`, `len(...)`)."""
+    marks = _marks(program)
+    if marks and any(m.startswith(marks) for m in members):
+        raise Refusal.of(where, "builder_layers_listed")
+
+
+# -- writing ---------------------------------------------------------------
+def constructor_lines(node: BuilderModule, layer_text, column: int) -> str:
+    """`self.dense = tf.keras.layers.Dense(..., name="dense")` per layer, in the constructor."""
+    lines = ""
+    for site in node.layers:
+        text = layer_text(site.row, site.call, site.bound)
+        if "name" not in site.bound:   # (Keras counts automatic names over the whole program; TF1 per scope)
+            text = text[:-1] + ("" if text.endswith("()") else ", ") + f'name="{site.label}")'
+        lines += "        " + layout.fit(f"self.{site.attribute} = {text}", column).replace("\n", "\n        ") + "\n"
+    return lines
+
+
+def called(stmt: cst.BaseStatement, node: BuilderModule) -> cst.BaseStatement:
+    """The statement with each layer call written as a call of the module's layer."""
+    by_call = {site.call: site for site in node.layers}
+    if not any(c in by_call for c in _calls(stmt)):
+        return stmt
+
+    class Calls(TargetedTransformer):
+        def leave_Call(self, original: cst.Call, updated: cst.Call) -> cst.BaseExpression:
+            site = by_call.get(original)
+            if site is None:
+                return updated
+            position = next(i for i, a in enumerate(original.args) if a.value is site.source)
+            args = [cst.Arg(updated.args[position].value)]
+            for param, value in site.call_args:
+                args.append(cst.Arg(value, keyword=cst.Name(param), equal=cst.AssignEqual(
+                    cst.SimpleWhitespace(""), cst.SimpleWhitespace(""))))
+            args = [a.with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))) for a in args[:-1]] + args[-1:]
+            func = cst.Attribute(cst.Name("self"), cst.Name(site.attribute))
+            return updated.with_changes(func=func, args=args, whitespace_after_func=cst.SimpleWhitespace(""),
+                                        whitespace_before_args=cst.SimpleWhitespace(""))
+
+    return stmt.visit(Calls(set(by_call)))
+
+
+def _calls(node: cst.CSTNode):
+    for child in children(node):
+        if isinstance(child, cst.Call):
+            yield child
+        yield from _calls(child)
+
+
+def in_name_scope(body: list[cst.BaseStatement], scope: str, tf: str) -> list[cst.BaseStatement]:
+    """`with tf.keras.name_scope("SCOPE"):` around `__call__`'s statements: the layers
+    build on their first call, and take their variables' names from this scope."""
+    with_stmt = cst.parse_statement(f"with {tf}.keras.name_scope({scope}):\n    pass\n")
+    assert isinstance(with_stmt, cst.With)
+    return [with_stmt.with_changes(body=with_stmt.body.with_changes(body=body))]
+
+
+def variables_text(node: BuilderModule, attribute) -> str:
+    """The module's variables in the order TF1 made them: its `tf.get_variable` statements'
+    and its layers', statement by statement (`attribute`: a variable's attribute name)."""
+    at = {id(s): i for i, s in enumerate(node.inner)}
+    entries = [(at[id(v[4])], 0, f"{node.var}.{attribute(v[0])}") for v in node.variables]
+    entries += [(site.at, 1 + k, f"*{node.var}.{site.attribute}.trainable_variables") for k, site in enumerate(node.layers)]
+    return ", ".join(text for *_, text in sorted(entries))
