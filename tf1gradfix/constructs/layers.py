@@ -38,7 +38,7 @@ def model(builder, item, names, call: cst.Call | None, q: str | None, deps) -> b
     if len(names) != 1:
         raise Refusal.of(call, "layer_target", api=q)
     bound, source, call_args, trainable = _settings(builder, call, q, row)
-    label = literal_string(bound.get("name"))
+    label = literal_string(bound.get(name_param(row)))
     if label is not None and any(n.tf1_name() == item.prefix + label for n in builder.program.nodes
                                  if isinstance(n, LayerNode)):
         raise Refusal.of(call, "layer_named_twice", layer=item.prefix + label)
@@ -52,6 +52,11 @@ def model(builder, item, names, call: cst.Call | None, q: str | None, deps) -> b
                 calls=[q], layer=layer.index, source=source, call_args=call_args)
     item.node = layer   # the statement's place keeps the layer; the call moves into the steps
     return True
+
+
+def name_param(row: dict) -> str:
+    """The v1 parameter that names the layer (`name`; contrib's `scope`)."""
+    return next((p for p, keras in row.get("rename", {}).items() if keras == "name"), "name")
 
 
 def _mode(builder, q: str, expr: cst.BaseExpression) -> cst.BaseExpression:
@@ -147,6 +152,10 @@ def loop_model(builder, item) -> bool:
 def _auto_name(program, row: dict, pending: list[LayerSite]) -> str:
     """TF1's own name for the k-th unnamed layer of a kind: dense, dense_1, ..."""
     rows = [r for n in program.nodes if isinstance(n, LayerNode) for r in n.rows()] + [site.row for site in pending]
+    if row.get("write_name"):   # (a name written: TF1's own, whose count skips the layers given a scope)
+        sites = [s for n in program.nodes if isinstance(n, LayerLoop) for s in n.sites] + pending
+        rows = [n.row for n in program.nodes if isinstance(n, Layer) and name_param(n.row) not in n.bound] + \
+               [s.row for s in sites if name_param(s.row) not in s.bound]
     k = sum(1 for r in rows if r is row)
     return row["auto_name"] + (f"_{k}" if k else "")
 
