@@ -113,8 +113,14 @@ def test_rows_are_complete():
         assert row["tf2"] and row.get("rewrite") in (None, "initializer", "layer", "global_step")
         if row.get("rewrite") == "initializer":
             assert row["cases"] and set(row["defaults"]) | set(row["fixed"]) | {"seed", "dtype"} >= set(row["params"])
-    for symbol in contrib.layer_rows():
-        assert SYMBOLS[symbol]["rewrite"] == "layer"
+    for symbol, row in contrib.layer_rows().items():
+        assert SYMBOLS[symbol]["rewrite"] == "layer" and (not row["weights"] or row["input"] in INPUTS)
+        assert set(row.get("rename", {})) <= set(row["keep"]) and set(row.get("defaults", {})) <= set(row["keep"])
+
+
+def test_a_row_is_rewritten_exactly_when_its_status_says_so():
+    for symbol, row in SYMBOLS.items():
+        assert (row["status"] != "manual") == ("rewrite" in row), symbol
 
 
 def test_the_program_is_rewritten_with_keras_forms_tf2_has():
