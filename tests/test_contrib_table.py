@@ -50,7 +50,7 @@ global_step = tf.contrib.framework.get_or_create_global_step()
 h = tf.contrib.layers.flatten(x)
 {variables}
 {layers}
-head = tf.contrib.layers.fully_connected(l0, 3, activation_fn=tf.nn.tanh, scope="head")
+head = tf.contrib.layers.fully_connected(l0, 3, activation_fn=tf.nn.tanh, biases_initializer=None, scope="head")
 out = tf.contrib.layers.fully_connected(head, 1, activation_fn=None, biases_initializer=tf.zeros_initializer())
 prediction = {prediction}
 loss = tf.reduce_mean(tf.square(prediction - y))
@@ -184,9 +184,9 @@ def test_contrib_layers_become_keras_layers_with_contribs_defaults_and_names():
     written = {k: "".join(v.split()).replace(",)", ")") for k, v in layer_lines(rewritten(program())).items()}
     assert written["fully_connected"].startswith("tf.keras.layers.Dense(4,activation=tf.nn.relu,kernel_initializer=")
     assert written["fully_connected"].endswith('seed=3),name="fully_connected")')
-    assert written["Conv"] == 'tf.keras.layers.Conv2D(3,[3,2],strides=2,padding="SAME",activation=tf.nn.relu,' \
+    assert written["conv"] == 'tf.keras.layers.Conv2D(3,[3,2],strides=2,padding="SAME",activation=tf.nn.relu,' \
                               'kernel_initializer=tf.keras.initializers.GlorotUniform(seed=4),name="Conv")'
-    assert written["head_layer"] == 'tf.keras.layers.Dense(3,activation=tf.nn.tanh,name="head")'
+    assert written["head_layer"] == 'tf.keras.layers.Dense(3,activation=tf.nn.tanh,use_bias=False,name="head")'
     assert written["fully_connected_1"] == 'tf.keras.layers.Dense(1,activation=None,' \
                                            'bias_initializer=tf.keras.initializers.Zeros(),name="fully_connected_1")'
 
@@ -201,12 +201,15 @@ def test_the_dtype_an_initializer_names_is_not_the_variables():
 @pytest.mark.parametrize("setting, why", [
     ("weights_regularizer=tf.contrib.layers.l2_regularizer(0.1)", "weights_regularizer"),
     ("normalizer_fn=tf.contrib.layers.batch_norm", "normalizer_fn="),
-    ("biases_initializer=None", "not an initializer call"),
+    ("biases_initializer=init", "not an initializer call"),
     ("reuse=True", "reuse="),
+    ("normalizer_params={}", "normalizer_params="),
     ("outputs_collections=['out']", "outputs_collections="),
 ])
 def test_fully_connected_settings_keras_lacks_are_refused(setting, why):
-    source = program().replace('scope="head")', f'scope="head", {setting})')
+    source = program().replace("biases_initializer=tf.zeros_initializer()", setting) \
+        .replace("x = tf.placeholder", "init = None\nx = tf.placeholder")
+    assert setting in source
     assert any(code_matches(d[2], ("TFG905",)) and why in d[3] for d in refusals(source))
 
 
@@ -275,7 +278,7 @@ def test_rows_are_backed_by_the_verifier(tmp_path):
     # contrib's weights/biases gave the Keras kernel/bias their values: by name, not by luck of order
     mapped = {m["original"]: (m["migrated"], m["matched_by"]) for m in result.mapping}
     assert mapped["fully_connected/weights"] == ("fully_connected/kernel", "name")
-    assert mapped["head/biases"] == ("head/bias", "name")
+    assert mapped["head/weights"] == ("head/kernel", "name") and "head/biases" not in mapped
     assert mapped["Conv/weights"] == ("Conv/kernel", "name")
     assert mapped["fully_connected_1/biases"] == ("fully_connected_1/bias", "name")
     assert not [u for u in result.unmatched if u.get("trainable")]

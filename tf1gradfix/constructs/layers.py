@@ -42,9 +42,11 @@ def model(builder, item, names, call: cst.Call | None, q: str | None, deps) -> b
     if label is not None and any(n.tf1_name() == item.prefix + label for n in builder.program.nodes
                                  if isinstance(n, LayerNode)):
         raise Refusal.of(call, "layer_named_twice", layer=item.prefix + label)
+    base = None
     if label is None:
         label = _auto_name(builder.program, row, [])
-    base = label if label.isidentifier() and not keyword.iskeyword(label) else row["auto_name"]
+        base = label.lower()   # (the variable holding contrib's `Conv` layer: `conv`)
+    base = base or (label if label.isidentifier() and not keyword.iskeyword(label) else row["auto_name"])
     layer = builder.add(item, Layer, (), call, (), row=row, symbol=q, bound=bound, base=base,
                         weights=row["weights"], trainable=trainable, full_name=item.prefix + label)
     flags = {builder.program.final[e.value] for _, e in call_args if isinstance(e, cst.Name) and e.value in builder.program.final}
@@ -205,7 +207,7 @@ def check_layer_arguments(row: dict, call: cst.Call, bound: dict, qualified, cod
         param = a.keyword.value if a.keyword is not None else row["params"][position + 1]
         if param == "reuse" or param in row.get("call", ()) or param in row.get("accepted", {}):
             continue
-        if param in row["initializers"]:
+        if param in row["initializers"] and code(a.value) not in row.get("values", {}).get(param, {}):
             if not isinstance(a.value, cst.Call):
                 raise Refusal.of(a.value, "layer_initializer_form")
             if check_initializer(qualified, code, a.value) is not None:

@@ -143,6 +143,10 @@ class StateEmitter:
             if param == "reuse" or param in row.get("call", ()) or param in row.get("accepted", {}):
                 continue   # reuse None/False: a new layer, as every Keras layer is; `training` goes to the call
             value = self.code(a.value)
+            setting = row.get("values", {}).get(param, {}).get(value)   # (`biases_initializer=None`: use_bias=False)
+            if setting is not None:
+                args.append((row["params"].index(param), False, setting))
+                continue
             if param in row["initializers"]:   # (a call naming no dtype: constructs.layers.check_layer_arguments)
                 value, _ = self.initializer(cast(cst.Call, a.value))
             keyword = row.get("rename", {}).get(param, param)
