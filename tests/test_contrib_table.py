@@ -64,9 +64,9 @@ with tf.Session() as sess:
         print("step", i, "loss %.6f" % value)
     print("global step", sess.run(step))
 """
-# the layer rows (contrib.toml) with weights, each called with its example on an input of its rank
-LAYERS = [(symbol, row) for symbol, row in contrib.layer_rows().items() if row["weights"]]
+# the layer rows (contrib.toml) but flatten, each called with its example on an input of its rank
 INPUTS = {"[None, 6]": "h", "[None, 6, 6, 2]": "image"}
+LAYERS = [(symbol, row) for symbol, row in contrib.layer_rows().items() if row["input"] in INPUTS]
 
 
 def call(symbol: str, case: str) -> str:
@@ -178,7 +178,7 @@ def layer_lines(migrated: str) -> dict[str, str]:
 
 
 def test_contrib_layers_become_keras_layers_with_contribs_defaults_and_names():
-    """ReLU and SAME padding where contrib's defaults apply, the arguments renamed, and
+    """ReLU, SAME padding and a stride of 2 where contrib's defaults apply, the arguments renamed, and
     TF1's scope name written: `scope=` or `fully_connected`, `fully_connected_1`
     (a layer given a scope does not count)."""
     written = {k: "".join(v.split()).replace(",)", ")") for k, v in layer_lines(rewritten(program())).items()}
@@ -186,6 +186,8 @@ def test_contrib_layers_become_keras_layers_with_contribs_defaults_and_names():
     assert written["fully_connected"].endswith('seed=3),name="fully_connected")')
     assert written["conv"] == 'tf.keras.layers.Conv2D(3,[3,2],strides=2,padding="SAME",activation=tf.nn.relu,' \
                               'kernel_initializer=tf.keras.initializers.GlorotUniform(seed=4),name="Conv")'
+    assert written["maxpool2d"] == "tf.keras.layers.MaxPooling2D(3,strides=2)"   # (Keras's stride: the window)
+    assert written["avgpool2d"] == "tf.keras.layers.AveragePooling2D([2,2],strides=2,padding='SAME')"
     assert written["head_layer"] == 'tf.keras.layers.Dense(3,activation=tf.nn.tanh,use_bias=False,name="head")'
     assert written["fully_connected_1"] == 'tf.keras.layers.Dense(1,activation=None,' \
                                            'bias_initializer=tf.keras.initializers.Zeros(),name="fully_connected_1")'
