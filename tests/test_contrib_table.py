@@ -230,6 +230,21 @@ def test_the_verifier_pairs_contribs_weights_with_keras_kernels():
     assert tracer.match("net/fully_connected/bias", [], init) == ("fully_connected/biases", "scope")
     assert tracer.match("fully_connected/gamma", [], init) == (None, None)
     assert tracer.match("w", [], init) == ("w", "name")
+    # Keras's own names (layers made in a loop): paired in creation order, weights with kernel
+    tracer.taken, tracer.layer_pairs = set(), {}
+    init = {"fully_connected/weights": {"value": {"shape": [3, 8]}}, "fully_connected/biases": {"value": {"shape": [8]}}}
+    assert tracer.match("dense/kernel", [3, 8], init) == ("fully_connected/weights", "layer order")
+    assert tracer.match("dense/bias", [8], init) == ("fully_connected/biases", "layer order")
+
+
+def test_contrib_layers_made_in_a_loop_keep_kerass_names():
+    """TF1 numbers them in creation order, which a loop hides: no name is written for any of them."""
+    source = program().replace("head = tf.contrib.layers.fully_connected(l0, 3,",
+                               "for size in [5, 4]:\n    l0 = tf.contrib.layers.fully_connected(l0, size)\n"
+                               "head = tf.contrib.layers.fully_connected(l0, 3,")
+    migrated = rewritten(source)
+    assert "for size in [5, 4]:" in migrated and 'name="fully_connected' not in migrated
+    assert 'name="head"' in migrated and 'name="Conv"' in migrated
 
 
 @pytest.mark.parametrize("setting, why", [('scope="flat"', "scope"), ("outputs_collections=['out']", "outputs_collections=")])

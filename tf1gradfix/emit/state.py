@@ -114,9 +114,14 @@ class StateEmitter:
         place up to the table's `positional`; initializers are mapped like get_variable's."""
         row = node.row
         args = self._layer_args(row, node.value, node.bound)
-        if row.get("write_name") and name_param(row) not in node.bound:   # (Keras would name it otherwise)
-            args.append(f'name="{node.full_name.rsplit("/", 1)[-1]}"')
+        if row.get("write_name") and name_param(row) not in node.bound and self._tf1_name_known(row):
+            args.append(f'name="{node.full_name.rsplit("/", 1)[-1]}"')   # (Keras would name it otherwise)
         return f"{self.naming.layers[node]} = {self.tf}.{row['target']}({', '.join(args)})"   # (laid out by the assembler)
+
+    def _tf1_name_known(self, row: dict) -> bool:
+        """TF1 numbers unnamed layers of a kind in creation order; a loop making such layers
+        makes that order unknown here (its layers keep Keras's names, paired by the verifier in order)."""
+        return not any(site.row is row for n in self.p.nodes if isinstance(n, LayerLoop) for site in n.sites)
 
     def layer_loop(self, node: LayerLoop) -> list[str]:
         """The loop that creates layers, run once where the graph was built: each
