@@ -105,7 +105,7 @@ def _layers(tf) -> dict:
         return _apply(tf.layers.Conv2D, "Conv", inputs, settings, activation_fn, normalizer_fn,
                       normalizer_params, biases_initializer, reuse, scope)
 
-    def _pool(layer_class, default_name):
+    def _pool(class_name, default_name):
         def pool(inputs, kernel_size, stride=2, padding="VALID", data_format="NHWC", outputs_collections=None,
                  scope=None):
             if data_format not in ("NCHW", "NHWC"):
@@ -113,7 +113,7 @@ def _layers(tf) -> dict:
             with tf.name_scope(scope, default_name, [inputs]) as sc:
                 inputs = tf.convert_to_tensor(inputs)
                 df = "channels_first" if data_format and data_format.startswith("NC") else "channels_last"
-                layer = layer_class(pool_size=kernel_size, strides=stride, padding=padding, data_format=df, _scope=sc)
+                layer = getattr(tf.layers, class_name)(pool_size=kernel_size, strides=stride, padding=padding, data_format=df, _scope=sc)
                 return layer.apply(inputs)
         return pool
 
@@ -136,5 +136,5 @@ def _layers(tf) -> dict:
     return {"variance_scaling_initializer": variance_scaling_initializer, "xavier_initializer": xavier_initializer,
             "xavier_initializer_conv2d": xavier_initializer, "fully_connected": fully_connected,
             "conv2d": conv2d, "convolution2d": conv2d, "flatten": flatten, "l2_regularizer": l2_regularizer,
-            "max_pool2d": _pool(tf.layers.MaxPooling2D, "MaxPool2D"),
-            "avg_pool2d": _pool(tf.layers.AveragePooling2D, "AvgPool2D")}
+            "max_pool2d": _pool("MaxPooling2D", "MaxPool2D"),   # (tf.layers is loaded when first used)
+            "avg_pool2d": _pool("AveragePooling2D", "AvgPool2D")}
