@@ -1,12 +1,14 @@
 """Every rewritable row of tf1gradfix/rules/contrib.toml is backed by a proof.
 
-The initializer rows carry argument lists (`cases`); one small TF1 program
-holds a variable per case, a contrib `flatten` and contrib's global step. It
-is rewritten by the real rewrite and proven EQUIVALENT by the verifier in one
-run. TF 2.21 has no tf.contrib, so the TF1 side runs the program under a
-reference model of contrib (`CONTRIB_1_15`). The verifier
-copies initial values by name, so a second test checks the draws themselves:
-the Keras initializer written for each case against contrib's formula.
+The initializer rows carry argument lists (`cases`), the layer rows an example
+call; one small TF1 program holds a float32 and a float64 variable per case, a
+call of each contrib layer (fully_connected with its ReLU default, with another
+activation and a scope, without one; conv2d), a contrib `flatten` and contrib's
+global step. It is rewritten by the real rewrite and proven EQUIVALENT by the
+verifier in one run. TF 2.21 has no tf.contrib, so the TF1 side runs under the
+verifier's reference model of contrib (tf1gradfix/verify/contrib_v1.py). The
+verifier copies initial values by name, so a second test checks the draws
+themselves: the Keras initializer written for each case against contrib's formula.
 """
 
 from __future__ import annotations
@@ -38,13 +40,18 @@ import tensorflow as tf
 
 rng = np.random.RandomState(0)
 xs = rng.randn(4, 5, 2, 3).astype(np.float32)
+images = rng.randn(4, 5, 6, 6, 2).astype(np.float32)
 ys = rng.randn(4, 5, 1).astype(np.float32)
 
 x = tf.placeholder(tf.float32, [None, 2, 3])
+image = tf.placeholder(tf.float32, [None, 6, 6, 2])
 y = tf.placeholder(tf.float32, [None, 1])
 global_step = tf.contrib.framework.get_or_create_global_step()
 h = tf.contrib.layers.flatten(x)
 {variables}
+{layers}
+head = tf.contrib.layers.fully_connected(l0, 3, activation_fn=tf.nn.tanh, biases_initializer=None, scope="head")
+out = tf.contrib.layers.fully_connected(head, 1, activation_fn=None, biases_initializer=tf.zeros_initializer())
 prediction = {prediction}
 loss = tf.reduce_mean(tf.square(prediction - y))
 step = tf.contrib.framework.get_global_step()
@@ -53,53 +60,13 @@ train_op = tf.train.GradientDescentOptimizer(0.02).minimize(loss, global_step=st
 with tf.Session() as sess:
     sess.run(tf.global_variables_initializer())
     for i in range(4):
-        _, value = sess.run([train_op, loss], feed_dict={{x: xs[i], y: ys[i]}})
+        _, value = sess.run([train_op, loss], feed_dict={{x: xs[i], image: images[i], y: ys[i]}})
         print("step", i, "loss %.6f" % value)
     print("global step", sess.run(step))
 """
-
-# A reference model of the contrib pieces above, written from their documented behaviour in
-# TF 1.15 (variance scaling: fan modes, uniform limit sqrt(3 factor / n), truncated normal
-# stddev sqrt(1.3 factor / n); flatten; the framework's global step), for the TF1 side.
-CONTRIB_1_15 = '''\
-import math as _math
-import types as _types
-
-
-def _variance_scaling_initializer(factor=2.0, mode="FAN_IN", uniform=False, seed=None, dtype=tf.float32):
-    if mode not in ["FAN_IN", "FAN_OUT", "FAN_AVG"]:
-        raise TypeError(mode)
-
-    def _initializer(shape, dtype=dtype, partition_info=None):
-        shape = [int(d) for d in shape]
-        fan_in = float(shape[-2]) if len(shape) > 1 else float(shape[-1])
-        fan_out = float(shape[-1])
-        for dim in shape[:-2]:
-            fan_in *= float(dim)
-            fan_out *= float(dim)
-        n = {"FAN_IN": fan_in, "FAN_OUT": fan_out, "FAN_AVG": (fan_in + fan_out) / 2.0}[mode]
-        if uniform:
-            limit = _math.sqrt(3.0 * factor / n)
-            return tf.random_uniform(shape, -limit, limit, dtype, seed=seed)
-        return tf.truncated_normal(shape, 0.0, _math.sqrt(1.3 * factor / n), dtype, seed=seed)
-    return _initializer
-
-
-def _xavier_initializer(uniform=True, seed=None, dtype=tf.float32):
-    return _variance_scaling_initializer(1.0, "FAN_AVG", uniform, seed, dtype)
-
-
-def _flatten(inputs, outputs_collections=None, scope=None):
-    return tf.reshape(inputs, [-1, int(np.prod(inputs.shape.as_list()[1:]))])
-
-
-tf.contrib = _types.SimpleNamespace(
-    layers=_types.SimpleNamespace(xavier_initializer=_xavier_initializer, xavier_initializer_conv2d=_xavier_initializer,
-                                  variance_scaling_initializer=_variance_scaling_initializer, flatten=_flatten),
-    framework=_types.SimpleNamespace(get_global_step=tf.train.get_global_step,
-                                     get_or_create_global_step=tf.train.get_or_create_global_step),
-)
-'''
+# the layer rows (contrib.toml) but flatten, each called with its example on an input of its rank
+INPUTS = {"[None, 6]": "h", "[None, 6, 6, 2]": "image"}
+LAYERS = [(symbol, row) for symbol, row in contrib.layer_rows().items() if row["input"] in INPUTS]
 
 
 def call(symbol: str, case: str) -> str:
@@ -107,10 +74,17 @@ def call(symbol: str, case: str) -> str:
 
 
 def program() -> str:
-    variables = "\n".join(f'w{i} = tf.get_variable("w{i}", {SHAPE}, initializer={call(*c)})'
-                          for i, c in enumerate(CASES))
-    prediction = " + ".join(f"tf.matmul(h, w{i})" for i in range(len(CASES)))
-    return PROGRAM.format(variables=variables, prediction=prediction)
+    """A variable per initializer case in float32 (`w`) and float64 (`d`), a call of each contrib layer."""
+    variables = [f'w{i} = tf.get_variable("w{i}", {SHAPE}, initializer={call(*c)})' for i, c in enumerate(CASES)]
+    variables += [f'd{i} = tf.get_variable("d{i}", {SHAPE}, dtype=tf.float64, initializer={call(*c)})'
+                  for i, c in enumerate(CASES)]
+    layers = [f"l{i} = tf.{symbol.split('.', 1)[1]}({INPUTS[row['input']]}, {row['example']})"
+              for i, (symbol, row) in enumerate(LAYERS)]
+    terms = [f"tf.matmul(h, w{i})" for i in range(len(CASES))]
+    terms += [f"tf.cast(tf.matmul(tf.cast(h, tf.float64), d{i}), tf.float32)" for i in range(len(CASES))]
+    terms += [f"tf.reshape(tf.reduce_mean(l{i}, {list(range(1, row['input'].count(',') + 1))}), [-1, 1])"
+              for i, (_, row) in enumerate(LAYERS) if i] + ["out"]
+    return PROGRAM.format(variables="\n".join(variables), layers="\n".join(layers), prediction=" + ".join(terms))
 
 
 def rewritten(source: str) -> str | None:
@@ -139,8 +113,14 @@ def test_rows_are_complete():
         assert row["tf2"] and row.get("rewrite") in (None, "initializer", "layer", "global_step")
         if row.get("rewrite") == "initializer":
             assert row["cases"] and set(row["defaults"]) | set(row["fixed"]) | {"seed", "dtype"} >= set(row["params"])
-    for symbol in contrib.layer_rows():
-        assert SYMBOLS[symbol]["rewrite"] == "layer"
+    for symbol, row in contrib.layer_rows().items():
+        assert SYMBOLS[symbol]["rewrite"] == "layer" and (not row["weights"] or row["input"] in INPUTS)
+        assert set(row.get("rename", {})) <= set(row["keep"]) and set(row.get("defaults", {})) <= set(row["keep"])
+
+
+def test_a_row_is_rewritten_exactly_when_its_status_says_so():
+    for symbol, row in SYMBOLS.items():
+        assert (row["status"] != "manual") == ("rewrite" in row), symbol
 
 
 def test_the_program_is_rewritten_with_keras_forms_tf2_has():
@@ -191,15 +171,93 @@ def test_a_layer_initializer_from_contrib_is_mapped_like_get_variables():
     assert missing_in_source(migrated) == []
 
 
+def layer_lines(migrated: str) -> dict[str, str]:
+    """The Keras layer each contrib layer became, by the variable holding it (one line each)."""
+    statements = [layout.one_line(cst.Module([]).code_for_node(st).strip()) for st in cst.parse_module(migrated).body]
+    return dict(st.split(" = ", 1) for st in statements if " = tf.keras.layers." in st)
+
+
+def test_contrib_layers_become_keras_layers_with_contribs_defaults_and_names():
+    """ReLU, SAME padding and a stride of 2 where contrib's defaults apply, the arguments renamed, and
+    TF1's scope name written: `scope=` or `fully_connected`, `fully_connected_1`
+    (a layer given a scope does not count)."""
+    written = {k: "".join(v.split()).replace(",)", ")") for k, v in layer_lines(rewritten(program())).items()}
+    assert written["fully_connected"].startswith("tf.keras.layers.Dense(4,activation=tf.nn.relu,kernel_initializer=")
+    assert written["fully_connected"].endswith('seed=3),name="fully_connected")')
+    assert written["conv"] == 'tf.keras.layers.Conv2D(3,[3,2],strides=2,padding="SAME",activation=tf.nn.relu,' \
+                              'kernel_initializer=tf.keras.initializers.GlorotUniform(seed=4),name="Conv")'
+    assert written["maxpool2d"] == "tf.keras.layers.MaxPooling2D(3,strides=2)"   # (Keras's stride: the window)
+    assert written["avgpool2d"] == "tf.keras.layers.AveragePooling2D([2,2],strides=2,padding='SAME')"
+    assert written["head_layer"] == 'tf.keras.layers.Dense(3,activation=tf.nn.tanh,use_bias=False,name="head")'
+    assert written["fully_connected_1"] == 'tf.keras.layers.Dense(1,activation=None,' \
+                                           'bias_initializer=tf.keras.initializers.Zeros(),name="fully_connected_1")'
+
+
+def test_the_dtype_an_initializer_names_is_not_the_variables():
+    """get_variable calls its initializer with its own dtype (float32 when it names none)."""
+    migrated = "".join(rewritten(program()).split())
+    assert 'w4=tf.Variable(tf.keras.initializers.GlorotUniform(seed=5)([6,1]),name="w4")' in migrated
+    assert 'd4=tf.Variable(tf.keras.initializers.GlorotUniform(seed=5)([6,1],dtype=tf.float64),name="d4")' in migrated
+
+
+@pytest.mark.parametrize("setting, why", [
+    ("weights_regularizer=tf.contrib.layers.l2_regularizer(0.1)", "weights_regularizer"),
+    ("normalizer_fn=tf.contrib.layers.batch_norm", "normalizer_fn="),
+    ("biases_initializer=init", "not an initializer call"),
+    ("reuse=True", "reuse="),
+    ("normalizer_params={}", "normalizer_params="),
+    ("outputs_collections=['out']", "outputs_collections="),
+])
+def test_fully_connected_settings_keras_lacks_are_refused(setting, why):
+    source = program().replace("biases_initializer=tf.zeros_initializer()", setting) \
+        .replace("x = tf.placeholder", "init = None\nx = tf.placeholder")
+    assert setting in source
+    assert any(code_matches(d[2], ("TFG905",)) and why in d[3] for d in refusals(source))
+
+
+def test_conv2d_data_formats_but_the_default_are_refused():
+    source = program().replace("stride=2,", 'stride=2, data_format="NCHW",')
+    assert any(code_matches(d[2], ("TFG905",)) and "data_format=" in d[3] for d in refusals(source))
+    assert rewritten(program().replace("stride=2,", 'stride=2, data_format="NHWC",')) == rewritten(program())
+
+
+def test_the_verifier_pairs_contribs_weights_with_keras_kernels():
+    from tf1gradfix.verify.runner_v2 import V2Tracer
+    tracer = V2Tracer.__new__(V2Tracer)
+    tracer.taken, tracer.layer_pairs = set(), {}
+    init = {"fully_connected/weights": {}, "fully_connected/biases": {}, "w": {}}
+    assert tracer.match("fully_connected/kernel", [], init) == ("fully_connected/weights", "name")
+    assert tracer.match("net/fully_connected/bias", [], init) == ("fully_connected/biases", "scope")
+    assert tracer.match("fully_connected/gamma", [], init) == (None, None)
+    assert tracer.match("w", [], init) == ("w", "name")
+    # Keras's own names (layers made in a loop): paired in creation order, weights with kernel
+    tracer.taken, tracer.layer_pairs = set(), {}
+    init = {"fully_connected/weights": {"value": {"shape": [3, 8]}}, "fully_connected/biases": {"value": {"shape": [8]}}}
+    assert tracer.match("dense/kernel", [3, 8], init) == ("fully_connected/weights", "layer order")
+    assert tracer.match("dense/bias", [8], init) == ("fully_connected/biases", "layer order")
+
+
+def test_contrib_layers_made_in_a_loop_keep_kerass_names():
+    """TF1 numbers them in creation order, which a loop hides: no name is written for any of them."""
+    source = program().replace("head = tf.contrib.layers.fully_connected(l0, 3,",
+                               "for size in [5, 4]:\n    l0 = tf.contrib.layers.fully_connected(l0, size)\n"
+                               "head = tf.contrib.layers.fully_connected(l0, 3,")
+    migrated = rewritten(source)
+    assert "for size in [5, 4]:" in migrated and 'name="fully_connected' not in migrated
+    assert 'name="head"' in migrated and 'name="Conv"' in migrated
+
+
 @pytest.mark.parametrize("setting, why", [('scope="flat"', "scope"), ("outputs_collections=['out']", "outputs_collections=")])
 def test_flatten_settings_keras_lacks_are_refused(setting, why):
     source = program().replace("tf.contrib.layers.flatten(x)", f"tf.contrib.layers.flatten(x, {setting})")
     assert any(code_matches(d[2], ("TFG905",)) and why in d[3] for d in refusals(source))
 
 
-def test_contrib_calls_not_in_the_table_stay_refused_with_the_line():
-    source = program().replace("h = tf.contrib.layers.flatten(x)", "h = tf.contrib.layers.fully_connected(tf.reshape(x, [-1, 6]), 6)")
-    line = source.splitlines().index("h = tf.contrib.layers.fully_connected(tf.reshape(x, [-1, 6]), 6)") + 1
+@pytest.mark.parametrize("call", ["tf.contrib.layers.layer_norm(tf.reshape(x, [-1, 6]))",
+                                  "tf.contrib.layers.batch_norm(tf.reshape(x, [-1, 6]))"])
+def test_contrib_calls_not_in_the_table_stay_refused_with_the_line(call):
+    source = program().replace("h = tf.contrib.layers.flatten(x)", f"h = {call}")
+    line = source.splitlines().index(f"h = {call}") + 1
     assert any(d[0] == line for d in refusals(source))
 
 
@@ -217,7 +275,7 @@ def test_the_engine_writes_the_rewrite_and_marks_the_contrib_uses_fixed():
     result = process_source("original.py", program().encode(), CodeFilter())
     assert result.new_source is not None and result.new_source.decode() == rewritten(program())
     contrib_uses = [f for f in result.findings if f.code == "TFG901"]
-    assert len(contrib_uses) == len(CASES) + 3 and all(f.fixed for f in result.findings)
+    assert len(contrib_uses) == program().count("tf.contrib.") > 2 * len(CASES) and all(f.fixed for f in result.findings)
     again = process_source("original.py", result.new_source, CodeFilter())
     assert again.findings == [] and again.new_source is None
 
@@ -230,11 +288,17 @@ def test_rows_are_backed_by_the_verifier(tmp_path):
 
     original = program()
     migrated = rewritten(original)
-    head, tail = original.split("rng = ", 1)
-    (tmp_path / "original.py").write_text(head + CONTRIB_1_15 + "\nrng = " + tail)
+    (tmp_path / "original.py").write_text(original)
     (tmp_path / "migrated.py").write_text(migrated)
     result = verify_pair(tmp_path / "original.py", tmp_path / "migrated.py")
     assert result.verdict == EQUIVALENT, (result.verdict, result.reason)
+    # contrib's weights/biases gave the Keras kernel/bias their values: by name, not by luck of order
+    mapped = {m["original"]: (m["migrated"], m["matched_by"]) for m in result.mapping}
+    assert mapped["fully_connected/weights"] == ("fully_connected/kernel", "name")
+    assert mapped["head/weights"] == ("head/kernel", "name") and "head/biases" not in mapped
+    assert mapped["Conv/weights"] == ("Conv/kernel", "name")
+    assert mapped["fully_connected_1/biases"] == ("fully_connected_1/bias", "name")
+    assert not [u for u in result.unmatched if u.get("trainable")]
 
 
 DRAWS = """\

@@ -38,13 +38,15 @@ def model(builder, item, names, call: cst.Call | None, q: str | None, deps) -> b
     if len(names) != 1:
         raise Refusal.of(call, "layer_target", api=q)
     bound, source, call_args, trainable = _settings(builder, call, q, row)
-    label = literal_string(bound.get("name"))
+    label = literal_string(bound.get(name_param(row)))
     if label is not None and any(n.tf1_name() == item.prefix + label for n in builder.program.nodes
                                  if isinstance(n, LayerNode)):
         raise Refusal.of(call, "layer_named_twice", layer=item.prefix + label)
+    base = None
     if label is None:
         label = _auto_name(builder.program, row, [])
-    base = label if label.isidentifier() and not keyword.iskeyword(label) else row["auto_name"]
+        base = label.lower()   # (the variable holding contrib's `Conv` layer: `conv`)
+    base = base or (label if label.isidentifier() and not keyword.iskeyword(label) else row["auto_name"])
     layer = builder.add(item, Layer, (), call, (), row=row, symbol=q, bound=bound, base=base,
                         weights=row["weights"], trainable=trainable, full_name=item.prefix + label)
     flags = {builder.program.final[e.value] for _, e in call_args if isinstance(e, cst.Name) and e.value in builder.program.final}
@@ -52,6 +54,11 @@ def model(builder, item, names, call: cst.Call | None, q: str | None, deps) -> b
                 calls=[q], layer=layer.index, source=source, call_args=call_args)
     item.node = layer   # the statement's place keeps the layer; the call moves into the steps
     return True
+
+
+def name_param(row: dict) -> str:
+    """The v1 parameter that names the layer (`name`; contrib's `scope`)."""
+    return next((p for p, keras in row.get("rename", {}).items() if keras == "name"), "name")
 
 
 def _mode(builder, q: str, expr: cst.BaseExpression) -> cst.BaseExpression:
@@ -147,6 +154,10 @@ def loop_model(builder, item) -> bool:
 def _auto_name(program, row: dict, pending: list[LayerSite]) -> str:
     """TF1's own name for the k-th unnamed layer of a kind: dense, dense_1, ..."""
     rows = [r for n in program.nodes if isinstance(n, LayerNode) for r in n.rows()] + [site.row for site in pending]
+    if row.get("write_name"):   # (a name written: TF1's own, whose count skips the layers given a scope)
+        sites = [s for n in program.nodes if isinstance(n, LayerLoop) for s in n.sites] + pending
+        rows = [n.row for n in program.nodes if isinstance(n, Layer) and name_param(n.row) not in n.bound] + \
+               [s.row for s in sites if name_param(s.row) not in s.bound]
     k = sum(1 for r in rows if r is row)
     return row["auto_name"] + (f"_{k}" if k else "")
 
@@ -196,7 +207,7 @@ def check_layer_arguments(row: dict, call: cst.Call, bound: dict, qualified, cod
         param = a.keyword.value if a.keyword is not None else row["params"][position + 1]
         if param == "reuse" or param in row.get("call", ()) or param in row.get("accepted", {}):
             continue
-        if param in row["initializers"]:
+        if param in row["initializers"] and code(a.value) not in row.get("values", {}).get(param, {}):
             if not isinstance(a.value, cst.Call):
                 raise Refusal.of(a.value, "layer_initializer_form")
             if check_initializer(qualified, code, a.value) is not None:

@@ -14,6 +14,7 @@ from typing import cast
 import libcst as cst
 
 from tf1gradfix.constructs import contrib
+from tf1gradfix.constructs.layers import name_param
 from tf1gradfix.rules.catalog import _read
 from tf1gradfix.emit.naming import Naming
 from tf1gradfix.model.graph import Program
@@ -81,8 +82,9 @@ class StateEmitter:
             return self.code(cast(cst.Call, init))   # a tensor value: its shape is the variable's
         if init is None:
             default_key = default_initializer(self.qualified(dtype) if dtype is not None else None)
-        ctor, init_dtype = self.initializer(init if init is not None else default_key)
-        dtype = dtype or init_dtype
+        # get_variable calls its initializer with its own dtype (float32 when it names none):
+        # the dtype an initializer names is not the variable's
+        ctor, _ = self.initializer(init if init is not None else default_key)
         return f"{ctor}({self.code(shape)}" + (f", dtype={self.code(dtype)})" if dtype is not None else ")")
 
     def initializer(self, init: cst.Call | str) -> tuple[str, cst.BaseExpression | None]:
@@ -112,7 +114,14 @@ class StateEmitter:
         place up to the table's `positional`; initializers are mapped like get_variable's."""
         row = node.row
         args = self._layer_args(row, node.value, node.bound)
+        if row.get("write_name") and name_param(row) not in node.bound and self._tf1_name_known(row):
+            args.append(f'name="{node.full_name.rsplit("/", 1)[-1]}"')   # (Keras would name it otherwise)
         return f"{self.naming.layers[node]} = {self.tf}.{row['target']}({', '.join(args)})"   # (laid out by the assembler)
+
+    def _tf1_name_known(self, row: dict) -> bool:
+        """TF1 numbers unnamed layers of a kind in creation order; a loop making such layers
+        makes that order unknown here (its layers keep Keras's names, paired by the verifier in order)."""
+        return not any(site.row is row for n in self.p.nodes if isinstance(n, LayerLoop) for site in n.sites)
 
     def layer_loop(self, node: LayerLoop) -> list[str]:
         """The loop that creates layers, run once where the graph was built: each
@@ -133,18 +142,28 @@ class StateEmitter:
 
     def _layer_args(self, row: dict, call: cst.Call, bound: dict) -> list[str]:
         source = bound[row["params"][0]]
-        args = []
+        args: list[tuple[int, bool, str]] = []   # (the v1 parameter's place, positional, text)
         for position, a in enumerate(a for a in call.args if a.value is not source):
             param = a.keyword.value if a.keyword is not None else row["params"][position + 1]
             if param == "reuse" or param in row.get("call", ()) or param in row.get("accepted", {}):
                 continue   # reuse None/False: a new layer, as every Keras layer is; `training` goes to the call
             value = self.code(a.value)
+            setting = row.get("values", {}).get(param, {}).get(value)   # (`biases_initializer=None`: use_bias=False)
+            if setting is not None:
+                args.append((row["params"].index(param), False, setting))
+                continue
             if param in row["initializers"]:   # (a call naming no dtype: constructs.layers.check_layer_arguments)
                 value, _ = self.initializer(cast(cst.Call, a.value))
             keyword = row.get("rename", {}).get(param, param)
             positional = a.keyword is None and position < row["positional"]
-            args.append(value if positional else f"{keyword}={value}")
-        return args
+            args.append((row["params"].index(param), positional, value if positional else f"{keyword}={value}"))
+        for param, value in row.get("defaults", {}).items():   # a v1 default Keras lacks (contrib's ReLU)
+            if param not in bound:   # written in the v1 parameters' order, after the positional settings
+                place = row["params"].index(param)
+                at = next((i for i, (p, positional, _) in enumerate(args) if not positional and p > place), len(args))
+                value = value.replace("tf.", f"{self.tf}.", 1) if value.startswith("tf.") else value
+                args.insert(at, (place, False, f"{row.get('rename', {}).get(param, param)}={value}"))
+        return [text for _, _, text in args]
 
     # -- optimizers ----------------------------------------------------------
     def optimizer(self, node: Optimizer, target: str, fed_lr: bool, schedule: str | None = None) -> str:

@@ -17,7 +17,7 @@ import sys
 import threading
 import weakref
 
-from tf1gradfix.verify import aligned_random, budget, random_ops
+from tf1gradfix.verify import aligned_random, budget, contrib_v1, random_ops
 from tf1gradfix.verify import runner_common as rc
 
 _WALK_BUDGET = 20000  # graph ops visited per cached ancestor walk
@@ -443,6 +443,7 @@ def main(argv: list[str]) -> int:
     v1.disable_v2_behavior()
     v1.logging.set_verbosity(verbosity)
     v1.set_random_seed(rc.SEED)
+    contrib_v1.install(v1)   # (TF2 has no tf.contrib: the rows the rewrite maps, modelled)
     trace = rc.Trace(trace_dir, "original")
     tracer = V1Tracer(trace)
     tracer.install()

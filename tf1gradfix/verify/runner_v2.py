@@ -21,10 +21,12 @@ import time
 
 import numpy as np
 
+from tf1gradfix.rules import contrib
 from tf1gradfix.verify import aligned_random, budget, graph_calls, random_ops
 from tf1gradfix.verify import runner_common as rc
 
 KERAS_OPTIMIZER_MODULE = "keras.src.optimizers.base_optimizer"
+LEAF_ALIASES = contrib.variable_aliases()   # Keras variable name -> the TF1 names of the same weight
 
 
 class PostImportHook(importlib.abc.MetaPathFinder):
@@ -213,7 +215,8 @@ class V2Tracer(rc.Reentrancy):
     def match(self, name: str, shape: list, init: dict):
         """The original variable for ``name`` and how it was found.
 
-        1. ``name``: the same name.
+        1. ``name``: the same name (a Keras ``kernel``/``bias`` also takes a
+           contrib layer's ``weights``/``biases`` of the same layer).
         2. ``scope``: an unambiguous scope difference.  Keras 3 prefixes the
            model's name (``small_cnn/dense/kernel``) where TF1 layers had none
            (``dense/kernel``), and TF1 programs often wrap everything in one
@@ -230,25 +233,30 @@ class V2Tracer(rc.Reentrancy):
            original one is left unmatched rather than paired out of order.
         """
         free = [n for n in init if n not in self.taken]
-        if name in init and name not in self.taken:
-            return name, "name"
-        parts = name.split("/")
-        for i in range(1, len(parts)):
-            suffix = "/".join(parts[i:])
-            if suffix in free:
-                return suffix, "scope"
-        longer = [n for n in free if n.endswith("/" + name)]
-        if len(longer) == 1:
-            return longer[0], "scope"
         prefix, _, leaf = name.rpartition("/")
+        # a contrib layer's `weights`/`biases` are a Keras layer's `kernel`/`bias` (contrib.toml)
+        leaves = [leaf, *LEAF_ALIASES.get(leaf, ())] if prefix else [leaf]
+        names = [f"{prefix}/{other}" if prefix else other for other in leaves]
+        for same in names:
+            if same in init and same not in self.taken:
+                return same, "name"
+        for same in names:
+            parts = same.split("/")
+            for i in range(1, len(parts)):
+                suffix = "/".join(parts[i:])
+                if suffix in free:
+                    return suffix, "scope"
+            longer = [n for n in free if n.endswith("/" + same)]
+            if len(longer) == 1:
+                return longer[0], "scope"
         if not prefix:
             return None, None
         if prefix in self.layer_pairs:    # this layer was paired (or failed to pair) already
             paired = self.layer_pairs[prefix]
-            ok = paired is not None and f"{paired}/{leaf}" in free
-            return (f"{paired}/{leaf}", "layer order") if ok else (None, None)
+            ok = [f"{paired}/{other}" for other in leaves if paired is not None and f"{paired}/{other}" in free]
+            return (ok[0], "layer order") if ok else (None, None)
         paired_layers = {p for p in self.layer_pairs.values() if p is not None}
-        candidates = [n for n in free if n.rpartition("/")[2] == leaf and n.rpartition("/")[0]
+        candidates = [n for n in free if n.rpartition("/")[2] in leaves and n.rpartition("/")[0]
                       and n.rpartition("/")[0] not in paired_layers]
         # only the next original layer in creation order: skipping one would pair layers out of order
         if candidates and _shape(init[candidates[0]]) == shape:
