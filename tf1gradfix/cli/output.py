@@ -27,9 +27,17 @@ def _escaped(char: str) -> str:
     return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
 
 
+LABELS = ("safe", "proven", "manual")   # (catalog.SAFETIES, in the order summaries count them)
+
+
+def mark(finding: Finding) -> str:
+    """A finding's fix label in brackets, `*` first when this run fixes it (or would):
+    `[*safe]`, `[*proven]`, `[safe]`, `[proven]`, `[manual]`; ruff's `[*]`, with the label."""
+    return f"[{'*' if finding.fixed else ''}{finding.safety}]"
+
+
 def finding_line(finding: Finding) -> str:
-    mark = " [*]" if finding.fixed else ""
-    return f"{shown(finding.path)}:{finding.line}:{finding.col}: {finding.code}{mark} {finding.message}"
+    return f"{shown(finding.path)}:{finding.line}:{finding.col}: {finding.code} {mark(finding)} {finding.message}"
 
 
 def error_line(error: FileError) -> str:
@@ -97,12 +105,24 @@ def render(fmt: str, findings: list[Finding], errors: list[FileError], summary: 
     return "\n".join(lines)
 
 
+def label_counts(findings: list[Finding]) -> dict[str, int]:
+    """The findings counted per fix label (the labels no finding has left out)."""
+    counts = {label: sum(f.safety == label for f in findings) for label in LABELS}
+    return {label: n for label, n in counts.items() if n}
+
+
 def summary_sentence(summary: dict, verb: str) -> str:
-    parts = [f"{summary['findings']} finding{'s' if summary['findings'] != 1 else ''}"]
+    """`N findings (a safe, b proven, c manual), F fixed, M need manual work, ...`: the
+    labels as the lines show them, then what this run did with them."""
+    labels = summary.get("labels") or {}
+    parts = [f"{summary['findings']} finding{'s' if summary['findings'] != 1 else ''}"
+             + (" (" + ", ".join(f"{n} {label}" for label, n in labels.items()) + ")" if labels else "")]
     if summary.get("fixed"):
         parts.append(f"{summary['fixed']} {verb}")
     if summary.get("manual"):
         parts.append(f"{summary['manual']} need manual work")
+    if summary.get("proof_needed"):
+        parts.append(f"{summary['proof_needed']} fixable with proof, not written")
     if summary.get("undecided"):
         parts.append(f"{summary['undecided']} in session programs (`tf1gradfix rewrite --diff` shows what it fixes)")
     text = f"{summary['files']} file{'s' if summary['files'] != 1 else ''} checked: " + ", ".join(parts)
