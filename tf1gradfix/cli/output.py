@@ -82,7 +82,8 @@ def render(fmt: str, findings: list[Finding], errors: list[FileError], summary: 
         }
         blocked = blockers(findings)
         if blocked:   # files whose whole-program rewrite was not made, with the lines that stopped it
-            document["not_restructured"] = {p: [{"line": f.line, "code": f.code, "message": f.message} for f in hits]
+            document["not_restructured"] = {p: [{**({"cell": cell_of(f)} if cell_of(f) else {}),
+                                                  "line": f.line, "code": f.code, "message": f.message} for f in hits]
                                              for p, hits in blocked.items()}
         diffs = {o.path: o.diff for o in outcomes if o.diff}
         if diffs:   # `rewrite --diff --format json`: stdout stays one JSON document
@@ -190,15 +191,27 @@ def blocking_codes() -> frozenset[str]:
     return frozenset(r.code for r in load().rules if r.reported_by == "restructure" and r.safety == "manual")
 
 
+_CELL = ".ipynb:cell "
+
+
+def file_of(finding: Finding) -> str:
+    """The file a finding is in (a notebook's findings name their cell too: `x.ipynb:cell 4`)."""
+    return finding.path.rsplit(":cell ", 1)[0] if _CELL in finding.path else finding.path
+
+
+def cell_of(finding: Finding) -> int | None:
+    return int(finding.path.rsplit(":cell ", 1)[1]) if _CELL in finding.path else None
+
+
 def blockers(findings: list[Finding]) -> dict[str, list[Finding]]:
     """Per file, the findings that kept its whole-program rewrite from being made (the
-    restructuring's refusals), in line order."""
+    restructuring's refusals), in line order (a notebook's: in cell order)."""
     codes = blocking_codes()
     found: dict[str, list[Finding]] = {}
     for f in findings:
         if f.code in codes:
-            found.setdefault(f.path, []).append(f)
-    return {path: sorted(hits, key=lambda f: (f.line, f.col)) for path, hits in found.items()}
+            found.setdefault(file_of(f), []).append(f)
+    return {path: sorted(hits, key=lambda f: (cell_of(f) or 0, f.line, f.col)) for path, hits in found.items()}
 
 
 def elided(message: str) -> str:
@@ -216,7 +229,7 @@ def blocker_lines(findings: list[Finding]) -> list[str]:
     blocked = blockers(findings)
     lines = []
     for path, hits in blocked.items():
-        where = ", ".join(f"line {f.line}" for f in hits)
+        where = ", ".join(f"cell {cell_of(f)} line {f.line}" if cell_of(f) else f"line {f.line}" for f in hits)
         lines.append(f"{shown(path)}: not restructured (still TF1 graph code) because of {where}: "
                      + "; ".join(f"{f.code} {f.message}" for f in hits))
     if len(blocked) > 1:
