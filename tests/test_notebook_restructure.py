@@ -173,3 +173,18 @@ def test_a_cell_that_would_not_be_whole_statements_or_would_lose_its_ipython_lin
         0, "an IPython line (`%`, `!`) of the cell would not stay where it was")
     assert split(old, cell_of, set(), ["def f():\n", "    return 1\n", "b = 2\n"], [2, 3]) == [
         [("def f():\n", None), ("    return 1\n", None)], [("b = 2\n", 1)]]
+
+
+def test_a_session_block_in_its_own_cell_is_flattened_in_that_cell(folder, capsys):
+    """`with tf.Session() as sess:` around the training loop: the loop, dedented, stays in
+    its cell; the tape (`with tf.GradientTape()`, alike in text) goes with the graph code."""
+    cells = [*CELLS[:4], ("code", ["with tf.Session() as sess:\n", "    sess.run(tf.global_variables_initializer())\n",
+                                   "    for step in range(5):\n",
+                                   "        _, value = sess.run([train_op, loss], feed_dict={x: data_x, y: data_y})\n",
+                                   "        print(step, value)\n", "    print(sess.run(w))"])]
+    (folder / "train.ipynb").write_text(notebook(cells))
+    assert run(capsys, "rewrite", "--no-verify", "train.ipynb")[0] == 0
+    after = sources((folder / "train.ipynb").read_text())
+    assert "with tf.GradientTape() as tape:" in after[3] and "def train_step(x, y):" in after[3]
+    assert after[4] == ("for step in range(5):\n    value = train_step(data_x, data_y).numpy()\n"
+                        "    print(step, value)\nprint(w.numpy())")
