@@ -168,17 +168,20 @@ def statistics(findings: list[Finding], errors: list[FileError], fmt: str) -> st
 
     counts = Counter(f.code for f in findings)
     fixed = {f.code for f in findings if f.fixed}
+    labels = {code: [label for label in LABELS if any(f.code == code and f.safety == label for f in findings)]
+              for code in counts}   # (one code's findings may differ: fixable with proof here, manual there)
     catalog = load()
     rows = [(code, n, catalog.rule(code).name if catalog.rule(code) else "", code in fixed)
             for code, n in sorted(counts.items(), key=lambda item: (-item[1], item[0]))]
     if fmt == "json":
         import json
 
-        return json.dumps([{"code": c, "name": name, "count": n, "fixable": fix} for c, n, name, fix in rows]
-                          + [{"code": "error", "name": "file error", "count": len(errors), "fixable": False}] * bool(errors),
-                          indent=2)
+        return json.dumps([{"code": c, "name": name, "count": n, "fixable": fix, "labels": labels[c]}
+                           for c, n, name, fix in rows]
+                          + [{"code": "error", "name": "file error", "count": len(errors), "fixable": False,
+                              "labels": []}] * bool(errors), indent=2)
     width = max((len(str(n)) for _, n, _, _ in rows), default=1)
-    lines = [f"{n:>{width}}\t{code}\t{'[*]' if fix else '[ ]'} {name}" for code, n, name, fix in rows]
+    lines = [f"{n:>{width}}\t{code}\t[{'*' if fix else ''}{'/'.join(labels[code])}] {name}" for code, n, name, fix in rows]
     if errors:
         lines.append(f"{len(errors):>{width}}\terror\t    file error")
     return "\n".join(lines)
