@@ -24,7 +24,7 @@ ROOT = Path(__file__).resolve().parent.parent
 RULES = tomllib.loads((ROOT / "tf1gradfix" / "rules" / "codes.toml").read_text("utf-8"))["rule"]
 CODES = [rule["code"] for rule in RULES]
 
-LINE = re.compile(r"^(?P<path>.+?):(?P<line>\d+):(?P<col>\d+): (?P<code>TFG\d{3})(?P<fixed> \[\*\])? (?P<message>\S.*)$")
+LINE = re.compile(r"^(?P<path>.+?):(?P<line>\d+):(?P<col>\d+): (?P<code>TFG\d{3}) \[(?P<fixed>\*)?(?P<label>safe|proven|manual)\] (?P<message>\S.*)$")
 
 # TF1 graph code without a Session: the per-symbol rules apply and the
 # whole-program restructuring of Session programs does not start, so these
@@ -195,9 +195,9 @@ def test_findings_exit_1_with_path_line_col_code_fix_mark(capsys):
     assert err == ""
     assert [(line, col, c, fixed) for _, line, col, c, fixed in findings(out)] == TF1_FINDINGS
     lines = out.splitlines()
-    assert lines[0] == "train.py:3:1: TFG401 [*] `tf.set_random_seed` is `tf.random.set_seed` in TF2"
-    assert lines[1].startswith("train.py:4:5: TFG101 `tf.placeholder` ")
-    assert lines[-1] == "1 file checked: 5 findings, 3 fixable, 2 need manual work; 1 file would change."
+    assert lines[0] == "train.py:3:1: TFG401 [*safe] `tf.set_random_seed` is `tf.random.set_seed` in TF2"
+    assert lines[1].startswith("train.py:4:5: TFG101 [manual] `tf.placeholder` ")
+    assert lines[-1] == "1 file checked: 5 findings (3 safe, 2 manual), 3 fixable, 2 need manual work; 1 file would change."
     assert len(lines) == len(TF1_FINDINGS) + 1
 
 
@@ -220,7 +220,7 @@ def test_rewrite_with_an_error_still_rewrites_the_good_file(capsys):
     assert code == 2
     assert broken.read_bytes() == before
     assert good.read_text() == "import tensorflow as tf\n\ntf.random.set_seed(0)\n"
-    assert "b_good.py:3:1: TFG401 [*]" in out
+    assert "b_good.py:3:1: TFG401 [*safe]" in out
 
 
 def test_usage_error_exits_2(capsys):
@@ -237,7 +237,7 @@ def test_module_entry_point_exit_codes(tmp_path):
     clean = subprocess.run([sys.executable, "-m", "tf1gradfix", "check", "clean.py"], capture_output=True, text=True, cwd=tmp_path, env=env)
     broken = subprocess.run([sys.executable, "-m", "tf1gradfix", "check", "nope.py"], capture_output=True, text=True, cwd=tmp_path, env=env)
     assert (dirty.returncode, clean.returncode, broken.returncode) == (1, 0, 2)
-    assert dirty.stdout.startswith("train.py:3:1: TFG401 [*] ")
+    assert dirty.stdout.startswith("train.py:3:1: TFG401 [*safe] ")
     assert clean.stdout == ""
     assert "nope.py: error: no such file or folder" in broken.stdout
 
@@ -252,7 +252,7 @@ def test_json_format(capsys):
     assert code == 2
     data = json.loads(out)
     assert set(data) == {"findings", "errors", "summary"}
-    assert data["summary"] == {"files": 2, "findings": 5, "fixed": 3, "manual": 2, "changed": 1, "errors": 1}
+    assert data["summary"] == {"files": 2, "findings": 5, "labels": {"safe": 3, "manual": 2}, "fixed": 3, "manual": 2, "changed": 1, "errors": 1}
     got = [(f["path"], f["line"], f["col"], f["code"], f["fixed"]) for f in data["findings"]]
     assert got == [("train.py", *f) for f in TF1_FINDINGS]
     first = data["findings"][0]
@@ -270,7 +270,7 @@ def test_json_format_when_clean(capsys):
     assert json.loads(out) == {
         "findings": [],
         "errors": [],
-        "summary": {"files": 1, "findings": 0, "fixed": 0, "manual": 0, "changed": 0, "errors": 0},
+        "summary": {"files": 1, "findings": 0, "labels": {}, "fixed": 0, "manual": 0, "changed": 0, "errors": 0},
     }
 
 
@@ -396,7 +396,7 @@ def test_parallel_check_equals_serial(capsys):
     assert serial == parallel
     assert serial[0] == 1
     assert len(findings(serial[1])) == 30 + 10 + 6
-    assert serial[1].splitlines()[-1].startswith("30 files checked: 46 findings, 30 fixable, 16 need manual work")
+    assert serial[1].splitlines()[-1].startswith("30 files checked: 46 findings (30 safe, 16 manual), 30 fixable, 16 need manual work")
 
 
 def test_parallel_rewrite_writes_every_file(capsys, tmp_path):
@@ -422,7 +422,7 @@ def test_check_stdin(capsys, monkeypatch):
     code, out, _ = run(capsys, "check", "-")
     assert code == 1
     assert [f[0] for f in findings(out)] == ["-"] * len(TF1_FINDINGS)
-    assert out.startswith("-:3:1: TFG401 [*] ")
+    assert out.startswith("-:3:1: TFG401 [*safe] ")
 
 
 def test_rewrite_stdin_prints_the_new_source_and_reports_on_stderr(capsys, monkeypatch):
@@ -430,7 +430,7 @@ def test_rewrite_stdin_prints_the_new_source_and_reports_on_stderr(capsys, monke
     code, out, err = run(capsys, "rewrite", "-")
     assert code == 1  # the placeholder and tf.gradients need manual work
     assert out == TF1_REWRITTEN
-    assert "-:3:1: TFG401 [*]" in err
+    assert "-:3:1: TFG401 [*safe]" in err
 
 
 def test_rewrite_stdin_echoes_unchanged_source(capsys, monkeypatch):
@@ -453,7 +453,7 @@ def test_rewrite_diff_writes_nothing(capsys):
     assert "\n-y = tf.log(x)\n" in out and "\n+y = tf.math.log(x)\n" in out
     assert "\n x = tf.placeholder(tf.float32, [None, 3])\n" in out  # context line
     assert "TFG401" not in out  # the report goes to stderr, the diff alone to stdout
-    assert "train.py:3:1: TFG401 [*]" in err
+    assert "train.py:3:1: TFG401 [*safe]" in err
 
 
 def test_rewrite_diff_applies_with_patch(capsys, tmp_path):
@@ -474,8 +474,8 @@ def test_rewrite_check_writes_nothing_and_exits_1(capsys):
     code, out, _ = run(capsys, "rewrite", "--check", "train.py")
     assert code == 1
     assert path.read_text() == RENAMES_ONLY
-    assert "train.py:3:1: TFG401 [*]" in out
-    assert out.splitlines()[-1] == "1 file checked: 1 finding, 1 fixable; 1 file would change."
+    assert "train.py:3:1: TFG401 [*safe]" in out
+    assert out.splitlines()[-1] == "1 file checked: 1 finding (1 safe), 1 fixable; 1 file would change."
 
 
 def test_rewrite_check_exits_1_for_manual_work_only(capsys):
@@ -496,7 +496,7 @@ def test_rewrite_applies_safe_renames(capsys):
     code, out, _ = run(capsys, "rewrite", "train.py")
     assert code == 1  # the placeholder and tf.gradients need manual work
     assert path.read_text() == TF1_REWRITTEN
-    assert out.splitlines()[-1] == "1 file checked: 5 findings, 3 fixed, 2 need manual work; 1 file rewritten."
+    assert out.splitlines()[-1] == "1 file checked: 5 findings (3 safe, 2 manual), 3 fixed, 2 need manual work; 1 file rewritten."
     # idempotent: a second run changes nothing and reports only the manual work
     code, out, _ = run(capsys, "rewrite", "train.py")
     assert code == 1
@@ -513,7 +513,7 @@ def test_rewrite_restructures_a_session_program(capsys):
         (3, "TFG401", False), (4, "TFG101", False), (5, "TFG401", False),
         (6, "TFG401", False), (7, "TFG103", False), (8, "TFG105", False),
     ]
-    assert out.splitlines()[-1] == ("1 file checked: 6 findings, 6 in session programs "
+    assert out.splitlines()[-1] == ("1 file checked: 6 findings (3 safe, 3 proven), 6 in session programs "
                                     "(`tf1gradfix rewrite --diff` shows what it fixes).")
     code, out, _ = run(capsys, "rewrite", "--check", "train.py")
     assert code == 1
@@ -524,7 +524,7 @@ def test_rewrite_restructures_a_session_program(capsys):
     code, out, _ = run(capsys, "rewrite", "--no-verify", "train.py")
     assert code == 0
     assert path.read_text() == SESSION_TF2
-    assert out.splitlines()[-1] == ("1 file checked: 6 findings, 6 fixed; 1 file rewritten; 1 file restructured "
+    assert out.splitlines()[-1] == ("1 file checked: 6 findings (3 safe, 3 proven), 6 fixed; 1 file rewritten; 1 file restructured "
                                     "unproven (--no-verify; `tf1gradfix verify --base REF` proves them against a "
                                     "committed version).")
     assert run(capsys, "rewrite", "train.py") == (0, "", "")  # idempotent, and TF2 now
@@ -887,8 +887,8 @@ def test_ambiguous_alias_is_decided_the_same_way_every_run(tmp_path):
         )
         outputs.add(proc.stdout)
     # the name may be the compat.v1 module: the rename needs an import edit, so it is reported, not fixed
-    assert outputs == {"either.py:6:1: TFG401 `tf.set_random_seed` is `tf.random.set_seed` in TF2\n"
-                       "1 file checked: 1 finding, 1 need manual work.\n"}
+    assert outputs == {"either.py:6:1: TFG401 [safe] `tf.set_random_seed` is `tf.random.set_seed` in TF2\n"
+                       "1 file checked: 1 finding (1 safe), 1 need manual work.\n"}
 
 
 def test_config_codes_are_case_insensitive(capsys):

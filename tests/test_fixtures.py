@@ -2,7 +2,8 @@
 
 For each scenario: the rewrite of input.py equals expected.py, the output
 parses and compiles, a second rewrite changes nothing, and the diagnostics
-equal expected.diag (one `input.py:line:col: CODE [*] message` per line).
+equal expected.diag (one `input.py:line:col: CODE [*] message` per line: the code,
+whether it was fixed and the message; the fix labels are tests/test_cli_labels.py's).
 """
 
 from __future__ import annotations
@@ -14,7 +15,6 @@ import pytest
 
 from tf1gradfix.run.engine import process_source
 from tf1gradfix.run.findings import CodeFilter
-from tf1gradfix.cli.output import finding_line
 
 SCENARIOS = sorted(p.parent for p in (Path(__file__).resolve().parent.parent / "fixtures" / "rewrite").glob("*/input.py"))
 
@@ -23,7 +23,7 @@ def rewrite(data: bytes):
     result = process_source("input.py", data, CodeFilter())
     assert result.error is None, result.error
     output = result.new_source if result.new_source is not None else data
-    diag = "".join(finding_line(f) + "\n" for f in result.findings)
+    diag = "".join(f"input.py:{f.line}:{f.col}: {f.code}{' [*]' if f.fixed else ''} {f.message}\n" for f in result.findings)
     return output, diag
 
 

@@ -47,8 +47,8 @@ def test_findings_name_the_cell_and_its_line(folder, capsys):
     code, out, _ = run(capsys, "check", ".")   # found in a folder, as .py files are
     lines = [line for line in out.splitlines() if "TFG" in line]
     assert lines == [
-        "train.ipynb:cell 4:2:5: TFG401 [*] `tf.log` is `tf.math.log` in TF2",
-        "train.ipynb:cell 4:3:5: TFG101 `tf.placeholder` does not exist in TF2; "
+        "train.ipynb:cell 4:2:5: TFG401 [*safe] `tf.log` is `tf.math.log` in TF2",
+        "train.ipynb:cell 4:3:5: TFG101 [manual] `tf.placeholder` does not exist in TF2; "
         "the fed value becomes a parameter of the function that computes the fetches",
     ]
     assert code == 1

@@ -138,8 +138,8 @@ def test_check_hook_fails_on_tf1_code(hooks_repo, env, tmp_path, runner):
     output = proc.stdout + proc.stderr
     assert proc.returncode == 1, output
     assert "Failed" in output
-    assert "train.py:3:5: TFG101 `tf.placeholder` does not exist in TF2" in output
-    assert "train.py:4:9: TFG201 `tf.gradients` only works in graphs" in output
+    assert "train.py:3:5: TFG101 [manual] `tf.placeholder` does not exist in TF2" in output
+    assert "train.py:4:9: TFG201 [manual] `tf.gradients` only works in graphs" in output
     assert (repo / "train.py").read_text() == TF1  # check never writes
 
 

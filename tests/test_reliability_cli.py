@@ -557,7 +557,7 @@ def test_a_file_named_several_ways_is_processed_once(tmp_path, capsys):
     spellings = ["a.py", "sub/../a.py", str(tmp_path / "a.py"), "link.py", "."]
     assert main(["rewrite", "-j", "3", *spellings]) == 0
     out = capsys.readouterr().out
-    assert out.splitlines()[-1] == "1 file checked: 2 findings, 2 fixed; 1 file rewritten."
+    assert out.splitlines()[-1] == "1 file checked: 2 findings (2 safe), 2 fixed; 1 file rewritten."
     assert (tmp_path / "a.py").read_bytes() == NEW and (tmp_path / "link.py").is_symlink()
 
 

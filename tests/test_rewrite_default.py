@@ -52,7 +52,8 @@ def test_without_tensorflow_a_restructuring_is_not_written_but_the_safe_fixes_ar
     assert program.read_text() == SAFE_ONLY
     assert "1 file can be restructured into TF2 but got only the safe fixes" in err
     assert "pip install 'tf1gradfix[verify]'" in err and "--no-verify" in err
-    assert "TFG401 [*]" in out and "TFG103 [*]" not in out and "TFG103" in out
+    assert "TFG401 [*safe]" in out and "TFG103 [proven]" in out
+    assert "fixable with proof, not written" in out.splitlines()[-1] and "need manual work" not in out
     assert code == 1   # the session still needs work
 
 

@@ -186,7 +186,7 @@ def test_parallel_workers_do_not_import_tensorflow(tmp_path):
     rewrite = cli(work, "rewrite", "-j", "2", ".", prepend=str(trap))
     assert check.returncode == 1, check.stderr
     assert rewrite.returncode == 1, rewrite.stderr
-    assert check.stdout.splitlines()[-1].startswith("12 files checked: 36 findings, 12 fixable, 24 need manual work")
+    assert check.stdout.splitlines()[-1].startswith("12 files checked: 36 findings (12 safe, 24 manual), 12 fixable, 24 need manual work")
     assert "12 files rewritten" in rewrite.stdout
     assert not (tmp_path / "imported.log").exists(), (tmp_path / "imported.log").read_text()
 
@@ -281,7 +281,7 @@ def test_bad_files_in_text_output_name_path_and_line(tmp_path):
     assert any(l.startswith("b_undecodable.py:2: error: cannot decode") for l in lines), lines
     assert any(l.startswith("c_binary.py:1: error: binary file") for l in lines), lines
     assert any(l.startswith("d_junk.py") and ": error: " in l for l in lines), lines
-    assert "e_good.py:3:1: TFG401 [*] `tf.set_random_seed` is `tf.random.set_seed` in TF2" in lines
+    assert "e_good.py:3:1: TFG401 [*safe] `tf.set_random_seed` is `tf.random.set_seed` in TF2" in lines
 
 
 @pytest.mark.parametrize("mode", [[], ["--diff"], ["--check"]], ids=["write", "diff", "check"])
@@ -354,7 +354,7 @@ def test_columns_count_characters_not_bytes(tmp_path, capsys, monkeypatch):
     path.write_bytes("import tensorflow as tf\né = 1; tf.set_random_seed(0)\n".encode("utf-8"))
     code, out = run_here(capsys, monkeypatch, tmp_path, "check", "u.py")
     assert code == 1
-    assert out.splitlines()[0].startswith("u.py:2:8: TFG401 [*]")
+    assert out.splitlines()[0].startswith("u.py:2:8: TFG401 [*safe]")
 
 
 def test_rewrite_keeps_cr_only_newlines(tmp_path, capsys, monkeypatch):

@@ -21,7 +21,7 @@ from tf1gradfix.cli.arg_types import nonneg_float, positive_float, positive_int
 from tf1gradfix.cli.config import ConfigError, load_settings
 from tf1gradfix.cli.discover import STDIN, discover
 from tf1gradfix.run.findings import CodeFilter, FileError
-from tf1gradfix.cli.output import FORMATS, blocker_lines, render, shown, statistics, summary_sentence
+from tf1gradfix.cli.output import FORMATS, blocker_lines, label_counts, render, shown, statistics, summary_sentence
 from tf1gradfix.run.source_io import CHANGED, MAX_FILE_BYTES, unchanged
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
@@ -340,11 +340,14 @@ def _run_files(args: argparse.Namespace) -> int:
     summary = {
         "files": len(files),
         "findings": len(findings),
+        "labels": label_counts(findings),
         "fixed": sum(bool(f.fixed) for f in findings),
-        "manual": len(manual),
+        "manual": sum(f.safety != "proven" for f in manual),
         "changed": len(changed),
         "errors": len(errors),
     }
+    if len(manual) > summary["manual"]:   # restructurings left unwritten for want of a proof
+        summary["proof_needed"] = len(manual) - summary["manual"]
     undecided = sum(f.fixed is None for f in findings)   # `check` of a session program: `rewrite` decides
     if undecided:
         summary["undecided"] = undecided

@@ -27,9 +27,17 @@ def _escaped(char: str) -> str:
     return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
 
 
+LABELS = ("safe", "proven", "manual")   # (catalog.SAFETIES, in the order summaries count them)
+
+
+def mark(finding: Finding) -> str:
+    """A finding's fix label in brackets, `*` first when this run fixes it (or would):
+    `[*safe]`, `[*proven]`, `[safe]`, `[proven]`, `[manual]`; ruff's `[*]`, with the label."""
+    return f"[{'*' if finding.fixed else ''}{finding.safety}]"
+
+
 def finding_line(finding: Finding) -> str:
-    mark = " [*]" if finding.fixed else ""
-    return f"{shown(finding.path)}:{finding.line}:{finding.col}: {finding.code}{mark} {finding.message}"
+    return f"{shown(finding.path)}:{finding.line}:{finding.col}: {finding.code} {mark(finding)} {finding.message}"
 
 
 def error_line(error: FileError) -> str:
@@ -74,7 +82,8 @@ def render(fmt: str, findings: list[Finding], errors: list[FileError], summary: 
         }
         blocked = blockers(findings)
         if blocked:   # files whose whole-program rewrite was not made, with the lines that stopped it
-            document["not_restructured"] = {p: [{"line": f.line, "code": f.code, "message": f.message} for f in hits]
+            document["not_restructured"] = {p: [{**({"cell": cell_of(f)} if cell_of(f) else {}),
+                                                  "line": f.line, "code": f.code, "message": f.message} for f in hits]
                                              for p, hits in blocked.items()}
         diffs = {o.path: o.diff for o in outcomes if o.diff}
         if diffs:   # `rewrite --diff --format json`: stdout stays one JSON document
@@ -97,12 +106,24 @@ def render(fmt: str, findings: list[Finding], errors: list[FileError], summary: 
     return "\n".join(lines)
 
 
+def label_counts(findings: list[Finding]) -> dict[str, int]:
+    """The findings counted per fix label (the labels no finding has left out)."""
+    counts = {label: sum(f.safety == label for f in findings) for label in LABELS}
+    return {label: n for label, n in counts.items() if n}
+
+
 def summary_sentence(summary: dict, verb: str) -> str:
-    parts = [f"{summary['findings']} finding{'s' if summary['findings'] != 1 else ''}"]
+    """`N findings (a safe, b proven, c manual), F fixed, M need manual work, ...`: the
+    labels as the lines show them, then what this run did with them."""
+    labels = summary.get("labels") or {}
+    parts = [f"{summary['findings']} finding{'s' if summary['findings'] != 1 else ''}"
+             + (" (" + ", ".join(f"{n} {label}" for label, n in labels.items()) + ")" if labels else "")]
     if summary.get("fixed"):
         parts.append(f"{summary['fixed']} {verb}")
     if summary.get("manual"):
         parts.append(f"{summary['manual']} need manual work")
+    if summary.get("proof_needed"):
+        parts.append(f"{summary['proof_needed']} fixable with proof, not written")
     if summary.get("undecided"):
         parts.append(f"{summary['undecided']} in session programs (`tf1gradfix rewrite --diff` shows what it fixes)")
     text = f"{summary['files']} file{'s' if summary['files'] != 1 else ''} checked: " + ", ".join(parts)
@@ -147,17 +168,20 @@ def statistics(findings: list[Finding], errors: list[FileError], fmt: str) -> st
 
     counts = Counter(f.code for f in findings)
     fixed = {f.code for f in findings if f.fixed}
+    labels = {code: [label for label in LABELS if any(f.code == code and f.safety == label for f in findings)]
+              for code in counts}   # (one code's findings may differ: fixable with proof here, manual there)
     catalog = load()
     rows = [(code, n, catalog.rule(code).name if catalog.rule(code) else "", code in fixed)
             for code, n in sorted(counts.items(), key=lambda item: (-item[1], item[0]))]
     if fmt == "json":
         import json
 
-        return json.dumps([{"code": c, "name": name, "count": n, "fixable": fix} for c, n, name, fix in rows]
-                          + [{"code": "error", "name": "file error", "count": len(errors), "fixable": False}] * bool(errors),
-                          indent=2)
+        return json.dumps([{"code": c, "name": name, "count": n, "fixable": fix, "labels": labels[c]}
+                           for c, n, name, fix in rows]
+                          + [{"code": "error", "name": "file error", "count": len(errors), "fixable": False,
+                              "labels": []}] * bool(errors), indent=2)
     width = max((len(str(n)) for _, n, _, _ in rows), default=1)
-    lines = [f"{n:>{width}}\t{code}\t{'[*]' if fix else '[ ]'} {name}" for code, n, name, fix in rows]
+    lines = [f"{n:>{width}}\t{code}\t[{'*' if fix else ''}{'/'.join(labels[code])}] {name}" for code, n, name, fix in rows]
     if errors:
         lines.append(f"{len(errors):>{width}}\terror\t    file error")
     return "\n".join(lines)
@@ -170,15 +194,27 @@ def blocking_codes() -> frozenset[str]:
     return frozenset(r.code for r in load().rules if r.reported_by == "restructure" and r.safety == "manual")
 
 
+_CELL = ".ipynb:cell "
+
+
+def file_of(finding: Finding) -> str:
+    """The file a finding is in (a notebook's findings name their cell too: `x.ipynb:cell 4`)."""
+    return finding.path.rsplit(":cell ", 1)[0] if _CELL in finding.path else finding.path
+
+
+def cell_of(finding: Finding) -> int | None:
+    return int(finding.path.rsplit(":cell ", 1)[1]) if _CELL in finding.path else None
+
+
 def blockers(findings: list[Finding]) -> dict[str, list[Finding]]:
     """Per file, the findings that kept its whole-program rewrite from being made (the
-    restructuring's refusals), in line order."""
+    restructuring's refusals), in line order (a notebook's: in cell order)."""
     codes = blocking_codes()
     found: dict[str, list[Finding]] = {}
     for f in findings:
         if f.code in codes:
-            found.setdefault(f.path, []).append(f)
-    return {path: sorted(hits, key=lambda f: (f.line, f.col)) for path, hits in found.items()}
+            found.setdefault(file_of(f), []).append(f)
+    return {path: sorted(hits, key=lambda f: (cell_of(f) or 0, f.line, f.col)) for path, hits in found.items()}
 
 
 def elided(message: str) -> str:
@@ -196,7 +232,7 @@ def blocker_lines(findings: list[Finding]) -> list[str]:
     blocked = blockers(findings)
     lines = []
     for path, hits in blocked.items():
-        where = ", ".join(f"line {f.line}" for f in hits)
+        where = ", ".join(f"cell {cell_of(f)} line {f.line}" if cell_of(f) else f"line {f.line}" for f in hits)
         lines.append(f"{shown(path)}: not restructured (still TF1 graph code) because of {where}: "
                      + "; ".join(f"{f.code} {f.message}" for f in hits))
     if len(blocked) > 1:

@@ -19,7 +19,8 @@ from libcst.metadata import MetadataWrapper, PositionProvider, ScopeProvider
 from tf1gradfix.constructs import (builders, model_classes, optimizers, schedules, sections, session_options,
                                    session_params, summaries, variable_factories)
 from tf1gradfix.model import owners as owners_model
-from tf1gradfix.model.checks import check_moved, check_program, check_results, check_state, check_steps, check_var_lists
+from tf1gradfix.model.checks import (check_moved, check_program, check_results, check_state, check_steps, check_var_lists,
+                                     kept, sliced)
 from tf1gradfix.rules import catalog as catalog_module
 from tf1gradfix.emit import model_class
 from tf1gradfix.emit.assemble import FLATTEN, Assembler, Replace
@@ -34,7 +35,6 @@ from tf1gradfix.model.nodes import BuilderModule, Layer, LayerLoop, LayerSite, O
 from tf1gradfix.model.sites import HostScan
 from tf1gradfix.model.owners import GraphCallScan, nested_sessions
 from tf1gradfix.cst.printing import code_for_node
-from tf1gradfix.model.slicing import signatures
 from tf1gradfix.cst.syntax import Refusal, loads, matches, name_nodes
 from tf1gradfix.model.refusals import Refusals, diagnostic
 from tf1gradfix.cst.walk import walk
@@ -283,8 +283,9 @@ class _Rewrite:
             raise Refusals.joined(cast(list, program.refused), refusal) from None
         if program.refused:
             raise Refusals.joined(program.refused)
-        sigs = signatures(program, scan.sites)
-        check_steps(program, sigs, self.meta.names.qualified)
+        found: list = []   # (the whole-program checks' blockers, all of them: model/checks.py)
+        sigs, sites = sliced(program, scan.sites, found)
+        check_steps(program, sigs, self.meta.names.qualified, found)
         state = StateEmitter(program, self.code, self.meta.names.qualified)
         tape = TapeEmitter(program, self.code, self.fresh, state, self.meta)
         tape.indent = 0 if isinstance(owner, cst.Module) and cls is None else 4   # (a model class's methods too)
@@ -292,7 +293,9 @@ class _Rewrite:
         tape.block_indent = indent
         if cls is not None:
             tape.attributes = dict(self.plan.attributes)
-        fed = self._check_writing(program, sigs, scan, state)
+        fed = self._check_writing(program, sigs, sites, state, found)
+        if found:
+            raise Refusals.joined(found)
         self._optimizers(program, tape, fed)
         naming = state.naming
         for node in program.nodes:   # a builder function: a tf.Module class, its instance the function's name
@@ -364,16 +367,17 @@ class _Rewrite:
         alias, self.compat_import = owners_model.tf_alias(self.module, self.code)
         return alias
 
-    def _check_writing(self, program, sigs, scan: HostScan, state: StateEmitter) -> set[int]:
+    def _check_writing(self, program, sigs, sites, state: StateEmitter, found: list) -> set[int]:
         """Every refusal left once the runs are sliced, in the order the text would meet
-        them, before any is written; the optimizers whose learning rate is fed or scheduled."""
+        them, kept in `found` before any is written; the optimizers whose learning rate is
+        fed or scheduled."""
         qualified = self.meta.names.qualified
-        fed = {node.index for node in program.nodes if isinstance(node, Optimizer) and optimizers.check_settings(
-            program, node, state.scheduled_rate(node), state.learning_rate(node), qualified)}
-        check_var_lists(program, sigs, qualified)
-        check_results(program, scan.sites, self.meta)
-        check_moved(program, sigs)
-        check_state(program, qualified, self.code)
+        fed = {node.index for node in program.nodes if isinstance(node, Optimizer) and kept(found, optimizers.check_settings,
+               program, node, state.scheduled_rate(node), state.learning_rate(node), qualified)}
+        check_var_lists(program, sigs, qualified, found)
+        check_results(program, sites, self.meta, found)
+        check_moved(program, sigs, found)
+        check_state(program, qualified, self.code, found)
         return fed
 
     def _optimizers(self, program, tape: TapeEmitter, fed: set[int]) -> None:

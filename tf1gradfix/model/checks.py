@@ -3,7 +3,12 @@ refused once the block is modeled (check_program) and after the runs are sliced
 (check_steps), before any text is written (emit/ only writes text).
 
 The messages and codes are those the emitters raised while writing; the checks
-follow the order the emitters met them in one function."""
+follow the order the emitters met them in one function. Given a `found` list, the
+checks after slicing collect their refusals in it and go on wherever what follows
+does not read the refused piece (each run, optimizer, variable, moved statement is
+checked on its own), so one run lists every blocker; without one the first is raised.
+check_program still stops: with two sessions or a section that builds no graph, the
+runs are not one program's, so the checks of them would judge the wrong thing."""
 
 from __future__ import annotations
 
@@ -20,7 +25,36 @@ from tf1gradfix.emit.tape import _literal_index as literal_index   # (a syntax h
 from tf1gradfix.model.graph import Program
 from tf1gradfix.model.nodes import (BuilderModule, ComputeGradients, Gradients, Layer, LayerLoop, LayerNode, Optimizer, OptimizerCall,
                                     Placeholder, Static, Tensor, TrainOp, Update, Variable)
-from tf1gradfix.model.slicing import Signature, closure, gradient_dependent, reached_variables
+from tf1gradfix.model.slicing import Signature, closure, gradient_dependent, reached_variables, signatures
+
+
+def refuse(found: list | None, refusal: Refusal) -> None:
+    """Raise `refusal`, or keep it in `found` (once: two runs may meet one statement)."""
+    if found is None:
+        raise refusal
+    if not any(r.node is refusal.node and r.message == refusal.message for r in found):
+        found.append(refusal)
+
+
+def kept(found: list | None, check, *args):
+    """`check(*args)`, its refusal kept in `found` (None then) instead of raised."""
+    try:
+        return check(*args)
+    except Refusal as refusal:
+        refuse(found, refusal)
+        return None
+
+
+def sliced(program: Program, sites: list, found: list | None = None) -> tuple[list[Signature], list]:
+    """The signatures of the runs that can be sliced, and those runs: a run refused (what
+    it fetches cannot be computed in TF2) is left out, the others are sliced still."""
+    try:
+        return signatures(program, sites), sites
+    except Refusal:
+        if found is None:
+            raise
+    fine = [site for site in sites if kept(found, signatures, program, [site]) is not None]   # (run by run)
+    return signatures(program, fine), fine
 
 
 def check_program(program: Program, owner, sessions: list, section) -> None:
@@ -32,34 +66,39 @@ def check_program(program: Program, owner, sessions: list, section) -> None:
         raise Refusal.of(sessions[1], "several_sessions")
 
 
-def check_steps(program: Program, sigs: list[Signature], qualified) -> None:
-    """Refusal for the first run whose function could not be written."""
+def check_steps(program: Program, sigs: list[Signature], qualified, found: list | None = None) -> None:
+    """Refusal for each run whose function could not be written."""
     for sig in sigs:
         if sig.inline:
             continue
         for i in sig.nodes:
             node = program.nodes[i]
             if isinstance(node, OptimizerCall) and "loss" in node.bound and node.bound.get("var_list") is not None:
-                _var_list(program, node, qualified)   # (an explicit var_list also trains trainable=False variables)
+                kept(found, _var_list, program, node, qualified)   # (an explicit var_list also trains trainable=False variables)
             if isinstance(node, Gradients):
                 for x in node.xs:
                     if isinstance(program.node(x), Static):
-                        raise Refusal.of(node.value, "gradient_of_constant", name=x)
+                        refuse(found, Refusal.of(node.value, "gradient_of_constant", name=x))
         for p in sig.params:
             if p in sig.fed_values:   # (a computed value fed: its dtype is read where it is fed)
                 continue
             placeholder = program.node(p)
             assert isinstance(placeholder, Placeholder)
             if placeholder.dtype is None:
-                raise Refusal.of(placeholder.value, "placeholder_without_dtype", name=p)
+                refuse(found, Refusal.of(placeholder.value, "placeholder_without_dtype", name=p))
         for i in sig.nodes:
             node = program.nodes[i]
             if isinstance(node, OptimizerCall):
-                _update(program, node, qualified)
+                _update(program, node, qualified, found)
 
 
-def _update(program: Program, node: OptimizerCall, qualified) -> None:
-    """An optimizer's update: its optimizer, its loss and its variables."""
+def _update(program: Program, node: OptimizerCall, qualified, found: list | None) -> None:
+    """An optimizer's update: its optimizer, then its loss and its variables."""
+    kept(found, _optimizer, program, node)
+    kept(found, _loss, program, node, qualified)
+
+
+def _optimizer(program: Program, node: OptimizerCall) -> None:
     opt = program.nodes[node.optimizer]
     assert isinstance(opt, Optimizer)
     row = optimizers.optimizer_table().get(opt.cls, {})
@@ -68,6 +107,9 @@ def _update(program: Program, node: OptimizerCall, qualified) -> None:
         raise Refusal.of(opt.call, "optimizer_sparse_lazy", optimizer=opt.cls)
     if row.get("v1_slots") and any(isinstance(n, LayerNode) and n.weights for n in program.nodes):
         raise Refusal.of(opt.call, "kept_optimizer_with_layers", optimizer=opt.cls)
+
+
+def _loss(program: Program, node: OptimizerCall, qualified) -> None:
     if node.differentiates():
         loss = node.bound["loss"]
         if not isinstance(loss, cst.Name):
@@ -84,9 +126,10 @@ def _var_list(program: Program, node: OptimizerCall, qualified) -> None:
         raise Refusal.of(given, "var_list_form")
 
 
-def check_var_lists(program: Program, sigs: list[Signature], qualified) -> None:
+def check_var_lists(program: Program, sigs: list[Signature], qualified, found: list | None = None) -> None:
     """A Keras optimizer is built for the variables of its first update and rejects
-    others later; a v1 optimizer trains any list it is given."""
+    others later; a v1 optimizer trains any list it is given. (An update whose loss or
+    var_list check_steps refused trains no list here.)"""
     trained_by: dict[int, set] = {}
     for sig in sigs:
         if sig.inline:
@@ -102,7 +145,7 @@ def check_var_lists(program: Program, sigs: list[Signature], qualified) -> None:
                 continue
             trained = _trained(program, node, qualified)
             if trained is not None and trained_by.setdefault(opt.index, trained) != trained:
-                raise Refusal.of(opt.call, "optimizer_var_lists_differ")
+                refuse(found, Refusal.of(opt.call, "optimizer_var_lists_differ"))
 
 
 def _trained(program: Program, node: OptimizerCall, qualified) -> set | None:
@@ -110,9 +153,10 @@ def _trained(program: Program, node: OptimizerCall, qualified) -> set | None:
     (None for a loss that names no graph value: refused where the loss is read)."""
     given = node.bound.get("var_list")
     if given is not None:
-        return set(cast("list[str]", var_lists.members(program, given, node.index, qualified)))
-    loss = cast(cst.Name, node.bound["loss"])
-    if not isinstance(node, ComputeGradients) and loss.value not in program.final:
+        members = var_lists.members(program, given, node.index, qualified)
+        return None if members is None else set(members)
+    loss = node.bound["loss"]
+    if not isinstance(node, ComputeGradients) and not (isinstance(loss, cst.Name) and loss.value in program.final):
         return None
     listed = program.trainable() if isinstance(node, ComputeGradients) else \
         reached_variables(program, program.final[loss.value])
@@ -120,28 +164,32 @@ def _trained(program: Program, node: OptimizerCall, qualified) -> set | None:
             else ("layers", n.index) for n in listed}
 
 
-def check_results(program: Program, sites, meta) -> None:
+def check_results(program: Program, sites, meta, found: list | None = None) -> None:
     """A run of a train op becomes a call whose result is the fetched values only:
     the train op's own result may not be read (`meta`: the module's scope metadata)."""
     for site in sites:
-        sig = cast(Signature, site.signature)
-        parent = site.parent
-        if len(sig.returns) == len(site.fetches) or isinstance(parent, cst.Expr):
-            continue
-        if isinstance(parent, cst.Assign) and len(parent.targets) == 1 and site.structure != "single":
-            target = parent.targets[0].target
-            if isinstance(target, (cst.Tuple, cst.List)) and len(target.elements) == len(site.fetches):
-                for element, fetch in zip(target.elements, site.fetches):
-                    if isinstance(program.node(fetch), (TrainOp, Update)) \
-                            and not (isinstance(element.value, cst.Name) and discarded(meta, element.value)):
-                        raise Refusal.of(element.value, "train_result_used")
-                continue
-        if isinstance(parent, cst.Subscript) and parent.value is site.call and site.structure != "single":
-            index = literal_index(parent)
-            if index is not None and -len(site.fetches) <= index < len(site.fetches) \
-                    and not isinstance(program.node(site.fetches[index]), (TrainOp, Update)):
-                continue
-        raise Refusal.of(site.call, "train_fetch_result_used")
+        kept(found, _check_result, program, site, meta)
+
+
+def _check_result(program: Program, site, meta) -> None:
+    sig = cast(Signature, site.signature)
+    parent = site.parent
+    if len(sig.returns) == len(site.fetches) or isinstance(parent, cst.Expr):
+        return
+    if isinstance(parent, cst.Assign) and len(parent.targets) == 1 and site.structure != "single":
+        target = parent.targets[0].target
+        if isinstance(target, (cst.Tuple, cst.List)) and len(target.elements) == len(site.fetches):
+            for element, fetch in zip(target.elements, site.fetches):
+                if isinstance(program.node(fetch), (TrainOp, Update)) \
+                        and not (isinstance(element.value, cst.Name) and discarded(meta, element.value)):
+                    raise Refusal.of(element.value, "train_result_used")
+            return
+    if isinstance(parent, cst.Subscript) and parent.value is site.call and site.structure != "single":
+        index = literal_index(parent)
+        if index is not None and -len(site.fetches) <= index < len(site.fetches) \
+                and not isinstance(program.node(site.fetches[index]), (TrainOp, Update)):
+            return
+    raise Refusal.of(site.call, "train_fetch_result_used")
 
 
 def discarded(meta, name: cst.Name) -> bool:
@@ -157,7 +205,7 @@ def discarded(meta, name: cst.Name) -> bool:
     return False
 
 
-def check_moved(program: Program, sigs: list[Signature]) -> None:
+def check_moved(program: Program, sigs: list[Signature], found: list | None = None) -> None:
     """The statements that move into the step functions (put after the last graph
     statement) read host names when called: those must not change later."""
     positions = [pos for pos, it in enumerate(program.items) if it.node is not None]
@@ -171,13 +219,14 @@ def check_moved(program: Program, sigs: list[Signature]) -> None:
     for i in moved:
         node = program.nodes[i]
         if any(isinstance(s, cst.SimpleString) and "\n" in s.value for s in walk(node.stmt) if type(s) is cst.SimpleString):
-            raise Refusal.of(node.stmt, "multiline_string")
+            refuse(found, Refusal.of(node.stmt, "multiline_string"))
+            continue
         late = (set(loads(node.value)) - known) & rebound
         if late:
-            raise Refusal.of(node.stmt, "graph_reads_late_value", name=sorted(late)[0])
+            refuse(found, Refusal.of(node.stmt, "graph_reads_late_value", name=sorted(late)[0]))
 
 
-def check_state(program: Program, qualified, code) -> None:
+def check_state(program: Program, qualified, code, found: list | None = None) -> None:
     """The variables, layers and builder functions' variables, in the order they are
     written: Refusal for an initial value or layer setting the rewrite cannot write.
     `code`: a node's text, as the rewrite spells it."""
@@ -185,15 +234,15 @@ def check_state(program: Program, qualified, code) -> None:
     for module in program.nodes:   # (a builder's module class is written first)
         if isinstance(module, BuilderModule):
             for _, _, call, bound, _ in module.variables:
-                variables.check_initial_value(program, qualified, code, call, bound)
+                kept(found, variables.check_initial_value, program, qualified, code, call, bound)
     for item in program.items:
         node = item.node
         if item.drop or node is None or isinstance(node, Static):
             continue
         if isinstance(node, Variable) and node.source != "tensorflow.Variable":
-            variables.check_initial_value(program, qualified, code, node.value, node.bound)
+            kept(found, variables.check_initial_value, program, qualified, code, node.value, node.bound)
         elif isinstance(node, LayerLoop):
             for site in node.sites:
-                layers.check_layer_arguments(site.row, site.call, site.bound, qualified, code)
+                kept(found, layers.check_layer_arguments, site.row, site.call, site.bound, qualified, code)
         elif isinstance(node, Layer):
-            layers.check_layer_arguments(node.row, node.value, node.bound, qualified, code)
+            kept(found, layers.check_layer_arguments, node.row, node.value, node.bound, qualified, code)

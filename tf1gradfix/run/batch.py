@@ -92,8 +92,7 @@ def run_source(path: str, data: bytes, mode: str, codes: CodeFilter, snapshot: S
 
 
 def _run_source(path: str, data: bytes, mode: str, codes: CodeFilter, snapshot: Snapshot | None) -> Outcome:
-    notebook = notebooks.is_notebook(path)
-    result = notebooks.process(path, data, codes) if notebook else process_source(path, data, codes, fix=True, check=mode == CHECK)
+    result = _processed(path, data, codes, check=mode == CHECK)
     outcome = Outcome(path, result.findings, result.error)
     if result.new_source is None:
         if path == "-" and mode in (WRITE, GUARDED):
@@ -107,10 +106,10 @@ def _run_source(path: str, data: bytes, mode: str, codes: CodeFilter, snapshot: 
         outcome.snapshot = snapshot
         if mode == GUARDED:
             outcome.restructured = True
-            outcome.safe_source = process_source(path, data, codes, fix=True, restructure=False).new_source
+            outcome.safe_source = _processed(path, data, codes, restructure=False).new_source
     elif mode in (WRITE, GUARDED):
         if path == "-" and mode == GUARDED and restructured(result.findings):   # an editor filter: safe fixes only
-            safe = process_source(path, data, codes, fix=True, restructure=False).new_source
+            safe = _processed(path, data, codes, restructure=False).new_source
             outcome.new_source = data if safe is None else safe
             outcome.findings = [Finding(**{**f.to_json(), "fixed": f.fixed and f.safety == "safe"})
                                 for f in outcome.findings]
@@ -119,6 +118,12 @@ def _run_source(path: str, data: bytes, mode: str, codes: CodeFilter, snapshot: 
         else:
             write_outcome(outcome, result.new_source, snapshot)
     return outcome
+
+
+def _processed(path: str, data: bytes, codes: CodeFilter, restructure: bool = True, check: bool = False):
+    """A file's result, a notebook's by its code cells."""
+    process = notebooks.process if notebooks.is_notebook(path) else process_source
+    return process(path, data, codes, fix=True, restructure=restructure, check=check)
 
 
 def write_outcome(outcome: Outcome, source: bytes, snapshot: Snapshot | None) -> None:

@@ -6,13 +6,14 @@ lines (`%matplotlib inline`, `!pip ...`, `%%time` cells) held out as blank
 statements so that lines keep their numbers. Findings are reported as
 `notebook.ipynb:cell N:LINE:COL`, as other notebook-aware linters do.
 
-Only the safe fixes are written: each fixed line goes back into its own
-cell, and everything else (outputs, metadata, markdown, the JSON layout) is
-kept byte for byte, since the notebook is written back with the layout it
-was read in; a notebook whose layout cannot be reproduced exactly is
-reported and left as it is. Whole-program restructurings are not applied to
-notebooks (run the code as a script to prove one); `rewrite --verify` proves
-a notebook's fixes by running its code cells in order (`script`).
+A safe fix goes back into its own line's cell; a restructuring of the
+program goes back cell by cell where it maps onto the same cells
+(notebook_cells.py), and the notebook is refused (left as it is, with the
+reason) where it does not. Everything else (outputs, metadata, markdown, the
+JSON layout) is kept byte for byte, since the notebook is written back with
+the layout it was read in; a notebook whose layout cannot be reproduced
+exactly is reported and left as it is. The verifier proves a notebook by
+running its code cells in order (`script`), both sides.
 """
 
 from __future__ import annotations
@@ -67,8 +68,10 @@ def _layout(text: str, notebook: dict):
     return None
 
 
-def process(path: str, data: bytes, codes: CodeFilter, fix: bool = True):
-    """A FileResult for a notebook: findings placed in cells, new notebook bytes if fixed."""
+def process(path: str, data: bytes, codes: CodeFilter, fix: bool = True, restructure: bool = True,
+            check: bool = False):
+    """A FileResult for a notebook: findings placed in cells, new notebook bytes if fixed
+    (`restructure`, `check`: as for engine.process_source)."""
     import json  # (in the functions: batch imports this module for every run, notebooks or not)
 
     from tf1gradfix.run.engine import FileResult, process_source
@@ -89,7 +92,7 @@ def process(path: str, data: bytes, codes: CodeFilter, fix: bool = True):
             cells.append(_Cell(number, lines, line))
             line += len(lines)
     module = _joined(cells)
-    inner = process_source(path, module.encode("utf-8"), codes, fix=fix, restructure=False)
+    inner = process_source(path, module.encode("utf-8"), codes, fix=fix, restructure=restructure, check=check)
     if inner.error is not None:
         cell, at = _place(cells, inner.error.line)
         result.error = replace(inner.error, path=f"{path}:cell {cell.index}" if cell else path, line=at)
@@ -104,6 +107,17 @@ def process(path: str, data: bytes, codes: CodeFilter, fix: bool = True):
     layout = _layout(text, notebook)
     new_lines = inner.new_source.decode("utf-8").splitlines(keepends=True)
     old_lines = module.splitlines(keepends=True)
+    if layout is not None and any(f.fixed and f.safety != "safe" for f in inner.findings):   # (restructured)
+        placed_cells = _restructured(cells, old_lines, new_lines)
+        if isinstance(placed_cells, tuple):
+            return _refused(path, data, codes, *placed_cells)
+        for cell, lines in zip(cells, placed_cells):
+            if lines != cell.lines:
+                raw = raw_cells[cell.index - 1]
+                raw["source"] = lines if isinstance(raw.get("source"), list) else "".join(lines)
+        settings, end = layout
+        result.new_source = (json.dumps(notebook, **settings) + end).encode("utf-8")
+        return result
     if layout is None or len(new_lines) != len(old_lines):
         why = ("its JSON layout cannot be written back exactly" if layout is None
                else "a fix changed the number of lines")
@@ -122,6 +136,39 @@ def process(path: str, data: bytes, codes: CodeFilter, fix: bool = True):
         raw["source"] = edited if isinstance(raw.get("source"), list) else "".join(edited)
     settings, end = layout
     result.new_source = (json.dumps(notebook, **settings) + end).encode("utf-8")
+    return result
+
+
+def _restructured(cells: list[_Cell], old: list[str], new: list[str]):
+    """Each cell's new source lines, or (cell, reason) where the program does not map back."""
+    from tf1gradfix.run import notebook_cells
+
+    cell_of = [n for n, cell in enumerate(cells) for _ in cell.lines]
+    originals = [line for cell in cells for line in cell.lines]
+    magic = {i for i, line in enumerate(old) if line == "pass\n" and originals[i].rstrip("\r\n") != "pass"}
+    placed = notebook_cells.split(old, cell_of, magic, new, [cell.index for cell in cells])
+    if isinstance(placed, tuple):
+        return cells[placed[0]], placed[1]
+    out = []
+    for cell, lines in zip(cells, placed):
+        if [text for text, _ in lines] == old[cell.first - 1:cell.first - 1 + len(cell.lines)]:
+            out.append(cell.lines)   # (untouched, byte for byte)
+            continue
+        body = "".join(originals[i].rstrip("\r\n") + "\n" if i in magic else text for text, i in lines)
+        body = body.strip("\n") + ("\n" if cell.lines and cell.lines[-1].endswith("\n") else "")
+        out.append(body.splitlines(keepends=True))
+    return out
+
+
+def _refused(path: str, data: bytes, codes: CodeFilter, cell: _Cell, why: str):
+    """The notebook left as it is: its findings as a refused program's, and the reason."""
+    from tf1gradfix.model.refusals import diagnostic
+
+    result = process(path, data, codes, restructure=False)
+    line, col, code, message, safety = diagnostic(1, 1, "notebook_cells", why=why)
+    result.findings = [replace(f, fixed=False) for f in result.findings] + [
+        Finding(f"{path}:cell {cell.index}", line, col, code, message, safety, False)]
+    result.new_source = None
     return result
 
 
