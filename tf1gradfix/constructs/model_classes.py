@@ -21,6 +21,7 @@ from typing import cast
 
 import libcst as cst
 
+from tf1gradfix.constructs import layer_methods
 from tf1gradfix.constructs.builders import MODULE_ATTRIBUTES
 from tf1gradfix.cst.printing import source_bytes
 from tf1gradfix.constructs.session_params import SessionParameters
@@ -44,6 +45,7 @@ class ModelClass:
     attributes: dict[str, str]              # name inside `__init__` after desugar -> attribute
     members: frozenset[str]                 # every attribute and method name the class uses
     inlined: tuple[str, ...] = ()           # methods `__init__` builds the graph with (`self.build()`)
+    layered: tuple[str, ...] = ()           # methods it calls with arguments (layer_methods)
 
     def helpers(self, cls: cst.ClassDef) -> dict[str, cst.FunctionDef]:
         """The static helper methods (static_helpers) under the names `__init__` reads them by."""
@@ -74,9 +76,16 @@ def model_class(module: cst.Module, owner: cst.CSTNode) -> cst.ClassDef | None:
     for stmt in module.body:
         if isinstance(stmt, cst.ClassDef) and owner in stmt.body.body and isinstance(owner, cst.FunctionDef):
             init = init_of(stmt)
-            if init is owner or init is not None and any(m is owner for m in build_methods(stmt, init)):
+            if init is owner or init is not None and any(m is owner for m in _graph_methods(stmt, init)):
                 return stmt
     return None
+
+
+def _graph_methods(cls: cst.ClassDef, init: cst.FunctionDef) -> list[cst.FunctionDef]:
+    """The methods `__init__` builds the graph with: inlined ones and layer methods."""
+    inlined = build_methods(cls, init)
+    self_name = init.params.params[0].name.value if init.params.params else None
+    return inlined + layer_methods.found(cls, self_name, [init, *inlined], static_helpers(cls, self_name, init, inlined))
 
 
 def build_methods(cls: cst.ClassDef, init: cst.FunctionDef) -> list[cst.FunctionDef]:
@@ -169,7 +178,9 @@ def desugar(module: cst.Module, cls: cst.ClassDef) -> tuple[cst.Module, ModelCla
     members = _members(cls, self_name)
     methods = {s.name.value for s in cls.body.body if isinstance(s, cst.FunctionDef)}
     inlined = build_methods(cls, init)
-    regions = [init.body] + [m.body for m in inlined]   # where `self.<attr>` is read as a name
+    helpers = static_helpers(cls, self_name, init, inlined)
+    layered = layer_methods.found(cls, self_name, [init, *inlined], helpers)
+    regions = [init.body] + [m.body for m in inlined] + [m.body for m in layered]   # where `self.<attr>` is read as a name
     calls = {id(cast(cst.Call, cast(cst.Expr, cast(cst.SimpleStatementLine, stmt).body[0]).value).func)
              for region in regions for stmt in region.body
              if _self_call(stmt, self_name) in {m.name.value for m in inlined}}
@@ -178,9 +189,9 @@ def desugar(module: cst.Module, cls: cst.ClassDef) -> tuple[cst.Module, ModelCla
     class_level = set().union(*(bound_names(s) for s in cls.body.body if not isinstance(s, cst.FunctionDef)))
     taken = set().union(*(loads(r) for r in regions)) | {p.name.value for p in params}
     attributes: dict[str, str] = {}
-    helpers = static_helpers(cls, self_name, init, inlined)
     for attr in sorted({a.attr.value for a in used}):
-        if attr in methods and attr not in helpers or attr not in methods | assigned | class_level:
+        if attr in methods and attr not in helpers and attr not in {m.name.value for m in layered} \
+                or attr not in methods | assigned | class_level:
             # a method, or something a base class provides: a plain name would mean another thing
             raise Refusal.of(init, "class_attribute_unset", instance=self_name, attr=attr)
         name, k = attr, 1
@@ -190,13 +201,13 @@ def desugar(module: cst.Module, cls: cst.ClassDef) -> tuple[cst.Module, ModelCla
         taken.add(name)
         attributes[name] = attr
     local = {attr: name for name, attr in attributes.items()}
-    for region, owner in zip(regions, [init, *inlined]):
+    for region, owner in zip(regions, [init, *inlined, *layered]):
         bare = [n for n in name_nodes(region) if n.value == self_name]
         if len(bare) != len(_self_attributes(region, self_name)):
             raise Refusal.of(owner, "class_self_other_use", instance=self_name, function=owner.name.value)
 
     inside = {id(n) for region in regions for n in walk(region)}
-    path = {id(module), id(cls), id(cls.body), id(init)} | {id(m) for m in inlined}
+    path = {id(module), id(cls), id(cls.body), id(init)} | {id(m) for m in [*inlined, *layered]}
 
     class Desugar(cst.CSTTransformer):
         def on_visit(self, node: cst.CSTNode) -> bool:
@@ -208,7 +219,8 @@ def desugar(module: cst.Module, cls: cst.ClassDef) -> tuple[cst.Module, ModelCla
             return updated
 
     new = module.visit(Desugar())
-    plan = ModelClass(cls.name.value, self_name, attributes, members, tuple(m.name.value for m in inlined))
+    plan = ModelClass(cls.name.value, self_name, attributes, members, tuple(m.name.value for m in inlined),
+                      tuple(m.name.value for m in layered))
     return cst.parse_module(source_bytes(new)), plan
 
 
@@ -278,11 +290,12 @@ def host_statements(module: cst.Module, cls: cst.ClassDef, plan: ModelClass) -> 
     class's other methods and statements. The methods that build the graph go with
     `__init__`, so nothing else may call them."""
     init = cast(cst.FunctionDef, init_of(cls))
+    graph_methods = plan.inlined + plan.layered
     host = cast("list[cst.BaseStatement]", [s for s in module.body if s is not cls] + [
-        s for s in cls.body.body if s is not init and not (isinstance(s, cst.FunctionDef) and s.name.value in plan.inlined)])
-    if plan.inlined:
+        s for s in cls.body.body if s is not init and not (isinstance(s, cst.FunctionDef) and s.name.value in graph_methods)])
+    if graph_methods:
         for stmt in host:
-            for a in _attributes_named(stmt, plan.inlined):
+            for a in _attributes_named(stmt, graph_methods):
                 raise Refusal.of(a, "class_init_builder_reused", attr=a.attr.value)
     return host
 

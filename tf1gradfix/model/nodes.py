@@ -195,6 +195,9 @@ class BuilderModule(LayerNode):
     variables: list[BuilderVariable]
     inner: list[cst.BaseStatement]
     var: str                      # the instance's name: the function's
+    method_of: str | None = None  # a model class's layer method: the class's `self` (layer_methods.py)
+    single: bool = True           # ... the class's only one making variables
+    calls: list[tuple[int, str, cst.Call]] = field(default_factory=list)   # ... (node index, scope, call)
 
 
 @dataclass(eq=False, kw_only=True)
