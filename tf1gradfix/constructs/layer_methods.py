@@ -27,7 +27,8 @@ import libcst as cst
 
 from tf1gradfix.constructs import builders
 from tf1gradfix.cst import layout
-from tf1gradfix.cst.syntax import Refusal, bound_args, bound_names, is_docstring, literal_string, loads, names_as_attributes
+from tf1gradfix.cst.syntax import (Refusal, bound_args, bound_names, free_names, is_docstring, literal_string, loads,
+                                   names_as_attributes)
 from tf1gradfix.cst.walk import walk
 from tf1gradfix.model.nodes import BuilderModule
 
@@ -205,10 +206,17 @@ def _arguments(wanted: list[str], bound: dict, code=None) -> str:
     return ", ".join(out)
 
 
+def _read(method: cst.FunctionDef, attributes: dict[str, str]) -> dict[str, str]:
+    """The names of `__init__` the method reads (its `self.<attr>`, desugared): its free
+    names among them (model_classes.desugar names no attribute like a global it reads)."""
+    return {name: attributes[name] for name in free_names(method) if name in attributes}
+
+
 def methods(node: BuilderModule, method: cst.FunctionDef, attributes: dict[str, str], tf: str,
             initial_value) -> list[cst.FunctionDef]:
     """The method reading its variables from `self.made`, and the method making one
     scope's (`_build_net_variables`); `__init__`'s names read back as attributes."""
+    attributes = _read(method, attributes)
     self_name = cast(str, node.method_of)
     shaping = set().union(*(set(loads(v[2])) for v in node.variables))
     params = [p for p in method.params.params[1:] if p.name.value in shaping or p.name.value == node.scope_parameter]
@@ -221,7 +229,7 @@ def methods(node: BuilderModule, method: cst.FunctionDef, attributes: dict[str, 
         name=cst.Name(variables_method(method.name.value)), decorators=[], leading_lines=[],
         params=method.params.with_changes(params=[method.params.params[0], *params]),
         body=cst.IndentedBlock([cst.SimpleStatementLine([cst.Pass()])]))).splitlines()[0]
-    doc = f'"""The variables `{method.name.value}` makes under a scope, made with the model as TF1 did."""'
+    doc = f'"""Makes the variables `{method.name.value}` reads under a scope (TF1 made them with the graph)."""'
     text = head + "\n    " + doc + "\n" + "".join("    " + layout.fit(ln, 8).replace("\n", "\n    ") + "\n" for ln in lines)
     making = cast(cst.FunctionDef, cst.parse_statement(text))
     making = making.with_changes(body=names_as_attributes(making.body, attributes, self_name))
@@ -243,4 +251,4 @@ def methods(node: BuilderModule, method: cst.FunctionDef, attributes: dict[str, 
 
 def reattributed(method: cst.FunctionDef, attributes: dict[str, str], self_name: str) -> cst.FunctionDef:
     """A layer method that makes no variables: `__init__`'s names read back as attributes."""
-    return method.with_changes(body=names_as_attributes(method.body, attributes, self_name))
+    return method.with_changes(body=names_as_attributes(method.body, _read(method, attributes), self_name))

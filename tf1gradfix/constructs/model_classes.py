@@ -26,7 +26,7 @@ from tf1gradfix.constructs.builders import MODULE_ATTRIBUTES
 from tf1gradfix.cst.printing import source_bytes
 from tf1gradfix.constructs.session_params import SessionParameters
 from tf1gradfix.cst.walk import walk
-from tf1gradfix.cst.syntax import Refusal, bound_names, is_docstring, loads, name_nodes
+from tf1gradfix.cst.syntax import Refusal, bound_names, free_names, is_docstring, loads, name_nodes
 from tf1gradfix.model.nodes import LayerNode, Optimizer, Static, Variable, VariableGroup
 
 
@@ -187,7 +187,11 @@ def desugar(module: cst.Module, cls: cst.ClassDef) -> tuple[cst.Module, ModelCla
     used = [a for region in regions for a in _self_attributes(region, self_name) if id(a) not in calls]
     assigned = set().union(*(_set_in(region, self_name) for region in regions))
     class_level = set().union(*(bound_names(s) for s in cls.body.body if not isinstance(s, cst.FunctionDef)))
-    taken = set().union(*(loads(r) for r in regions)) | {p.name.value for p in params}
+    shared = regions[:1 + len(inlined)]   # (one namespace: `__init__` and what it inlines)
+    taken = set().union(*(loads(r) for r in shared)) | {p.name.value for p in params}
+    # a layer method is a function of its own: only the attributes it reads must not meet its names
+    apart = [(set(loads(m.body)), {a.attr.value for a in _self_attributes(m.body, self_name)}) for m in layered]
+    taken |= set().union(*(free_names(m) - {self_name} for m in layered))   # (the globals they read)
     attributes: dict[str, str] = {}
     for attr in sorted({a.attr.value for a in used}):
         if attr in methods and attr not in helpers and attr not in {m.name.value for m in layered} \
@@ -195,7 +199,7 @@ def desugar(module: cst.Module, cls: cst.ClassDef) -> tuple[cst.Module, ModelCla
             # a method, or something a base class provides: a plain name would mean another thing
             raise Refusal.of(init, "class_attribute_unset", instance=self_name, attr=attr)
         name, k = attr, 1
-        while name in taken:
+        while name in taken or any(name in names for names, attrs in apart if attr in attrs):
             k += 1
             name = f"{attr}_{k}"
         taken.add(name)
