@@ -89,8 +89,9 @@ def _graph_methods(cls: cst.ClassDef, init: cst.FunctionDef) -> list[cst.Functio
 
 
 def build_methods(cls: cst.ClassDef, init: cst.FunctionDef) -> list[cst.FunctionDef]:
-    """Methods that `__init__` calls as statements `self.build()` (and those they call
-    so), in call order: their statements are read as if written at the call."""
+    """Methods that `__init__` calls as statements `self.build()` or `x = self.build()`
+    (and those they call so), in call order: their statements are read as if written at
+    the call, a final `return value` as `x = value`."""
     self_name = init.params.params[0].name.value if init.params.params else None
     methods: dict[str | None, cst.FunctionDef] = {
         s.name.value: s for s in cls.body.body if isinstance(s, cst.FunctionDef) and s is not init}
@@ -99,14 +100,16 @@ def build_methods(cls: cst.ClassDef, init: cst.FunctionDef) -> list[cst.Function
     def expand(statements) -> None:
         for stmt in statements:
             method = methods.get(_self_call(stmt, self_name))
-            if method is None:
-                continue
+            result = _result_target(stmt)
+            if method is None or result is not None and (_final_return(method) is None or self_name not in {
+                    n.value for n in name_nodes(method.body)}):
+                continue   # (`x = self.m()` of a method that never reads `self`, or returns elsewhere: layer_methods)
             if any(m is method for m in found):
                 raise Refusal.of(stmt, "class_method_called_twice", instance=self_name, method=method.name.value)
             params = method.params
             if [p.name.value for p in params.params] != [self_name] or params.star_arg != cst.MaybeSentinel.DEFAULT \
                     or params.kwonly_params or params.star_kwarg or params.posonly_params or method.decorators \
-                    or not isinstance(method.body, cst.IndentedBlock) or _returns_value(method):
+                    or not isinstance(method.body, cst.IndentedBlock) or result is None and _returns_value(method):
                 raise Refusal.of(stmt, "class_method_form", instance=self_name, method=method.name.value)
             found.append(method)
             expand(method.body.body)
@@ -127,7 +130,13 @@ def init_statements(cls: cst.ClassDef, plan: "ModelClass") -> list[cst.BaseState
             name = _self_call(stmt, plan.self_name)
             if name in plan.inlined:
                 body = list(methods[name].body.body)
-                out += expand(body[1:] if body and is_docstring(body[0]) else body)
+                body = body[1:] if body and is_docstring(body[0]) else body
+                target = _result_target(stmt)
+                if target is not None:   # `x = self.build()`: its `return value` as `x = value`
+                    value = cast(cst.Return, cast(cst.SimpleStatementLine, body[-1]).body[0]).value
+                    body[-1] = cast(cst.SimpleStatementLine, body[-1]).with_changes(
+                        body=[cst.Assign([cst.AssignTarget(target)], cast(cst.BaseExpression, value))])
+                out += expand(body)
             else:
                 out.append(stmt)
         return out
@@ -136,13 +145,29 @@ def init_statements(cls: cst.ClassDef, plan: "ModelClass") -> list[cst.BaseState
 
 
 def _self_call(stmt: cst.CSTNode, self_name: str | None) -> str | None:
-    """`m` for a statement `self.m()`."""
+    """`m` for a statement `self.m()` or `x = self.m()`."""
     small = stmt.body[0] if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 else None
-    call = small.value if isinstance(small, cst.Expr) else None
+    call = small.value if isinstance(small, cst.Expr) or isinstance(small, cst.Assign) and len(small.targets) == 1 else None
     if isinstance(call, cst.Call) and not call.args and isinstance(call.func, cst.Attribute) \
             and isinstance(call.func.value, cst.Name) and call.func.value.value == self_name:
         return call.func.attr.value
     return None
+
+
+def _result_target(stmt: cst.CSTNode) -> cst.BaseAssignTargetExpression | None:
+    """`x` of a statement `x = ...`."""
+    small = stmt.body[0] if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 else None
+    return small.targets[0].target if isinstance(small, cst.Assign) and len(small.targets) == 1 else None
+
+
+def _final_return(method: cst.FunctionDef) -> cst.Return | None:
+    """The method's `return value` if it is its last statement and its only return."""
+    last = method.body.body[-1] if isinstance(method.body, cst.IndentedBlock) and method.body.body else None
+    small = last.body[0] if isinstance(last, cst.SimpleStatementLine) and len(last.body) == 1 else None
+    if not isinstance(small, cst.Return) or small.value is None:
+        return None
+    returns = [n for n in walk(method.body) if type(n) in (cst.Return, cst.Yield, cst.FunctionDef, cst.Lambda)]
+    return small if returns == [small] else None
 
 
 def _returns_value(method: cst.FunctionDef) -> bool:

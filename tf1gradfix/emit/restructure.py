@@ -190,9 +190,11 @@ class _Rewrite:
             self.meta.names.qualified(c.func) == "tensorflow.get_variable" for c in calls)
 
     def _is_factory(self, owner, sessions) -> bool:
-        """A module-level function returning the one `tf.Variable` it makes (variable_factories.py)."""
-        return isinstance(owner, cst.FunctionDef) and not sessions and owner in self.module.body \
-            and variable_factories.factory_call(owner, self.meta.names.qualified) is not None
+        """A module-level function returning the one `tf.Variable` it makes (variable_factories.py),
+        or such a method of a module-level class."""
+        return isinstance(owner, cst.FunctionDef) and not sessions and variable_factories.factory_call(
+            owner, self.meta.names.qualified) is not None and (owner in self.module.body or any(
+                isinstance(c, cst.ClassDef) and owner in c.body.body for c in self.module.body))
 
     def _module_edits(self) -> dict:
         """Module-level statements a rewritten program no longer wants: calls that
