@@ -78,13 +78,22 @@ class ClassLayers:
     self_name: str
     names: dict[str, str]          # the name `__init__` calls it by -> method
     taken: frozenset[str]          # the class's names (ModelClass.members) and the names it reads
+    attributes: dict[str, str] = field(default_factory=dict)   # ModelClass.attributes
     seen: set[int] = field(default_factory=set)
 
     @classmethod
     def of(cls, plan, helpers: dict, model: cst.ClassDef) -> "ClassLayers | None":
         """For `plan` (a ModelClass), with the names `__init__` calls its methods by in `helpers`."""
         names = {name: attr for name, attr in plan.attributes.items() if attr in plan.layered or name in helpers}
-        return cls(plan.self_name, names, plan.members | set(loads(model))) if names else None
+        return cls(plan.self_name, names, plan.members | set(loads(model)), plan.attributes) if names else None
+
+    def reads_graph(self, helper: cst.FunctionDef, name: str) -> None:
+        """Refuses a layer method that reads `name`, `__init__`'s name for an attribute holding a graph value."""
+        method = self.names.get(helper.name.value)
+        if method is not None and name in self.attributes:
+            where = next((n for n in walk(helper.body) if type(n) is cst.Name and n.value == name), helper)
+            raise Refusal.of(where, "class_method_reads_graph_value", instance=self.self_name, method=method,
+                             attr=self.attributes[name])
 
     def record(self, builder, expr: cst.CSTNode) -> None:
         """Each call in `expr` of a layer method that makes variables, with its scope."""

@@ -102,8 +102,8 @@ def build_methods(cls: cst.ClassDef, init: cst.FunctionDef) -> list[cst.Function
             method = methods.get(_self_call(stmt, self_name))
             result = _result_target(stmt)
             if method is None or result is not None and (_final_return(method) is None or self_name not in {
-                    n.value for n in name_nodes(method.body)}):
-                continue   # (`x = self.m()` of a method that never reads `self`, or returns elsewhere: layer_methods)
+                    n.value for n in name_nodes(method.body)} or len(method.params.params) != 1):
+                continue   # (`x = self.m()` of a method that never reads `self`, takes arguments or returns elsewhere: layer_methods)
             if any(m is method for m in found):
                 raise Refusal.of(stmt, "class_method_called_twice", instance=self_name, method=method.name.value)
             params = method.params

@@ -287,6 +287,8 @@ class ModelBuilder:
             if i is not None and isinstance(self.program.nodes[i], (Variable, VariableGroup, Static)):
                 out.add(i)
             elif i is not None:
+                if self.class_layers is not None:   # (a model class's method: `self.<attr>`, a graph value)
+                    self.class_layers.reads_graph(helper, name)
                 raise Refusal.of(helper, "function_reads_graph_global", function=helper.name.value, name=name)
         return out
 
