@@ -283,6 +283,9 @@ class ModelBuilder:
     def _helper_deps(self, helper: cst.FunctionDef) -> set[int]:
         out = set()
         for name in sorted(free_names(helper)):   # (sorted: the reason names the same value every run)
+            if name in self.program.helpers and name != helper.name.value and self._builder(name):
+                where = next((n for n in walk(helper.body) if type(n) is cst.Name and n.value == name), helper)
+                raise Refusal.of(where, "builder_called_inside", function=helper.name.value, builder=name)
             i = self.program.final.get(name)
             if i is not None and isinstance(self.program.nodes[i], (Variable, VariableGroup, Static)):
                 out.add(i)
