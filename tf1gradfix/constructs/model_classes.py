@@ -11,7 +11,9 @@ session parameters disappear from functions and their calls (session_params).
 How: `desugar` first reads `self.<attr>` inside `__init__` (and the methods it
 builds the graph with) as a plain name, so the rest of the rewrite sees one
 function building a graph; emit_class turns the names `__init__` shares with
-the methods back into attributes.
+the methods back into attributes. Methods `__init__` calls as `self.build()` or
+`x = self.build()` are inlined; those it calls with arguments are functions of
+them (layer_methods.py).
 """
 
 from __future__ import annotations
