@@ -92,3 +92,12 @@ def test_a_builder_called_in_a_loop_of_init_is_refused_not_dropped():
     shaped = rewrite(init)
     assert shaped.new_module is None
     assert any("graph built inside a compound statement (`_head`)" in d[3] for d in shaped.diagnostics)
+
+
+def test_a_method_run_for_what_it_adds_to_the_graph_is_refused_not_kept_as_host_code():
+    methods = '''
+    def _log(self, value, tag):
+        tf.summary.scalar(tag, value * self.width)'''
+    shaped = rewrite(TWO_HEADS + '\n        self._log(self.main, "main")', methods)
+    assert shaped.new_module is None
+    assert any("graph statement `_log(...)` with no result" in d[3] for d in shaped.diagnostics)

@@ -321,6 +321,10 @@ class ModelBuilder:
                 pass
             elif q is not None and not matches(q, "keep"):
                 raise Refusal.of(small, "graph_statement_no_result", api=q)
+            elif isinstance(func, cst.Name) and func.value in self.program.helpers and any(
+                    (called or "").startswith("tensorflow.") for _, called in self.calls(self.program.helpers[func.value])):
+                # a helper run for what it adds to the graph (summaries, gradients): not followed
+                raise Refusal.of(small, "graph_statement_no_result", api=func.value)
             return
         if isinstance(small, (cst.AugAssign, cst.AnnAssign)):
             touched = self.deps_of(small)
