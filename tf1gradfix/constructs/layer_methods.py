@@ -25,7 +25,6 @@ from typing import cast
 
 import libcst as cst
 
-from tf1gradfix.constructs import builders
 from tf1gradfix.cst import layout
 from tf1gradfix.cst.syntax import (Refusal, bound_args, bound_names, free_names, is_docstring, literal_string, loads,
                                    names_as_attributes)
@@ -103,7 +102,8 @@ class ClassLayers:
                 continue
             self.seen.add(id(call))
             method = self.names[call.func.value]
-            node = builders.node(builder, builder.program.helpers[call.func.value])
+            helper = builder.program.helpers[call.func.value]   # (its node: made by builders.node, called first)
+            node = next(n for n in builder.program.nodes if isinstance(n, BuilderModule) and n.builder is helper)
             if node.method_of is None:
                 clash = {MADE, variables_method(method)} & self.taken
                 if clash:
