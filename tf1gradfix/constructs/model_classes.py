@@ -100,7 +100,7 @@ def build_methods(cls: cst.ClassDef, init: cst.FunctionDef) -> list[cst.Function
     found: list[cst.FunctionDef] = []
 
     def expand(statements) -> None:
-        for stmt in statements:
+        for position, stmt in enumerate(statements):
             method = methods.get(_self_call(stmt, self_name))
             result = _result_target(stmt)
             if method is None or result is not None and (_final_return(method) is None or self_name not in {
@@ -113,6 +113,11 @@ def build_methods(cls: cst.ClassDef, init: cst.FunctionDef) -> list[cst.Function
                     or params.kwonly_params or params.star_kwarg or params.posonly_params or method.decorators \
                     or not isinstance(method.body, cst.IndentedBlock) or result is None and _returns_value(method):
                 raise Refusal.of(stmt, "class_method_form", instance=self_name, method=method.name.value)
+            # its statements join the caller's: a local of its own the caller reads after the call would change
+            local = set(loads(method.body)) - free_names(method) - {self_name}
+            later = set().union(*(loads(s) for s in statements[position + 1:])) & local
+            if later:
+                raise Refusal.of(stmt, "class_method_local_reused", method=method.name.value, name=sorted(later)[0])
             found.append(method)
             expand(method.body.body)
 
