@@ -34,10 +34,11 @@ from tf1gradfix.model.nodes import BuilderModule
 MADE = "made"   # the attribute holding the variables, "SCOPE/name" -> variable
 
 
-def found(cls: cst.ClassDef, self_name: str | None, owners: list[cst.FunctionDef], helpers) -> list[cst.FunctionDef]:
+def found(cls: cst.ClassDef, self_name: str | None, owners: list[cst.FunctionDef], helpers,
+          bare: bool = False) -> list[cst.FunctionDef]:
     """The methods `owners` (`__init__` and the methods it inlines) call as
     `self.m(...)`, and those these call so, that are plain methods of `self`;
-    static helpers aside."""
+    static helpers aside. `bare`: calls `m(...)` too (the class desugared)."""
     methods = {s.name.value: s for s in cls.body.body if isinstance(s, cst.FunctionDef)}
     seen = {id(m) for m in owners}
     out: list[cst.FunctionDef] = []
@@ -45,9 +46,12 @@ def found(cls: cst.ClassDef, self_name: str | None, owners: list[cst.FunctionDef
     while queue and self_name is not None:
         for node in walk(queue.pop(0).body):
             func = node.func if type(node) is cst.Call else None
-            if not (type(func) is cst.Attribute and type(func.value) is cst.Name and func.value.value == self_name):
+            if bare and type(func) is cst.Name:
+                method = methods.get(func.value)
+            elif type(func) is cst.Attribute and type(func.value) is cst.Name and func.value.value == self_name:
+                method = methods.get(func.attr.value)
+            else:
                 continue
-            method = methods.get(func.attr.value)
             if method is None or id(method) in seen or method.name.value in helpers or not _plain(method, self_name):
                 continue
             seen.add(id(method))

@@ -84,10 +84,10 @@ def model_class(module: cst.Module, owner: cst.CSTNode) -> cst.ClassDef | None:
 
 
 def _graph_methods(cls: cst.ClassDef, init: cst.FunctionDef) -> list[cst.FunctionDef]:
-    """The methods `__init__` builds the graph with: inlined ones and layer methods."""
+    """The methods `__init__` builds the graph with: inlined ones, layer methods and static helpers."""
     inlined = build_methods(cls, init)
     self_name = init.params.params[0].name.value if init.params.params else None
-    return inlined + layer_methods.found(cls, self_name, [init, *inlined], static_helpers(cls, self_name, init, inlined))
+    return inlined + layer_methods.found(cls, self_name, [init, *inlined], {}, bare=True)
 
 
 def build_methods(cls: cst.ClassDef, init: cst.FunctionDef) -> list[cst.FunctionDef]:
