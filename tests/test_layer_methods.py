@@ -101,3 +101,16 @@ def test_a_method_run_for_what_it_adds_to_the_graph_is_refused_not_kept_as_host_
     shaped = rewrite(TWO_HEADS + '\n        self._log(self.main, "main")', methods)
     assert shaped.new_module is None
     assert any("graph statement `_log(...)` with no result" in d[3] for d in shaped.diagnostics)
+
+
+def test_a_method_making_graph_values_of_its_own_is_refused_for_them_not_as_graph_outside_the_class():
+    methods = '''
+    def _plain(self, inputs, scope):
+        with tf.variable_scope(scope):
+            w = tf.Variable(tf.ones([3, 3]), name="w")
+            return tf.matmul(inputs, w)'''
+    shaped = rewrite(TWO_HEADS + '\n        self.other = self._plain(self.x, "plain")', methods)
+    assert shaped.new_module is None
+    messages = [d[3] for d in shaped.diagnostics]
+    assert any("`_plain` creates weights (`tf.Variable`) when called" in m for m in messages), messages
+    assert not any("outside model class" in m for m in messages)
