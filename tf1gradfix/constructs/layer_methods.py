@@ -208,7 +208,7 @@ def prepared(program, layers: ClassLayers | None, host: list[cst.BaseStatement])
     return made
 
 
-def _arguments(wanted: list[str], bound: dict, code=None) -> str:
+def _arguments(wanted: list[str], bound: dict) -> str:
     out, by_keyword = [], False
     for p in wanted:
         if p not in bound:
