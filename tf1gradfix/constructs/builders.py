@@ -178,6 +178,9 @@ def attribute_name(local: str) -> str:
 def variables_text(node: BuilderModule) -> str:
     """A builder module's variables, in the order TF1 made them (`tf.Module.trainable_variables`
     sorts them by attribute name instead)."""
+    if node.method_of is not None:   # a model class's layer method
+        from tf1gradfix.constructs import layer_methods
+        return layer_methods.variables_text(node, node.single)
     if node.scope_parameter is not None:   # a layer function's: made call by call
         return f"*{node.var}.made.values()"
     if node.layers:

@@ -11,7 +11,9 @@ session parameters disappear from functions and their calls (session_params).
 How: `desugar` first reads `self.<attr>` inside `__init__` (and the methods it
 builds the graph with) as a plain name, so the rest of the rewrite sees one
 function building a graph; emit_class turns the names `__init__` shares with
-the methods back into attributes.
+the methods back into attributes. Methods `__init__` calls as `self.build()` or
+`x = self.build()` are inlined; those it calls with arguments are functions of
+them (layer_methods.py).
 """
 
 from __future__ import annotations
@@ -21,11 +23,12 @@ from typing import cast
 
 import libcst as cst
 
+from tf1gradfix.constructs import layer_methods
 from tf1gradfix.constructs.builders import MODULE_ATTRIBUTES
 from tf1gradfix.cst.printing import source_bytes
 from tf1gradfix.constructs.session_params import SessionParameters
 from tf1gradfix.cst.walk import walk
-from tf1gradfix.cst.syntax import Refusal, bound_names, is_docstring, loads, name_nodes
+from tf1gradfix.cst.syntax import Refusal, bound_names, free_names, is_docstring, loads, name_nodes
 from tf1gradfix.model.nodes import LayerNode, Optimizer, Static, Variable, VariableGroup
 
 
@@ -44,6 +47,7 @@ class ModelClass:
     attributes: dict[str, str]              # name inside `__init__` after desugar -> attribute
     members: frozenset[str]                 # every attribute and method name the class uses
     inlined: tuple[str, ...] = ()           # methods `__init__` builds the graph with (`self.build()`)
+    layered: tuple[str, ...] = ()           # methods it calls with arguments (layer_methods)
 
     def helpers(self, cls: cst.ClassDef) -> dict[str, cst.FunctionDef]:
         """The static helper methods (static_helpers) under the names `__init__` reads them by."""
@@ -74,31 +78,46 @@ def model_class(module: cst.Module, owner: cst.CSTNode) -> cst.ClassDef | None:
     for stmt in module.body:
         if isinstance(stmt, cst.ClassDef) and owner in stmt.body.body and isinstance(owner, cst.FunctionDef):
             init = init_of(stmt)
-            if init is owner or init is not None and any(m is owner for m in build_methods(stmt, init)):
+            if init is owner or init is not None and any(m is owner for m in _graph_methods(stmt, init)):
                 return stmt
     return None
 
 
+def _graph_methods(cls: cst.ClassDef, init: cst.FunctionDef) -> list[cst.FunctionDef]:
+    """The methods `__init__` builds the graph with: inlined ones, layer methods and static helpers."""
+    inlined = build_methods(cls, init)
+    self_name = init.params.params[0].name.value if init.params.params else None
+    return inlined + layer_methods.found(cls, self_name, [init, *inlined], {}, bare=True)
+
+
 def build_methods(cls: cst.ClassDef, init: cst.FunctionDef) -> list[cst.FunctionDef]:
-    """Methods that `__init__` calls as statements `self.build()` (and those they call
-    so), in call order: their statements are read as if written at the call."""
+    """Methods that `__init__` calls as statements `self.build()` or `x = self.build()`
+    (and those they call so), in call order: their statements are read as if written at
+    the call, a final `return value` as `x = value`."""
     self_name = init.params.params[0].name.value if init.params.params else None
     methods: dict[str | None, cst.FunctionDef] = {
         s.name.value: s for s in cls.body.body if isinstance(s, cst.FunctionDef) and s is not init}
     found: list[cst.FunctionDef] = []
 
     def expand(statements) -> None:
-        for stmt in statements:
+        for position, stmt in enumerate(statements):
             method = methods.get(_self_call(stmt, self_name))
-            if method is None:
-                continue
+            result = _result_target(stmt)
+            if method is None or result is not None and (_final_return(method) is None or self_name not in {
+                    n.value for n in name_nodes(method.body)} or len(method.params.params) != 1):
+                continue   # (`x = self.m()` of a method that never reads `self`, takes arguments or returns elsewhere: layer_methods)
             if any(m is method for m in found):
                 raise Refusal.of(stmt, "class_method_called_twice", instance=self_name, method=method.name.value)
             params = method.params
             if [p.name.value for p in params.params] != [self_name] or params.star_arg != cst.MaybeSentinel.DEFAULT \
                     or params.kwonly_params or params.star_kwarg or params.posonly_params or method.decorators \
-                    or not isinstance(method.body, cst.IndentedBlock) or _returns_value(method):
+                    or not isinstance(method.body, cst.IndentedBlock) or result is None and _returns_value(method):
                 raise Refusal.of(stmt, "class_method_form", instance=self_name, method=method.name.value)
+            # its statements join the caller's: a local of its own the caller reads after the call would change
+            local = set(loads(method.body)) - free_names(method) - {self_name}
+            later = set().union(*(loads(s) for s in statements[position + 1:])) & local
+            if later:
+                raise Refusal.of(stmt, "class_method_local_reused", method=method.name.value, name=sorted(later)[0])
             found.append(method)
             expand(method.body.body)
 
@@ -118,7 +137,13 @@ def init_statements(cls: cst.ClassDef, plan: "ModelClass") -> list[cst.BaseState
             name = _self_call(stmt, plan.self_name)
             if name in plan.inlined:
                 body = list(methods[name].body.body)
-                out += expand(body[1:] if body and is_docstring(body[0]) else body)
+                body = body[1:] if body and is_docstring(body[0]) else body
+                target = _result_target(stmt)
+                if target is not None:   # `x = self.build()`: its `return value` as `x = value`
+                    value = cast(cst.Return, cast(cst.SimpleStatementLine, body[-1]).body[0]).value
+                    body[-1] = cast(cst.SimpleStatementLine, body[-1]).with_changes(
+                        body=[cst.Assign([cst.AssignTarget(target)], cast(cst.BaseExpression, value))])
+                out += expand(body)
             else:
                 out.append(stmt)
         return out
@@ -127,13 +152,29 @@ def init_statements(cls: cst.ClassDef, plan: "ModelClass") -> list[cst.BaseState
 
 
 def _self_call(stmt: cst.CSTNode, self_name: str | None) -> str | None:
-    """`m` for a statement `self.m()`."""
+    """`m` for a statement `self.m()` or `x = self.m()`."""
     small = stmt.body[0] if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 else None
-    call = small.value if isinstance(small, cst.Expr) else None
+    call = small.value if isinstance(small, cst.Expr) or isinstance(small, cst.Assign) and len(small.targets) == 1 else None
     if isinstance(call, cst.Call) and not call.args and isinstance(call.func, cst.Attribute) \
             and isinstance(call.func.value, cst.Name) and call.func.value.value == self_name:
         return call.func.attr.value
     return None
+
+
+def _result_target(stmt: cst.CSTNode) -> cst.BaseAssignTargetExpression | None:
+    """`x` of a statement `x = ...`."""
+    small = stmt.body[0] if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 else None
+    return small.targets[0].target if isinstance(small, cst.Assign) and len(small.targets) == 1 else None
+
+
+def _final_return(method: cst.FunctionDef) -> cst.Return | None:
+    """The method's `return value` if it is its last statement and its only return."""
+    last = method.body.body[-1] if isinstance(method.body, cst.IndentedBlock) and method.body.body else None
+    small = last.body[0] if isinstance(last, cst.SimpleStatementLine) and len(last.body) == 1 else None
+    if not isinstance(small, cst.Return) or small.value is None:
+        return None
+    returns = [n for n in walk(method.body) if type(n) in (cst.Return, cst.Yield, cst.FunctionDef, cst.Lambda)]
+    return small if returns == [small] else None
 
 
 def _returns_value(method: cst.FunctionDef) -> bool:
@@ -169,34 +210,40 @@ def desugar(module: cst.Module, cls: cst.ClassDef) -> tuple[cst.Module, ModelCla
     members = _members(cls, self_name)
     methods = {s.name.value for s in cls.body.body if isinstance(s, cst.FunctionDef)}
     inlined = build_methods(cls, init)
-    regions = [init.body] + [m.body for m in inlined]   # where `self.<attr>` is read as a name
+    helpers = static_helpers(cls, self_name, init, inlined)
+    layered = layer_methods.found(cls, self_name, [init, *inlined], helpers)
+    regions = [init.body] + [m.body for m in inlined] + [m.body for m in layered]   # where `self.<attr>` is read as a name
     calls = {id(cast(cst.Call, cast(cst.Expr, cast(cst.SimpleStatementLine, stmt).body[0]).value).func)
              for region in regions for stmt in region.body
              if _self_call(stmt, self_name) in {m.name.value for m in inlined}}
     used = [a for region in regions for a in _self_attributes(region, self_name) if id(a) not in calls]
     assigned = set().union(*(_set_in(region, self_name) for region in regions))
     class_level = set().union(*(bound_names(s) for s in cls.body.body if not isinstance(s, cst.FunctionDef)))
-    taken = set().union(*(loads(r) for r in regions)) | {p.name.value for p in params}
+    shared = regions[:1 + len(inlined)]   # (one namespace: `__init__` and what it inlines)
+    taken = set().union(*(loads(r) for r in shared)) | {p.name.value for p in params}
+    # a layer method is a function of its own: only the attributes it reads must not meet its names
+    apart = [(set(loads(m.body)), {a.attr.value for a in _self_attributes(m.body, self_name)}) for m in layered]
+    taken |= set().union(*(free_names(m) - {self_name} for m in layered))   # (the globals they read)
     attributes: dict[str, str] = {}
-    helpers = static_helpers(cls, self_name, init, inlined)
     for attr in sorted({a.attr.value for a in used}):
-        if attr in methods and attr not in helpers or attr not in methods | assigned | class_level:
+        if attr in methods and attr not in helpers and attr not in {m.name.value for m in layered} \
+                or attr not in methods | assigned | class_level:
             # a method, or something a base class provides: a plain name would mean another thing
             raise Refusal.of(init, "class_attribute_unset", instance=self_name, attr=attr)
         name, k = attr, 1
-        while name in taken:
+        while name in taken or any(name in names for names, attrs in apart if attr in attrs):
             k += 1
             name = f"{attr}_{k}"
         taken.add(name)
         attributes[name] = attr
     local = {attr: name for name, attr in attributes.items()}
-    for region, owner in zip(regions, [init, *inlined]):
+    for region, owner in zip(regions, [init, *inlined, *layered]):
         bare = [n for n in name_nodes(region) if n.value == self_name]
         if len(bare) != len(_self_attributes(region, self_name)):
             raise Refusal.of(owner, "class_self_other_use", instance=self_name, function=owner.name.value)
 
     inside = {id(n) for region in regions for n in walk(region)}
-    path = {id(module), id(cls), id(cls.body), id(init)} | {id(m) for m in inlined}
+    path = {id(module), id(cls), id(cls.body), id(init)} | {id(m) for m in [*inlined, *layered]}
 
     class Desugar(cst.CSTTransformer):
         def on_visit(self, node: cst.CSTNode) -> bool:
@@ -208,7 +255,8 @@ def desugar(module: cst.Module, cls: cst.ClassDef) -> tuple[cst.Module, ModelCla
             return updated
 
     new = module.visit(Desugar())
-    plan = ModelClass(cls.name.value, self_name, attributes, members, tuple(m.name.value for m in inlined))
+    plan = ModelClass(cls.name.value, self_name, attributes, members, tuple(m.name.value for m in inlined),
+                      tuple(m.name.value for m in layered))
     return cst.parse_module(source_bytes(new)), plan
 
 
@@ -278,11 +326,12 @@ def host_statements(module: cst.Module, cls: cst.ClassDef, plan: ModelClass) -> 
     class's other methods and statements. The methods that build the graph go with
     `__init__`, so nothing else may call them."""
     init = cast(cst.FunctionDef, init_of(cls))
+    graph_methods = plan.inlined + plan.layered
     host = cast("list[cst.BaseStatement]", [s for s in module.body if s is not cls] + [
-        s for s in cls.body.body if s is not init and not (isinstance(s, cst.FunctionDef) and s.name.value in plan.inlined)])
-    if plan.inlined:
+        s for s in cls.body.body if s is not init and not (isinstance(s, cst.FunctionDef) and s.name.value in graph_methods)])
+    if graph_methods:
         for stmt in host:
-            for a in _attributes_named(stmt, plan.inlined):
+            for a in _attributes_named(stmt, graph_methods):
                 raise Refusal.of(a, "class_init_builder_reused", attr=a.attr.value)
     return host
 

@@ -29,18 +29,19 @@ def is_update(builder, value: cst.BaseExpression, deps) -> bool:
     """Whether `value` assigns to variables (checked: only to variables)."""
     program = builder.program
     functional = [c for c, q in builder.calls(value) if q in functions()]
+    targets = _comprehension_targets(value)
     for call in functional:   # `tf.assign_add(v, x)`: `v.assign_add(x)`
         bound = bound_args(call, ["ref", "value", "validate_shape", "use_locking", "name"], call)
         ref = bound.get("ref")
         node = program.node(ref.value) if isinstance(ref, cst.Name) else None
-        if not isinstance(node, Variable) or set(bound) != {"ref", "value"}:
+        listed = isinstance(ref, cst.Name) and ref.value in targets   # (`[tf.assign(t, o) for t, o in zip(...)]`)
+        if not (isinstance(node, Variable) or listed) or set(bound) != {"ref", "value"}:
             raise Refusal.of(call, "assign_op_form", api=builder.qualified(call.func))
     assigns = [c for c, _ in builder.calls(value)
                if isinstance(c.func, cst.Attribute) and c.func.attr.value in ASSIGNS and c not in functional]
     if functional:
         return True
     if assigns:
-        targets = _comprehension_targets(value)
         for call in assigns:
             receiver = call.func.value
             node = program.node(receiver.value) if isinstance(receiver, cst.Name) else None

@@ -15,7 +15,7 @@ from typing import cast
 
 import libcst as cst
 
-from tf1gradfix.constructs import builders
+from tf1gradfix.constructs import builders, layer_methods
 from tf1gradfix.cst.syntax import Refusal, arg, graph_ops, literal_string, matches
 from tf1gradfix.model.nodes import (BuilderModule, Layer, LayerLoop, OptimizerCall, Optimizer, Statement, Variable,
                                     VariableGroup, VarList)
@@ -90,18 +90,23 @@ def _collection(program, call: cst.Call, q, before: int, qualified) -> list[str]
         # a train op made before it has added the optimizer's slot variables
         raise Refusal.of(call, "global_variables_after_slots")
     chosen = []
+    scoped: list[tuple[int, str]] = []   # a model class's layer methods: (when made, variable), merged in
     variables = [n for n in program.nodes[:before] if isinstance(n, Variable) and n.alias_of is None
                  or isinstance(n, BuilderModule)]
     labels = [n.full_name for n in variables if isinstance(n, Variable) and n.full_name is not None]
     if len(set(labels)) != len(labels):   # TF1 would have renamed the second one `name_1`
         raise Refusal.of(call, "collection_same_names")
     for node in variables:
+        if isinstance(node, BuilderModule) and node.method_of is not None:   # (each scope it was called with)
+            scoped += layer_methods.listed(node, prefix, before)
+            continue
         if isinstance(node, BuilderModule) and node.scope is None:
             raise Refusal.of(call, "collection_of_builder_scopes", function=node.var)
         if isinstance(node, BuilderModule):   # a builder function's module: all its variables are `SCOPE/...`
             module_scope = cast(str, node.scope) + "/"
             if module_scope.startswith(prefix):
                 chosen.append(builders.variables_text(node))
+                scoped.append((node.index, chosen[-1]))
             elif prefix.startswith(module_scope):
                 raise Refusal.of(call, "collection_part_of_builder", function=node.var)
             continue
@@ -113,6 +118,9 @@ def _collection(program, call: cst.Call, q, before: int, qualified) -> list[str]
             raise Refusal.of(call, "collection_variable_unnamed", name=node.names[0])
         if (name or "").startswith(prefix):
             chosen.append(node.names[0])
+            scoped.append((node.index, node.names[0]))
+    if any(text not in chosen for _, text in scoped):   # (in the order TF1 made them)
+        return [text for _, text in sorted(scoped, key=lambda pair: pair[0])]
     return chosen
 
 

@@ -30,6 +30,7 @@ class Assembler:
         layout (verbatim.py); None: they are always parsed. `indent`: the block's column."""
         self.p, self.state, self.tape, self.module, self.indent = program, state, tape, module, indent
         self.transformer = Replace(replacements)
+        self.before: dict[int, list[cst.BaseStatement]] = {}   # id of a statement -> statements put before it
 
     def body(self, texts: list[str], moved: set[int], owner) -> list[cst.BaseStatement]:
         """`texts`: the generated functions, put after the last graph statement."""
@@ -52,6 +53,7 @@ class Assembler:
                 out += functions
                 after_functions = True
                 pending = []   # comments of graph statements stay with the graph
+            out += self.before.get(id(item.stmt), [])
             new = self._translate(item)
             rest: list[cst.BaseStatement] = []
             if isinstance(new, list):   # one statement became several (a loop creating layers)

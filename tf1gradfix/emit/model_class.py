@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 import libcst as cst
 
 from tf1gradfix.constructs.builders import MODULE_ATTRIBUTES
+from tf1gradfix.constructs import layer_methods
 from tf1gradfix.constructs.model_classes import ModelClass
 from tf1gradfix.cst import layout
 from tf1gradfix.cst.syntax import Refusal, bound_names, free_names, is_docstring, loads, names_as_attributes
@@ -26,11 +27,14 @@ class Attributes:
     kept_params: list[str] = field(default_factory=list)     # `__init__` parameters a method reads
     method_names: frozenset[str] = frozenset()
     init_names: frozenset[str] = frozenset()                 # what `__init__` binds or receives
+    layered: dict = field(default_factory=dict)              # layer method -> its methods in the class
 
     def plan_names(self, init_body: list[cst.BaseStatement], methods: list[cst.FunctionDef]) -> None:
         """Which names become attributes: every desugared one, and each name of
         `__init__` (local or parameter) that a method reads."""
         self.renamed = dict(self.plan.attributes)
+        if self.layered:   # (the variables of the layer methods: layer_methods.py)
+            self.renamed[layer_methods.MADE] = layer_methods.MADE
         bound = set().union(*(bound_names(s) for s in init_body)) if init_body else set()
         params = {p.name.value for p in self.init.params.params[1:]} | \
             {p.name.value for p in self.init.params.kwonly_params}
@@ -89,6 +93,10 @@ class Attributes:
         for stmt in cls.body.body:
             if isinstance(stmt, cst.FunctionDef) and stmt.name.value in self.plan.inlined:
                 continue   # its statements are `__init__`'s and the methods'
+            if isinstance(stmt, cst.FunctionDef) and stmt.name.value in self.layered:   # (layer_methods.methods)
+                body += [m.with_changes(leading_lines=stmt.leading_lines if i == 0 else m.leading_lines)
+                         for i, m in enumerate(self.layered[stmt.name.value])]
+                continue
             if isinstance(stmt, cst.FunctionDef) and stmt.name.value == "__init__":
                 body.append(init)
                 body += [m.with_changes(leading_lines=[cst.EmptyLine(indent=False)]) for m in methods]
@@ -99,10 +107,10 @@ class Attributes:
                                 lpar=cst.LeftParen(), rpar=cst.RightParen())
 
 
-def rewritten_class(plan: ModelClass, init: cst.FunctionDef, tf_alias: str, init_body, methods):
+def rewritten_class(plan: ModelClass, init: cst.FunctionDef, tf_alias: str, init_body, methods, layered=None):
     """The replacement of the class: a function of the class as rewritten elsewhere
-    (its other methods may hold runs)."""
-    attributes = Attributes(plan, init, tf_alias)
+    (its other methods may hold runs). `layered`: each layer method's new methods."""
+    attributes = Attributes(plan, init, tf_alias, layered=layered or {})
     attributes.plan_names(init_body, methods)
     new_init = init.with_changes(body=init.body.with_changes(body=attributes.init_body(init_body)))
     new_methods = [attributes.method(m) for m in methods]

@@ -16,7 +16,7 @@ from typing import Any, cast
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider, ScopeProvider
 
-from tf1gradfix.constructs import (builders, model_classes, optimizers, schedules, sections, session_options,
+from tf1gradfix.constructs import (builders, layer_methods, model_classes, optimizers, schedules, sections, session_options,
                                    session_params, summaries, variable_factories)
 from tf1gradfix.model import owners as owners_model
 from tf1gradfix.model.checks import (check_moved, check_program, check_results, check_state, check_steps, check_var_lists,
@@ -190,9 +190,11 @@ class _Rewrite:
             self.meta.names.qualified(c.func) == "tensorflow.get_variable" for c in calls)
 
     def _is_factory(self, owner, sessions) -> bool:
-        """A module-level function returning the one `tf.Variable` it makes (variable_factories.py)."""
-        return isinstance(owner, cst.FunctionDef) and not sessions and owner in self.module.body \
-            and variable_factories.factory_call(owner, self.meta.names.qualified) is not None
+        """A module-level function returning the one `tf.Variable` it makes (variable_factories.py),
+        or such a method of a module-level class."""
+        return isinstance(owner, cst.FunctionDef) and not sessions and variable_factories.factory_call(
+            owner, self.meta.names.qualified) is not None and (owner in self.module.body or any(
+                isinstance(c, cst.ClassDef) and owner in c.body.body for c in self.module.body))
 
     def _module_edits(self) -> dict:
         """Module-level statements a rewritten program no longer wants: calls that
@@ -257,6 +259,8 @@ class _Rewrite:
             builder.options = session_options.SessionOptions(scope if cls is None else cls, self.meta.names.qualified)
         if self.scan.writers:   # (TensorBoard summaries: the writers' statements are host code)
             builder.writers = summaries.Writers(scope if cls is None else cls, self.meta.names.qualified)
+        if cls is not None:   # (methods `__init__` calls with arguments, or that never read `self`)
+            builder.class_layers = layer_methods.ClassLayers.of(self.plan, helpers, cls)
         program = builder.build(owner, body, helpers, alias, collect=True)
         try:   # (every blocker of the graph statements and the host code in one run: ModelBuilder.build)
             check_program(program, owner, sessions, section)
@@ -268,6 +272,7 @@ class _Rewrite:
             else:
                 init_sessions = set(program.sessions)   # (`self.sess = tf.Session()` in `__init__`)
                 statements = model_classes.host_statements(self.module, cls, self.plan)
+                layer_made = layer_methods.prepared(program, builder.class_layers, statements)
                 nested = nested_sessions(statements, program, self.meta, builder)
                 host = model_classes.ClassHost(
                     statements, [it.stmt for it in program.items if it.node is None and not it.drop], init_sessions,
@@ -299,7 +304,7 @@ class _Rewrite:
         self._optimizers(program, tape, fed)
         naming = state.naming
         for node in program.nodes:   # a builder function: a tf.Module class, its instance the function's name
-            if isinstance(node, BuilderModule):
+            if isinstance(node, BuilderModule) and node.method_of is None:
                 helper = node.builder
                 naming.classes[node] = self.fresh("".join(p.capitalize() for p in helper.name.value.split("_")) or "Builder")
                 gap = 2 if any(helper is stmt for stmt in self.module.body) else 1
@@ -342,11 +347,18 @@ class _Rewrite:
             replacements[feed] = feed.with_changes(elements=[
                 e.with_changes(key=cst.SimpleString(f'"{name}"')) for e, name in zip(feed.elements, names)])
         if cls is not None:   # the functions become methods, the runs calls of them on the instance
-            init_body = Assembler(program, state, tape, replacements, indent=indent).body([], moved, owner)
+            assembler = Assembler(program, state, tape, replacements, indent=indent)
+            assembler.before = {k: [cst.parse_statement(line + "\n") for line in lines] for k, lines in layer_made.before.items()}
+            init_body = assembler.body([], moved, owner)
             methods = [s for text in texts for s in cst.parse_module(text + "\n").body]
+            layered = {s.name.value: layer_methods.methods(layer_made.nodes[s.name.value], s, self.plan.attributes, alias,
+                                                           state.builder_variable)
+                       if s.name.value in layer_made.nodes else [layer_methods.reattributed(s, self.plan.attributes, self.plan.self_name)]
+                       for s in cls.body.body if isinstance(s, cst.FunctionDef)
+                       and (s.name.value in self.plan.layered or s.name.value in layer_made.nodes)}
             replacements.update(cast(model_classes.ClassHost, host).session_params.edits())
             replacements.update(self.module_edits)
-            replacements[cls] = model_class.rewritten_class(self.plan, owner, alias, init_body, methods)
+            replacements[cls] = model_class.rewritten_class(self.plan, owner, alias, init_body, methods, layered)
             return self.module.visit(Replace(replacements, layout_blocks=True))
         new_body = Assembler(program, state, tape, replacements, self.module, indent).body(texts, moved, owner)
         if section is not None:

@@ -105,7 +105,8 @@ def _optimizer(program: Program, node: OptimizerCall) -> None:
     if row.get("sparse", True) is False and any(matches(q, "sparse_gradients")
                                                 for j in closure(program, [node.index]) for q in program.nodes[j].called()):
         raise Refusal.of(opt.call, "optimizer_sparse_lazy", optimizer=opt.cls)
-    if row.get("v1_slots") and any(isinstance(n, LayerNode) and n.weights for n in program.nodes):
+    if row.get("v1_slots") and any(isinstance(n, LayerNode) and n.weights and not (
+            isinstance(n, BuilderModule) and n.method_of is not None) for n in program.nodes):   # (tf.Variables, see layer_methods)
         raise Refusal.of(opt.call, "kept_optimizer_with_layers", optimizer=opt.cls)
 
 

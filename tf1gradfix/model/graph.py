@@ -72,6 +72,7 @@ class ModelBuilder:
         self._calls: dict[cst.CSTNode, list] = {}
         self.options: Any = None   # session_options.SessionOptions of the owner, when a session takes arguments
         self.writers: Any = None   # summaries.Writers of the owner, when it makes a summary writer
+        self.class_layers: Any = None   # layer_methods.ClassLayers of a model class with layer methods
         self.used_names: dict[str, int] = {}   # name scopes and scoped variable names so far (unique_name)
 
     def note(self, node: cst.CSTNode, code: str, message: str) -> None:
@@ -222,6 +223,9 @@ class ModelBuilder:
         factory = variable_factories.reached(self, stmt)
         if factory is not None:
             raise Refusal.of(stmt, "graph_in_compound", api=factory)
+        for call, _ in self.calls(stmt):   # (a builder function or method: it makes variables)
+            if isinstance(call.func, cst.Name) and call.func.value in self.program.helpers and self._builder(call.func.value):
+                raise Refusal.of(call, "graph_in_compound", api=call.func.value)
         for call, q in self.calls(stmt):
             if q is None:
                 continue
@@ -255,6 +259,8 @@ class ModelBuilder:
             for name in builders.called_first(expr, self.program.helpers):
                 if self._builder(name):
                     builders.node(self, self.program.helpers[name])
+            if self.class_layers is not None:   # (a model class's layer method: each call's scope)
+                self.class_layers.record(self, expr)
         for name in names:
             if name in self.update_ops_names:
                 raise Refusal.of(expr, "update_ops_other_use", name=name)
@@ -281,10 +287,15 @@ class ModelBuilder:
     def _helper_deps(self, helper: cst.FunctionDef) -> set[int]:
         out = set()
         for name in sorted(free_names(helper)):   # (sorted: the reason names the same value every run)
+            if name in self.program.helpers and name != helper.name.value and self._builder(name):
+                where = next((n for n in walk(helper.body) if type(n) is cst.Name and n.value == name), helper)
+                raise Refusal.of(where, "builder_called_inside", function=helper.name.value, builder=name)
             i = self.program.final.get(name)
             if i is not None and isinstance(self.program.nodes[i], (Variable, VariableGroup, Static)):
                 out.add(i)
             elif i is not None:
+                if self.class_layers is not None:   # (a model class's method: `self.<attr>`, a graph value)
+                    self.class_layers.reads_graph(helper, name)
                 raise Refusal.of(helper, "function_reads_graph_global", function=helper.name.value, name=name)
         return out
 
@@ -314,6 +325,10 @@ class ModelBuilder:
                 pass
             elif q is not None and not matches(q, "keep"):
                 raise Refusal.of(small, "graph_statement_no_result", api=q)
+            elif isinstance(func, cst.Name) and func.value in self.program.helpers and any(
+                    (called or "").startswith("tensorflow.") for _, called in self.calls(self.program.helpers[func.value])):
+                # a helper run for what it adds to the graph (summaries, gradients): not followed
+                raise Refusal.of(small, "graph_statement_no_result", api=func.value)
             return
         if isinstance(small, (cst.AugAssign, cst.AnnAssign)):
             touched = self.deps_of(small)

@@ -211,6 +211,9 @@ class BuilderModule(LayerNode):
     var: str                      # the instance's name: the function's
     layers: list[BuilderLayer] = field(default_factory=list)   # its `tf.layers` calls, in call order
     dropped: list[cst.BaseStatement] = field(default_factory=list)   # `scope.reuse_variables()` statements
+    method_of: str | None = None  # a model class's layer method: the class's `self` (layer_methods.py)
+    single: bool = True           # ... the class's only one making variables
+    calls: list[tuple[int, str, cst.Call]] = field(default_factory=list)   # ... (node index, scope, call)
 
 
 @dataclass(eq=False, kw_only=True)
