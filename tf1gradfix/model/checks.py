@@ -19,7 +19,7 @@ from tf1gradfix.cst.walk import walk
 from tf1gradfix.emit.tape import _literal_index as literal_index   # (a syntax helper of the call sites)
 from tf1gradfix.model.graph import Program
 from tf1gradfix.model.nodes import (BuilderModule, ComputeGradients, Gradients, Layer, LayerLoop, LayerNode, Optimizer, OptimizerCall,
-                                    Placeholder, Static, Tensor, TrainOp, Update, Variable)
+                                    Placeholder, RnnCell, Static, Tensor, TrainOp, Update, Variable)
 from tf1gradfix.model.slicing import Signature, closure, gradient_dependent, reached_variables
 
 
@@ -194,5 +194,5 @@ def check_state(program: Program, qualified, code) -> None:
         elif isinstance(node, LayerLoop):
             for site in node.sites:
                 layers.check_layer_arguments(site.row, site.call, site.bound, qualified, code)
-        elif isinstance(node, Layer):
+        elif isinstance(node, Layer) and not isinstance(node, RnnCell):   # (a cell: constructs.rnn_cells)
             layers.check_layer_arguments(node.row, node.value, node.bound, qualified, code)

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any, cast
 
 import libcst as cst
-from tf1gradfix.constructs import builders, updates
+from tf1gradfix.constructs import builders, fed_tensors, updates
 from tf1gradfix.model.graph import Program
 from tf1gradfix.model.nodes import (GRADIENT_NODES, BuilderModule, Layer, LayerCall, LayerLoop, Node,
                                     Placeholder, Static, TrainOp, Update, Variable, VariableGroup)
@@ -123,7 +123,8 @@ def _slice(program: Program, sig: Signature, site: Site) -> None:
             # the tape would have to record the inner gradient: nested tapes, which the rewrite does not write
             raise Refusal.of(node.value, "gradient_of_gradient")
     sig.nodes = sorted(members)
-    if sig.fed_values and any(program.nodes[i].differentiates() for i in members):
+    if any(fed_tensors.reaches_variables(program, n) for n in sig.fed_values) and \
+            any(program.nodes[i].differentiates() for i in members):
         # TF1's gradient ops were built through the fed value's computation and still run it
         raise Refusal.of(site.call, "fed_tensor_with_gradients", name=sorted(sig.fed_values)[0])
     updates.check_run(program, site.call, fetched)
