@@ -118,9 +118,8 @@ rng = np.random.RandomState(0)
 xs = rng.randn(4, {batch}, 5, {inputs})
 x32 = tf.placeholder(tf.float32, [{batch}, 5, {inputs}])
 x64 = tf.placeholder(tf.float64, [{batch}, 5, {inputs}])
-outputs = []
 {cells}
-loss = tf.add_n([tf.reduce_sum(tf.cast(o, tf.float64) ** 2) for o in outputs])
+loss = {loss}
 train_op = tf.train.GradientDescentOptimizer(0.05).minimize(loss)
 with tf.Session() as sess:
     sess.run(tf.global_variables_initializer())
@@ -143,7 +142,8 @@ optimizer = tf.keras.optimizers.SGD(0.05)
 def train_step(x32, x64):
     with tf.GradientTape() as tape:
         outputs = [rnn(x32 if dtype == "float32" else x64) for rnn, dtype in layers]
-        loss = tf.add_n([tf.reduce_sum(tf.cast(o, tf.float64) ** 2) for o in outputs])
+        loss = tf.add_n([tf.reduce_sum(tf.cast(o, tf.float64) ** 2) + tf.reduce_sum(tf.cast(o[:, -1], tf.float64))
+                         for o in outputs])   # (a one-tensor state is the last output)
     variables = [v for rnn, _ in layers for v in rnn.trainable_variables]
     optimizer.apply_gradients(zip(tape.gradient(loss, variables), variables))
     return loss
@@ -159,37 +159,89 @@ SETTINGS = {"tensorflow.nn.rnn_cell.BasicLSTMCell": [("forget_bias=1.0", ""), ("
             "tensorflow.nn.rnn_cell.BasicRNNCell": [("", "")]}
 
 
-def proof_programs() -> tuple[str, str]:
-    """Every cell row in float32 and float64, each in its own dynamic_rnn (TF1) or RNN layer (TF2)."""
-    tf1, tf2 = [], []
+def cases(rewritten: bool):
+    """(symbol, row, v1 arguments, Keras arguments, dtype) of the rows the rewrite writes (or not)."""
     for symbol, row in TABLE["cell"].items():
-        for v1_args, keras_args in SETTINGS[symbol]:
-            for dtype in ("float32", "float64"):
-                k = len(tf1)
-                v1 = ", ".join(a for a in (str(N), v1_args) if a)
-                tf1.append(f"with tf.variable_scope('cell{k}'):\n"
-                           f"    o, _ = tf.nn.dynamic_rnn(tf.{symbol.split('.', 1)[1]}({v1}), x{dtype[-2:]}, dtype=tf.{dtype})\n"
-                           f"    outputs.append(o)")
-                keras = ", ".join(a for a in (str(N), keras_args, f'dtype="{dtype}"') if a)
-                tf2.append(f"layers.append((tf.keras.layers.RNN(tf.{row['target']}({keras}), return_sequences=True), "
-                           f'"{dtype}"))')
-    fill = dict(batch=BATCH, inputs=IN)
-    return PROOF_TF1.format(cells="\n".join(tf1), **fill), PROOF_TF2.format(cells="\n".join(tf2), **fill)
+        if row.get("rewrite", True) == rewritten:
+            for v1_args, keras_args in SETTINGS[symbol]:
+                for dtype in ("float32", "float64"):
+                    yield symbol, row, v1_args, keras_args, dtype
 
 
-def test_the_proof_covers_every_row():
-    tf1, tf2 = proof_programs()
-    assert set(SETTINGS) == set(TABLE["cell"])
-    assert tf1.count("dynamic_rnn(") == tf2.count("layers.RNN(") == 2 * sum(map(len, SETTINGS.values()))
+def original(rewritten: bool) -> str:
+    """Each cell in a dynamic_rnn of its own scope, the final state (h of an LSTM) in the loss."""
+    lines, terms = [], []
+    for k, (symbol, row, v1_args, _, dtype) in enumerate(cases(rewritten)):
+        v1 = ", ".join(a for a in (str(N), v1_args, f"dtype=tf.{dtype}") if a)
+        lines += [f'with tf.variable_scope("c{k}"):', f"    cell{k} = tf.{symbol.split('.', 1)[1]}({v1})",
+                  f"    o{k}, s{k} = tf.nn.dynamic_rnn(cell{k}, x{dtype[-2:]}, dtype=tf.{dtype})"]
+        state = f"s{k}[1]" if row["state"] == "lstm" else f"s{k}"
+        terms.append(f"tf.reduce_sum(tf.cast(o{k}, tf.float64) ** 2) + tf.reduce_sum(tf.cast({state}, tf.float64))")
+    return PROOF_TF1.format(cells="\n".join(lines), loss=" + ".join(terms), batch=BATCH, inputs=IN)
+
+
+def keras_migration() -> str:
+    """The cells the rewrite does not write, migrated by hand as the layouts describe."""
+    lines = [f"layers.append((tf.keras.layers.RNN(tf.{row['target']}("
+             + ", ".join(a for a in (str(N), keras_args, f'dtype="{dtype}"') if a) + f'), return_sequences=True), "{dtype}"))'
+             for _, row, _, keras_args, dtype in cases(False)]
+    return PROOF_TF2.format(cells="\n".join(lines), batch=BATCH, inputs=IN)
+
+
+def rewritten_program(source: str) -> str | None:
+    import libcst as cst
+
+    from tf1gradfix.emit.restructure import restructure
+
+    module = restructure(cst.parse_module(source), "original.py").new_module
+    return None if module is None else module.code
+
+
+def test_the_rewrite_writes_each_row_as_its_keras_cell():
+    migrated = rewritten_program(original(True))
+    assert migrated is not None
+    for symbol, row, _, keras_args, dtype in cases(True):
+        cell = ", ".join(a for a in (str(N), f"dtype=tf.{dtype}", keras_args) if a)
+        assert f"tf.keras.layers.RNN(tf.{row['target']}({cell}), return_sequences=True, return_state=True)" \
+            in " ".join(migrated.split()).replace("( ", "(").replace(", )", ")"), (symbol, cell)
+    assert "rnn_cell" not in migrated and "dynamic_rnn" not in migrated
+
+
+def test_contrib_names_are_the_same_rows():
+    source = original(True).replace("tf.nn.rnn_cell.", "tf.contrib.rnn.")
+    assert rewritten_program(source) == rewritten_program(original(True))
+
+
+@pytest.mark.parametrize("setting", ["use_peepholes=True", "num_proj=2", "cell_clip=3.0", "forget_bias=0.5",
+                                     "state_is_tuple=False", "activation=tf.nn.relu"])
+def test_settings_without_a_keras_counterpart_are_refused(setting):
+    from tf1gradfix.run.engine import process_source
+    from tf1gradfix.run.findings import CodeFilter
+
+    source = original(True).replace("tf.nn.rnn_cell.LSTMCell(4, ", f"tf.nn.rnn_cell.LSTMCell(4, {setting}, ")
+    result = process_source("a.py", source.encode(), CodeFilter())
+    assert setting in source and result.new_source is None
+    line = source.splitlines().index(next(ln for ln in source.splitlines() if setting in ln)) + 1
+    assert any(f.code == "TFG914" and f.line == line and setting.split("=")[0] in f.message for f in result.findings)
 
 
 @pytest.mark.tf
-def test_every_cell_is_proven_under_both_semantics(tmp_path):
+def test_every_rewritten_cell_is_proven_under_both_semantics(tmp_path):
     from tf1gradfix.verify.orchestrate import EQUIVALENT, verify_pair
 
-    tf1, tf2 = proof_programs()
-    (tmp_path / "original.py").write_text(tf1)
-    (tmp_path / "migrated.py").write_text(tf2)
+    (tmp_path / "original.py").write_text(original(True))
+    (tmp_path / "migrated.py").write_text(rewritten_program(original(True)))
     result = verify_pair(tmp_path / "original.py", tmp_path / "migrated.py")
     assert result.verdict == EQUIVALENT, (result.verdict, result.reason)
-    assert sum(m["matched_by"] == "rnn cell layout" for m in result.mapping) == 3 * tf2.count("layers.RNN(")
+    assert sum(m["matched_by"] == "rnn cell layout" for m in result.mapping) == 3 * len(list(cases(True)))
+
+
+@pytest.mark.tf
+def test_the_layouts_of_cells_migrated_by_hand_are_proven(tmp_path):
+    from tf1gradfix.verify.orchestrate import EQUIVALENT, verify_pair
+
+    (tmp_path / "original.py").write_text(original(False))
+    (tmp_path / "migrated.py").write_text(keras_migration())
+    result = verify_pair(tmp_path / "original.py", tmp_path / "migrated.py")
+    assert result.verdict == EQUIVALENT, (result.verdict, result.reason)
+    assert sum(m["matched_by"] == "rnn cell layout" for m in result.mapping) == 3 * len(list(cases(False)))
