@@ -30,7 +30,7 @@ from tf1gradfix.rules.catalog import _read
 DYNAMIC_RNN = "tensorflow.nn.dynamic_rnn"
 DYNAMIC_PARAMS = ["cell", "inputs", "sequence_length", "initial_state", "dtype", "parallel_iterations",
                   "swap_memory", "time_major", "scope"]
-DYNAMIC_KEEP = {"cell", "inputs", "initial_state", "dtype", "parallel_iterations", "swap_memory"}
+DYNAMIC_KEEP = {"cell", "inputs", "sequence_length", "initial_state", "dtype", "parallel_iterations", "swap_memory"}
 CONTRIB = "tensorflow.contrib.rnn."
 
 
@@ -108,9 +108,14 @@ def _run(builder, s: Statement) -> bool:
     if "initial_state" not in bound and "dtype" not in bound:
         raise Refusal.of(call, "layer_arguments", api=DYNAMIC_RNN, args="initial_state or dtype",
                          detail="TF1 needs one of them to make the first state")
-    initial = bound.get("initial_state")
-    deps = set(s.deps)
-    builder.add(s.item, RnnRun, s.names, call, deps, calls=[], cell=cell.index, source=bound["inputs"], initial=initial)
+    lengths = bound.get("sequence_length")
+    if lengths is not None and not isinstance(bound["inputs"], cst.Name):
+        raise Refusal.of(call, "layer_arguments", api=DYNAMIC_RNN, args="sequence_length",
+                         detail="the mask of the lengths is written over the time axis of an input that has a name")
+    if lengths is not None:
+        cell.masked = True   # (TF1 gives zeros past a sequence's length: the layer's zero_output_for_mask)
+    builder.add(s.item, RnnRun, s.names, call, set(s.deps), calls=[], cell=cell.index, source=bound["inputs"],
+                initial=bound.get("initial_state"), lengths=lengths)
     return True
 
 
@@ -127,7 +132,9 @@ def layer_text(node: RnnCell, name: str, tf: str, code) -> str:
     if forget is not None and row["forget_bias"][code(forget)] == "False":
         args.append("unit_forget_bias=False")
     args += [f"{k}={v}" for k, v in row["settings"].items()]
-    return f"{name} = {tf}.keras.layers.RNN({tf}.{row['target']}({', '.join(args)}), return_sequences=True, return_state=True)"
+    masked = ", zero_output_for_mask=True" if node.masked else ""
+    return (f"{name} = {tf}.keras.layers.RNN({tf}.{row['target']}({', '.join(args)}), return_sequences=True, "
+            f"return_state=True{masked})")
 
 
 def zero_state_text(node: ZeroState, cell: RnnCell, tf: str, code) -> str:
@@ -147,6 +154,8 @@ def run_text(node: RnnRun, cell: RnnCell, layer: str, tf: str, code) -> list[str
     outputs, state = node.names
     source, initial = code(node.source), node.initial
     lstm = cell.row["state"] == "lstm"
+    if node.lengths is not None:   # (TF1's sequence_length: a mask over the time axis)
+        source += f", mask={tf}.sequence_mask({code(node.lengths)}, {tf}.shape({source})[1])"
     if initial is None:
         args = source
     elif lstm:

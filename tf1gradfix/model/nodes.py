@@ -164,6 +164,7 @@ class RnnCell(Layer):
     `tf.nn.dynamic_rnn(cell, ...)` is an ``RnnRun``, `cell.zero_state(...)` a ``ZeroState``."""
 
     units: cst.BaseExpression
+    masked: bool = False          # a dynamic_rnn of it takes sequence_length
 
 
 @dataclass(eq=False)
@@ -255,6 +256,7 @@ class RnnRun(Tensor):
     cell: int
     source: cst.BaseExpression
     initial: cst.BaseExpression | None
+    lengths: cst.BaseExpression | None   # sequence_length
 
 
 @dataclass(eq=False, kw_only=True)
