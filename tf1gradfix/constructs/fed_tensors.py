@@ -53,13 +53,6 @@ def dtype_of(node: Node, qualified) -> str | tuple[str] | None:
     return (kinds.pop(),) if len(kinds) == 1 else None
 
 
-def reaches_variables(program, name: str) -> bool:
-    """Is the fed value computed from a variable or a layer's weights? (Gradients TF1 built
-    through its computation reach them; a value computed from constants gives them nothing.)"""
-    from tf1gradfix.model.slicing import closure
-    return any(program.nodes[i].trained() for i in closure(program, [program.final[name]]))
-
-
 def _leaves(expr: cst.BaseExpression, qualified):
     """The operands of an expression of TensorFlow calls and arithmetic (anything else
     is a leaf of its own, which dtype_of does not read)."""

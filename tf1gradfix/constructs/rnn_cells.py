@@ -24,7 +24,7 @@ from typing import cast
 import libcst as cst
 
 from tf1gradfix.cst.syntax import Refusal, bound_args
-from tf1gradfix.model.nodes import RnnCell, RnnRun, Statement, ZeroState
+from tf1gradfix.model.nodes import RnnCell, RnnRun, Statement, Static, ZeroState
 from tf1gradfix.rules.catalog import _read
 
 DYNAMIC_RNN = "tensorflow.nn.dynamic_rnn"
@@ -72,7 +72,7 @@ def _cell(builder, s: Statement) -> None:
     for param, values in row["accepted"].items():
         if param in bound and code(bound[param]) not in values:
             raise Refusal.of(bound[param], "layer_setting_value", api=q, param=param, values=" or ".join(values))
-    if any(builder.program.nodes[i].kind != "static" for i in builder.deps_of(call)):
+    if any(not isinstance(builder.program.nodes[i], Static) for i in builder.deps_of(call)):
         raise Refusal.of(call, "layer_setting_from_graph", api=q)
     builder.add(s.item, RnnCell, s.names, call, (), row=row, symbol=q, bound=bound, base=s.names[0],
                 weights=True, trainable=True, full_name=s.item.prefix + "rnn/" + row["auto_name"],
