@@ -119,13 +119,16 @@ xs = rng.randn(4, {batch}, 5, {inputs})
 x32 = tf.placeholder(tf.float32, [{batch}, 5, {inputs}])
 x64 = tf.placeholder(tf.float64, [{batch}, 5, {inputs}])
 lengths = tf.placeholder(tf.int32, [{batch}])
+c0 = tf.placeholder(tf.float32, [{batch}, {units}])
+h0 = tf.placeholder(tf.float32, [{batch}, {units}])
 {cells}
 loss = {loss}
 train_op = tf.train.GradientDescentOptimizer(0.05).minimize(loss)
 with tf.Session() as sess:
     sess.run(tf.global_variables_initializer())
     for step in range(4):
-        _, value = sess.run([train_op, loss], {{x32: xs[step], x64: xs[step], lengths: [5, 2 + step % 3]}})
+        _, value = sess.run([train_op, loss], {{x32: xs[step], x64: xs[step], lengths: [5, 2 + step % 3],
+                                             c0: xs[step, :, 0, :1] * np.ones({units}), h0: xs[step, :, 1, :1] * np.ones({units})}})
         print("step", step, "loss %.8f" % value)
 """
 PROOF_TF2 = """\
@@ -177,11 +180,15 @@ def original(rewritten: bool) -> str:
         v1 = ", ".join(a for a in (str(N), v1_args, f"dtype=tf.{dtype}") if a)
         masked = ", sequence_length=lengths" if rewritten and row["state"] not in kinds else ""
         kinds.add(row["state"])
+        start = f"dtype=tf.{dtype}"
+        if k == 0 and rewritten:   # (a state fed in its two parts)
+            lines.append("start = tf.nn.rnn_cell.LSTMStateTuple(c0, h0)")
+            start = "initial_state=start"
         lines += [f'with tf.variable_scope("c{k}"):', f"    cell{k} = tf.{symbol.split('.', 1)[1]}({v1})",
-                  f"    o{k}, s{k} = tf.nn.dynamic_rnn(cell{k}, x{dtype[-2:]}{masked}, dtype=tf.{dtype})"]
+                  f"    o{k}, s{k} = tf.nn.dynamic_rnn(cell{k}, x{dtype[-2:]}{masked}, {start})"]
         state = f"s{k}[1]" if row["state"] == "lstm" else f"s{k}"
         terms.append(f"tf.reduce_sum(tf.cast(o{k}, tf.float64) ** 2) + tf.reduce_sum(tf.cast({state}, tf.float64))")
-    return PROOF_TF1.format(cells="\n".join(lines), loss=" + ".join(terms), batch=BATCH, inputs=IN)
+    return PROOF_TF1.format(cells="\n".join(lines), loss=" + ".join(terms), batch=BATCH, inputs=IN, units=N)
 
 
 def keras_migration() -> str:
@@ -210,7 +217,9 @@ def test_the_rewrite_writes_each_row_as_its_keras_cell():
         masked = ", zero_output_for_mask=True" if k in (0, 6) else ""   # (sequence_length: TF1's zeros past the end)
         assert f"cell{k}_layer = tf.keras.layers.RNN(tf.{row['target']}({cell}), return_sequences=True, " \
                f"return_state=True{masked})" in flat, (symbol, cell)
-    assert "o0, *s0 = cell0_layer(x32, mask=tf.sequence_mask(lengths, tf.shape(x32)[1]))" in flat
+    assert "start = tf.stack([c0, h0])" in flat
+    assert "o0, *s0 = cell0_layer(x32, mask=tf.sequence_mask(lengths, tf.shape(x32)[1]), " \
+           "initial_state=[start[1], start[0]])" in flat
     assert "s0 = tf.stack(s0[::-1])" in flat and "o6, s6 = cell6_layer(x32, mask=" in flat
     assert "rnn_cell" not in migrated and "dynamic_rnn" not in migrated
 

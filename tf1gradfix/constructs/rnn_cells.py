@@ -24,7 +24,7 @@ from typing import cast
 import libcst as cst
 
 from tf1gradfix.cst.syntax import Refusal, bound_args
-from tf1gradfix.model.nodes import RnnCell, RnnRun, Statement, Static, ZeroState
+from tf1gradfix.model.nodes import RnnCell, RnnRun, StateTuple, Statement, Static, ZeroState
 from tf1gradfix.rules.catalog import _read
 
 DYNAMIC_RNN = "tensorflow.nn.dynamic_rnn"
@@ -32,6 +32,7 @@ DYNAMIC_PARAMS = ["cell", "inputs", "sequence_length", "initial_state", "dtype",
                   "swap_memory", "time_major", "scope"]
 DYNAMIC_KEEP = {"cell", "inputs", "sequence_length", "initial_state", "dtype", "parallel_iterations", "swap_memory"}
 CONTRIB = "tensorflow.contrib.rnn."
+STATE_TUPLES = ("tensorflow.nn.rnn_cell.LSTMStateTuple", CONTRIB + "LSTMStateTuple")
 
 
 @functools.lru_cache(maxsize=None)
@@ -49,12 +50,48 @@ def build(builder, s: Statement) -> bool:
         return True
     if s.q == DYNAMIC_RNN and s.call is not None:
         return _run(builder, s)
+    if s.q in STATE_TUPLES and s.call is not None:
+        bound = bound_args(s.call, ["c", "h"], s.call)
+        if s.one is None or set(bound) != {"c", "h"}:
+            raise Refusal.of(s.call, "layer_target", api=s.q)
+        builder.add(s.item, StateTuple, s.names, s.call, set(s.deps), calls=[], parts=(bound["c"], bound["h"]))
+        return True
+    _check_fields(builder, s)
     if cells and _zero_state(builder, s, cells[0]):
         return True
     if cells:
         node = builder.program.nodes[cells[0]]
         raise Refusal.of(s.value, "rnn_cell_other_use", name=node.names[0])
     return False
+
+
+def _check_fields(builder, s: Statement) -> None:
+    """Refusal for `state.c` / `state.h` of an LSTM state the rewrite holds stacked."""
+    states = {name for i in s.deps for name in _lstm_states(builder.program, builder.program.nodes[i])}
+    for node in _attributes(s.value):
+        if isinstance(node.value, cst.Name) and node.value.value in states and node.attr.value in ("c", "h"):
+            raise Refusal.of(node, "rnn_state_field", name=node.value.value, field=node.attr.value,
+                             index="0" if node.attr.value == "c" else "1")
+
+
+def _lstm_states(program, node) -> list[str]:
+    if isinstance(node, RnnRun) and cast(RnnCell, program.nodes[node.cell]).row["state"] == "lstm":
+        return [node.names[1]]
+    if isinstance(node, ZeroState) and cast(RnnCell, program.nodes[node.cell]).row["state"] == "lstm" \
+            or isinstance(node, StateTuple):
+        return list(node.names)
+    return []
+
+
+def _attributes(expr: cst.CSTNode):
+    found: list[cst.Attribute] = []
+
+    class Visit(cst.CSTVisitor):
+        def visit_Attribute(self, node: cst.Attribute) -> None:
+            found.append(node)
+
+    expr.visit(Visit())
+    return found
 
 
 def _cell(builder, s: Statement) -> None:
@@ -135,6 +172,10 @@ def layer_text(node: RnnCell, name: str, tf: str, code) -> str:
     masked = ", zero_output_for_mask=True" if node.masked else ""
     return (f"{name} = {tf}.keras.layers.RNN({tf}.{row['target']}({', '.join(args)}), return_sequences=True, "
             f"return_state=True{masked})")
+
+
+def state_tuple_text(node: StateTuple, tf: str, code) -> str:
+    return f"{node.names[0]} = {tf}.stack([{code(node.parts[0])}, {code(node.parts[1])}])"
 
 
 def zero_state_text(node: ZeroState, cell: RnnCell, tf: str, code) -> str:

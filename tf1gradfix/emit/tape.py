@@ -17,8 +17,8 @@ from tf1gradfix.constructs.optimizers import optimizer_table
 from tf1gradfix.constructs import dropout, gradient_calls, losses, rnn_cells, summaries, updates, var_lists
 from tf1gradfix.model.graph import Program
 from tf1gradfix.model.nodes import (ComputeGradients, Gradients, LayerCall, LayerLoop, LayerLoopCall, Node, Optimizer,
-                                    OptimizerCall, Placeholder, RnnCell, RnnRun, Summary, Tensor, TrainOp, Update, Variable,
-                                    VarList, ZeroState)
+                                    OptimizerCall, Placeholder, RnnCell, RnnRun, StateTuple, Summary, Tensor, TrainOp, Update,
+                                    Variable, VarList, ZeroState)
 from tf1gradfix.cst import layout
 from tf1gradfix.cst.syntax import matches
 from tf1gradfix.model.sites import Site
@@ -135,6 +135,8 @@ class TapeEmitter:
             layer = self.state.naming.layers[self.p.nodes[node.layer]]
             args = [self.code(node.source)] + [f"{k}={self.code(v)}" for k, v in node.call_args]
             return f"{', '.join(node.names)} = {layer}({', '.join(args)})"
+        if isinstance(node, StateTuple):   # an LSTM state of its parts, stacked (constructs.rnn_cells)
+            return rnn_cells.state_tuple_text(node, self.tf, self.code)
         if isinstance(node, (ZeroState, RnnRun)):   # a cell's zero state, its dynamic_rnn (constructs.rnn_cells)
             cell = cast(RnnCell, self.p.nodes[node.cell])
             if isinstance(node, ZeroState):

@@ -250,6 +250,13 @@ class ZeroState(Tensor):
 
 
 @dataclass(eq=False, kw_only=True)
+class StateTuple(Tensor):
+    """`s = tf.nn.rnn_cell.LSTMStateTuple(c, h)`: an LSTM state of its two parts (stacked)."""
+
+    parts: tuple[cst.BaseExpression, cst.BaseExpression]
+
+
+@dataclass(eq=False, kw_only=True)
 class RnnRun(Tensor):
     """`outputs, state = tf.nn.dynamic_rnn(cell, inputs, ...)`: the call of the cell's RNN layer."""
 
