@@ -131,57 +131,31 @@ with tf.Session() as sess:
                                              c0: xs[step, :, 0, :1] * np.ones({units}), h0: xs[step, :, 1, :1] * np.ones({units})}})
         print("step", step, "loss %.8f" % value)
 """
-PROOF_TF2 = """\
-import numpy as np
-import tensorflow as tf
-
-rng = np.random.RandomState(0)
-xs = rng.randn(4, {batch}, 5, {inputs})
-layers = []
-{cells}
-optimizer = tf.keras.optimizers.SGD(0.05)
-
-
-@tf.function
-def train_step(x32, x64):
-    with tf.GradientTape() as tape:
-        outputs = [rnn(x32 if dtype == "float32" else x64) for rnn, dtype in layers]
-        loss = tf.add_n([tf.reduce_sum(tf.cast(o, tf.float64) ** 2) + tf.reduce_sum(tf.cast(o[:, -1], tf.float64))
-                         for o in outputs])   # (a one-tensor state is the last output)
-    variables = [v for rnn, _ in layers for v in rnn.trainable_variables]
-    optimizer.apply_gradients(zip(tape.gradient(loss, variables), variables))
-    return loss
-
-
-for step in range(4):
-    value = train_step(xs[step].astype(np.float32), xs[step])
-    print("step", step, "loss %.8f" % value.numpy())
-"""
 SETTINGS = {"tensorflow.nn.rnn_cell.BasicLSTMCell": [("forget_bias=1.0", ""), ("forget_bias=0.0", "unit_forget_bias=False")],
             "tensorflow.nn.rnn_cell.LSTMCell": [("", "")],
-            "tensorflow.nn.rnn_cell.GRUCell": [("", "reset_after=False")],
+            "tensorflow.nn.rnn_cell.GRUCell": [("", "reset_after=False, bias_initializer=tf.keras.initializers.Constant("
+                                                    "[1.0] * (2 * 4) + [0.0] * 4)")],
             "tensorflow.nn.rnn_cell.BasicRNNCell": [("", "")]}
 
 
-def cases(rewritten: bool):
-    """(symbol, row, v1 arguments, Keras arguments, dtype) of the rows the rewrite writes (or not)."""
+def cases():
+    """(symbol, row, v1 arguments, Keras arguments, dtype) of every row."""
     for symbol, row in TABLE["cell"].items():
-        if row.get("rewrite", True) == rewritten:
-            for v1_args, keras_args in SETTINGS[symbol]:
-                for dtype in ("float32", "float64"):
-                    yield symbol, row, v1_args, keras_args, dtype
+        for v1_args, keras_args in SETTINGS[symbol]:
+            for dtype in ("float32", "float64"):
+                yield symbol, row, v1_args, keras_args, dtype
 
 
-def original(rewritten: bool) -> str:
+def original() -> str:
     """Each cell in a dynamic_rnn of its own scope, the final state (h of an LSTM) in the loss;
     the first of each kind over sequences of the lengths fed."""
     lines, terms, kinds = [], [], set()
-    for k, (symbol, row, v1_args, _, dtype) in enumerate(cases(rewritten)):
+    for k, (symbol, row, v1_args, _, dtype) in enumerate(cases()):
         v1 = ", ".join(a for a in (str(N), v1_args, f"dtype=tf.{dtype}") if a)
-        masked = ", sequence_length=lengths" if rewritten and row["state"] not in kinds else ""
+        masked = ", sequence_length=lengths" if row["state"] not in kinds else ""
         kinds.add(row["state"])
         start = f"dtype=tf.{dtype}"
-        if k == 0 and rewritten:   # (a state fed in its two parts)
+        if k == 0:   # (a state fed in its two parts)
             lines.append("start = tf.nn.rnn_cell.LSTMStateTuple(c0, h0)")
             start = "initial_state=start"
         lines += [f'with tf.variable_scope("c{k}"):', f"    cell{k} = tf.{symbol.split('.', 1)[1]}({v1})",
@@ -189,14 +163,6 @@ def original(rewritten: bool) -> str:
         state = f"s{k}[1]" if row["state"] == "lstm" else f"s{k}"
         terms.append(f"tf.reduce_sum(tf.cast(o{k}, tf.float64) ** 2) + tf.reduce_sum(tf.cast({state}, tf.float64))")
     return PROOF_TF1.format(cells="\n".join(lines), loss=" + ".join(terms), batch=BATCH, inputs=IN, units=N)
-
-
-def keras_migration() -> str:
-    """The cells the rewrite does not write, migrated by hand as the layouts describe."""
-    lines = [f"layers.append((tf.keras.layers.RNN(tf.{row['target']}("
-             + ", ".join(a for a in (str(N), keras_args, f'dtype="{dtype}"') if a) + f'), return_sequences=True), "{dtype}"))'
-             for _, row, _, keras_args, dtype in cases(False)]
-    return PROOF_TF2.format(cells="\n".join(lines), batch=BATCH, inputs=IN)
 
 
 def rewritten_program(source: str) -> str | None:
@@ -209,10 +175,10 @@ def rewritten_program(source: str) -> str | None:
 
 
 def test_the_rewrite_writes_each_row_as_its_keras_cell():
-    migrated = rewritten_program(original(True))
+    migrated = rewritten_program(original())
     assert migrated is not None
     flat = " ".join(migrated.split()).replace("( ", "(").replace(", )", ")").replace(" )", ")")
-    for k, (symbol, row, _, keras_args, dtype) in enumerate(cases(True)):
+    for k, (symbol, row, _, keras_args, dtype) in enumerate(cases()):
         cell = ", ".join(a for a in (str(N), f"dtype=tf.{dtype}", keras_args) if a)
         masked = ", zero_output_for_mask=True" if k in (0, 6) else ""   # (sequence_length: TF1's zeros past the end)
         assert f"cell{k}_layer = tf.keras.layers.RNN(tf.{row['target']}({cell}), return_sequences=True, " \
@@ -225,8 +191,8 @@ def test_the_rewrite_writes_each_row_as_its_keras_cell():
 
 
 def test_contrib_names_are_the_same_rows():
-    source = original(True).replace("tf.nn.rnn_cell.", "tf.contrib.rnn.")
-    assert rewritten_program(source) == rewritten_program(original(True))
+    source = original().replace("tf.nn.rnn_cell.", "tf.contrib.rnn.")
+    assert rewritten_program(source) == rewritten_program(original())
 
 
 @pytest.mark.parametrize("setting", ["use_peepholes=True", "num_proj=2", "cell_clip=3.0", "forget_bias=0.5",
@@ -235,7 +201,7 @@ def test_settings_without_a_keras_counterpart_are_refused(setting):
     from tf1gradfix.run.engine import process_source
     from tf1gradfix.run.findings import CodeFilter
 
-    source = original(True).replace("tf.nn.rnn_cell.LSTMCell(4, ", f"tf.nn.rnn_cell.LSTMCell(4, {setting}, ")
+    source = original().replace("tf.nn.rnn_cell.LSTMCell(4, ", f"tf.nn.rnn_cell.LSTMCell(4, {setting}, ")
     result = process_source("a.py", source.encode(), CodeFilter())
     assert setting in source and result.new_source is None
     line = source.splitlines().index(next(ln for ln in source.splitlines() if setting in ln)) + 1
@@ -246,19 +212,8 @@ def test_settings_without_a_keras_counterpart_are_refused(setting):
 def test_every_rewritten_cell_is_proven_under_both_semantics(tmp_path):
     from tf1gradfix.verify.orchestrate import EQUIVALENT, verify_pair
 
-    (tmp_path / "original.py").write_text(original(True))
-    (tmp_path / "migrated.py").write_text(rewritten_program(original(True)))
+    (tmp_path / "original.py").write_text(original())
+    (tmp_path / "migrated.py").write_text(rewritten_program(original()))
     result = verify_pair(tmp_path / "original.py", tmp_path / "migrated.py")
     assert result.verdict == EQUIVALENT, (result.verdict, result.reason)
-    assert sum(m["matched_by"] == "rnn cell layout" for m in result.mapping) == 3 * len(list(cases(True)))
-
-
-@pytest.mark.tf
-def test_the_layouts_of_cells_migrated_by_hand_are_proven(tmp_path):
-    from tf1gradfix.verify.orchestrate import EQUIVALENT, verify_pair
-
-    (tmp_path / "original.py").write_text(original(False))
-    (tmp_path / "migrated.py").write_text(keras_migration())
-    result = verify_pair(tmp_path / "original.py", tmp_path / "migrated.py")
-    assert result.verdict == EQUIVALENT, (result.verdict, result.reason)
-    assert sum(m["matched_by"] == "rnn cell layout" for m in result.mapping) == 3 * len(list(cases(False)))
+    assert sum(m["matched_by"] == "rnn cell layout" for m in result.mapping) == 3 * len(list(cases()))

@@ -99,8 +99,6 @@ def _cell(builder, s: Statement) -> None:
     row = cell_table()[q]
     if s.one is None:
         raise Refusal.of(call, "layer_target", api=q)
-    if row.get("rewrite", True) is False:
-        raise Refusal.of(call, "rnn_cell_unmapped", api=q)
     bound = bound_args(call, row["params"], call)
     refused = sorted(set(bound) - set(row["keep"]) - set(row["accepted"]))
     if refused or "num_units" not in bound:
@@ -168,7 +166,7 @@ def layer_text(node: RnnCell, name: str, tf: str, code) -> str:
     forget = node.bound.get("forget_bias")
     if forget is not None and row["forget_bias"][code(forget)] == "False":
         args.append("unit_forget_bias=False")
-    args += [f"{k}={v}" for k, v in row["settings"].items()]
+    args += [f"{k}={v.format(tf=tf, units=code(node.units))}" for k, v in row["settings"].items()]
     masked = ", zero_output_for_mask=True" if node.masked else ""
     return (f"{name} = {tf}.keras.layers.RNN({tf}.{row['target']}({', '.join(args)}), return_sequences=True, "
             f"return_state=True{masked})")
