@@ -11,6 +11,7 @@ import pytest
 
 from tf1gradfix.rules.catalog import _read
 from tf1gradfix.verify.cell_weights import MARK, Cell, CellWeights, layouts
+from tf1gradfix.verify.runner_common import decode_array, encode_array
 
 TABLE = _read("rnn_cells.toml")
 IN, N, BATCH = 3, 4, 2
@@ -217,3 +218,16 @@ def test_every_rewritten_cell_is_proven_under_both_semantics(tmp_path):
     result = verify_pair(tmp_path / "original.py", tmp_path / "migrated.py")
     assert result.verdict == EQUIVALENT, (result.verdict, result.reason)
     assert sum(m["matched_by"] == "rnn cell layout" for m in result.mapping) == 3 * len(list(cases()))
+
+
+def test_a_cell_pairs_only_with_variables_of_its_layout():
+    class LSTMCell:   # (what the pairing reads of a Keras cell)
+        units, unit_forget_bias = N, True
+
+    def encoded(shape):
+        return {"value": encode_array(np.zeros(shape))}
+
+    init = {"dense/kernel": encoded([IN, 4 * N]), "dense/bias": encoded([4 * N]),
+            "rnn/lstm_cell/kernel": encoded([IN + N, 4 * N]), "rnn/lstm_cell/bias": encoded([4 * N])}
+    cell = CellWeights._pair(LSTMCell(), TABLE["layout"]["lstm"], init, set(), decode_array)
+    assert cell is not None and cell.prefix == "rnn/lstm_cell"

@@ -42,6 +42,15 @@ def keras_cell(depth: int = 2):
     return None
 
 
+def _fits(layout: dict, name: str, shape: list, units: int) -> bool:
+    """Has the original variable `name` the shape the layout reads from it: its gates'
+    columns, and (a kernel) more rows than the state's (the input's come first)?"""
+    blocks = [(rows, gate) for leaf in ("kernel", "recurrent_kernel", "bias") for n, rows, gate in layout[leaf] if n == name]
+    columns = (1 + max(gate for _, gate in blocks)) * units
+    kernel = any(rows != "all" for rows, _ in blocks)
+    return shape[-1] == columns and (len(shape) == 2 and shape[0] > units if kernel else len(shape) == 1)
+
+
 def _rows(rows: str, total: int, units: int) -> slice:
     return {"input": slice(0, total - units), "state": slice(total - units, total), "all": slice(None)}[rows]
 
@@ -120,7 +129,7 @@ class CellWeights:
             names = [f"{prefix}/{w}" for w in layout["tf1"]]
             if all(n in init and n not in taken for n in names):
                 shapes = {w: list(decode(init[n]["value"]).shape) for w, n in zip(layout["tf1"], names)}
-                if all(s[-1] % units == 0 for s in shapes.values()):
+                if all(_fits(layout, w, shape, units) for w, shape in shapes.items()):
                     taken.update(names)
                     shift = layout.get("shift")
                     return Cell(layout, units, prefix, shapes, float(bool(getattr(cell, shift[2]))) if shift else 0.0)
