@@ -196,6 +196,11 @@ def test_contrib_names_are_the_same_rows():
     assert rewritten_program(source) == rewritten_program(original())
 
 
+def test_speed_and_scope_settings_of_dynamic_rnn_are_dropped():
+    source = original().replace("x64, dtype=tf.float64)\n", 'x64, dtype=tf.float64, scope="rnn", parallel_iterations=4, swap_memory=True)\n', 1)
+    assert 'scope="rnn"' in source and rewritten_program(source) == rewritten_program(original())
+
+
 @pytest.mark.parametrize("setting", ["use_peepholes=True", "num_proj=2", "cell_clip=3.0", "forget_bias=0.5",
                                      "state_is_tuple=False", "activation=tf.nn.relu"])
 def test_settings_without_a_keras_counterpart_are_refused(setting):

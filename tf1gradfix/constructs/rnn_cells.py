@@ -30,7 +30,10 @@ from tf1gradfix.rules.catalog import _read
 DYNAMIC_RNN = "tensorflow.nn.dynamic_rnn"
 DYNAMIC_PARAMS = ["cell", "inputs", "sequence_length", "initial_state", "dtype", "parallel_iterations",
                   "swap_memory", "time_major", "scope"]
-DYNAMIC_KEEP = {"cell", "inputs", "sequence_length", "initial_state", "dtype", "parallel_iterations", "swap_memory"}
+# dropped: parallel_iterations and swap_memory (speed and memory only), scope (names only: a TF1 cell
+# makes its variables once, whatever the scope of a later call; the verifier pairs cells by order)
+DYNAMIC_KEEP = {"cell", "inputs", "sequence_length", "initial_state", "dtype", "parallel_iterations", "swap_memory",
+                "scope"}
 CONTRIB = "tensorflow.contrib.rnn."
 STATE_TUPLES = ("tensorflow.nn.rnn_cell.LSTMStateTuple", CONTRIB + "LSTMStateTuple")
 
@@ -131,13 +134,14 @@ def _zero_state(builder, s: Statement, cell: int) -> bool:
 def _run(builder, s: Statement) -> bool:
     call = cast(cst.Call, s.call)
     bound = bound_args(call, DYNAMIC_PARAMS, call)
-    cell = builder.program.node(bound["cell"].value) if isinstance(bound.get("cell"), cst.Name) else None
+    given = bound.get("cell")
+    cell = builder.program.node(given.value) if isinstance(given, cst.Name) else None
     if not isinstance(cell, RnnCell):
         return False   # (another cell: refused with the call's name as an op the rewrite does not trust)
     refused = sorted(set(bound) - DYNAMIC_KEEP)
     if refused:
         raise Refusal.of(call, "layer_arguments", api=DYNAMIC_RNN, args=", ".join(refused),
-                         detail="the rewrite writes a Keras RNN layer over batch-major inputs of one length")
+                         detail="the rewrite writes a Keras RNN layer over batch-major inputs")
     if len(s.names) != 2 or "inputs" not in bound:
         raise Refusal.of(call, "layer_target", api=DYNAMIC_RNN)
     if "initial_state" not in bound and "dtype" not in bound:
