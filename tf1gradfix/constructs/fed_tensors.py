@@ -11,7 +11,7 @@ from __future__ import annotations
 import libcst as cst
 
 from tf1gradfix.cst.syntax import Refusal, arg
-from tf1gradfix.model.nodes import Node, Static, Tensor
+from tf1gradfix.model.nodes import Node, Static, Tensor, ZeroState
 
 # dtype arguments by position, for the calls whose result has that dtype
 _DTYPE_POSITION = {"tensorflow.cast": 1, "tensorflow.zeros": 1, "tensorflow.ones": 1, "tensorflow.constant": 1}
@@ -19,7 +19,7 @@ _DTYPE_POSITION = {"tensorflow.cast": 1, "tensorflow.zeros": 1, "tensorflow.ones
 
 def can_feed(node: Node | None) -> bool:
     """A computed value a run may feed (one name bound, not a summary or a layer's call)."""
-    return node is not None and type(node) in (Tensor, Static) and len(node.names) == 1
+    return node is not None and type(node) in (Tensor, Static, ZeroState) and len(node.names) == 1
 
 
 def checked_dtype(node: Node, key: cst.BaseExpression, qualified) -> str | tuple[str]:
@@ -35,6 +35,8 @@ def dtype_of(node: Node, qualified) -> str | tuple[str] | None:
     for a value computed by TensorFlow calls from numeric literals of one kind only."""
     value = node.value
     code = cst.Module([]).code_for_node
+    if isinstance(node, ZeroState):   # (an RNN cell's zeros: the dtype it was asked for)
+        return code(node.dtype)
     if isinstance(value, cst.Call):
         q = qualified(value.func)
         given = arg(value, _DTYPE_POSITION.get(q or "", -1), "dtype")   # (elsewhere by keyword only)

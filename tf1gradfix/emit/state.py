@@ -13,12 +13,12 @@ from typing import cast
 
 import libcst as cst
 
-from tf1gradfix.constructs import contrib
+from tf1gradfix.constructs import contrib, rnn_cells
 from tf1gradfix.constructs.layers import name_param
 from tf1gradfix.rules.catalog import _read
 from tf1gradfix.emit.naming import Naming
 from tf1gradfix.model.graph import Program
-from tf1gradfix.model.nodes import Layer, LayerLoop, Node, Optimizer, Static, Tensor, Variable
+from tf1gradfix.model.nodes import Layer, LayerLoop, Node, Optimizer, RnnCell, Static, Tensor, Variable
 from tf1gradfix.cst import layout
 from tf1gradfix.cst.syntax import Refusal, bound_args, schedule_table
 
@@ -112,6 +112,8 @@ class StateEmitter:
     def layer(self, node: Layer) -> str:
         """`<var> = tf.keras.layers.X(<the v1 settings>)`: positional settings keep their
         place up to the table's `positional`; initializers are mapped like get_variable's."""
+        if isinstance(node, RnnCell):
+            return rnn_cells.layer_text(node, self.naming.layers[node], self.tf, self.code)
         row = node.row
         args = self._layer_args(row, node.value, node.bound)
         if row.get("write_name") and name_param(row) not in node.bound and self._tf1_name_known(row):

@@ -14,10 +14,11 @@ from typing import cast
 import libcst as cst
 
 from tf1gradfix.constructs.optimizers import optimizer_table
-from tf1gradfix.constructs import dropout, gradient_calls, losses, summaries, updates, var_lists
+from tf1gradfix.constructs import dropout, gradient_calls, losses, rnn_cells, summaries, updates, var_lists
 from tf1gradfix.model.graph import Program
 from tf1gradfix.model.nodes import (ComputeGradients, Gradients, LayerCall, LayerLoop, LayerLoopCall, Node, Optimizer,
-                                    OptimizerCall, Placeholder, Summary, Tensor, TrainOp, Update, Variable, VarList)
+                                    OptimizerCall, Placeholder, RnnCell, RnnRun, StateTuple, Summary, Tensor, TrainOp, Update,
+                                    Variable, VarList, ZeroState)
 from tf1gradfix.cst import layout
 from tf1gradfix.cst.syntax import matches
 from tf1gradfix.model.sites import Site
@@ -134,6 +135,14 @@ class TapeEmitter:
             layer = self.state.naming.layers[self.p.nodes[node.layer]]
             args = [self.code(node.source)] + [f"{k}={self.code(v)}" for k, v in node.call_args]
             return f"{', '.join(node.names)} = {layer}({', '.join(args)})"
+        if isinstance(node, StateTuple):   # an LSTM state of its parts, stacked (constructs.rnn_cells)
+            return rnn_cells.state_tuple_text(node, self.tf, self.code)
+        if isinstance(node, (ZeroState, RnnRun)):   # a cell's zero state, its dynamic_rnn (constructs.rnn_cells)
+            cell = cast(RnnCell, self.p.nodes[node.cell])
+            if isinstance(node, ZeroState):
+                return rnn_cells.zero_state_text(node, cell, self.tf, self.code)
+            lines = rnn_cells.run_text(node, cell, self.state.naming.layers[cell], self.tf, self.code)
+            return "\n".join(lines if depth is None else self.fit(lines, depth))
         if isinstance(node, LayerLoopCall):
             loop = self.p.nodes[node.layer_loop]
             assert isinstance(loop, LayerLoop)
@@ -184,6 +193,8 @@ class TapeEmitter:
             shape_expr = None if p in self.fed_values else self._placeholder(p).shape
             dtype = self._dtype(p)
             shape = self.code(shape_expr) if shape_expr is not None else "None"
+            if isinstance(self.p.node(p), ZeroState):   # (a Keras RNN layer needs the state's rank)
+                shape = rnn_cells.state_shape(cast(ZeroState, self.p.node(p)), self.p, self.code)
             specs.append(f"{self.tf}.TensorSpec(shape={shape}, dtype={dtype})")
         return layout.fit(f"@{self.tf}.function(input_signature=[{', '.join(specs)}])", self.indent)
 

@@ -24,7 +24,7 @@ from tf1gradfix.cst.walk import walk
 from tf1gradfix.emit.tape import _literal_index as literal_index   # (a syntax helper of the call sites)
 from tf1gradfix.model.graph import Program
 from tf1gradfix.model.nodes import (BuilderModule, ComputeGradients, Gradients, Layer, LayerLoop, LayerNode, Optimizer, OptimizerCall,
-                                    Placeholder, Static, Tensor, TrainOp, Update, Variable)
+                                    Placeholder, RnnCell, Static, Tensor, TrainOp, Update, Variable)
 from tf1gradfix.model.slicing import Signature, closure, gradient_dependent, reached_variables, signatures
 
 
@@ -245,5 +245,5 @@ def check_state(program: Program, qualified, code, found: list | None = None) ->
         elif isinstance(node, LayerLoop):
             for site in node.sites:
                 kept(found, layers.check_layer_arguments, site.row, site.call, site.bound, qualified, code)
-        elif isinstance(node, Layer):
+        elif isinstance(node, Layer) and not isinstance(node, RnnCell):   # (a cell: constructs.rnn_cells)
             kept(found, layers.check_layer_arguments, node.row, node.value, node.bound, qualified, code)

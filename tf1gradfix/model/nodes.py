@@ -158,6 +158,15 @@ class Layer(LayerNode):
         return [self.row]
 
 
+@dataclass(eq=False, kw_only=True)
+class RnnCell(Layer):
+    """`cell = tf.nn.rnn_cell.LSTMCell(n)`: its Keras cell in a Keras RNN layer (rnn_cells.toml);
+    `tf.nn.dynamic_rnn(cell, ...)` is an ``RnnRun``, `cell.zero_state(...)` a ``ZeroState``."""
+
+    units: cst.BaseExpression
+    masked: bool = False          # a dynamic_rnn of it takes sequence_length
+
+
 @dataclass(eq=False)
 class LayerSite:
     """One `tf.layers` call in a loop that creates layers."""
@@ -248,6 +257,32 @@ class Summary(Tensor):
 
     summary: list[tuple[str, str, cst.BaseExpression]]   # (TF2 op, tag, value) per value
     member: bool                  # a summary op (what `merge_all` collects), not a merge
+
+
+@dataclass(eq=False, kw_only=True)
+class ZeroState(Tensor):
+    """`s = cell.zero_state(batch, dtype)`: zeros of the cell's state (an LSTM's c and h stacked)."""
+
+    cell: int
+    batch: cst.BaseExpression
+    dtype: cst.BaseExpression
+
+
+@dataclass(eq=False, kw_only=True)
+class StateTuple(Tensor):
+    """`s = tf.nn.rnn_cell.LSTMStateTuple(c, h)`: an LSTM state of its two parts (stacked)."""
+
+    parts: tuple[cst.BaseExpression, cst.BaseExpression]
+
+
+@dataclass(eq=False, kw_only=True)
+class RnnRun(Tensor):
+    """`outputs, state = tf.nn.dynamic_rnn(cell, inputs, ...)`: the call of the cell's RNN layer."""
+
+    cell: int
+    source: cst.BaseExpression
+    initial: cst.BaseExpression | None
+    lengths: cst.BaseExpression | None   # sequence_length
 
 
 @dataclass(eq=False, kw_only=True)

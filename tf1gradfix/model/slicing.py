@@ -85,6 +85,12 @@ def _check_statistics(program: Program, sig: "Signature", site: Site) -> None:
             raise Refusal.of(site.call, "batch_norm_updates_not_run")
 
 
+def _from_variables(program: Program, name: str) -> bool:
+    """Is a fed value computed from a trained variable or layer? TF1's gradients reach them
+    through its computation; a value computed from constants (a zero state) gives them nothing."""
+    return any(program.nodes[i].trained() for i in closure(program, [program.final[name]]))
+
+
 def _placeholder(program: Program, name: str) -> Placeholder:
     node = program.node(name)
     assert isinstance(node, Placeholder)
@@ -123,7 +129,8 @@ def _slice(program: Program, sig: Signature, site: Site) -> None:
             # the tape would have to record the inner gradient: nested tapes, which the rewrite does not write
             raise Refusal.of(node.value, "gradient_of_gradient")
     sig.nodes = sorted(members)
-    if sig.fed_values and any(program.nodes[i].differentiates() for i in members):
+    if any(_from_variables(program, n) for n in sig.fed_values) and \
+            any(program.nodes[i].differentiates() for i in members):
         # TF1's gradient ops were built through the fed value's computation and still run it
         raise Refusal.of(site.call, "fed_tensor_with_gradients", name=sorted(sig.fed_values)[0])
     updates.check_run(program, site.call, fetched)

@@ -22,7 +22,7 @@ import time
 import numpy as np
 
 from tf1gradfix.rules import contrib
-from tf1gradfix.verify import aligned_random, budget, graph_calls, random_ops
+from tf1gradfix.verify import aligned_random, budget, cell_weights, graph_calls, random_ops
 from tf1gradfix.verify import runner_common as rc
 
 KERAS_OPTIMIZER_MODULE = "keras.src.optimizers.base_optimizer"
@@ -90,6 +90,7 @@ class V2Tracer(rc.Reentrancy):
         self.randomness = random_ops.EagerRandomness(self)
         self.draws = aligned_random.EagerDraws(trace, self)
         self.budget = budget.StepCounter(budget.limit_from_env())
+        self.cells = cell_weights.CellWeights()   # Keras RNN cells <-> the original cells
         self.unit = None                  # within an outermost tf.function call: has it trained yet?
         self.graph_calls = graph_calls.GraphCalls(tf, self)
 
@@ -190,6 +191,9 @@ class V2Tracer(rc.Reentrancy):
         shape = [int(d) for d in var.shape]
         dtype = var.dtype.as_numpy_dtype
         pairs = dict(self.layer_pairs)
+        cell = cell_weights.keras_cell() if var.trainable else None
+        if cell is not None and self.cell_weight(var, cell, name, init, dtype):
+            return
         original, how = self.match(name, shape, init)
         while original is None and var.trainable and self.later_init():
             self.layer_pairs = dict(pairs)   # a failed match is no verdict while more variables may come
@@ -211,6 +215,19 @@ class V2Tracer(rc.Reentrancy):
         var.assign(np.asarray(value).astype(dtype))
         self.trace.event("mapped", original=original, migrated=name, created_as=base, matched_by=how,
                          shape=shape, trainable=bool(var.trainable))
+
+    def cell_weight(self, var, cell, name: str, init: dict, dtype) -> bool:
+        """A Keras RNN cell's weight from blocks of the original cell's variables (cell_weights.py)."""
+        hit = self.cells.inject(var, cell, init, self.taken, rc.decode_array)
+        if hit is None:
+            return False
+        value, traced = hit
+        var.assign(np.asarray(value).astype(dtype))
+        self.created.append((traced, var))
+        self.names[id(var)] = traced
+        self.trace.event("mapped", original=traced[: -len(cell_weights.MARK)].rpartition("/")[0], migrated=name,
+                         created_as=name, matched_by="rnn cell layout", shape=list(value.shape), trainable=True)
+        return True
 
     def match(self, name: str, shape: list, init: dict):
         """The original variable for ``name`` and how it was found.
@@ -442,7 +459,8 @@ class V2Tracer(rc.Reentrancy):
         self.steps += 1
         loss = rc.loss_value(targets)
         self.step_event("compute", loss)
-        self.trace.event("compute", loss=loss, grads={n: rc.encode_array(g) for n, g in zip(names, grads)},
+        folded = self.cells.fold(dict(zip(names, grads)), False)
+        self.trace.event("compute", loss=loss, grads={n: rc.encode_array(g) for n, g in folded.items()},
                          none=none)
 
     def record_apply(self, grads, variables) -> None:
@@ -463,7 +481,8 @@ class V2Tracer(rc.Reentrancy):
     def emit_apply(self, names: list, grads: list) -> None:
         self.randomness.flush()
         self.step_event("apply")
-        self.trace.event("apply", grads={n: rc.encode_array(g) for n, g in zip(names, grads)})
+        folded = self.cells.fold(dict(zip(names, grads)), False)
+        self.trace.event("apply", grads={n: rc.encode_array(g) for n, g in folded.items()})
 
     def at_exit(self) -> None:
         self.randomness.flush()
@@ -475,6 +494,8 @@ class V2Tracer(rc.Reentrancy):
                 values[name] = {"value": rc.encode_array(var.numpy()), "trainable": bool(var.trainable)}
             except Exception:  # noqa: BLE001 - a deleted or uninitialized variable
                 pass
+        folded = self.cells.fold({n: v["value"] for n, v in values.items()}, True, rc.encode_array, rc.decode_array)
+        values = {n: values.get(n) or {"value": v, "trainable": True} for n, v in folded.items()}
         self.trace.write_atomic("migrated.final.json", {"variables": values, "steps": self.budget.steps})
 
 

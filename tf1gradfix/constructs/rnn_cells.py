@@ -1,0 +1,212 @@
+"""TF1 RNN cells: a Keras cell in a Keras RNN layer, created once, called in the steps.
+
+    cell = tf.nn.rnn_cell.LSTMCell(n)                        (where the graph was built)
+    state0 = cell.zero_state(batch, tf.float32)
+    outputs, state = tf.nn.dynamic_rnn(cell, x, initial_state=state0)
+become
+    cell = tf.keras.layers.RNN(tf.keras.layers.LSTMCell(n), return_sequences=True, return_state=True)
+    state0 = tf.zeros([2, batch, n], tf.float32)             (in the step functions)
+    outputs, *state = cell(x, initial_state=[state0[1], state0[0]])
+    state = tf.stack(state[::-1])
+
+An LSTM's state is TF1's (c, h) stacked into one tensor, so `state[1]` is still
+h, a run can fetch it and feed it back as one value, and a function takes it
+as one parameter; Keras holds it as [h, c]. The cells and their settings are
+the table tf1gradfix/rules/rnn_cells.toml, whose weight layouts the verifier
+reads to start the Keras weights from the original's (verify/cell_weights.py).
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import cast
+
+import libcst as cst
+
+from tf1gradfix.cst.syntax import Refusal, bound_args
+from tf1gradfix.model.nodes import RnnCell, RnnRun, StateTuple, Statement, Static, ZeroState
+from tf1gradfix.rules.catalog import _read
+
+DYNAMIC_RNN = "tensorflow.nn.dynamic_rnn"
+DYNAMIC_PARAMS = ["cell", "inputs", "sequence_length", "initial_state", "dtype", "parallel_iterations",
+                  "swap_memory", "time_major", "scope"]
+# dropped: parallel_iterations and swap_memory (speed and memory only), scope (names only: a TF1 cell
+# makes its variables once, whatever the scope of a later call; the verifier pairs cells by order)
+DYNAMIC_KEEP = {"cell", "inputs", "sequence_length", "initial_state", "dtype", "parallel_iterations", "swap_memory",
+                "scope"}
+CONTRIB = "tensorflow.contrib.rnn."
+STATE_TUPLES = ("tensorflow.nn.rnn_cell.LSTMStateTuple", CONTRIB + "LSTMStateTuple")
+
+
+@functools.lru_cache(maxsize=None)
+def cell_table() -> dict[str, dict]:
+    """rnn_cells.toml's rows, also under their tf.contrib.rnn names (the same classes in TF 1.x)."""
+    rows = _read("rnn_cells.toml")["cell"]
+    return {**rows, **{CONTRIB + symbol.rsplit(".", 1)[1]: row for symbol, row in rows.items()}}
+
+
+def build(builder, s: Statement) -> bool:
+    """The nodes of a cell, its `zero_state` or its `dynamic_rnn`; False if none of them."""
+    cells = [i for i in s.deps if isinstance(builder.program.nodes[i], RnnCell)]
+    if s.q in cell_table():
+        _cell(builder, s)
+        return True
+    if s.q == DYNAMIC_RNN and s.call is not None:
+        return _run(builder, s)
+    if s.q in STATE_TUPLES and s.call is not None:
+        bound = bound_args(s.call, ["c", "h"], s.call)
+        if s.one is None or set(bound) != {"c", "h"}:
+            raise Refusal.of(s.call, "layer_target", api=s.q)
+        builder.add(s.item, StateTuple, s.names, s.call, set(s.deps), calls=[], parts=(bound["c"], bound["h"]))
+        return True
+    _check_fields(builder, s)
+    if cells and _zero_state(builder, s, cells[0]):
+        return True
+    if cells:
+        node = builder.program.nodes[cells[0]]
+        raise Refusal.of(s.value, "rnn_cell_other_use", name=node.names[0])
+    return False
+
+
+def _check_fields(builder, s: Statement) -> None:
+    """Refusal for `state.c` / `state.h` of an LSTM state the rewrite holds stacked."""
+    states = {name for i in s.deps for name in _lstm_states(builder.program, builder.program.nodes[i])}
+    for node in _attributes(s.value):
+        if isinstance(node.value, cst.Name) and node.value.value in states and node.attr.value in ("c", "h"):
+            raise Refusal.of(node, "rnn_state_field", name=node.value.value, field=node.attr.value,
+                             index="0" if node.attr.value == "c" else "1")
+
+
+def _lstm_states(program, node) -> list[str]:
+    if isinstance(node, RnnRun) and cast(RnnCell, program.nodes[node.cell]).row["state"] == "lstm":
+        return [node.names[1]]
+    if isinstance(node, ZeroState) and cast(RnnCell, program.nodes[node.cell]).row["state"] == "lstm" \
+            or isinstance(node, StateTuple):
+        return list(node.names)
+    return []
+
+
+def _attributes(expr: cst.CSTNode):
+    found: list[cst.Attribute] = []
+
+    class Visit(cst.CSTVisitor):
+        def visit_Attribute(self, node: cst.Attribute) -> None:
+            found.append(node)
+
+    expr.visit(Visit())
+    return found
+
+
+def _cell(builder, s: Statement) -> None:
+    call, q = cast(cst.Call, s.call), cast(str, s.q)
+    row = cell_table()[q]
+    if s.one is None:
+        raise Refusal.of(call, "layer_target", api=q)
+    bound = bound_args(call, row["params"], call)
+    refused = sorted(set(bound) - set(row["keep"]) - set(row["accepted"]))
+    if refused or "num_units" not in bound:
+        raise Refusal.of(call, "layer_arguments", api=q, args=", ".join(refused or ["num_units"]), detail=row["refused"])
+    code = builder.module.code_for_node
+    for param, values in row["accepted"].items():
+        if param in bound and code(bound[param]) not in values:
+            raise Refusal.of(bound[param], "layer_setting_value", api=q, param=param, values=" or ".join(values))
+    if any(not isinstance(builder.program.nodes[i], Static) for i in builder.deps_of(call)):
+        raise Refusal.of(call, "layer_setting_from_graph", api=q)
+    builder.add(s.item, RnnCell, s.names, call, (), row=row, symbol=q, bound=bound, base=s.names[0],
+                weights=True, trainable=True, full_name=s.item.prefix + "rnn/" + row["auto_name"],
+                units=bound["num_units"])
+
+
+def _zero_state(builder, s: Statement, cell: int) -> bool:
+    call = s.call
+    if not (call is not None and isinstance(call.func, cst.Attribute) and call.func.attr.value == "zero_state"
+            and isinstance(call.func.value, cst.Name) and builder.program.nodes[cell].names[0] == call.func.value.value):
+        return False
+    bound = bound_args(call, ["batch_size", "dtype"], call)
+    if s.one is None or set(bound) != {"batch_size", "dtype"}:
+        raise Refusal.of(call, "rnn_cell_other_use", name=call.func.value.value)
+    deps = builder.deps_of(bound["batch_size"]) | builder.deps_of(bound["dtype"])
+    builder.add(s.item, ZeroState, s.names, call, deps, calls=[], cell=cell, batch=bound["batch_size"],
+                dtype=bound["dtype"])
+    return True
+
+
+def _run(builder, s: Statement) -> bool:
+    call = cast(cst.Call, s.call)
+    bound = bound_args(call, DYNAMIC_PARAMS, call)
+    given = bound.get("cell")
+    cell = builder.program.node(given.value) if isinstance(given, cst.Name) else None
+    if not isinstance(cell, RnnCell):
+        return False   # (another cell: refused with the call's name as an op the rewrite does not trust)
+    refused = sorted(set(bound) - DYNAMIC_KEEP)
+    if refused:
+        raise Refusal.of(call, "layer_arguments", api=DYNAMIC_RNN, args=", ".join(refused),
+                         detail="the rewrite writes a Keras RNN layer over batch-major inputs")
+    if len(s.names) != 2 or "inputs" not in bound:
+        raise Refusal.of(call, "layer_target", api=DYNAMIC_RNN)
+    if "initial_state" not in bound and "dtype" not in bound:
+        raise Refusal.of(call, "layer_arguments", api=DYNAMIC_RNN, args="initial_state or dtype",
+                         detail="TF1 needs one of them to make the first state")
+    lengths = bound.get("sequence_length")
+    if lengths is not None and not isinstance(bound["inputs"], cst.Name):
+        raise Refusal.of(call, "layer_arguments", api=DYNAMIC_RNN, args="sequence_length",
+                         detail="the mask of the lengths is written over the time axis of an input that has a name")
+    if lengths is not None:
+        cell.masked = True   # (TF1 gives zeros past a sequence's length: the layer's zero_output_for_mask)
+    builder.add(s.item, RnnRun, s.names, call, set(s.deps), calls=[], cell=cell.index, source=bound["inputs"],
+                initial=bound.get("initial_state"), lengths=lengths)
+    return True
+
+
+# -- text ------------------------------------------------------------------
+
+def layer_text(node: RnnCell, name: str, tf: str, code) -> str:
+    """`<name> = tf.keras.layers.RNN(<the Keras cell>, return_sequences=True, return_state=True)`."""
+    row = node.row
+    args = [code(node.units)]
+    for param, keyword in row["keep"].items():
+        if param != "num_units" and param in node.bound:
+            args.append(f"{keyword}={code(node.bound[param])}")
+    forget = node.bound.get("forget_bias")
+    if forget is not None and row["forget_bias"][code(forget)] == "False":
+        args.append("unit_forget_bias=False")
+    args += [f"{k}={v.format(tf=tf, units=code(node.units))}" for k, v in row["settings"].items()]
+    masked = ", zero_output_for_mask=True" if node.masked else ""
+    return (f"{name} = {tf}.keras.layers.RNN({tf}.{row['target']}({', '.join(args)}), return_sequences=True, "
+            f"return_state=True{masked})")
+
+
+def state_tuple_text(node: StateTuple, tf: str, code) -> str:
+    return f"{node.names[0]} = {tf}.stack([{code(node.parts[0])}, {code(node.parts[1])}])"
+
+
+def zero_state_text(node: ZeroState, cell: RnnCell, tf: str, code) -> str:
+    shape = [code(node.batch), code(cell.units)]
+    if cell.row["state"] == "lstm":
+        shape.insert(0, "2")
+    return f"{node.names[0]} = {tf}.zeros([{', '.join(shape)}], {code(node.dtype)})"
+
+
+def state_shape(node: ZeroState, program, code) -> str:
+    """The TensorSpec shape of a fed zero state: any batch, the cell's units."""
+    cell = cast(RnnCell, program.nodes[node.cell])
+    return f"[2, None, {code(cell.units)}]" if cell.row["state"] == "lstm" else f"[None, {code(cell.units)}]"
+
+
+def run_text(node: RnnRun, cell: RnnCell, layer: str, tf: str, code) -> list[str]:
+    outputs, state = node.names
+    source, initial = code(node.source), node.initial
+    lstm = cell.row["state"] == "lstm"
+    if node.lengths is not None:   # (TF1's sequence_length: a mask over the time axis)
+        source += f", mask={tf}.sequence_mask({code(node.lengths)}, {tf}.shape({source})[1])"
+    if initial is None:
+        args = source
+    elif lstm:
+        init = code(initial)
+        init = init if isinstance(initial, cst.Name) else f"({init})"
+        args = f"{source}, initial_state=[{init}[1], {init}[0]]"
+    else:
+        args = f"{source}, initial_state={code(initial)}"
+    if not lstm:
+        return [f"{outputs}, {state} = {layer}({args})"]
+    return [f"{outputs}, *{state} = {layer}({args})", f"{state} = {tf}.stack({state}[::-1])"]
