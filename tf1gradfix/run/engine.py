@@ -239,6 +239,8 @@ def _without_libcst(result: FileResult, display: str, data: bytes, codes: CodeFi
                                        _label(hit.rule.safety, not decided), fixable if decided else None))
     result.findings += removed_names(display, data, codes, {(h.line, h.col) for h in hits},
                                      fixed=False if decided else None)
+    if not session:
+        result.findings += _alone(display, tree, hits, codes, silenced)
     result.findings.sort(key=lambda f: (f.line, f.col, f.code))
     if plans:
         from tf1gradfix.emit.token_renames import renamed
@@ -260,6 +262,31 @@ def _without_libcst(result: FileResult, display: str, data: bytes, codes: CodeFi
         elif new_source != text:
             result.new_source = new_source   # (`check` only counts it as a change)
     return result
+
+
+def _alone(display: str, tree, hits, codes: CodeFilter, silenced) -> list[Finding]:
+    """A model module, whose functions or classes build graph code (a construct only a
+    restructuring fixes) but which runs no session, says why it is not restructured: it
+    is, with the script that imports it (project.py). Graph code at module level (a
+    fragment, not a model module) gets no such note."""
+    from tf1gradfix.run.findings import is_suppressed
+
+    graph = [(h.line, h.col) for h in hits if h.rule.safety == "proven"]
+    if not graph:
+        return []
+    import ast
+
+    inside = [(min([stmt.lineno, *(d.lineno for d in stmt.decorator_list)]), stmt.end_lineno) for stmt in tree.body
+              if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))]
+    if not all(any(start <= line <= end for start, end in inside) for line, _ in graph):
+        return []
+    from tf1gradfix.model.refusals import diagnostic
+
+    first, at = min(graph)
+    line, col, code, message, safety = diagnostic(first, at, "module_without_session")
+    if not codes.wants(code) or is_suppressed(line, code, silenced):
+        return []
+    return [Finding(display, line, col, code, message, safety, False)]
 
 
 def _as_utf8(data: bytes) -> bytes:
