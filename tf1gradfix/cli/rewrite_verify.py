@@ -33,6 +33,7 @@ class ProofRow:
     written: bool
     report_stem: str | None = None
     reports_failed: bool = False    # a report asked for could not be written (said on stderr; exit 2)
+    together: tuple = ()            # a project's modules, proven and written with the script
 
 
 def _slug(path: str, root: str) -> str:
@@ -90,8 +91,7 @@ def prove_and_write(changed: list[tuple[str, bytes]], *, write: bool, report_dir
         result.migrated.script = f"{path} (rewritten)"
         results.append(result)
         row = ProofRow(path, result.verdict, result.reason, False)
-        if modules:
-            row.reason += "; with " + ", ".join(os.path.basename(p) for p in modules)
+        row.together = tuple(modules)
         if write and result.verdict == EQUIVALENT:
             refusal = unwritable(original) or next(
                 (f"{p} {why}" for p in modules if (why := unwritable(Path(p)))), None)
@@ -198,7 +198,7 @@ def report_summary(out: Path | None, results: list, rows: list[ProofRow], refuse
         report.write_reports(results, junit=out / "junit.xml", markdown=out / "summary.md", refused=refused)
     except report.ReportError:
         failed = True
-    entries = [row.__dict__ for row in rows] + [ProofRow(str(path), NOT_RESTRUCTURED, why, False).__dict__
+    entries = [_entry(row) for row in rows] + [_entry(ProofRow(str(path), NOT_RESTRUCTURED, why, False))
                                                for path, why in refused]
     try:
         report.write_text(out / "summary.json", json.dumps(entries, indent=2) + "\n")
@@ -208,11 +208,17 @@ def report_summary(out: Path | None, results: list, rows: list[ProofRow], refuse
     return failed
 
 
+def _entry(row: ProofRow) -> dict:
+    """A row of summary.json (`together` only for a project's script)."""
+    return {k: list(v) if k == "together" else v for k, v in row.__dict__.items() if k != "together" or v}
+
+
 def render_rows(rows: list[ProofRow]) -> str:
     lines = ["", "Verification summary:"]
     for row in rows:
         action = ("written" if row.written else "left unchanged") + ("; reports not written" if row.reports_failed else "")
-        lines.append(f"  {row.path}: {row.verdict} ({action})")
+        together = f" with {', '.join(row.together)}" if row.together else ""
+        lines.append(f"  {row.path}{together}: {row.verdict} ({action})")
     counts: dict[str, int] = {}
     for row in rows:
         counts[row.verdict] = counts.get(row.verdict, 0) + 1

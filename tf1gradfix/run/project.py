@@ -112,13 +112,15 @@ def plan(files: list[str]) -> list[Project]:
                     [stmt.module] if isinstance(stmt, ast.ImportFrom) and stmt.level == 0 else []
                 for name in names:
                     if name in modules:
-                        project.modules.append(modules[name])
-                        project.imports.append(stmt)
-                        project.refusal = project.refusal or _import_refusal(path, stmt, name, read[modules[name]])
+                        again = modules[name] in project.modules   # (read once, where first imported)
+                        project.modules.append(modules[name]) if not again else None
+                        project.imports.append(stmt) if not again else None
+                        project.refusal = project.refusal or _import_refusal(path, stmt, name, read[modules[name]], again)
             if project.modules:
+                ours = {os.path.abspath(p) for p in (path, *project.modules)}
                 for module in project.modules:
                     name = os.path.basename(module)[:-3]
-                    others = [p for p in _importers(folder, name, read) if os.path.abspath(p) != os.path.abspath(path)]
+                    others = [p for p in _importers(folder, name, read) if os.path.abspath(p) not in ours]
                     if others and project.refusal is None:
                         stmt = project.imports[project.modules.index(module)]
                         project.refusal = (path, diagnostic(stmt.lineno, stmt.col_offset + 1, "project_module_shared",
@@ -127,10 +129,11 @@ def plan(files: list[str]) -> list[Project]:
     return projects
 
 
-def _import_refusal(path: str, stmt: ast.stmt, name: str, module: Info) -> tuple | None:
-    """Why the script's import of the module cannot be followed, if it cannot."""
+def _import_refusal(path: str, stmt: ast.stmt, name: str, module: Info, again: bool = False) -> tuple | None:
+    """Why the script's import of the module cannot be followed, if it cannot (`again`: a
+    second import of it)."""
     defined = _top_names(module.tree)
-    if not isinstance(stmt, ast.ImportFrom) or any(a.asname or a.name not in defined for a in stmt.names):
+    if again or not isinstance(stmt, ast.ImportFrom) or any(a.asname or a.name not in defined for a in stmt.names):
         return (path, diagnostic(stmt.lineno, stmt.col_offset + 1, "project_import_form", module=name))
     return None
 
@@ -140,7 +143,14 @@ def _import_refusal(path: str, stmt: ast.stmt, name: str, module: Info) -> tuple
 _DEFINITIONS = (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.ClassDef)
 
 
-def _module_refusal(path: str, tree: ast.Module) -> tuple | None:
+def _module_refusal(path: str, tree: ast.Module, project: Project) -> tuple | None:
+    """Why a module cannot be read in place of its import, if it cannot."""
+    stems = {_stem(m) for m in project.modules}
+    for node in ast.walk(tree):
+        other = next((name for name in stems if _imports(node, name)), None)
+        if other is not None:   # (its import would stay one of the original module, TF1)
+            return (path, diagnostic(node.lineno, node.col_offset + 1, "project_nested_import",
+                                     module=_stem(path), other=other))
     for stmt in tree.body:
         if isinstance(stmt, _DEFINITIONS) or (isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant)):
             continue
@@ -218,8 +228,8 @@ def process(project: Project, datas: dict[str, bytes], codes: CodeFilter) -> Res
     paths = [project.script, *project.modules]
     out = Result(paths, {p: [] for p in paths}, {}, {})
     trees = {p: python_tree(datas[p]) for p in paths}
-    refusal = project.refusal or next(filter(None, (_module_refusal(m, trees[m]) for m in project.modules)), None) \
-        or _clash(project, trees)
+    refusal = project.refusal or next(filter(None, (_module_refusal(m, trees[m], project) for m in project.modules)),
+                                      None) or _clash(project, trees)
     if refusal is not None:
         path, (line, col, code, message, safety) = refusal
         if codes.wants(code):
