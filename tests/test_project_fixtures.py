@@ -138,3 +138,20 @@ def test_projects_are_proven_and_a_diverged_module_is_caught(tmp_path, capsys):
     wrong = {"model.py": (scenario / "diverged" / "model.py").read_bytes()}
     result = verify_pair(scenario / "input" / "train.py", migrated, swap=wrong)
     assert result.verdict == DIVERGED and result.first_divergence is not None, result.reason
+
+
+def test_rewrite_of_the_files_of_a_project_writes_both(tmp_path, capsys):
+    """`rewrite model.py train.py` is the folder's project too; --no-verify writes both unproven."""
+    from tf1gradfix.cli.main import main
+
+    scenario = ROOT / "layer_builders"
+    folder = tmp_path / "project"
+    shutil.copytree(scenario / "input", folder)
+    assert main(["rewrite", "--no-verify", *(str(folder / name) for name in _names(folder))]) == 0
+    assert "2 files rewritten" in capsys.readouterr().out
+    for name in _names(folder):
+        assert (folder / name).read_bytes() == (scenario / "expected" / name).read_bytes(), name
+    for name in _names(folder):
+        shutil.copy(scenario / "input" / name, folder / name)
+    main(["rewrite", "--no-verify", str(folder / "train.py")])   # (the script alone: no project, the module is not written)
+    assert (folder / "nets.py").read_bytes() == (scenario / "input" / "nets.py").read_bytes()
