@@ -155,3 +155,16 @@ def test_rewrite_of_the_files_of_a_project_writes_both(tmp_path, capsys):
         shutil.copy(scenario / "input" / name, folder / name)
     main(["rewrite", "--no-verify", str(folder / "train.py")])   # (the script alone: no project, the module is not written)
     assert (folder / "nets.py").read_bytes() == (scenario / "input" / "nets.py").read_bytes()
+
+
+def test_import_of_the_module_is_followed_only_for_its_names(tmp_path, monkeypatch):
+    """`import nets` is read as the module's code where `nets.fc` is all the script reads of
+    it; the module used as a value is refused with the reason, at the import."""
+    folder = tmp_path / "project"
+    shutil.copytree(ROOT / "layer_builders" / "input", folder)
+    text = (folder / "train.py").read_text(encoding="utf-8")
+    (folder / "train.py").write_text(text.replace("def main():\n", "def main():\n    print(nets)\n"), encoding="utf-8")
+    new, diag = rewrite(folder, monkeypatch)
+    assert all(new[name] == (folder / name).read_bytes() for name in new)
+    line = text[:text.index("import nets")].count("\n") + 1
+    assert f"train.py:{line}:1: TFG923 module `nets` is imported otherwise than" in diag

@@ -115,7 +115,8 @@ def plan(files: list[str]) -> list[Project]:
                         again = modules[name] in project.modules   # (read once, where first imported)
                         project.modules.append(modules[name]) if not again else None
                         project.imports.append(stmt) if not again else None
-                        project.refusal = project.refusal or _import_refusal(path, stmt, name, read[modules[name]], again)
+                        project.refusal = project.refusal or _import_refusal(path, stmt, name, read[modules[name]], again,
+                                                                             found.tree)
             if project.modules:
                 ours = {os.path.abspath(p) for p in (path, *project.modules)}
                 for module in project.modules:
@@ -129,13 +130,35 @@ def plan(files: list[str]) -> list[Project]:
     return projects
 
 
-def _import_refusal(path: str, stmt: ast.stmt, name: str, module: Info, again: bool = False) -> tuple | None:
+def _import_refusal(path: str, stmt: ast.stmt, name: str, module: Info, again: bool = False,
+                    script: ast.Module | None = None) -> tuple | None:
     """Why the script's import of the module cannot be followed, if it cannot (`again`: a
-    second import of it)."""
+    second import of it). `import model` is followed when the script only reads
+    `model.NAME` of names the module defines, and never binds `model` otherwise."""
     defined = _top_names(module.tree)
+    if isinstance(stmt, ast.Import) and not again and len(stmt.names) == 1 and script is not None \
+            and _attribute_uses(script, stmt.names[0].asname or name, defined) is not None:
+        return None
     if again or not isinstance(stmt, ast.ImportFrom) or any(a.asname or a.name not in defined for a in stmt.names):
         return (path, diagnostic(stmt.lineno, stmt.col_offset + 1, "project_import_form", module=name))
     return None
+
+
+def _attribute_uses(tree: ast.Module, bound: str, defined) -> list[ast.Attribute] | None:
+    """Every `bound.NAME` read of `tree` (NAME one of `defined`), or None when `bound` is
+    used or bound in any other way."""
+    reads = {id(n.value): n for n in ast.walk(tree) if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name)
+             and n.value.id == bound and isinstance(n.ctx, ast.Load) and n.attr in defined}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and node.id == bound and id(node) not in reads:
+            return None
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.name == bound:
+            return None
+        if isinstance(node, ast.arg) and node.arg == bound:
+            return None
+        if isinstance(node, (ast.Global, ast.Nonlocal)) and bound in node.names:
+            return None
+    return list(reads.values())
 
 
 # Statements a model module may hold at its top level: what importing it runs is then
@@ -192,7 +215,10 @@ def _binding(stmt: ast.stmt, name: str):
 def _clash(project: Project, trees: dict[str, ast.Module]) -> tuple | None:
     """A name the module binds that the script (or another module) binds otherwise: one
     namespace for both would change what it means."""
-    imported = {a.name for stmt in project.imports for a in getattr(stmt, "names", [])}
+    imported = {a.name for stmt in project.imports if isinstance(stmt, ast.ImportFrom) for a in stmt.names}
+    imported |= {a.asname or a.name for stmt in project.imports if isinstance(stmt, ast.Import) for a in stmt.names}
+    imported |= {n.attr for module, stmt in zip(project.modules, project.imports) if isinstance(stmt, ast.Import)
+                 for n in _attribute_uses(trees[project.script], _bound(stmt), _top_names(trees[module])) or []}
     seen = {name: (project.script, stmt) for name, stmt in _top_names(trees[project.script]).items()
             if name not in imported}
     for module in project.modules:
@@ -241,17 +267,20 @@ def process(project: Project, datas: dict[str, bytes], codes: CodeFilter) -> Res
         for p in paths:
             out.findings[p].sort(key=lambda f: (f.line, f.col, f.code))
         return out
-    combined, where = _combined(project, datas, split_lines)
+    script, cut = _unqualified(project, datas[project.script], trees, split_lines)
+    combined, where = _combined(project, {**datas, project.script: script}, split_lines)
     result = process_source(project.script, combined, codes, fix=True)
     for finding in result.findings:
         path, line = where(finding.line)
-        out.findings[path].append(replace(finding, path=path, line=line))
+        col = finding.col if path != project.script else _column(cut.get(line, []), finding.col)
+        out.findings[path].append(replace(finding, path=path, line=line, col=col))
     if result.error is not None:
         path, line = where(result.error.line) if result.error.line else (project.script, None)
         out.errors[path] = replace(result.error, path=path, line=line)
     elif result.new_source is not None:
         parts = _split(result.new_source, len(project.modules), split_lines)
-        problem = "the rewrite moved a module's boundary" if parts is None else _check_parts(project, parts, datas)
+        problem = "the rewrite moved a module's boundary" if parts is None else _check_parts(project, parts, datas,
+                                                                                             bool(cut))
         if problem is not None:
             out.errors[project.script] = FileError(project.script, f"internal error: {problem}; files left unchanged")
             out.findings = {p: [replace(f, fixed=False) for f in fs] for p, fs in out.findings.items()}
@@ -260,6 +289,74 @@ def process(project: Project, datas: dict[str, bytes], codes: CodeFilter) -> Res
     for p in paths:
         out.findings[p].sort(key=lambda f: (f.line, f.col, f.code))
     return out
+
+
+def _bound(stmt: ast.Import) -> str:
+    return stmt.names[0].asname or stmt.names[0].name
+
+
+def _unqualified(project: Project, data: bytes, trees: dict, split_lines) -> tuple[bytes, dict]:
+    """The script with `model.NAME` read as `NAME` for each module it imports as `import
+    model` (what the module's code in place of the import binds); line -> [(column, size)]
+    of each cut, for the findings' columns."""
+    cuts: dict[int, list] = {}
+    lines = split_lines(data)
+    for module, stmt in zip(project.modules, project.imports):
+        if not isinstance(stmt, ast.Import):
+            continue
+        bound = _bound(stmt).encode()
+        for node in _attribute_uses(trees[project.script], _bound(stmt), _top_names(trees[module])) or []:
+            line, col = node.value.lineno, node.value.col_offset
+            if lines[line - 1][col:col + len(bound) + 1] == bound + b".":   # (else `model . Net`: left as it is, refused)
+                cuts.setdefault(line, []).append((col, len(bound) + 1))
+    for line, found in cuts.items():
+        text = lines[line - 1]
+        for col, size in sorted(found, reverse=True):
+            text = text[:col] + text[col + size:]
+        lines[line - 1] = text
+    return b"".join(lines), {line: sorted(found) for line, found in cuts.items()}
+
+
+def _column(cuts: list, col: int) -> int:
+    """A column of the unqualified script line as a column of the original one."""
+    removed = 0
+    for start, size in cuts:
+        if col - 1 >= start - removed:
+            removed += size
+    return col + removed
+
+
+def _qualified(project: Project, text: bytes, modules: dict) -> bytes | None:
+    """`text` (the rewritten script) with `model.` put back before each name of a module
+    imported as `import model`; None when a name cannot be told apart from the script's own."""
+    from tf1gradfix.detect.prefilter import python_tree
+    from tf1gradfix.run.engine import split_lines
+
+    tree = python_tree(text)
+    if tree is None:
+        return None
+    bound_here = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)}
+    bound_here |= {n.name for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
+    bound_here |= {n.arg for n in ast.walk(tree) if isinstance(n, ast.arg)}
+    bound_here |= {(a.asname or a.name).partition(".")[0] for n in ast.walk(tree)
+                   if isinstance(n, (ast.Import, ast.ImportFrom)) for a in n.names}
+    inserts: dict[int, list] = {}
+    for module, stmt in zip(project.modules, project.imports):
+        if not isinstance(stmt, ast.Import):
+            continue
+        tree_of = python_tree(modules[module])
+        names = {name for name, bound in _top_names(tree_of).items()
+                 if not isinstance(bound, (ast.Import, ast.ImportFrom))} if tree_of is not None else set()
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id in names:
+                if node.id in bound_here:
+                    return None
+                inserts.setdefault(node.lineno, []).append((node.col_offset, _bound(stmt).encode() + b"."))
+    lines = split_lines(text)
+    for line, found in inserts.items():
+        for col, prefix in sorted(found, reverse=True):
+            lines[line - 1] = lines[line - 1][:col] + prefix + lines[line - 1][col:]
+    return b"".join(lines)
 
 
 def _combined(project: Project, datas: dict[str, bytes], split_lines):
@@ -304,8 +401,9 @@ def _split(new: bytes, count: int, split_lines) -> dict | None:
     return {"script": script, "modules": modules}
 
 
-def _check_parts(project: Project, parts: dict, datas: dict[str, bytes]) -> str | None:
-    """Each file's new bytes into `parts` (path -> bytes); why they cannot be written, if so."""
+def _check_parts(project: Project, parts: dict, datas: dict[str, bytes], cut: bool = False) -> str | None:
+    """Each file's new bytes into `parts` (path -> bytes); why they cannot be written, if so.
+    `cut`: the script was read with `model.` cut from its names (`_unqualified`)."""
     from tf1gradfix.detect.prefilter import python_tree
     from tf1gradfix.run.engine import as_written, split_lines
 
@@ -316,13 +414,19 @@ def _check_parts(project: Project, parts: dict, datas: dict[str, bytes]) -> str 
         if k < len(project.imports):   # the script's own import, as it was
             stmt = project.imports[k]
             new_script += script_lines[stmt.lineno - 1:stmt.end_lineno]
-    result = {project.script: as_written(datas[project.script], b"".join(new_script), None)[0]}
+    result = {}
     for module, lines in zip(project.modules, parts["modules"]):
         data = datas[module]
         text = b"".join(lines)
         if not data.endswith((b"\n", b"\r")) and text.endswith(b"\n") and text[:-1] == data:
             text = data   # (the newline the combined module needed)
         result[module] = as_written(data, text, None)[0]
+    script = b"".join(new_script)
+    if any(isinstance(stmt, ast.Import) for stmt in project.imports):
+        script = _qualified(project, script, result)
+        if script is None:
+            return "a name of an `import`ed module is also bound by the script"
+    result = {project.script: as_written(datas[project.script], script, None)[0], **result}
     for path, text in result.items():
         tree = python_tree(text)
         if tree is None:
@@ -330,7 +434,12 @@ def _check_parts(project: Project, parts: dict, datas: dict[str, bytes]) -> str 
         if path != project.script:
             defined = _top_names(tree)
             stmt = project.imports[project.modules.index(path)]
-            lost = [a.name for a in stmt.names if a.name not in defined]
+            if isinstance(stmt, ast.Import):   # (the names the script reads as `model.NAME`)
+                used = {n.attr for n in ast.walk(python_tree(result[project.script])) if isinstance(n, ast.Attribute)
+                        and isinstance(n.value, ast.Name) and n.value.id == _bound(stmt)}
+            else:
+                used = {a.name for a in stmt.names}
+            lost = sorted(name for name in used if name not in defined)
             if lost:
                 return f"the rewrite of {os.path.basename(path)} no longer defines `{lost[0]}`"
     parts.clear()
