@@ -168,3 +168,28 @@ def test_import_of_the_module_is_followed_only_for_its_names(tmp_path, monkeypat
     assert all(new[name] == (folder / name).read_bytes() for name in new)
     line = text[:text.index("import nets")].count("\n") + 1
     assert f"train.py:{line}:1: TFG923 module `nets` is imported otherwise than" in diag
+
+
+def test_a_plain_rewrite_whose_proof_fails_writes_neither_file(tmp_path, capsys, monkeypatch):
+    """Plain `rewrite` proves the project before writing: a DIVERGED proof of the script
+    leaves the module unwritten too, and none of its findings fixed."""
+    from tf1gradfix.cli import rewrite_verify
+    from tf1gradfix.cli.main import main
+
+    asked = []
+
+    def diverged(changed, companions=None, **_):
+        asked.append({path: sorted(companions.get(path, {})) for path, _ in changed})
+        return [rewrite_verify.ProofRow(path, "DIVERGED", "loss differs at step 1", False) for path, _ in changed]
+
+    monkeypatch.setattr("tf1gradfix.verify.budget.tensorflow_missing", lambda: False)
+    monkeypatch.setattr(rewrite_verify, "prove_and_write", diverged)
+    folder = tmp_path / "project"
+    shutil.copytree(ROOT / "classifier_class" / "input", folder)
+    before = {name: (folder / name).read_bytes() for name in _names(folder)}
+    assert main(["rewrite", "--format", "json", str(folder)]) == 1
+    document = __import__("json").loads(capsys.readouterr().out)
+    assert asked == [{str(folder / "train.py"): [str(folder / "model.py")]}]
+    assert {name: (folder / name).read_bytes() for name in _names(folder)} == before
+    assert document["summary"]["changed"] == 0
+    assert not any(f["fixed"] for f in document["findings"] if f["path"].endswith("model.py"))
