@@ -193,3 +193,13 @@ def test_a_plain_rewrite_whose_proof_fails_writes_neither_file(tmp_path, capsys,
     assert {name: (folder / name).read_bytes() for name in _names(folder)} == before
     assert document["summary"]["changed"] == 0
     assert not any(f["fixed"] for f in document["findings"] if f["path"].endswith("model.py"))
+
+
+def test_a_module_starting_with_a_bom_keeps_it(tmp_path, monkeypatch):
+    scenario = ROOT / "classifier_class"
+    folder = tmp_path / "project"
+    shutil.copytree(scenario / "input", folder)
+    (folder / "model.py").write_bytes(b"\xef\xbb\xbf" + (folder / "model.py").read_bytes())
+    new, _ = rewrite(folder, monkeypatch)
+    assert new["model.py"] == b"\xef\xbb\xbf" + (scenario / "expected" / "model.py").read_bytes()
+    assert new["train.py"] == (scenario / "expected" / "train.py").read_bytes()

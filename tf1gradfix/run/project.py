@@ -18,6 +18,7 @@ from tf1gradfix.records import field, record, replace
 from tf1gradfix.run.findings import CodeFilter, FileError, Finding
 
 _BEGIN, _END = b"__tf1gradfix_module_begin__", b"__tf1gradfix_module_end__"
+_BOM = b"\xef\xbb\xbf"
 _MARKER = re.compile(rb"^(__tf1gradfix_module_(?:begin|end)__) = (\d+)[ \t]*(?:\r\n|\r|\n)?\Z")
 
 
@@ -38,8 +39,13 @@ class Project:
 
 
 def info(path: str, data: bytes) -> Info | None:
-    """The file's tree, whether it opens a session and where it first builds graph code."""
+    """The file's tree, whether it opens a session and where it first builds graph code
+    (None for a file that cannot be read as part of a project: no TensorFlow, not UTF-8)."""
     if b"tensorflow" not in data:
+        return None
+    try:
+        data.decode("utf-8")   # (the files are read as one module: one encoding)
+    except UnicodeDecodeError:
         return None
     from tf1gradfix.detect import ast_rules, prefilter
     from tf1gradfix.rules import catalog
@@ -370,7 +376,7 @@ def _combined(project: Project, datas: dict[str, bytes], split_lines):
         start, end = stmt.lineno - 1, stmt.end_lineno
         pieces += script[at:start]
         where += [(project.script, n + 1) for n in range(at, start)]
-        body = split_lines(datas[module])
+        body = split_lines(datas[module].removeprefix(_BOM))
         if body and not body[-1].endswith((b"\n", b"\r")):
             body[-1] += b"\n"
         pieces += [_BEGIN + b" = %d\n" % index, *body, _END + b" = %d\n" % index]
@@ -418,6 +424,8 @@ def _check_parts(project: Project, parts: dict, datas: dict[str, bytes], cut: bo
     for module, lines in zip(project.modules, parts["modules"]):
         data = datas[module]
         text = b"".join(lines)
+        if data.startswith(_BOM):   # (a BOM starts its file, not the combined module's middle)
+            text = _BOM + text
         if not data.endswith((b"\n", b"\r")) and text.endswith(b"\n") and text[:-1] == data:
             text = data   # (the newline the combined module needed)
         result[module] = as_written(data, text, None)[0]
