@@ -107,7 +107,9 @@ def plan(files: list[str]) -> list[Project]:
     for folder, paths in folders.items():
         if len(paths) < 2:
             continue
-        read = {path: (lambda data: info(path, data) if data is not None else None)(_read(path)) for path in paths}
+        read = _candidates(paths)
+        if not read:
+            continue
         modules = {os.path.basename(p)[:-3]: p for p, i in read.items() if i and not i.session and i.builds}
         for path, found in read.items():
             if found is None or not found.session:
@@ -134,6 +136,18 @@ def plan(files: list[str]) -> list[Project]:
                                                             module=name, other=os.path.basename(others[0])))
                 projects.append(project)
     return projects
+
+
+def _candidates(paths: list[str]) -> dict[str, Info | None]:
+    """The files of one folder worth analyzing (`info`): those mentioning TensorFlow, when
+    one of them spells an import of another's name (a plain byte search first: a run over
+    a big tree parses nothing more)."""
+    datas = {path: data for path in paths if (data := _read(path)) is not None and b"tensorflow" in data}
+    stems = {os.path.basename(path)[:-3].encode() for path in datas}
+    spelled = re.compile(rb"^[ \t]*(?:from|import)[ \t]+(" + b"|".join(re.escape(stem) for stem in stems) + rb")\b", re.M)
+    if len(datas) < 2 or not any(spelled.search(data) for data in datas.values()):
+        return {}
+    return {path: info(path, data) for path, data in datas.items()}
 
 
 def _import_refusal(path: str, stmt: ast.stmt, name: str, module: Info, again: bool = False,
