@@ -15,11 +15,9 @@ import re
 
 from tf1gradfix.model.refusals import diagnostic
 from tf1gradfix.records import field, record, replace
+from tf1gradfix.run import project_text as layout
 from tf1gradfix.run.findings import CodeFilter, FileError, Finding
 
-_BEGIN, _END = b"__tf1gradfix_module_begin__", b"__tf1gradfix_module_end__"
-_BOM = b"\xef\xbb\xbf"
-_MARKER = re.compile(rb"^(__tf1gradfix_module_(?:begin|end)__) = (\d+)[ \t]*(?:\r\n|\r|\n)?\Z")
 
 
 @record
@@ -155,30 +153,13 @@ def _import_refusal(path: str, stmt: ast.stmt, name: str, module: Info, again: b
     """Why the script's import of the module cannot be followed, if it cannot (`again`: a
     second import of it). `import model` is followed when the script only reads
     `model.NAME` of names the module defines, and never binds `model` otherwise."""
-    defined = _top_names(module.tree)
+    defined = layout.top_names(module.tree)
     if isinstance(stmt, ast.Import) and not again and len(stmt.names) == 1 and script is not None \
-            and _attribute_uses(script, stmt.names[0].asname or name, defined) is not None:
+            and layout.attribute_uses(script, stmt.names[0].asname or name, defined) is not None:
         return None
     if again or not isinstance(stmt, ast.ImportFrom) or any(a.asname or a.name not in defined for a in stmt.names):
         return (path, diagnostic(stmt.lineno, stmt.col_offset + 1, "project_import_form", module=name))
     return None
-
-
-def _attribute_uses(tree: ast.Module, bound: str, defined) -> list[ast.Attribute] | None:
-    """Every `bound.NAME` read of `tree` (NAME one of `defined`), or None when `bound` is
-    used or bound in any other way."""
-    reads = {id(n.value): n for n in ast.walk(tree) if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name)
-             and n.value.id == bound and isinstance(n.ctx, ast.Load) and n.attr in defined}
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Name) and node.id == bound and id(node) not in reads:
-            return None
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.name == bound:
-            return None
-        if isinstance(node, ast.arg) and node.arg == bound:
-            return None
-        if isinstance(node, (ast.Global, ast.Nonlocal)) and bound in node.names:
-            return None
-    return list(reads.values())
 
 
 # Statements a model module may hold at its top level: what importing it runs is then
@@ -207,22 +188,6 @@ def _stem(path: str) -> str:
     return os.path.basename(path)[:-3]
 
 
-def _top_names(tree: ast.Module) -> dict[str, ast.stmt]:
-    """Name -> the top-level statement binding it."""
-    out: dict[str, ast.stmt] = {}
-    for stmt in tree.body:
-        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            out[stmt.name] = stmt
-        elif isinstance(stmt, (ast.Import, ast.ImportFrom)):
-            for a in stmt.names:
-                out[a.asname or a.name.partition(".")[0]] = stmt
-        else:
-            for node in ast.walk(stmt):
-                if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
-                    out.setdefault(node.id, stmt)
-    return out
-
-
 def _binding(stmt: ast.stmt, name: str):
     """What an import binds `name` to, comparable across files (None: not an import)."""
     if isinstance(stmt, ast.Import):
@@ -238,11 +203,12 @@ def _clash(project: Project, trees: dict[str, ast.Module]) -> tuple | None:
     imported = {a.name for stmt in project.imports if isinstance(stmt, ast.ImportFrom) for a in stmt.names}
     imported |= {a.asname or a.name for stmt in project.imports if isinstance(stmt, ast.Import) for a in stmt.names}
     imported |= {n.attr for module, stmt in zip(project.modules, project.imports) if isinstance(stmt, ast.Import)
-                 for n in _attribute_uses(trees[project.script], _bound(stmt), _top_names(trees[module])) or []}
-    seen = {name: (project.script, stmt) for name, stmt in _top_names(trees[project.script]).items()
+                 for n in layout.attribute_uses(trees[project.script], layout.bound_name(stmt),
+                                                layout.top_names(trees[module])) or []}
+    seen = {name: (project.script, stmt) for name, stmt in layout.top_names(trees[project.script]).items()
             if name not in imported}
     for module in project.modules:
-        for name, stmt in _top_names(trees[module]).items():
+        for name, stmt in layout.top_names(trees[module]).items():
             if name in seen:
                 other = seen[name][1]
                 if _binding(stmt, name) is not None and _binding(stmt, name) == _binding(other, name):
@@ -287,19 +253,19 @@ def process(project: Project, datas: dict[str, bytes], codes: CodeFilter) -> Res
         for p in paths:
             out.findings[p].sort(key=lambda f: (f.line, f.col, f.code))
         return out
-    script, cut = _unqualified(project, datas[project.script], trees, split_lines)
-    combined, where = _combined(project, {**datas, project.script: script}, split_lines)
+    script, cut = layout.unqualified(project, datas[project.script], trees, split_lines)
+    combined, where = layout.combined(project, {**datas, project.script: script}, split_lines)
     result = process_source(project.script, combined, codes, fix=True)
     for finding in result.findings:
         path, line = where(finding.line)
-        col = finding.col if path != project.script else _column(cut.get(line, []), finding.col)
+        col = finding.col if path != project.script else layout.column(cut.get(line, []), finding.col)
         out.findings[path].append(replace(finding, path=path, line=line, col=col))
     if result.error is not None:
         path, line = where(result.error.line) if result.error.line else (project.script, None)
         out.errors[path] = replace(result.error, path=path, line=line)
     elif result.new_source is not None:
-        parts = _split(result.new_source, len(project.modules), split_lines)
-        problem = "the rewrite moved a module's boundary" if parts is None else _check_parts(project, parts, datas,
+        parts = layout.split(result.new_source, len(project.modules), split_lines)
+        problem = "the rewrite moved a module's boundary" if parts is None else layout.check_parts(project, parts, datas,
                                                                                              bool(cut))
         if problem is not None:
             out.errors[project.script] = FileError(project.script, f"internal error: {problem}; files left unchanged")
@@ -309,164 +275,6 @@ def process(project: Project, datas: dict[str, bytes], codes: CodeFilter) -> Res
     for p in paths:
         out.findings[p].sort(key=lambda f: (f.line, f.col, f.code))
     return out
-
-
-def _bound(stmt: ast.Import) -> str:
-    return stmt.names[0].asname or stmt.names[0].name
-
-
-def _unqualified(project: Project, data: bytes, trees: dict, split_lines) -> tuple[bytes, dict]:
-    """The script with `model.NAME` read as `NAME` for each module it imports as `import
-    model` (what the module's code in place of the import binds); line -> [(column, size)]
-    of each cut, for the findings' columns."""
-    cuts: dict[int, list] = {}
-    lines = split_lines(data)
-    for module, stmt in zip(project.modules, project.imports):
-        if not isinstance(stmt, ast.Import):
-            continue
-        bound = _bound(stmt).encode()
-        for node in _attribute_uses(trees[project.script], _bound(stmt), _top_names(trees[module])) or []:
-            line, col = node.value.lineno, node.value.col_offset
-            if lines[line - 1][col:col + len(bound) + 1] == bound + b".":   # (else `model . Net`: left as it is, refused)
-                cuts.setdefault(line, []).append((col, len(bound) + 1))
-    for line, found in cuts.items():
-        text = lines[line - 1]
-        for col, size in sorted(found, reverse=True):
-            text = text[:col] + text[col + size:]
-        lines[line - 1] = text
-    return b"".join(lines), {line: sorted(found) for line, found in cuts.items()}
-
-
-def _column(cuts: list, col: int) -> int:
-    """A column of the unqualified script line as a column of the original one."""
-    removed = 0
-    for start, size in cuts:
-        if col - 1 >= start - removed:
-            removed += size
-    return col + removed
-
-
-def _qualified(project: Project, text: bytes, modules: dict) -> bytes | None:
-    """`text` (the rewritten script) with `model.` put back before each name of a module
-    imported as `import model`; None when a name cannot be told apart from the script's own."""
-    from tf1gradfix.detect.prefilter import python_tree
-    from tf1gradfix.run.engine import split_lines
-
-    tree = python_tree(text)
-    if tree is None:
-        return None
-    bound_here = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)}
-    bound_here |= {n.name for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
-    bound_here |= {n.arg for n in ast.walk(tree) if isinstance(n, ast.arg)}
-    bound_here |= {(a.asname or a.name).partition(".")[0] for n in ast.walk(tree)
-                   if isinstance(n, (ast.Import, ast.ImportFrom)) for a in n.names}
-    inserts: dict[int, list] = {}
-    for module, stmt in zip(project.modules, project.imports):
-        if not isinstance(stmt, ast.Import):
-            continue
-        tree_of = python_tree(modules[module])
-        names = {name for name, bound in _top_names(tree_of).items()
-                 if not isinstance(bound, (ast.Import, ast.ImportFrom))} if tree_of is not None else set()
-        for node in ast.walk(tree):
-            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id in names:
-                if node.id in bound_here:
-                    return None
-                inserts.setdefault(node.lineno, []).append((node.col_offset, _bound(stmt).encode() + b"."))
-    lines = split_lines(text)
-    for line, found in inserts.items():
-        for col, prefix in sorted(found, reverse=True):
-            lines[line - 1] = lines[line - 1][:col] + prefix + lines[line - 1][col:]
-    return b"".join(lines)
-
-
-def _combined(project: Project, datas: dict[str, bytes], split_lines):
-    """(the script with each import replaced by its module between markers; combined line ->
-    (path, line))."""
-    script = split_lines(datas[project.script])
-    pieces: list[bytes] = []
-    where: list[tuple[str, int]] = []   # index: combined line - 1
-    at = 0
-    for index, (module, stmt) in enumerate(zip(project.modules, project.imports)):
-        start, end = stmt.lineno - 1, stmt.end_lineno
-        pieces += script[at:start]
-        where += [(project.script, n + 1) for n in range(at, start)]
-        body = split_lines(datas[module].removeprefix(_BOM))
-        if body and not body[-1].endswith((b"\n", b"\r")):
-            body[-1] += b"\n"
-        pieces += [_BEGIN + b" = %d\n" % index, *body, _END + b" = %d\n" % index]
-        where += [(project.script, stmt.lineno)] + [(module, n + 1) for n in range(len(body))] + [(project.script, stmt.lineno)]
-        at = end
-    pieces += script[at:]
-    where += [(project.script, n + 1) for n in range(at, len(script))]
-
-    def locate(line: int) -> tuple[str, int]:
-        return where[line - 1] if 1 <= line <= len(where) else (project.script, line)
-    return b"".join(pieces), locate
-
-
-def _split(new: bytes, count: int, split_lines) -> dict | None:
-    """The script's lines and each module's, from the rewritten combined module; None when
-    the markers are not where they were (each once, in order)."""
-    lines = split_lines(new)
-    marks = [(i, m.group(1), int(m.group(2))) for i, line in enumerate(lines) if (m := _MARKER.match(line))]
-    if [(kind, n) for _, kind, n in marks] != [(k, n) for n in range(count) for k in (_BEGIN, _END)]:
-        return None
-    script, modules, at = [], [], 0
-    for k in range(count):
-        begin, end = marks[2 * k][0], marks[2 * k + 1][0]
-        script.append(lines[at:begin])
-        modules.append(lines[begin + 1:end])
-        at = end + 1
-    script.append(lines[at:])
-    return {"script": script, "modules": modules}
-
-
-def _check_parts(project: Project, parts: dict, datas: dict[str, bytes], cut: bool = False) -> str | None:
-    """Each file's new bytes into `parts` (path -> bytes); why they cannot be written, if so.
-    `cut`: the script was read with `model.` cut from its names (`_unqualified`)."""
-    from tf1gradfix.detect.prefilter import python_tree
-    from tf1gradfix.run.engine import as_written, split_lines
-
-    script_lines = split_lines(datas[project.script])
-    new_script = []
-    for k, chunk in enumerate(parts["script"]):
-        new_script += chunk
-        if k < len(project.imports):   # the script's own import, as it was
-            stmt = project.imports[k]
-            new_script += script_lines[stmt.lineno - 1:stmt.end_lineno]
-    result = {}
-    for module, lines in zip(project.modules, parts["modules"]):
-        data = datas[module]
-        text = b"".join(lines)
-        if data.startswith(_BOM):   # (a BOM starts its file, not the combined module's middle)
-            text = _BOM + text
-        if not data.endswith((b"\n", b"\r")) and text.endswith(b"\n") and text[:-1] == data:
-            text = data   # (the newline the combined module needed)
-        result[module] = as_written(data, text, None)[0]
-    script = b"".join(new_script)
-    if any(isinstance(stmt, ast.Import) for stmt in project.imports):
-        script = _qualified(project, script, result)
-        if script is None:
-            return "a name of an `import`ed module is also bound by the script"
-    result = {project.script: as_written(datas[project.script], script, None)[0], **result}
-    for path, text in result.items():
-        tree = python_tree(text)
-        if tree is None:
-            return f"the rewrite of {os.path.basename(path)} does not parse"
-        if path != project.script:
-            defined = _top_names(tree)
-            stmt = project.imports[project.modules.index(path)]
-            if isinstance(stmt, ast.Import):   # (the names the script reads as `model.NAME`)
-                used = {n.attr for n in ast.walk(python_tree(result[project.script])) if isinstance(n, ast.Attribute)
-                        and isinstance(n.value, ast.Name) and n.value.id == _bound(stmt)}
-            else:
-                used = {a.name for a in stmt.names}
-            lost = sorted(name for name in used if name not in defined)
-            if lost:
-                return f"the rewrite of {os.path.basename(path)} no longer defines `{lost[0]}`"
-    parts.clear()
-    parts.update(result)
-    return None
 
 
 # -- a project's outcomes, one per file ---------------------------------------------------
