@@ -95,7 +95,7 @@ def test_uncovered_list_is_exact():
 
 
 @pytest.fixture
-def reported(monkeypatch):
+def reported(monkeypatch, tmp_path):
     """The reasons a program's findings report (a refusal raised and then taken back,
     e.g. in a graph of constants only tried, does not count), from `Refusal.of` and from
     the rewrite's checks of its own output (`diagnostic`). `fault` ("module:Class.method"):
@@ -116,6 +116,7 @@ def reported(monkeypatch):
         return out
 
     importlib.import_module("tf1gradfix.emit.restructure")   # (it imports `diagnostic` by name)
+    importlib.import_module("tf1gradfix.run.project")   # (so does it)
     for module in [m for name, m in sys.modules.items() if name.startswith("tf1gradfix")]:
         if getattr(module, "diagnostic", None) is made_diagnostic:
             monkeypatch.setattr(module, "diagnostic", diagnostic)
@@ -132,12 +133,22 @@ def reported(monkeypatch):
                 raise RuntimeError("a fault put in by the test")
             monkeypatch.setattr(owner, name, fail)
         raised.clear()
-        result = process_source("case.py", program.encode(), CodeFilter())
-        shown = {(f.code, f.message) for f in result.findings}
+        if isinstance(program, dict):   # a project: file name -> text (run/project.py)
+            from tf1gradfix.run import project
+
+            for name, text in program.items():
+                (tmp_path / name).write_text(text, encoding="utf-8")
+            paths = sorted(str(tmp_path / name) for name in program)
+            findings = [f for each in project.plan(paths) for f in project.outcomes(each, "diff", CodeFilter(), 10 ** 7)
+                        for f in f.findings]
+        else:
+            findings = process_source("case.py", program.encode(), CodeFilter()).findings
+        shown = {(f.code, f.message) for f in findings}
         return {r.reason for r in raised if (r.code, r.message) in shown}
     return run
 
 
 @pytest.mark.parametrize("reason", sorted(CASES))
 def test_each_reason_has_a_program_that_reaches_it(reason, reported):
-    assert reason in reported(CASES[reason]["program"], CASES[reason].get("fault"))
+    case = CASES[reason]
+    assert reason in reported(case.get("program") or case["files"], case.get("fault"))

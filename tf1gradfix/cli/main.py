@@ -314,7 +314,10 @@ def _run_files(args: argparse.Namespace) -> int:
         return EXIT_ERROR
 
     limit = settings.max_file_size or MAX_FILE_BYTES
-    jobs = [Job(path, mode, CodeFilter(select, ignore + settings.ignores_for(path)), limit) for path in files if path != STDIN]
+    projects = _projects(files, mode)
+    together = {path for project in projects for path in (project.script, *project.modules)}
+    jobs = [Job(path, mode, CodeFilter(select, ignore + settings.ignores_for(path)), limit) for path in files
+            if path != STDIN and path not in together]
     workers = worker_count(args.jobs, len(jobs))
     outcomes = []
     if STDIN in files:
@@ -331,6 +334,9 @@ def _run_files(args: argparse.Namespace) -> int:
     with _progress(len(jobs)) as bar:
         task = bar.add_task("tf1gradfix", total=len(jobs)) if bar else None
         outcomes += run_all(jobs, workers, (lambda: bar.advance(task)) if bar else None)
+    if projects:
+        outcomes = _with_projects(outcomes, projects, files, mode, lambda path: CodeFilter(
+            select, ignore + settings.ignores_for(path)), limit)
 
     rows, unproven, meanwhile = _guard(args, outcomes) if mode == GUARDED else ([], None, [])
     findings = [f for o in outcomes for f in o.findings]
@@ -403,6 +409,28 @@ def _run_files(args: argparse.Namespace) -> int:
     return EXIT_FINDINGS if manual else EXIT_CLEAN
 
 
+def _projects(files: list[str], mode: str) -> list:
+    """The model modules and the scripts importing them, rewritten together (project.py)."""
+    if mode == CHECK or len(files) < 2:
+        return []
+    from tf1gradfix.run import project
+
+    return project.plan(files)
+
+
+def _with_projects(outcomes, projects, files, mode, codes_for, limit):
+    """`outcomes` with those of each project's files, in the order of `files` (a module two
+    scripts import, refused for both, is reported once)."""
+    from tf1gradfix.run import project
+
+    made = {}
+    for each in projects:
+        for outcome in project.outcomes(each, mode, codes_for(each.script), limit):
+            made.setdefault(outcome.path, outcome)
+    order = {path: index for index, path in enumerate(files)}
+    return sorted([*outcomes, *made.values()], key=lambda o: order.get(o.path, -1))
+
+
 def _read_stdin() -> bytes | None:
     stream = getattr(sys.stdin, "buffer", None)
     if stream is None:
@@ -463,6 +491,7 @@ def _prove_and_write(args, outcomes, write: bool, refusal, all_outcomes=()):
 
     return rewrite_verify.prove_and_write(
         [(o.path, o.new_source) for o in outcomes],
+        companions={o.path: o.companions for o in outcomes if o.companions},
         write=write,
         report_dir=args.report_dir,
         rtol=args.rtol if args.rtol is not None else verify_defaults.DEFAULT_RTOL,
@@ -517,7 +546,23 @@ def _guard(args, outcomes):
             outcome.findings = [replace(f, fixed=False) for f in outcome.findings]
         else:
             write_outcome(outcome, outcome.safe_source, outcome.snapshot)
+    _companions_follow(pending, outcomes, written)
     return rows, note, meanwhile
+
+
+def _companions_follow(pending, outcomes, written) -> None:
+    """A project's modules were written with their script, or not at all (fixed as it is)."""
+    from tf1gradfix.records import replace
+
+    by_path = {o.path: o for o in outcomes}
+    for outcome in pending:
+        for path in outcome.companions or {}:
+            module = by_path.get(path)
+            if module is None:
+                continue
+            module.changed = outcome.path in written
+            if not module.changed:
+                module.findings = [replace(f, fixed=False) for f in module.findings]
 
 
 def _prove(args, outcomes, findings, errors, summary) -> int:

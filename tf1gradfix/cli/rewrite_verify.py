@@ -33,6 +33,7 @@ class ProofRow:
     written: bool
     report_stem: str | None = None
     reports_failed: bool = False    # a report asked for could not be written (said on stderr; exit 2)
+    together: tuple = ()            # a project's modules, proven and written with the script
 
 
 def _slug(path: str, root: str) -> str:
@@ -55,9 +56,11 @@ def _snapshot(path: str):
 @stopping.guarded
 def prove_and_write(changed: list[tuple[str, bytes]], *, write: bool, report_dir: str | None,
                     rtol: float, atol: float, timeout: float, unwritable, steps=None,
-                    program_args=(), refused=()) -> list[ProofRow]:
+                    program_args=(), refused=(), companions=None) -> list[ProofRow]:
     """Verify each (path, rewritten source); write the EQUIVALENT ones when `write`.
-    `refused`: (path, why) of the files not restructured, for the summary reports."""
+    `refused`: (path, why) of the files not restructured, for the summary reports.
+    `companions`: path -> {module path: (new bytes, snapshot)} of a project's script: the
+    script is proven with those modules swapped in, and written with them or not at all."""
     from tf1gradfix.verify import report
     from tf1gradfix.verify.orchestrate import verify_pair
 
@@ -77,8 +80,10 @@ def prove_and_write(changed: list[tuple[str, bytes]], *, write: bool, report_dir
             print(f"{NOT_VERIFIED}: {rows[-1].reason}\n  original: {path}", flush=True)
             continue
         try:
+            modules = (companions or {}).get(path) or {}
             result = verify_pair(program, candidate, rtol=rtol, atol=atol, timeout=timeout,
-                                 steps=steps, program_args=program_args)
+                                 steps=steps, program_args=program_args,
+                                 swap={Path(p).name: data for p, (data, _) in modules.items()} or None)
         finally:
             _forget(made)
         if program != original:   # (a notebook: its code cells ran)
@@ -86,14 +91,17 @@ def prove_and_write(changed: list[tuple[str, bytes]], *, write: bool, report_dir
         result.migrated.script = f"{path} (rewritten)"
         results.append(result)
         row = ProofRow(path, result.verdict, result.reason, False)
+        row.together = tuple(modules)
         if write and result.verdict == EQUIVALENT:
-            refusal = unwritable(original)
+            refusal = unwritable(original) or next(
+                (f"{p} {why}" for p in modules if (why := unwritable(Path(p)))), None)
             if refusal:
                 row.reason += f"; not written: {refusal}"
             else:
                 try:
-                    with stopping.deferred():   # the file is old or new, never half-written by a stop
-                        write_atomic(original, new_source, snapshot)
+                    with stopping.deferred():   # the files are old or new, never half-written by a stop
+                        _write_together([(Path(p), data, shot) for p, (data, shot) in modules.items()]
+                                        + [(original, new_source, snapshot)])
                     row.written = True
                 except OSError as exc:
                     row.reason += f"; not written: {_why(exc)}"
@@ -104,6 +112,21 @@ def prove_and_write(changed: list[tuple[str, bytes]], *, write: bool, report_dir
     for row in rows:
         row.reports_failed = row.reports_failed or reports_failed
     return rows
+
+
+def _write_together(files: list) -> None:
+    """Write each (path, bytes, snapshot), or none: a failed write puts back those already
+    written, then raises."""
+    done = []
+    try:
+        for path, data, snapshot in files:
+            old = path.read_bytes()
+            write_atomic(path, data, snapshot)
+            done.append((path, old))
+    except OSError:
+        for path, old in done:
+            write_atomic(path, old)
+        raise
 
 
 def _programs(original: Path, new_source: bytes, made: list[Path]) -> tuple[Path, Path]:
@@ -175,7 +198,7 @@ def report_summary(out: Path | None, results: list, rows: list[ProofRow], refuse
         report.write_reports(results, junit=out / "junit.xml", markdown=out / "summary.md", refused=refused)
     except report.ReportError:
         failed = True
-    entries = [row.__dict__ for row in rows] + [ProofRow(str(path), NOT_RESTRUCTURED, why, False).__dict__
+    entries = [_entry(row) for row in rows] + [_entry(ProofRow(str(path), NOT_RESTRUCTURED, why, False))
                                                for path, why in refused]
     try:
         report.write_text(out / "summary.json", json.dumps(entries, indent=2) + "\n")
@@ -185,11 +208,17 @@ def report_summary(out: Path | None, results: list, rows: list[ProofRow], refuse
     return failed
 
 
+def _entry(row: ProofRow) -> dict:
+    """A row of summary.json (`together` only for a project's script)."""
+    return {k: list(v) if k == "together" else v for k, v in row.__dict__.items() if k != "together" or v}
+
+
 def render_rows(rows: list[ProofRow]) -> str:
     lines = ["", "Verification summary:"]
     for row in rows:
         action = ("written" if row.written else "left unchanged") + ("; reports not written" if row.reports_failed else "")
-        lines.append(f"  {row.path}: {row.verdict} ({action})")
+        together = f" with {', '.join(row.together)}" if row.together else ""
+        lines.append(f"  {row.path}{together}: {row.verdict} ({action})")
     counts: dict[str, int] = {}
     for row in rows:
         counts[row.verdict] = counts.get(row.verdict, 0) + 1

@@ -4,12 +4,12 @@ tf1gradfix/rules/refusals.toml, whose row gives its code, message, why and what 
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
 
+from tf1gradfix.records import record
 from tf1gradfix.rules.catalog import _read
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Reason:
     id: str
     code: str

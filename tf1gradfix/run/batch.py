@@ -44,6 +44,7 @@ class Outcome:
     snapshot: Snapshot | None = None  # PROPOSE, GUARDED: what the file was when read, for the later write
     restructured: bool = False   # GUARDED: new_source is a whole-program rewrite awaiting proof
     safe_source: bytes | None = None  # GUARDED: the file with its safe fixes only (None: none apply)
+    companions: dict | None = None   # a project's script: its modules' path -> (new bytes, snapshot), written with it
 
 
 def restructured(findings: list[Finding]) -> bool:

@@ -239,6 +239,8 @@ def _without_libcst(result: FileResult, display: str, data: bytes, codes: CodeFi
                                        _label(hit.rule.safety, not decided), fixable if decided else None))
     result.findings += removed_names(display, data, codes, {(h.line, h.col) for h in hits},
                                      fixed=False if decided else None)
+    if not session:
+        result.findings += _alone(display, tree, hits, codes, silenced)
     result.findings.sort(key=lambda f: (f.line, f.col, f.code))
     if plans:
         from tf1gradfix.emit.token_renames import renamed
@@ -260,6 +262,53 @@ def _without_libcst(result: FileResult, display: str, data: bytes, codes: CodeFi
         elif new_source != text:
             result.new_source = new_source   # (`check` only counts it as a change)
     return result
+
+
+def _alone_of(display: str, data: bytes, codes: CodeFilter, silenced) -> list[Finding]:
+    """`_alone` of a file read by LibCST (a BOM or an encoding declaration)."""
+    from tf1gradfix.detect import ast_rules
+    from tf1gradfix.detect.prefilter import python_tree
+    from tf1gradfix.rules import catalog
+
+    tree = python_tree(data)
+    if tree is None:
+        return []
+    hits, session = ast_rules.analyze(tree, _as_utf8(data), catalog.load())
+    return [] if session else _alone(display, tree, hits, codes, silenced)
+
+
+# Calls that run a graph without a `tf.Session` the rewrite knows (a Supervisor's session,
+# a method named `run`): a file making one is no model module waiting for its script.
+_RUNS = frozenset({"run", "managed_session", "prepare_or_wait_for_session", "Supervisor",
+                   "MonitoredSession", "MonitoredTrainingSession", "SingularMonitoredSession", "eval"})
+
+
+def _alone(display: str, tree, hits, codes: CodeFilter, silenced) -> list[Finding]:
+    """A model module, whose functions or classes build graph code (a construct only a
+    restructuring fixes) but which runs no session, says why it is not restructured: it
+    is, with the script that imports it (project.py). Graph code at module level (a
+    fragment, not a model module) gets no such note."""
+    from tf1gradfix.run.findings import is_suppressed
+
+    graph = [(h.line, h.col) for h in hits if h.rule.safety == "proven"]
+    if not graph:
+        return []
+    import ast
+
+    inside = [(min([stmt.lineno, *(d.lineno for d in stmt.decorator_list)]), stmt.end_lineno) for stmt in tree.body
+              if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))]
+    if not all(any(start <= line <= end for start, end in inside) for line, _ in graph):
+        return []
+    if any(isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in _RUNS
+           for node in ast.walk(tree)):
+        return []
+    from tf1gradfix.model.refusals import diagnostic
+
+    first, at = min(graph)
+    line, col, code, message, safety = diagnostic(first, at, "module_without_session")
+    if not codes.wants(code) or is_suppressed(line, code, silenced):
+        return []
+    return [Finding(display, line, col, code, message, safety, False)]
 
 
 def _as_utf8(data: bytes) -> bytes:
@@ -315,6 +364,8 @@ def _analyzed(result: FileResult, display: str, data: bytes, codes: CodeFilter, 
     shaped, refused = (_restructured(original, display, codes, result, silenced, catalog, renames, found)
                        if restructure else (None, False))
     fix = fix and not refused  # a refused program is left byte-for-byte intact
+    if restructure and shaped is None and not refused:   # (no session: a model module says so, as above)
+        result.findings += _alone_of(display, data, codes, silenced)
     parsed = data  # the bytes `module` was parsed from
     hits = found
     if shaped is not None:

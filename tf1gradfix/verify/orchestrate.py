@@ -265,7 +265,8 @@ def _side_status(side: SideResult, events: list, timed_out: bool, killed: bool, 
         side.status, side.reason = "failed", f"exited with code {rc} before finishing (os._exit or a crash)"
 
 
-def _run_both(original: Path, migrated: Path, trace_dir: str, timeout: float, steps=None, program_args=()):
+def _run_both(original: Path, migrated: Path, trace_dir: str, timeout: float, steps=None, program_args=(),
+              swap=None):
     sides = {"original": SideResult("original", str(original)),
              "migrated": SideResult("migrated", str(migrated))}
     work = stopping.temp_dir("tf1gradfix-cwd-")   # each side writes into its own view of its folder
@@ -273,10 +274,13 @@ def _run_both(original: Path, migrated: Path, trace_dir: str, timeout: float, st
     def extra(role, script):
         return ["--cwd", budget.side_folder(str(script.parent), os.path.join(work, role)), "--", *program_args]
     pool.prepare([(True, _env(True, timeout)), (False, _env(False, timeout))])
+    migrated_args = extra("migrated", migrated)
+    if swap:   # a project: the migrated script runs in its view, which holds the migrated modules
+        migrated = _swapped(migrated, migrated_args[1], swap)
     procs = {"original": _start(RUNNERS["original"], original, trace_dir, "original", timeout, True,
                                 extra("original", original), steps),
              "migrated": _start(RUNNERS["migrated"], migrated, trace_dir, "migrated", timeout, False,
-                                extra("migrated", migrated), steps)}
+                                migrated_args, steps)}
     start = time.monotonic()
     timed_out, killed = set(), set()
     try:
@@ -297,6 +301,17 @@ def _run_both(original: Path, migrated: Path, trace_dir: str, timeout: float, st
         side.stderr_tail = _read_tail(os.path.join(trace_dir, f"{role}.stderr"))
         side.stdout_tail = _read_tail(os.path.join(trace_dir, f"{role}.stdout"), 1000)
     return sides, timed_out, killed
+
+
+def _swapped(script: Path, view: str, swap: dict) -> Path:
+    """`script` copied into `view` (its side's view of its folder), with the modules of
+    `swap` (file name -> bytes) in place of the folder's: the script's imports, whose
+    folder comes first on `sys.path`, find those."""
+    for name, data in {**swap, script.name: script.read_bytes()}.items():
+        target = Path(view) / name
+        target.unlink(missing_ok=True)   # (a big file of the view is a symlink to the user's)
+        target.write_bytes(data)
+    return Path(view) / script.name
 
 
 def _wait(procs, sides, start, timeout, trace_dir, timed_out, killed) -> None:
@@ -354,11 +369,14 @@ def _original_failed(trace_dir: str, returncode: int) -> bool:
 @stopping.guarded
 def verify_pair(original: Path, migrated: Path, *, rtol: float = cmp_mod.DEFAULT_RTOL,
                 atol: float = cmp_mod.DEFAULT_ATOL, timeout: float = DEFAULT_TIMEOUT,
-                keep_trace: Path | None = None, steps: int | None = None, program_args=()) -> VerifyResult:
+                keep_trace: Path | None = None, steps: int | None = None, program_args=(),
+                swap: dict | None = None) -> VerifyResult:
     """Run both programs concurrently, compare their traces, return the verdict.
 
     ``steps``: stop both after that many training steps (budget.py);
-    ``program_args``: the sys.argv[1:] both programs get.
+    ``program_args``: the sys.argv[1:] both programs get;
+    ``swap``: a project's migrated modules (file name -> bytes), which the migrated
+    program imports in place of those of its folder.
     """
     check_limits(rtol, atol, timeout)
     original, migrated = Path(original).resolve(), Path(migrated).resolve()
@@ -374,7 +392,7 @@ def verify_pair(original: Path, migrated: Path, *, rtol: float = cmp_mod.DEFAULT
         return VerifyResult(NOT_COMPARABLE, budget.TF_MISSING, o, m, **common)
     trace_dir = stopping.temp_dir("tf1gradfix-verify-")
     try:
-        sides, timed_out, killed = _run_both(original, migrated, trace_dir, timeout, steps, program_args)
+        sides, timed_out, killed = _run_both(original, migrated, trace_dir, timeout, steps, program_args, swap)
         ev = {r: load_events(os.path.join(trace_dir, f"{r}.events.jsonl")) for r in sides}
         for role, side in sides.items():
             _side_status(side, ev[role], role in timed_out, role in killed, timeout)

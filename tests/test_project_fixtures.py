@@ -1,0 +1,205 @@
+"""Projects of several files (fixtures/projects/<name>/): a model module and the script
+that imports it, rewritten together (tf1gradfix/run/project.py).
+
+Each `input/` folder is rewritten as one project: every file equals its copy in
+`expected/`, the findings equal `expected.diag` (one `file:line:col: CODE [*] message`
+per line), and the expected folder is left as it is by a second rewrite. A refusal in
+either file leaves both intact; the proofs run the script with the migrated modules
+swapped in (`diverged/`: a wrong migration of a module, which the proof must catch).
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from tf1gradfix.cli.output import finding_line
+from tf1gradfix.run import project
+from tf1gradfix.run.engine import process_source
+from tf1gradfix.run.findings import CodeFilter
+
+ROOT = Path(__file__).resolve().parent.parent / "fixtures" / "projects"
+PROJECTS = sorted(p.parent for p in ROOT.glob("*/input"))
+
+
+def _names(folder: Path) -> list[str]:
+    return sorted(p.name for p in folder.glob("*.py"))
+
+
+def rewrite(folder: Path, monkeypatch) -> tuple[dict, str]:
+    """(file name -> rewritten bytes, the findings) of the folder's one project."""
+    monkeypatch.chdir(folder)
+    planned = project.plan(_names(folder))
+    assert len(planned) == 1, planned
+    outcomes = project.outcomes(planned[0], "propose", CodeFilter(), 10 ** 7)
+    assert all(o.error is None for o in outcomes), [o.error for o in outcomes]
+    script = outcomes[0]
+    new = {name: (folder / name).read_bytes() for name in _names(folder)}
+    if script.new_source is not None:
+        new[script.path] = script.new_source
+        new.update({path: data for path, (data, _) in (script.companions or {}).items()})
+    diag = "".join(finding_line(f) + "\n" for o in outcomes for f in o.findings)
+    return new, diag
+
+
+def test_there_are_projects():
+    assert len(PROJECTS) >= 2
+
+
+@pytest.mark.parametrize("scenario", PROJECTS, ids=lambda p: p.name)
+def test_project_rewrite(scenario: Path, monkeypatch, update_fixtures: bool):
+    new, diag = rewrite(scenario / "input", monkeypatch)
+    expected = scenario / "expected"
+    if update_fixtures:
+        expected.mkdir(exist_ok=True)
+        for name, data in new.items():
+            (expected / name).write_bytes(data)
+        (scenario / "expected.diag").write_text(diag, encoding="utf-8")
+    assert _names(expected) == sorted(new)
+    for name, data in new.items():
+        assert data == (expected / name).read_bytes(), name
+        assert data != (scenario / "input" / name).read_bytes(), f"{name}: each file has changes of its own"
+        compile(data, name, "exec")
+    assert diag == (scenario / "expected.diag").read_text(encoding="utf-8")
+    assert project.plan([str(expected / name) for name in new]) == []   # (nothing TF1 is left to migrate)
+    for name, data in new.items():
+        assert process_source(name, data, CodeFilter()).new_source is None, f"a second rewrite changed {name}"
+
+
+def test_a_module_alone_says_why_it_is_not_rewritten():
+    data = (ROOT / "classifier_class" / "input" / "model.py").read_bytes()
+    for check in (True, False):
+        result = process_source("model.py", data, CodeFilter(), check=check)
+        assert result.new_source is None
+        assert [f.line for f in result.findings if f.code == "TFG923" and "runs no session" in f.message] == [15]
+
+
+# A refusal of the rewrite in one file: the line, in that file; neither file changes.
+BREAKS = {
+    "model.py": ("        self.probability = tf.sigmoid(self.logits)\n",
+                 "        self.probability = tf.get_default_graph().get_tensor_by_name(\"logits:0\")\n"),
+    "train.py": ("        probability = sess.run(model.probability, {model.features: points})\n",
+                 "        probability = sess.run(\"Sigmoid:0\", {model.features: points})\n"),
+}
+
+
+@pytest.mark.parametrize("broken", sorted(BREAKS))
+def test_a_refusal_in_one_file_leaves_both_intact(broken, tmp_path, capsys):
+    from tf1gradfix.cli.main import main
+
+    folder = tmp_path / "project"
+    shutil.copytree(ROOT / "classifier_class" / "input", folder)
+    old, new = BREAKS[broken]
+    text = (folder / broken).read_text(encoding="utf-8")
+    assert old in text
+    (folder / broken).write_text(text.replace(old, new), encoding="utf-8")
+    before = {name: (folder / name).read_bytes() for name in _names(folder)}
+    line = text[:text.index(old)].count("\n") + 1
+    assert main(["rewrite", "--no-verify", str(folder)]) == 1
+    out = capsys.readouterr().out
+    assert {name: (folder / name).read_bytes() for name in _names(folder)} == before
+    blocker = [row for row in out.splitlines() if "not restructured" in row]
+    assert blocker and blocker[0].startswith(f"{folder / broken}: not restructured") and f"line {line}:" in blocker[0], out
+
+
+def test_a_module_two_scripts_import_is_migrated_with_neither(tmp_path, capsys):
+    from tf1gradfix.cli.main import main
+
+    folder = tmp_path / "project"
+    shutil.copytree(ROOT / "classifier_class" / "input", folder)
+    shutil.copy(folder / "train.py", folder / "train_again.py")
+    before = {name: (folder / name).read_bytes() for name in _names(folder)}
+    assert main(["rewrite", "--no-verify", str(folder)]) == 1
+    out = capsys.readouterr().out
+    assert {name: (folder / name).read_bytes() for name in _names(folder)} == before
+    assert "module `model` is also imported by train_again.py" in out and "imported by train.py" in out
+
+
+@pytest.mark.tf
+def test_projects_are_proven_and_a_diverged_module_is_caught(tmp_path, capsys):
+    """One batch of proofs: `rewrite --verify` of a folder writes both files once the script
+    is EQUIVALENT with the migrated module; a wrong module makes the same script DIVERGED."""
+    from tf1gradfix.cli.main import main
+    from tf1gradfix.verify.orchestrate import DIVERGED, EQUIVALENT, verify_pair
+
+    for scenario in PROJECTS:
+        folder = tmp_path / scenario.name
+        shutil.copytree(scenario / "input", folder)
+        assert main(["rewrite", "--verify", str(folder)]) == 0, capsys.readouterr().out
+        module = next(name for name in _names(folder) if name != "train.py")
+        assert f"{folder / 'train.py'} with {folder / module}: {EQUIVALENT} (written)" in capsys.readouterr().out
+        for name in _names(folder):
+            assert (folder / name).read_bytes() == (scenario / "expected" / name).read_bytes(), name
+    scenario = ROOT / "classifier_class"
+    migrated = tmp_path / "candidate.py"
+    shutil.copy(scenario / "expected" / "train.py", migrated)
+    wrong = {"model.py": (scenario / "diverged" / "model.py").read_bytes()}
+    result = verify_pair(scenario / "input" / "train.py", migrated, swap=wrong)
+    assert result.verdict == DIVERGED and result.first_divergence is not None, result.reason
+
+
+def test_rewrite_of_the_files_of_a_project_writes_both(tmp_path, capsys):
+    """`rewrite model.py train.py` is the folder's project too; --no-verify writes both unproven."""
+    from tf1gradfix.cli.main import main
+
+    scenario = ROOT / "layer_builders"
+    folder = tmp_path / "project"
+    shutil.copytree(scenario / "input", folder)
+    assert main(["rewrite", "--no-verify", *(str(folder / name) for name in _names(folder))]) == 0
+    assert "2 files rewritten" in capsys.readouterr().out
+    for name in _names(folder):
+        assert (folder / name).read_bytes() == (scenario / "expected" / name).read_bytes(), name
+    for name in _names(folder):
+        shutil.copy(scenario / "input" / name, folder / name)
+    main(["rewrite", "--no-verify", str(folder / "train.py")])   # (the script alone: no project, the module is not written)
+    assert (folder / "nets.py").read_bytes() == (scenario / "input" / "nets.py").read_bytes()
+
+
+def test_import_of_the_module_is_followed_only_for_its_names(tmp_path, monkeypatch):
+    """`import nets` is read as the module's code where `nets.fc` is all the script reads of
+    it; the module used as a value is refused with the reason, at the import."""
+    folder = tmp_path / "project"
+    shutil.copytree(ROOT / "layer_builders" / "input", folder)
+    text = (folder / "train.py").read_text(encoding="utf-8")
+    (folder / "train.py").write_text(text.replace("def main():\n", "def main():\n    print(nets)\n"), encoding="utf-8")
+    new, diag = rewrite(folder, monkeypatch)
+    assert all(new[name] == (folder / name).read_bytes() for name in new)
+    line = text[:text.index("import nets")].count("\n") + 1
+    assert f"train.py:{line}:1: TFG923 module `nets` is imported otherwise than" in diag
+
+
+def test_a_plain_rewrite_whose_proof_fails_writes_neither_file(tmp_path, capsys, monkeypatch):
+    """Plain `rewrite` proves the project before writing: a DIVERGED proof of the script
+    leaves the module unwritten too, and none of its findings fixed."""
+    from tf1gradfix.cli import rewrite_verify
+    from tf1gradfix.cli.main import main
+
+    asked = []
+
+    def diverged(changed, companions=None, **_):
+        asked.append({path: sorted(companions.get(path, {})) for path, _ in changed})
+        return [rewrite_verify.ProofRow(path, "DIVERGED", "loss differs at step 1", False) for path, _ in changed]
+
+    monkeypatch.setattr("tf1gradfix.verify.budget.tensorflow_missing", lambda: False)
+    monkeypatch.setattr(rewrite_verify, "prove_and_write", diverged)
+    folder = tmp_path / "project"
+    shutil.copytree(ROOT / "classifier_class" / "input", folder)
+    before = {name: (folder / name).read_bytes() for name in _names(folder)}
+    assert main(["rewrite", "--format", "json", str(folder)]) == 1
+    document = __import__("json").loads(capsys.readouterr().out)
+    assert asked == [{str(folder / "train.py"): [str(folder / "model.py")]}]
+    assert {name: (folder / name).read_bytes() for name in _names(folder)} == before
+    assert document["summary"]["changed"] == 0
+    assert not any(f["fixed"] for f in document["findings"] if f["path"].endswith("model.py"))
+
+
+def test_a_module_starting_with_a_bom_keeps_it(tmp_path, monkeypatch):
+    scenario = ROOT / "classifier_class"
+    folder = tmp_path / "project"
+    shutil.copytree(scenario / "input", folder)
+    (folder / "model.py").write_bytes(b"\xef\xbb\xbf" + (folder / "model.py").read_bytes())
+    new, _ = rewrite(folder, monkeypatch)
+    assert new["model.py"] == b"\xef\xbb\xbf" + (scenario / "expected" / "model.py").read_bytes()
+    assert new["train.py"] == (scenario / "expected" / "train.py").read_bytes()

@@ -1,0 +1,341 @@
+"""Projects of several files: a model module (a class or builder functions that build a
+graph, no session) and the script of its folder that imports it (`from model import Net`).
+
+The script is analyzed with the module's code in place of its import, between two
+marker statements, so the class or builder is seen as if the script defined it; the
+rewrite is split back at the markers and each file gets its own changes. Both files
+are written, or neither. Never imports TensorFlow, never runs user code.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+import re
+
+from tf1gradfix.model.refusals import diagnostic
+from tf1gradfix.records import field, record, replace
+from tf1gradfix.run import project_text as layout
+from tf1gradfix.run.findings import CodeFilter, FileError, Finding
+
+
+
+@record
+class Info:
+    """What the planning reads of one file (Python's parser only)."""
+    tree: ast.Module
+    session: bool
+    builds: int | None   # line of its first graph construct a restructuring fixes, if any
+
+
+@record
+class Project:
+    script: str
+    modules: list[str] = field(default_factory=list)   # paths, in the order the script imports them
+    imports: list[ast.stmt] = field(default_factory=list)   # the script's import of each
+    refusal: tuple | None = None   # (path, diagnostic): why it cannot be migrated
+
+
+def info(path: str, data: bytes) -> Info | None:
+    """The file's tree, whether it opens a session and where it first builds graph code
+    (None for a file that cannot be read as part of a project: no TensorFlow, not UTF-8)."""
+    if b"tensorflow" not in data:
+        return None
+    try:
+        data.decode("utf-8")   # (the files are read as one module: one encoding)
+    except UnicodeDecodeError:
+        return None
+    from tf1gradfix.detect import ast_rules, prefilter
+    from tf1gradfix.rules import catalog
+
+    tree = prefilter.python_tree(data)
+    if tree is None:
+        return None
+    hits, session = ast_rules.analyze(tree, data, catalog.load())
+    graph = [h.line for h in hits if h.rule.safety == "proven"]
+    return Info(tree, session, min(graph) if graph else None)
+
+
+def _read(path: str) -> bytes | None:
+    try:
+        with open(path, "rb") as handle:
+            return handle.read()
+    except OSError:
+        return None
+
+
+def _importers(folder: str, name: str, files: dict[str, Info | None]) -> list[str]:
+    """Files of `folder` that import module `name` (listed or not)."""
+    out = []
+    try:
+        entries = sorted(e for e in os.listdir(folder) if e.endswith(".py"))
+    except OSError:
+        return out
+    for entry in entries:
+        path = os.path.join(folder, entry)
+        key = next((p for p in files if os.path.abspath(p) == path), None)
+        tree = files[key].tree if key is not None and files[key] is not None else None
+        if tree is None:
+            data = _read(path)
+            if data is None or name.encode() not in data:
+                continue
+            try:
+                tree = ast.parse(data)
+            except (SyntaxError, ValueError, RecursionError):
+                continue
+        if any(_imports(node, name) for node in ast.walk(tree)):
+            out.append(key or path)
+    return out
+
+
+def _imports(node: ast.AST, name: str) -> bool:
+    if isinstance(node, ast.ImportFrom):
+        return node.level == 0 and node.module == name
+    return isinstance(node, ast.Import) and any(a.name == name for a in node.names)
+
+
+def plan(files: list[str]) -> list[Project]:
+    """The projects among `files`: each script that opens a session and imports, from its
+    folder, a listed module that builds graph code and opens none."""
+    folders: dict[str, list[str]] = {}
+    for path in files:
+        if path != "-" and path.endswith(".py"):
+            folders.setdefault(os.path.dirname(os.path.abspath(path)), []).append(path)
+    projects = []
+    for folder, paths in folders.items():
+        if len(paths) < 2:
+            continue
+        read = _candidates(paths)
+        if not read:
+            continue
+        modules = {os.path.basename(p)[:-3]: p for p, i in read.items() if i and not i.session and i.builds}
+        for path, found in read.items():
+            if found is None or not found.session:
+                continue
+            project = Project(path)
+            for stmt in found.tree.body:
+                names = [a.name for a in stmt.names] if isinstance(stmt, ast.Import) else \
+                    [stmt.module] if isinstance(stmt, ast.ImportFrom) and stmt.level == 0 else []
+                for name in names:
+                    if name in modules:
+                        again = modules[name] in project.modules   # (read once, where first imported)
+                        project.modules.append(modules[name]) if not again else None
+                        project.imports.append(stmt) if not again else None
+                        project.refusal = project.refusal or _import_refusal(path, stmt, name, read[modules[name]], again,
+                                                                             found.tree)
+            if project.modules:
+                ours = {os.path.abspath(p) for p in (path, *project.modules)}
+                for module in project.modules:
+                    name = os.path.basename(module)[:-3]
+                    others = [p for p in _importers(folder, name, read) if os.path.abspath(p) not in ours]
+                    if others and project.refusal is None:
+                        stmt = project.imports[project.modules.index(module)]
+                        project.refusal = (path, diagnostic(stmt.lineno, stmt.col_offset + 1, "project_module_shared",
+                                                            module=name, other=os.path.basename(others[0])))
+                projects.append(project)
+    return projects
+
+
+def _candidates(paths: list[str]) -> dict[str, Info | None]:
+    """The files of one folder worth analyzing (`info`): those mentioning TensorFlow, when
+    one of them spells an import of another's name (a plain byte search first: a run over
+    a big tree parses nothing more)."""
+    datas = {path: data for path in paths if (data := _read(path)) is not None and b"tensorflow" in data}
+    stems = {os.path.basename(path)[:-3].encode() for path in datas}
+    spelled = re.compile(rb"^[ \t]*(?:from|import)[ \t]+(" + b"|".join(re.escape(stem) for stem in stems) + rb")\b", re.M)
+    if len(datas) < 2 or not any(spelled.search(data) for data in datas.values()):
+        return {}
+    return {path: info(path, data) for path, data in datas.items()}
+
+
+def _import_refusal(path: str, stmt: ast.stmt, name: str, module: Info, again: bool = False,
+                    script: ast.Module | None = None) -> tuple | None:
+    """Why the script's import of the module cannot be followed, if it cannot (`again`: a
+    second import of it). `import model` is followed when the script only reads
+    `model.NAME` of names the module defines, and never binds `model` otherwise."""
+    defined = layout.top_names(module.tree)
+    if isinstance(stmt, ast.Import) and not again and len(stmt.names) == 1 and script is not None \
+            and layout.attribute_uses(script, stmt.names[0].asname or name, defined) is not None:
+        return None
+    if again or not isinstance(stmt, ast.ImportFrom) or any(a.asname or a.name not in defined for a in stmt.names):
+        return (path, diagnostic(stmt.lineno, stmt.col_offset + 1, "project_import_form", module=name))
+    return None
+
+
+# Statements a model module may hold at its top level: what importing it runs is then
+# only definitions, which run the same wherever they are.
+_DEFINITIONS = (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.ClassDef)
+
+
+def _module_refusal(path: str, tree: ast.Module, project: Project) -> tuple | None:
+    """Why a module cannot be read in place of its import, if it cannot."""
+    stems = {_stem(m) for m in project.modules}
+    for node in ast.walk(tree):
+        other = next((name for name in stems if _imports(node, name)), None)
+        if other is not None:   # (its import would stay one of the original module, TF1)
+            return (path, diagnostic(node.lineno, node.col_offset + 1, "project_nested_import",
+                                     module=_stem(path), other=other))
+    for stmt in tree.body:
+        if isinstance(stmt, _DEFINITIONS) or (isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant)):
+            continue
+        if isinstance(stmt, (ast.Assign, ast.AnnAssign)) and not any(isinstance(n, ast.Call) for n in ast.walk(stmt)):
+            continue   # (a constant: `BATCH = 32`)
+        return (path, diagnostic(stmt.lineno, stmt.col_offset + 1, "project_module_runs_code", module=_stem(path)))
+    return None
+
+
+def _stem(path: str) -> str:
+    return os.path.basename(path)[:-3]
+
+
+def _binding(stmt: ast.stmt, name: str):
+    """What an import binds `name` to, comparable across files (None: not an import)."""
+    if isinstance(stmt, ast.Import):
+        return next((("import", a.name) for a in stmt.names if (a.asname or a.name.partition(".")[0]) == name), None)
+    if isinstance(stmt, ast.ImportFrom):
+        return next((("from", stmt.level, stmt.module, a.name) for a in stmt.names if (a.asname or a.name) == name), None)
+    return None
+
+
+def _clash(project: Project, trees: dict[str, ast.Module]) -> tuple | None:
+    """A name the module binds that the script (or another module) binds otherwise: one
+    namespace for both would change what it means."""
+    imported = {a.name for stmt in project.imports if isinstance(stmt, ast.ImportFrom) for a in stmt.names}
+    imported |= {a.asname or a.name for stmt in project.imports if isinstance(stmt, ast.Import) for a in stmt.names}
+    imported |= {n.attr for module, stmt in zip(project.modules, project.imports) if isinstance(stmt, ast.Import)
+                 for n in layout.attribute_uses(trees[project.script], layout.bound_name(stmt),
+                                                layout.top_names(trees[module])) or []}
+    seen = {name: (project.script, stmt) for name, stmt in layout.top_names(trees[project.script]).items()
+            if name not in imported}
+    for module in project.modules:
+        for name, stmt in layout.top_names(trees[module]).items():
+            if name in seen:
+                other = seen[name][1]
+                if _binding(stmt, name) is not None and _binding(stmt, name) == _binding(other, name):
+                    continue   # (the same import in both: `import tensorflow as tf`)
+                return (module, diagnostic(stmt.lineno, stmt.col_offset + 1, "project_name_clash",
+                                           name=name, script=os.path.basename(seen[name][0])))
+            seen[name] = (module, stmt)
+    return None
+
+
+# -- one project through the engine ---------------------------------------------------
+
+@record
+class Result:
+    """Per file (script first, then modules): findings, error, new bytes (None: unchanged)."""
+    paths: list[str]
+    findings: dict = field(default_factory=dict)
+    errors: dict = field(default_factory=dict)
+    new: dict = field(default_factory=dict)
+
+
+def process(project: Project, datas: dict[str, bytes], codes: CodeFilter) -> Result:
+    """The rewrite of the whole project: the script analyzed with its modules' code in
+    place of their imports; each file's findings and new bytes."""
+    from tf1gradfix.detect.prefilter import python_tree
+    from tf1gradfix.model.refusals import reasons
+    from tf1gradfix.run.engine import process_source, split_lines
+
+    paths = [project.script, *project.modules]
+    out = Result(paths, {p: [] for p in paths}, {}, {})
+    trees = {p: python_tree(datas[p]) for p in paths}
+    refusal = project.refusal or next(filter(None, (_module_refusal(m, trees[m], project) for m in project.modules)),
+                                      None) or _clash(project, trees)
+    if refusal is not None:
+        path, (line, col, code, message, safety) = refusal
+        if codes.wants(code):
+            out.findings[path].append(Finding(path, line, col, code, message, safety, False))
+        alone = reasons()["module_without_session"].message
+        for p in paths:   # (what each file holds, unfixed: neither is written)
+            out.findings[p] += [replace(f, fixed=False) for f in process_source(
+                p, datas[p], codes, fix=False, restructure=False).findings if f.message != alone]
+        for p in paths:
+            out.findings[p].sort(key=lambda f: (f.line, f.col, f.code))
+        return out
+    script, cut = layout.unqualified(project, datas[project.script], trees, split_lines)
+    combined, where = layout.combined(project, {**datas, project.script: script}, split_lines)
+    result = process_source(project.script, combined, codes, fix=True)
+    for finding in result.findings:
+        path, line = where(finding.line)
+        col = finding.col if path != project.script else layout.column(cut.get(line, []), finding.col)
+        out.findings[path].append(replace(finding, path=path, line=line, col=col))
+    if result.error is not None:
+        path, line = where(result.error.line) if result.error.line else (project.script, None)
+        out.errors[path] = replace(result.error, path=path, line=line)
+    elif result.new_source is not None:
+        parts = layout.split(result.new_source, len(project.modules), split_lines)
+        problem = "the rewrite moved a module's boundary" if parts is None else layout.check_parts(project, parts, datas,
+                                                                                             bool(cut))
+        if problem is not None:
+            out.errors[project.script] = FileError(project.script, f"internal error: {problem}; files left unchanged")
+            out.findings = {p: [replace(f, fixed=False) for f in fs] for p, fs in out.findings.items()}
+        else:
+            out.new = {p: new for p, new in parts.items() if new != datas[p]}
+    for p in paths:
+        out.findings[p].sort(key=lambda f: (f.line, f.col, f.code))
+    return out
+
+
+# -- a project's outcomes, one per file ---------------------------------------------------
+
+def outcomes(project: Project, mode: str, codes: CodeFilter, limit: int) -> list:
+    """The outcome of each file of `project` (script first), in `mode` (batch.py): both
+    files are changed, or neither. A proof (plain rewrite, --verify) is asked of the
+    script's outcome, which carries its modules' new bytes (`companions`)."""
+    from tf1gradfix.run import batch
+
+    paths = [project.script, *project.modules]
+    datas, snapshots = {}, {}
+    for path in paths:
+        read = batch._read(path, limit, snapshot=mode != batch.CHECK)
+        if isinstance(read, FileError):
+            return [batch.Outcome(p, error=read if p == path else None) for p in paths]
+        datas[path], snapshots[path] = read
+    try:
+        result = process(project, datas, codes)
+    except Exception as exc:  # noqa: BLE001 - a bug of ours must not cost the user a file or the run
+        return [batch.Outcome(p, error=batch.internal_error(p, exc) if p == project.script else None) for p in paths]
+    out = [batch.Outcome(p, result.findings[p], result.errors.get(p)) for p in paths]
+    if not result.new:
+        return out
+    for outcome in out:
+        outcome.changed = outcome.path in result.new
+    script = out[0]
+    if mode == batch.DIFF:
+        for outcome in out:
+            if outcome.changed:
+                outcome.diff = batch.unified_diff(batch.shown(outcome.path), datas[outcome.path], result.new[outcome.path])
+    elif mode in (batch.PROPOSE, batch.GUARDED):
+        script.new_source = result.new.get(project.script, datas[project.script])
+        script.snapshot = snapshots[project.script]
+        script.changed = True
+        script.companions = {p: (result.new[p], snapshots[p]) for p in project.modules if p in result.new}
+        script.restructured = mode == batch.GUARDED
+        if mode == batch.GUARDED:
+            for outcome in out[1:]:
+                outcome.changed = False   # (until the proof writes it)
+    elif mode == batch.WRITE:
+        write_all(out, {p: (result.new[p], snapshots[p]) for p in result.new}, datas)
+    return out
+
+
+def write_all(outcomes: list, new: dict, datas: dict) -> None:
+    """Write every file of `new` (path -> (bytes, snapshot)) or none: a failed write puts back
+    the files already written; the outcomes say what happened."""
+    from tf1gradfix.run import batch
+
+    written = []
+    for outcome in outcomes:
+        if outcome.path not in new:
+            continue
+        source, snapshot = new[outcome.path]
+        batch.write_outcome(outcome, source, snapshot)
+        if outcome.error is not None:
+            for path in written:
+                batch.write_atomic(batch.Path(path), datas[path])
+            for other in outcomes:
+                other.changed = False
+                other.findings = [replace(f, fixed=False) for f in other.findings]
+            return
+        written.append(outcome.path)

@@ -1,0 +1,204 @@
+"""The text of a project (project.py): the script with its modules' code in place of
+their imports, between marker statements, and the rewrite of it split back into files.
+`project` is a project.Project throughout (not imported: project.py imports this module)."""
+
+from __future__ import annotations
+
+import ast
+import os
+import re
+
+_BEGIN, _END = b"__tf1gradfix_module_begin__", b"__tf1gradfix_module_end__"
+_BOM = b"\xef\xbb\xbf"
+_MARKER = re.compile(rb"^(__tf1gradfix_module_(?:begin|end)__) = (\d+)[ \t]*(?:\r\n|\r|\n)?\Z")
+
+
+def attribute_uses(tree: ast.Module, bound: str, defined) -> list[ast.Attribute] | None:
+    """Every `bound.NAME` read of `tree` (NAME one of `defined`), or None when `bound` is
+    used or bound in any other way."""
+    reads = {id(n.value): n for n in ast.walk(tree) if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name)
+             and n.value.id == bound and isinstance(n.ctx, ast.Load) and n.attr in defined}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and node.id == bound and id(node) not in reads:
+            return None
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.name == bound:
+            return None
+        if isinstance(node, ast.arg) and node.arg == bound:
+            return None
+        if isinstance(node, (ast.Global, ast.Nonlocal)) and bound in node.names:
+            return None
+    return list(reads.values())
+
+
+def top_names(tree: ast.Module) -> dict[str, ast.stmt]:
+    """Name -> the top-level statement binding it."""
+    out: dict[str, ast.stmt] = {}
+    for stmt in tree.body:
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            out[stmt.name] = stmt
+        elif isinstance(stmt, (ast.Import, ast.ImportFrom)):
+            for a in stmt.names:
+                out[a.asname or a.name.partition(".")[0]] = stmt
+        else:
+            for node in ast.walk(stmt):
+                if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+                    out.setdefault(node.id, stmt)
+    return out
+
+
+def bound_name(stmt: ast.Import) -> str:
+    return stmt.names[0].asname or stmt.names[0].name
+
+
+def unqualified(project, data: bytes, trees: dict, split_lines) -> tuple[bytes, dict]:
+    """The script with `model.NAME` read as `NAME` for each module it imports as `import
+    model` (what the module's code in place of the import binds); line -> [(column, size)]
+    of each cut, for the findings' columns."""
+    cuts: dict[int, list] = {}
+    lines = split_lines(data)
+    for module, stmt in zip(project.modules, project.imports):
+        if not isinstance(stmt, ast.Import):
+            continue
+        bound = bound_name(stmt).encode()
+        for node in attribute_uses(trees[project.script], bound_name(stmt), top_names(trees[module])) or []:
+            line, col = node.value.lineno, node.value.col_offset
+            if lines[line - 1][col:col + len(bound) + 1] == bound + b".":   # (else `model . Net`: left as it is, refused)
+                cuts.setdefault(line, []).append((col, len(bound) + 1))
+    for line, found in cuts.items():
+        text = lines[line - 1]
+        for col, size in sorted(found, reverse=True):
+            text = text[:col] + text[col + size:]
+        lines[line - 1] = text
+    return b"".join(lines), {line: sorted(found) for line, found in cuts.items()}
+
+
+def column(cuts: list, col: int) -> int:
+    """A column of the unqualified script line as a column of the original one."""
+    removed = 0
+    for start, size in cuts:
+        if col - 1 >= start - removed:
+            removed += size
+    return col + removed
+
+
+def qualified(project, text: bytes, modules: dict) -> bytes | None:
+    """`text` (the rewritten script) with `model.` put back before each name of a module
+    imported as `import model`; None when a name cannot be told apart from the script's own."""
+    from tf1gradfix.detect.prefilter import python_tree
+    from tf1gradfix.run.engine import split_lines
+
+    tree = python_tree(text)
+    if tree is None:
+        return None
+    bound_here = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)}
+    bound_here |= {n.name for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
+    bound_here |= {n.arg for n in ast.walk(tree) if isinstance(n, ast.arg)}
+    bound_here |= {(a.asname or a.name).partition(".")[0] for n in ast.walk(tree)
+                   if isinstance(n, (ast.Import, ast.ImportFrom)) for a in n.names}
+    inserts: dict[int, list] = {}
+    for module, stmt in zip(project.modules, project.imports):
+        if not isinstance(stmt, ast.Import):
+            continue
+        tree_of = python_tree(modules[module])
+        names = {name for name, bound in top_names(tree_of).items()
+                 if not isinstance(bound, (ast.Import, ast.ImportFrom))} if tree_of is not None else set()
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id in names:
+                if node.id in bound_here:
+                    return None
+                inserts.setdefault(node.lineno, []).append((node.col_offset, bound_name(stmt).encode() + b"."))
+    lines = split_lines(text)
+    for line, found in inserts.items():
+        for col, prefix in sorted(found, reverse=True):
+            lines[line - 1] = lines[line - 1][:col] + prefix + lines[line - 1][col:]
+    return b"".join(lines)
+
+
+def combined(project, datas: dict[str, bytes], split_lines):
+    """(the script with each import replaced by its module between markers; combined line ->
+    (path, line))."""
+    script = split_lines(datas[project.script])
+    pieces: list[bytes] = []
+    where: list[tuple[str, int]] = []   # index: combined line - 1
+    at = 0
+    for index, (module, stmt) in enumerate(zip(project.modules, project.imports)):
+        start, end = stmt.lineno - 1, stmt.end_lineno
+        pieces += script[at:start]
+        where += [(project.script, n + 1) for n in range(at, start)]
+        body = split_lines(datas[module].removeprefix(_BOM))
+        if body and not body[-1].endswith((b"\n", b"\r")):
+            body[-1] += b"\n"
+        pieces += [_BEGIN + b" = %d\n" % index, *body, _END + b" = %d\n" % index]
+        where += [(project.script, stmt.lineno)] + [(module, n + 1) for n in range(len(body))] + [(project.script, stmt.lineno)]
+        at = end
+    pieces += script[at:]
+    where += [(project.script, n + 1) for n in range(at, len(script))]
+
+    def locate(line: int) -> tuple[str, int]:
+        return where[line - 1] if 1 <= line <= len(where) else (project.script, line)
+    return b"".join(pieces), locate
+
+
+def split(new: bytes, count: int, split_lines) -> dict | None:
+    """The script's lines and each module's, from the rewritten combined module; None when
+    the markers are not where they were (each once, in order)."""
+    lines = split_lines(new)
+    marks = [(i, m.group(1), int(m.group(2))) for i, line in enumerate(lines) if (m := _MARKER.match(line))]
+    if [(kind, n) for _, kind, n in marks] != [(k, n) for n in range(count) for k in (_BEGIN, _END)]:
+        return None
+    script, modules, at = [], [], 0
+    for k in range(count):
+        begin, end = marks[2 * k][0], marks[2 * k + 1][0]
+        script.append(lines[at:begin])
+        modules.append(lines[begin + 1:end])
+        at = end + 1
+    script.append(lines[at:])
+    return {"script": script, "modules": modules}
+
+
+def check_parts(project, parts: dict, datas: dict[str, bytes], cut: bool = False) -> str | None:
+    """Each file's new bytes into `parts` (path -> bytes); why they cannot be written, if so.
+    `cut`: the script was read with `model.` cut from its names (`unqualified`)."""
+    from tf1gradfix.detect.prefilter import python_tree
+    from tf1gradfix.run.engine import as_written, split_lines
+
+    script_lines = split_lines(datas[project.script])
+    new_script = []
+    for k, chunk in enumerate(parts["script"]):
+        new_script += chunk
+        if k < len(project.imports):   # the script's own import, as it was
+            stmt = project.imports[k]
+            new_script += script_lines[stmt.lineno - 1:stmt.end_lineno]
+    result = {}
+    for module, lines in zip(project.modules, parts["modules"]):
+        data = datas[module]
+        text = b"".join(lines)
+        if data.startswith(_BOM):   # (a BOM starts its file, not the combined module's middle)
+            text = _BOM + text
+        if not data.endswith((b"\n", b"\r")) and text.endswith(b"\n") and text[:-1] == data:
+            text = data   # (the newline the combined module needed)
+        result[module] = as_written(data, text, None)[0]
+    script = b"".join(new_script)
+    if any(isinstance(stmt, ast.Import) for stmt in project.imports):
+        script = qualified(project, script, result)
+        if script is None:
+            return "a name of an `import`ed module is also bound by the script"
+    result = {project.script: as_written(datas[project.script], script, None)[0], **result}
+    for path, text in result.items():
+        tree = python_tree(text)
+        if tree is None:
+            return f"the rewrite of {os.path.basename(path)} does not parse"
+        if path != project.script:
+            defined = top_names(tree)
+            stmt = project.imports[project.modules.index(path)]
+            if isinstance(stmt, ast.Import):   # (the names the script reads as `model.NAME`)
+                used = {n.attr for n in ast.walk(python_tree(result[project.script])) if isinstance(n, ast.Attribute)
+                        and isinstance(n.value, ast.Name) and n.value.id == bound_name(stmt)}
+            else:
+                used = {a.name for a in stmt.names}
+            lost = sorted(name for name in used if name not in defined)
+            if lost:
+                return f"the rewrite of {os.path.basename(path)} no longer defines `{lost[0]}`"
+    parts.clear()
+    parts.update(result)
+    return None
