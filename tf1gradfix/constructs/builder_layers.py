@@ -18,6 +18,8 @@ different number of layers in TF1, and is refused.
 
 from __future__ import annotations
 
+from typing import cast
+
 import libcst as cst
 
 from tf1gradfix.constructs.layers import check_layer_arguments, layer_table
@@ -80,7 +82,8 @@ def _site(builder, call: cst.Call, q: str, taken: set[str], pending: list[Builde
     call_args = []
     for param in row.get("call", ()):
         if param in bound:
-            if not (isinstance(bound[param], cst.Name) and bound[param].value in ("True", "False")):
+            flag = bound[param]
+            if not (isinstance(flag, cst.Name) and flag.value in ("True", "False")):
                 raise Refusal.of(bound[param], "layer_training_form", api=q)
             call_args.append((param, bound[param]))
     given = bound.get("name")
@@ -118,7 +121,7 @@ def reuse_statement(builder, stmt: cst.BaseStatement, scope_object: str | None) 
     """`scope.reuse_variables()` or `tf.get_variable_scope().reuse_variables()`, alone or
     under an `if` with no `else`: the module shares its weights on every call already."""
     if isinstance(stmt, cst.If) and stmt.orelse is None and len(stmt.body.body) == 1:
-        return reuse_statement(builder, stmt.body.body[0], scope_object)
+        return reuse_statement(builder, cast(cst.BaseStatement, stmt.body.body[0]), scope_object)
     small = stmt.body[0] if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 else None
     call = small.value if isinstance(small, cst.Expr) else None
     if not isinstance(call, cst.Call) or call.args or not isinstance(call.func, cst.Attribute) \
@@ -187,7 +190,7 @@ def called(stmt: cst.BaseStatement, node: BuilderModule) -> cst.BaseStatement:
             return updated.with_changes(func=func, args=args, whitespace_after_func=cst.SimpleWhitespace(""),
                                         whitespace_before_args=cst.SimpleWhitespace(""))
 
-    return stmt.visit(Calls(set(by_call)))
+    return cast(cst.BaseStatement, stmt.visit(Calls(set(by_call))))
 
 
 def _calls(node: cst.CSTNode):

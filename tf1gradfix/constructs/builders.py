@@ -79,7 +79,7 @@ def node(builder, helper: cst.FunctionDef) -> BuilderModule:
     scope, inner, scope_object = _scope(builder, helper)
     params = {p.name.value for p in (*helper.params.params, *helper.params.kwonly_params)}
     per_call = scope in params   # a layer function: the scope, and so the variables, come with each call
-    local = set()
+    local: set[str] = set()
     variables = []
     layers: list = []
     dropped = []
@@ -167,7 +167,7 @@ def scope_block(helper: cst.FunctionDef) -> tuple[cst.With | None, list[cst.Base
         and isinstance(tail[0].body[0], cst.Return)
     if not body or not isinstance(body[0], cst.With) or tail and not returns:
         return None, []
-    return body[0], tail
+    return body[0], cast(list[cst.BaseStatement], tail)
 
 
 def attribute_name(local: str) -> str:

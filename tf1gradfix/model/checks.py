@@ -160,7 +160,7 @@ def _trained(program: Program, node: OptimizerCall, qualified) -> set | None:
     if not isinstance(node, ComputeGradients) and not (isinstance(loss, cst.Name) and loss.value in program.final):
         return None
     listed = program.trainable() if isinstance(node, ComputeGradients) else \
-        reached_variables(program, program.final[loss.value])
+        reached_variables(program, program.final[cast(cst.Name, loss).value])
     return {n.names[0] if isinstance(n, Variable) else builders.variables_text(n) if isinstance(n, BuilderModule)
             else ("layers", n.index) for n in listed}
 
