@@ -138,7 +138,9 @@ class _Rewrite:
         for key in [k for k, owner in owners.items() if self._is_builder(owner, groups[k], opened[k])
                     or self._is_factory(owner, opened[k])]:
             del owners[key]   # a builder function or a factory: its variables are made once, where graph code calls it
-        classes = {k: c for k, o in owners.items() if (c := model_classes.model_class(self.module, o)) is not None}
+        top = {id(s) for s in self.module.body}   # (a module-level function is no method: not looked up per owner)
+        classes = {k: c for k, o in owners.items()
+                   if id(o) not in top and (c := model_classes.model_class(self.module, o)) is not None}
         if classes and self.plan is None:
             raise model_classes.ClassFound(next(iter(classes.values())))
         self.alias = self._tf_alias()
@@ -253,7 +255,7 @@ class _Rewrite:
             helpers.update(self.plan.helpers(cls))   # (methods that never read `self`, called as functions)
         helpers.update({s.name.value: s for s in body if isinstance(s, cst.FunctionDef)})
         builder = ModelBuilder(self.meta, self.meta.names, self.module)
-        if any(call.args for call in self.scan.sessions):   # (`tf.Session(config=...)`: its options go with it)
+        if self.scan.session_arguments:   # (`tf.Session(config=...)`: its options go with it)
             builder.options = session_options.SessionOptions(scope if cls is None else cls, self.meta.names.qualified)
         if self.scan.writers:   # (TensorBoard summaries: the writers' statements are host code)
             builder.writers = summaries.Writers(scope if cls is None else cls, self.meta.names.qualified)
@@ -398,6 +400,7 @@ class _Rewrite:
                 tape.fed_lr.add(node.index)
             kept = state.kept(node)
             if kept is not None:   # an info note, with the model's (TFG206)
-                self.meta.notes = [*getattr(self.meta, "notes", ()),
-                                   (*_position(self.meta, node.call), "TFG207", kept, "safe")]
+                if not hasattr(self.meta, "notes"):
+                    self.meta.notes = []
+                self.meta.notes.append((*_position(self.meta, node.call), "TFG207", kept, "safe"))
             tape.optimizer_names[node.index] = name
