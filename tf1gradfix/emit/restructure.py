@@ -30,7 +30,7 @@ from tf1gradfix.emit.state import StateEmitter
 from tf1gradfix.emit.tape import TapeEmitter
 from tf1gradfix.emit.renames import renamed_code
 from tf1gradfix.model.graph import ModelBuilder, Program
-from tf1gradfix.model.nodes import BuilderModule, Layer, LayerLoop, LayerSite, Optimizer, Placeholder, Static, Tensor
+from tf1gradfix.model.nodes import BuilderModule, Layer, LayerLoop, LayerSite, Optimizer, Tensor
 from tf1gradfix.model.sites import HostScan
 from tf1gradfix.model.owners import GraphCallScan, nested_sessions
 from tf1gradfix.cst.printing import code_for_node
@@ -294,7 +294,7 @@ class _Rewrite:
         tape.block_indent = indent
         if cls is not None:
             tape.attributes = dict(self.plan.attributes)
-        fed = self._check_writing(program, sigs, scan, state)
+        fed = self._check_writing(program, sigs, scan, state, builder.writers)
         self._optimizers(program, tape, fed)
         naming = state.naming
         for node in program.nodes:   # a builder function: a tf.Module class, its instance the function's name
@@ -320,7 +320,7 @@ class _Rewrite:
             texts.append(tape.helper_text(*shared))
         texts += [tape.function_text(s, shared) for s in sigs if not s.inline]
         if builder.writers is not None:   # `writer.add_summary(s, step)` -> a function writing each value
-            edits, writing = builder.writers.edits(program, scan, self.fresh, alias, self.code,
+            edits, writing = builder.writers.edits(self.fresh, alias, self.code,
                                                    lambda node, message: builder.note(node, "TFG103", message))
             texts += [writing] if writing else []
         moved = {i for s in sigs for i in s.nodes if isinstance(program.nodes[i], Tensor)}
@@ -366,7 +366,7 @@ class _Rewrite:
         alias, self.compat_import = owners_model.tf_alias(self.module, self.code)
         return alias
 
-    def _check_writing(self, program, sigs, scan: HostScan, state: StateEmitter) -> set[int]:
+    def _check_writing(self, program, sigs, scan: HostScan, state: StateEmitter, writers) -> set[int]:
         """Every refusal left once the runs are sliced, in the order the text would meet
         them, before any is written; the optimizers whose learning rate is fed or scheduled."""
         qualified = self.meta.names.qualified
@@ -376,6 +376,8 @@ class _Rewrite:
         check_results(program, scan.sites, self.meta)
         check_moved(program, sigs)
         check_state(program, qualified, self.code)
+        if writers is not None:   # (the summary writers' statements and `add_summary` calls)
+            writers.check(program, scan)
         return fed
 
     def _optimizers(self, program, tape: TapeEmitter, fed: set[int]) -> None:
