@@ -19,7 +19,8 @@ from libcst.metadata import MetadataWrapper, PositionProvider, ScopeProvider
 from tf1gradfix.constructs import (builders, model_classes, optimizers, schedules, sections, session_options,
                                    session_params, summaries, variable_factories)
 from tf1gradfix.model import owners as owners_model
-from tf1gradfix.model.checks import check_moved, check_program, check_results, check_state, check_steps, check_var_lists
+from tf1gradfix.model.checks import (check_moved, check_program, check_results, check_state, check_steps, check_var_lists,
+                                     class_names)
 from tf1gradfix.rules import catalog as catalog_module
 from tf1gradfix.emit import model_class
 from tf1gradfix.emit.assemble import FLATTEN, Assembler, Replace
@@ -345,7 +346,9 @@ class _Rewrite:
             methods = [s for text in texts for s in cst.parse_module(text + "\n").body]
             replacements.update(cast(model_classes.ClassHost, host).session_params.edits())
             replacements.update(self.module_edits)
-            replacements[cls] = model_class.rewritten_class(self.plan, owner, alias, init_body, methods)
+            # (its attribute names, refused before the class is written)
+            chosen = class_names(self.plan, owner, init_body, cast("list[cst.FunctionDef]", methods))
+            replacements[cls] = model_class.rewritten_class(self.plan, owner, alias, init_body, methods, chosen)
             return self.module.visit(Replace(replacements, layout_blocks=True))
         new_body = Assembler(program, state, tape, replacements, self.module, indent).body(texts, moved, owner)
         if section is not None:
