@@ -438,8 +438,9 @@ def part_memory(same_runs, repo_runs, table):
                       f"{tfg:.0f} / {tfg1:.0f} MB vs {up:.0f} / {up1:.0f} MB", "(lower is better)", tfg <= up))
 
 
-def part_large(work, base_models, repeat, table, findings):
-    header(f"6. one large file: {base_models} small models at 1x, then 2x and 4x")
+def part_large(work, base_models, repeat, table, findings, before_ref=None):
+    header(f"6. one large file: {base_models} small models at 1x, then 2x and 4x"
+           + (f"; now vs {before_ref}, alternating" if before_ref else ""))
     sizes = {}
     for factor in (1, 2, 4):
         folder = work / f"large_{factor}x"
@@ -447,31 +448,50 @@ def part_large(work, base_models, repeat, table, findings):
         (folder / "big.py").write_text(corpus.large_tf1_file(base_models * factor))
         sizes[factor] = folder
     lines = {f: (sizes[f] / "big.py").read_bytes().count(b"\n") for f in sizes}
-    runs = {f: [] for f in sizes}
+    tools = {"now": ([TF1GRADFIX], None)}
+    if before_ref:   # the package as it was at `before_ref`, each run next to the current code's
+        before = old_copy(work, before_ref)
+        if before is None:
+            findings.append(f"large file: no copy of {before_ref} (not a git checkout); not compared")
+        else:
+            tools[before_ref] = ([sys.executable, "-m", "tf1gradfix"], dict(ENV, PYTHONPATH=str(before)))
+    runs = {tool: {f: [] for f in sizes} for tool in tools}
     for r in range(repeat):
         for factor in rotate(list(sizes), r):
-            tree = fresh_copy(sizes[factor], work, "large_in")
-            run = Run([TF1GRADFIX, "rewrite", "--no-verify", str(tree / "big.py")], cwd=work)
-            runs[factor].append(run)
-            if r == 0 and factor == 1:
-                codes = re.findall(r"\bTFG9\d\d\b[^\n]*", run.output)
-                print(f"  (1x: rc={run.rc}; {codes[0] if codes else 'no TFG9xx refusal'})")
-                if codes:
-                    findings.append(f"large file of many models: tf1gradfix refuses it whole ({codes[0].strip()})")
-            print(f"  rep {r + 1} {factor}x {lines[factor]:6d} lines {run.wall:7.2f}s  max-rss {run.max_rss_mb:5.0f} MB",
-                  flush=True)
-    per_k = {}
-    for factor, rs in runs.items():
-        per_k[factor] = [r.wall / lines[factor] * 1000 for r in rs]
-        print(f"  {factor}x {lines[factor]:6d} lines: wall {fmt(r.wall for r in rs)}; per 1000 lines "
-              f"{fmt(per_k[factor])}; max-rss {fmt((r.max_rss_mb for r in rs), ' MB', 0)}")
-    growth = statistics.median(per_k[4]) / statistics.median(per_k[1])
-    print(f"  time per 1000 lines at 4x / at 1x: {growth:.2f} (1.00 = linear)")
-    table.append((f"6. large file {lines[1]}/{lines[2]}/{lines[4]} lines: s per 1000 lines",
-                  " / ".join(f"{statistics.median(per_k[f]):.2f}" for f in (1, 2, 4)) +
-                  f" (4x/1x {growth:.2f}); max-rss " +
-                  " / ".join(f"{statistics.median(r.max_rss_mb for r in runs[f]):.0f}" for f in (1, 2, 4)) + " MB",
-                  "linear (4x/1x <= 1.3)", growth <= 1.3))
+            for tool in rotate(list(tools), r):
+                command, env = tools[tool]
+                tree = fresh_copy(sizes[factor], work, "large_in")
+                run = Run([*command, "rewrite", "--no-verify", str(tree / "big.py")], cwd=work, env=env)
+                runs[tool][factor].append(run)
+                if r == 0 and factor == 1 and tool == "now":
+                    codes = re.findall(r"\bTFG9\d\d\b[^\n]*", run.output)
+                    print(f"  (1x: rc={run.rc}; {codes[0] if codes else 'no TFG9xx refusal'})")
+                    if codes:
+                        findings.append(f"large file of many models: tf1gradfix refuses it whole ({codes[0].strip()})")
+                print(f"  rep {r + 1} {factor}x {lines[factor]:6d} lines {tool:<8} {run.wall:7.2f}s  "
+                      f"max-rss {run.max_rss_mb:5.0f} MB", flush=True)
+    growth = {}
+    for tool, by_size in runs.items():
+        per_k = {}
+        for factor, rs in by_size.items():
+            per_k[factor] = [r.wall / lines[factor] * 1000 for r in rs]
+            print(f"  {tool:<8} {factor}x {lines[factor]:6d} lines: wall {fmt(r.wall for r in rs)}; per 1000 lines "
+                  f"{fmt(per_k[factor])}; max-rss {fmt((r.max_rss_mb for r in rs), ' MB', 0)}")
+        growth[tool] = statistics.median(per_k[4]) / statistics.median(per_k[1])
+        print(f"  {tool:<8} time per 1000 lines at 4x / at 1x: {growth[tool]:.2f} (1.00 = linear)")
+        if tool == "now":
+            table.append((f"6. large file {lines[1]}/{lines[2]}/{lines[4]} lines: s per 1000 lines",
+                          " / ".join(f"{statistics.median(per_k[f]):.2f}" for f in (1, 2, 4)) +
+                          f" (4x/1x {growth[tool]:.2f}); max-rss " +
+                          " / ".join(f"{statistics.median(r.max_rss_mb for r in by_size[f]):.0f}" for f in (1, 2, 4)) +
+                          " MB", "linear (4x/1x <= 1.3)", growth[tool] <= 1.3))
+    for tool in list(tools)[1:]:
+        for factor in sizes:
+            rs = [old.wall / now.wall for old, now in zip(runs[tool][factor], runs["now"][factor])]
+            print(f"  {factor}x: {tool} / now {fmt(rs, 'x')}")
+        table.append((f"6. large file at 1x/2x/4x: {tool} / now (same repetition)",
+                      " / ".join(f"{statistics.median(o.wall / n.wall for o, n in zip(runs[tool][f], runs['now'][f])):.2f}x"
+                                 for f in sizes) + f"; 4x/1x per line {growth[tool]:.2f} then", "(faster now)", None))
 
 
 def part_profile(work, template, top):
@@ -522,6 +542,8 @@ def main(argv=None):
     parser.add_argument("--plain", type=int, default=None, help="files without TensorFlow in the repository (default 2000)")
     parser.add_argument("--skip", default="", help="comma-separated parts to skip: same,repo,modern,cold,check,verify,pool,large,profile")
     parser.add_argument("--before", default=BEFORE_AST_CHECK, help="commit the corpus check is compared with")
+    parser.add_argument("--large-before", default=None, metavar="REF",
+                        help="also rewrite the large files (part 6) with the package at REF, for ratios in one run")
     args = parser.parse_args(argv)
     repeat = args.repeat or (1 if args.quick else 3)
     copies = args.copies or (1 if args.quick else 5)
@@ -559,7 +581,7 @@ def main(argv=None):
         if same_runs and repo_runs:
             part_memory(same_runs, repo_runs, table)
         if "large" not in skip:
-            part_large(work, 40 if args.quick else 200, repeat, table, findings)
+            part_large(work, 40 if args.quick else 200, repeat, table, findings, args.large_before)
         if "profile" not in skip:
             profile_template = work / "profile_template"
             write_tree(profile_template, corpus.tf1_variants(1))

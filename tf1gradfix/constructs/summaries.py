@@ -107,20 +107,18 @@ class Writers:
                 self.statements[cast(cst.SimpleStatementLine, stmt)] = (small.targets[0].target.value, small.value)
         self.names = {name for name, _ in self.statements.values()}
         self.owner = owner
+        self.written: list[tuple[cst.Call, str]] = []   # `w.add_summary(...)` calls and their writer (check)
+        self.layout: Summary | None = None   # the summary they write
 
-    def edits(self, program, scan, fresh, tf: str, code, note) -> tuple[dict, str | None]:
-        """(replacements, the text of the writing function) once the runs are known."""
+    def check(self, program, scan) -> None:
+        """Refusal for a writer or an `add_summary` the rewrite cannot write, once the runs
+        are known and before any text is written; what `edits` writes is kept."""
         if not self.statements:
-            return {}, None
+            return
+        for _, call in self.statements.values():
+            _writer_arguments(call)
         fetched = _fetched_summaries(program, scan)
-        edits: dict = {}
-        allowed: set[int] = set()
-        for stmt, (name, call) in self.statements.items():
-            line = cast(cst.SimpleStatementLine, cst.parse_statement(f"{name} = {_writer(call, tf, code, note)}\n"))
-            edits[stmt] = stmt.with_changes(body=[line.body[0]])
-            allowed.add(id(cast(cst.Assign, stmt.body[0]).targets[0].target))
-        helper = fresh("write_summaries")
-        layout = None
+        allowed = {id(cast(cst.Assign, stmt.body[0]).targets[0].target) for stmt in self.statements}
         for node in walk(self.owner):
             call = cast(cst.Call, node)   # (skipped below unless it is one)
             if type(call) is not cst.Call or not isinstance(call.func, cst.Attribute) \
@@ -137,14 +135,26 @@ class Writers:
             source = fetched.get(summary.value) if isinstance(summary, cst.Name) else fetched.get(summary)
             if source is None:
                 raise Refusal.of(call, "add_summary_not_fetched")
-            if layout is not None and source is not layout:
+            if self.layout is not None and source is not self.layout:
                 raise Refusal.of(call, "add_summary_two_summaries")
-            layout = source
-            writer = call.func.value.value
-            edits[call] = _as_call(helper, writer)
+            self.layout = source
+            self.written.append((call, call.func.value.value))
         for n in (n for n in walk(self.owner) if type(n) is cst.Name and n.value in self.names):
             if id(n) not in allowed:
                 raise Refusal.of(n, "summary_writer_other_use", name=n.value, methods=', '.join(f'`{m}`' for m in WRITER_METHODS))
+
+    def edits(self, fresh, tf: str, code, note) -> tuple[dict, str | None]:
+        """(replacements, the text of the writing function), as `check` found them."""
+        if not self.statements:
+            return {}, None
+        edits: dict = {}
+        for stmt, (name, call) in self.statements.items():
+            line = cast(cst.SimpleStatementLine, cst.parse_statement(f"{name} = {_writer(call, tf, code, note)}\n"))
+            edits[stmt] = stmt.with_changes(body=[line.body[0]])
+        helper = fresh("write_summaries")
+        for call, writer in self.written:
+            edits[call] = _as_call(helper, writer)
+        layout = self.layout
         if layout is None:
             return edits, None
         lines = [f"def {helper}(writer, summary, global_step=0):", "    with writer.as_default():"]
@@ -177,9 +187,7 @@ def _fetched_summaries(program, scan) -> dict:
 def _writer(call: cst.Call, tf: str, code, note) -> str:
     """`tf.summary.FileWriter(logdir, graph, max_queue, flush_secs, graph_def, filename_suffix)`
     as `tf.summary.create_file_writer(...)`."""
-    bound = bound_args(call, ["logdir", "graph", "max_queue", "flush_secs", "graph_def", "filename_suffix", "session"], call)
-    if "session" in bound or "logdir" not in bound:
-        raise Refusal.of(call, "summary_writer_arguments")
+    bound = _writer_arguments(call)
     args = [code(bound["logdir"])]
     if "max_queue" in bound:
         args.append(f"max_queue={code(bound['max_queue'])}")
@@ -192,6 +200,14 @@ def _writer(call: cst.Call, tf: str, code, note) -> str:
          "`tensorboard` package)" + (f"; {' and '.join(dropped)} dropped: TF2 writes no graph with the summaries"
                                      if dropped else ""))
     return f"{tf}.summary.create_file_writer({', '.join(args)})"
+
+
+def _writer_arguments(call: cst.Call) -> dict:
+    """The arguments of `tf.summary.FileWriter(...)` by name; Refusal for a form TF2's writer has not."""
+    bound = bound_args(call, ["logdir", "graph", "max_queue", "flush_secs", "graph_def", "filename_suffix", "session"], call)
+    if "session" in bound or "logdir" not in bound:
+        raise Refusal.of(call, "summary_writer_arguments")
+    return bound
 
 
 def _as_call(helper: str, writer: str):

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import fnmatch
 import functools
+from typing import cast
 
 import libcst as cst
 
@@ -134,6 +135,18 @@ def literal_bool(expr: cst.BaseExpression | None, what: str) -> bool | None:
     if isinstance(expr, cst.Name) and expr.value in ("True", "False"):
         return expr.value == "True"
     raise Refusal.of(expr, "flag_not_bool", param=what)
+
+
+def literal_index(subscript: cst.Subscript) -> int | None:
+    """`x[2]` or `x[-1]`: the integer; None for any other subscript."""
+    if len(subscript.slice) != 1 or not isinstance(subscript.slice[0].slice, cst.Index):
+        return None
+    value = subscript.slice[0].slice.value
+    negative = isinstance(value, cst.UnaryOperation) and isinstance(value.operator, cst.Minus)
+    number = cast(cst.UnaryOperation, value).expression if negative else value
+    if not isinstance(number, cst.Integer):
+        return None
+    return -int(number.value) if negative else int(number.value)
 
 
 def literal_string(expr: cst.BaseExpression | None) -> str | None:

@@ -9,65 +9,31 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
-from tf1gradfix.constructs.builders import MODULE_ATTRIBUTES
-from tf1gradfix.constructs import layer_methods
 from tf1gradfix.constructs.model_classes import ModelClass
 from tf1gradfix.cst import layout
-from tf1gradfix.cst.syntax import Refusal, bound_names, free_names, is_docstring, loads, names_as_attributes
+from tf1gradfix.cst.syntax import free_names, is_docstring, loads, names_as_attributes
+from tf1gradfix.model.checks import ClassNames
 
 
 @dataclass
 class Attributes:
-    """Turns `__init__`'s names back into attributes, and step functions into methods."""
+    """Turns `__init__`'s names back into attributes, and step functions into methods,
+    under the names model.checks.class_names chose."""
 
     plan: ModelClass
     init: cst.FunctionDef
     tf_alias: str
-    renamed: dict[str, str] = field(default_factory=dict)    # name -> attribute
-    kept_params: list[str] = field(default_factory=list)     # `__init__` parameters a method reads
-    method_names: frozenset[str] = frozenset()
-    init_names: frozenset[str] = frozenset()                 # what `__init__` binds or receives
+    names: ClassNames
     layered: dict = field(default_factory=dict)              # layer method -> its methods in the class
-
-    def plan_names(self, init_body: list[cst.BaseStatement], methods: list[cst.FunctionDef]) -> None:
-        """Which names become attributes: every desugared one, and each name of
-        `__init__` (local or parameter) that a method reads."""
-        self.renamed = dict(self.plan.attributes)
-        if self.layered:   # (the variables of the layer methods: layer_methods.py)
-            self.renamed[layer_methods.MADE] = layer_methods.MADE
-        bound = set().union(*(bound_names(s) for s in init_body)) if init_body else set()
-        params = {p.name.value for p in self.init.params.params[1:]} | \
-            {p.name.value for p in self.init.params.kwonly_params}
-        self.init_names = frozenset(bound | params)
-        read = set().union(*(free_names(m) for m in methods)) if methods else set()
-        method_names = self.method_names = frozenset(m.name.value for m in methods)
-        taken = set(self.plan.members) | method_names
-        for name in sorted(read & (bound | params)):
-            if name in self.renamed:
-                continue
-            if name in params and name in bound:
-                raise Refusal.of(self.init, "class_init_param_rebound", name=name)
-            attr, k = name, 1
-            while attr in taken:
-                k += 1
-                attr = f"{name}_{k}"
-            taken.add(attr)
-            self.renamed[name] = attr
-            if name in params:
-                self.kept_params.append(name)
-        kept = {attr for name, attr in self.renamed.items() if name in bound or name in params}   # (the rest are gone)
-        clash = kept & (method_names | MODULE_ATTRIBUTES)
-        if clash:
-            raise Refusal.of(self.init, "class_attribute_clash", attr=sorted(clash)[0])
 
     def init_body(self, body: list[cst.BaseStatement]) -> list[cst.BaseStatement]:
         """`super().__init__()` first (after a docstring), parameters a method reads
         kept as attributes, and every renamed name as `self.<attribute>`."""
-        renamed = {k: v for k, v in self.renamed.items() if k not in self.kept_params}
+        renamed = {k: v for k, v in self.names.renamed.items() if k not in self.names.kept_params}
         out = layout.refit_body(body, [names_as_attributes(stmt, renamed, self.plan.self_name) for stmt in body], 8)
         first = 1 if out and is_docstring(out[0]) else 0
         head = [cst.parse_statement("super().__init__()\n")]
-        head += [cst.parse_statement(f"{self.plan.self_name}.{self.renamed[p]} = {p}\n") for p in self.kept_params]
+        head += [cst.parse_statement(f"{self.plan.self_name}.{self.names.renamed[p]} = {p}\n") for p in self.names.kept_params]
         if out and first == 0:
             head[0] = head[0].with_changes(leading_lines=out[0].leading_lines)
             out[0] = out[0].with_changes(leading_lines=())
@@ -75,12 +41,13 @@ class Attributes:
 
     def method(self, fn: cst.FunctionDef) -> cst.FunctionDef:
         """A step function as a method: `self` first, shared names read through it."""
-        free = free_names(fn) & (set(self.renamed) | self.method_names)
-        body = names_as_attributes(fn.body, {n: self.renamed.get(n, n) for n in free}, self.plan.self_name)
+        free = free_names(fn) & (set(self.names.renamed) | self.names.method_names)
+        body = names_as_attributes(fn.body, {n: self.names.renamed.get(n, n) for n in free}, self.plan.self_name)
         body = body.with_changes(body=layout.refit_body(list(fn.body.body), list(body.body), 8))
         params = fn.params.with_changes(params=[cst.Param(cst.Name(self.plan.self_name)), *fn.params.params])
         decorators = fn.decorators
-        if self.plan.self_name != "self" or any(set(loads(d)) & (self.init_names | set(self.renamed)) for d in decorators):
+        shared = self.names.init_names | set(self.names.renamed)
+        if self.plan.self_name != "self" or any(set(loads(d)) & shared for d in decorators):
             # no input signature: tf.function takes a first parameter named other than `self` for
             # one of it, and shapes `__init__` knows are not known yet where the class is defined
             decorators = [cst.Decorator(cst.parse_expression(f"{self.tf_alias}.function"))]
@@ -107,11 +74,12 @@ class Attributes:
                                 lpar=cst.LeftParen(), rpar=cst.RightParen())
 
 
-def rewritten_class(plan: ModelClass, init: cst.FunctionDef, tf_alias: str, init_body, methods, layered=None):
+def rewritten_class(plan: ModelClass, init: cst.FunctionDef, tf_alias: str, init_body, methods, names: ClassNames,
+                    layered=None):
     """The replacement of the class: a function of the class as rewritten elsewhere
-    (its other methods may hold runs). `layered`: each layer method's new methods."""
-    attributes = Attributes(plan, init, tf_alias, layered=layered or {})
-    attributes.plan_names(init_body, methods)
+    (its other methods may hold runs). `names`: model.checks.class_names; `layered`: each
+    layer method's new methods."""
+    attributes = Attributes(plan, init, tf_alias, names, layered=layered or {})
     new_init = init.with_changes(body=init.body.with_changes(body=attributes.init_body(init_body)))
     new_methods = [attributes.method(m) for m in methods]
     return lambda updated: attributes.class_def(updated, new_init, new_methods)

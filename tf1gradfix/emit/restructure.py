@@ -20,7 +20,7 @@ from tf1gradfix.constructs import (builders, layer_methods, model_classes, optim
                                    session_params, summaries, variable_factories)
 from tf1gradfix.model import owners as owners_model
 from tf1gradfix.model.checks import (check_moved, check_program, check_results, check_state, check_steps, check_var_lists,
-                                     kept, sliced)
+                                     class_names, kept, sliced)
 from tf1gradfix.rules import catalog as catalog_module
 from tf1gradfix.emit import model_class
 from tf1gradfix.emit.assemble import FLATTEN, Assembler, Replace
@@ -31,7 +31,7 @@ from tf1gradfix.emit.state import StateEmitter
 from tf1gradfix.emit.tape import TapeEmitter
 from tf1gradfix.emit.renames import renamed_code
 from tf1gradfix.model.graph import ModelBuilder, Program
-from tf1gradfix.model.nodes import BuilderModule, Layer, LayerLoop, LayerSite, Optimizer, Placeholder, Static, Tensor
+from tf1gradfix.model.nodes import BuilderModule, Layer, LayerLoop, LayerSite, Optimizer, Tensor
 from tf1gradfix.model.sites import HostScan
 from tf1gradfix.model.owners import GraphCallScan, nested_sessions
 from tf1gradfix.cst.printing import code_for_node
@@ -138,7 +138,9 @@ class _Rewrite:
         for key in [k for k, owner in owners.items() if self._is_builder(owner, groups[k], opened[k])
                     or self._is_factory(owner, opened[k])]:
             del owners[key]   # a builder function or a factory: its variables are made once, where graph code calls it
-        classes = {k: c for k, o in owners.items() if (c := model_classes.model_class(self.module, o)) is not None}
+        top = {id(s) for s in self.module.body}   # (a module-level function is no method: not looked up per owner)
+        classes = {k: c for k, o in owners.items()
+                   if id(o) not in top and (c := model_classes.model_class(self.module, o)) is not None}
         if classes and self.plan is None:
             raise model_classes.ClassFound(next(iter(classes.values())))
         self.alias = self._tf_alias()
@@ -255,7 +257,7 @@ class _Rewrite:
             helpers.update(self.plan.helpers(cls))   # (methods that never read `self`, called as functions)
         helpers.update({s.name.value: s for s in body if isinstance(s, cst.FunctionDef)})
         builder = ModelBuilder(self.meta, self.meta.names, self.module)
-        if any(call.args for call in self.scan.sessions):   # (`tf.Session(config=...)`: its options go with it)
+        if self.scan.session_arguments:   # (`tf.Session(config=...)`: its options go with it)
             builder.options = session_options.SessionOptions(scope if cls is None else cls, self.meta.names.qualified)
         if self.scan.writers:   # (TensorBoard summaries: the writers' statements are host code)
             builder.writers = summaries.Writers(scope if cls is None else cls, self.meta.names.qualified)
@@ -298,7 +300,7 @@ class _Rewrite:
         tape.block_indent = indent
         if cls is not None:
             tape.attributes = dict(self.plan.attributes)
-        fed = self._check_writing(program, sigs, sites, state, found)
+        fed = self._check_writing(program, sigs, sites, scan, state, found, builder.writers)
         if found:
             raise Refusals.joined(found)
         self._optimizers(program, tape, fed)
@@ -326,7 +328,7 @@ class _Rewrite:
             texts.append(tape.helper_text(*shared))
         texts += [tape.function_text(s, shared) for s in sigs if not s.inline]
         if builder.writers is not None:   # `writer.add_summary(s, step)` -> a function writing each value
-            edits, writing = builder.writers.edits(program, scan, self.fresh, alias, self.code,
+            edits, writing = builder.writers.edits(self.fresh, alias, self.code,
                                                    lambda node, message: builder.note(node, "TFG103", message))
             texts += [writing] if writing else []
         moved = {i for s in sigs for i in s.nodes if isinstance(program.nodes[i], Tensor)}
@@ -358,7 +360,9 @@ class _Rewrite:
                        and (s.name.value in self.plan.layered or s.name.value in layer_made.nodes)}
             replacements.update(cast(model_classes.ClassHost, host).session_params.edits())
             replacements.update(self.module_edits)
-            replacements[cls] = model_class.rewritten_class(self.plan, owner, alias, init_body, methods, layered)
+            # (its attribute names, refused before the class is written)
+            chosen = class_names(self.plan, owner, init_body, cast("list[cst.FunctionDef]", methods), bool(layered))
+            replacements[cls] = model_class.rewritten_class(self.plan, owner, alias, init_body, methods, chosen, layered)
             return self.module.visit(Replace(replacements, layout_blocks=True))
         new_body = Assembler(program, state, tape, replacements, self.module, indent).body(texts, moved, owner)
         if section is not None:
@@ -379,7 +383,7 @@ class _Rewrite:
         alias, self.compat_import = owners_model.tf_alias(self.module, self.code)
         return alias
 
-    def _check_writing(self, program, sigs, sites, state: StateEmitter, found: list) -> set[int]:
+    def _check_writing(self, program, sigs, sites, scan: HostScan, state: StateEmitter, found: list, writers) -> set[int]:
         """Every refusal left once the runs are sliced, in the order the text would meet
         them, kept in `found` before any is written; the optimizers whose learning rate is
         fed or scheduled."""
@@ -390,6 +394,8 @@ class _Rewrite:
         check_results(program, sites, self.meta, found)
         check_moved(program, sigs, found)
         check_state(program, qualified, self.code, found)
+        if writers is not None:   # (the summary writers' statements and `add_summary` calls)
+            kept(found, writers.check, program, scan)
         return fed
 
     def _optimizers(self, program, tape: TapeEmitter, fed: set[int]) -> None:
@@ -414,6 +420,7 @@ class _Rewrite:
                 tape.fed_lr.add(node.index)
             kept = state.kept(node)
             if kept is not None:   # an info note, with the model's (TFG206)
-                self.meta.notes = [*getattr(self.meta, "notes", ()),
-                                   (*_position(self.meta, node.call), "TFG207", kept, "safe")]
+                if not hasattr(self.meta, "notes"):
+                    self.meta.notes = []
+                self.meta.notes.append((*_position(self.meta, node.call), "TFG207", kept, "safe"))
             tape.optimizer_names[node.index] = name

@@ -18,9 +18,9 @@ from tf1gradfix.constructs.layers import name_param
 from tf1gradfix.rules.catalog import _read
 from tf1gradfix.emit.naming import Naming
 from tf1gradfix.model.graph import Program
-from tf1gradfix.model.nodes import Layer, LayerLoop, Node, Optimizer, RnnCell, Static, Tensor, Variable
+from tf1gradfix.model.nodes import Layer, LayerLoop, Node, Optimizer, RnnCell, Tensor, Variable
 from tf1gradfix.cst import layout
-from tf1gradfix.cst.syntax import Refusal, bound_args, schedule_table
+from tf1gradfix.cst.syntax import bound_args, schedule_table
 
 
 from tf1gradfix.constructs.optimizers import FED_LR_STATUSES, optimizer_table  # noqa: F401  (both read from here by tests)

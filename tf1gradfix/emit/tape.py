@@ -20,7 +20,7 @@ from tf1gradfix.model.nodes import (ComputeGradients, Gradients, LayerCall, Laye
                                     OptimizerCall, Placeholder, RnnCell, RnnRun, StateTuple, Summary, Tensor, TrainOp, Update,
                                     Variable, VarList, ZeroState)
 from tf1gradfix.cst import layout
-from tf1gradfix.cst.syntax import matches
+from tf1gradfix.cst.syntax import literal_index, matches
 from tf1gradfix.model.sites import Site
 from tf1gradfix.model.slicing import Signature, closure, gradient_dependent, reached_variables, variable_text
 
@@ -402,7 +402,7 @@ class TapeEmitter:
                 left = kept[0] if len(kept) == 1 else ", ".join(kept)
                 return parent, cast(cst.SimpleStatementLine, cst.parse_statement(f"{left} = {values}\n")).body[0]
         if isinstance(parent, cst.Subscript) and parent.value is site.call and site.structure != "single":
-            index = _literal_index(parent)
+            index = literal_index(parent)
             if index is not None and -len(site.fetches) <= index < len(site.fetches) \
                     and not isinstance(self.p.node(site.fetches[index]), (TrainOp, Update)):
                 position = sig.returns.index(site.fetches[index])   # `sess.run([op, t])[1]`: t's value
@@ -468,17 +468,6 @@ class TapeEmitter:
 def _list_valued(node: Node | None) -> bool:
     """A fetched value that is a list in TF1 too: a gradient list, a summary's values."""
     return isinstance(node, Gradients) and not node.single or isinstance(node, Summary)
-
-
-def _literal_index(subscript: cst.Subscript) -> int | None:
-    if len(subscript.slice) != 1 or not isinstance(subscript.slice[0].slice, cst.Index):
-        return None
-    value = subscript.slice[0].slice.value
-    negative = isinstance(value, cst.UnaryOperation) and isinstance(value.operator, cst.Minus)
-    number = cast(cst.UnaryOperation, value).expression if negative else value
-    if not isinstance(number, cst.Integer):
-        return None
-    return -int(number.value) if negative else int(number.value)
 
 
 def _structure(structure: str, items: list[str]) -> str:

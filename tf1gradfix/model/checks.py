@@ -13,15 +13,15 @@ runs are not one program's, so the checks of them would judge the wrong thing.""
 from __future__ import annotations
 
 import builtins
+from dataclasses import dataclass, field
 from typing import cast
 
 import libcst as cst
 from libcst.metadata import ScopeProvider
 
-from tf1gradfix.constructs import builder_layers, builders, layers, optimizers, var_lists, variables
-from tf1gradfix.cst.syntax import Refusal, bound_names, loads, matches
+from tf1gradfix.constructs import builder_layers, builders, layer_methods, layers, optimizers, var_lists, variables
+from tf1gradfix.cst.syntax import Refusal, bound_names, free_names, literal_index, loads, matches
 from tf1gradfix.cst.walk import walk
-from tf1gradfix.emit.tape import _literal_index as literal_index   # (a syntax helper of the call sites)
 from tf1gradfix.model.graph import Program
 from tf1gradfix.model.nodes import (BuilderModule, ComputeGradients, Gradients, Layer, LayerLoop, LayerNode, Optimizer, OptimizerCall,
                                     Placeholder, RnnCell, Static, Tensor, TrainOp, Update, Variable)
@@ -247,3 +247,49 @@ def check_state(program: Program, qualified, code, found: list | None = None) ->
                 kept(found, layers.check_layer_arguments, site.row, site.call, site.bound, qualified, code)
         elif isinstance(node, Layer) and not isinstance(node, RnnCell):   # (a cell: constructs.rnn_cells)
             kept(found, layers.check_layer_arguments, node.row, node.value, node.bound, qualified, code)
+
+
+@dataclass
+class ClassNames:
+    """The names of a rewritten model class (emit/model_class.py writes it with them)."""
+
+    renamed: dict[str, str] = field(default_factory=dict)    # name -> attribute
+    kept_params: list[str] = field(default_factory=list)     # `__init__` parameters a method reads
+    method_names: frozenset[str] = frozenset()
+    init_names: frozenset[str] = frozenset()                 # what `__init__` binds or receives
+
+
+def class_names(plan, init: cst.FunctionDef, init_body: list[cst.BaseStatement],
+                methods: list[cst.FunctionDef], layered: bool = False) -> ClassNames:
+    """Which names become attributes: every desugared one (`plan`: constructs.model_classes),
+    and each name of `__init__` (local or parameter) that a method reads; Refusal where a
+    name cannot be one, before the class is written. `init_body`, `methods`: the statements
+    `__init__` keeps and the step functions that become methods; `layered`: the class has
+    layer methods, whose variables are kept in one attribute (constructs/layer_methods.py)."""
+    names = ClassNames(dict(plan.attributes))
+    if layered:
+        names.renamed[layer_methods.MADE] = layer_methods.MADE
+    bound = set().union(*(bound_names(s) for s in init_body)) if init_body else set()
+    params = {p.name.value for p in init.params.params[1:]} | {p.name.value for p in init.params.kwonly_params}
+    names.init_names = frozenset(bound | params)
+    read = set().union(*(free_names(m) for m in methods)) if methods else set()
+    method_names = names.method_names = frozenset(m.name.value for m in methods)
+    taken = set(plan.members) | method_names
+    for name in sorted(read & (bound | params)):
+        if name in names.renamed:
+            continue
+        if name in params and name in bound:
+            raise Refusal.of(init, "class_init_param_rebound", name=name)
+        attr, k = name, 1
+        while attr in taken:
+            k += 1
+            attr = f"{name}_{k}"
+        taken.add(attr)
+        names.renamed[name] = attr
+        if name in params:
+            names.kept_params.append(name)
+    kept = {attr for name, attr in names.renamed.items() if name in bound or name in params}   # (the rest are gone)
+    clash = kept & (method_names | builders.MODULE_ATTRIBUTES)
+    if clash:
+        raise Refusal.of(init, "class_attribute_clash", attr=sorted(clash)[0])
+    return names

@@ -35,6 +35,8 @@ class GraphCallScan(cst.CSTVisitor):
         self.creations: list[cst.Call] = []
         self.sessions: list[cst.Call] = []
         self.graph_wide: list[tuple[cst.Call, str, bool]] = []   # (call, name, inside `with tf.Graph().as_default()`)
+        self.graph_wide_in: dict[int, list[tuple[cst.Call, str, bool]]] = {}   # id(function) -> its graph_wide entries
+        self.session_arguments = False   # does a session call take arguments (`tf.Session(config=...)`)?
         self.writers = False   # does the module make a summary writer (tf.summary.FileWriter)?
         self.owner_of: dict[cst.Call, cst.FunctionDef | None] = {}
         self.between: dict[cst.Call, tuple] = {}
@@ -62,6 +64,7 @@ class GraphCallScan(cst.CSTVisitor):
             self.creations.append(call)
         elif matches(q, "sessions"):
             self.sessions.append(call)
+            self.session_arguments = self.session_arguments or bool(call.args)
         elif not matches(q, "graph_wide"):
             return
         functions = [i for i, n in enumerate(self.stack) if isinstance(n, cst.FunctionDef)]
@@ -71,6 +74,7 @@ class GraphCallScan(cst.CSTVisitor):
         if matches(q, "graph_wide"):
             inside = any(isinstance(n, cst.With) and enters_new_graph(n, self.names.qualified) for n in self.stack[start:])
             self.graph_wide.append((call, q, inside))
+            self.graph_wide_in.setdefault(id(self.owner_of[call]), []).append((call, q, inside))
 
 
 def nested_sessions(statements, program, meta, builder) -> dict[cst.CSTNode, str]:
@@ -132,8 +136,8 @@ def check_independent(scan: GraphCallScan, owner, calls: list, sessions: list) -
         raise Refusal.of(calls[0], "graph_in_several_functions")
     if not sessions or len(sessions) == len(calls):
         raise Refusal.of(calls[0], "graph_built_and_run_apart", function=owner.name.value)
-    for call, q, graph_with in scan.graph_wide:
-        if scan.owner_of[call] is owner and not graph_with:
+    for call, q, graph_with in scan.graph_wide_in.get(id(owner), ()):   # (its own: not a scan of all per function)
+        if not graph_with:
             raise Refusal.of(call, "default_graph_shared", api=q)
 
 

@@ -453,10 +453,20 @@ def as_written(data: bytes, new: bytes, edited: set[int] | None) -> tuple[bytes,
                 if out[index] != old and index + 1 not in edited:
                     return new, index + 1
         return b"".join(out), None
-    import difflib
-
     def bare(line: bytes) -> bytes:
         return line.rstrip(b"\r\n").replace(b"\x0c", b"")
+
+    # Matching the lines costs time quadratic in the lines repeated (blank lines,
+    # `with tf.Session() as sess:`...): it runs only when what it could put back
+    # differs from the output, i.e. some line of the output equals, up to form
+    # feeds and ending, an input line written otherwise (None: written in two ways).
+    forms: dict[bytes, bytes | None] = {}
+    for line in old_lines:
+        key = bare(line)
+        forms[key] = line if forms.get(key, line) == line else None
+    if all(forms.get(bare(line), line) == line for line in new_lines):
+        return new, None
+    import difflib
 
     matcher = difflib.SequenceMatcher(None, [bare(line) for line in old_lines], [bare(line) for line in new_lines], autojunk=False)
     for start, new_start, size in matcher.get_matching_blocks():
