@@ -112,3 +112,17 @@ def test_graph_calls_are_proven_like_eager_ones(tmp_path, monkeypatch):
     assert loop.verdict == EQUIVALENT, loop.reason
     assert loop.functions["kept_eager"] == {"two_steps": "a traced value inside control flow or a nested function"}
     assert loop.to_json()["functions"] == loop.functions
+
+
+@pytest.mark.tf
+def test_gradients_of_gradients_stay_eager():
+    """A gradient penalty (a tape inside the tape the loss is differentiated with)."""
+    from pathlib import Path
+
+    from tf1gradfix.verify.orchestrate import EQUIVALENT, verify_pair
+
+    scenario = Path(__file__).resolve().parent.parent / "fixtures" / "verify" / "gradient_penalty_nested"
+    result = verify_pair(scenario / "original.py", scenario / "migrated.py")
+    assert result.verdict == EQUIVALENT, result.reason
+    assert result.functions["kept_eager"] == {
+        "critic_train": "it computes gradients under another tape (higher-order gradients)"}

@@ -257,7 +257,7 @@ def _main(argv: list[str] | None) -> int:
         from tf1gradfix.verify import command as verify_command
 
         return verify_command.run(args)
-    parser.error(f"unknown command {args.command}")
+    print(f"tf1gradfix: unknown command {args.command!r}", file=sys.stderr)
     return EXIT_ERROR
 
 

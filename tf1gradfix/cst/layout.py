@@ -87,6 +87,18 @@ def _flat(node: cst.CSTNode) -> str:
     return code
 
 
+def _has_comment(node: cst.CSTNode) -> bool:
+    """Does `node` hold a comment (a `#` may be inside a string instead)?"""
+    found: list = []
+
+    class _Comments(cst.CSTVisitor):
+        def visit_Comment(self, comment: cst.Comment) -> None:
+            found.append(comment)
+
+    node.visit(_Comments())
+    return bool(found)
+
+
 def _element(element: cst.BaseElement) -> str:
     return ("*" if isinstance(element, cst.StarredElement) else "") + _flat(element.value)
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 import re
 
 from tf1gradfix.records import record, replace
-from tf1gradfix.run.findings import CodeFilter, FileError
+from tf1gradfix.run.findings import CodeFilter, FileError, Finding
 
 SUFFIX = ".ipynb"
 _MAGIC = re.compile(r"^\s*([%!?]|[\w.]+\?\s*$)")

@@ -17,7 +17,9 @@ A function stays eager when its trace would not be the computation the
 verifier aligns or could not return what it records: a random op (aligned
 draws are made eagerly), a variable created while tracing, a traced quantity
 inside control flow or a nested function (its tensors belong to another graph),
-or a trace that fails. Each copy is traced before it runs
+gradients taken under another tape (higher-order gradients, whose graph runs
+were seen to differ from run to run in the last digits a sqrt amplifies), or a
+trace that fails. Each copy is traced before it runs
 (`get_concrete_function`), so a refused trace has run nothing.
 `TF1GRADFIX_EAGER_FUNCTIONS=1` keeps every call eager.
 """

@@ -448,6 +448,9 @@ class V2Tracer(rc.Reentrancy):
         flat_src, flat_grads, flat_targets = nest.flatten(sources), nest.flatten(grads), nest.flatten(target)
         names = [self.source_name(s, i) for i, s in enumerate(flat_src)]
         if self.graph_calls.tracing():
+            from tensorflow.python.eager import record
+            if record.could_possibly_record():   # under another tape: a gradient of gradients
+                self.graph_calls.refuse("it computes gradients under another tape (higher-order gradients)")
             self.graph_calls.record("compute", names, flat_grads, flat_targets)
             return
         pairs = [(n, self.value(g)) for n, g in zip(names, flat_grads) if g is not None]
