@@ -22,9 +22,9 @@ from typing import cast
 
 import libcst as cst
 
-from tf1gradfix.constructs.layers import check_layer_arguments, layer_table
+from tf1gradfix.constructs.layers import check_layer_arguments, layer_table, passed_on
 from tf1gradfix.cst import layout
-from tf1gradfix.cst.syntax import Refusal, bound_args, literal_bool, literal_string, loads
+from tf1gradfix.cst.syntax import Refusal, literal_string, loads
 from tf1gradfix.cst.walk import TargetedTransformer, children
 from tf1gradfix.model.nodes import BuilderLayer, BuilderModule, OptimizerCall, VarList
 
@@ -64,21 +64,9 @@ def sites(builder, helper: cst.FunctionDef, stmt: cst.BaseStatement, taken: set[
 def _site(builder, call: cst.Call, q: str, taken: set[str], pending: list[BuilderLayer], changing: set[str],
           per_call: bool) -> BuilderLayer:
     row = layer_table()[q]
-    bound = bound_args(call, row["params"], call)
-    source = bound.get(row["params"][0])
-    if source is None:
-        raise Refusal.of(call, "layer_without_input", api=q)
-    accepted = row.get("accepted", {})
-    refused = sorted(set(bound) - set(row["keep"]) - {row["params"][0], "reuse"} - set(row.get("call", ())) - set(accepted))
-    if literal_bool(bound.get("trainable"), "trainable") is False:
-        refused.append("trainable")
-    if refused:
-        raise Refusal.of(call, "layer_arguments", api=q, args=", ".join(refused), detail=row["why"])
+    bound, source = passed_on(builder, call, q, row, untrainable_refused=True)
     if row.get("statistics"):
         raise Refusal.of(call, "builder_layer_statistics", api=_short(q))
-    for param, values in accepted.items():
-        if param in bound and builder.module.code_for_node(bound[param]) not in values:
-            raise Refusal.of(bound[param], "layer_setting_value", api=q, param=param, values=" or ".join(values))
     call_args = []
     for param in row.get("call", ()):
         if param in bound:

@@ -162,21 +162,31 @@ def _auto_name(program, row: dict, pending: list[LayerSite]) -> str:
     return row["auto_name"] + (f"_{k}" if k else "")
 
 
-def _settings(builder, call: cst.Call, q: str, row: dict, graph_names: AbstractSet[str] = frozenset()):
-    """(arguments, input, call-time arguments, trainable) of a layer call; Refusal for
-    settings the table does not pass on, or that are computed from graph values
-    (`graph_names`: names a loop binds to graph values)."""
+def passed_on(builder, call: cst.Call, q: str, row: dict, untrainable_refused: bool = False):
+    """(arguments by name, input) of a layer call; Refusal for a call without input, for
+    settings the table does not pass on (`untrainable_refused`: `trainable=False` too), and
+    for a setting's value the table does not accept."""
     bound = bound_args(call, row["params"], call)
     source = bound.get(row["params"][0])
     if source is None:
         raise Refusal.of(call, "layer_without_input", api=q)
     accepted = row.get("accepted", {})
     refused = sorted(set(bound) - set(row["keep"]) - {row["params"][0], "reuse"} - set(row.get("call", ())) - set(accepted))
+    if untrainable_refused and literal_bool(bound.get("trainable"), "trainable") is False:
+        refused.append("trainable")
     if refused:
         raise Refusal.of(call, "layer_arguments", api=q, args=', '.join(refused), detail=row['why'])
     for param, values in accepted.items():
         if param in bound and builder.module.code_for_node(bound[param]) not in values:
             raise Refusal.of(bound[param], "layer_setting_value", api=q, param=param, values=' or '.join(values))
+    return bound, source
+
+
+def _settings(builder, call: cst.Call, q: str, row: dict, graph_names: AbstractSet[str] = frozenset()):
+    """(arguments, input, call-time arguments, trainable) of a layer call; Refusal for
+    settings the table does not pass on, or that are computed from graph values
+    (`graph_names`: names a loop binds to graph values)."""
+    bound, source = passed_on(builder, call, q, row)
     reuse = bound.get("reuse")
     if reuse is not None and not (isinstance(reuse, cst.Name) and reuse.value in ("None", "False")):
         raise Refusal.of(reuse, "layer_reuse", api=q, detail=row['why'])
