@@ -104,6 +104,28 @@ def test_a_refusal_in_one_file_leaves_both_intact(broken, tmp_path, capsys):
     assert blocker and blocker[0].startswith(f"{folder / broken}: not restructured") and f"line {line}:" in blocker[0], out
 
 
+def test_a_refused_project_still_gets_each_files_safe_fixes(tmp_path, capsys):
+    """Renames need no proof and do not depend on the other file: a refused project's
+    files get them as they would alone; nothing else changes."""
+    from tf1gradfix.cli.main import main
+
+    folder = tmp_path / "project"
+    shutil.copytree(ROOT / "classifier_class" / "input", folder)
+    old, new = BREAKS["train.py"]
+    train = (folder / "train.py").read_text(encoding="utf-8")
+    (folder / "train.py").write_text(train.replace(old, new), encoding="utf-8")
+    model = (folder / "model.py").read_text(encoding="utf-8")
+    marked = model.replace("tf.sigmoid(self.logits)", "tf.sigmoid(tf.log(tf.exp(self.logits)))")
+    assert marked != model
+    (folder / "model.py").write_text(marked, encoding="utf-8")
+    before = (folder / "train.py").read_bytes()
+    assert main(["rewrite", str(folder)]) == 1
+    out = capsys.readouterr().out
+    assert (folder / "train.py").read_bytes() == before
+    assert (folder / "model.py").read_text(encoding="utf-8") == marked.replace("tf.log(", "tf.math.log(")
+    assert "TFG401 [*safe] `tf.log` is `tf.math.log`" in out and "not restructured" in out, out
+
+
 def test_a_module_two_scripts_import_is_migrated_with_neither(tmp_path, capsys):
     from tf1gradfix.cli.main import main
 

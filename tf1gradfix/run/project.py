@@ -223,11 +223,13 @@ def _clash(project: Project, trees: dict[str, ast.Module]) -> tuple | None:
 
 @record
 class Result:
-    """Per file (script first, then modules): findings, error, new bytes (None: unchanged)."""
+    """Per file (script first, then modules): findings, error, new bytes (None: unchanged).
+    `refused`: the project is not restructured, and `new` holds each file's safe fixes alone."""
     paths: list[str]
     findings: dict = field(default_factory=dict)
     errors: dict = field(default_factory=dict)
     new: dict = field(default_factory=dict)
+    refused: bool = False
 
 
 def process(project: Project, datas: dict[str, bytes], codes: CodeFilter) -> Result:
@@ -247,12 +249,10 @@ def process(project: Project, datas: dict[str, bytes], codes: CodeFilter) -> Res
         if codes.wants(code):
             out.findings[path].append(Finding(path, line, col, code, message, safety, False))
         alone = reasons()["module_without_session"].message
-        for p in paths:   # (what each file holds, unfixed: neither is written)
-            out.findings[p] += [replace(f, fixed=False) for f in process_source(
-                p, datas[p], codes, fix=False, restructure=False).findings if f.message != alone]
-        for p in paths:
-            out.findings[p].sort(key=lambda f: (f.line, f.col, f.code))
-        return out
+        for p in paths:   # (what each file holds)
+            out.findings[p] += [f for f in process_source(p, datas[p], codes, fix=False, restructure=False).findings
+                                if f.message != alone]
+        return _safe_only(out, datas, codes)
     script, cut = layout.unqualified(project, datas[project.script], trees, split_lines)
     combined, where = layout.combined(project, {**datas, project.script: script}, split_lines)
     result = process_source(project.script, combined, codes, fix=True)
@@ -272,8 +272,26 @@ def process(project: Project, datas: dict[str, bytes], codes: CodeFilter) -> Res
             out.findings = {p: [replace(f, fixed=False) for f in fs] for p, fs in out.findings.items()}
         else:
             out.new = {p: new for p, new in parts.items() if new != datas[p]}
+    else:
+        return _safe_only(out, datas, codes)   # (the combined program is not restructured)
     for p in paths:
         out.findings[p].sort(key=lambda f: (f.line, f.col, f.code))
+    return out
+
+
+def _safe_only(out: Result, datas: dict[str, bytes], codes: CodeFilter) -> Result:
+    """The project is not restructured: each file gets the safe fixes it would get on its
+    own (renames need no proof, and they do not depend on the other files)."""
+    from tf1gradfix.run.engine import process_source
+
+    out.refused = True
+    for p in out.paths:
+        safe = process_source(p, datas[p], codes, fix=True, restructure=False)
+        fixed = {(f.line, f.col, f.code) for f in safe.findings if f.fixed}
+        out.findings[p] = sorted((replace(f, fixed=(f.line, f.col, f.code) in fixed) for f in out.findings[p]),
+                                 key=lambda f: (f.line, f.col, f.code))
+        if safe.error is None and safe.new_source is not None and safe.new_source != datas[p]:
+            out.new[p] = safe.new_source
     return out
 
 
@@ -297,6 +315,11 @@ def outcomes(project: Project, mode: str, codes: CodeFilter, limit: int) -> list
     except Exception as exc:  # noqa: BLE001 - a bug of ours must not cost the user a file or the run
         return [batch.Outcome(p, error=batch.internal_error(p, exc) if p == project.script else None) for p in paths]
     out = [batch.Outcome(p, result.findings[p], result.errors.get(p)) for p in paths]
+    if result.refused:
+        for outcome in out:
+            if outcome.path in result.new:
+                _safe_fixes(outcome, mode, datas[outcome.path], result.new[outcome.path], snapshots[outcome.path])
+        return out
     if not result.new:
         return out
     for outcome in out:
@@ -318,6 +341,20 @@ def outcomes(project: Project, mode: str, codes: CodeFilter, limit: int) -> list
     elif mode == batch.WRITE:
         write_all(out, {p: (result.new[p], snapshots[p]) for p in result.new}, datas)
     return out
+
+
+def _safe_fixes(outcome, mode: str, old: bytes, new: bytes, snapshot) -> None:
+    """A file of a refused project, with its own safe fixes: shown, proposed or written as
+    a file on its own would be (batch.run_source), independently of the other files."""
+    from tf1gradfix.run import batch
+
+    outcome.changed = True
+    if mode == batch.DIFF:
+        outcome.diff = batch.unified_diff(batch.shown(outcome.path), old, new)
+    elif mode == batch.PROPOSE:
+        outcome.new_source, outcome.snapshot = new, snapshot
+    elif mode in (batch.WRITE, batch.GUARDED):
+        batch.write_outcome(outcome, new, snapshot)
 
 
 def write_all(outcomes: list, new: dict, datas: dict) -> None:
