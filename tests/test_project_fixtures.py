@@ -192,9 +192,11 @@ def test_import_of_the_module_is_followed_only_for_its_names(tmp_path, monkeypat
     assert f"train.py:{line}:1: TFG923 [manual] module `nets` is imported otherwise than" in diag
 
 
-def test_a_plain_rewrite_whose_proof_fails_writes_neither_file(tmp_path, capsys, monkeypatch):
+@pytest.mark.parametrize("renamed", [False, True], ids=["no-safe-fix", "safe-fix"])
+def test_a_plain_rewrite_whose_proof_fails_writes_neither_file(renamed, tmp_path, capsys, monkeypatch):
     """Plain `rewrite` proves the project before writing: a DIVERGED proof of the script
-    leaves the module unwritten too, and none of its findings fixed."""
+    leaves the module unrestructured too, with none of its findings fixed but its safe
+    renames (`renamed`: the module spells `tf.log`, which it gets as `tf.math.log`)."""
     from tf1gradfix.cli import rewrite_verify
     from tf1gradfix.cli.main import main
 
@@ -208,13 +210,22 @@ def test_a_plain_rewrite_whose_proof_fails_writes_neither_file(tmp_path, capsys,
     monkeypatch.setattr(rewrite_verify, "prove_and_write", diverged)
     folder = tmp_path / "project"
     shutil.copytree(ROOT / "classifier_class" / "input", folder)
+    model = (folder / "model.py").read_text(encoding="utf-8")
+    if renamed:
+        model = model.replace("tf.sigmoid(self.logits)", "tf.sigmoid(tf.log(tf.exp(self.logits)))")
+        (folder / "model.py").write_text(model, encoding="utf-8")
     before = {name: (folder / name).read_bytes() for name in _names(folder)}
     assert main(["rewrite", "--format", "json", str(folder)]) == 1
     document = __import__("json").loads(capsys.readouterr().out)
     assert asked == [{str(folder / "train.py"): [str(folder / "model.py")]}]
-    assert {name: (folder / name).read_bytes() for name in _names(folder)} == before
-    assert document["summary"]["changed"] == 0
-    assert not any(f["fixed"] for f in document["findings"] if f["path"].endswith("model.py"))
+    after = {name: (folder / name).read_bytes() for name in _names(folder)}
+    if renamed:
+        assert after.pop("model.py").decode() == model.replace("tf.log(", "tf.math.log(")
+        before.pop("model.py")
+    assert after == before
+    assert document["summary"]["changed"] == int(renamed)
+    fixed = [f["code"] for f in document["findings"] if f["path"].endswith("model.py") and f["fixed"]]
+    assert fixed == (["TFG401"] if renamed else [])
 
 
 def test_a_module_starting_with_a_bom_keeps_it(tmp_path, monkeypatch):

@@ -561,8 +561,14 @@ def _companions_follow(pending, outcomes, written) -> None:
             if module is None:
                 continue
             module.changed = outcome.path in written
-            if not module.changed:
+            if module.changed:
+                continue
+            if module.safe_source is None:
                 module.findings = [replace(f, fixed=False) for f in module.findings]
+            else:   # (its safe fixes alone, as the script got)
+                module.changed = True
+                module.findings = [f if f.safety == "safe" else replace(f, fixed=False) for f in module.findings]
+                write_outcome(module, module.safe_source, module.snapshot)
 
 
 def _prove(args, outcomes, findings, errors, summary) -> int:

@@ -279,6 +279,14 @@ def process(project: Project, datas: dict[str, bytes], codes: CodeFilter) -> Res
     return out
 
 
+def _safe_source(path: str, data: bytes, codes: CodeFilter) -> bytes | None:
+    """The file with the safe fixes it would get on its own (None: none apply)."""
+    from tf1gradfix.run.engine import process_source
+
+    new = process_source(path, data, codes, fix=True, restructure=False).new_source
+    return None if new == data else new
+
+
 def _safe_only(out: Result, datas: dict[str, bytes], codes: CodeFilter) -> Result:
     """The project is not restructured: each file gets the safe fixes it would get on its
     own (renames need no proof, and they do not depend on the other files)."""
@@ -335,7 +343,10 @@ def outcomes(project: Project, mode: str, codes: CodeFilter, limit: int) -> list
         script.changed = True
         script.companions = {p: (result.new[p], snapshots[p]) for p in project.modules if p in result.new}
         script.restructured = mode == batch.GUARDED
-        if mode == batch.GUARDED:
+        if mode == batch.GUARDED:   # (a failed proof leaves each file its safe fixes)
+            for outcome in out:
+                outcome.safe_source = _safe_source(outcome.path, datas[outcome.path], codes)
+                outcome.snapshot = snapshots[outcome.path]
             for outcome in out[1:]:
                 outcome.changed = False   # (until the proof writes it)
     elif mode == batch.WRITE:
