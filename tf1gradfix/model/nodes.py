@@ -165,6 +165,16 @@ class RnnCell(Layer):
 
     units: cst.BaseExpression
     masked: bool = False          # a dynamic_rnn of it takes sequence_length
+    backward: bool | None = None  # run over the reversed sequences (bidirectional_dynamic_rnn's bw), once run
+
+
+@dataclass(eq=False, kw_only=True)
+class RnnStack(Node):
+    """`d = DropoutWrapper(cell, output_keep_prob=k)`, `m = MultiRNNCell([a, b])`: cells as a run
+    uses them (constructs/rnn_stacks.py); made nowhere itself, written where the run is."""
+
+    layers: list[tuple[int, cst.BaseExpression | None, cst.BaseExpression | None]]   # (RnnCell, input, output keep)
+    multi: bool                   # a MultiRNNCell: the state is one per layer, stacked
 
 
 @dataclass(eq=False)
@@ -279,10 +289,12 @@ class StateTuple(Tensor):
 class RnnRun(Tensor):
     """`outputs, state = tf.nn.dynamic_rnn(cell, inputs, ...)`: the call of the cell's RNN layer."""
 
-    cell: int
+    cell: int                     # an RnnCell or an RnnStack
     source: cst.BaseExpression
     initial: cst.BaseExpression | None
     lengths: cst.BaseExpression | None   # sequence_length
+    backward: int | None = None   # bidirectional_dynamic_rnn: the backward cell (`cell` the forward one)
+    initial_backward: cst.BaseExpression | None = None
 
 
 @dataclass(eq=False, kw_only=True)
