@@ -60,6 +60,8 @@ def build(builder, s: Statement) -> bool:
             raise Refusal.of(s.call, "layer_target", api=s.q)
         builder.add(s.item, StateTuple, s.names, s.call, set(s.deps), calls=[], parts=(bound["c"], bound["h"]))
         return True
+    if _layer_states(builder, s):
+        return True
     _check_fields(builder, s)
     if cells and _zero_state(builder, s, cells[0]):
         return True
@@ -67,6 +69,25 @@ def build(builder, s: Statement) -> bool:
         node = builder.program.nodes[cells[0]]
         raise Refusal.of(s.value, "rnn_cell_other_use", name=node.names[0])
     return False
+
+
+def _layer_states(builder, s: Statement) -> bool:
+    """`s = tuple([LSTMStateTuple(c, h) for ...])`, a stack's state of its layers' parts:
+    `tf.stack([tf.stack([c, h]) for ...])`, the stack's state as the rewrite holds it."""
+    call = s.call
+    if not (call is not None and isinstance(call.func, cst.Name) and call.func.value == "tuple" and s.q is None
+            and len(call.args) == 1 and not call.args[0].keyword
+            and isinstance(call.args[0].value, (cst.ListComp, cst.GeneratorExp))):
+        return False
+    comp = cast(cst.BaseSimpleComp, call.args[0].value)
+    part = comp.elt
+    if not (isinstance(part, cst.Call) and builder.qualified(part.func) in STATE_TUPLES):
+        return False
+    bound = bound_args(part, ["c", "h"], part)
+    if s.one is None or set(bound) != {"c", "h"}:
+        raise Refusal.of(call, "layer_target", api="LSTMStateTuple")
+    builder.add(s.item, StateTuple, s.names, call, set(s.deps), calls=[], parts=(bound["c"], bound["h"]), layers=comp)
+    return True
 
 
 def _check_fields(builder, s: Statement) -> None:
@@ -84,7 +105,9 @@ def _check_fields(builder, s: Statement) -> None:
 def _lstm_states(program, node) -> list[str]:
     """The names holding states the rewrite stacks (an LSTM's, a stack's, a bidirectional run's)."""
     stacked = isinstance(node, (RnnRun, ZeroState)) and len(rnn_stacks.state_dims(program, node.cell, str)) > 1
-    if isinstance(node, RnnRun) and (stacked or node.backward is not None):
+    if isinstance(node, RnnRun) and node.backward is not None:   # (bidirectional_rnn: the pair, or each)
+        return list(node.pairs[1] or node.names[-1:])
+    if isinstance(node, RnnRun) and stacked:
         return [node.names[1]]
     if isinstance(node, ZeroState) and stacked or isinstance(node, StateTuple):
         return list(node.names)
@@ -184,7 +207,21 @@ def layer_text(node: RnnCell, name: str, tf: str, code) -> str:
 
 
 def state_tuple_text(node: StateTuple, tf: str, code) -> str:
-    return f"{node.names[0]} = {tf}.stack([{code(node.parts[0])}, {code(node.parts[1])}])"
+    pair = f"{tf}.stack([{code(node.parts[0])}, {code(node.parts[1])}])"
+    if node.layers is None:
+        return f"{node.names[0]} = {pair}"
+    loops = " ".join(code(f).strip() for f in _fors(node.layers.for_in))
+    return f"{node.names[0]} = {tf}.stack([{pair} {loops}])"
+
+
+def _fors(comp_for: cst.CompFor) -> list[cst.CompFor]:
+    """The `for ... in ... if ...` clauses of a comprehension, each alone."""
+    out = []
+    current: cst.CompFor | None = comp_for
+    while current is not None:
+        out.append(current.with_changes(inner_for_in=None))
+        current = current.inner_for_in
+    return out
 
 
 def zero_state_text(node: ZeroState, program, tf: str, code) -> str:

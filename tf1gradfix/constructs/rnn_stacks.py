@@ -64,6 +64,31 @@ def build(builder, s: Statement) -> bool:
     return False
 
 
+def _pair(target: cst.BaseExpression) -> tuple[str, ...] | None:
+    if isinstance(target, cst.Name):
+        return (target.value,)
+    if isinstance(target, (cst.Tuple, cst.List)) and len(target.elements) == 2 \
+            and all(isinstance(e.value, cst.Name) for e in target.elements):
+        return tuple(cast(cst.Name, e.value).value for e in target.elements)
+    return None
+
+
+def pair_target_names(target: cst.BaseExpression) -> tuple[str, ...] | None:
+    """The names bound by `(out_fw, out_bw), (state_fw, state_bw) = bidirectional_dynamic_rnn(...)`
+    (either part also one name), or None for another target."""
+    if not isinstance(target, (cst.Tuple, cst.List)) or len(target.elements) != 2:
+        return None
+    parts = [_pair(e.value) for e in target.elements]
+    return None if None in parts else tuple(n for part in parts for n in cast(tuple, part))
+
+
+def _pairs(s: Statement):
+    """(outputs name or None, (fw, bw) names or None) for each of the outputs and the states."""
+    target = s.small.targets[0].target
+    parts = [_pair(e.value) for e in cast(cst.Tuple, target).elements]
+    return [(p[0], None) if len(p) == 1 else (None, p) for p in cast(list, parts)]
+
+
 def cell_of(builder, expr: cst.BaseExpression | None):
     """The RnnCell or RnnStack node `expr` names, or None."""
     node = builder.program.node(expr.value) if isinstance(expr, cst.Name) else None
@@ -115,6 +140,8 @@ def _multi(builder, s: Statement) -> None:
     bound = bound_args(call, ["cells", "state_is_tuple"], call)
     code = builder.module.code_for_node
     cells = bound.get("cells")
+    if _repeated(builder, cells):   # (`[cell] * n`, `[cell for _ in range(n)]`: one cell object n times)
+        raise Refusal.of(call, "rnn_stack_shared_cell", api=s.q)
     if s.one is None or not isinstance(cells, cst.List) or not cells.elements \
             or code(bound.get("state_is_tuple", cst.Name("True"))) != "True":
         raise Refusal.of(call, "rnn_stack_form", api=s.q)
@@ -128,6 +155,13 @@ def _multi(builder, s: Statement) -> None:
     if len(kinds) != 1:
         raise Refusal.of(call, "rnn_stack_layers_differ", api=s.q)
     builder.add(s.item, RnnStack, s.names, call, set(s.deps), layers=layers, multi=True)
+
+
+def _repeated(builder, cells) -> bool:
+    if isinstance(cells, cst.BinaryOperation) and isinstance(cells.operator, cst.Multiply):
+        return any(isinstance(side, cst.List) and len(side.elements) == 1 and cell_of(builder, side.elements[0].value)
+                   is not None for side in (cells.left, cells.right))
+    return isinstance(cells, cst.ListComp) and cell_of(builder, cells.elt) is not None
 
 
 def take(builder, cell: RnnCell | RnnStack, where: cst.CSTNode, backward: bool, masked: bool) -> None:
@@ -155,7 +189,7 @@ def _bidirectional(builder, s: Statement) -> None:
         raise Refusal.of(call, "layer_arguments", api=BIDIRECTIONAL, args=", ".join(refused),
                          detail="the rewrite writes Keras RNN layers over batch-major inputs")
     fw, bw = cell_of(builder, bound.get("cell_fw")), cell_of(builder, bound.get("cell_bw"))
-    if fw is None or bw is None or len(s.names) != 2 or "inputs" not in bound:
+    if fw is None or bw is None or pair_target_names(s.small.targets[0].target) is None or "inputs" not in bound:
         raise Refusal.of(call, "layer_target", api=BIDIRECTIONAL)
     for cell, start in ((fw, "initial_state_fw"), (bw, "initial_state_bw")):
         if start not in bound and "dtype" not in bound:
@@ -166,22 +200,22 @@ def _bidirectional(builder, s: Statement) -> None:
     if fw.index == bw.index or layers_of(builder.program, fw.index)[0][0] is layers_of(builder.program, bw.index)[0][0]:
         raise Refusal.of(call, "rnn_stack_shared_cell", api=BIDIRECTIONAL)
     code = builder.module.code_for_node
-    outputs, states = s.names
+    (outputs, output_pair), (states, state_pair) = _pairs(s)
     dims = {tuple(state_dims(builder.program, c.index, code)) for c in (fw, bw)}
-    if states != "_" and len(dims) != 1:
+    if states not in (None, "_") and len(dims) != 1:
         raise Refusal.of(call, "rnn_bidirectional_states_differ")
     lengths = bound.get("sequence_length")
     if not isinstance(bound["inputs"], cst.Name):
         raise Refusal.of(call, "layer_arguments", api=BIDIRECTIONAL, args="inputs",
                          detail="both directions read an input that has a name")
-    free_names(builder, [f"{outputs}_fw", f"{outputs}_bw"] + ([f"{states}_fw", f"{states}_bw"] if states != "_" else []),
+    free_names(builder, [f"{name}_{d}" for name in (outputs, states) if name not in (None, "_") for d in ("fw", "bw")],
                call)
     take(builder, fw, call, False, lengths is not None)
     take(builder, bw, call, True, lengths is not None)
     deps = set(s.deps)
     builder.add(s.item, RnnRun, s.names, call, deps, calls=[], cell=fw.index, source=bound["inputs"],
                 initial=bound.get("initial_state_fw"), lengths=lengths, backward=bw.index,
-                initial_backward=bound.get("initial_state_bw"))
+                initial_backward=bound.get("initial_state_bw"), pairs=(output_pair, state_pair))
 
 
 # -- text ------------------------------------------------------------------
@@ -229,16 +263,19 @@ def direction_lines(program, index: int, source: str, mask: str, initial, output
 
 def run_lines(node: RnnRun, program, layer_names: dict, tf: str, code) -> list[str]:
     """The statements of a dynamic_rnn or bidirectional_dynamic_rnn call."""
-    outputs, state = node.names
+    outputs, state = node.names[0], node.names[-1]
     source = code(node.source)
     mask = "" if node.lengths is None else f", mask={tf}.sequence_mask({code(node.lengths)}, {tf}.shape({source})[1])"
     if node.backward is None:
         return direction_lines(program, node.cell, source, mask, node.initial, outputs, state, layer_names, tf, code)
-    names = [(f"{outputs}_{d}", "_" if state == "_" else f"{state}_{d}") for d in ("fw", "bw")]
-    lines = direction_lines(program, node.cell, source, mask, node.initial, *names[0], layer_names, tf, code)
-    lines += direction_lines(program, node.backward, source, mask, node.initial_backward, *names[1], layer_names, tf,
-                             code)
-    lines.append(f"{outputs} = ({names[0][0]}, {names[1][0]})")
-    if state != "_":
-        lines.append(f"{state} = {tf}.stack([{names[0][1]}, {names[1][1]}])")
+    output_pair, state_pair = node.pairs
+    outs = output_pair or (f"{outputs}_fw", f"{outputs}_bw")
+    states = state_pair or (("_", "_") if state == "_" else (f"{state}_fw", f"{state}_bw"))
+    lines = direction_lines(program, node.cell, source, mask, node.initial, outs[0], states[0], layer_names, tf, code)
+    lines += direction_lines(program, node.backward, source, mask, node.initial_backward, outs[1], states[1],
+                             layer_names, tf, code)
+    if output_pair is None:
+        lines.append(f"{outputs} = ({outs[0]}, {outs[1]})")
+    if state_pair is None and state != "_":
+        lines.append(f"{state} = {tf}.stack([{states[0]}, {states[1]}])")
     return lines

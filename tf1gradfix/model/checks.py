@@ -75,7 +75,8 @@ def check_steps(program: Program, sigs: list[Signature], qualified, found: list 
             node = program.nodes[i]
             if isinstance(node, OptimizerCall) and "loss" in node.bound and node.bound.get("var_list") is not None:
                 kept(found, _var_list, program, node, qualified)   # (an explicit var_list also trains trainable=False variables)
-            if isinstance(node, RnnRun) and node.backward is not None and node.names[0] in sig.returns:
+            if isinstance(node, RnnRun) and node.pairs[0] is None and node.backward is not None \
+                    and node.names[0] in sig.returns:
                 refuse(found, Refusal.of(node.value, "rnn_outputs_pair_fetched", name=node.names[0]))
             if isinstance(node, Gradients):
                 for x in node.xs:

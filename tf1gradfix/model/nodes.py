@@ -283,6 +283,7 @@ class StateTuple(Tensor):
     """`s = tf.nn.rnn_cell.LSTMStateTuple(c, h)`: an LSTM state of its two parts (stacked)."""
 
     parts: tuple[cst.BaseExpression, cst.BaseExpression]
+    layers: cst.BaseSimpleComp | None = None   # `tuple([LSTMStateTuple(c, h) for ...])`: one per layer
 
 
 @dataclass(eq=False, kw_only=True)
@@ -295,6 +296,7 @@ class RnnRun(Tensor):
     lengths: cst.BaseExpression | None   # sequence_length
     backward: int | None = None   # bidirectional_dynamic_rnn: the backward cell (`cell` the forward one)
     initial_backward: cst.BaseExpression | None = None
+    pairs: tuple[tuple[str, str] | None, tuple[str, str] | None] = (None, None)   # (fw, bw) names of outputs, states
 
 
 @dataclass(eq=False, kw_only=True)
