@@ -180,8 +180,11 @@ def _run(builder, s: Statement) -> bool:
                          detail="the mask of the lengths is written over the time axis of an input that has a name")
     # (TF1 gives zeros past a sequence's length: the layer's zero_output_for_mask)
     rnn_stacks.take(builder, cell, call, False, lengths is not None)
-    if isinstance(cell, RnnStack) and cell.multi and s.names[1] != "_":
-        rnn_stacks.free_names(builder, [f"{s.names[1]}{rnn_stacks.SUFFIX}{k}" for k in range(len(cell.layers))], call)
+    if isinstance(cell, RnnStack) and cell.multi:   # (layer by layer: the outputs are the next layer's input)
+        rnn_stacks.not_read([s.names[0]], [lengths, bound.get("initial_state")], call)
+        if s.names[1] != "_":
+            rnn_stacks.free_names(builder, [f"{s.names[1]}{rnn_stacks.SUFFIX}{k}" for k in range(len(cell.layers))],
+                                  call)
     builder.add(s.item, RnnRun, s.names, call, set(s.deps), calls=[], cell=cell.index, source=bound["inputs"],
                 initial=bound.get("initial_state"), lengths=lengths)
     return True

@@ -181,6 +181,15 @@ def free_names(builder, names: list[str], where: cst.CSTNode) -> None:
         raise Refusal.of(where, "rnn_part_name_taken", name=taken[0])
 
 
+def not_read(names, exprs, where: cst.CSTNode) -> None:
+    """The parts a run writes first must not be read by what it reads after them (a
+    later layer's mask or start, the backward direction's input)."""
+    read = {n.value for e in exprs if e is not None for n in name_nodes(e)}
+    clash = sorted(set(names) & read - {"_"})
+    if clash:
+        raise Refusal.of(where, "rnn_part_name_taken", name=clash[0])
+
+
 def _bidirectional(builder, s: Statement) -> None:
     call = cast(cst.Call, s.call)
     bound = bound_args(call, BIDIRECTIONAL_PARAMS, call)
@@ -210,6 +219,9 @@ def _bidirectional(builder, s: Statement) -> None:
                          detail="both directions read an input that has a name")
     free_names(builder, [f"{name}_{d}" for name in (outputs, states) if name not in (None, "_") for d in ("fw", "bw")],
                call)
+    first = [(output_pair or (f"{outputs}_fw",))[0], (state_pair or (f"{states}_fw",))[0]]
+    not_read(first + ([outputs, states] if output_pair is None else []),
+             [bound["inputs"], lengths, bound.get("initial_state_bw")], call)
     take(builder, fw, call, False, lengths is not None)
     take(builder, bw, call, True, lengths is not None)
     deps = set(s.deps)
