@@ -236,3 +236,71 @@ def test_a_cell_pairs_only_with_variables_of_its_layout():
             "rnn/lstm_cell/kernel": encoded([IN + N, 4 * N]), "rnn/lstm_cell/bias": encoded([4 * N])}
     cell = CellWeights._pair(LSTMCell(), TABLE["layout"]["lstm"], init, set(), decode_array)
     assert cell is not None and cell.prefix == "rnn/lstm_cell"
+
+
+COMBINED_TF1 = """\
+import numpy as np
+import tensorflow as tf
+
+rng = np.random.RandomState(1)
+xs = rng.randn(4, 2, 5, 3)
+x32 = tf.placeholder(tf.float32, [2, 5, 3])
+x64 = tf.placeholder(tf.float64, [2, 5, 3])
+lengths = tf.placeholder(tf.int32, [2])
+keep = tf.placeholder(tf.float32)
+ahead = tf.nn.rnn_cell.GRUCell(4)
+behind = tf.nn.rnn_cell.GRUCell(4)
+(pair_fw, pair_bw), ends = tf.nn.bidirectional_dynamic_rnn(ahead, behind, x32, sequence_length=lengths,
+                                                          dtype=tf.float32)
+start = tf.placeholder(tf.float64, [2, 2, 2, 4])
+per_layer = tf.unstack(start, axis=0)
+layered = tuple(tf.nn.rnn_cell.LSTMStateTuple(per_layer[k][0], per_layer[k][1]) for k in range(2))
+low = tf.nn.rnn_cell.LSTMCell(4, dtype=tf.float64)
+high = tf.nn.rnn_cell.LSTMCell(4, dtype=tf.float64)
+stack = tf.nn.rnn_cell.MultiRNNCell([low, high])
+deep, deep_state = tf.nn.dynamic_rnn(stack, x64, initial_state=layered)
+first = tf.nn.rnn_cell.BasicRNNCell(4)
+second = tf.nn.rnn_cell.BasicRNNCell(4)
+first_dropped = tf.nn.rnn_cell.DropoutWrapper(first, input_keep_prob=keep, output_keep_prob=keep)
+simple = tf.nn.rnn_cell.MultiRNNCell([first_dropped, second])
+flat, flat_state = tf.nn.dynamic_rnn(simple, x32, dtype=tf.float32)
+loss = (tf.cast(tf.reduce_sum(tf.concat([pair_fw, pair_bw], 2) ** 2) + tf.reduce_sum(ends[1] * ends[0]), tf.float64)
+        + tf.reduce_sum(tf.cast(deep[:, 0, :], tf.float64))
+        + tf.reduce_sum(tf.cast(deep_state[0][0] + deep_state[1][1] ** 2, tf.float64))
+        + tf.cast(tf.reduce_sum(flat ** 2) + tf.reduce_sum(flat_state[1] * flat_state[0]), tf.float64))
+train_op = tf.train.GradientDescentOptimizer(0.05).minimize(loss)
+with tf.Session() as sess:
+    sess.run(tf.global_variables_initializer())
+    for step in range(3):
+        _, value = sess.run([train_op, loss], {x32: xs[step], x64: xs[step], lengths: [5, 2 + step], keep: 1.0,
+                                                 start: np.stack([xs[step, :, 1:, :2].transpose(2, 0, 1),
+                                                                 xs[step, :, :4, 1:].transpose(2, 0, 1)])})
+        print("step", step, "loss %.8f" % value)
+"""
+
+
+def test_the_combinators_are_written_as_layers_in_order():
+    flat = " ".join(rewritten_program(COMBINED_TF1).split()).replace("( ", "(").replace(" )", ")").replace(",)", ")")
+    assert "behind_layer = tf.keras.layers.RNN(tf.keras.layers.GRUCell(4, reset_after=False" in flat and \
+        "zero_output_for_mask=True, go_backwards=True)" in flat and flat.count("go_backwards") == 1
+    assert "pair_bw = tf.reverse(pair_bw, [1])" in flat and "pair = " not in flat
+    assert "ends = tf.stack([ends_fw, ends_bw])" in flat
+    assert "deep_state = tf.stack([deep_state_layer0, deep_state_layer1])" in flat
+    assert "layered = tf.stack([tf.stack([per_layer[k][0], per_layer[k][1]]) for k in range(2)])" in flat
+    assert "deep, *deep_state_layer0 = low_layer(x64, initial_state=[layered[0][1], layered[0][0]])" in flat
+    assert "flat, flat_state_layer0 = first_layer(tf.nn.dropout(x32, rate=1 - keep))" in flat
+    assert "flat = tf.nn.dropout(flat, rate=1 - keep)" in flat
+    assert "flat, flat_state_layer1 = second_layer(flat)" in flat
+
+
+@pytest.mark.tf
+def test_the_combinators_are_proven_under_both_semantics(tmp_path):
+    from tf1gradfix.verify.orchestrate import EQUIVALENT, verify_pair
+
+    (tmp_path / "original.py").write_text(COMBINED_TF1)
+    (tmp_path / "migrated.py").write_text(rewritten_program(COMBINED_TF1))
+    result = verify_pair(tmp_path / "original.py", tmp_path / "migrated.py")
+    assert result.verdict == EQUIVALENT, (result.verdict, result.reason)
+    pairs = [(m["original"], m["migrated"]) for m in result.mapping if m["matched_by"] == "rnn cell layout"]
+    assert len(pairs) == 3 * 6
+    assert pairs[0][0].startswith("bidirectional_rnn/fw/") and pairs[3][0].startswith("bidirectional_rnn/bw/")

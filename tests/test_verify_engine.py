@@ -586,3 +586,15 @@ def test_graph_random_op_counts_only_in_taken_branches():
     checks = [(in_branch, [(pred, 1)]), (outside, [])]
     assert GraphRandomness.executed(checks, {"is_training:0": False}) == [{"type": "RandomUniform", "name": "r"}]
     assert len(GraphRandomness.executed(checks, {"is_training:0": True})) == 2
+
+
+def test_graph_dropout_draw_in_a_loop_counts_only_with_a_rate():
+    from types import SimpleNamespace as NS
+
+    from tf1gradfix.verify.random_ops import GraphRandomness
+
+    keep = NS(name="keep_prob:0")
+    draw = NS(type="RandomUniform", name="rnn/while/dropout/random_uniform/RandomUniform")
+    checks = [(draw, [(keep, lambda v: bool(1.0 - v != 0))])]   # (random_ops.dropout_rate: rate = 1 - keep)
+    assert GraphRandomness.executed(checks, {"keep_prob:0": 1.0}) == []
+    assert GraphRandomness.executed(checks, {"keep_prob:0": 0.5}) == [{"type": draw.type, "name": draw.name}]

@@ -24,7 +24,8 @@ from typing import cast
 import libcst as cst
 
 from tf1gradfix.cst.syntax import Refusal, bound_args
-from tf1gradfix.model.nodes import RnnCell, RnnRun, StateTuple, Statement, Static, ZeroState
+from tf1gradfix.constructs import rnn_stacks
+from tf1gradfix.model.nodes import RnnCell, RnnRun, RnnStack, StateTuple, Statement, Static, ZeroState
 from tf1gradfix.rules.catalog import _read
 
 DYNAMIC_RNN = "tensorflow.nn.dynamic_rnn"
@@ -47,7 +48,7 @@ def cell_table() -> dict[str, dict]:
 
 def build(builder, s: Statement) -> bool:
     """The nodes of a cell, its `zero_state` or its `dynamic_rnn`; False if none of them."""
-    cells = [i for i in s.deps if isinstance(builder.program.nodes[i], RnnCell)]
+    cells = [i for i in s.deps if isinstance(builder.program.nodes[i], (RnnCell, RnnStack))]
     if s.q in cell_table():
         _cell(builder, s)
         return True
@@ -59,6 +60,8 @@ def build(builder, s: Statement) -> bool:
             raise Refusal.of(s.call, "layer_target", api=s.q)
         builder.add(s.item, StateTuple, s.names, s.call, set(s.deps), calls=[], parts=(bound["c"], bound["h"]))
         return True
+    if _layer_states(builder, s):
+        return True
     _check_fields(builder, s)
     if cells and _zero_state(builder, s, cells[0]):
         return True
@@ -68,20 +71,45 @@ def build(builder, s: Statement) -> bool:
     return False
 
 
+def _layer_states(builder, s: Statement) -> bool:
+    """`s = tuple([LSTMStateTuple(c, h) for ...])`, a stack's state of its layers' parts:
+    `tf.stack([tf.stack([c, h]) for ...])`, the stack's state as the rewrite holds it."""
+    call = s.call
+    if not (call is not None and isinstance(call.func, cst.Name) and call.func.value == "tuple" and s.q is None
+            and len(call.args) == 1 and not call.args[0].keyword
+            and isinstance(call.args[0].value, (cst.ListComp, cst.GeneratorExp))):
+        return False
+    comp = cast(cst.BaseSimpleComp, call.args[0].value)
+    part = comp.elt
+    if not (isinstance(part, cst.Call) and builder.qualified(part.func) in STATE_TUPLES):
+        return False
+    bound = bound_args(part, ["c", "h"], part)
+    if s.one is None or set(bound) != {"c", "h"}:
+        raise Refusal.of(call, "layer_target", api="LSTMStateTuple")
+    builder.add(s.item, StateTuple, s.names, call, set(s.deps), calls=[], parts=(bound["c"], bound["h"]), layers=comp)
+    return True
+
+
 def _check_fields(builder, s: Statement) -> None:
     """Refusal for `state.c` / `state.h` of an LSTM state the rewrite holds stacked."""
     states = {name for i in s.deps for name in _lstm_states(builder.program, builder.program.nodes[i])}
     for node in _attributes(s.value):
-        if isinstance(node.value, cst.Name) and node.value.value in states and node.attr.value in ("c", "h"):
-            raise Refusal.of(node, "rnn_state_field", name=node.value.value, field=node.attr.value,
-                             index="0" if node.attr.value == "c" else "1")
+        base = node.value
+        while isinstance(base, cst.Subscript):   # (`state[-1].h` of a stack's state)
+            base = base.value
+        if isinstance(base, cst.Name) and base.value in states and node.attr.value in ("c", "h"):
+            raise Refusal.of(node, "rnn_state_field", name=builder.module.code_for_node(node.value),
+                             field=node.attr.value, index="0" if node.attr.value == "c" else "1")
 
 
 def _lstm_states(program, node) -> list[str]:
-    if isinstance(node, RnnRun) and cast(RnnCell, program.nodes[node.cell]).row["state"] == "lstm":
+    """The names holding states the rewrite stacks (an LSTM's, a stack's, a bidirectional run's)."""
+    stacked = isinstance(node, (RnnRun, ZeroState)) and len(rnn_stacks.state_dims(program, node.cell, str)) > 1
+    if isinstance(node, RnnRun) and node.backward is not None:   # (bidirectional_rnn: the pair, or each)
+        return list(node.pairs[1] or node.names[-1:])
+    if isinstance(node, RnnRun) and stacked:
         return [node.names[1]]
-    if isinstance(node, ZeroState) and cast(RnnCell, program.nodes[node.cell]).row["state"] == "lstm" \
-            or isinstance(node, StateTuple):
+    if isinstance(node, ZeroState) and stacked or isinstance(node, StateTuple):
         return list(node.names)
     return []
 
@@ -120,7 +148,7 @@ def _cell(builder, s: Statement) -> None:
 def _zero_state(builder, s: Statement, cell: int) -> bool:
     call = s.call
     if not (call is not None and isinstance(call.func, cst.Attribute) and call.func.attr.value == "zero_state"
-            and isinstance(call.func.value, cst.Name) and builder.program.nodes[cell].names[0] == call.func.value.value):
+            and isinstance(call.func.value, cst.Name) and builder.program.final.get(call.func.value.value) == cell):
         return False
     bound = bound_args(call, ["batch_size", "dtype"], call)
     if s.one is None or set(bound) != {"batch_size", "dtype"}:
@@ -134,9 +162,8 @@ def _zero_state(builder, s: Statement, cell: int) -> bool:
 def _run(builder, s: Statement) -> bool:
     call = cast(cst.Call, s.call)
     bound = bound_args(call, DYNAMIC_PARAMS, call)
-    given = bound.get("cell")
-    cell = builder.program.node(given.value) if isinstance(given, cst.Name) else None
-    if not isinstance(cell, RnnCell):
+    cell = rnn_stacks.cell_of(builder, bound.get("cell"))
+    if cell is None:
         return False   # (another cell: refused with the call's name as an op the rewrite does not trust)
     refused = sorted(set(bound) - DYNAMIC_KEEP)
     if refused:
@@ -151,8 +178,13 @@ def _run(builder, s: Statement) -> bool:
     if lengths is not None and not isinstance(bound["inputs"], cst.Name):
         raise Refusal.of(call, "layer_arguments", api=DYNAMIC_RNN, args="sequence_length",
                          detail="the mask of the lengths is written over the time axis of an input that has a name")
-    if lengths is not None:
-        cell.masked = True   # (TF1 gives zeros past a sequence's length: the layer's zero_output_for_mask)
+    # (TF1 gives zeros past a sequence's length: the layer's zero_output_for_mask)
+    rnn_stacks.take(builder, cell, call, False, lengths is not None)
+    if isinstance(cell, RnnStack) and cell.multi:   # (layer by layer: the outputs are the next layer's input)
+        rnn_stacks.not_read([s.names[0]], [lengths, bound.get("initial_state")], call)
+        if s.names[1] != "_":
+            rnn_stacks.free_names(builder, [f"{s.names[1]}{rnn_stacks.SUFFIX}{k}" for k in range(len(cell.layers))],
+                                  call)
     builder.add(s.item, RnnRun, s.names, call, set(s.deps), calls=[], cell=cell.index, source=bound["inputs"],
                 initial=bound.get("initial_state"), lengths=lengths)
     return True
@@ -172,41 +204,37 @@ def layer_text(node: RnnCell, name: str, tf: str, code) -> str:
         args.append("unit_forget_bias=False")
     args += [f"{k}={v.format(tf=tf, units=code(node.units))}" for k, v in row["settings"].items()]
     masked = ", zero_output_for_mask=True" if node.masked else ""
+    backward = ", go_backwards=True" if node.backward else ""
     return (f"{name} = {tf}.keras.layers.RNN({tf}.{row['target']}({', '.join(args)}), return_sequences=True, "
-            f"return_state=True{masked})")
+            f"return_state=True{masked}{backward})")
 
 
 def state_tuple_text(node: StateTuple, tf: str, code) -> str:
-    return f"{node.names[0]} = {tf}.stack([{code(node.parts[0])}, {code(node.parts[1])}])"
+    pair = f"{tf}.stack([{code(node.parts[0])}, {code(node.parts[1])}])"
+    if node.layers is None:
+        return f"{node.names[0]} = {pair}"
+    loops = " ".join(code(f).strip() for f in _fors(node.layers.for_in))
+    return f"{node.names[0]} = {tf}.stack([{pair} {loops}])"
 
 
-def zero_state_text(node: ZeroState, cell: RnnCell, tf: str, code) -> str:
-    shape = [code(node.batch), code(cell.units)]
-    if cell.row["state"] == "lstm":
-        shape.insert(0, "2")
+def _fors(comp_for: cst.CompFor) -> list[cst.CompFor]:
+    """The `for ... in ... if ...` clauses of a comprehension, each alone."""
+    out = []
+    current: cst.CompFor | None = comp_for
+    while current is not None:
+        out.append(current.with_changes(inner_for_in=None))
+        current = current.inner_for_in
+    return out
+
+
+def zero_state_text(node: ZeroState, program, tf: str, code) -> str:
+    shape = rnn_stacks.state_dims(program, node.cell, code)
+    shape.insert(len(shape) - 1, code(node.batch))
     return f"{node.names[0]} = {tf}.zeros([{', '.join(shape)}], {code(node.dtype)})"
 
 
 def state_shape(node: ZeroState, program, code) -> str:
     """The TensorSpec shape of a fed zero state: any batch, the cell's units."""
-    cell = cast(RnnCell, program.nodes[node.cell])
-    return f"[2, None, {code(cell.units)}]" if cell.row["state"] == "lstm" else f"[None, {code(cell.units)}]"
-
-
-def run_text(node: RnnRun, cell: RnnCell, layer: str, tf: str, code) -> list[str]:
-    outputs, state = node.names
-    source, initial = code(node.source), node.initial
-    lstm = cell.row["state"] == "lstm"
-    if node.lengths is not None:   # (TF1's sequence_length: a mask over the time axis)
-        source += f", mask={tf}.sequence_mask({code(node.lengths)}, {tf}.shape({source})[1])"
-    if initial is None:
-        args = source
-    elif lstm:
-        init = code(initial)
-        init = init if isinstance(initial, cst.Name) else f"({init})"
-        args = f"{source}, initial_state=[{init}[1], {init}[0]]"
-    else:
-        args = f"{source}, initial_state={code(initial)}"
-    if not lstm:
-        return [f"{outputs}, {state} = {layer}({args})"]
-    return [f"{outputs}, *{state} = {layer}({args})", f"{state} = {tf}.stack({state}[::-1])"]
+    shape = rnn_stacks.state_dims(program, node.cell, code)
+    shape.insert(len(shape) - 1, "None")
+    return f"[{', '.join(shape)}]"

@@ -14,10 +14,10 @@ from typing import cast
 import libcst as cst
 
 from tf1gradfix.constructs.optimizers import optimizer_table
-from tf1gradfix.constructs import dropout, gradient_calls, losses, rnn_cells, summaries, updates, var_lists
+from tf1gradfix.constructs import dropout, gradient_calls, losses, rnn_cells, rnn_stacks, summaries, updates, var_lists
 from tf1gradfix.model.graph import Program
 from tf1gradfix.model.nodes import (ComputeGradients, Gradients, LayerCall, LayerLoop, LayerLoopCall, Node, Optimizer,
-                                    OptimizerCall, Placeholder, RnnCell, RnnRun, StateTuple, Summary, Tensor, TrainOp, Update,
+                                    OptimizerCall, Placeholder, RnnRun, StateTuple, Summary, Tensor, TrainOp, Update,
                                     Variable, VarList, ZeroState)
 from tf1gradfix.cst import layout
 from tf1gradfix.cst.syntax import literal_index, matches
@@ -137,11 +137,10 @@ class TapeEmitter:
             return f"{', '.join(node.names)} = {layer}({', '.join(args)})"
         if isinstance(node, StateTuple):   # an LSTM state of its parts, stacked (constructs.rnn_cells)
             return rnn_cells.state_tuple_text(node, self.tf, self.code)
-        if isinstance(node, (ZeroState, RnnRun)):   # a cell's zero state, its dynamic_rnn (constructs.rnn_cells)
-            cell = cast(RnnCell, self.p.nodes[node.cell])
+        if isinstance(node, (ZeroState, RnnRun)):   # a cell's zero state, its dynamic_rnn (constructs.rnn_cells, rnn_stacks)
             if isinstance(node, ZeroState):
-                return rnn_cells.zero_state_text(node, cell, self.tf, self.code)
-            lines = rnn_cells.run_text(node, cell, self.state.naming.layers[cell], self.tf, self.code)
+                return rnn_cells.zero_state_text(node, self.p, self.tf, self.code)
+            lines = rnn_stacks.run_lines(node, self.p, self.state.naming.layers, self.tf, self.code)
             return "\n".join(lines if depth is None else self.fit(lines, depth))
         if isinstance(node, LayerLoopCall):
             loop = self.p.nodes[node.layer_loop]

@@ -24,7 +24,7 @@ from tf1gradfix.cst.syntax import Refusal, bound_names, free_names, literal_inde
 from tf1gradfix.cst.walk import walk
 from tf1gradfix.model.graph import Program
 from tf1gradfix.model.nodes import (BuilderModule, ComputeGradients, Gradients, Layer, LayerLoop, LayerNode, Optimizer, OptimizerCall,
-                                    Placeholder, RnnCell, Static, Tensor, TrainOp, Update, Variable)
+                                    Placeholder, RnnCell, RnnRun, Static, Tensor, TrainOp, Update, Variable)
 from tf1gradfix.model.slicing import Signature, closure, gradient_dependent, reached_variables, signatures
 
 
@@ -75,6 +75,9 @@ def check_steps(program: Program, sigs: list[Signature], qualified, found: list 
             node = program.nodes[i]
             if isinstance(node, OptimizerCall) and "loss" in node.bound and node.bound.get("var_list") is not None:
                 kept(found, _var_list, program, node, qualified)   # (an explicit var_list also trains trainable=False variables)
+            if isinstance(node, RnnRun) and node.pairs[0] is None and node.backward is not None \
+                    and node.names[0] in sig.returns:
+                refuse(found, Refusal.of(node.value, "rnn_outputs_pair_fetched", name=node.names[0]))
             if isinstance(node, Gradients):
                 for x in node.xs:
                     if isinstance(program.node(x), Static):

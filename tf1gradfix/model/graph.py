@@ -16,7 +16,7 @@ from typing import Any, TypeVar, cast
 import libcst as cst
 from libcst.metadata import PositionProvider
 
-from tf1gradfix.constructs import builders, graph_loops, layers, summaries, variable_factories
+from tf1gradfix.constructs import builders, graph_loops, layers, rnn_stacks, summaries, variable_factories
 from tf1gradfix.constructs.tensors import queue_refusal
 from tf1gradfix.model import registry
 from tf1gradfix.constructs.optimizers import is_optimizer
@@ -342,6 +342,9 @@ class ModelBuilder:
                 raise Refusal.of(small, "chained_assignment")
             return
         names = target_names(small.targets[0].target)
+        if names is None and isinstance(small.value, cst.Call) \
+                and self.qualified(small.value.func) == rnn_stacks.BIDIRECTIONAL:   # `(out_fw, out_bw), states = ...`
+            names = rnn_stacks.pair_target_names(small.targets[0].target)
         value = small.value
         if self._runs_graph(value):
             return

@@ -165,6 +165,16 @@ class RnnCell(Layer):
 
     units: cst.BaseExpression
     masked: bool = False          # a dynamic_rnn of it takes sequence_length
+    backward: bool | None = None  # run over the reversed sequences (bidirectional_dynamic_rnn's bw), once run
+
+
+@dataclass(eq=False, kw_only=True)
+class RnnStack(Node):
+    """`d = DropoutWrapper(cell, output_keep_prob=k)`, `m = MultiRNNCell([a, b])`: cells as a run
+    uses them (constructs/rnn_stacks.py); made nowhere itself, written where the run is."""
+
+    layers: list[tuple[int, cst.BaseExpression | None, cst.BaseExpression | None]]   # (RnnCell, input, output keep)
+    multi: bool                   # a MultiRNNCell: the state is one per layer, stacked
 
 
 @dataclass(eq=False)
@@ -273,16 +283,20 @@ class StateTuple(Tensor):
     """`s = tf.nn.rnn_cell.LSTMStateTuple(c, h)`: an LSTM state of its two parts (stacked)."""
 
     parts: tuple[cst.BaseExpression, cst.BaseExpression]
+    layers: cst.BaseSimpleComp | None = None   # `tuple([LSTMStateTuple(c, h) for ...])`: one per layer
 
 
 @dataclass(eq=False, kw_only=True)
 class RnnRun(Tensor):
     """`outputs, state = tf.nn.dynamic_rnn(cell, inputs, ...)`: the call of the cell's RNN layer."""
 
-    cell: int
+    cell: int                     # an RnnCell or an RnnStack
     source: cst.BaseExpression
     initial: cst.BaseExpression | None
     lengths: cst.BaseExpression | None   # sequence_length
+    backward: int | None = None   # bidirectional_dynamic_rnn: the backward cell (`cell` the forward one)
+    initial_backward: cst.BaseExpression | None = None
+    pairs: tuple[tuple[str, str] | None, tuple[str, str] | None] = (None, None)   # (fw, bw) names of outputs, states
 
 
 @dataclass(eq=False, kw_only=True)

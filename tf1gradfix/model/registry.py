@@ -6,7 +6,7 @@ module in tf1gradfix/constructs and one line here; `tensors` takes the rest."""
 from __future__ import annotations
 
 from tf1gradfix.constructs import (global_step, gradient_calls, initializers, layers, optimizer_calls, optimizers,
-                                   placeholders, rnn_cells, savers, sessions, summaries, tensors, updates, var_lists,
+                                   placeholders, rnn_cells, rnn_stacks, savers, sessions, summaries, tensors, updates, var_lists,
                                    variable_factories, variable_groups, variables)
 
 REGISTRY = (
@@ -17,6 +17,7 @@ REGISTRY = (
     variable_factories, # w = weight_variable(shape): a function returning one tf.Variable
     global_step,        # tf.train.get_or_create_global_step, get_global_step
     layers,             # tf.layers.* (layers.toml)
+    rnn_stacks,         # DropoutWrapper, MultiRNNCell, bidirectional_dynamic_rnn of those cells
     rnn_cells,          # tf.nn.rnn_cell.* cells, their zero_state and dynamic_rnn (rnn_cells.toml)
     optimizers,         # tf.train.*Optimizer(...)
     initializers,       # tf.global_variables_initializer() and kin

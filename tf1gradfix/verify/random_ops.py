@@ -21,6 +21,10 @@ their seed).
 * Original side (graph): the ops a ``Session.run`` reaches from its fetches,
   not entering variable initializers; an op inside ``tf.cond`` branches
   counts only when the run took that branch (the branch predicates are
+  fetched with the run); the uniform draw of a dropout inside a
+  ``tf.while_loop`` (an RNN cell's ``DropoutWrapper``) counts only when the
+  run's rate is not 0: its mask ``draw >= 0`` keeps every unit whatever the
+  numbers, so the op cannot change a value (the loop-invariant rate is
   fetched with the run).
 * Migrated side (eager): an op callback sees every op executed; ops run
   under an initializer (Keras ``initializers``, ``init_ops``), while a
@@ -38,6 +42,8 @@ import functools
 import os
 import re
 import sys
+
+import numpy as np
 
 _RANDOM = re.compile(r"Random|Multinomial|TruncatedNormal|StatefulUniform|StatefulStandardNormal"
                      r"|Shuffle")     # RandomShuffle, and tf.data's ShuffleDataset* (seeded per side too)
@@ -144,15 +150,54 @@ class GraphRandomness:
                     conds = []              # cannot tell: counted as executed
                     break
                 conds.append((usable[0], branch))
+            rate = dropout_rate(r)
+            if rate is not None and fetchable(rate[0]):
+                conds.append(rate)
             checks.append((r, conds))
             preds.extend(p for p, _ in conds)
         return checks, preds
 
     @staticmethod
     def executed(checks, pred_values: dict) -> list:
-        """The random ops whose enclosing branches were all taken."""
+        """The random ops whose enclosing branches were all taken (and, a dropout's, whose rate was not 0)."""
         return [{"type": r.type, "name": r.name} for r, conds in checks
-                if all(bool(pred_values[p.name]) == bool(b) for p, b in conds)]
+                if all(b(pred_values[p.name]) if callable(b) else bool(pred_values[p.name]) == bool(b)
+                       for p, b in conds)]
+
+
+_PASSING = ("Identity", "Cast", "Enter")
+
+
+def dropout_rate(op):
+    """(a tensor outside the loop, its value -> "the draw matters") for the uniform draw of a
+    dropout in a ``tf.while_loop`` (``draw >= rate``, the rate ``1 - keep_prob`` of a value
+    from outside the loop, as nn_ops._dropout builds it), else None."""
+    if op.type != "RandomUniform" or getattr(op, "_control_flow_context", None) is None:
+        return None
+    consumers = [c for t in op.outputs for c in t.consumers()]
+    if len(consumers) != 1 or consumers[0].type != "GreaterEqual" or consumers[0].inputs[0].op is not op:
+        return None
+    tensor, offset, sign = consumers[0].inputs[1], 0.0, 1.0   # rate = offset + sign * value
+    for _ in range(8):
+        kind = tensor.op.type
+        if kind == "Enter":
+            outside = tensor.op.inputs[0]
+            if getattr(outside.op, "_control_flow_context", None) is not None:
+                return None
+            return outside, lambda v, o=offset, s=sign: bool(np.any(o + s * np.asarray(v, np.float64) != 0))
+        if kind in _PASSING:
+            tensor = tensor.op.inputs[0]
+        elif kind == "Sub" and tensor.op.inputs[0].op.type == "Const":
+            from tensorflow.python.framework import tensor_util   # (the graph side has TensorFlow)
+
+            constant = tensor_util.MakeNdarray(tensor.op.inputs[0].op.get_attr("value"))
+            if constant.size != 1:
+                return None
+            offset += sign * float(constant.reshape(-1)[0])
+            sign, tensor = -sign, tensor.op.inputs[1]
+        else:
+            return None
+    return None
 
 
 # -- migrated side: eager op callback -------------------------------------------------
