@@ -11,9 +11,10 @@ the count starts again each time the scope is entered), and the calls with
 `reuse` get them back. The builder's module creates one Keras layer per call
 site in its constructor, named as TF1 named it, and calls it in `__call__`
 under `tf.keras.name_scope("critic")`: the layer builds on its first call, so
-its variables are `critic/dense/kernel`, ... as in TF1. A call site run more
-than once per call (a loop, a comprehension) or only on some calls made a
-different number of layers in TF1, and is refused.
+its variables are `critic/dense/kernel`, ... as in TF1. Layers made in a `for`
+loop, with settings from the builder's arguments, or without a scope are made on
+the call instead (builder_loops.py). A call site run only on some calls, or in a
+comprehension, made a different number of layers in TF1, and is refused.
 """
 
 from __future__ import annotations
@@ -131,7 +132,9 @@ def reuse_statement(builder, stmt: cst.BaseStatement, scope_object: str | None) 
 
 
 def _marks(program) -> tuple[str, ...]:
-    return tuple(f"*{n.var}." for n in program.nodes if isinstance(n, BuilderModule) and n.layers)
+    """How a list names a layer builder's variables (builders.variables_text)."""
+    return tuple(builder_loops.variables_text(n) if n.made_on_call else f"*{n.var}."
+                 for n in program.nodes if isinstance(n, BuilderModule) and n.layers)
 
 
 def check_listed(program) -> None:

@@ -20,7 +20,7 @@ is called once: TF1 made new layers (dense_2, ...) on each further call.
 
 from __future__ import annotations
 
-from typing import cast
+import re
 
 import libcst as cst
 
@@ -130,10 +130,17 @@ def check_call(builder, node: BuilderModule, call: cst.Call) -> None:
 
 
 def check_unscoped(program) -> None:
-    """Refusal for a builder without a scope in a program making other layers at the top:
-    TF1 counted their unnamed layers together, the module counts its own."""
+    """Refusal for a builder without a scope in a program making other layers at the top,
+    or a variable scope named like its layers (`dense_1`): TF1 counted their names
+    together, the module counts its own."""
     unscoped = [n for n in program.nodes if isinstance(n, BuilderModule) and n.scope is None and n.scope_parameter is None]
-    if unscoped and (len(unscoped) > 1 or any(isinstance(n, (Layer, LayerLoop)) for n in program.nodes)):
+    if not unscoped:
+        return
+    kinds = "|".join(sorted({re.escape(site.row["auto_name"]) for n in unscoped for site in n.layers}))
+    scopes = {n.scope for n in program.nodes if isinstance(n, BuilderModule) and n.scope is not None} \
+        | {item.prefix.split("/")[0] for item in program.items if item.prefix}
+    if len(unscoped) > 1 or any(isinstance(n, (Layer, LayerLoop)) for n in program.nodes) \
+            or any(re.fullmatch(rf"(?:{kinds})(?:_\d+)?", s) for s in scopes):
         raise Refusal.of(unscoped[-1].builder, "builder_unscoped_with_layers", function=unscoped[-1].var)
 
 
@@ -179,7 +186,7 @@ def laid_out(stmt: cst.BaseStatement, indent: int) -> cst.BaseStatement:
         return cst.parse_statement(layout.fit(text, indent) + "\n").with_changes(leading_lines=stmt.leading_lines)
     body = getattr(stmt, "body", None)
     if isinstance(stmt, cst.BaseCompoundStatement) and isinstance(body, cst.IndentedBlock):
-        inner = [laid_out(cast(cst.BaseStatement, s), indent + 4) for s in body.body]
+        inner = [laid_out(s, indent + 4) for s in body.body]
         return stmt.with_changes(body=body.with_changes(body=inner))
     return stmt
 

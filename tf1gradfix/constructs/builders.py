@@ -43,7 +43,7 @@ GET_VARIABLE = ("name", "shape", "dtype", "initializer", "regularizer", "trainab
 
 def creates_variables(helper: cst.FunctionDef, calls) -> bool:
     """Does the function call `tf.get_variable`, or `tf.layers` under one `tf.variable_scope`
-    (a builder, when it is one)? (A function making layers without a scope is refused as such.)"""
+    or under none (a builder, when it is one)?"""
     found = calls(helper)
     if any(q == "tensorflow.get_variable" for _, q in found):
         return True
