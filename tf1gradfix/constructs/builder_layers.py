@@ -11,9 +11,10 @@ the count starts again each time the scope is entered), and the calls with
 `reuse` get them back. The builder's module creates one Keras layer per call
 site in its constructor, named as TF1 named it, and calls it in `__call__`
 under `tf.keras.name_scope("critic")`: the layer builds on its first call, so
-its variables are `critic/dense/kernel`, ... as in TF1. A call site run more
-than once per call (a loop, a comprehension) or only on some calls made a
-different number of layers in TF1, and is refused.
+its variables are `critic/dense/kernel`, ... as in TF1. Layers made in a `for`
+loop, with settings from the builder's arguments, or without a scope are made on
+the call instead (builder_loops.py). A call site run only on some calls, or in a
+comprehension, made a different number of layers in TF1, and is refused.
 """
 
 from __future__ import annotations
@@ -22,10 +23,11 @@ from typing import cast
 
 import libcst as cst
 
+from tf1gradfix.constructs import builder_loops
 from tf1gradfix.constructs.layers import check_layer_arguments, layer_table, passed_on
 from tf1gradfix.cst import layout
-from tf1gradfix.cst.syntax import Refusal, literal_string, loads
-from tf1gradfix.cst.walk import TargetedTransformer, children
+from tf1gradfix.cst.syntax import Refusal, bound_names, literal_string, loads
+from tf1gradfix.cst.walk import TargetedTransformer, children, walk
 from tf1gradfix.model.nodes import BuilderLayer, BuilderModule, OptimizerCall, VarList
 
 # where a call may run a number of times other than once per call of the builder
@@ -46,18 +48,28 @@ def sites(builder, helper: cst.FunctionDef, stmt: cst.BaseStatement, taken: set[
     may bind differently, which settings made once may not read."""
     found = {id(c): q for c, q in builder.calls(stmt) if is_layer_call(q)}
     out: list[BuilderLayer] = []
+    changing = changing | bound_names(stmt)   # (a loop's target, a name the statement rebinds)
 
-    def post(node: cst.CSTNode, repeating: bool) -> None:
-        inside = repeating or isinstance(node, _REPEATING) or (node is not stmt and isinstance(node, cst.BaseCompoundStatement))
+    def post(node: cst.CSTNode, repeating: bool, loops: tuple[cst.For, ...]) -> None:
+        if isinstance(node, cst.For) and not repeating and any(id(c) in found for c in walk(node)):
+            builder_loops.check_loop(helper, node)   # a layer per run, made on the call (builder_loops)
+            inside, loops = False, (*loops, node)
+        else:
+            inside = repeating or isinstance(node, _REPEATING) or (node is not stmt and isinstance(node, cst.BaseCompoundStatement))
         for child in children(node):
-            post(child, inside)
+            post(child, inside, loops)
         if isinstance(node, cst.Call) and id(node) in found:
             q = found[id(node)]
             if repeating:
                 raise Refusal.of(node, "builder_layer_not_once", api=_short(q), function=helper.name.value)
-            out.append(_site(builder, node, q, taken, [*pending, *out], changing, per_call))
+            site = _site(builder, node, q, taken, [*pending, *out], changing, per_call)
+            if loops and "name" in site.bound:
+                raise Refusal.of(node, "builder_layer_named_on_call", api=_short(q), function=helper.name.value)
+            site.looped = bool(loops)
+            site.reads = site.reads | {n for loop in loops for n in loads(loop.iter)}
+            out.append(site)
 
-    post(stmt, False)
+    post(stmt, False, ())
     return out
 
 
@@ -81,9 +93,7 @@ def _site(builder, call: cst.Call, q: str, taken: set[str], pending: list[Builde
     if any(site.label == label for site in pending):
         raise Refusal.of(call, "layer_named_twice", layer=label)
     settings = [a.value for a in call.args if a.value is not source and not any(a.value is v for _, v in call_args)]
-    reads = sorted({n for s in settings for n in loads(s)} & changing)
-    if reads and not per_call:   # created once: its settings must not depend on a call's arguments
-        raise Refusal.of(call, "builder_variable_from_changing", variable=label, name=reads[0])
+    reads = {n for s in settings for n in loads(s)} & changing   # (made on the call: builder_loops)
     check_layer_arguments(row, call, bound, builder.qualified, builder.module.code_for_node)
     base = label if label.isidentifier() else row["auto_name"]
     attribute = base
@@ -92,7 +102,7 @@ def _site(builder, call: cst.Call, q: str, taken: set[str], pending: list[Builde
         attribute, k = f"{base}_layer" + (f"_{k}" if k > 1 else ""), k + 1
     taken.add(attribute)
     return BuilderLayer(attribute=attribute, label=label, call=call, row=row, bound=bound, source=source,
-                        call_args=call_args)
+                        call_args=call_args, reads=frozenset(reads))
 
 
 def _auto_name(row: dict, pending: list[BuilderLayer]) -> str:
@@ -122,7 +132,9 @@ def reuse_statement(builder, stmt: cst.BaseStatement, scope_object: str | None) 
 
 
 def _marks(program) -> tuple[str, ...]:
-    return tuple(f"*{n.var}." for n in program.nodes if isinstance(n, BuilderModule) and n.layers)
+    """How a list names a layer builder's variables (builders.variables_text)."""
+    return tuple(builder_loops.variables_text(n) if n.made_on_call else f"*{n.var}."
+                 for n in program.nodes if isinstance(n, BuilderModule) and n.layers)
 
 
 def check_listed(program) -> None:
@@ -157,8 +169,9 @@ def constructor_lines(node: BuilderModule, layer_text, column: int) -> str:
     return lines
 
 
-def called(stmt: cst.BaseStatement, node: BuilderModule) -> cst.BaseStatement:
-    """The statement with each layer call written as a call of the module's layer."""
+def called(stmt: cst.BaseStatement, node: BuilderModule, layer_text=None) -> cst.BaseStatement:
+    """The statement with each layer call written as a call of the module's layer (made
+    on the call: `self.layer(kind, make, ...)`, builder_loops; `layer_text` writes the layer)."""
     by_call = {site.call: site for site in node.layers}
     if not any(c in by_call for c in _calls(stmt)):
         return stmt
@@ -174,7 +187,8 @@ def called(stmt: cst.BaseStatement, node: BuilderModule) -> cst.BaseStatement:
                 args.append(cst.Arg(value, keyword=cst.Name(param), equal=cst.AssignEqual(
                     cst.SimpleWhitespace(""), cst.SimpleWhitespace(""))))
             args = [a.with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))) for a in args[:-1]] + args[-1:]
-            func = cst.Attribute(cst.Name("self"), cst.Name(site.attribute))
+            func = builder_loops.layer_of(site, layer_text) if node.made_on_call \
+                else cst.Attribute(cst.Name("self"), cst.Name(site.attribute))
             return updated.with_changes(func=func, args=args, whitespace_after_func=cst.SimpleWhitespace(""),
                                         whitespace_before_args=cst.SimpleWhitespace(""))
 
@@ -199,6 +213,8 @@ def in_name_scope(body: list[cst.BaseStatement], scope: str, tf: str) -> list[cs
 def variables_text(node: BuilderModule, attribute) -> str:
     """The module's variables in the order TF1 made them: its `tf.get_variable` statements'
     and its layers', statement by statement (`attribute`: a variable's attribute name)."""
+    if node.made_on_call:
+        return builder_loops.variables_text(node)
     at = {id(s): i for i, s in enumerate(node.inner)}
     entries = [(at[id(v[4])], 0, f"{node.var}.{attribute(v[0])}") for v in node.variables]
     entries += [(site.at, 1 + k, f"*{node.var}.{site.attribute}.trainable_variables") for k, site in enumerate(node.layers)]

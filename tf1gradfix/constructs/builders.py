@@ -27,7 +27,7 @@ from typing import cast
 
 import libcst as cst
 
-from tf1gradfix.constructs import builder_layers
+from tf1gradfix.constructs import builder_layers, builder_loops
 from tf1gradfix.cst.syntax import (Refusal, bound_args, bound_names, is_docstring, literal_string, loads, names_as_attributes,
                                without_defaults)
 from tf1gradfix.cst import layout
@@ -43,14 +43,22 @@ GET_VARIABLE = ("name", "shape", "dtype", "initializer", "regularizer", "trainab
 
 def creates_variables(helper: cst.FunctionDef, calls) -> bool:
     """Does the function call `tf.get_variable`, or `tf.layers` under one `tf.variable_scope`
-    (a builder, when it is one)? (A function making layers without a scope is refused as such.)"""
+    or under none (a builder, when it is one)?"""
     found = calls(helper)
     if any(q == "tensorflow.get_variable" for _, q in found):
         return True
     block, _ = scope_block(helper)
     scope = block.items[0].item if block is not None and block.items else None
-    return any(c is scope and q == "tensorflow.variable_scope" for c, q in found) \
-        and any(builder_layers.is_layer_call(q) for _, q in found)
+    if not any(builder_layers.is_layer_call(q) for _, q in found):
+        return False
+    return any(c is scope and q == "tensorflow.variable_scope" for c, q in found) or _unscoped(helper, found)
+
+
+def _unscoped(helper: cst.FunctionDef, found) -> bool:
+    """A function making layers at the scope it is called in: no `with` block at the
+    top of its body, no `tf.variable_scope` (TF1 named its layers where it was called)."""
+    return not any(isinstance(s, cst.With) for s in helper.body.body) \
+        and not any(q in ("tensorflow.variable_scope", "tensorflow.get_variable", "tensorflow.Variable") for _, q in found)
 
 
 def called_first(expr: cst.CSTNode, helpers: dict) -> list[str]:
@@ -80,6 +88,8 @@ def node(builder, helper: cst.FunctionDef) -> BuilderModule:
     params = {p.name.value for p in (*helper.params.params, *helper.params.kwonly_params)}
     per_call = scope in params   # a layer function: the scope, and so the variables, come with each call
     local: set[str] = set()
+    computed_from: dict[str, set[str]] = {}   # local -> the names it is computed from (builder_loops.shaping)
+    graph: set[str] = set()           # ... the locals that are graph values
     variables = []
     layers: list = []
     dropped = []
@@ -107,6 +117,7 @@ def node(builder, helper: cst.FunctionDef) -> BuilderModule:
                 site.at = at
             layers += made
             local |= bound_names(stmt)
+            builder_loops.bindings(builder, stmt, computed_from, graph)
             continue
         small = cast(cst.Assign, small)   # (a `tf.get_variable` call is its value)
         if len(small.targets) != 1 or not isinstance(small.targets[0].target, cst.Name):
@@ -129,10 +140,19 @@ def node(builder, helper: cst.FunctionDef) -> BuilderModule:
         raise Refusal.of(helper, "builder_variable_named_twice", function=helper.name.value)
     if any(attribute_name(n) == site.attribute for n in names for site in layers):
         raise Refusal.of(helper, "builder_variable_named_twice", function=helper.name.value)
+    made_on_call = any(site.looped or site.reads for site in layers)
+    if made_on_call:   # (builder_loops)
+        if variables:
+            raise Refusal.of(variables[0][2], "builder_layers_on_call_with_variables", function=helper.name.value)
+        named = next((site for site in layers if "name" in site.bound), None)
+        if named is not None:
+            raise Refusal.of(named.call, "builder_layer_named_on_call", api=named.row["auto_name"],
+                             function=helper.name.value)
     return builder.append(BuilderModule(
         index=-1, names=(), stmt=helper, value=None, builder=helper, scope=None if per_call else scope,
         scope_parameter=scope if per_call else None, variables=variables, inner=inner, weights=True, trainable=True,
-        var=helper.name.value, layers=layers, dropped=dropped))
+        var=helper.name.value, layers=layers, dropped=dropped, made_on_call=made_on_call,
+        shaping=builder_loops.shaping(helper, layers, computed_from, graph) if made_on_call else ()))
 
 
 def _scope(builder, helper: cst.FunctionDef):
@@ -140,7 +160,11 @@ def _scope(builder, helper: cst.FunctionDef):
     one `with tf.variable_scope("NAME", reuse=...)`; for a layer function, the name of the
     parameter holding the scope."""
     stmt, tail = scope_block(helper)
-    if helper.decorators or helper.asynchronous is not None or stmt is None:
+    if helper.decorators or helper.asynchronous is not None:
+        raise Refusal.of(helper, "builder_body_not_one_scope", function=helper.name.value)
+    if stmt is None and _unscoped(helper, builder.calls(helper)):   # its layers named where it is called
+        return None, [s for k, s in enumerate(helper.body.body) if k or not is_docstring(s)], None
+    if stmt is None:
         raise Refusal.of(helper, "builder_body_not_one_scope", function=helper.name.value)
     alias = stmt.items[0].asname if len(stmt.items) == 1 else None
     scope_object = alias.name.value if alias is not None and isinstance(alias.name, cst.Name) else None
@@ -197,7 +221,8 @@ def class_statements(node: BuilderModule, name: str, tf: str, initial_value, gap
     helper = node.builder
     first = cast("list[cst.SimpleStatementLine | cst.BaseCompoundStatement]", list(helper.body.body))
     docstring = first[0] if first and is_docstring(first[0]) else None
-    scope_comments = [ln for ln in (first[1] if docstring else first[0]).leading_lines if ln.comment is not None]
+    scope_comments = [ln for ln in (first[1] if docstring else first[0]).leading_lines if ln.comment is not None] \
+        if node.scope is not None or node.scope_parameter is not None else []   # (no scope: they stay where they are)
     if node.scope_parameter is not None:   # (`__call__`'s statements: in a class of the module or of a function)
         text, body = _per_call_statements(node, name, tf, initial_value, 8 if gap == 2 else 12)
     else:
@@ -207,15 +232,25 @@ def class_statements(node: BuilderModule, name: str, tf: str, initial_value, gap
             f"self.{attribute[local]} = {tf}.Variable({initial_value(call, bound)}, name=\"{label}\")", column).replace(
             "\n", "\n            ") + "\n" for local, label, call, bound, _ in node.variables)
         made = f"        with self.name_scope:\n{init}" if init else ""
-        made += builder_layers.constructor_lines(node, layer_text, column - 4) if node.layers else ""
+        if node.made_on_call:
+            made += builder_loops.init_line()
+        elif node.layers:
+            made += builder_layers.constructor_lines(node, layer_text, column - 4)
         text = (f"class {name}({tf}.Module):\n"
                 f"    def __init__(self):\n"
-                f"        super().__init__(name=\"{node.scope}\")\n"
+                f"        super().__init__(name=\"{node.scope or helper.name.value}\")\n"
                 f"{made}\n"
-                f"    def __call__(self):\n        pass\n")
+                f"    def __call__(self):\n        pass\n"
+                + (builder_loops.layer_method() if node.made_on_call else ""))
         skip = {id(v[4]) for v in node.variables} | {id(s) for s in node.dropped}
-        body = [names_as_attributes(builder_layers.called(s, node), attribute) for s in node.inner if id(s) not in skip]
-        if node.layers:
+        body = [names_as_attributes(builder_layers.called(s, node, layer_text), attribute)
+                for s in node.inner if id(s) not in skip]
+        if node.made_on_call:   # (`self.layer(...)` lines: laid out again where the user's were)
+            depth = (0 if gap == 2 else 4) + (4 if node.scope is not None else 0)
+            body = layout.refit_body([s for s in node.inner if id(s) not in skip], body, depth + 8, depth + 4)
+            body = [builder_loops.laid_out(s, depth + 8) for s in body]
+            body.insert(0, builder_loops.count_statement())
+        if node.layers and node.scope is not None:
             body = builder_layers.in_name_scope(body, f'"{node.scope}"', tf)
     cls = cast(cst.ClassDef, cst.parse_statement(text))
     if body:

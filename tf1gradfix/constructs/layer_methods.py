@@ -108,6 +108,8 @@ class ClassLayers:
             method = self.names[call.func.value]
             helper = builder.program.helpers[call.func.value]   # (its node: made by builders.node, called first)
             node = next(n for n in builder.program.nodes if isinstance(n, BuilderModule) and n.builder is helper)
+            if node.made_on_call or node.scope is None and node.scope_parameter is None:   # (builder_loops)
+                raise Refusal.of(call, "layer_method_layers_on_call", method=method)
             if node.method_of is None:
                 clash = {MADE, variables_method(method)} & self.taken
                 if clash:

@@ -100,6 +100,12 @@ def _collection(program, call: cst.Call, q, before: int, qualified) -> list[str]
         if isinstance(node, BuilderModule) and node.method_of is not None:   # (each scope it was called with)
             scoped += layer_methods.listed(node, prefix, before)
             continue
+        if isinstance(node, BuilderModule) and node.scope is None and node.scope_parameter is None:
+            if prefix:   # (no scope of its own: its layers are named dense, dense_1, ... at the top)
+                raise Refusal.of(call, "collection_part_of_builder", function=node.var)
+            chosen.append(builders.variables_text(node))
+            scoped.append((node.index, chosen[-1]))
+            continue
         if isinstance(node, BuilderModule) and node.scope is None:
             raise Refusal.of(call, "collection_of_builder_scopes", function=node.var)
         if isinstance(node, BuilderModule):   # a builder function's module: all its variables are `SCOPE/...`

@@ -54,6 +54,8 @@ def _parts(text: str) -> tuple[str, cst.BaseExpression, str]:
         return _flat(small.targets[0].target) + " = ", small.value, comment
     if isinstance(small, cst.Expr):
         return "", small.value, comment
+    if isinstance(small, cst.Return) and small.value is not None:
+        return "return ", small.value, comment
     raise _AsWritten
 
 

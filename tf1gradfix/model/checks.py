@@ -19,7 +19,7 @@ from typing import cast
 import libcst as cst
 from libcst.metadata import ScopeProvider
 
-from tf1gradfix.constructs import builder_layers, builders, layer_methods, layers, optimizers, var_lists, variables
+from tf1gradfix.constructs import builder_layers, builder_loops, builders, layer_methods, layers, optimizers, var_lists, variables
 from tf1gradfix.cst.syntax import Refusal, bound_names, free_names, literal_index, loads, matches
 from tf1gradfix.cst.walk import walk
 from tf1gradfix.model.graph import Program
@@ -235,6 +235,7 @@ def check_state(program: Program, qualified, code, found: list | None = None) ->
     written: Refusal for an initial value or layer setting the rewrite cannot write.
     `code`: a node's text, as the rewrite spells it."""
     builder_layers.check_listed(program)
+    builder_loops.check_unscoped(program)
     for module in program.nodes:   # (a builder's module class is written first)
         if isinstance(module, BuilderModule):
             for _, _, call, bound, _ in module.variables:

@@ -16,7 +16,7 @@ from typing import Any, TypeVar, cast
 import libcst as cst
 from libcst.metadata import PositionProvider
 
-from tf1gradfix.constructs import builders, graph_loops, layers, rnn_stacks, summaries, variable_factories
+from tf1gradfix.constructs import builder_loops, builders, graph_loops, layers, rnn_stacks, summaries, variable_factories
 from tf1gradfix.constructs.tensors import queue_refusal
 from tf1gradfix.model import registry
 from tf1gradfix.constructs.optimizers import is_optimizer
@@ -258,7 +258,10 @@ class ModelBuilder:
         if any(self._builder(name) for name in names):   # their variables are made in Python's call order
             for name in builders.called_first(expr, self.program.helpers):
                 if self._builder(name):
-                    builders.node(self, self.program.helpers[name])
+                    made = builders.node(self, self.program.helpers[name])
+                    for call in walk(expr):   # (each call: the same layers, builder_loops)
+                        if type(call) is cst.Call and isinstance(call.func, cst.Name) and call.func.value == name:
+                            builder_loops.check_call(self, made, call)
             if self.class_layers is not None:   # (a model class's layer method: each call's scope)
                 self.class_layers.record(self, expr)
         for name in names:

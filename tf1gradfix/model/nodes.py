@@ -216,6 +216,8 @@ class BuilderLayer:
     source: cst.BaseExpression
     call_args: list[tuple[str, cst.BaseExpression]]   # (`training=`, its literal)
     at: int = 0                   # the index of its statement in the builder's scope block
+    looped: bool = False          # called in a loop of the builder (made on the call: builder_loops)
+    reads: frozenset[str] = frozenset()   # the names its settings (and its loops) read that a call may change
 
 
 @dataclass(eq=False, kw_only=True)
@@ -223,7 +225,7 @@ class BuilderModule(LayerNode):
     """A builder function (`tf.get_variable` under one `tf.variable_scope`): a `tf.Module`."""
 
     builder: cst.FunctionDef
-    scope: str | None             # its scope's name; None for a layer function (scope_parameter)
+    scope: str | None             # its scope's name; None for a layer function (scope_parameter) or none at all
     scope_parameter: str | None   # a layer function: the parameter holding the scope
     variables: list[BuilderVariable]
     inner: list[cst.BaseStatement]
@@ -233,6 +235,10 @@ class BuilderModule(LayerNode):
     method_of: str | None = None  # a model class's layer method: the class's `self` (layer_methods.py)
     single: bool = True           # ... the class's only one making variables
     calls: list[tuple[int, str, cst.Call]] = field(default_factory=list)   # ... (node index, scope, call)
+    made_on_call: bool = False    # its layers are made on the call reaching them (builder_loops.py)
+    shaping: tuple[str, ...] = ()   # ... the parameters their number and settings come from
+    call_sites: list[cst.Call] = field(default_factory=list)   # its calls so far (builder_loops.check_call)
+    call_texts: tuple[str | None, ...] | None = None   # ... the first one's arguments for `shaping`
 
 
 @dataclass(eq=False, kw_only=True)
