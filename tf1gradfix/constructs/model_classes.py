@@ -157,6 +157,11 @@ def build_methods(cls: cst.ClassDef, init: cst.FunctionDef, decided=None) -> lis
 
     if self_name is not None:
         expand(init.body.body, "__init__")
+    for method in found:   # a default bound in `__init__` is one host value there: nothing else of it may name it
+        others = [m for m in [init, *found] if m is not method]
+        for p in method.params.params[1:]:
+            if any(p.name.value in loads(m.body) or p.name.value in {q.name.value for q in m.params.params} for m in others):
+                raise Refusal.of(p, "class_method_local_reused", method=method.name.value, name=p.name.value)
     return found
 
 
