@@ -82,7 +82,13 @@ def model_class(module: cst.Module, owner: cst.CSTNode, decided=None) -> cst.Cla
     for stmt in module.body:
         if isinstance(stmt, cst.ClassDef) and owner in stmt.body.body and isinstance(owner, cst.FunctionDef):
             init = init_of(stmt)
-            if init is owner or init is not None and any(m is owner for m in _graph_methods(stmt, init, decided or {})):
+            if init is owner:
+                return stmt
+            named = owner.name.value
+            if init is None or not any(type(a) is cst.Attribute and a.attr.value == named or type(a) is cst.Name
+                                       and a.value == named for m in stmt.body.body if m is not owner for a in walk(m)):
+                continue   # (a method nothing of the class names: `__init__` does not build with it)
+            if any(m is owner for m in _graph_methods(stmt, init, decided or {})):
                 return stmt
     return None
 

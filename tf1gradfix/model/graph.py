@@ -229,7 +229,7 @@ class ModelBuilder:
     def _check_compound(self, stmt: cst.BaseStatement) -> None:
         """Host compound statements may run the graph, never build it."""
         decision = self.decided.get(id(stmt)) if type(stmt) is cst.If else None
-        if decision is not None and self._touches_graph(stmt):   # (an `if` on a setting the file does not fix)
+        if decision is not None and decision.taken is None and self._touches_graph(stmt):   # (on a setting the file does not fix)
             raise decision.refusal(stmt)
         factory = variable_factories.reached(self, stmt)
         if factory is not None:
