@@ -43,11 +43,11 @@ class _NotSetting(Exception):
 
 
 class _Unknown(Exception):
-    """A setting whose value the file does not fix: (kind, fields) of the refusal."""
+    """A setting whose value the file does not fix: (why, fields) of the refusal."""
 
-    def __init__(self, kind: str, **fields):
-        super().__init__(kind)
-        self.kind, self.fields = kind, fields
+    def __init__(self, why: str, **fields):
+        super().__init__(why)
+        self.why, self.fields = why, fields
 
 
 @dataclass(frozen=True)
@@ -56,18 +56,18 @@ class Decision:
 
     taken: bool | None      # True: its body; False: its `else`; None: not known (see `refusal`)
     test: str               # the test, as written
-    kind: str = ""          # (not known) why
+    why: str = ""           # (not known) why: varies, runtime, used, unfixed
     fields: tuple = ()
 
     def refusal(self, node: cst.CSTNode) -> Refusal:
         f = {**dict(self.fields), "test": self.test}
-        if self.kind == "varies":
+        if self.why == "varies":
             return Refusal.of(node, "class_setting_varies", test=f["test"], cls=f["cls"], param=f["param"],
                               first=f["first"], line=f["line"], other=f["other"], other_line=f["other_line"])
-        if self.kind == "used":
+        if self.why == "used":
             return Refusal.of(node, "class_setting_class_used", test=f["test"], cls=f["cls"], param=f["param"],
                               line=f["line"])
-        if self.kind == "runtime":
+        if self.why == "runtime":
             return Refusal.of(node, "class_setting_runtime", test=f["test"], cls=f["cls"], param=f["param"],
                               value=f["value"], line=f["line"])
         return Refusal.of(node, "class_setting_unfixed", test=f["test"], cls=f["cls"], param=f["param"])
@@ -168,7 +168,7 @@ def _decide(test: cst.BaseExpression, names: dict, attributes: dict, own: str | 
     except _NotSetting:
         return None
     except _Unknown as unknown:
-        return Decision(None, text, kind=unknown.kind, fields=tuple(sorted({**unknown.fields, "cls": cls}.items())))
+        return Decision(None, text, why=unknown.why, fields=tuple(sorted({**unknown.fields, "cls": cls}.items())))
     return Decision(taken, text)
 
 
@@ -319,14 +319,14 @@ def _param_values(module, cls, init, positional: list[str], params: list[str], l
     seen: dict[str, list[tuple[object, int]]] = {p: [] for p in params}
     out: dict[str, object] = {}
     for call, scope in sites:
-        try:
-            if any(a.star for a in call.args) or any(a.keyword is None for a in call.args[len(positional):]):
-                raise _NotSetting
-            given = {a.keyword.value if a.keyword is not None else positional[i]: a.value for i, a in enumerate(call.args)}
-        except _NotSetting:
+        loose = next((a for a in call.args if a.star), None) or next(
+            (a for a in call.args[len(positional):] if a.keyword is None), None)
+        if loose is not None:   # (`Cls(*args)`: which parameter gets what is known when it runs)
             for p in params:
-                out.setdefault(p, _Unknown("runtime", param=p, value="*", line=line_of(call)))
+                out.setdefault(p, _Unknown("runtime", param=p, value=cst.Module([]).code_for_node(loose).strip(" ,"),
+                                           line=line_of(call)))
             continue
+        given = {a.keyword.value if a.keyword is not None else positional[i]: a.value for i, a in enumerate(call.args)}
         for p in params:
             expr = given.get(p, defaults.get(p))
             if expr is None:
@@ -336,8 +336,8 @@ def _param_values(module, cls, init, positional: list[str], params: list[str], l
                 value = _literal(expr) if not isinstance(expr, cst.Name) or expr.value in ("True", "False", "None") \
                     else _bound_literal(expr.value, scope, module)
             except _NotSetting:
-                out.setdefault(p, _Unknown("runtime", param=p, value=cst.Module([]).code_for_node(expr),
-                                           line=line_of(expr)))
+                text = cst.Module([]).code_for_node(expr) + ("" if p in given else " (its default)")
+                out.setdefault(p, _Unknown("runtime", param=p, value=text, line=line_of(expr)))
                 continue
             seen[p].append((value, line_of(call)))
     for p in params:
