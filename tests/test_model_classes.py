@@ -100,6 +100,8 @@ def test_a_refusal_inside_init_names_its_line():
     (dict(bases="(Base)"), "base class of its own", "class Model(Base):"),
     (dict(init=INIT + "\n        self.finish()"), "does not set, used while the graph is built", "def __init__"),
     (dict(init=INIT + "\n        register(self)"), "other than to set or read an attribute", "def __init__"),
+    (dict(init=INIT + "\n        for _ in range(2):\n            self.loss = self.loss * 2.0"), "used outside `sess.run`",
+     "self.loss = self.loss * 2.0"),
 ])
 def test_refused_with_the_line(parts, expected, where):
     if parts.get("bases") == "(Base)":
@@ -123,13 +125,53 @@ def test_methods_init_builds_the_graph_with_are_read_where_they_are_called():
 
 
 @pytest.mark.parametrize("init, main, expected", [
-    (BUILT_BY_METHODS.replace("def build(self):", "def build(self, scale=1.0):"), MAIN, "takes arguments"),
+    (BUILT_BY_METHODS.replace("def build(self):", "def build(self, *scales):"), MAIN, "takes arguments"),
+    (BUILT_BY_METHODS.replace("def build(self):", "def build(self, n=1.0):"), MAIN, "binds `n`"),
     (BUILT_BY_METHODS.replace("self.build()", "self.build()\n        self.build()"), MAIN, "called twice"),
     (BUILT_BY_METHODS, "    model.build()\n    train(model, sess)", "is used again"),
 ])
 def test_methods_that_build_the_graph_are_refused_unless_plain(init, main, expected):
     shaped, _ = rewrite(init=init, main=main)
     assert shaped.new_module is None and expected in shaped.diagnostics[0][3]
+
+
+def test_a_build_method_s_literal_defaults_are_bound_where_it_is_called():
+    init = BUILT_BY_METHODS.replace("def build(self):", "def build(self, target=1.0):").replace("- 1.0))", "- target))")
+    shaped, _ = rewrite(init=init)
+    code = shaped.new_module.code
+    assert "self.target = 1.0" in code and "- self.target))" in code and "def build" not in code
+    compile(code, "rewritten.py", "exec")
+
+
+BRANCHED = INIT.replace("        self.loss = tf.reduce_mean(tf.square(tf.matmul(self.x, self.w) - 1.0))\n", """\
+        self.wide = n > 2
+        if not self.wide:
+            self.loss = tf.reduce_mean(tf.abs(tf.matmul(self.x, self.w)))
+        elif n == 3 and self.x is not None:
+            self.loss = tf.reduce_mean(tf.square(tf.matmul(self.x, self.w) - 1.0))
+        else:
+            self.loss = tf.reduce_mean(tf.square(tf.matmul(self.x, self.w)))
+        if n < 3:
+            return
+""")
+
+
+def test_the_branch_the_construction_takes_is_built_alone():
+    shaped, _ = rewrite(init=BRANCHED)   # (`Model(3)`: n == 3)
+    code = shaped.new_module.code
+    assert "tf.square(tf.matmul(x, self.w) - 1.0)" in code and "tf.abs" not in code and "if " not in code.split("def train")[0]
+    assert "self.wide = n > 2" in code and "return\n" not in code
+    compile(code, "rewritten.py", "exec")
+
+
+@pytest.mark.parametrize("main, expected", [
+    ("    other = Model(4)\n    train(model, sess)", "`if n < 3:` in `Model` decides what the graph holds, and `Model` is made with `n=3` at line 26 but `n=4` at line 29"),
+    ("    other = Model(int(np.sqrt(9)))\n    train(model, sess)", "passes `n` as `int(np.sqrt(9))` at line 29, known only when the program runs"),
+])
+def test_a_branch_on_a_setting_the_file_does_not_fix_is_refused(main, expected):
+    shaped, _ = rewrite(init=BRANCHED, main=main)
+    assert shaped.new_module is None
+    assert any(d[0] == 16 and expected in d[3] for d in shaped.diagnostics), shaped.diagnostics
 
 
 OWN_SESSION = INIT + "\n        self.sess = tf.Session()\n        self.sess.run(tf.global_variables_initializer())"

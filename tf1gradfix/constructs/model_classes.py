@@ -12,18 +12,21 @@ How: `desugar` first reads `self.<attr>` inside `__init__` (and the methods it
 builds the graph with) as a plain name, so the rest of the rewrite sees one
 function building a graph; emit_class turns the names `__init__` shares with
 the methods back into attributes. Methods `__init__` calls as `self.build()` or
-`x = self.build()` are inlined; those it calls with arguments are functions of
-them (layer_methods.py).
+`x = self.build()` are inlined (parameters with literal defaults bound to them
+first); those it calls with arguments are functions of them (layer_methods.py).
+An `if` on what the class's construction fixes (class_settings) is read as the
+branch TF1 takes, and a `return` it reaches ends the build (`built`).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import cast
 
 import libcst as cst
 
 from tf1gradfix.constructs import layer_methods
+from tf1gradfix.constructs.class_settings import ClassDecisions, Decision, branch, literal_default
 from tf1gradfix.constructs.builders import MODULE_ATTRIBUTES
 from tf1gradfix.cst.printing import source_bytes
 from tf1gradfix.constructs.session_params import SessionParameters
@@ -35,9 +38,9 @@ from tf1gradfix.model.nodes import LayerNode, Optimizer, Static, Variable, Varia
 class ClassFound(Exception):
     """The graph is built by a class's `__init__`: the program is read again, desugared."""
 
-    def __init__(self, cls: cst.ClassDef):
+    def __init__(self, cls: cst.ClassDef, decisions: ClassDecisions | None = None):
         super().__init__(cls.name.value)
-        self.cls = cls
+        self.cls, self.decisions = cls, decisions or ClassDecisions()
 
 
 @dataclass
@@ -48,6 +51,7 @@ class ModelClass:
     members: frozenset[str]                 # every attribute and method name the class uses
     inlined: tuple[str, ...] = ()           # methods `__init__` builds the graph with (`self.build()`)
     layered: tuple[str, ...] = ()           # methods it calls with arguments (layer_methods)
+    decisions: ClassDecisions = field(default_factory=ClassDecisions)   # its `if`s the construction decides
 
     def helpers(self, cls: cst.ClassDef) -> dict[str, cst.FunctionDef]:
         """The static helper methods (static_helpers) under the names `__init__` reads them by."""
@@ -72,44 +76,80 @@ def init_of(cls: cst.ClassDef) -> cst.FunctionDef | None:
     return None
 
 
-def model_class(module: cst.Module, owner: cst.CSTNode) -> cst.ClassDef | None:
+def model_class(module: cst.Module, owner: cst.CSTNode, decided=None) -> cst.ClassDef | None:
     """The module-level class whose `__init__` is `owner`, or one of the methods
-    `__init__` builds the graph with, if it is one."""
+    `__init__` builds the graph with, if it is one. `decided`: id of an `if` -> its Decision."""
     for stmt in module.body:
         if isinstance(stmt, cst.ClassDef) and owner in stmt.body.body and isinstance(owner, cst.FunctionDef):
             init = init_of(stmt)
-            if init is owner or init is not None and any(m is owner for m in _graph_methods(stmt, init)):
+            if init is owner:
+                return stmt
+            named = owner.name.value
+            if init is None or not any(type(a) is cst.Attribute and a.attr.value == named or type(a) is cst.Name
+                                       and a.value == named for m in stmt.body.body if m is not owner for a in walk(m)):
+                continue   # (a method nothing of the class names: `__init__` does not build with it)
+            if any(m is owner for m in _graph_methods(stmt, init, decided or {})):
                 return stmt
     return None
 
 
-def _graph_methods(cls: cst.ClassDef, init: cst.FunctionDef) -> list[cst.FunctionDef]:
+def _graph_methods(cls: cst.ClassDef, init: cst.FunctionDef, decided) -> list[cst.FunctionDef]:
     """The methods `__init__` builds the graph with: inlined ones, layer methods and static helpers."""
-    inlined = build_methods(cls, init)
+    inlined = build_methods(cls, init, decided)
     self_name = init.params.params[0].name.value if init.params.params else None
     return inlined + layer_methods.found(cls, self_name, [init, *inlined], {}, bare=True)
 
 
-def build_methods(cls: cst.ClassDef, init: cst.FunctionDef) -> list[cst.FunctionDef]:
+def built(statements, decided: dict[int, Decision], method: str) -> tuple[list, bool]:
+    """The statements TF1 runs building the graph: an `if` the construction decides
+    (class_settings) as the statements of the branch it takes, up to a `return` at this
+    level (True: one is reached; the rest is never built)."""
+    out: list[cst.BaseStatement] = []
+    for stmt in statements:
+        decision = decided.get(id(stmt)) if type(stmt) is cst.If else None
+        if decision is not None and decision.taken is not None:
+            inner, returned = built(branch(cast(cst.If, stmt), decision.taken), decided, method)
+            out += inner
+            if returned:
+                return out, True
+            continue
+        small = stmt.body[0] if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 else None
+        if isinstance(small, cst.Return):
+            return out, True
+        below = next((n for n in walk(stmt, skip=(cst.FunctionDef, cst.ClassDef, cst.Lambda))
+                      if type(n) is cst.Return), None) if not isinstance(stmt, (cst.FunctionDef, cst.ClassDef)) else None
+        if below is not None:   # (under a condition or loop: where the build ends is not known)
+            if decision is not None:
+                raise decision.refusal(stmt)
+            raise Refusal.of(below, "class_build_return", method=method)
+        out.append(stmt)
+    return out, False
+
+
+def build_methods(cls: cst.ClassDef, init: cst.FunctionDef, decided=None) -> list[cst.FunctionDef]:
     """Methods that `__init__` calls as statements `self.build()` or `x = self.build()`
     (and those they call so), in call order: their statements are read as if written at
-    the call, a final `return value` as `x = value`."""
+    the call, a final `return value` as `x = value`. Parameters after `self` must have
+    literal defaults (bound first, `l2 = 0.001`). `decided`: id of an `if` -> its Decision."""
     self_name = init.params.params[0].name.value if init.params.params else None
+    decided = decided or {}
     methods: dict[str | None, cst.FunctionDef] = {
         s.name.value: s for s in cls.body.body if isinstance(s, cst.FunctionDef) and s is not init}
     found: list[cst.FunctionDef] = []
 
-    def expand(statements) -> None:
+    def expand(statements, where: str) -> None:
+        statements = built(statements, decided, where)[0]
         for position, stmt in enumerate(statements):
             method = methods.get(_self_call(stmt, self_name))
             result = _result_target(stmt)
             if method is None or result is not None and (_final_return(method) is None or self_name not in {
-                    n.value for n in name_nodes(method.body)} or len(method.params.params) != 1):
+                    n.value for n in name_nodes(method.body)} or not _defaults_only(method)):
                 continue   # (`x = self.m()` of a method that never reads `self`, takes arguments or returns elsewhere: layer_methods)
             if any(m is method for m in found):
                 raise Refusal.of(stmt, "class_method_called_twice", instance=self_name, method=method.name.value)
             params = method.params
-            if [p.name.value for p in params.params] != [self_name] or params.star_arg != cst.MaybeSentinel.DEFAULT \
+            if not params.params or params.params[0].name.value != self_name or not _defaults_only(method) \
+                    or params.star_arg != cst.MaybeSentinel.DEFAULT \
                     or params.kwonly_params or params.star_kwarg or params.posonly_params or method.decorators \
                     or not isinstance(method.body, cst.IndentedBlock) or result is None and _returns_value(method):
                 raise Refusal.of(stmt, "class_method_form", instance=self_name, method=method.name.value)
@@ -119,36 +159,52 @@ def build_methods(cls: cst.ClassDef, init: cst.FunctionDef) -> list[cst.Function
             if later:
                 raise Refusal.of(stmt, "class_method_local_reused", method=method.name.value, name=sorted(later)[0])
             found.append(method)
-            expand(method.body.body)
+            expand(method.body.body, method.name.value)
 
     if self_name is not None:
-        expand(init.body.body)
+        expand(init.body.body, "__init__")
+    for method in found:   # a default bound in `__init__` is one host value there: nothing else of it may name it
+        others = [m for m in [init, *found] if m is not method]
+        for p in method.params.params[1:]:
+            if any(p.name.value in loads(m.body) or p.name.value in {q.name.value for q in m.params.params} for m in others):
+                raise Refusal.of(p, "class_method_local_reused", method=method.name.value, name=p.name.value)
     return found
 
 
-def init_statements(cls: cst.ClassDef, plan: "ModelClass") -> list[cst.BaseStatement]:
-    """`__init__`'s statements, with each `self.build()` replaced by that method's own
-    (without its docstring)."""
-    methods = {s.name.value: s for s in cls.body.body if isinstance(s, cst.FunctionDef)}
+def _defaults_only(method: cst.FunctionDef) -> bool:
+    """Every parameter after `self` has a literal default (the call passes none)."""
+    return all(p.default is not None and literal_default(p.default) for p in method.params.params[1:])
 
-    def expand(statements) -> list[cst.BaseStatement]:
+
+def init_statements(cls: cst.ClassDef, plan: "ModelClass") -> list[cst.BaseStatement]:
+    """`__init__`'s statements as TF1 runs them, with each `self.build()` replaced by that
+    method's own (without its docstring, after `param = default` for its parameters);
+    decided `if`s as their branch, up to a `return`."""
+    methods = {s.name.value: s for s in cls.body.body if isinstance(s, cst.FunctionDef)}
+    decided = plan.decisions.nodes(cls)
+
+    def expand(statements, where: str) -> list[cst.BaseStatement]:
         out = []
-        for stmt in statements:
+        for stmt in built(statements, decided, where)[0]:
             name = _self_call(stmt, plan.self_name)
             if name in plan.inlined:
-                body = list(methods[name].body.body)
+                method = methods[name]
+                body = list(method.body.body)
                 body = body[1:] if body and is_docstring(body[0]) else body
                 target = _result_target(stmt)
                 if target is not None:   # `x = self.build()`: its `return value` as `x = value`
                     value = cast(cst.Return, cast(cst.SimpleStatementLine, body[-1]).body[0]).value
                     body[-1] = cast(cst.SimpleStatementLine, body[-1]).with_changes(
                         body=[cst.Assign([cst.AssignTarget(target)], cast(cst.BaseExpression, value))])
-                out += expand(body)
+                bound = [cst.SimpleStatementLine([cst.Assign([cst.AssignTarget(cst.Name(p.name.value))],
+                                                             cast(cst.BaseExpression, p.default))])
+                         for p in method.params.params[1:]]
+                out += bound + expand(body, name)
             else:
                 out.append(stmt)
         return out
 
-    return expand(cast(cst.FunctionDef, init_of(cls)).body.body)
+    return expand(cast(cst.FunctionDef, init_of(cls)).body.body, "__init__")
 
 
 def _self_call(stmt: cst.CSTNode, self_name: str | None) -> str | None:
@@ -197,9 +253,12 @@ def _returns_value(method: cst.FunctionDef) -> bool:
     return any(found)
 
 
-def desugar(module: cst.Module, cls: cst.ClassDef) -> tuple[cst.Module, ModelClass]:
+def desugar(module: cst.Module, cls: cst.ClassDef, decisions: ClassDecisions | None = None) -> tuple[cst.Module, ModelClass]:
     """The module with `self.<attr>` read as a name inside `cls.__init__`, parsed again
-    (the scope analysis must see the new names); lines stay where they were."""
+    (the scope analysis must see the new names); lines stay where they were.
+    `decisions`: of the class's `if`s (class_settings), taken on `module`."""
+    decisions = decisions or ClassDecisions()
+    decided = decisions.nodes(cls)
     init = cast(cst.FunctionDef, init_of(cls))   # (a model class has an `__init__`)
     params = init.params.params
     if not params or init.params.posonly_params:
@@ -209,12 +268,13 @@ def desugar(module: cst.Module, cls: cst.ClassDef) -> tuple[cst.Module, ModelCla
     self_name = params[0].name.value
     members = _members(cls, self_name)
     methods = {s.name.value for s in cls.body.body if isinstance(s, cst.FunctionDef)}
-    inlined = build_methods(cls, init)
+    inlined = build_methods(cls, init, decided)
     helpers = static_helpers(cls, self_name, init, inlined)
     layered = layer_methods.found(cls, self_name, [init, *inlined], helpers)
     regions = [init.body] + [m.body for m in inlined] + [m.body for m in layered]   # where `self.<attr>` is read as a name
+    flows = [built(region.body, decided, owner.name.value)[0] for region, owner in zip(regions, [init, *inlined])]
     calls = {id(cast(cst.Call, cast(cst.Expr, cast(cst.SimpleStatementLine, stmt).body[0]).value).func)
-             for region in regions for stmt in region.body
+             for statements in flows + [list(m.body.body) for m in layered] for stmt in statements
              if _self_call(stmt, self_name) in {m.name.value for m in inlined}}
     used = [a for region in regions for a in _self_attributes(region, self_name) if id(a) not in calls]
     assigned = set().union(*(_set_in(region, self_name) for region in regions))
@@ -256,7 +316,7 @@ def desugar(module: cst.Module, cls: cst.ClassDef) -> tuple[cst.Module, ModelCla
 
     new = module.visit(Desugar())
     plan = ModelClass(cls.name.value, self_name, attributes, members, tuple(m.name.value for m in inlined),
-                      tuple(m.name.value for m in layered))
+                      tuple(m.name.value for m in layered), decisions)
     return cst.parse_module(source_bytes(new)), plan
 
 

@@ -16,8 +16,8 @@ from typing import Any, cast
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider, ScopeProvider
 
-from tf1gradfix.constructs import (builders, layer_methods, model_classes, optimizers, schedules, sections, session_options,
-                                   session_params, summaries, variable_factories)
+from tf1gradfix.constructs import (builders, class_settings, layer_methods, model_classes, optimizers, schedules, sections,
+                                   session_options, session_params, summaries, variable_factories)
 from tf1gradfix.model import owners as owners_model
 from tf1gradfix.model.checks import (check_moved, check_program, check_results, check_state, check_steps, check_var_lists,
                                      class_names, kept, sliced)
@@ -72,7 +72,7 @@ def _restructure(module: cst.Module, wrapper: MetadataWrapper, plan=None, rename
             try:
                 new = _Rewrite(module, meta, plan, renames).run()
             except model_classes.ClassFound as found:   # read again, `self.<attr>` as names in `__init__`
-                desugared, plan = model_classes.desugar(module, found.cls)
+                desugared, plan = model_classes.desugar(module, found.cls, found.decisions)
                 return _restructure(desugared, AnalysisWrapper(desugared), plan)
         except Refusal as refusal:
             return Restructured(None, [(*_position(meta, r.node), r.code, r.message, "manual")
@@ -102,6 +102,8 @@ class _Rewrite:
         self.module_helpers: dict | None = None
         self.builder_edits: dict = {}   # builder function -> its tf.Module class and instance
         self.taken = set(self.module_names)
+        self.decided: dict = {}   # id of an `if` a model class's construction decides -> its Decision
+        self.class_decisions: dict = {}   # class name -> its ClassDecisions (class_settings)
 
     def code(self, node: cst.CSTNode) -> str:
         if self.renames:
@@ -125,6 +127,7 @@ class _Rewrite:
         return self._run(creations, sessions)
 
     def _run(self, creations, sessions) -> cst.Module | None:
+        self._decide()
         owners: dict[int, cst.CSTNode] = {}     # id -> the function (or module) building a graph
         groups: dict[int, list] = {}            # id -> its graph calls
         opened: dict[int, list] = {}            # id -> its session calls
@@ -140,9 +143,10 @@ class _Rewrite:
             del owners[key]   # a builder function or a factory: its variables are made once, where graph code calls it
         top = {id(s) for s in self.module.body}   # (a module-level function is no method: not looked up per owner)
         classes = {k: c for k, o in owners.items()
-                   if id(o) not in top and (c := model_classes.model_class(self.module, o)) is not None}
+                   if id(o) not in top and (c := model_classes.model_class(self.module, o, self.decided)) is not None}
         if classes and self.plan is None:
-            raise model_classes.ClassFound(next(iter(classes.values())))
+            found = next(iter(classes.values()))
+            raise model_classes.ClassFound(found, self.class_decisions.get(found.name.value))
         self.alias = self._tf_alias()
         self.module_edits = self._module_edits()
         if classes:   # a model class's `__init__` builds the graph; any other owner only runs it
@@ -184,6 +188,19 @@ class _Rewrite:
             body += new_body
             earlier |= set(program.final) | program.sessions
         return module.with_changes(body=body)
+
+    def _decide(self) -> None:
+        """The `if`s model classes' constructions decide: taken on the module as written,
+        then kept in the plan for the desugared one (whose `self.<attr>` are names)."""
+        if self.plan is not None:
+            cls = next((s for s in self.module.body if isinstance(s, cst.ClassDef) and s.name.value == self.plan.name), None)
+            self.decided = self.plan.decisions.nodes(cls) if cls is not None else {}
+            return
+        self.class_decisions = class_settings.decide_module(self.module, self.meta.names.qualified,
+                                                            lambda node: _position(self.meta, node)[0])
+        for stmt in self.module.body:
+            if isinstance(stmt, cst.ClassDef) and stmt.name.value in self.class_decisions:
+                self.decided.update(self.class_decisions[stmt.name.value].nodes(stmt))
 
     def _is_builder(self, owner, calls, sessions) -> bool:
         """A function that only makes variables with `tf.get_variable` (under a variable
@@ -263,6 +280,7 @@ class _Rewrite:
             builder.writers = summaries.Writers(scope if cls is None else cls, self.meta.names.qualified)
         if cls is not None:   # (methods `__init__` calls with arguments, or that never read `self`)
             builder.class_layers = layer_methods.ClassLayers.of(self.plan, helpers, cls)
+            builder.decided = self.decided
         program = builder.build(owner, body, helpers, alias, collect=True)
         try:   # (every blocker of the graph statements and the host code in one run: ModelBuilder.build)
             check_program(program, owner, sessions, section)
@@ -377,7 +395,7 @@ class _Rewrite:
         return self.scan.creations, self.scan.sessions
 
     def _owner(self, call: cst.Call, session: bool = False):
-        return owners_model.owner_of(self.scan, call, self.module, session)
+        return owners_model.owner_of(self.scan, call, self.module, session, self.decided)
 
     def _tf_alias(self) -> str:
         alias, self.compat_import = owners_model.tf_alias(self.module, self.code)

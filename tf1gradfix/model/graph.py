@@ -18,6 +18,7 @@ from libcst.metadata import PositionProvider
 
 from tf1gradfix.constructs import builder_loops, builders, graph_loops, layers, rnn_stacks, summaries, variable_factories
 from tf1gradfix.constructs.tensors import queue_refusal
+from tf1gradfix.constructs.class_settings import branch as settled_branch
 from tf1gradfix.model import registry
 from tf1gradfix.constructs.optimizers import is_optimizer
 from tf1gradfix.cst.syntax import (Refusal, arg, bound_names, enters_new_graph, free_names, literal_string, loads, matches,
@@ -74,6 +75,7 @@ class ModelBuilder:
         self.writers: Any = None   # summaries.Writers of the owner, when it makes a summary writer
         self.class_layers: Any = None   # layer_methods.ClassLayers of a model class with layer methods
         self.used_names: dict[str, int] = {}   # name scopes and scoped variable names so far (unique_name)
+        self.decided: dict[int, Any] = {}   # id of an `if` a model class's construction decides -> class_settings.Decision
 
     def note(self, node: cst.CSTNode, code: str, message: str) -> None:
         """An info diagnostic of a successful rewrite (kept on the visitor, which
@@ -134,6 +136,12 @@ class ModelBuilder:
 
     def _flatten(self, body, prefix: str, lead: tuple, stats: bool = False, scope: str = "") -> None:
         for stmt in body:
+            decision = self.decided.get(id(stmt)) if type(stmt) is cst.If else None
+            if decision is not None and decision.taken is not None:   # (inside a `with`: model_classes.built did the rest)
+                self._flatten(settled_branch(stmt, decision.taken), prefix, tuple(lead) + tuple(stmt.leading_lines),
+                              stats, scope)
+                lead = ()
+                continue
             if isinstance(stmt, cst.With):
                 kind, info = self._with_kind(stmt)
                 if kind is not None:
@@ -220,6 +228,9 @@ class ModelBuilder:
 
     def _check_compound(self, stmt: cst.BaseStatement) -> None:
         """Host compound statements may run the graph, never build it."""
+        decision = self.decided.get(id(stmt)) if type(stmt) is cst.If else None
+        if decision is not None and decision.taken is None and self._touches_graph(stmt):   # (on a setting the file does not fix)
+            raise decision.refusal(stmt)
         factory = variable_factories.reached(self, stmt)
         if factory is not None:
             raise Refusal.of(stmt, "graph_in_compound", api=factory)
@@ -234,6 +245,12 @@ class ModelBuilder:
                     or is_optimizer(q) or q == "tensorflow.gradients" \
                     or q in summaries.summary_ops():   # (`merge_all` would not see it)
                 raise Refusal.of(call, "graph_in_compound", api=q)
+
+    def _touches_graph(self, stmt: cst.BaseStatement) -> bool:
+        """Does `stmt` read or bind a graph value, call TensorFlow or a function of the graph?"""
+        names = set(loads(stmt)) | bound_names(stmt)
+        return bool(names & (set(self.program.final) | set(self.program.helpers))) or any(
+            (q or "").startswith("tensorflow") for _, q in self.calls(stmt))
 
     # -- one statement -----------------------------------------------------
     def add(self, item: Item, node_type: type[N], names, value, deps=(), /, **fields: Any) -> N:

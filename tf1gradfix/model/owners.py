@@ -110,12 +110,20 @@ def nested_sessions(statements, program, meta, builder) -> dict[cst.CSTNode, str
     return found
 
 
-def owner_of(scan: GraphCallScan, call: cst.Call, module: cst.Module, session: bool = False):
+def owner_of(scan: GraphCallScan, call: cst.Call, module: cst.Module, session: bool = False, decided=None):
     """The function (or module) whose body builds the graph; a session may also sit
-    in a condition such as `if __name__ == "__main__":`, never in a loop."""
+    in a condition such as `if __name__ == "__main__":`, never in a loop. `decided`:
+    id of an `if` a model class's construction decides -> its Decision (class_settings):
+    no condition for the graph."""
     owner, between = scan.owner_of[call], scan.between[call]
-    for node in between:
+    for position, node in enumerate(between):
         if session and isinstance(node, (cst.If, cst.Else)):
+            continue
+        test = between[position + 1] if isinstance(node, cst.Else) and position + 1 < len(between) else node
+        decision = (decided or {}).get(id(test)) if type(test) is cst.If else None
+        if decision is not None and decision.taken is None:
+            raise decision.refusal(test)
+        if decision is not None:
             continue
         if isinstance(node, BLOCKS):
             raise Refusal.of(call, "graph_in_compound_or_class")

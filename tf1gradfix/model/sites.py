@@ -62,16 +62,16 @@ class HostScan:
 
     def run(self) -> None:
         names = self.graph_names()
-        if self.host is not None:
-            self._feed_bindings(self.host.statements + self.host.init_statements)
-            self._host(self.host.init_statements, self.host.init_sessions)
-            self._host(self.host.statements, self._opened_in(self.host.statements))
-            return
-        self._feed_bindings([item.stmt for item in self.p.items if item.node is None])
         # A name is a graph value from the statement that first binds it to one: before
         # it, the same name holds a host value (data the graph is then built from).
         first_bound = {name: position for position, item in reversed(list(enumerate(self.p.items)))
                        if item.node is not None for name in item.node.names}
+        if self.host is not None:
+            self._feed_bindings(self.host.statements + self.host.init_statements)
+            self._init_host(first_bound)
+            self._host(self.host.statements, self._opened_in(self.host.statements))
+            return
+        self._feed_bindings([item.stmt for item in self.p.items if item.node is None])
         poisoned = set(self.p.poisoned or ())   # (names of refused graph statements: see ModelBuilder.build)
         for position, item in enumerate(self.p.items):
             if item.node is not None or item.drop:
@@ -87,6 +87,21 @@ class HostScan:
                     raise
                 self.p.refused.append(refusal)   # (collected: the next statements are scanned on)
                 poisoned |= bound_names(item.stmt)
+
+    def _init_host(self, first_bound: dict[str, int]) -> None:
+        """A model class's `__init__`'s own host statements: like a graph block's, they may
+        not read a graph value `__init__` bound before them (an `if` or loop over tensors
+        would be left in `__init__`, apart from the values it reads)."""
+        host = cast(Any, self.host)
+        for position, item in enumerate(self.p.items):
+            if item.node is not None or item.drop:
+                continue
+            if isinstance(item.stmt, cst.FunctionDef):
+                self._host([item.stmt], host.init_sessions)
+                continue
+            self._item = item
+            self._sessions = host.init_sessions
+            self._scan(item.stmt, host.init_sessions | {name for name, first in first_bound.items() if first < position})
 
     def _host_item(self, item, position: int, names: set[str], first_bound: dict[str, int]) -> None:
         if isinstance(item.stmt, (cst.FunctionDef, cst.ClassDef)):

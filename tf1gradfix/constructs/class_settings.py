@@ -1,0 +1,422 @@
+"""Settings branches: a model class whose `__init__` (or a method it builds the graph
+with) tests what its construction fixes, and builds a different graph for each answer.
+
+    def __init__(self, n_in, is_training, use_l2=False):
+        self.is_training = is_training
+        ...
+        if not is_training:
+            return
+        if self.use_l2:
+            ...
+
+The test reads constructor parameters, setting attributes (`self.a = param` or a
+literal, set once, in `__init__`, before it is read) and literals; `self.x is not None`
+on an attribute holding a placeholder or a variable is always true. Where every
+`Model(...)` of the file passes the parameter the same literal (or leaves it to a
+literal default), the branch TF1 builds is known: only it is built
+(model_classes.built), and a `return` it reaches ends the build. Where the value is
+known only when the program runs, or the file makes the class with different
+values, the `if` is refused wherever it decides graph code (`Decision.refusal`).
+
+Decisions are taken on the module as written (`self.<attr>` still attributes) and
+kept by the `if`'s place in its method (the k-th `if` of the method), which
+model_classes.desugar does not change.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass, field
+from typing import Callable, cast
+
+import libcst as cst
+
+from tf1gradfix.cst.syntax import Refusal, loads
+from tf1gradfix.cst.walk import visit, walk
+from tf1gradfix.model.owners import GRAPH_CALLS
+
+NOT_NONE = object()   # an attribute holding a placeholder or variable: only `is (not) None` may test it
+
+
+class _NotSetting(Exception):
+    """The test reads something the construction does not fix: no decision (plain Python)."""
+
+
+class _Unknown(Exception):
+    """A setting whose value the file does not fix: (why, fields) of the refusal."""
+
+    def __init__(self, why: str, **fields):
+        super().__init__(why)
+        self.why, self.fields = why, fields
+
+
+@dataclass(frozen=True)
+class Decision:
+    """What TF1 builds at an `if` of the construction."""
+
+    taken: bool | None      # True: its body; False: its `else`; None: not known (see `refusal`)
+    test: str               # the test, as written
+    why: str = ""           # (not known) why: varies, runtime, used, unfixed
+    fields: tuple = ()
+
+    def refusal(self, node: cst.CSTNode) -> Refusal:
+        f = {**dict(self.fields), "test": self.test}
+        if self.why == "varies":
+            return Refusal.of(node, "class_setting_varies", test=f["test"], cls=f["cls"], param=f["param"],
+                              first=f["first"], line=f["line"], other=f["other"], other_line=f["other_line"])
+        if self.why == "used":
+            return Refusal.of(node, "class_setting_class_used", test=f["test"], cls=f["cls"], param=f["param"],
+                              line=f["line"])
+        if self.why == "runtime":
+            return Refusal.of(node, "class_setting_runtime", test=f["test"], cls=f["cls"], param=f["param"],
+                              value=f["value"], line=f["line"])
+        return Refusal.of(node, "class_setting_unfixed", test=f["test"], cls=f["cls"], param=f["param"])
+
+
+@dataclass
+class ClassDecisions:
+    """The decisions of one class's `if`s, by (method, k): the k-th `if` of the method."""
+
+    by_place: dict[tuple[str, int], Decision] = field(default_factory=dict)
+
+    def nodes(self, cls: cst.ClassDef) -> dict[int, Decision]:
+        """id of each `if` node of `cls` (this parse of it) -> its decision."""
+        out = {}
+        for method in _methods(cls):
+            for k, node in enumerate(_ifs(method)):
+                decision = self.by_place.get((method.name.value, k))
+                if decision is not None:
+                    out[id(node)] = decision
+        return out
+
+
+def branch(stmt: cst.If, taken: bool) -> list[cst.BaseStatement]:
+    """The statements of the branch taken (`elif`: the `if` it is)."""
+    block = stmt.body if taken else stmt.orelse.body if isinstance(stmt.orelse, cst.Else) else None
+    if isinstance(stmt.orelse, cst.If) and not taken:
+        return [stmt.orelse]   # (`elif`: an `if` of its own)
+    if block is None:
+        return []
+    if isinstance(block, cst.SimpleStatementSuite):   # `else: a(); b = c`: one statement each
+        return [cst.SimpleStatementLine(body=[small]) for small in block.body]
+    return list(cast(cst.IndentedBlock, block).body)
+
+
+def _methods(cls: cst.ClassDef) -> list[cst.FunctionDef]:
+    return [s for s in cls.body.body if isinstance(s, cst.FunctionDef)]
+
+
+def _ifs(method: cst.FunctionDef) -> list[cst.If]:
+    return [n for n in walk(method.body) if type(n) is cst.If]
+
+
+def decide_module(module: cst.Module, qualified, line_of: Callable[[cst.CSTNode], int]) -> dict[str, ClassDecisions]:
+    """The decisions of each module-level class with an `__init__` and an `if` in a method."""
+    out = {}
+    for stmt in module.body:
+        if isinstance(stmt, cst.ClassDef) and any(_ifs(m) for m in _methods(stmt)):
+            init = next((m for m in _methods(stmt) if m.name.value == "__init__"), None)
+            if init is not None and init.params.params:
+                out[stmt.name.value] = _decide_class(module, stmt, init, qualified, line_of)
+    return out
+
+
+def _decide_class(module, cls, init, qualified, line_of) -> ClassDecisions:
+    self_name = init.params.params[0].name.value
+    positional = [p.name.value for p in init.params.params[1:]]
+    params = positional + [p.name.value for p in init.params.kwonly_params]
+    rebound = set().union(*(_binds(s) for s in init.body.body)) if isinstance(init.body, cst.IndentedBlock) else set(params)
+    values = _param_values(module, cls, init, positional, params, line_of)
+    fixed = {p: values[p] for p in params if p not in rebound}
+    settings = _setting_attributes(cls, init, self_name, fixed, qualified)
+    body = list(init.body.body) if isinstance(init.body, cst.IndentedBlock) else []
+    first_call = next((i for i, s in enumerate(body) if _calls_method(s, self_name, cls)), len(body))
+    out = ClassDecisions()
+    for method in _methods(cls):
+        for k, node in enumerate(_ifs(method)):
+            if method is init:
+                where = next(i for i, s in enumerate(body) if any(n is node for n in walk(s)))
+                names, attributes = fixed, {a: v for a, (v, i) in settings.items() if i < where}
+                own = self_name
+            else:
+                names = {}
+                attributes = {a: v for a, (v, i) in settings.items() if i < first_call}
+                own = method.params.params[0].name.value if method.params.params else None
+            decision = _decide(node.test, names, attributes, own, cls.name.value)
+            if decision is not None:
+                out.by_place[(method.name.value, k)] = decision
+    return out
+
+
+def _decide(test: cst.BaseExpression, names: dict, attributes: dict, own: str | None, cls: str) -> Decision | None:
+    text = cst.Module([]).code_for_node(test)
+
+    def lookup(node: cst.BaseExpression):
+        if type(node) is cst.Name and node.value in names:
+            value = names[node.value]
+        elif type(node) is cst.Attribute and type(node.value) is cst.Name and node.value.value == own \
+                and node.attr.value in attributes:
+            value = attributes[node.attr.value]
+        else:
+            raise _NotSetting
+        if isinstance(value, _Unknown):
+            raise value
+        return value
+
+    try:
+        taken = _truth(_evaluate(test, lookup))
+    except _NotSetting:
+        return None
+    except _Unknown as unknown:
+        return Decision(None, text, why=unknown.why, fields=tuple(sorted({**unknown.fields, "cls": cls}.items())))
+    return Decision(taken, text)
+
+
+def _truth(value) -> bool:
+    if value is NOT_NONE:   # (TF1 refuses a tensor as a Python bool)
+        raise _NotSetting
+    return bool(value)
+
+
+def _evaluate(node: cst.BaseExpression, lookup):
+    """The value of a test of settings and literals, as Python computes it (`and`/`or` short-circuit)."""
+    if isinstance(node, cst.Name) and node.value in ("True", "False", "None"):
+        return {"True": True, "False": False, "None": None}[node.value]
+    if isinstance(node, (cst.Name, cst.Attribute)):
+        return lookup(node)
+    if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Not):
+        return not _truth(_evaluate(node.expression, lookup))
+    if isinstance(node, cst.BooleanOperation):
+        left = _evaluate(node.left, lookup)
+        if _truth(left) == isinstance(node.operator, cst.Or):
+            return left
+        return _evaluate(node.right, lookup)
+    if isinstance(node, cst.Comparison):
+        left = _evaluate(node.left, lookup)
+        for target in node.comparisons:
+            right = _evaluate(target.comparator, lookup)
+            if not _compare(left, target.operator, right):
+                return False
+            left = right
+        return True
+    if loads(node):
+        raise _NotSetting
+    return _literal(node)
+
+
+def _compare(left, operator, right) -> bool:
+    kind = type(operator)
+    if kind in (cst.Is, cst.IsNot):
+        if right is not None and left is not None:
+            raise _NotSetting   # (only `is None` is a question of value)
+        same = left is right
+        return same if kind is cst.Is else not same
+    if left is NOT_NONE or right is NOT_NONE:
+        raise _NotSetting
+    ops: dict[type, Callable] = {cst.Equal: lambda a, b: a == b, cst.NotEqual: lambda a, b: a != b, cst.LessThan: lambda a, b: a < b,
+           cst.LessThanEqual: lambda a, b: a <= b, cst.GreaterThan: lambda a, b: a > b,
+           cst.GreaterThanEqual: lambda a, b: a >= b, cst.In: lambda a, b: a in b, cst.NotIn: lambda a, b: a not in b}
+    if kind not in ops:
+        raise _NotSetting
+    try:
+        return bool(ops[kind](left, right))
+    except TypeError:
+        raise _NotSetting from None
+
+
+def _literal(node: cst.BaseExpression):
+    """A Python literal's value (numbers, strings, booleans, None, tuples of them); _NotSetting otherwise."""
+    try:
+        value = ast.literal_eval(cst.Module([]).code_for_node(node).strip())
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        raise _NotSetting from None
+    if not _immutable(value):
+        raise _NotSetting
+    return value
+
+
+def _immutable(value) -> bool:
+    if isinstance(value, tuple):
+        return all(_immutable(v) for v in value)
+    return value is None or isinstance(value, (bool, int, float, complex, str, bytes))
+
+
+def _binds(stmt: cst.CSTNode) -> set[str]:
+    """Names bound anywhere in `stmt`, nested blocks included (not inside nested functions)."""
+    out: set[str] = set()
+    for node in walk(stmt, skip=(cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+        if isinstance(node, (cst.AssignTarget, cst.AugAssign, cst.AnnAssign, cst.For)):
+            out |= set(loads(node.target))
+        elif isinstance(node, cst.AsName):
+            out |= set(loads(node.name))
+        elif isinstance(node, (cst.Global, cst.Nonlocal)):
+            out |= {n.name.value for n in node.names}
+    if isinstance(stmt, (cst.FunctionDef, cst.ClassDef)):
+        out.add(stmt.name.value)
+    return out
+
+
+def _calls_method(stmt: cst.CSTNode, self_name: str, cls: cst.ClassDef) -> bool:
+    methods = {m.name.value for m in _methods(cls)}
+    return any(type(c) is cst.Call and type(c.func) is cst.Attribute and type(c.func.value) is cst.Name
+               and c.func.value.value == self_name and c.func.attr.value in methods for c in walk(stmt))
+
+
+def _setting_attributes(cls, init, self_name: str, fixed: dict, qualified) -> dict[str, tuple[object, int]]:
+    """attribute -> (its value, the index of `__init__`'s statement setting it) for the
+    attributes set once in the class, by a statement of `__init__` itself, to a setting or
+    a literal (or to a placeholder or variable: NOT_NONE)."""
+    counts: dict[str, int] = {}
+    for node in walk(cls.body):
+        targets = [node.target] if isinstance(node, (cst.AssignTarget, cst.AugAssign, cst.AnnAssign)) else []
+        for target in targets:
+            for a in walk(target):
+                if type(a) is cst.Attribute:
+                    counts[a.attr.value] = counts.get(a.attr.value, 0) + 1
+    out: dict[str, tuple[object, int]] = {}
+    for index, stmt in enumerate(init.body.body if isinstance(init.body, cst.IndentedBlock) else []):
+        small = stmt.body[0] if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 else None
+        if not isinstance(small, cst.Assign) or len(small.targets) != 1:
+            continue
+        target = small.targets[0].target
+        if not (type(target) is cst.Attribute and type(target.value) is cst.Name and target.value.value == self_name) \
+                or counts.get(target.attr.value) != 1:
+            continue
+        value = small.value
+        if type(value) is cst.Call and qualified(value.func) in GRAPH_CALLS:
+            out[target.attr.value] = (NOT_NONE, index)
+            continue
+
+        def lookup(node, fixed=fixed):
+            if type(node) is cst.Name and node.value in fixed:
+                if isinstance(fixed[node.value], _Unknown):
+                    raise fixed[node.value]
+                return fixed[node.value]
+            raise _NotSetting
+        try:
+            result = _evaluate(value, lookup)
+        except _NotSetting:
+            continue
+        except _Unknown as unknown:
+            result = unknown
+        out[target.attr.value] = (result, index)
+    return out
+
+
+def _param_values(module, cls, init, positional: list[str], params: list[str], line_of) -> dict[str, object]:
+    """parameter -> the literal every `Cls(...)` of the module gives it (or its literal
+    default), or the _Unknown saying why there is none."""
+    name = cls.name.value
+    defaults = {p.name.value: p.default for p in [*init.params.params[1:], *init.params.kwonly_params]
+                if p.default is not None}
+    sites: list[tuple[cst.Call, cst.CSTNode]] = []   # (call, the function or module it is in)
+    other: list[cst.Name] = []
+    _find_sites(module, name, cls, sites, other)
+    if other:   # (passed around, subclassed: made where this file cannot see)
+        return {p: _Unknown("used", param=p, line=line_of(other[0])) for p in params}
+    if not sites:
+        return {p: _Unknown("unfixed", param=p) for p in params}
+    seen: dict[str, list[tuple[object, int]]] = {p: [] for p in params}
+    out: dict[str, object] = {}
+    for call, scope in sites:
+        loose = next((a for a in call.args if a.star), None) or next(
+            (a for a in call.args[len(positional):] if a.keyword is None), None)
+        if loose is not None:   # (`Cls(*args)`: which parameter gets what is known when it runs)
+            for p in params:
+                out.setdefault(p, _Unknown("runtime", param=p, value=cst.Module([]).code_for_node(loose).strip(" ,"),
+                                           line=line_of(call)))
+            continue
+        given = {a.keyword.value if a.keyword is not None else positional[i]: a.value for i, a in enumerate(call.args)}
+        for p in params:
+            expr = given.get(p, defaults.get(p))
+            if expr is None:
+                out.setdefault(p, _Unknown("unfixed", param=p))
+                continue
+            try:
+                value = _literal(expr) if not isinstance(expr, cst.Name) or expr.value in ("True", "False", "None") \
+                    else _bound_literal(expr.value, scope, module)
+            except _NotSetting:
+                text = cst.Module([]).code_for_node(expr) + ("" if p in given else " (its default)")
+                out.setdefault(p, _Unknown("runtime", param=p, value=text, line=line_of(expr)))
+                continue
+            seen[p].append((value, line_of(call)))
+    for p in params:
+        if p in out:
+            continue
+        first = seen[p][0]
+        other_value = next(((v, line) for v, line in seen[p] if (type(v), v) != (type(first[0]), first[0])), None)
+        if other_value is not None:
+            out[p] = _Unknown("varies", param=p, first=repr(first[0]), line=first[1], other=repr(other_value[0]),
+                              other_line=other_value[1])
+        else:
+            out[p] = first[0]
+    return out
+
+
+def _find_sites(module: cst.Module, name: str, cls: cst.ClassDef, sites: list, other: list) -> None:
+    """The calls `name(...)` with the function (or module) each is in; other uses of `name`."""
+    stack: list[cst.CSTNode] = [module]
+    calls: set[int] = set()
+
+    class V(cst.CSTVisitor):
+        def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+            stack.append(node)
+
+        def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
+            stack.pop()
+
+        def visit_Call(self, node: cst.Call) -> None:
+            if type(node.func) is cst.Name and node.func.value == name:
+                sites.append((node, stack[-1]))
+                calls.add(id(node.func))
+
+        def visit_Name(self, node: cst.Name) -> None:
+            if node.value == name and id(node) not in calls and node is not cls.name:
+                other.append(node)
+
+        def visit_Attribute(self, node: cst.Attribute) -> bool:
+            node.value.visit(self)   # (`x.Cls` is another name)
+            return False
+
+        def visit_Arg(self, node: cst.Arg) -> bool:
+            node.value.visit(self)   # (a keyword is no use of the name)
+            return False
+
+    visit(module, V())
+
+
+def _bound_literal(name: str, scope: cst.CSTNode, module: cst.Module):
+    """The literal `name` holds where `scope` reads it: its one binding there (or, not bound
+    in the function, at module level) is `name = <literal>` and nothing rebinds it."""
+    for holder in ([scope, module] if scope is not module else [module]):
+        statements = list(holder.body.body) if isinstance(holder, cst.FunctionDef) else list(cast(cst.Module, holder).body)
+        if isinstance(holder, cst.FunctionDef):
+            params = holder.params
+            if name in {p.name.value for p in (*params.params, *params.kwonly_params, *params.posonly_params)}:
+                raise _NotSetting
+        bound = [s for s in statements if name in _binds(s)]
+        if not bound:
+            continue
+        everywhere = any(isinstance(s, (cst.Global, cst.Nonlocal)) and name in {n.name.value for n in s.names}
+                         for s in walk(module))
+        small = bound[0].body[0] if len(bound) == 1 and isinstance(bound[0], cst.SimpleStatementLine) \
+            and len(bound[0].body) == 1 else None
+        if everywhere or not isinstance(small, cst.Assign) or len(small.targets) != 1 \
+                or type(small.targets[0].target) is not cst.Name or _binds_nested(statements, name):
+            raise _NotSetting
+        return _literal(small.value)
+    raise _NotSetting
+
+
+def _binds_nested(statements, name: str) -> bool:
+    """Does a function defined among `statements` (or a comprehension) rebind `name`?"""
+    return any(type(n) is cst.FunctionDef and name in _binds(n.body) for s in statements for n in walk(s))
+
+
+def literal_default(expr: cst.BaseExpression) -> bool:
+    """Is `expr` a literal (a default a call may be read as binding anew)?"""
+    try:
+        _literal(expr)
+    except _NotSetting:
+        return False
+    return True
