@@ -193,7 +193,7 @@ def class_statements(node: BuilderModule, name: str, tf: str, initial_value, gap
     """`class Encoder(tf.Module)` (variables and layers in `__init__`, the computation in
     `__call__`) and `encoder = Encoder()`, in place of the function; its
     docstring becomes the class's, the comments above the scope stay in `__call__`. `name`: the class's;
-    `layer_text(row, call, bound)`: a Keras layer's constructor (emit.state)."""
+    `layer_text(row, call, bound, helper)`: a Keras layer's constructor (emit.state)."""
     helper = node.builder
     first = cast("list[cst.SimpleStatementLine | cst.BaseCompoundStatement]", list(helper.body.body))
     docstring = first[0] if first and is_docstring(first[0]) else None
