@@ -109,6 +109,9 @@ class ClassLayers:
             helper = builder.program.helpers[call.func.value]   # (its node: made by builders.node, called first)
             node = next(n for n in builder.program.nodes if isinstance(n, BuilderModule) and n.builder is helper)
             if node.method_of is None:
+                normalizing = next((site for site in node.layers if site.row.get("statistics")), None)
+                if normalizing is not None:   # (builder_statistics follows calls of a builder function only)
+                    raise Refusal.of(normalizing.call, "builder_layer_statistics", api="tf.layers.batch_normalization")
                 clash = {MADE, variables_method(method)} & self.taken
                 if clash:
                     raise Refusal.of(call, "class_attribute_clash", attr=sorted(clash)[0])

@@ -94,6 +94,18 @@ def _rank(builder, expr: cst.BaseExpression, before: int | None = None) -> int |
     return None
 
 
+def _dtype(builder, expr: cst.BaseExpression, before: int | None = None) -> str | None:
+    """The qualified dtype of a layer's input where the program states it: a placeholder's,
+    through the layers it passes (as `_rank`); None where not known."""
+    bound = [n for n in builder.program.nodes[:before] if isinstance(expr, cst.Name) and expr.value in n.names]
+    node = bound[-1] if bound else None
+    if isinstance(node, Placeholder) and isinstance(node.dtype, cst.BaseExpression):
+        return builder.qualified(node.dtype)
+    if isinstance(node, LayerCall):
+        return _dtype(builder, node.source, node.index)
+    return None
+
+
 def _short(q: str) -> str:
     return q.replace("tensorflow", "tf", 1)
 
@@ -192,6 +204,13 @@ def _settings(builder, call: cst.Call, q: str, row: dict, graph_names: AbstractS
     if reuse is not None and not (isinstance(reuse, cst.Name) and reuse.value in ("None", "False")):
         raise Refusal.of(reuse, "layer_reuse", api=q, detail=row['why'])
     call_args = [(param, _mode(builder, q, bound[param])) for param in row.get("call", ()) if param in bound]
+    training = bound.get("training")
+    if row.get("statistics") and literal_bool(bound.get("trainable"), "trainable") is False and training is not None \
+            and not (isinstance(training, cst.Name) and training.value == "False"):
+        raise Refusal.of(call, "batch_norm_untrainable_training", api=_short(q))
+    dtype = _dtype(builder, source)
+    if row.get("statistics") and dtype not in (None, "tensorflow.float32"):
+        raise Refusal.of(call, "batch_norm_input_dtype", api=_short(q), dtype=_short(dtype))
     helper = helper_of(row, bound, _rank(builder, source))
     if helper is not None and (in_loop or not helper):   # (a loop's layers: the row's target only)
         raise Refusal.of(call, "batch_norm_rank_unknown", api=q, ranks=' or '.join(map(str, row['ranks'])))
