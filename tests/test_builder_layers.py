@@ -92,7 +92,21 @@ GAN = Path(__file__).resolve().parent.parent / "fixtures" / "rewrite" / "builder
 def test_batch_normalization_in_builders_that_would_not_update_as_tf1_is_refused(change, why):
     source = GAN.read_text(encoding="utf-8")
     assert change[0] in source
-    result = process_source("case.py", source.replace(*change).encode(), CodeFilter())
+    _refused(source.replace(*change), why)
+
+
+def test_calls_made_after_update_ops_was_read_are_not_updated_by_tf1():
+    """`update_ops` holds the updates collected when it was read: none here, so TF1's train
+    ops update no moving statistics."""
+    source = GAN.read_text(encoding="utf-8")
+    read = "update_ops = tf.get_collection(tf.GraphKeys.UPDATE_OPS)\n"
+    moved = source.replace(read, "").replace("fake_images = generator(codes, True)", read + "fake_images = generator(codes, True)")
+    assert moved.index(read) < moved.index("fake_images = generator(")
+    _refused(moved, "does not run a train op under")
+
+
+def _refused(source: str, why: str) -> None:
+    result = process_source("case.py", source.encode(), CodeFilter())
     assert result.new_source is None
     assert any(why in f.message for f in result.findings if not f.fixed), [f.message for f in result.findings]
 

@@ -30,6 +30,10 @@ def check(program, sig, site) -> None:
     members = set(sig.nodes)
     train = sig.train
     collected = train is not None and train.stats
+    # what `UPDATE_OPS` held for the train op: the calls made before it was read (into a name, the
+    # last read before the train op; inline in `tf.control_dependencies(...)`, the train op's own place)
+    cut = max((at for at in program.collected if train is not None and at <= train.index),
+              default=train.index if train is not None else 0)
     seen: dict[tuple[int, str], int] = {}
     for node in program.nodes:
         reached = [modules[d] for d in sorted(node.deps) if d in modules]
@@ -43,14 +47,14 @@ def check(program, sig, site) -> None:
             for call in calls:
                 for layer in _training(module, call):
                     if node.index in members:
-                        if not collected or node.index > train.index:
+                        if not collected or node.index >= cut:
                             raise Refusal.of(site.call, "batch_norm_updates_not_run")
                         key = (module.index, layer.attribute)
                         seen[key] = seen.get(key, 0) + 1
                         if seen[key] > 1:
                             raise Refusal.of(call, "builder_batch_norm_twice_in_run", layer=f"{module.scope}/{layer.label}",
                                              function=module.var)
-                    elif collected and node.index < train.index:
+                    elif collected and node.index < cut:
                         raise Refusal.of(call, "batch_norm_update_outside_step", layer=f"{module.scope}/{layer.label}",
                                          function=module.var)
 
