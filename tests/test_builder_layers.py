@@ -4,6 +4,10 @@ the forms of reuse that are rewritten, and the order their variables are listed 
 
 from __future__ import annotations
 
+from pathlib import Path
+
+import pytest
+
 from tf1gradfix.run.engine import process_source
 from tf1gradfix.run.findings import CodeFilter
 
@@ -109,3 +113,53 @@ with tf.Session() as sess:
     again = program.replace("net(x, [4, 1])", "net(x, [4, 1]) + net(x, [4, 1])")
     refused = process_source("case.py", again.encode(), CodeFilter())
     assert refused.new_source is None and any("is called again" in f.message for f in refused.findings)
+
+
+GAN = Path(__file__).resolve().parent.parent / "fixtures" / "rewrite" / "builders_batchnorm_gan" / "input.py"
+
+
+@pytest.mark.parametrize("change, why", [
+    # TF1 never updates the moving statistics: the train ops do not depend on UPDATE_OPS
+    (("update_ops = tf.get_collection(tf.GraphKeys.UPDATE_OPS)\nwith tf.control_dependencies(update_ops):\n"
+      "    train_critic = tf.train.AdamOptimizer(0.01, beta1=0.5).minimize(critic_loss, var_list=critic_vars)\n    ",
+      "train_critic = tf.train.AdamOptimizer(0.01, beta1=0.5).minimize(critic_loss, var_list=critic_vars)\n"),
+     "does not run a train op under"),
+    # the critic's layer called twice in training mode in one run: TF1 runs the two updates unordered
+    (("scores = critic(tf.concat([real_images, fake_images], 0), True)   # one call: one update per run\n"
+      "real_scores, fake_scores = scores[:BATCH], scores[BATCH:]",
+      "real_scores = critic(real_images, True)\nfake_scores = critic(fake_images, True, reuse=True)"),
+     "more than once in this run"),
+    # the inference-time images in training mode: TF1 collects its update, and its train ops run it
+    (("shown = generator(shown_codes, False, reuse=True)", "shown = generator(shown_codes, True, reuse=True)"),
+     "the train step does not compute this call"),
+    (("fake_images = generator(codes, True)", "fake_images = generator(codes, 1)"), "other than `True` or `False`"),
+])
+def test_batch_normalization_in_builders_that_would_not_update_as_tf1_is_refused(change, why):
+    source = GAN.read_text(encoding="utf-8")
+    assert change[0] in source
+    _refused(source.replace(*change), why)
+
+
+def test_calls_made_after_update_ops_was_read_are_not_updated_by_tf1():
+    """`update_ops` holds the updates collected when it was read: none here, so TF1's train
+    ops update no moving statistics."""
+    source = GAN.read_text(encoding="utf-8")
+    read = "update_ops = tf.get_collection(tf.GraphKeys.UPDATE_OPS)\n"
+    moved = source.replace(read, "").replace("fake_images = generator(codes, True)", read + "fake_images = generator(codes, True)")
+    assert moved.index(read) < moved.index("fake_images = generator(")
+    _refused(moved, "does not run a train op under")
+
+
+def _refused(source: str, why: str) -> None:
+    result = process_source("case.py", source.encode(), CodeFilter())
+    assert result.new_source is None
+    assert any(why in f.message for f in result.findings if not f.fixed), [f.message for f in result.findings]
+
+
+def test_fused_false_keeps_keras_batch_normalization_in_a_builder():
+    source = GAN.read_text(encoding="utf-8").replace('name="grid_norm"', 'name="grid_norm", fused=False')
+    result = process_source("case.py", source.encode(), CodeFilter())
+    assert result.new_source is not None
+    out = result.new_source.decode()
+    assert "self.grid_norm = tf.keras.layers.BatchNormalization(" in out
+    assert out.count("= FusedBatchNormalization(") == 2 and out.count("class FusedBatchNormalization(") == 1

@@ -16,6 +16,7 @@ import pytest
 
 from tf1gradfix.run.engine import process_source
 from tf1gradfix.run.findings import CodeFilter, code_matches
+from tf1gradfix.emit import helpers as helper_classes
 from tf1gradfix.constructs.layers import layer_table
 from tf1gradfix.emit.restructure import restructure
 
@@ -72,6 +73,7 @@ def test_row_is_complete(symbol, row):
     assert set(row["keep"]) <= set(params) and set(row["initializers"]) <= set(row["keep"])
     assert set(row.get("rename", {})) <= set(row["keep"])
     assert row["auto_name"].isidentifier() and row["weights"] == bool(row["initializers"])
+    assert row.get("helper") is None or row["helper"] in helper_classes.table() and row.get("ranks")
 
 
 @pytest.mark.parametrize("symbol, row", ROWS, ids=IDS)
@@ -176,9 +178,20 @@ def test_a_mode_flag_becomes_the_literal_of_each_function():
     assert "compute_prediction(xs[0])" in migrated   # the flag is no argument
 
 
+def test_an_input_of_unknown_rank_becomes_the_class_with_tf1s_fused_moving_variance():
+    """TF1 fuses 4-D batch normalization (Bessel's correction in the moving variance);
+    the helper class decides on each call as TF1 did, and is defined once after the imports."""
+    source = program(BATCH_NORM, layer_table()[BATCH_NORM]).replace(
+        "h = tf.layers.batch_normalization(x,", "h = tf.layers.batch_normalization(tf.reshape(x, [-1, 2, 3, 1]),")
+    migrated = rewritten(source)
+    assert migrated.count("class FusedBatchNormalization(tf.keras.layers.BatchNormalization):") == 1
+    assert "batch_normalization = FusedBatchNormalization(momentum=0.9)" in migrated
+    assert migrated.index("import tensorflow as tf") < migrated.index("class FusedBatch") < migrated.index("rng = ")
+    kept = rewritten(source.replace("momentum=0.9,", "momentum=0.9, fused=False,"))
+    assert "FusedBatchNormalization" not in kept   # (TF1's unfused numbers are Keras's)
+
+
 @pytest.mark.parametrize("change, why", [
-    (("h = tf.layers.batch_normalization(x,", "h = tf.layers.batch_normalization(tf.reshape(x, [-1, 2, 3, 1]),"),
-     "rank is not known"),
     (("with tf.control_dependencies(tf.get_collection(tf.GraphKeys.UPDATE_OPS)):\n    train_op", "train_op"),
      "does not run a train op under"),
     (("xs[0], training: False}", "xs[0], training: step > 3}"), "other than True or False"),

@@ -15,6 +15,10 @@ its variables are `critic/dense/kernel`, ... as in TF1. Layers made in a `for`
 loop, with settings from the builder's arguments, or without a scope are made on
 the call instead (builder_loops.py). A call site run only on some calls, or in a
 comprehension, made a different number of layers in TF1, and is refused.
+
+Batch normalization keeps its `training=` (True, False, or a parameter of the
+builder, passed on by `__call__`); which calls update the moving statistics,
+and whether TF1 ran those updates, is checked per run (builder_statistics.py).
 """
 
 from __future__ import annotations
@@ -24,7 +28,7 @@ from typing import cast
 import libcst as cst
 
 from tf1gradfix.constructs import builder_loops
-from tf1gradfix.constructs.layers import check_layer_arguments, layer_table, passed_on
+from tf1gradfix.constructs.layers import check_layer_arguments, helper_of, layer_table, passed_on
 from tf1gradfix.cst import layout
 from tf1gradfix.cst.syntax import Refusal, bound_names, literal_string, loads
 from tf1gradfix.cst.walk import TargetedTransformer, children, walk
@@ -62,7 +66,7 @@ def sites(builder, helper: cst.FunctionDef, stmt: cst.BaseStatement, taken: set[
             q = found[id(node)]
             if repeating:
                 raise Refusal.of(node, "builder_layer_not_once", api=_short(q), function=helper.name.value)
-            site = _site(builder, node, q, taken, [*pending, *out], changing, per_call)
+            site = _site(builder, helper, node, q, taken, [*pending, *out], changing, per_call)
             if loops and "name" in site.bound:
                 raise Refusal.of(node, "builder_layer_named_on_call", api=_short(q), function=helper.name.value)
             site.looped = bool(loops)
@@ -73,17 +77,15 @@ def sites(builder, helper: cst.FunctionDef, stmt: cst.BaseStatement, taken: set[
     return out
 
 
-def _site(builder, call: cst.Call, q: str, taken: set[str], pending: list[BuilderLayer], changing: set[str],
-          per_call: bool) -> BuilderLayer:
+def _site(builder, helper: cst.FunctionDef, call: cst.Call, q: str, taken: set[str], pending: list[BuilderLayer],
+          changing: set[str], per_call: bool) -> BuilderLayer:
     row = layer_table()[q]
     bound, source = passed_on(builder, call, q, row, untrainable_refused=True)
-    if row.get("statistics"):
-        raise Refusal.of(call, "builder_layer_statistics", api=_short(q))
     call_args = []
     for param in row.get("call", ()):
-        if param in bound:
+        if param in bound:   # True/False, or a parameter of the builder (builder_statistics.py checks each call's value)
             flag = bound[param]
-            if not (isinstance(flag, cst.Name) and flag.value in ("True", "False")):
+            if not (isinstance(flag, cst.Name) and (flag.value in ("True", "False") or flag.value in parameters(helper))):
                 raise Refusal.of(bound[param], "layer_training_form", api=q)
             call_args.append((param, bound[param]))
     given = bound.get("name")
@@ -101,8 +103,18 @@ def _site(builder, call: cst.Call, q: str, taken: set[str], pending: list[Builde
     while attribute in taken:
         attribute, k = f"{base}_layer" + (f"_{k}" if k > 1 else ""), k + 1
     taken.add(attribute)
+    fused = helper_of(row, bound, None)   # (the rank of a builder's input is not known here)
+    if fused == "":
+        raise Refusal.of(call, "batch_norm_rank_unknown", api=q, ranks=' or '.join(map(str, row['ranks'])))
     return BuilderLayer(attribute=attribute, label=label, call=call, row=row, bound=bound, source=source,
-                        call_args=call_args, reads=frozenset(reads))
+                        call_args=call_args, reads=frozenset(reads), helper=fused)
+
+
+def parameters(helper: cst.FunctionDef) -> dict[str, cst.BaseExpression | None]:
+    """The builder's parameters that its body never rebinds, with their defaults."""
+    rebound = {n for stmt in helper.body.body for n in bound_names(stmt)}
+    return {p.name.value: p.default for p in (*helper.params.params, *helper.params.kwonly_params)
+            if p.name.value not in rebound}
 
 
 def _auto_name(row: dict, pending: list[BuilderLayer]) -> str:
@@ -162,7 +174,7 @@ def constructor_lines(node: BuilderModule, layer_text, column: int) -> str:
     """`self.dense = tf.keras.layers.Dense(..., name="dense")` per layer, in the constructor."""
     lines = ""
     for site in node.layers:
-        text = layer_text(site.row, site.call, site.bound)
+        text = layer_text(site.row, site.call, site.bound, site.helper)
         if "name" not in site.bound:   # (Keras counts automatic names over the whole program; TF1 per scope)
             text = text[:-1] + ("" if text.endswith("()") else ", ") + f'name="{site.label}")'
         lines += "        " + layout.fit(f"self.{site.attribute} = {text}", column).replace("\n", "\n        ") + "\n"

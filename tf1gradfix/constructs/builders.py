@@ -148,6 +148,10 @@ def node(builder, helper: cst.FunctionDef) -> BuilderModule:
         if named is not None:
             raise Refusal.of(named.call, "builder_layer_named_on_call", api=named.row["auto_name"],
                              function=helper.name.value)
+        counted = next((site for site in layers if site.row.get("statistics")), None)
+        if counted is not None:   # (its updates are checked, and its helper written, for layers made once)
+            raise Refusal.of(counted.call, "builder_statistics_on_call", api=counted.row["auto_name"],
+                             function=helper.name.value)
     return builder.append(BuilderModule(
         index=-1, names=(), stmt=helper, value=None, builder=helper, scope=None if per_call else scope,
         scope_parameter=scope if per_call else None, variables=variables, inner=inner, weights=True, trainable=True,
@@ -217,7 +221,7 @@ def class_statements(node: BuilderModule, name: str, tf: str, initial_value, gap
     """`class Encoder(tf.Module)` (variables and layers in `__init__`, the computation in
     `__call__`) and `encoder = Encoder()`, in place of the function; its
     docstring becomes the class's, the comments above the scope stay in `__call__`. `name`: the class's;
-    `layer_text(row, call, bound)`: a Keras layer's constructor (emit.state)."""
+    `layer_text(row, call, bound, helper)`: a Keras layer's constructor (emit.state)."""
     helper = node.builder
     first = cast("list[cst.SimpleStatementLine | cst.BaseCompoundStatement]", list(helper.body.body))
     docstring = first[0] if first and is_docstring(first[0]) else None

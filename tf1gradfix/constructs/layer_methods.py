@@ -111,6 +111,9 @@ class ClassLayers:
             if node.made_on_call or node.scope is None and node.scope_parameter is None:   # (builder_loops)
                 raise Refusal.of(call, "layer_method_layers_on_call", method=method)
             if node.method_of is None:
+                normalizing = next((site for site in node.layers if site.row.get("statistics")), None)
+                if normalizing is not None:   # (builder_statistics follows calls of a builder function only)
+                    raise Refusal.of(normalizing.call, "builder_layer_statistics", api="tf.layers.batch_normalization")
                 clash = {MADE, variables_method(method)} & self.taken
                 if clash:
                     raise Refusal.of(call, "class_attribute_clash", attr=sorted(clash)[0])

@@ -37,7 +37,7 @@ def model(builder, item, names, call: cst.Call | None, q: str | None, deps) -> b
     call, q = cast(cst.Call, call), cast(str, q)   # (a row of the table: a layer call)
     if len(names) != 1:
         raise Refusal.of(call, "layer_target", api=q)
-    bound, source, call_args, trainable = _settings(builder, call, q, row)
+    bound, source, call_args, trainable, helper = _settings(builder, call, q, row)
     label = literal_string(bound.get(name_param(row)))
     if label is not None and any(n.tf1_name() == item.prefix + label for n in builder.program.nodes
                                  if isinstance(n, LayerNode)):
@@ -48,7 +48,7 @@ def model(builder, item, names, call: cst.Call | None, q: str | None, deps) -> b
         base = label.lower()   # (the variable holding contrib's `Conv` layer: `conv`)
     base = base or (label if label.isidentifier() and not keyword.iskeyword(label) else row["auto_name"])
     layer = builder.add(item, Layer, (), call, (), row=row, symbol=q, bound=bound, base=base,
-                        weights=row["weights"], trainable=trainable, full_name=item.prefix + label)
+                        weights=row["weights"], trainable=trainable, full_name=item.prefix + label, helper=helper)
     flags = {builder.program.final[e.value] for _, e in call_args if isinstance(e, cst.Name) and e.value in builder.program.final}
     builder.add(item, LayerCall, names, call, set(builder.deps_of(source)) | {layer.index} | flags,
                 calls=[q], layer=layer.index, source=source, call_args=call_args)
@@ -94,6 +94,18 @@ def _rank(builder, expr: cst.BaseExpression, before: int | None = None) -> int |
     return None
 
 
+def _dtype(builder, expr: cst.BaseExpression, before: int | None = None) -> str | None:
+    """The qualified dtype of a layer's input where the program states it: a placeholder's,
+    through the layers it passes (as `_rank`); None where not known."""
+    bound = [n for n in builder.program.nodes[:before] if isinstance(expr, cst.Name) and expr.value in n.names]
+    node = bound[-1] if bound else None
+    if isinstance(node, Placeholder) and isinstance(node.dtype, cst.BaseExpression):
+        return builder.qualified(node.dtype)
+    if isinstance(node, LayerCall):
+        return _dtype(builder, node.source, node.index)
+    return None
+
+
 def _short(q: str) -> str:
     return q.replace("tensorflow", "tf", 1)
 
@@ -126,7 +138,7 @@ def loop_model(builder, item) -> bool:
         graph = bool(builder.deps_of(value)) or any(n in bound for n in loads(value))
         if row is not None:
             value, q = cast(cst.Call, value), cast(str, q)   # (a row of the table: a layer call)
-            site_bound, source, call_args, trainable = _settings(builder, value, q, row, bound)
+            site_bound, source, call_args, trainable, _ = _settings(builder, value, q, row, bound, in_loop=True)
             if call_args:   # (the loop in the step function calls each layer with its input only)
                 raise Refusal.of(value, "layer_training_in_loop", api=q)
             layer_sites.append(LayerSite(value, row, site_bound, source, _auto_name(program, row, layer_sites), trainable))
@@ -182,16 +194,25 @@ def passed_on(builder, call: cst.Call, q: str, row: dict, untrainable_refused: b
     return bound, source
 
 
-def _settings(builder, call: cst.Call, q: str, row: dict, graph_names: AbstractSet[str] = frozenset()):
-    """(arguments, input, call-time arguments, trainable) of a layer call; Refusal for
-    settings the table does not pass on, or that are computed from graph values
-    (`graph_names`: names a loop binds to graph values)."""
+def _settings(builder, call: cst.Call, q: str, row: dict, graph_names: AbstractSet[str] = frozenset(),
+              in_loop: bool = False):
+    """(arguments, input, call-time arguments, trainable, helper class) of a layer call;
+    Refusal for settings the table does not pass on, or that are computed from graph values
+    (`graph_names`: names a loop binds to graph values; `in_loop`: a loop makes the layers)."""
     bound, source = passed_on(builder, call, q, row)
     reuse = bound.get("reuse")
     if reuse is not None and not (isinstance(reuse, cst.Name) and reuse.value in ("None", "False")):
         raise Refusal.of(reuse, "layer_reuse", api=q, detail=row['why'])
     call_args = [(param, _mode(builder, q, bound[param])) for param in row.get("call", ()) if param in bound]
-    if row.get("ranks") and "fused" not in bound and _rank(builder, source) not in row["ranks"]:
+    training = bound.get("training")
+    if row.get("statistics") and literal_bool(bound.get("trainable"), "trainable") is False and training is not None \
+            and not (isinstance(training, cst.Name) and training.value == "False"):
+        raise Refusal.of(call, "batch_norm_untrainable_training", api=_short(q))
+    dtype = _dtype(builder, source)
+    if row.get("statistics") and dtype not in (None, "tensorflow.float32"):
+        raise Refusal.of(call, "batch_norm_input_dtype", api=_short(q), dtype=_short(dtype))
+    helper = helper_of(row, bound, _rank(builder, source))
+    if helper is not None and (in_loop or not helper):   # (a loop's layers: the row's target only)
         raise Refusal.of(call, "batch_norm_rank_unknown", api=q, ranks=' or '.join(map(str, row['ranks'])))
     at_call = [bound[p] for p in row.get("call", ()) if p in bound]
     for a in call.args:
@@ -200,7 +221,16 @@ def _settings(builder, call: cst.Call, q: str, row: dict, graph_names: AbstractS
         if set(loads(a.value)) & graph_names or any(not isinstance(builder.program.nodes[i], Static)
                                                     for i in builder.deps_of(a.value)):
             raise Refusal.of(a.value, "layer_setting_from_graph", api=q)
-    return bound, source, call_args, literal_bool(bound.get("trainable"), "trainable") is not False
+    return bound, source, call_args, literal_bool(bound.get("trainable"), "trainable") is not False, helper
+
+
+def helper_of(row: dict, bound: dict, rank: int | None) -> str | None:
+    """The class of rules/helpers.toml a layer call becomes (`row["helper"]`; "" for a row
+    naming none), or None where the row's Keras layer is exact: an input rank it is exact
+    for, or settings (`fused=False`) under which TF1 computed what Keras computes."""
+    if not row.get("ranks") or "fused" in bound or rank in row["ranks"]:
+        return None
+    return row.get("helper", "")
 
 
 def build(builder, s: Statement) -> bool:

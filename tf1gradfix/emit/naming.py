@@ -14,3 +14,4 @@ class Naming:
     classes: dict[BuilderModule, str] = field(default_factory=dict)   # builder module -> its `tf.Module` class
     layers: dict[Layer | LayerSite, str] = field(default_factory=dict)   # a layer (or a loop's call site) -> its instance
     lists: dict[LayerSite, str] = field(default_factory=dict)   # a loop's call site -> the list of its layers
+    helpers: dict[str, str] = field(default_factory=dict)   # a class of rules/helpers.toml -> its name in the module

@@ -22,7 +22,7 @@ from tf1gradfix.model import owners as owners_model
 from tf1gradfix.model.checks import (check_moved, check_program, check_results, check_state, check_steps, check_var_lists,
                                      class_names, kept, sliced)
 from tf1gradfix.rules import catalog as catalog_module
-from tf1gradfix.emit import model_class
+from tf1gradfix.emit import helpers as helper_classes, model_class
 from tf1gradfix.emit.assemble import FLATTEN, Assembler, Replace
 from tf1gradfix.cst.metadata import AnalysisWrapper
 from tf1gradfix.detect.detector import shared_names
@@ -101,6 +101,7 @@ class _Rewrite:
         self.module_edits: dict = {}
         self.module_helpers: dict | None = None
         self.builder_edits: dict = {}   # builder function -> its tf.Module class and instance
+        self.helper_names: dict[str, str] = {}   # a class of rules/helpers.toml the output uses -> its name
         self.taken = set(self.module_names)
         self.decided: dict = {}   # id of an `if` a model class's construction decides -> its Decision
         self.class_decisions: dict = {}   # class name -> its ClassDecisions (class_settings)
@@ -124,7 +125,8 @@ class _Rewrite:
             return None
         # A graph of constants and ops only is refused like any other: renamed
         # alone, a file that still opens a session does not run on TF2.
-        return self._run(creations, sessions)
+        new = self._run(creations, sessions)
+        return helper_classes.defined(new, self.helper_names, self.alias) if new is not None and self.helper_names else new
 
     def _run(self, creations, sessions) -> cst.Module | None:
         self._decide()
@@ -323,6 +325,10 @@ class _Rewrite:
             raise Refusals.joined(found)
         self._optimizers(program, tape, fed)
         naming = state.naming
+        for key in helper_classes.used(program):   # (one class per module, whichever owner uses it)
+            if key not in self.helper_names:
+                self.helper_names[key] = self.fresh(helper_classes.table()[key]["name"])
+        naming.helpers = self.helper_names
         for node in program.nodes:   # a builder function: a tf.Module class, its instance the function's name
             if isinstance(node, BuilderModule) and node.method_of is None:
                 helper = node.builder

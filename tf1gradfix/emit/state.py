@@ -118,7 +118,11 @@ class StateEmitter:
         args = self._layer_args(row, node.value, node.bound)
         if row.get("write_name") and name_param(row) not in node.bound and self._tf1_name_known(row):
             args.append(f'name="{node.full_name.rsplit("/", 1)[-1]}"')   # (Keras would name it otherwise)
-        return f"{self.naming.layers[node]} = {self.tf}.{row['target']}({', '.join(args)})"   # (laid out by the assembler)
+        return f"{self.naming.layers[node]} = {self.target(row, node.helper)}({', '.join(args)})"   # (laid out by the assembler)
+
+    def target(self, row: dict, helper: str | None = None) -> str:
+        """The class a layer becomes: the row's Keras layer, or a class of rules/helpers.toml."""
+        return self.naming.helpers[helper] if helper else f"{self.tf}.{row['target']}"
 
     def _tf1_name_known(self, row: dict) -> bool:
         """TF1 numbers unnamed layers of a kind in creation order; a loop making such layers
@@ -139,8 +143,8 @@ class StateEmitter:
                 lines.append(f"    {name} = {self.code(value)}")
         return lines
 
-    def layer_constructor(self, row: dict, call: cst.Call, bound: dict) -> str:
-        return f"{self.tf}.{row['target']}({', '.join(self._layer_args(row, call, bound))})"
+    def layer_constructor(self, row: dict, call: cst.Call, bound: dict, helper: str | None = None) -> str:
+        return f"{self.target(row, helper)}({', '.join(self._layer_args(row, call, bound))})"
 
     def _layer_args(self, row: dict, call: cst.Call, bound: dict) -> list[str]:
         source = bound[row["params"][0]]

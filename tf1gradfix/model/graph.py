@@ -10,7 +10,7 @@ leaves the file intact and reports a manual diagnostic.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, TypeVar, cast
 
 import libcst as cst
@@ -40,6 +40,7 @@ class Item:
     lead: tuple = ()            # leading lines inherited from a removed `with`
     stats: bool = False         # under `tf.control_dependencies(<UPDATE_OPS>)`: runs the batch-norm updates
     scope: str = ""             # the name scope (`tf.name_scope`, variable scopes): prefixes `tf.Variable` names
+    collects: bool = False      # `update_ops = tf.get_collection(UPDATE_OPS)`: what is collected so far
 
 
 @dataclass
@@ -53,6 +54,7 @@ class Program:
     tf_alias: str
     refused: list | None = None   # build(collect=True): the statements' refusals, in order
     poisoned: set[str] | None = None   # names bound by refused statements, and by those that read them
+    collected: list[int] = field(default_factory=list)   # node counts where `UPDATE_OPS` was read into a name
 
     def node(self, name: str) -> Node | None:
         i = self.final.get(name)
@@ -128,6 +130,8 @@ class ModelBuilder:
         return self.program
 
     def _item(self, item: Item, position: int) -> None:
+        if item.collects:
+            self.program.collected.append(len(self.program.nodes))
         if isinstance(item.stmt, cst.SimpleStatementLine) and not item.drop:
             self._classify(item)
         elif not isinstance(item.stmt, cst.SimpleStatementLine) and not graph_loops.model(self, item, position) \
@@ -164,7 +168,8 @@ class ModelBuilder:
             if collection:   # `update_ops = tf.get_collection(UPDATE_OPS)`: read by a `with` only (see deps_of)
                 self.update_ops_names.add(cast(cst.Name, cast(cst.Assign, small).targets[0].target).value)
             options = self.options is not None and stmt in self.options.statements   # `config = tf.ConfigProto()`
-            self.program.items.append(Item(stmt, prefix, lead=lead, stats=stats, drop=collection or options, scope=scope))
+            self.program.items.append(Item(stmt, prefix, lead=lead, stats=stats, drop=collection or options, scope=scope,
+                                           collects=bool(collection)))
             lead = ()
 
     def _with_kind(self, stmt: cst.With):

@@ -150,6 +150,7 @@ class Layer(LayerNode):
     bound: Bound
     base: str                     # the name its instance is given where that is free
     full_name: str
+    helper: str | None = None     # the class of rules/helpers.toml it becomes instead of the row's target
 
     def tf1_name(self) -> str | None:
         return self.full_name
@@ -214,10 +215,11 @@ class BuilderLayer:
     row: dict
     bound: Bound
     source: cst.BaseExpression
-    call_args: list[tuple[str, cst.BaseExpression]]   # (`training=`, its literal)
+    call_args: list[tuple[str, cst.BaseExpression]]   # (`training=`, its literal or the builder's parameter)
     at: int = 0                   # the index of its statement in the builder's scope block
     looped: bool = False          # called in a loop of the builder (made on the call: builder_loops)
     reads: frozenset[str] = frozenset()   # the names its settings (and its loops) read that a call may change
+    helper: str | None = None     # the class of rules/helpers.toml it becomes instead of the row's target
 
 
 @dataclass(eq=False, kw_only=True)

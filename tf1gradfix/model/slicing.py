@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any, cast
 
 import libcst as cst
-from tf1gradfix.constructs import builders, updates
+from tf1gradfix.constructs import builder_statistics, builders, updates
 from tf1gradfix.model.graph import Program
 from tf1gradfix.model.nodes import (GRADIENT_NODES, BuilderModule, Layer, LayerCall, LayerLoop, Node,
                                     Placeholder, Static, TrainOp, Update, Variable, VariableGroup)
@@ -83,6 +83,7 @@ def _check_statistics(program: Program, sig: "Signature", site: Site) -> None:
         value = sig.flags.get(value, value) if value is not None else None
         if value == "True" and not (sig.train is not None and sig.train.stats):
             raise Refusal.of(site.call, "batch_norm_updates_not_run")
+    builder_statistics.check(program, sig, site)
 
 
 def _from_variables(program: Program, name: str) -> bool:
