@@ -18,12 +18,12 @@ them (layer_methods.py).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import cast
 
 import libcst as cst
 
-from tf1gradfix.constructs import layer_methods
+from tf1gradfix.constructs import input_methods, layer_methods
 from tf1gradfix.constructs.builders import MODULE_ATTRIBUTES
 from tf1gradfix.cst.printing import source_bytes
 from tf1gradfix.constructs.session_params import SessionParameters
@@ -48,11 +48,13 @@ class ModelClass:
     members: frozenset[str]                 # every attribute and method name the class uses
     inlined: tuple[str, ...] = ()           # methods `__init__` builds the graph with (`self.build()`)
     layered: tuple[str, ...] = ()           # methods it calls with arguments (layer_methods)
+    expanded: tuple[str, ...] = ()          # methods making graph inputs, read at each call (input_methods)
+    origins: dict = field(default_factory=dict)   # id of an expanded statement -> the method's (for positions)
 
     def helpers(self, cls: cst.ClassDef) -> dict[str, cst.FunctionDef]:
         """The static helper methods (static_helpers) under the names `__init__` reads them by."""
         init = cast(cst.FunctionDef, init_of(cls))
-        inlined = [s for s in cls.body.body if isinstance(s, cst.FunctionDef) and s.name.value in self.inlined]
+        inlined = [s for s in cls.body.body if isinstance(s, cst.FunctionDef) and s.name.value in self.inlined + self.expanded]
         by_method = static_helpers(cls, self.self_name, init, inlined)
         return {name: by_method[attr] for name, attr in self.attributes.items() if attr in by_method}
 
@@ -87,7 +89,9 @@ def _graph_methods(cls: cst.ClassDef, init: cst.FunctionDef) -> list[cst.Functio
     """The methods `__init__` builds the graph with: inlined ones, layer methods and static helpers."""
     inlined = build_methods(cls, init)
     self_name = init.params.params[0].name.value if init.params.params else None
-    return inlined + layer_methods.found(cls, self_name, [init, *inlined], {}, bare=True)
+    expanded = input_methods.found(cls, self_name, [init, *inlined])
+    return inlined + expanded + layer_methods.found(cls, self_name, [init, *inlined], {m.name.value: m for m in expanded},
+                                                    bare=True)
 
 
 def build_methods(cls: cst.ClassDef, init: cst.FunctionDef) -> list[cst.FunctionDef]:
@@ -101,6 +105,9 @@ def build_methods(cls: cst.ClassDef, init: cst.FunctionDef) -> list[cst.Function
 
     def expand(statements) -> None:
         for position, stmt in enumerate(statements):
+            if isinstance(stmt, cst.With):   # (a graph context: graph_contexts)
+                expand(stmt.body.body)
+                continue
             method = methods.get(_self_call(stmt, self_name))
             result = _result_target(stmt)
             if method is None or result is not None and (_final_return(method) is None or self_name not in {
@@ -126,17 +133,28 @@ def build_methods(cls: cst.ClassDef, init: cst.FunctionDef) -> list[cst.Function
     return found
 
 
-def init_statements(cls: cst.ClassDef, plan: "ModelClass") -> list[cst.BaseStatement]:
+def init_statements(cls: cst.ClassDef, plan: "ModelClass", module: cst.Module) -> list[cst.BaseStatement]:
     """`__init__`'s statements, with each `self.build()` replaced by that method's own
-    (without its docstring)."""
+    (without its docstring), and each call of an input method by its statements
+    (input_methods; `plan.origins` then says where they come from)."""
     methods = {s.name.value: s for s in cls.body.body if isinstance(s, cst.FunctionDef)}
+    init = cast(cst.FunctionDef, init_of(cls))
+    names = input_methods.expansion(module, cls, init, [methods[m] for m in plan.expanded])
 
     def expand(statements) -> list[cst.BaseStatement]:
-        out = []
+        out: list[cst.BaseStatement] = []
         for stmt in statements:
             name = _self_call(stmt, plan.self_name)
-            if name in plan.inlined:
-                body = list(methods[name].body.body)
+            called = next((c for s, n, c in input_methods.calls_in([stmt], plan.self_name) if n in plan.expanded), None)
+            if isinstance(stmt, cst.With):
+                body = expand(stmt.body.body)
+                out.append(stmt if all(a is b for a, b in zip(body, stmt.body.body)) and len(body) == len(stmt.body.body)
+                           else stmt.with_changes(body=stmt.body.with_changes(body=body)))
+            elif called is not None:
+                method = methods[cast(cst.Attribute, called.func).attr.value]
+                out += names.statements(stmt, method, called)
+            elif name in plan.inlined:
+                body = list(cast(cst.IndentedBlock, methods[name].body).body)
                 body = body[1:] if body and is_docstring(body[0]) else body
                 target = _result_target(stmt)
                 if target is not None:   # `x = self.build()`: its `return value` as `x = value`
@@ -148,7 +166,9 @@ def init_statements(cls: cst.ClassDef, plan: "ModelClass") -> list[cst.BaseState
                 out.append(stmt)
         return out
 
-    return expand(cast(cst.FunctionDef, init_of(cls)).body.body)
+    out = expand(init.body.body)
+    plan.origins.update(names.origins)
+    return out
 
 
 def _self_call(stmt: cst.CSTNode, self_name: str | None) -> str | None:
@@ -210,20 +230,23 @@ def desugar(module: cst.Module, cls: cst.ClassDef) -> tuple[cst.Module, ModelCla
     members = _members(cls, self_name)
     methods = {s.name.value for s in cls.body.body if isinstance(s, cst.FunctionDef)}
     inlined = build_methods(cls, init)
-    helpers = static_helpers(cls, self_name, init, inlined)
-    layered = layer_methods.found(cls, self_name, [init, *inlined], helpers)
-    regions = [init.body] + [m.body for m in inlined] + [m.body for m in layered]   # where `self.<attr>` is read as a name
-    calls = {id(cast(cst.Call, cast(cst.Expr, cast(cst.SimpleStatementLine, stmt).body[0]).value).func)
-             for region in regions for stmt in region.body
-             if _self_call(stmt, self_name) in {m.name.value for m in inlined}}
+    expanded = input_methods.found(cls, self_name, [init, *inlined])
+    helpers = static_helpers(cls, self_name, init, inlined + expanded)
+    layered = layer_methods.found(cls, self_name, [init, *inlined], {**helpers, **{m.name.value: m for m in expanded}})
+    regions = [init.body] + [m.body for m in inlined] + [m.body for m in layered] + [m.body for m in expanded]
+    # (where `self.<attr>` is read as a name; the calls of the methods read in place stay)
+    read_in_place = {m.name.value for m in inlined + expanded}
+    calls = {id(call.func) for region in regions[:1 + len(inlined)]
+             for _, name, call in input_methods.calls_in(region.body, self_name) if name in read_in_place}
     used = [a for region in regions for a in _self_attributes(region, self_name) if id(a) not in calls]
     assigned = set().union(*(_set_in(region, self_name) for region in regions))
     class_level = set().union(*(bound_names(s) for s in cls.body.body if not isinstance(s, cst.FunctionDef)))
     shared = regions[:1 + len(inlined)]   # (one namespace: `__init__` and what it inlines)
     taken = set().union(*(loads(r) for r in shared)) | {p.name.value for p in params}
     # a layer method is a function of its own: only the attributes it reads must not meet its names
-    apart = [(set(loads(m.body)), {a.attr.value for a in _self_attributes(m.body, self_name)}) for m in layered]
-    taken |= set().union(*(free_names(m) - {self_name} for m in layered))   # (the globals they read)
+    apart = [(set(loads(m.body)) | {p.name.value for p in m.params.params},
+              {a.attr.value for a in _self_attributes(m.body, self_name)}) for m in layered + expanded]
+    taken |= set().union(*(free_names(m) - {self_name} for m in layered + expanded))   # (the globals they read)
     attributes: dict[str, str] = {}
     for attr in sorted({a.attr.value for a in used}):
         if attr in methods and attr not in helpers and attr not in {m.name.value for m in layered} \
@@ -237,13 +260,13 @@ def desugar(module: cst.Module, cls: cst.ClassDef) -> tuple[cst.Module, ModelCla
         taken.add(name)
         attributes[name] = attr
     local = {attr: name for name, attr in attributes.items()}
-    for region, owner in zip(regions, [init, *inlined, *layered]):
+    for region, owner in zip(regions, [init, *inlined, *layered, *expanded]):
         bare = [n for n in name_nodes(region) if n.value == self_name]
         if len(bare) != len(_self_attributes(region, self_name)):
             raise Refusal.of(owner, "class_self_other_use", instance=self_name, function=owner.name.value)
 
     inside = {id(n) for region in regions for n in walk(region)}
-    path = {id(module), id(cls), id(cls.body), id(init)} | {id(m) for m in [*inlined, *layered]}
+    path = {id(module), id(cls), id(cls.body), id(init)} | {id(m) for m in [*inlined, *layered, *expanded]}
 
     class Desugar(cst.CSTTransformer):
         def on_visit(self, node: cst.CSTNode) -> bool:
@@ -256,7 +279,7 @@ def desugar(module: cst.Module, cls: cst.ClassDef) -> tuple[cst.Module, ModelCla
 
     new = module.visit(Desugar())
     plan = ModelClass(cls.name.value, self_name, attributes, members, tuple(m.name.value for m in inlined),
-                      tuple(m.name.value for m in layered))
+                      tuple(m.name.value for m in layered), tuple(m.name.value for m in expanded))
     return cst.parse_module(source_bytes(new)), plan
 
 
@@ -326,7 +349,7 @@ def host_statements(module: cst.Module, cls: cst.ClassDef, plan: ModelClass) -> 
     class's other methods and statements. The methods that build the graph go with
     `__init__`, so nothing else may call them."""
     init = cast(cst.FunctionDef, init_of(cls))
-    graph_methods = plan.inlined + plan.layered
+    graph_methods = plan.inlined + plan.layered + plan.expanded
     host = cast("list[cst.BaseStatement]", [s for s in module.body if s is not cls] + [
         s for s in cls.body.body if s is not init and not (isinstance(s, cst.FunctionDef) and s.name.value in graph_methods)])
     if graph_methods:
