@@ -13,9 +13,10 @@ no graph to enter); the `tf.Graph()` statement goes with its `with`s. A
 `with tf.device` could hold them, and TF2 places ops by itself (soft placement)
 without changing their numbers.
 
-A graph that is used for anything else (a session's `graph=`, `finalize()`,
-a summary writer), a graph made elsewhere, or a second graph stays refused:
-there the graph is more than a container.
+A session of that graph (`tf.Session(graph=g)`) is a session like any other.
+A graph that is used for anything else (`finalize()`, a summary writer,
+`get_operation_by_name`), a graph made elsewhere, or a second graph stays
+refused: there the graph is more than a container.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from typing import cast
 
 import libcst as cst
 
-from tf1gradfix.cst.syntax import Refusal, matches
+from tf1gradfix.cst.syntax import Refusal, matches, name_nodes
 from tf1gradfix.cst.walk import walk
 
 NOTE = "`{scope}` only chose where ops ran; TF2 places them itself with the same results: dropped"
@@ -93,14 +94,31 @@ def owned(builder, body, module: cst.Module, attributes: dict[str, str] | None) 
             raise Refusal.of(bindings[name][1], "graph_context_made_twice", name=name)
         binding = bindings[name][0]
         allowed = {id(n) for n in uses} | {id(cast(cst.Assign, cast(cst.SimpleStatementLine, binding).body[0]).targets[0].target)}
+        allowed |= {id(a.value) for a in _session_graphs(module, qualified) if a.value.value == name}
         attr = (attributes or {}).get(name)
         shown = f"self.{attr}" if attr is not None else name
-        for node in walk(module):
-            if type(node) is cst.Name and node.value == name and id(node) not in allowed \
-                    or attr is not None and type(node) is cst.Attribute and node.attr.value == attr:
+        for used in name_nodes(module):   # (names read or bound; not keywords or attribute names)
+            if used.value == name and id(used) not in allowed:
+                raise Refusal.of(used, "graph_context_other_use", name=shown)
+        for node in walk(module) if attr is not None else ():
+            if type(node) is cst.Attribute and node.attr.value == attr:
                 raise Refusal.of(node, "graph_context_other_use", name=shown)
         out[name] = binding
     return out
+
+
+def _session_graphs(module: cst.Module, qualified) -> list:
+    """The `graph=NAME` arguments of the module's session calls (`tf.Session(graph=g)`): a
+    session of the graph, which goes with it."""
+    return [a for call in walk(module) if type(call) is cst.Call and matches(qualified(call.func), "sessions")
+            for a in call.args if a.keyword is not None and a.keyword.value == "graph" and isinstance(a.value, cst.Name)]
+
+
+def without_graph(builder, call: cst.Call) -> cst.Call:
+    """A session call without its `graph=` of the graph the block enters (checked: owned)."""
+    args = [a for a in call.args if not (a.keyword is not None and a.keyword.value == "graph"
+                                         and isinstance(a.value, cst.Name) and a.value.value in builder.graphs)]
+    return call if len(args) == len(call.args) else call.with_changes(args=args)
 
 
 def kind(builder, stmt: cst.With) -> str | None:

@@ -177,8 +177,8 @@ def _renamed(node, names: dict[str, str]):
 def expansion(module: cst.Module, cls: cst.ClassDef, init: cst.FunctionDef, methods: list[cst.FunctionDef]) -> Expansion:
     """Names are kept apart from every name the module reads outside these methods,
     from what the methods read from outside, and from `__init__`'s parameters."""
-    inside = {id(n) for m in methods for n in walk(m.body)}
-    taken = {n.value for n in walk(module) if type(n) is cst.Name and id(n) not in inside}
+    inside = {id(n) for m in methods for n in walk(m)}   # (their parameters too)
+    taken = {n.value for n in name_nodes(module) if id(n) not in inside}
     taken |= set().union(*(free_names(m) for m in methods)) | {p.name.value for p in init.params.params}
     return Expansion(taken, {})
 

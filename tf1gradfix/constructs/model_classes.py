@@ -13,7 +13,9 @@ builds the graph with) as a plain name, so the rest of the rewrite sees one
 function building a graph; emit_class turns the names `__init__` shares with
 the methods back into attributes. Methods `__init__` calls as `self.build()` or
 `x = self.build()` are inlined; those it calls with arguments are functions of
-them (layer_methods.py).
+them (layer_methods.py), except those making placeholders, read in place at each
+call (input_methods.py). `with self.g.as_default():` of a graph the class only
+enters, and `with tf.device(...)`, are read as if unindented (graph_contexts.py).
 """
 
 from __future__ import annotations

@@ -88,7 +88,10 @@ class ModelBuilder:
         try:
             p = self.v.get_metadata(PositionProvider, node).start
         except KeyError:   # (an input method's statement, read at a call: constructs/input_methods.py)
-            p = self.v.get_metadata(PositionProvider, input_methods.origin(getattr(self.v, "origins", {}), node)).start
+            old = input_methods.origin(getattr(self.v, "origins", {}), node)
+            if old is None:
+                raise
+            p = self.v.get_metadata(PositionProvider, old).start
         return p.line, p.column + 1
 
     def qualified(self, expr: cst.BaseExpression) -> str | None:
@@ -197,7 +200,9 @@ class ModelBuilder:
         return None, None
 
     def session_arguments(self, call: cst.Call, where: cst.CSTNode) -> None:
-        """Only `config=` options, dropped with a note (session_options)."""
+        """Only `config=` options, dropped with a note (session_options), and the graph
+        the block enters (graph_contexts)."""
+        call = graph_contexts.without_graph(self, call)
         if call.args:   # (the builder has options wherever a session of the module has arguments)
             self.options.check(call, where, self)
 
