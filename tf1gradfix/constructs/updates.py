@@ -114,8 +114,8 @@ def in_place(program, fetch: cst.BaseExpression, feed) -> str | None:
     """`sess.run([t.assign(o), ...])` in a model class's `__init__` (a target network
     copied once, before any step): the assignments themselves, run eagerly where TF1
     ran them (None if the run is not one of assignments between variables). Each
-    element assigns its own variable from variables and constants, and none reads a
-    variable another one writes: TF1 leaves their order open, so it must not matter."""
+    element assigns its own variable from variables and constants, and none may read a
+    variable another one writes: TF1 leaves their order open (refused where it matters)."""
     elements = [e.value for e in fetch.elements] if isinstance(fetch, (cst.List, cst.Tuple)) else [fetch]
     if feed is not None or not elements:
         return None
@@ -133,7 +133,7 @@ def in_place(program, fetch: cst.BaseExpression, feed) -> str | None:
         pairs.append((func.value.value, read))
     written = [w for w, _ in pairs]
     if len(set(written)) != len(written) or any(read & (set(written) - {w}) for w, read in pairs):
-        return None
+        raise Refusal.of(fetch, "init_assignments_order")
     code = cst.Module([]).code_for_node
     text = ", ".join(code(e) for e in elements)   # (laid out anew: the fetch's own layout fitted a deeper block)
     return text if not isinstance(fetch, (cst.List, cst.Tuple)) else f"({text},)" if isinstance(fetch, cst.Tuple) else f"[{text}]"
