@@ -83,6 +83,23 @@ def test_graph_built_inside_main_migrates_the_same_way():
     assert "Session" not in nested.new_module.code
 
 
+@pytest.mark.parametrize("enter, session", [
+    ("graph = tf.Graph()\nwith graph.as_default():\n", "tf.Session()"),
+    ("graph = tf.Graph()\nwith graph.as_default():\n", "tf.Session(graph=graph)"),   # (a session of that graph)
+    ('with tf.device("/cpu:0"):\n', "tf.Session()"),
+])
+def test_graph_contexts_that_change_no_number_migrate_the_same_way(enter, session):
+    """A graph the script makes and only enters, a device scope: their statements build
+    the graph as if unindented (constructs/graph_contexts.py)."""
+    source = (SCENARIO / "input.py").read_text()
+    head, body = source.split("import tensorflow as tf\n", 1)
+    body = body.replace("tf.Session()", session)
+    entered = rewrite(head + "import tensorflow as tf\n" + enter + textwrap.indent(body, "    "))
+    assert entered.new_module is not None, entered.diagnostics
+    assert functions(entered.new_module.code) == functions((SCENARIO / "expected.py").read_text())
+    assert "Graph" not in entered.new_module.code and "device" not in entered.new_module.code
+
+
 BASE = """\
 import numpy as np
 import tensorflow as tf
@@ -322,6 +339,8 @@ with tf.Session() as sess:
      "gw, = tape.gradient([loss, target], [w], output_gradients=[2.0, tf.ones([3, 1])])"),
     ("gs = tf.gradients(loss, [w, b], gate_gradients=True, aggregation_method=None)", "gs[0]",
      "gs = tape.gradient(loss, [w, b])"),
+    ("params = [w, b]\ngs = tf.gradients(loss, params)", "gs[0]",   # (a list of variables by name: their gradients)
+     "gs = tape.gradient(loss, params)"),
 ])
 def test_gradient_options_become_tape_arguments(grads, fetch, line):
     result = rewrite(GRADS.format(grads=grads, fetch=fetch))

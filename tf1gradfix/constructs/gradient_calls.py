@@ -19,7 +19,7 @@ from typing import cast
 import libcst as cst
 
 from tf1gradfix.cst.syntax import Refusal, bound_args, literal_string, target_names
-from tf1gradfix.model.nodes import GRADIENT_NODES, Gradients, Placeholder, Statement, Tensor, TrainOp
+from tf1gradfix.model.nodes import GRADIENT_NODES, Gradients, Placeholder, Statement, Tensor, TrainOp, VarList
 
 PARAMS = ["ys", "xs", "grad_ys", "name", "colocate_gradients_with_ops", "gate_gradients",
           "aggregation_method", "stop_gradients", "unconnected_gradients"]
@@ -42,12 +42,17 @@ def model(builder, item, names, target, value, deps) -> bool:
         raise Refusal.of(call, "gradients_without_xs")
     xs = bound["xs"]
     xs_names = [xs.value] if isinstance(xs, cst.Name) else target_names(xs) if isinstance(xs, (cst.List, cst.Tuple)) else None
+    group = program.node(xs.value) if isinstance(xs, cst.Name) else None
+    if isinstance(group, VarList):   # `params = [w, b]`: the gradients of its variables, a list like theirs
+        xs_names = list(group.members)
     if not xs_names or any(program.node(n) is None for n in xs_names):
         raise Refusal.of(call, "gradients_xs_not_named")
     unpacked = not isinstance(target, cst.Name)
     if unpacked and (index is not None or not isinstance(xs, (cst.List, cst.Tuple)) or len(names) != len(xs_names)):
         raise Refusal.of(target, "gradients_unpacked_count")
     single = isinstance(xs, cst.Name) and index == 0 or unpacked
+    if isinstance(group, VarList) and index is not None:
+        raise Refusal.of(value, "gradients_indexed_other")
     listed = isinstance(xs, (cst.List, cst.Tuple)) and index is not None and 0 <= index < len(xs_names)
     if index is not None and not single and not listed:
         raise Refusal.of(value, "gradients_indexed_other")
@@ -57,7 +62,8 @@ def model(builder, item, names, target, value, deps) -> bool:
     unconnected = _unconnected(builder, bound.get("unconnected_gradients"))
     note_dropped(builder, call, bound)
     builder.add(item, Gradients, names, value, deps, ys=bound["ys"], xs=xs_names, single=single,
-                target=target, grad_ys=bound.get("grad_ys"), stops=stops, unconnected=unconnected)
+                target=target, grad_ys=bound.get("grad_ys"), stops=stops, unconnected=unconnected,
+                listed=cast(cst.Name, xs).value if isinstance(group, VarList) else None)
     return True
 
 
@@ -100,7 +106,8 @@ def _unconnected(builder, given) -> str | None:
 def gradient_text(emitter, node: Gradients) -> str:
     """`target = tape.gradient(ys, xs[, output_gradients=..., unconnected_gradients=...])`."""
     xs = node.xs
-    args = [emitter.code(node.ys), xs[0] if isinstance(node.target, cst.Name) and node.single else f"[{', '.join(xs)}]"]
+    args = [emitter.code(node.ys), node.listed if node.listed is not None else
+            xs[0] if isinstance(node.target, cst.Name) and node.single else f"[{', '.join(xs)}]"]
     if node.grad_ys is not None:
         args.append(f"output_gradients={emitter.code(node.grad_ys)}")
     if node.unconnected == "zero":

@@ -13,9 +13,12 @@ builds the graph with) as a plain name, so the rest of the rewrite sees one
 function building a graph; emit_class turns the names `__init__` shares with
 the methods back into attributes. Methods `__init__` calls as `self.build()` or
 `x = self.build()` are inlined (parameters with literal defaults bound to them
-first); those it calls with arguments are functions of them (layer_methods.py).
+first); those it calls with arguments are functions of them (layer_methods.py),
+except those making placeholders, read in place at each call (input_methods.py).
 An `if` on what the class's construction fixes (class_settings) is read as the
 branch TF1 takes, and a `return` it reaches ends the build (`built`).
+`with self.g.as_default():` of a graph the class only enters, and
+`with tf.device(...)`, are read as if unindented (graph_contexts.py).
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ from typing import cast
 
 import libcst as cst
 
-from tf1gradfix.constructs import layer_methods
+from tf1gradfix.constructs import input_methods, layer_methods
 from tf1gradfix.constructs.class_settings import ClassDecisions, Decision, branch, literal_default
 from tf1gradfix.constructs.builders import MODULE_ATTRIBUTES
 from tf1gradfix.cst.printing import source_bytes
@@ -52,11 +55,13 @@ class ModelClass:
     inlined: tuple[str, ...] = ()           # methods `__init__` builds the graph with (`self.build()`)
     layered: tuple[str, ...] = ()           # methods it calls with arguments (layer_methods)
     decisions: ClassDecisions = field(default_factory=ClassDecisions)   # its `if`s the construction decides
+    expanded: tuple[str, ...] = ()          # methods making graph inputs, read at each call (input_methods)
+    origins: dict = field(default_factory=dict)   # id of an expanded statement -> the method's (for positions)
 
     def helpers(self, cls: cst.ClassDef) -> dict[str, cst.FunctionDef]:
         """The static helper methods (static_helpers) under the names `__init__` reads them by."""
         init = cast(cst.FunctionDef, init_of(cls))
-        inlined = [s for s in cls.body.body if isinstance(s, cst.FunctionDef) and s.name.value in self.inlined]
+        inlined = [s for s in cls.body.body if isinstance(s, cst.FunctionDef) and s.name.value in self.inlined + self.expanded]
         by_method = static_helpers(cls, self.self_name, init, inlined)
         return {name: by_method[attr] for name, attr in self.attributes.items() if attr in by_method}
 
@@ -97,7 +102,9 @@ def _graph_methods(cls: cst.ClassDef, init: cst.FunctionDef, decided) -> list[cs
     """The methods `__init__` builds the graph with: inlined ones, layer methods and static helpers."""
     inlined = build_methods(cls, init, decided)
     self_name = init.params.params[0].name.value if init.params.params else None
-    return inlined + layer_methods.found(cls, self_name, [init, *inlined], {}, bare=True)
+    expanded = input_methods.found(cls, self_name, [init, *inlined])
+    return inlined + expanded + layer_methods.found(cls, self_name, [init, *inlined], {m.name.value: m for m in expanded},
+                                                    bare=True)
 
 
 def built(statements, decided: dict[int, Decision], method: str) -> tuple[list, bool]:
@@ -140,6 +147,9 @@ def build_methods(cls: cst.ClassDef, init: cst.FunctionDef, decided=None) -> lis
     def expand(statements, where: str) -> None:
         statements = built(statements, decided, where)[0]
         for position, stmt in enumerate(statements):
+            if isinstance(stmt, cst.With):   # (a graph context: graph_contexts)
+                expand(stmt.body.body, where)
+                continue
             method = methods.get(_self_call(stmt, self_name))
             result = _result_target(stmt)
             if method is None or result is not None and (_final_return(method) is None or self_name not in {
@@ -176,20 +186,31 @@ def _defaults_only(method: cst.FunctionDef) -> bool:
     return all(p.default is not None and literal_default(p.default) for p in method.params.params[1:])
 
 
-def init_statements(cls: cst.ClassDef, plan: "ModelClass") -> list[cst.BaseStatement]:
+def init_statements(cls: cst.ClassDef, plan: "ModelClass", module: cst.Module) -> list[cst.BaseStatement]:
     """`__init__`'s statements as TF1 runs them, with each `self.build()` replaced by that
-    method's own (without its docstring, after `param = default` for its parameters);
-    decided `if`s as their branch, up to a `return`."""
+    method's own (without its docstring, after `param = default` for its parameters),
+    each call of an input method by its statements (input_methods; `plan.origins` then
+    says where they come from), and decided `if`s as their branch, up to a `return`."""
     methods = {s.name.value: s for s in cls.body.body if isinstance(s, cst.FunctionDef)}
+    init = cast(cst.FunctionDef, init_of(cls))
+    names = input_methods.expansion(module, cls, init, [methods[m] for m in plan.expanded])
     decided = plan.decisions.nodes(cls)
 
     def expand(statements, where: str) -> list[cst.BaseStatement]:
-        out = []
+        out: list[cst.BaseStatement] = []
         for stmt in built(statements, decided, where)[0]:
             name = _self_call(stmt, plan.self_name)
-            if name in plan.inlined:
+            called = next((c for s, n, c in input_methods.calls_in([stmt], plan.self_name) if n in plan.expanded), None)
+            if isinstance(stmt, cst.With):
+                body = expand(stmt.body.body, where)
+                out.append(stmt if all(a is b for a, b in zip(body, stmt.body.body)) and len(body) == len(stmt.body.body)
+                           else stmt.with_changes(body=stmt.body.with_changes(body=body)))
+            elif called is not None:
+                method = methods[cast(cst.Attribute, called.func).attr.value]
+                out += names.statements(stmt, method, called)
+            elif name in plan.inlined:
                 method = methods[name]
-                body = list(method.body.body)
+                body = list(cast(cst.IndentedBlock, method.body).body)
                 body = body[1:] if body and is_docstring(body[0]) else body
                 target = _result_target(stmt)
                 if target is not None:   # `x = self.build()`: its `return value` as `x = value`
@@ -204,7 +225,9 @@ def init_statements(cls: cst.ClassDef, plan: "ModelClass") -> list[cst.BaseState
                 out.append(stmt)
         return out
 
-    return expand(cast(cst.FunctionDef, init_of(cls)).body.body, "__init__")
+    out = expand(init.body.body, "__init__")
+    plan.origins.update(names.origins)
+    return out
 
 
 def _self_call(stmt: cst.CSTNode, self_name: str | None) -> str | None:
@@ -269,21 +292,24 @@ def desugar(module: cst.Module, cls: cst.ClassDef, decisions: ClassDecisions | N
     members = _members(cls, self_name)
     methods = {s.name.value for s in cls.body.body if isinstance(s, cst.FunctionDef)}
     inlined = build_methods(cls, init, decided)
-    helpers = static_helpers(cls, self_name, init, inlined)
-    layered = layer_methods.found(cls, self_name, [init, *inlined], helpers)
-    regions = [init.body] + [m.body for m in inlined] + [m.body for m in layered]   # where `self.<attr>` is read as a name
+    expanded = input_methods.found(cls, self_name, [init, *inlined])
+    helpers = static_helpers(cls, self_name, init, inlined + expanded)
+    layered = layer_methods.found(cls, self_name, [init, *inlined], {**helpers, **{m.name.value: m for m in expanded}})
+    regions = [init.body] + [m.body for m in inlined] + [m.body for m in layered] + [m.body for m in expanded]
+    # (where `self.<attr>` is read as a name; the calls of the methods read in place stay)
+    read_in_place = {m.name.value for m in inlined + expanded}
     flows = [built(region.body, decided, owner.name.value)[0] for region, owner in zip(regions, [init, *inlined])]
-    calls = {id(cast(cst.Call, cast(cst.Expr, cast(cst.SimpleStatementLine, stmt).body[0]).value).func)
-             for statements in flows + [list(m.body.body) for m in layered] for stmt in statements
-             if _self_call(stmt, self_name) in {m.name.value for m in inlined}}
+    calls = {id(call.func) for statements in flows + [list(m.body.body) for m in layered]
+             for _, name, call in input_methods.calls_in(statements, self_name) if name in read_in_place}
     used = [a for region in regions for a in _self_attributes(region, self_name) if id(a) not in calls]
     assigned = set().union(*(_set_in(region, self_name) for region in regions))
     class_level = set().union(*(bound_names(s) for s in cls.body.body if not isinstance(s, cst.FunctionDef)))
     shared = regions[:1 + len(inlined)]   # (one namespace: `__init__` and what it inlines)
     taken = set().union(*(loads(r) for r in shared)) | {p.name.value for p in params}
     # a layer method is a function of its own: only the attributes it reads must not meet its names
-    apart = [(set(loads(m.body)), {a.attr.value for a in _self_attributes(m.body, self_name)}) for m in layered]
-    taken |= set().union(*(free_names(m) - {self_name} for m in layered))   # (the globals they read)
+    apart = [(set(loads(m.body)) | {p.name.value for p in m.params.params},
+              {a.attr.value for a in _self_attributes(m.body, self_name)}) for m in layered + expanded]
+    taken |= set().union(*(free_names(m) - {self_name} for m in layered + expanded))   # (the globals they read)
     attributes: dict[str, str] = {}
     for attr in sorted({a.attr.value for a in used}):
         if attr in methods and attr not in helpers and attr not in {m.name.value for m in layered} \
@@ -297,13 +323,13 @@ def desugar(module: cst.Module, cls: cst.ClassDef, decisions: ClassDecisions | N
         taken.add(name)
         attributes[name] = attr
     local = {attr: name for name, attr in attributes.items()}
-    for region, owner in zip(regions, [init, *inlined, *layered]):
+    for region, owner in zip(regions, [init, *inlined, *layered, *expanded]):
         bare = [n for n in name_nodes(region) if n.value == self_name]
         if len(bare) != len(_self_attributes(region, self_name)):
             raise Refusal.of(owner, "class_self_other_use", instance=self_name, function=owner.name.value)
 
     inside = {id(n) for region in regions for n in walk(region)}
-    path = {id(module), id(cls), id(cls.body), id(init)} | {id(m) for m in [*inlined, *layered]}
+    path = {id(module), id(cls), id(cls.body), id(init)} | {id(m) for m in [*inlined, *layered, *expanded]}
 
     class Desugar(cst.CSTTransformer):
         def on_visit(self, node: cst.CSTNode) -> bool:
@@ -316,7 +342,8 @@ def desugar(module: cst.Module, cls: cst.ClassDef, decisions: ClassDecisions | N
 
     new = module.visit(Desugar())
     plan = ModelClass(cls.name.value, self_name, attributes, members, tuple(m.name.value for m in inlined),
-                      tuple(m.name.value for m in layered), decisions)
+                      tuple(m.name.value for m in layered), decisions=decisions,
+                      expanded=tuple(m.name.value for m in expanded))
     return cst.parse_module(source_bytes(new)), plan
 
 
@@ -386,7 +413,7 @@ def host_statements(module: cst.Module, cls: cst.ClassDef, plan: ModelClass) -> 
     class's other methods and statements. The methods that build the graph go with
     `__init__`, so nothing else may call them."""
     init = cast(cst.FunctionDef, init_of(cls))
-    graph_methods = plan.inlined + plan.layered
+    graph_methods = plan.inlined + plan.layered + plan.expanded
     host = cast("list[cst.BaseStatement]", [s for s in module.body if s is not cls] + [
         s for s in cls.body.body if s is not init and not (isinstance(s, cst.FunctionDef) and s.name.value in graph_methods)])
     if graph_methods:

@@ -13,7 +13,7 @@ from typing import cast
 
 import libcst as cst
 
-from tf1gradfix.cst.syntax import Refusal, bound_args, graph_ops
+from tf1gradfix.cst.syntax import Refusal, bound_args, graph_ops, loads
 from tf1gradfix.cst.walk import TargetedTransformer, walk
 from tf1gradfix.model.nodes import Statement, Update, Variable
 
@@ -108,3 +108,32 @@ def build(builder, s: Statement) -> bool:
         return False
     builder.add(s.item, Update, s.names, s.value, s.deps, calls=[q for _, q in s.tf_calls])
     return True
+
+
+def in_place(program, fetch: cst.BaseExpression, feed) -> str | None:
+    """`sess.run([t.assign(o), ...])` in a model class's `__init__` (a target network
+    copied once, before any step): the assignments themselves, run eagerly where TF1
+    ran them (None if the run is not one of assignments between variables). Each
+    element assigns its own variable from variables and constants, and none may read a
+    variable another one writes: TF1 leaves their order open (refused where it matters)."""
+    elements = [e.value for e in fetch.elements] if isinstance(fetch, (cst.List, cst.Tuple)) else [fetch]
+    if feed is not None or not elements:
+        return None
+    pairs: list[tuple[str, set[str]]] = []   # (the variable written, the graph names read)
+    for e in elements:
+        func = e.func if isinstance(e, cst.Call) else None
+        if not isinstance(func, cst.Attribute) or func.attr.value not in ASSIGNS or not isinstance(func.value, cst.Name) \
+                or len(cast(cst.Call, e).args) != 1 or cast(cst.Call, e).args[0].keyword is not None \
+                or not isinstance(program.node(func.value.value), Variable):
+            return None
+        value = cast(cst.Call, e).args[0].value
+        read = {n for n in loads(value) if n in program.final or n in program.sessions}
+        if any(type(n) is cst.Call for n in walk(value)) or any(not isinstance(program.node(n), Variable) for n in read):
+            return None
+        pairs.append((func.value.value, read))
+    written = [w for w, _ in pairs]
+    if len(set(written)) != len(written) or any(read & (set(written) - {w}) for w, read in pairs):
+        raise Refusal.of(fetch, "init_assignments_order")
+    code = cst.Module([]).code_for_node
+    text = ", ".join(code(e) for e in elements)   # (laid out anew: the fetch's own layout fitted a deeper block)
+    return text if not isinstance(fetch, (cst.List, cst.Tuple)) else f"({text},)" if isinstance(fetch, cst.Tuple) else f"[{text}]"

@@ -58,7 +58,7 @@ class Attributes:
         and `tf.Module` as its base (it had none, or `object`: see desugar)."""
         body: list[cst.BaseStatement | cst.BaseSmallStatement] = []
         for stmt in cls.body.body:
-            if isinstance(stmt, cst.FunctionDef) and stmt.name.value in self.plan.inlined:
+            if isinstance(stmt, cst.FunctionDef) and stmt.name.value in self.plan.inlined + self.plan.expanded:
                 continue   # its statements are `__init__`'s and the methods'
             if isinstance(stmt, cst.FunctionDef) and stmt.name.value in self.layered:   # (layer_methods.methods)
                 body += [m.with_changes(leading_lines=stmt.leading_lines if i == 0 else m.leading_lines)

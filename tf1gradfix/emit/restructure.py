@@ -16,8 +16,8 @@ from typing import Any, cast
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider, ScopeProvider
 
-from tf1gradfix.constructs import (builders, class_settings, layer_methods, model_classes, optimizers, schedules, sections,
-                                   session_options, session_params, summaries, variable_factories)
+from tf1gradfix.constructs import (builders, class_settings, input_methods, layer_methods, model_classes, optimizers, schedules,
+                                   sections, session_options, session_params, summaries, variable_factories)
 from tf1gradfix.model import owners as owners_model
 from tf1gradfix.model.checks import (check_moved, check_program, check_results, check_state, check_steps, check_var_lists,
                                      class_names, kept, sliced)
@@ -89,7 +89,8 @@ def _position(meta, node) -> tuple[int, int]:
         p = meta.get_metadata(PositionProvider, node).start
         return p.line, p.column + 1
     except (KeyError, AttributeError):
-        return 1, 1
+        old = input_methods.origin(getattr(meta, "origins", {}), node)   # (an input method's statement, read at a call)
+        return _position(meta, old) if old is not None else (1, 1)
 
 
 class _Rewrite:
@@ -272,7 +273,8 @@ class _Rewrite:
                     list(owner.body.body) if isinstance(owner, cst.FunctionDef) else list(section or owner.body))
         scope = owner if section is None else cst.Module(body=section)   # (where session options and writers are)
         if cls is not None:   # (with the statements of the methods `__init__` builds the graph with)
-            body = model_classes.init_statements(cls, self.plan)
+            body = model_classes.init_statements(cls, self.plan, self.module)
+            self.meta.origins = self.plan.origins   # (positions of statements written anew: model.graph)
             helpers.update(self.plan.helpers(cls))   # (methods that never read `self`, called as functions)
         helpers.update({s.name.value: s for s in body if isinstance(s, cst.FunctionDef)})
         builder = ModelBuilder(self.meta, self.meta.names, self.module)
@@ -281,6 +283,7 @@ class _Rewrite:
         if self.scan.writers:   # (TensorBoard summaries: the writers' statements are host code)
             builder.writers = summaries.Writers(scope if cls is None else cls, self.meta.names.qualified)
         if cls is not None:   # (methods `__init__` calls with arguments, or that never read `self`)
+            builder.class_attributes = self.plan.attributes
             builder.class_layers = layer_methods.ClassLayers.of(self.plan, helpers, cls)
             builder.decided = self.decided
         program = builder.build(owner, body, helpers, alias, collect=True)

@@ -16,7 +16,8 @@ from typing import Any, TypeVar, cast
 import libcst as cst
 from libcst.metadata import PositionProvider
 
-from tf1gradfix.constructs import builder_loops, builders, graph_loops, layers, rnn_stacks, summaries, variable_factories
+from tf1gradfix.constructs import (builder_loops, builders, graph_contexts, graph_loops, input_methods, layers, rnn_stacks,
+                                   summaries, variable_factories)
 from tf1gradfix.constructs.tensors import queue_refusal
 from tf1gradfix.constructs.class_settings import branch as settled_branch
 from tf1gradfix.model import registry
@@ -78,6 +79,8 @@ class ModelBuilder:
         self.class_layers: Any = None   # layer_methods.ClassLayers of a model class with layer methods
         self.used_names: dict[str, int] = {}   # name scopes and scoped variable names so far (unique_name)
         self.decided: dict[int, Any] = {}   # id of an `if` a model class's construction decides -> class_settings.Decision
+        self.class_attributes: dict[str, str] | None = None   # a model class's name -> attribute (ModelClass.attributes)
+        self.graphs: dict[str, cst.CSTNode] = {}   # the graph the block makes and enters (graph_contexts.owned)
 
     def note(self, node: cst.CSTNode, code: str, message: str) -> None:
         """An info diagnostic of a successful rewrite (kept on the visitor, which
@@ -87,7 +90,13 @@ class ModelBuilder:
         self.v.notes.append((*self.position(node), code, message, "safe"))
 
     def position(self, node: cst.CSTNode) -> tuple[int, int]:
-        p = self.v.get_metadata(PositionProvider, node).start
+        try:
+            p = self.v.get_metadata(PositionProvider, node).start
+        except KeyError:   # (an input method's statement, read at a call: constructs/input_methods.py)
+            old = input_methods.origin(getattr(self.v, "origins", {}), node)
+            if old is None:
+                raise
+            p = self.v.get_metadata(PositionProvider, old).start
         return p.line, p.column + 1
 
     def qualified(self, expr: cst.BaseExpression) -> str | None:
@@ -109,6 +118,7 @@ class ModelBuilder:
         (`program.poisoned`), so one run names every independent blocker; the caller
         raises them. Otherwise the first refusal is raised."""
         self.program = Program(owner, [], [], {}, set(), helpers, tf_alias)
+        self.graphs = graph_contexts.owned(self, body, self.module, self.class_attributes)
         self._flatten(body, "", ())
         refused: list[Refusal] = []
         poisoned: set[str] = set()
@@ -180,8 +190,8 @@ class ModelBuilder:
         if not isinstance(call, cst.Call):
             return None, None
         q = self.qualified(call.func)
-        if enters_new_graph(stmt, self.qualified):
-            return "graph", None   # TF2 has no graphs to enter
+        if enters_new_graph(stmt, self.qualified) or graph_contexts.kind(self, stmt) == "graph":
+            return "graph", None   # TF2 has no graphs to enter, and places ops itself
         if q == "tensorflow.control_dependencies" and item.asname is None and len(call.args) == 1 \
                 and self._update_ops(call.args[0].value):
             return "update_ops", None
@@ -204,7 +214,9 @@ class ModelBuilder:
         return None, None
 
     def session_arguments(self, call: cst.Call, where: cst.CSTNode) -> None:
-        """Only `config=` options, dropped with a note (session_options)."""
+        """Only `config=` options, dropped with a note (session_options), and the graph
+        the block enters (graph_contexts)."""
+        call = graph_contexts.without_graph(self, call)
         if call.args:   # (the builder has options wherever a session of the module has arguments)
             self.options.check(call, where, self)
 
@@ -328,6 +340,9 @@ class ModelBuilder:
         stmt = cast(cst.SimpleStatementLine, item.stmt)
         if self.writers is not None and stmt in self.writers.statements:
             return   # (host code: rewritten with the summaries it writes)
+        if graph_contexts.is_binding(self, stmt):
+            item.drop = True   # `g = tf.Graph()` of the graph entered: it goes with its `with`s
+            return
         if len(stmt.body) != 1:
             if any(self.calls(s) for s in stmt.body):
                 raise Refusal.of(stmt, "several_statements_line")

@@ -375,6 +375,7 @@ class Gradients(Node):
     grad_ys: cst.BaseExpression | None
     stops: list[str]
     unconnected: str | None
+    listed: str | None = None     # xs is a name bound to a list of variables (`params`): written as that name
 
     def differentiates(self) -> bool:
         return True

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any, cast
 
 import libcst as cst
-from tf1gradfix.constructs import builder_layers, dropout, fed_tensors, savers, var_lists
+from tf1gradfix.constructs import builder_layers, dropout, fed_tensors, savers, updates, var_lists
 from tf1gradfix.model.graph import Item, Program
 from tf1gradfix.model.nodes import (ComputeGradients, Gradients, Init, Node, Optimizer, Placeholder, Static, Tensor, TrainOp,
                                     Saver, Update, Variable, VariableGroup, VarList)
@@ -54,6 +54,7 @@ class HostScan:
         self.inits = 0
         self.expressions: dict[str, str] = {}   # fetched expression (code) -> its model name
         self.skip: set[cst.CSTNode] = set()   # statements rewritten elsewhere (summary writers)
+        self._in_init = False   # scanning a model class's `__init__`
 
     def graph_names(self) -> set[str]:
         if self.host is not None:   # host code reaches a model class's graph values as attributes only
@@ -68,7 +69,9 @@ class HostScan:
                        if item.node is not None for name in item.node.names}
         if self.host is not None:
             self._feed_bindings(self.host.statements + self.host.init_statements)
+            self._in_init = True   # (`__init__`'s own runs: updates.in_place)
             self._init_host(first_bound)
+            self._in_init = False
             self._host(self.host.statements, self._opened_in(self.host.statements))
             return
         self._feed_bindings([item.stmt for item in self.p.items if item.node is None])
@@ -293,6 +296,10 @@ class HostScan:
 
     def _add_site(self, call: cst.Call, fetch: cst.BaseExpression, feed) -> None:
         self._receiver = None
+        done = updates.in_place(self.p, fetch, feed) if self._in_init and not self._in_loop(call) else None
+        if done is not None:   # `__init__` copying a target network: the assignments, in place
+            self.variable_lists[call] = done
+            return
         listed = self.p.node(fetch.value) if isinstance(fetch, cst.Name) and self.host is None else None
         if isinstance(listed, VarList) and feed is None:
             # `sess.run(g_vars)`: the values of the variables it lists, in its order
