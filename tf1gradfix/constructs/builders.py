@@ -249,9 +249,10 @@ def class_statements(node: BuilderModule, name: str, tf: str, initial_value, gap
         skip = {id(v[4]) for v in node.variables} | {id(s) for s in node.dropped}
         body = [names_as_attributes(builder_layers.called(s, node, layer_text), attribute)
                 for s in node.inner if id(s) not in skip]
-        if node.made_on_call:   # (`self.layer(...)` lines: laid out again where the user's were)
-            depth = (0 if gap == 2 else 4) + (4 if node.scope is not None else 0)
-            body = layout.refit_body([s for s in node.inner if id(s) not in skip], body, depth + 8, depth + 4)
+        # (the calls of its layers: laid out again where the user's were laid out as black would)
+        depth = (0 if gap == 2 else 4) + (4 if node.scope is not None else 0)
+        body = layout.refit_body([s for s in node.inner if id(s) not in skip], body, depth + 8, depth + 4)
+        if node.made_on_call:   # (`self.layer(...)` lines, longer than the user's)
             body = [builder_loops.laid_out(s, depth + 8) for s in body]
             body.insert(0, builder_loops.count_statement())
         if node.layers and node.scope is not None:

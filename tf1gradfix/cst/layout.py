@@ -11,6 +11,8 @@ holding a comment or a line break of the user's code is left as written.
 
 from __future__ import annotations
 
+from typing import cast
+
 import libcst as cst
 
 WIDTH = 88   # black's default line length
@@ -31,6 +33,8 @@ def fit(text: str, indent: int) -> str:
         if comment and indent + len(text) <= WIDTH:
             return text
         lines = _split(expr, indent, prefix, "", width=WIDTH - (len(comment) + 2 if comment else 0))
+        if len(lines) == 1 and not comment and prefix not in ("", "@") and indent + len(lines[0][1]) > WIDTH:
+            lines = _right_hand(expr, indent, prefix) or lines
     except (_AsWritten, cst.ParserSyntaxError):
         return text
     if comment:
@@ -157,6 +161,39 @@ def _split(node: cst.BaseExpression, indent: int, prefix: str, suffix: str, widt
             return [(indent, _flat(left))] + [(indent, op + _flat(v)) for op, v in operands[:-1]] + \
                 [(indent, operands[-1][0] + _flat(operands[-1][1]) + suffix)]
     return [(indent, line)]   # (nothing black would split either)
+
+
+def _right_hand(expr: cst.BaseExpression, indent: int, prefix: str) -> list[tuple[int, str]] | None:
+    """An operation too long for its line (`x = a + b * (c + d)`, `return a + f(b)`) as
+    black splits it: at its last bracket when that closes the line and the operator of
+    the lowest precedence appears once, the head fitting; else inside parentheses of
+    its own, one operand a line (None: not an operation of `_GROUPS`)."""
+    group = _GROUPS.get(type(expr.operator)) if isinstance(expr, cst.BinaryOperation) and not expr.lpar else None
+    if group is None:
+        return None
+    count, left = 0, expr
+    while isinstance(left, cst.BinaryOperation) and not left.lpar and _GROUPS.get(type(left.operator)) == group:
+        count, left = count + 1, left.left
+    last = expr
+    while isinstance(last, cst.BinaryOperation) and not last.lpar:
+        last = last.right
+    bracketed = isinstance(last, (cst.Call, cst.List)) and not last.lpar \
+        or len(getattr(last, "lpar", ())) == 1 and not isinstance(last, cst.Tuple)
+    if count == 1 and bracketed:
+        head = prefix + _flat(expr)[:-len(_flat(last))]
+        if isinstance(last, cst.Call):
+            head += _flat(last.func) + "("
+            lines = _bracketed(head, [(_argument(a), a.value) for a in last.args], ")", indent)
+        elif isinstance(last, cst.List):
+            head += "["
+            lines = _bracketed(head, [("", e.value) for e in last.elements], "]", indent, explode=len(last.elements) > 1)
+        else:
+            inner = cast(cst.BaseExpression, last.with_changes(lpar=[], rpar=[]))
+            head += "("
+            lines = [(indent, head)] + _split(inner, indent + 4, "", "") + [(indent, ")")]
+        if indent + len(head) <= WIDTH:
+            return lines
+    return [(indent, prefix + "(")] + _split(expr, indent + 4, "", "") + [(indent, ")")]
 
 
 _GROUPS = {cst.Add: "sum", cst.Subtract: "sum", cst.Multiply: "product", cst.Divide: "product",
