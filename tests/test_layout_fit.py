@@ -1,0 +1,37 @@
+"""`layout.fit` lays a generated statement out as black would (tf1gradfix/cst/layout.py):
+each statement here, too long for its line, is fitted at its column and compared with
+black's layout of the same statement there."""
+
+from __future__ import annotations
+
+import pytest
+
+from tf1gradfix.cst import layout
+
+STATEMENTS = [
+    # one operator of the lowest precedence, a bracket closing the line: split there
+    "cost = cost + self.decay * (tf.nn.l2_loss(self.w_in) + tf.nn.l2_loss(self.w_out))",
+    "cost = cost + self.decay_coefficient * tf.nn.l2_loss(self.w_in, self.w_out_and_more_more)",
+    "return total + self.weight_of_penalty * tf.reduce_sum([tf.abs(w) for w in self.kernels_x])",
+    # two of them, or no bracket at the end: inside parentheses, one operand a line
+    "cost = cost + self.decay + (tf.nn.l2_loss(self.w_in) + tf.nn.l2_loss(self.w_out))",
+    "residual = tf.matmul(inputs_of_the_batch, weights_of_layer) + bias_of_layer - labels_of_it",
+    "scores = first_score_of_the_model_here * second_score_of_the_model_here_too_long_a",
+    # calls, as before
+    "hidden = tf.nn.leaky_relu(tf.matmul(inputs, self.weights_one) + self.bias_one, alpha=0.2)",
+]
+
+
+def _black(text: str, indent: int) -> str:
+    import black   # (the `test` extra)
+
+    wrapped = "".join(f"{'    ' * k}if x:\n" for k in range(indent // 4)) + " " * indent + text + "\n"
+    out = black.format_str(wrapped, mode=black.Mode()).splitlines()[indent // 4:]
+    return "\n".join(line[indent:] for line in out)
+
+
+@pytest.mark.parametrize("indent", [8, 12])
+@pytest.mark.parametrize("text", STATEMENTS)
+def test_a_long_statement_is_laid_out_as_black_lays_it_out(text, indent):
+    assert indent + len(text) > layout.WIDTH
+    assert layout.fit(text, indent) == _black(text, indent)
