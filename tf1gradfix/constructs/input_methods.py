@@ -24,7 +24,8 @@ from typing import cast
 
 import libcst as cst
 
-from tf1gradfix.cst.syntax import Refusal, bound_args, bound_names, free_names, is_docstring, loads, name_nodes
+from tf1gradfix.cst.syntax import (Refusal, bound_args, bound_names, free_names, fresh_name, is_docstring, loads,
+                                   name_nodes)
 from tf1gradfix.cst.walk import TargetedTransformer, walk
 
 MAKERS = ("placeholder", "placeholder_with_default")   # (read before names are resolved: the attribute's name)
@@ -102,12 +103,7 @@ class Expansion:
     origins: dict[int, tuple[cst.CSTNode, cst.CSTNode]]   # id of a statement written anew -> (it, the method's)
 
     def fresh(self, base: str) -> str:
-        name, k = base, 1
-        while name in self.taken:
-            k += 1
-            name = f"{base}_{k}"
-        self.taken.add(name)
-        return name
+        return fresh_name(base, self.taken)
 
     def statements(self, stmt: cst.BaseStatement, method: cst.FunctionDef, call: cst.Call) -> list[cst.BaseStatement]:
         """The statements a call statement `targets = self.m(args)` stands for."""

@@ -184,6 +184,16 @@ def bound_names(stmt: cst.CSTNode) -> set[str]:
     return (set(loads(stmt)) - free_names(holder)) | defined
 
 
+def fresh_name(base: str, taken: set[str]) -> str:
+    """`base`, or `base_2`, `base_3`...: the first not in `taken`, which then holds it."""
+    name, k = base, 1
+    while name in taken:
+        k += 1
+        name = f"{base}_{k}"
+    taken.add(name)
+    return name
+
+
 def free_names(func: cst.FunctionDef) -> set[str]:
     """Names a function reads that it neither receives nor binds itself."""
     bound = {p.name.value for p in (*func.params.params, *func.params.kwonly_params, *func.params.posonly_params)}

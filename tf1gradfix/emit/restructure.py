@@ -16,8 +16,8 @@ from typing import Any, cast
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider, ScopeProvider
 
-from tf1gradfix.constructs import (builders, class_settings, input_methods, layer_methods, model_classes, optimizers, schedules,
-                                   sections, session_options, session_params, summaries, variable_factories)
+from tf1gradfix.constructs import (builders, class_settings, input_methods, layer_methods, model_classes, optimizers,
+                                   schedules, sections, session_options, session_params, summaries, variable_factories)
 from tf1gradfix.model import owners as owners_model
 from tf1gradfix.model.checks import (check_moved, check_program, check_results, check_state, check_steps, check_var_lists,
                                      class_names, kept, sliced)
@@ -35,7 +35,7 @@ from tf1gradfix.model.nodes import BuilderModule, Layer, LayerLoop, LayerSite, O
 from tf1gradfix.model.sites import HostScan
 from tf1gradfix.model.owners import GraphCallScan, nested_sessions
 from tf1gradfix.cst.printing import code_for_node
-from tf1gradfix.cst.syntax import Refusal, loads, matches, name_nodes
+from tf1gradfix.cst.syntax import Refusal, fresh_name, loads, matches, name_nodes
 from tf1gradfix.model.refusals import Refusals, diagnostic
 from tf1gradfix.cst.walk import walk
 
@@ -113,12 +113,7 @@ class _Rewrite:
         return code_for_node(self.module, node)
 
     def fresh(self, base: str) -> str:
-        name, k = base, 1
-        while name in self.taken:
-            k += 1
-            name = f"{base}_{k}"
-        self.taken.add(name)
-        return name
+        return fresh_name(base, self.taken)
 
     def run(self) -> cst.Module | None:
         creations, sessions = self._graph_calls()

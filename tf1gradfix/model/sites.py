@@ -13,7 +13,7 @@ from tf1gradfix.constructs import builder_layers, dropout, fed_tensors, savers, 
 from tf1gradfix.model.graph import Item, Program
 from tf1gradfix.model.nodes import (ComputeGradients, Gradients, Init, Node, Optimizer, Placeholder, Static, Tensor, TrainOp,
                                     Saver, Update, Variable, VariableGroup, VarList)
-from tf1gradfix.cst.syntax import Refusal, arg, bound_names, free_names, graph_ops, loads, matches
+from tf1gradfix.cst.syntax import Refusal, arg, bound_names, free_names, fresh_name, graph_ops, loads, matches
 from tf1gradfix.cst.walk import children, walk
 
 @dataclass
@@ -424,11 +424,7 @@ class HostScan:
                                            "tensorflow.get_variable", "tensorflow.placeholder_with_default")):
                 raise Refusal.of(call, "fetch_expression_api", api=q)
         taken = set(loads(self.p.owner)) | set(self.p.final) | set(self.p.helpers)
-        base = _describe(expr)
-        name, k = base, 1
-        while name in taken:
-            k += 1
-            name = f"{base}_{k}"
+        name = fresh_name(_describe(expr), taken)
         stmt = cst.SimpleStatementLine([cst.Assign([cst.AssignTarget(cst.Name(name))], expr)])
         node = Tensor(index=len(self.p.nodes), names=(name,), stmt=stmt, value=expr, deps=frozenset(deps),
                       calls=[q for q in qualified if q])
