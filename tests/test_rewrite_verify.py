@@ -9,13 +9,14 @@ from pathlib import Path
 
 import pytest
 
+from fixture_patch import counterpart_text
 from tf1gradfix.run.batch import unwritable
 from tf1gradfix.cli.main import main
 from tf1gradfix.cli.rewrite_verify import prove_and_write
 
 ROOT = Path(__file__).resolve().parent.parent
 SCENARIO = ROOT / "fixtures" / "rewrite" / "stop_gradient_product"
-WRONG = ROOT / "fixtures" / "verify" / "stop_gradient_product" / "wrong_stop_gradient_removed.py"
+WRONG_SCENARIO = ROOT / "fixtures" / "verify" / "stop_gradient_product"   # wrong_stop_gradient_removed.patch
 
 
 @pytest.mark.tf
@@ -39,9 +40,10 @@ def test_proven_rewrite_is_written_with_reports(tmp_path, capsys):
 def test_diverging_rewrite_is_not_written(tmp_path):
     """The gate itself: a candidate that drops stop_gradient must not replace the original."""
     original = tmp_path / "train.py"
-    shutil.copyfile(WRONG.parent / "original.py", original)
+    shutil.copyfile(WRONG_SCENARIO / "original.py", original)
     before = original.read_bytes()
-    [row] = prove_and_write([(str(original), WRONG.read_bytes())], write=True, report_dir=None,
+    candidate = counterpart_text(WRONG_SCENARIO, "wrong_stop_gradient_removed").encode()
+    [row] = prove_and_write([(str(original), candidate)], write=True, report_dir=None,
                             rtol=1e-3, atol=1e-6, timeout=300, unwritable=unwritable)
     assert row.verdict == "DIVERGED" and not row.written
     assert original.read_bytes() == before

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from fixture_patch import counterpart_text
 from tf1gradfix.cli import main as cli
 from tf1gradfix.verify import base
 
@@ -63,8 +64,7 @@ def test_verify_needs_two_files_or_a_base(capsys):
 @pytest.mark.tf
 def test_each_changed_file_is_proven_against_its_version_at_the_ref(repo, tmp_path, monkeypatch, capsys):
     (repo / "train.py").write_text((FIXTURE / "migrated.py").read_text(encoding="utf-8"), encoding="utf-8")
-    (repo / "models" / "net.py").write_text((FIXTURE / "wrong_learning_rate.py").read_text(encoding="utf-8"),
-                                            encoding="utf-8")
+    (repo / "models" / "net.py").write_text(counterpart_text(FIXTURE, "wrong_learning_rate"), encoding="utf-8")
     monkeypatch.chdir(repo)
     reports = tmp_path / "reports"
     code = cli.main(["verify", "--base", "HEAD", "--steps", "5", "--report-dir", str(reports)])

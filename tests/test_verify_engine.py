@@ -21,6 +21,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
+from fixture_patch import counterpart_text
 from tf1gradfix.verify import compare, report
 from tf1gradfix.verify.orchestrate import SideResult, VerifyResult, verify_pair
 from tf1gradfix.verify.runner_common import decode_array, encode_array
@@ -401,8 +402,10 @@ def test_duplicate_names_map_like_tf1(tmp_path):
 @pytest.mark.tf
 def test_cli_reports_on_a_divergence(tmp_path):
     out = tmp_path / "r"
+    wrong = tmp_path / "wrong_learning_rate.py"
+    wrong.write_text(counterpart_text(DEV, "wrong_learning_rate"), encoding="utf-8")
     proc = subprocess.run(
-        [sys.executable, "-m", "tf1gradfix.verify", str(DEV / "original.py"), str(DEV / "wrong_learning_rate.py"),
+        [sys.executable, "-m", "tf1gradfix.verify", str(DEV / "original.py"), str(wrong),
          "--json", str(out / "v.json"), "--junit", str(out / "v.xml"), "--markdown", str(out / "v.md"),
          "--plot", str(out / "v.png"), "--timeout", "120"],
         cwd=ROOT, capture_output=True, text=True)

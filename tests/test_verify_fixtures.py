@@ -1,10 +1,22 @@
 """Every entry of every fixtures/verify/*/expect.toml must get its verdict.
 
 Each scenario folder holds ``original.py`` (TF1) and TF2 versions; the
-table name in ``expect.toml`` is the TF2 file's stem.  Correct migrations
+table name in ``expect.toml`` is the TF2 version's stem.  Correct migrations
 must come out EQUIVALENT and the deliberately wrong ones DIVERGED, otherwise
 the verifier proves nothing.  Optional keys per entry: ``rtol``, ``atol``,
 ``timeout``, ``original`` (another original file), ``reason_contains``.
+
+A TF2 version is either a whole file ``NAME.py`` or, where it differs from
+a correct program by a few lines, a patch ``NAME.patch``: a unified diff
+(``--- BASE``, ``+++ NAME.py``, hunks ``@@ -L,N +L,N @@``) against the
+file the entry's ``base`` key names, relative to the folder (the scenario's
+``migrated.py``, or ``../../rewrite/<scenario>/expected.py``).  The patch
+is applied before the verifier runs (tests/fixture_patch.py), strictly: a
+hunk must match its base at the lines its header names, or the test fails
+saying which hunk and which line differ.  When a base changes, write the
+counterpart again on purpose: ``python tests/fixture_patch.py apply OLD_BASE
+NAME.patch`` gives the program as it was, ``python tests/fixture_patch.py
+diff BASE NEW.py`` the new patch.
 """
 
 from __future__ import annotations
@@ -14,6 +26,7 @@ from pathlib import Path
 
 import pytest
 
+from fixture_patch import counterpart_text
 from tf1gradfix.verify import compare, report
 from tf1gradfix.verify.orchestrate import verify_pair
 
@@ -42,16 +55,34 @@ def test_every_fixture_file_is_covered():
         expect = folder / "expect.toml"
         assert expect.is_file(), f"{folder.name} has no expect.toml"
         names = set(tomllib.loads(expect.read_text(encoding="utf-8")))
-        for py in folder.glob("*.py"):
-            if py.stem != "original" and not py.stem.startswith("original"):
-                assert py.stem in names, f"{py} has no entry in {expect}"
+        for program in [*folder.glob("*.py"), *folder.glob("*.patch")]:
+            if not program.stem.startswith("original"):
+                assert program.stem in names, f"{program} has no entry in {expect}"
+
+
+@pytest.mark.parametrize("folder,name,entry", CASES)
+def test_every_entry_has_one_program(folder: Path, name: str, entry: dict):
+    """NAME.py or NAME.patch with a base, never both; a patch applies, changes its base and parses."""
+    whole, patch = (folder / f"{name}.py").is_file(), (folder / f"{name}.patch").is_file()
+    assert whole != patch, f"{folder.name}/{name}: give either {name}.py or {name}.patch"
+    assert ("base" in entry) == patch, f"{folder.name}/{name}: a base belongs to a .patch entry, and only there"
+    if patch:
+        first = (folder / f"{name}.patch").read_text(encoding="utf-8").split("\n", 1)[0]
+        assert first == f"--- {entry['base']}", f"{folder.name}/{name}.patch names another base than expect.toml"
+        text = counterpart_text(folder, name, entry)
+        assert text != (folder / entry["base"]).read_text(encoding="utf-8"), f"{folder.name}/{name}: changes nothing"
+        compile(text, f"{name}.py", "exec")
 
 
 @pytest.mark.tf
 @pytest.mark.parametrize("folder,name,entry", CASES)
-def test_fixture_verdict(folder: Path, name: str, entry: dict):
+def test_fixture_verdict(folder: Path, name: str, entry: dict, tmp_path: Path):
     original = folder / entry.get("original", "original.py")
-    result = verify_pair(original, folder / f"{name}.py",
+    migrated = folder / f"{name}.py"
+    if not migrated.is_file():   # NAME.patch: the program is written out, its base applied
+        migrated = tmp_path / f"{name}.py"
+        migrated.write_text(counterpart_text(folder, name, entry), encoding="utf-8")
+    result = verify_pair(original, migrated,
                          rtol=entry.get("rtol", compare.DEFAULT_RTOL),
                          atol=entry.get("atol", compare.DEFAULT_ATOL),
                          timeout=entry.get("timeout", 180.0))
