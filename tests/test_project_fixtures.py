@@ -236,3 +236,50 @@ def test_a_module_starting_with_a_bom_keeps_it(tmp_path, monkeypatch):
     new, _ = rewrite(folder, monkeypatch)
     assert new["model.py"] == b"\xef\xbb\xbf" + (scenario / "expected" / "model.py").read_bytes()
     assert new["train.py"] == (scenario / "expected" / "train.py").read_bytes()
+
+
+@pytest.mark.parametrize("case,analyses", [("refused", 1), ("module_refused", 1), ("proven", 0), ("diverged", 1),
+                                           ("no_tensorflow", 1)])
+def test_each_file_is_analyzed_alone_at_most_once(case, analyses, tmp_path, capsys, monkeypatch):
+    """Plain `rewrite` of a project analyzes each file on its own (its safe fixes: process_source
+    with restructure=False) once at the most: a refused project takes findings and fixes from
+    that one analysis (`refused`: in the script read with its module; `module_refused`: before,
+    the module runs code when imported); a restructured one leaves it until its proof fails or
+    cannot run."""
+    from tf1gradfix.cli import rewrite_verify
+    from tf1gradfix.cli.main import main
+    from tf1gradfix.run import engine
+
+    folder = tmp_path / "project"
+    shutil.copytree(ROOT / "classifier_class" / "input", folder)
+    model = (folder / "model.py").read_text(encoding="utf-8")   # (a safe fix in the module: tf.log)
+    (folder / "model.py").write_text(model.replace("tf.sigmoid(self.logits)", "tf.sigmoid(tf.log(tf.exp(self.logits)))"),
+                                     encoding="utf-8")
+    if case == "refused":
+        old, new = BREAKS["train.py"]
+        (folder / "train.py").write_text((folder / "train.py").read_text(encoding="utf-8").replace(old, new),
+                                         encoding="utf-8")
+    if case == "module_refused":
+        with open(folder / "model.py", "a", encoding="utf-8") as module:
+            module.write('print("model loaded")\n')
+    counted: dict[str, int] = {}
+    analyze = engine.process_source
+
+    def counting(display, data, codes, fix=True, restructure=True, check=False):
+        if not restructure:
+            counted[Path(display).name] = counted.get(Path(display).name, 0) + 1
+        return analyze(display, data, codes, fix=fix, restructure=restructure, check=check)
+
+    def proven(changed, companions=None, **_):
+        verdict = "EQUIVALENT" if case == "proven" else "DIVERGED"
+        return [rewrite_verify.ProofRow(path, verdict, "", verdict == "EQUIVALENT") for path, _ in changed]
+
+    monkeypatch.setattr(engine, "process_source", counting)
+    monkeypatch.setattr("tf1gradfix.verify.budget.tensorflow_missing", lambda: case == "no_tensorflow")
+    monkeypatch.setattr(rewrite_verify, "prove_and_write", proven)
+    main(["rewrite", str(folder)])
+    out = capsys.readouterr().out
+    expected = {"model.py": analyses, "train.py": analyses} if analyses else {}
+    assert counted == expected, out
+    if case != "proven":   # (the module got its safe fix alone)
+        assert "tf.math.log(" in (folder / "model.py").read_text(encoding="utf-8"), out

@@ -16,7 +16,7 @@ from contextlib import contextmanager, nullcontext
 
 from tf1gradfix import __version__
 from tf1gradfix.run.batch import (BUG_HINT, CHECK, DIFF, GUARDED, PREVIEW, PROPOSE, WRITE, Job, run_all, run_source,
-                                  unwritable, worker_count, write_outcome)
+                                  safe_source_of, unwritable, worker_count, write_outcome)
 from tf1gradfix.cli.arg_types import nonneg_float, positive_float, positive_int
 from tf1gradfix.cli.config import ConfigError, load_settings
 from tf1gradfix.cli.discover import STDIN, discover
@@ -541,11 +541,12 @@ def _guard(args, outcomes):
         if outcome.path in written:
             continue
         outcome.findings = [f if f.safety == "safe" else replace(f, fixed=False) for f in outcome.findings]
-        if outcome.safe_source is None or outcome.path in edited:
+        safe = None if outcome.path in edited else safe_source_of(outcome)
+        if safe is None:
             outcome.changed = False
             outcome.findings = [replace(f, fixed=False) for f in outcome.findings]
         else:
-            write_outcome(outcome, outcome.safe_source, outcome.snapshot)
+            write_outcome(outcome, safe, outcome.snapshot)
     _companions_follow(pending, outcomes, written)
     return rows, note, meanwhile
 
@@ -563,12 +564,13 @@ def _companions_follow(pending, outcomes, written) -> None:
             module.changed = outcome.path in written
             if module.changed:
                 continue
-            if module.safe_source is None:
+            safe = safe_source_of(module)
+            if safe is None:
                 module.findings = [replace(f, fixed=False) for f in module.findings]
             else:   # (its safe fixes alone, as the script got)
                 module.changed = True
                 module.findings = [f if f.safety == "safe" else replace(f, fixed=False) for f in module.findings]
-                write_outcome(module, module.safe_source, module.snapshot)
+                write_outcome(module, safe, module.snapshot)
 
 
 def _prove(args, outcomes, findings, errors, summary) -> int:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import _thread
 import os
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from tf1gradfix.records import field, record
@@ -44,7 +45,16 @@ class Outcome:
     snapshot: Snapshot | None = None  # PROPOSE, GUARDED: what the file was when read, for the later write
     restructured: bool = False   # GUARDED: new_source is a whole-program rewrite awaiting proof
     safe_source: bytes | None = None  # GUARDED: the file with its safe fixes only (None: none apply)
+    safe_later: Callable[[], bytes | None] | None = None   # GUARDED, a project's file: makes safe_source (safe_source_of)
     companions: dict | None = None   # a project's script: its modules' path -> (new bytes, snapshot), written with it
+
+
+def safe_source_of(outcome: Outcome) -> bytes | None:
+    """The file with its safe fixes only, for a restructuring not proven: a project's files
+    compute them now, once (a proven project never needs them)."""
+    if outcome.safe_later is not None:
+        outcome.safe_source, outcome.safe_later = outcome.safe_later(), None
+    return outcome.safe_source
 
 
 def restructured(findings: list[Finding]) -> bool:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import ast
 import os
 import re
+from functools import partial
 
 from tf1gradfix.model.refusals import diagnostic
 from tf1gradfix.records import field, record, replace
@@ -249,10 +250,10 @@ def process(project: Project, datas: dict[str, bytes], codes: CodeFilter) -> Res
         if codes.wants(code):
             out.findings[path].append(Finding(path, line, col, code, message, safety, False))
         alone = reasons()["module_without_session"].message
+        safe = {p: _safe_source(p, datas[p], codes) for p in paths}
         for p in paths:   # (what each file holds)
-            out.findings[p] += [f for f in process_source(p, datas[p], codes, fix=False, restructure=False).findings
-                                if f.message != alone]
-        return _safe_only(out, datas, codes)
+            out.findings[p] += [f for f in safe[p][1] if f.message != alone]
+        return _safe_only(out, safe)
     script, cut = layout.unqualified(project, datas[project.script], trees, split_lines)
     combined, where = layout.combined(project, {**datas, project.script: script}, split_lines)
     result = process_source(project.script, combined, codes, fix=True)
@@ -272,34 +273,34 @@ def process(project: Project, datas: dict[str, bytes], codes: CodeFilter) -> Res
             out.findings = {p: [replace(f, fixed=False) for f in fs] for p, fs in out.findings.items()}
         else:
             out.new = {p: new for p, new in parts.items() if new != datas[p]}
-    else:
-        return _safe_only(out, datas, codes)   # (the combined program is not restructured)
+    else:   # (the combined program is not restructured)
+        return _safe_only(out, {p: _safe_source(p, datas[p], codes) for p in paths})
     for p in paths:
         out.findings[p].sort(key=lambda f: (f.line, f.col, f.code))
     return out
 
 
-def _safe_source(path: str, data: bytes, codes: CodeFilter) -> bytes | None:
-    """The file with the safe fixes it would get on its own (None: none apply)."""
+def _safe_source(path: str, data: bytes, codes: CodeFilter) -> tuple[bytes | None, list[Finding]]:
+    """The file with the safe fixes it would get on its own (None: none apply), and its
+    findings, marked fixed where one applies: the one analysis of a project's file alone."""
     from tf1gradfix.run.engine import process_source
 
-    new = process_source(path, data, codes, fix=True, restructure=False).new_source
-    return None if new == data else new
+    safe = process_source(path, data, codes, fix=True, restructure=False)
+    return (safe.new_source if safe.error is None and safe.new_source != data else None), safe.findings
 
 
-def _safe_only(out: Result, datas: dict[str, bytes], codes: CodeFilter) -> Result:
+def _safe_only(out: Result, safe: dict[str, tuple[bytes | None, list[Finding]]]) -> Result:
     """The project is not restructured: each file gets the safe fixes it would get on its
-    own (renames need no proof, and they do not depend on the other files)."""
-    from tf1gradfix.run.engine import process_source
-
+    own (`safe`: _safe_source of each; renames need no proof, and they do not depend on
+    the other files)."""
     out.refused = True
     for p in out.paths:
-        safe = process_source(p, datas[p], codes, fix=True, restructure=False)
-        fixed = {(f.line, f.col, f.code) for f in safe.findings if f.fixed}
+        new, findings = safe[p]
+        fixed = {(f.line, f.col, f.code) for f in findings if f.fixed}
         out.findings[p] = sorted((replace(f, fixed=(f.line, f.col, f.code) in fixed) for f in out.findings[p]),
                                  key=lambda f: (f.line, f.col, f.code))
-        if safe.error is None and safe.new_source is not None and safe.new_source != datas[p]:
-            out.new[p] = safe.new_source
+        if new is not None:
+            out.new[p] = new
     return out
 
 
@@ -343,15 +344,19 @@ def outcomes(project: Project, mode: str, codes: CodeFilter, limit: int) -> list
         script.changed = True
         script.companions = {p: (result.new[p], snapshots[p]) for p in project.modules if p in result.new}
         script.restructured = mode == batch.GUARDED
-        if mode == batch.GUARDED:   # (a failed proof leaves each file its safe fixes)
+        if mode == batch.GUARDED:   # (a failed or skipped proof leaves each file its safe fixes, made then)
             for outcome in out:
-                outcome.safe_source = _safe_source(outcome.path, datas[outcome.path], codes)
+                outcome.safe_later = partial(_safe_bytes, outcome.path, datas[outcome.path], codes)
                 outcome.snapshot = snapshots[outcome.path]
             for outcome in out[1:]:
                 outcome.changed = False   # (until the proof writes it)
     elif mode == batch.WRITE:
         write_all(out, {p: (result.new[p], snapshots[p]) for p in result.new}, datas)
     return out
+
+
+def _safe_bytes(path: str, data: bytes, codes: CodeFilter) -> bytes | None:
+    return _safe_source(path, data, codes)[0]
 
 
 def _safe_fixes(outcome, mode: str, old: bytes, new: bytes, snapshot) -> None:
