@@ -28,7 +28,7 @@ from pathlib import Path
 
 _HUNK = re.compile(r"@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
 _NO_NEWLINE = "\\ No newline at end of file"
-REGENERATE = "the base changed: write the counterpart again against it (README, Development: wrong counterparts as patches)"
+REGENERATE = "the base changed: write the counterpart again against it (README, Development: `NAME.patch`)"
 
 
 class PatchError(ValueError):
