@@ -9,6 +9,9 @@ verifier in one run. TF 2.21 has no tf.contrib, so the TF1 side runs under the
 verifier's reference model of contrib (tf1gradfix/verify/contrib_v1.py). The
 verifier copies initial values by name, so a second test checks the draws
 themselves: the Keras initializer written for each case against contrib's formula.
+`batch_norm` is proven on programs of its own (BN_PROGRAMS: input ranks, training
+by default, by a literal and by a fed flag, updates in place, a builder), and
+the verifier's model of it against TF 1.15's formulas worked by hand.
 """
 
 from __future__ import annotations
@@ -435,7 +438,8 @@ def test_batch_norm_in_training_without_its_updates_is_refused():
     ("param_initializers=initializers", "param_initializers="),
     ("param_initializers={'delta': tf.zeros_initializer()}", "param_initializers="),
     ("param_initializers={'beta': 0.5}", "not an initializer call"),
-    ("is_training=weights", "training="),
+    ("is_training=weights", "`is_training=` that is neither"),
+    ('scope="block/norm"', "cannot hold `/`"),
 ])
 def test_batch_norm_settings_keras_lacks_are_refused(setting, why):
     source = BN_SCRIPT.replace("activation_fn=tf.nn.relu)", f"activation_fn=tf.nn.relu, {setting})") \

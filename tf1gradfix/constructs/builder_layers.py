@@ -83,10 +83,10 @@ def _site(builder, helper: cst.FunctionDef, call: cst.Call, q: str, taken: set[s
     row = layer_table()[q]
     bound, source = passed_on(builder, call, q, row, untrainable_refused=True)
 
-    def flag(value: cst.BaseExpression) -> cst.BaseExpression:
+    def flag(param: str, value: cst.BaseExpression) -> cst.BaseExpression:
         """True/False, or a parameter of the builder (builder_statistics.py checks each call's value)."""
         if not (isinstance(value, cst.Name) and (value.value in ("True", "False") or value.value in parameters(helper))):
-            raise Refusal.of(value, "layer_training_form", api=q)
+            raise Refusal.of(value, "layer_training_form", api=q, param=param)
         return value
     call_args = at_call(row, bound, flag)
     given = bound.get(name_param(row))

@@ -46,7 +46,7 @@ def model(builder, item, names, call: cst.Call | None, q: str | None, deps) -> b
     if label is None:
         label = _auto_name(builder.program, row, [])
         base = label.lower()   # (the variable holding contrib's `Conv` layer: `conv`)
-    base = base or (label if label.isidentifier() and not keyword.iskeyword(label) else row["auto_name"])
+    base = base or (label if label.isidentifier() and not keyword.iskeyword(label) else row["auto_name"].lower())
     layer = builder.add(item, Layer, (), call, (), row=row, symbol=q, bound=bound, base=base,
                         weights=row["weights"], trainable=trainable, full_name=item.prefix + label, helper=helper)
     flags = {builder.program.final[e.value] for _, e in call_args if isinstance(e, cst.Name) and e.value in builder.program.final}
@@ -61,14 +61,14 @@ def name_param(row: dict) -> str:
     return next((p for p, keras in row.get("rename", {}).items() if keras == "name"), "name")
 
 
-def _mode(builder, q: str, expr: cst.BaseExpression) -> cst.BaseExpression:
+def _mode(builder, q: str, param: str, expr: cst.BaseExpression) -> cst.BaseExpression:
     """`training=`: True/False, or a bool placeholder that every run feeds with
     True or False (a mode flag: each step function gets the literal of its runs)."""
     if isinstance(expr, cst.Name) and expr.value in ("True", "False"):
         return expr
     flag = builder.program.node(expr.value) if isinstance(expr, cst.Name) else None
     if not isinstance(flag, Placeholder) or not _is_bool(builder, flag):
-        raise Refusal.of(expr, "layer_training_form", api=q)
+        raise Refusal.of(expr, "layer_training_form", api=q, param=param)
     flag.mode_flag = True
     return expr
 
@@ -189,6 +189,9 @@ def passed_on(builder, call: cst.Call, q: str, row: dict, untrainable_refused: b
     for param, values in accepted.items():
         if param in bound and builder.module.code_for_node(bound[param]) not in values:
             raise Refusal.of(bound[param], "layer_setting_value", api=q, param=param, values=' or '.join(values))
+    label = literal_string(bound.get(name_param(row)))
+    if label is not None and "/" in label:   # (Keras 3 refuses such a name; TF1 nested the scopes)
+        raise Refusal.of(bound[name_param(row)], "layer_name_nested", api=q, param=name_param(row), name=label)
     return bound, source
 
 
@@ -201,7 +204,7 @@ def _settings(builder, call: cst.Call, q: str, row: dict, graph_names: AbstractS
     reuse = bound.get("reuse")
     if reuse is not None and not (isinstance(reuse, cst.Name) and reuse.value in ("None", "False")):
         raise Refusal.of(reuse, "layer_reuse", api=q, detail=row['why'])
-    call_args = at_call(row, bound, lambda value: _mode(builder, q, value))
+    call_args = at_call(row, bound, lambda param, value: _mode(builder, q, param, value))
     if in_loop and call_args:   # (the loop in the step function calls each layer with its input only)
         raise Refusal.of(call, "layer_training_in_loop", api=q)
     training = dict(call_args).get("training")
@@ -237,12 +240,12 @@ def helper_of(row: dict, bound: dict, rank: int | None) -> str | None:
     return row.get("helper", "")
 
 
-def at_call(row: dict, bound: dict, form=lambda value: value) -> list[tuple[str, cst.BaseExpression]]:
+def at_call(row: dict, bound: dict, form=lambda param, value: value) -> list[tuple[str, cst.BaseExpression]]:
     """(Keras argument, value) of the settings passed where the layer is called (`training=`):
-    those given (their values through `form`, which may refuse them), then the v1 defaults
+    those given (their v1 parameter and value through `form`, which may refuse them), then the v1 defaults
     Keras lacks (contrib's `is_training=True`), under their Keras names."""
     rename = row.get("rename", {})
-    given = [(rename.get(p, p), form(bound[p])) for p in row.get("call", ()) if p in bound]
+    given = [(rename.get(p, p), form(p, bound[p])) for p in row.get("call", ()) if p in bound]
     return given + [(rename.get(p, p), cst.Name(value)) for p, value in row.get("call_defaults", {}).items()
                     if p not in bound]
 
