@@ -85,7 +85,8 @@ def _site(builder, helper: cst.FunctionDef, call: cst.Call, q: str, taken: set[s
 
     def flag(param: str, value: cst.BaseExpression) -> cst.BaseExpression:
         """True/False, or a parameter of the builder (builder_statistics.py checks each call's value)."""
-        if not (isinstance(value, cst.Name) and (value.value in ("True", "False") or value.value in parameters(helper))):
+        named = isinstance(value, cst.Name) and (value.value in ("True", "False") or value.value in parameters(helper))
+        if not named:
             raise Refusal.of(value, "layer_training_form", api=q, param=param)
         return value
     call_args = at_call(row, bound, flag)

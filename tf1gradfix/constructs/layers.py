@@ -292,8 +292,11 @@ def check_layer_arguments(row: dict, call: cst.Call, bound: dict, qualified, cod
         param = a.keyword.value if a.keyword is not None else row["params"][position + 1]
         if param == "reuse" or param in row.get("call", ()) or param in row.get("accepted", {}):
             continue
-        initializers = [v for _, v in spread(row, param, a.value)] if param in row.get("spread", {}) else \
-            [a.value] if param in row["initializers"] and code(a.value) not in row.get("values", {}).get(param, {}) else []
+        if param in row.get("spread", {}):   # (a dict literal of initializers: each is checked)
+            initializers = [v for _, v in spread(row, param, a.value)]
+        else:
+            mapped = param in row["initializers"] and code(a.value) not in row.get("values", {}).get(param, {})
+            initializers = [a.value] if mapped else []
         for init in initializers:
             if not isinstance(init, cst.Call):
                 raise Refusal.of(init, "layer_initializer_form")

@@ -136,8 +136,8 @@ def _layers(tf) -> dict:
                 return tf.multiply(my_scale, tf.nn.l2_loss(weights), name=name)
         return l2
 
-    batch_norm = _batch_norm(tf)
-    return {"batch_norm": batch_norm, "variance_scaling_initializer": variance_scaling_initializer, "xavier_initializer": xavier_initializer,
+    return {"batch_norm": _batch_norm(tf), "variance_scaling_initializer": variance_scaling_initializer,
+            "xavier_initializer": xavier_initializer,
             "xavier_initializer_conv2d": xavier_initializer, "fully_connected": fully_connected,
             "conv2d": conv2d, "convolution2d": conv2d, "flatten": flatten, "l2_regularizer": l2_regularizer,
             "max_pool2d": _pool("MaxPooling2D", "MaxPool2D"),   # (tf.layers is loaded when first used)
@@ -187,7 +187,8 @@ def _batch_norm(tf):
         """beta and gamma (constants where not `center` / `scale`, in the fused code), moving mean and variance."""
         initializers, regularizers = param_initializers or {}, param_regularizers or {}
         made = {}
-        for name, wanted, default in (("beta", center, tf.zeros_initializer()), ("gamma", scale, tf.ones_initializer())):
+        for name, wanted, default in (("beta", center, tf.zeros_initializer()),
+                                      ("gamma", scale, tf.ones_initializer())):
             made[name] = model_variable(name, shape=params_shape, dtype=dtype,
                                         initializer=initializers.get(name, default), regularizer=regularizers.get(name),
                                         collections=collections_of(variables_collections, name),
@@ -227,7 +228,8 @@ def _batch_norm(tf):
             if original_shape.ndims is None:
                 raise ValueError(f"Inputs {inputs.name} has undefined rank")
             if original_shape.ndims not in (2, 4):
-                raise ValueError(f"Inputs {inputs.name} has unsupported rank. Expected 2 or 4 but got {original_shape.ndims}")
+                raise ValueError(f"Inputs {inputs.name} has unsupported rank. "
+                                 f"Expected 2 or 4 but got {original_shape.ndims}")
             if original_shape.ndims == 2:
                 channels = inputs.get_shape().dims[-1].value
                 if channels is None:
@@ -302,7 +304,8 @@ def _batch_norm(tf):
                 outputs = layer.apply(inputs, training=is_training)
                 for name in ("moving_mean", "moving_variance", "beta", "gamma"):
                     variable = getattr(layer, name)
-                    for collection in (collections_of(variables_collections, name) or []) if variable is not None else []:
+                    collections = collections_of(variables_collections, name) if variable is not None else None
+                    for collection in collections or []:
                         if variable not in tf.get_collection(collection):
                             tf.add_to_collection(collection, variable)
                 if activation_fn is not None:
