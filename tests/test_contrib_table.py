@@ -9,12 +9,17 @@ verifier in one run. TF 2.21 has no tf.contrib, so the TF1 side runs under the
 verifier's reference model of contrib (tf1gradfix/verify/contrib_v1.py). The
 verifier copies initial values by name, so a second test checks the draws
 themselves: the Keras initializer written for each case against contrib's formula.
+`batch_norm` is proven on programs of its own (BN_PROGRAMS: input ranks, training
+by default, by a literal and by a fed flag, updates in place, a builder), and
+the verifier's model of it against TF 1.15's formulas worked by hand.
 """
 
 from __future__ import annotations
 
+import ast
 import json
 import math
+import os
 import subprocess
 import sys
 
@@ -87,6 +92,12 @@ def program() -> str:
     return PROGRAM.format(variables="\n".join(variables), layers="\n".join(layers), prediction=" + ".join(terms))
 
 
+def contrib_read(source: str) -> list[str]:
+    """The `contrib` names the code reads (a docstring may name what a class stands for)."""
+    return [ast.unparse(n) for n in ast.walk(ast.parse(source))
+            if isinstance(n, ast.Attribute) and n.attr == "contrib" or isinstance(n, ast.Name) and n.id == "contrib"]
+
+
 def rewritten(source: str) -> str | None:
     module = restructure(cst.parse_module(source), "original.py").new_module
     return None if module is None else module.code
@@ -115,7 +126,9 @@ def test_rows_are_complete():
             assert row["cases"] and set(row["defaults"]) | set(row["fixed"]) | {"seed", "dtype"} >= set(row["params"])
     for symbol, row in contrib.layer_rows().items():
         assert SYMBOLS[symbol]["rewrite"] == "layer" and (not row["weights"] or row["input"] in INPUTS)
-        assert set(row.get("rename", {})) <= set(row["keep"]) and set(row.get("defaults", {})) <= set(row["keep"])
+        passed = set(row["keep"]) | set(row.get("call", ()))   # (at the layer's construction, or its call)
+        assert set(row.get("rename", {})) <= passed and set(row.get("defaults", {})) <= set(row["keep"])
+        assert set(row.get("call_defaults", {})) <= set(row.get("call", ())) and set(row.get("spread", {})) <= passed
 
 
 def test_a_row_is_rewritten_exactly_when_its_status_says_so():
@@ -126,7 +139,7 @@ def test_a_row_is_rewritten_exactly_when_its_status_says_so():
 def test_the_program_is_rewritten_with_keras_forms_tf2_has():
     migrated = rewritten(program())
     assert migrated is not None
-    assert "contrib" not in migrated and missing_in_source(migrated) == []
+    assert not contrib_read(migrated) and missing_in_source(migrated) == []
     assert "flatten = tf.keras.layers.Flatten()" in migrated and "h = flatten(x)" in migrated
     assert len(initializer_lines(migrated)) == len(CASES)
 
@@ -254,7 +267,7 @@ def test_flatten_settings_keras_lacks_are_refused(setting, why):
 
 
 @pytest.mark.parametrize("call", ["tf.contrib.layers.layer_norm(tf.reshape(x, [-1, 6]))",
-                                  "tf.contrib.layers.batch_norm(tf.reshape(x, [-1, 6]))"])
+                                  "tf.contrib.layers.bias_add(tf.reshape(x, [-1, 6]))"])
 def test_contrib_calls_not_in_the_table_stay_refused_with_the_line(call):
     source = program().replace("h = tf.contrib.layers.flatten(x)", f"h = {call}")
     line = source.splitlines().index(f"h = {call}") + 1
@@ -280,6 +293,167 @@ def test_the_engine_writes_the_rewrite_and_marks_the_contrib_uses_fixed():
     assert again.findings == [] and again.new_source is None
 
 
+# -- batch_norm ------------------------------------------------------------------
+# Programs the batch_norm row is proven on (test_batch_norm_programs_are_proven): 2-D, 3-D and 4-D
+# float32 inputs, in training by contrib's default and by a literal, with and without gamma, an
+# activation, UPDATE_OPS or updates_collections=None; a fed flag switching training and inference
+# runs, on inputs whose variance is below the fused kernel's least epsilon; a builder function.
+BN_SCRIPT = """\
+import numpy as np
+import tensorflow as tf
+
+rng = np.random.RandomState(2)
+images = tf.placeholder(tf.float32, [None, 5, 5, 2])
+targets = tf.placeholder(tf.float32, [None, 1])
+maps = tf.layers.conv2d(images, 3, 3, use_bias=False, kernel_initializer=tf.glorot_uniform_initializer(seed=1))
+maps = tf.contrib.layers.batch_norm(maps, activation_fn=tf.nn.relu)
+rows = tf.contrib.layers.batch_norm(tf.reshape(maps, [-1, 3, 9]), 0.8, False, True, scope="rows")
+hidden = tf.layers.dense(tf.reshape(rows, [-1, 27]), 6, use_bias=False,
+                         kernel_initializer=tf.glorot_uniform_initializer(seed=2))
+hidden = tf.contrib.layers.batch_norm(hidden, decay=0.9, scale=True, is_training=True, scope="hidden_norm")
+out = tf.layers.dense(hidden, 1, kernel_initializer=tf.glorot_uniform_initializer(seed=3))
+loss = tf.reduce_mean(tf.square(out - targets))
+with tf.control_dependencies(tf.get_collection(tf.GraphKeys.UPDATE_OPS)):
+    train_op = tf.train.GradientDescentOptimizer(0.1).minimize(loss)
+
+with tf.Session() as sess:
+    sess.run(tf.global_variables_initializer())
+    for step in range(5):
+        batch = rng.randn(6, 5, 5, 2).astype(np.float32)
+        value, _ = sess.run([loss, train_op], {images: batch, targets: batch[:, :1, 0, 0] * 2.0})
+        print("step", step, "loss %.6f" % value)
+"""
+IN_PLACE = [("activation_fn=tf.nn.relu)", "activation_fn=tf.nn.relu, updates_collections=None)"),
+            ('scope="rows")', 'scope="rows", updates_collections=None)'),
+            ('scope="hidden_norm")', 'scope="hidden_norm", updates_collections=None)'),
+            ("with tf.control_dependencies(tf.get_collection(tf.GraphKeys.UPDATE_OPS)):\n    ", "")]
+BN_FLAG = """\
+import numpy as np
+import tensorflow as tf
+
+rng = np.random.RandomState(4)
+images = tf.placeholder(tf.float32, [None, 4, 4, 1])
+targets = tf.placeholder(tf.float32, [None, 1])
+training = tf.placeholder(tf.bool, name="training")
+maps = tf.layers.conv2d(images, 2, 2, use_bias=False, kernel_initializer=tf.glorot_uniform_initializer(seed=5))
+maps = tf.contrib.layers.batch_norm(maps, decay=0.7, epsilon=1e-6, scale=True, is_training=training)
+flat = tf.nn.relu(tf.reshape(maps, [-1, 18]))
+hidden = tf.contrib.layers.batch_norm(flat, 0.5, is_training=training, activation_fn=tf.nn.tanh)
+out = tf.layers.dense(hidden, 1, kernel_initializer=tf.glorot_uniform_initializer(seed=6))
+loss = tf.reduce_mean(tf.square(out - targets))
+with tf.control_dependencies(tf.get_collection(tf.GraphKeys.UPDATE_OPS)):
+    train_op = tf.train.GradientDescentOptimizer(0.05).minimize(loss)
+
+held_out = (0.003 * rng.randn(5, 4, 4, 1)).astype(np.float32)
+with tf.Session() as sess:
+    sess.run(tf.global_variables_initializer())
+    for step in range(6):
+        batch = (0.003 * rng.randn(8, 4, 4, 1)).astype(np.float32)   # a variance below epsilon's floor
+        value, _ = sess.run([loss, train_op], {images: batch, targets: batch[:, 0, :, 0].sum(1, keepdims=True) * 100,
+                                               training: True})
+        if step % 2 == 1:
+            print("step", step, "loss %.6f" % value, "held out", sess.run(out, {images: held_out, training: False}).ravel())
+"""
+BN_BUILDER = """\
+import numpy as np
+import tensorflow as tf
+
+rng = np.random.RandomState(6)
+
+
+def encoder(images, is_training, reuse=False):
+    with tf.variable_scope("encoder", reuse=reuse):
+        maps = tf.layers.conv2d(images, 3, 2, use_bias=False, kernel_initializer=tf.glorot_uniform_initializer(seed=7))
+        maps = tf.contrib.layers.batch_norm(maps, decay=0.9, is_training=is_training, scope="conv_norm",
+                                            activation_fn=tf.nn.relu)
+        codes = tf.layers.dense(tf.reshape(maps, [-1, 12]), 4, use_bias=False,
+                                kernel_initializer=tf.glorot_uniform_initializer(seed=8))
+        codes = tf.contrib.layers.batch_norm(codes, 0.8, scale=True, is_training=is_training)
+        return tf.layers.dense(codes, 1, kernel_initializer=tf.glorot_uniform_initializer(seed=9))
+
+
+images = tf.placeholder(tf.float32, [None, 3, 3, 2])
+targets = tf.placeholder(tf.float32, [None, 1])
+scores = encoder(images, True)
+loss = tf.reduce_mean(tf.square(scores - targets))
+update_ops = tf.get_collection(tf.GraphKeys.UPDATE_OPS)
+with tf.control_dependencies(update_ops):
+    train_op = tf.train.GradientDescentOptimizer(0.1).minimize(loss)
+judged = encoder(images, False, reuse=True)
+
+with tf.Session() as sess:
+    sess.run(tf.global_variables_initializer())
+    for step in range(6):
+        batch = rng.randn(10, 3, 3, 2).astype(np.float32)
+        value, _ = sess.run([loss, train_op], {images: batch, targets: batch[:, :1, 0, 0]})
+        print("step", step, "loss %.6f" % value, "judged", sess.run(judged, {images: batch[:3]}).ravel())
+"""
+
+
+def replaced(source: str, pairs) -> str:
+    for old, new in pairs:
+        assert old in source, old
+        source = source.replace(old, new)
+    return source
+
+
+BN_PROGRAMS = {"script": BN_SCRIPT, "in_place": replaced(BN_SCRIPT, IN_PLACE), "flag": BN_FLAG, "builder": BN_BUILDER}
+
+
+def test_batch_norm_becomes_the_class_with_contribs_defaults_and_training():
+    """decay 0.999 and no gamma written out, `is_training` the call's `training` (True where contrib's
+    default applies, the fed flag's literal in each step), TF1's scope names, the activation passed on."""
+    script = rewritten(BN_SCRIPT)
+    lines = [layout.one_line(cst.Module([]).code_for_node(st).strip()) for st in cst.parse_module(script).body]
+    assert "class BatchNorm(tf.keras.layers.BatchNormalization):" in script and not contrib_read(script)
+    assert 'batchnorm = BatchNorm(momentum=0.999, scale=False, activation=tf.nn.relu, name="BatchNorm")' in lines
+    assert 'rows_layer = BatchNorm(momentum=0.8, center=False, scale=True, name="rows")' in lines
+    assert "maps = batchnorm(maps, training=True)" in script and "hidden = hidden_norm(hidden, training=True)" in script
+    flag = rewritten(BN_FLAG)
+    assert 'BatchNorm(momentum=0.7, epsilon=1e-6, scale=True, name="BatchNorm")' in flag
+    assert "training = True" in flag and "training = False" in flag
+    in_place = rewritten(BN_PROGRAMS["in_place"])
+    assert "updates_collections" not in in_place and "UPDATE_OPS" not in BN_PROGRAMS["in_place"]
+
+
+def test_batch_norm_in_training_without_its_updates_is_refused():
+    """contrib trains by default: a run computing it without a train op under UPDATE_OPS is refused
+    (TF1 left the moving statistics), unless updates_collections=None updated them in place."""
+    untied = BN_SCRIPT.replace("with tf.control_dependencies(tf.get_collection(tf.GraphKeys.UPDATE_OPS)):\n    ", "")
+    assert any(code_matches(d[2], ("TFG912",)) for d in refusals(untied))
+    assert rewritten(BN_PROGRAMS["in_place"]) is not None
+
+
+@pytest.mark.parametrize("setting, why", [
+    ("renorm=True", "renorm"),
+    ("batch_weights=weights", "batch_weights"),
+    ("zero_debias_moving_mean=True", "zero_debias_moving_mean="),
+    ('data_format="NCHW"', "data_format="),
+    ("param_regularizers={'beta': tf.contrib.layers.l2_regularizer(0.1)}", "param_regularizers="),
+    ("updates_collections=['norm_updates']", "updates_collections="),
+    ("variables_collections=['norm_vars']", "variables_collections="),
+    ("renorm_decay=0.9", "renorm_decay"),
+    ("reuse=True", "reuse="),
+    ("reuse=tf.AUTO_REUSE", "reuse="),
+    ("param_initializers=initializers", "param_initializers="),
+    ("param_initializers={'delta': tf.zeros_initializer()}", "param_initializers="),
+    ("param_initializers={'beta': 0.5}", "not an initializer call"),
+    ("is_training=weights", "`is_training=` that is neither"),
+    ('scope="block/norm"', "cannot hold `/`"),
+])
+def test_batch_norm_settings_keras_lacks_are_refused(setting, why):
+    source = BN_SCRIPT.replace("activation_fn=tf.nn.relu)", f"activation_fn=tf.nn.relu, {setting})") \
+        .replace("rng = np", "weights = tf.ones([6])\ninitializers = {}\nrng = np")
+    assert setting in source
+    assert any(code_matches(d[2], ("TFG905",)) and why in d[3] for d in refusals(source))
+
+
+def test_batch_norm_on_float64_is_refused():
+    """Keras 3 computes in float32; TF1 normalized float64 in float64 (unfused)."""
+    source = BN_FLAG.replace("images = tf.placeholder(tf.float32", "images = tf.placeholder(tf.float64")
+    assert any(code_matches(d[2], ("TFG914",)) and "`tf.float64` input" in d[3] for d in refusals(source))
+
+
 # -- the proofs (TensorFlow in subprocesses) ---------------------------------------
 
 @pytest.mark.tf
@@ -298,7 +472,76 @@ def test_rows_are_backed_by_the_verifier(tmp_path):
     assert mapped["head/weights"] == ("head/kernel", "name") and "head/biases" not in mapped
     assert mapped["Conv/weights"] == ("Conv/kernel", "name")
     assert mapped["fully_connected_1/biases"] == ("fully_connected_1/bias", "name")
+    for leaf in ("beta", "gamma", "moving_mean", "moving_variance"):   # (batch_norm's names are Keras's)
+        assert mapped[f"BatchNorm/{leaf}"] == (f"BatchNorm/{leaf}", "name")
     assert not [u for u in result.unmatched if u.get("trainable")]
+
+
+@pytest.mark.tf
+@pytest.mark.parametrize("kind", sorted(BN_PROGRAMS))
+def test_batch_norm_programs_are_proven(kind, tmp_path):
+    """Every moving statistic compared, paired with the original's by name."""
+    from tf1gradfix.verify.orchestrate import EQUIVALENT, verify_pair
+
+    original = BN_PROGRAMS[kind]
+    (tmp_path / "original.py").write_text(original)
+    (tmp_path / "migrated.py").write_text(rewritten(original))
+    result = verify_pair(tmp_path / "original.py", tmp_path / "migrated.py")
+    assert result.verdict == EQUIVALENT, (result.verdict, result.reason)
+    statistics = [m for m in result.mapping if m["original"].endswith(("/moving_mean", "/moving_variance"))]
+    assert len(statistics) == 2 * original.count("batch_norm(")
+    assert all(m["matched_by"] == "name" and m["original"] == m["migrated"] for m in statistics)
+
+
+REFERENCE = """\
+import json, os
+os.environ["TF_USE_LEGACY_KERAS"] = "1"
+import numpy as np
+import tensorflow.compat.v1 as tf
+tf.disable_v2_behavior()
+from tf1gradfix.verify import contrib_v1
+contrib_v1.install(tf)
+out = {}
+x = (np.random.RandomState(1).randn(6, 2, 2, 3) * 2 + 0.5).astype(np.float32)
+for name, shape, scale, settings in json.loads(os.environ["CASES"]):
+    with tf.Graph().as_default():
+        fed = tf.placeholder(tf.float32, shape[:1] + [None] * (len(shape) - 2) + shape[-1:])
+        y = tf.contrib.layers.batch_norm(fed, **settings)
+        with tf.Session() as sess:
+            sess.run(tf.global_variables_initializer())
+            value = sess.run([y] + tf.get_collection(tf.GraphKeys.UPDATE_OPS), {fed: scale * x.reshape(shape)})[0]
+            moving = sess.run(["BatchNorm/moving_mean:0", "BatchNorm/moving_variance:0"])
+    out[name] = [value.tolist(), [m.tolist() for m in moving]]
+print(json.dumps(out))
+"""
+
+
+@pytest.mark.tf
+def test_the_verifiers_batch_norm_is_tf1s_formulas():
+    """The reference model of contrib (verify/contrib_v1.py) against TF 1.15's formulas by hand: the
+    fused kernel on 2-D and 4-D inputs (moving variance towards n/(n-1) times the batch variance,
+    epsilon at least 1.001e-5), the unfused code on 3-D ones and with fused=False, forced updates."""
+    import numpy as np
+
+    cases = [("2-D", [24, 3], 1.0, {"decay": 0.9}), ("4-D", [6, 2, 2, 3], 1.0, {"decay": 0.9}),
+             ("4-D, small epsilon", [6, 2, 2, 3], 1e-3, {"decay": 0.9, "epsilon": 1e-7}),
+             ("3-D", [12, 2, 3], 1e-3, {"decay": 0.9, "epsilon": 1e-7}),
+             ("unfused", [6, 2, 2, 3], 1.0, {"decay": 0.9, "fused": False}),
+             ("in place", [6, 2, 2, 3], 1.0, {"decay": 0.9, "updates_collections": None})]
+    run = subprocess.run([sys.executable, "-c", REFERENCE], capture_output=True, text=True, timeout=300,
+                         env={**os.environ, "CASES": json.dumps(cases)})
+    assert run.returncode == 0, run.stderr[-2000:]
+    got = json.loads(run.stdout.strip().splitlines()[-1])
+    for name, _, scale, settings in cases:   # (a variance of 4e-6 where the epsilon's floor shows)
+        x = scale * (np.random.RandomState(1).randn(6, 2, 2, 3) * 2 + 0.5).astype(np.float32).astype(np.float64)
+        x = x.reshape(-1, 3)
+        mean, variance, n = x.mean(0), x.var(0), len(x)
+        fused = name in ("2-D", "4-D", "4-D, small epsilon", "in place")
+        epsilon = max(settings.get("epsilon", 1e-3), 1.001e-5) if fused else settings.get("epsilon", 1e-3)
+        output, (moving_mean, moving_variance) = got[name]
+        assert np.allclose(np.reshape(output, (-1, 3)), (x - mean) / np.sqrt(variance + epsilon), atol=1e-4), name
+        assert np.allclose(moving_mean, 0.1 * mean, atol=1e-6), name
+        assert np.allclose(moving_variance, 0.9 + 0.1 * variance * (n / (n - 1) if fused else 1.0), atol=1e-6), name
 
 
 DRAWS = """\

@@ -28,7 +28,8 @@ from typing import cast
 import libcst as cst
 
 from tf1gradfix.constructs import builder_loops
-from tf1gradfix.constructs.layers import check_layer_arguments, helper_of, layer_table, passed_on
+from tf1gradfix.constructs.layers import (at_call, check_layer_arguments, helper_of, layer_table, name_param,
+                                          passed_on)
 from tf1gradfix.cst import layout
 from tf1gradfix.cst.syntax import Refusal, bound_names, literal_string, loads
 from tf1gradfix.cst.walk import TargetedTransformer, children, walk
@@ -67,7 +68,7 @@ def sites(builder, helper: cst.FunctionDef, stmt: cst.BaseStatement, taken: set[
             if repeating:
                 raise Refusal.of(node, "builder_layer_not_once", api=_short(q), function=helper.name.value)
             site = _site(builder, helper, node, q, taken, [*pending, *out], changing, per_call)
-            if loops and "name" in site.bound:
+            if loops and name_param(site.row) in site.bound:
                 raise Refusal.of(node, "builder_layer_named_on_call", api=_short(q), function=helper.name.value)
             site.looped = bool(loops)
             site.reads = site.reads | {n for loop in loops for n in loads(loop.iter)}
@@ -81,14 +82,15 @@ def _site(builder, helper: cst.FunctionDef, call: cst.Call, q: str, taken: set[s
           changing: set[str], per_call: bool) -> BuilderLayer:
     row = layer_table()[q]
     bound, source = passed_on(builder, call, q, row, untrainable_refused=True)
-    call_args = []
-    for param in row.get("call", ()):
-        if param in bound:   # True/False, or a parameter of the builder (builder_statistics.py checks each call's value)
-            flag = bound[param]
-            if not (isinstance(flag, cst.Name) and (flag.value in ("True", "False") or flag.value in parameters(helper))):
-                raise Refusal.of(bound[param], "layer_training_form", api=q)
-            call_args.append((param, bound[param]))
-    given = bound.get("name")
+
+    def flag(param: str, value: cst.BaseExpression) -> cst.BaseExpression:
+        """True/False, or a parameter of the builder (builder_statistics.py checks each call's value)."""
+        named = isinstance(value, cst.Name) and (value.value in ("True", "False") or value.value in parameters(helper))
+        if not named:
+            raise Refusal.of(value, "layer_training_form", api=q, param=param)
+        return value
+    call_args = at_call(row, bound, flag)
+    given = bound.get(name_param(row))
     label = literal_string(given) if given is not None else _auto_name(row, pending)
     if label is None:
         raise Refusal.of(given, "variable_name_not_literal")
@@ -97,7 +99,7 @@ def _site(builder, helper: cst.FunctionDef, call: cst.Call, q: str, taken: set[s
     settings = [a.value for a in call.args if a.value is not source and not any(a.value is v for _, v in call_args)]
     reads = {n for s in settings for n in loads(s)} & changing   # (made on the call: builder_loops)
     check_layer_arguments(row, call, bound, builder.qualified, builder.module.code_for_node)
-    base = label if label.isidentifier() else row["auto_name"]
+    base = (label if given is not None else label.lower()) if label.isidentifier() else row["auto_name"].lower()
     attribute = base
     k = 1
     while attribute in taken:
@@ -119,7 +121,7 @@ def parameters(helper: cst.FunctionDef) -> dict[str, cst.BaseExpression | None]:
 
 def _auto_name(row: dict, pending: list[BuilderLayer]) -> str:
     """TF1's name for the k-th unnamed layer of a kind under the builder's scope."""
-    k = sum(1 for site in pending if site.row is row and "name" not in site.bound)
+    k = sum(1 for site in pending if site.row is row and name_param(row) not in site.bound)
     return row["auto_name"] + (f"_{k}" if k else "")
 
 
@@ -175,7 +177,7 @@ def constructor_lines(node: BuilderModule, layer_text, column: int) -> str:
     lines = ""
     for site in node.layers:
         text = layer_text(site.row, site.call, site.bound, site.helper)
-        if "name" not in site.bound:   # (Keras counts automatic names over the whole program; TF1 per scope)
+        if name_param(site.row) not in site.bound:   # (Keras counts automatic names over the whole program; TF1 per scope)
             text = text[:-1] + ("" if text.endswith("()") else ", ") + f'name="{site.label}")'
         lines += "        " + layout.fit(f"self.{site.attribute} = {text}", column).replace("\n", "\n        ") + "\n"
     return lines

@@ -9,7 +9,8 @@ each run: it runs such a call only as a train op under that dependency; the
 collection holds no call outside the run's slice (TF1 would run its update too);
 and no layer is called in training mode twice (TF1 runs those updates of one
 variable in no fixed order: two sessions of one program gave a moving mean of 1.75
-and of 1.25; Keras one after the other).
+and of 1.25; Keras one after the other). contrib's `updates_collections=None` updates
+with the output in every run, as Keras does: only the last check applies to it.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from __future__ import annotations
 import libcst as cst
 
 from tf1gradfix.constructs.builder_layers import parameters
+from tf1gradfix.constructs.layers import updates_in_place
 from tf1gradfix.cst.syntax import Refusal, bound_args
 from tf1gradfix.cst.walk import walk
 from tf1gradfix.model.nodes import BuilderLayer, BuilderModule
@@ -46,15 +48,16 @@ def check(program, sig, site) -> None:
                 raise Refusal.of(node.stmt, "builder_called_inside", function="this statement", builder=module.var)
             for call in calls:
                 for layer in _training(module, call):
+                    in_place = updates_in_place(layer.row, layer.bound)   # (updated in the run, as in Keras)
                     if node.index in members:
-                        if not collected or node.index >= cut:
+                        if not in_place and (not collected or node.index >= cut):
                             raise Refusal.of(site.call, "batch_norm_updates_not_run")
                         key = (module.index, layer.attribute)
                         seen[key] = seen.get(key, 0) + 1
                         if seen[key] > 1:
                             raise Refusal.of(call, "builder_batch_norm_twice_in_run", layer=f"{module.scope}/{layer.label}",
                                              function=module.var)
-                    elif collected and node.index < cut:
+                    elif collected and node.index < cut and not in_place:
                         raise Refusal.of(call, "batch_norm_update_outside_step", layer=f"{module.scope}/{layer.label}",
                                          function=module.var)
 

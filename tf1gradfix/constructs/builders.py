@@ -28,6 +28,7 @@ from typing import cast
 import libcst as cst
 
 from tf1gradfix.constructs import builder_layers, builder_loops
+from tf1gradfix.constructs.layers import name_param, symbol_of
 from tf1gradfix.cst.syntax import (Refusal, bound_args, bound_names, is_docstring, literal_string, loads, names_as_attributes,
                                without_defaults)
 from tf1gradfix.cst import layout
@@ -144,13 +145,13 @@ def node(builder, helper: cst.FunctionDef) -> BuilderModule:
     if made_on_call:   # (builder_loops)
         if variables:
             raise Refusal.of(variables[0][2], "builder_layers_on_call_with_variables", function=helper.name.value)
-        named = next((site for site in layers if "name" in site.bound), None)
+        named = next((site for site in layers if name_param(site.row) in site.bound), None)
         if named is not None:
             raise Refusal.of(named.call, "builder_layer_named_on_call", api=named.row["auto_name"],
                              function=helper.name.value)
         counted = next((site for site in layers if site.row.get("statistics")), None)
         if counted is not None:   # (its updates are checked, and its helper written, for layers made once)
-            raise Refusal.of(counted.call, "builder_statistics_on_call", api=counted.row["auto_name"],
+            raise Refusal.of(counted.call, "builder_statistics_on_call", api=symbol_of(counted.row),
                              function=helper.name.value)
     return builder.append(BuilderModule(
         index=-1, names=(), stmt=helper, value=None, builder=helper, scope=None if per_call else scope,

@@ -25,6 +25,7 @@ from typing import cast
 
 import libcst as cst
 
+from tf1gradfix.constructs.layers import symbol_of
 from tf1gradfix.cst import layout
 from tf1gradfix.cst.syntax import (Refusal, bound_args, bound_names, free_names, is_docstring, literal_string, loads,
                                    names_as_attributes)
@@ -113,7 +114,7 @@ class ClassLayers:
             if node.method_of is None:
                 normalizing = next((site for site in node.layers if site.row.get("statistics")), None)
                 if normalizing is not None:   # (builder_statistics follows calls of a builder function only)
-                    raise Refusal.of(normalizing.call, "builder_layer_statistics", api="tf.layers.batch_normalization")
+                    raise Refusal.of(normalizing.call, "builder_layer_statistics", api=symbol_of(normalizing.row))
                 clash = {MADE, variables_method(method)} & self.taken
                 if clash:
                     raise Refusal.of(call, "class_attribute_clash", attr=sorted(clash)[0])

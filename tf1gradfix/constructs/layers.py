@@ -46,7 +46,7 @@ def model(builder, item, names, call: cst.Call | None, q: str | None, deps) -> b
     if label is None:
         label = _auto_name(builder.program, row, [])
         base = label.lower()   # (the variable holding contrib's `Conv` layer: `conv`)
-    base = base or (label if label.isidentifier() and not keyword.iskeyword(label) else row["auto_name"])
+    base = base or (label if label.isidentifier() and not keyword.iskeyword(label) else row["auto_name"].lower())
     layer = builder.add(item, Layer, (), call, (), row=row, symbol=q, bound=bound, base=base,
                         weights=row["weights"], trainable=trainable, full_name=item.prefix + label, helper=helper)
     flags = {builder.program.final[e.value] for _, e in call_args if isinstance(e, cst.Name) and e.value in builder.program.final}
@@ -61,14 +61,14 @@ def name_param(row: dict) -> str:
     return next((p for p, keras in row.get("rename", {}).items() if keras == "name"), "name")
 
 
-def _mode(builder, q: str, expr: cst.BaseExpression) -> cst.BaseExpression:
+def _mode(builder, q: str, param: str, expr: cst.BaseExpression) -> cst.BaseExpression:
     """`training=`: True/False, or a bool placeholder that every run feeds with
     True or False (a mode flag: each step function gets the literal of its runs)."""
     if isinstance(expr, cst.Name) and expr.value in ("True", "False"):
         return expr
     flag = builder.program.node(expr.value) if isinstance(expr, cst.Name) else None
     if not isinstance(flag, Placeholder) or not _is_bool(builder, flag):
-        raise Refusal.of(expr, "layer_training_form", api=q)
+        raise Refusal.of(expr, "layer_training_form", api=q, param=param)
     flag.mode_flag = True
     return expr
 
@@ -138,9 +138,7 @@ def loop_model(builder, item) -> bool:
         graph = bool(builder.deps_of(value)) or any(n in bound for n in loads(value))
         if row is not None:
             value, q = cast(cst.Call, value), cast(str, q)   # (a row of the table: a layer call)
-            site_bound, source, call_args, trainable, _ = _settings(builder, value, q, row, bound, in_loop=True)
-            if call_args:   # (the loop in the step function calls each layer with its input only)
-                raise Refusal.of(value, "layer_training_in_loop", api=q)
+            site_bound, source, _, trainable, _ = _settings(builder, value, q, row, bound, in_loop=True)
             layer_sites.append(LayerSite(value, row, site_bound, source, _auto_name(program, row, layer_sites), trainable))
         elif any(q is not None for _, q in builder.calls(value)) and not graph:
             raise Refusal.of(small, "layer_loop_host_tf")
@@ -191,6 +189,9 @@ def passed_on(builder, call: cst.Call, q: str, row: dict, untrainable_refused: b
     for param, values in accepted.items():
         if param in bound and builder.module.code_for_node(bound[param]) not in values:
             raise Refusal.of(bound[param], "layer_setting_value", api=q, param=param, values=' or '.join(values))
+    label = literal_string(bound.get(name_param(row)))
+    if label is not None and "/" in label:   # (Keras 3 refuses such a name; TF1 nested the scopes)
+        raise Refusal.of(bound[name_param(row)], "layer_name_nested", api=q, param=name_param(row), name=label)
     return bound, source
 
 
@@ -203,8 +204,10 @@ def _settings(builder, call: cst.Call, q: str, row: dict, graph_names: AbstractS
     reuse = bound.get("reuse")
     if reuse is not None and not (isinstance(reuse, cst.Name) and reuse.value in ("None", "False")):
         raise Refusal.of(reuse, "layer_reuse", api=q, detail=row['why'])
-    call_args = [(param, _mode(builder, q, bound[param])) for param in row.get("call", ()) if param in bound]
-    training = bound.get("training")
+    call_args = at_call(row, bound, lambda param, value: _mode(builder, q, param, value))
+    if in_loop and call_args:   # (the loop in the step function calls each layer with its input only)
+        raise Refusal.of(call, "layer_training_in_loop", api=q)
+    training = dict(call_args).get("training")
     if row.get("statistics") and literal_bool(bound.get("trainable"), "trainable") is False and training is not None \
             and not (isinstance(training, cst.Name) and training.value == "False"):
         raise Refusal.of(call, "batch_norm_untrainable_training", api=_short(q))
@@ -214,9 +217,9 @@ def _settings(builder, call: cst.Call, q: str, row: dict, graph_names: AbstractS
     helper = helper_of(row, bound, _rank(builder, source))
     if helper is not None and (in_loop or not helper):   # (a loop's layers: the row's target only)
         raise Refusal.of(call, "batch_norm_rank_unknown", api=q, ranks=' or '.join(map(str, row['ranks'])))
-    at_call = [bound[p] for p in row.get("call", ()) if p in bound]
+    given = [bound[p] for p in row.get("call", ()) if p in bound]
     for a in call.args:
-        if a.value is source or any(a.value is e for e in at_call):
+        if a.value is source or any(a.value is e for e in given):
             continue
         if set(loads(a.value)) & graph_names or any(not isinstance(builder.program.nodes[i], Static)
                                                     for i in builder.deps_of(a.value)):
@@ -227,10 +230,52 @@ def _settings(builder, call: cst.Call, q: str, row: dict, graph_names: AbstractS
 def helper_of(row: dict, bound: dict, rank: int | None) -> str | None:
     """The class of rules/helpers.toml a layer call becomes (`row["helper"]`; "" for a row
     naming none), or None where the row's Keras layer is exact: an input rank it is exact
-    for, or settings (`fused=False`) under which TF1 computed what Keras computes."""
-    if not row.get("ranks") or "fused" in bound or rank in row["ranks"]:
+    for, or settings (`fused=False`) under which TF1 computed what Keras computes. A row
+    with a helper and no `ranks` is always its helper (contrib's batch_norm: which rank
+    TF1 fused, the class decides when called)."""
+    if not row.get("ranks"):
+        return row.get("helper")
+    if "fused" in bound or rank in row["ranks"]:
         return None
     return row.get("helper", "")
+
+
+def at_call(row: dict, bound: dict, form=lambda param, value: value) -> list[tuple[str, cst.BaseExpression]]:
+    """(Keras argument, value) of the settings passed where the layer is called (`training=`):
+    those given (their v1 parameter and value through `form`, which may refuse them), then the v1 defaults
+    Keras lacks (contrib's `is_training=True`), under their Keras names."""
+    rename = row.get("rename", {})
+    given = [(rename.get(p, p), form(p, bound[p])) for p in row.get("call", ()) if p in bound]
+    return given + [(rename.get(p, p), cst.Name(value)) for p, value in row.get("call_defaults", {}).items()
+                    if p not in bound]
+
+
+def updates_in_place(row: dict, bound: dict) -> bool:
+    """contrib's `updates_collections=None`: TF1 updated the moving statistics with the output,
+    in every run computing it in training mode, as Keras does; not through UPDATE_OPS."""
+    value = bound.get(row.get("in_place", ""))
+    return isinstance(value, cst.Name) and value.value == "None"
+
+
+def symbol_of(row: dict) -> str:
+    """`tf.layers.batch_normalization`, `tf.contrib.layers.batch_norm`: the call a row maps."""
+    return _short(next(symbol for symbol, r in layer_table().items() if r is row))
+
+
+def spread(row: dict, param: str, value: cst.BaseExpression) -> list[tuple[str, cst.BaseExpression]]:
+    """(Keras argument, value) per entry of a dict literal the row writes as one argument per
+    key (contrib's `param_initializers={"gamma": init}`: `gamma_initializer=init`); none for None."""
+    if isinstance(value, cst.Name) and value.value == "None":
+        return []
+    keys = row["spread"][param]
+    out = []
+    for element in value.elements if isinstance(value, cst.Dict) else [None]:
+        key = literal_string(element.key) if isinstance(element, cst.DictElement) else None
+        if element is None or key not in keys:   # (not a dict literal, `**more`, a key not known)
+            raise Refusal.of(value, "layer_spread_form", api=symbol_of(row), param=param,
+                             keys=", ".join(f'"{k}"' for k in keys))
+        out.append((keys[key], element.value))
+    return out
 
 
 def build(builder, s: Statement) -> bool:
@@ -247,8 +292,13 @@ def check_layer_arguments(row: dict, call: cst.Call, bound: dict, qualified, cod
         param = a.keyword.value if a.keyword is not None else row["params"][position + 1]
         if param == "reuse" or param in row.get("call", ()) or param in row.get("accepted", {}):
             continue
-        if param in row["initializers"] and code(a.value) not in row.get("values", {}).get(param, {}):
-            if not isinstance(a.value, cst.Call):
-                raise Refusal.of(a.value, "layer_initializer_form")
-            if check_initializer(qualified, code, a.value) is not None:
-                raise Refusal.of(a.value, "layer_initializer_dtype")
+        if param in row.get("spread", {}):   # (a dict literal of initializers: each is checked)
+            initializers = [v for _, v in spread(row, param, a.value)]
+        else:
+            mapped = param in row["initializers"] and code(a.value) not in row.get("values", {}).get(param, {})
+            initializers = [a.value] if mapped else []
+        for init in initializers:
+            if not isinstance(init, cst.Call):
+                raise Refusal.of(init, "layer_initializer_form")
+            if check_initializer(qualified, code, init) is not None:
+                raise Refusal.of(init, "layer_initializer_dtype")

@@ -14,7 +14,7 @@ from typing import cast
 import libcst as cst
 
 from tf1gradfix.constructs import contrib, rnn_cells
-from tf1gradfix.constructs.layers import name_param
+from tf1gradfix.constructs.layers import name_param, spread
 from tf1gradfix.rules.catalog import _read
 from tf1gradfix.emit.naming import Naming
 from tf1gradfix.model.graph import Program
@@ -153,6 +153,10 @@ class StateEmitter:
             param = a.keyword.value if a.keyword is not None else row["params"][position + 1]
             if param == "reuse" or param in row.get("call", ()) or param in row.get("accepted", {}):
                 continue   # reuse None/False: a new layer, as every Keras layer is; `training` goes to the call
+            if param in row.get("spread", {}):   # (a dict literal: one initializer argument per key)
+                args += [(row["params"].index(param), False, f"{keyword}={self.initializer(cast(cst.Call, init))[0]}")
+                         for keyword, init in spread(row, param, a.value)]
+                continue
             value = self.code(a.value)
             setting = row.get("values", {}).get(param, {}).get(value)   # (`biases_initializer=None`: use_bias=False)
             if setting is not None:

@@ -12,6 +12,7 @@ from typing import Any, cast
 
 import libcst as cst
 from tf1gradfix.constructs import builder_statistics, builders, updates
+from tf1gradfix.constructs.layers import updates_in_place
 from tf1gradfix.model.graph import Program
 from tf1gradfix.model.nodes import (GRADIENT_NODES, BuilderModule, Layer, LayerCall, LayerLoop, Node,
                                     Placeholder, Static, TrainOp, Update, Variable, VariableGroup)
@@ -73,10 +74,14 @@ def _flag_values(program: Program, site: Site, flags: set[str]) -> dict[str, str
 
 def _check_statistics(program: Program, sig: "Signature", site: Site) -> None:
     """Keras batch normalization updates its moving statistics whenever it is called
-    with training=True; TF1 only in runs of a train op under the UPDATE_OPS dependency."""
+    with training=True; TF1 only in runs of a train op under the UPDATE_OPS dependency
+    (or, with contrib's `updates_collections=None`, in every run, as Keras)."""
     for i in sig.nodes:
         node = program.nodes[i]
-        if not isinstance(node, LayerCall) or not _layer(program, node).row.get("statistics"):
+        if not isinstance(node, LayerCall):
+            continue
+        layer = _layer(program, node)
+        if not layer.row.get("statistics") or updates_in_place(layer.row, layer.bound):
             continue
         training = dict(node.call_args).get("training")
         value = training.value if isinstance(training, cst.Name) else None
