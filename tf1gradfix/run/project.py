@@ -236,7 +236,6 @@ def process(project: Project, datas: dict[str, bytes], codes: CodeFilter) -> Res
     """The rewrite of the whole project: the script analyzed with its modules' code in
     place of their imports; each file's findings and new bytes."""
     from tf1gradfix.detect.prefilter import python_tree
-    from tf1gradfix.model.refusals import reasons
     from tf1gradfix.run.engine import process_source, split_lines
 
     paths = [project.script, *project.modules]
@@ -248,10 +247,8 @@ def process(project: Project, datas: dict[str, bytes], codes: CodeFilter) -> Res
         path, (line, col, code, message, safety) = refusal
         if codes.wants(code):
             out.findings[path].append(Finding(path, line, col, code, message, safety, False))
-        alone = reasons()["module_without_session"].message
-        for p in paths:   # (what each file holds)
-            out.findings[p] += [f for f in process_source(p, datas[p], codes, fix=False, restructure=False).findings
-                                if f.message != alone]
+        for p in paths:   # (what each file holds; the project's refusal is why it is not restructured)
+            out.findings[p] += process_source(p, datas[p], codes, fix=False, restructure=False).findings
         return _safe_only(out, datas, codes)
     script, cut = layout.unqualified(project, datas[project.script], trees, split_lines)
     combined, where = layout.combined(project, {**datas, project.script: script}, split_lines)
