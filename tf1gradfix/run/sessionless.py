@@ -22,7 +22,6 @@ from __future__ import annotations
 import ast
 
 from tf1gradfix.detect.ast_rules import dotted
-from tf1gradfix.run.project_text import top_names
 
 # Codes of running the graph or initializing its variables, not building it (rules/codes.toml).
 _RUNNING = frozenset({"TFG103", "TFG104", "TFG105", "TFG106", "TFG107"})
@@ -68,7 +67,7 @@ def _first_run(tree: ast.Module, default: set[int]) -> tuple[ast.Call, str] | No
     """The first call running the graph (`sess.run(...)`, `t.eval()`, `op.run()`), in the
     order of the source, and what its session is. `default`: the `.eval`/`.run` attributes
     the rules read as runs in the default session (TFG106)."""
-    imported = {name for name, stmt in top_names(tree).items() if isinstance(stmt, (ast.Import, ast.ImportFrom))}
+    imported = set(_imports(tree))
     found: list[tuple[ast.Call, str]] = []
 
     def visit(node: ast.AST, function, cls) -> None:
@@ -152,7 +151,7 @@ def _class_reasons(cls: ast.ClassDef, building, tree: ast.Module) -> list[tuple]
     bases = [b for b in cls.bases if dotted(b) != "object"]
     if bases or cls.keywords:
         base = bases[0] if bases else None
-        source = top_names(tree).get((dotted(base) or "").partition(".")[0]) if base is not None else None
+        source = _imports(tree).get((dotted(base) or "").partition(".")[0]) if base is not None else None
         if isinstance(source, (ast.Import, ast.ImportFrom)) and \
                 _module_of(source, dotted(base)).partition(".")[0] not in ("tensorflow", "keras"):
             out.append(diagnostic(cls.lineno, cls.col_offset + 1, "class_base_elsewhere", cls=cls.name,
@@ -182,6 +181,12 @@ def _reached(named: dict[str, set[str]], start: str) -> set[str]:
             seen.add(name)
             todo.extend(named[name] - seen)
     return seen
+
+
+def _imports(tree: ast.Module) -> dict[str, ast.Import | ast.ImportFrom]:
+    """Name -> the module-level import binding it."""
+    return {a.asname or a.name.partition(".")[0]: stmt for stmt in tree.body
+            if isinstance(stmt, (ast.Import, ast.ImportFrom)) for a in stmt.names}
 
 
 def _module_of(stmt: ast.Import | ast.ImportFrom, base: str | None) -> str:
