@@ -47,10 +47,11 @@ noise = tf.random.normal([3])
 y = tf.math.log(x)
 grads = tf.gradients(y, [x])
 """
-# (line, col, code, fixable) for TF1
+# (line, col, code, fixable) for TF1 (TFG916: why it is not restructured, run/sessionless.py)
 TF1_FINDINGS = [
     (3, 1, "TFG401", True),
     (4, 5, "TFG101", False),
+    (4, 5, "TFG916", False),
     (5, 9, "TFG401", True),
     (6, 5, "TFG401", True),
     (7, 9, "TFG201", False),
@@ -197,8 +198,10 @@ def test_findings_exit_1_with_path_line_col_code_fix_mark(capsys):
     lines = out.splitlines()
     assert lines[0] == "train.py:3:1: TFG401 [*safe] `tf.set_random_seed` is `tf.random.set_seed` in TF2"
     assert lines[1].startswith("train.py:4:5: TFG101 [manual] `tf.placeholder` ")
-    assert lines[-1] == "1 file checked: 5 findings (3 safe, 2 manual), 3 fixable, 2 need manual work; 1 file would change."
-    assert len(lines) == len(TF1_FINDINGS) + 1
+    assert lines[2].startswith("train.py:4:5: TFG916 [manual] graph code at module level, and no session ")
+    assert lines[-1] == "1 file checked: 6 findings (3 safe, 3 manual), 3 fixable, 3 need manual work; 1 file would change."
+    assert lines[-2].startswith("train.py: not restructured (still TF1 graph code) because of line 4: TFG916 ")
+    assert len(lines) == len(TF1_FINDINGS) + 2
 
 
 def test_errors_exit_2_and_the_run_goes_on(capsys):
@@ -251,8 +254,9 @@ def test_json_format(capsys):
     code, out, _ = run(capsys, "check", "--format", "json", "broken.py", "train.py")
     assert code == 2
     data = json.loads(out)
-    assert set(data) == {"findings", "errors", "summary"}
-    assert data["summary"] == {"files": 2, "findings": 5, "labels": {"safe": 3, "manual": 2}, "fixed": 3, "manual": 2, "changed": 1, "errors": 1}
+    assert set(data) == {"findings", "errors", "summary", "not_restructured"}
+    assert data["summary"] == {"files": 2, "findings": 6, "labels": {"safe": 3, "manual": 3}, "fixed": 3, "manual": 3, "changed": 1, "errors": 1}
+    assert [(b["line"], b["code"]) for b in data["not_restructured"]["train.py"]] == [(4, "TFG916")]
     got = [(f["path"], f["line"], f["col"], f["code"], f["fixed"]) for f in data["findings"]]
     assert got == [("train.py", *f) for f in TF1_FINDINGS]
     first = data["findings"][0]
@@ -284,7 +288,7 @@ def test_github_format(capsys):
     assert lines[0] == (
         "::warning file=train.py,line=3,col=1,title=TFG401::TFG401 `tf.set_random_seed` is `tf.random.set_seed` in TF2"
     )
-    assert lines[4].startswith("::warning file=train.py,line=7,col=9,title=TFG201::TFG201 `tf.gradients` only works in graphs")
+    assert lines[5].startswith("::warning file=train.py,line=7,col=9,title=TFG201::TFG201 `tf.gradients` only works in graphs")
 
 
 def test_github_format_reports_errors(capsys):
@@ -300,17 +304,18 @@ def test_github_format_reports_errors(capsys):
 @pytest.mark.parametrize(
     "flags, expected",
     [
-        ([], {"TFG101", "TFG201", "TFG401"}),
-        (["--select", "ALL"], {"TFG101", "TFG201", "TFG401"}),
-        (["--select", "TFG"], {"TFG101", "TFG201", "TFG401"}),
+        ([], {"TFG101", "TFG201", "TFG401", "TFG916"}),
+        (["--select", "ALL"], {"TFG101", "TFG201", "TFG401", "TFG916"}),
+        (["--select", "TFG"], {"TFG101", "TFG201", "TFG401", "TFG916"}),
         (["--select", "TFG1"], {"TFG101"}),
         (["--select", "TFG4"], {"TFG401"}),
         (["--select", "TFG101,TFG401"], {"TFG101", "TFG401"}),
         (["--select", "tfg201"], {"TFG201"}),
-        (["--ignore", "TFG4"], {"TFG101", "TFG201"}),
-        (["--ignore", "TFG10"], {"TFG201", "TFG401"}),
+        (["--ignore", "TFG4"], {"TFG101", "TFG201", "TFG916"}),
+        (["--ignore", "TFG10"], {"TFG201", "TFG401", "TFG916"}),
+        (["--ignore", "TFG9"], {"TFG101", "TFG201", "TFG401"}),
         (["--select", "TFG1,TFG2", "--ignore", "TFG201"], {"TFG101"}),
-        (["--select", "ALL", "--ignore", "TFG1"], {"TFG201", "TFG401"}),
+        (["--select", "ALL", "--ignore", "TFG1"], {"TFG201", "TFG401", "TFG916"}),
     ],
 )
 def test_select_and_ignore_by_prefix(capsys, flags, expected):
@@ -395,8 +400,8 @@ def test_parallel_check_equals_serial(capsys):
     parallel = run(capsys, "check", "-j", "2", ".")
     assert serial == parallel
     assert serial[0] == 1
-    assert len(findings(serial[1])) == 30 + 10 + 6
-    assert serial[1].splitlines()[-1].startswith("30 files checked: 46 findings (30 safe, 16 manual), 30 fixable, 16 need manual work")
+    assert len(findings(serial[1])) == 30 + 10 + 6 + 14   # (and why each of the 14 files with graph code is not restructured)
+    assert serial[1].splitlines()[-1].startswith("30 files checked: 60 findings (30 safe, 30 manual), 30 fixable, 30 need manual work")
 
 
 def test_parallel_rewrite_writes_every_file(capsys, tmp_path):
@@ -496,12 +501,12 @@ def test_rewrite_applies_safe_renames(capsys):
     code, out, _ = run(capsys, "rewrite", "train.py")
     assert code == 1  # the placeholder and tf.gradients need manual work
     assert path.read_text() == TF1_REWRITTEN
-    assert out.splitlines()[-1] == "1 file checked: 5 findings (3 safe, 2 manual), 3 fixed, 2 need manual work; 1 file rewritten."
+    assert out.splitlines()[-1] == "1 file checked: 6 findings (3 safe, 3 manual), 3 fixed, 3 need manual work; 1 file rewritten."
     # idempotent: a second run changes nothing and reports only the manual work
     code, out, _ = run(capsys, "rewrite", "train.py")
     assert code == 1
     assert path.read_text() == TF1_REWRITTEN
-    assert [f[1:] for f in findings(out)] == [(4, 5, "TFG101", False), (7, 9, "TFG201", False)]
+    assert [f[1:] for f in findings(out)] == [(4, 5, "TFG101", False), (4, 5, "TFG916", False), (7, 9, "TFG201", False)]
 
 
 def test_rewrite_restructures_a_session_program(capsys):
@@ -682,7 +687,8 @@ e = tf.placeholder(tf.float32)
     write("s.py", source)
     code, out, _ = run(capsys, "check", "s.py")
     assert code == 1
-    assert [(f[1], f[3]) for f in findings(out)] == [(4, "TFG101"), (7, "TFG101")]
+    # (TFG916: why the file is not restructured, at its first graph construct left unsuppressed)
+    assert [(f[1], f[3]) for f in findings(out)] == [(4, "TFG101"), (4, "TFG916"), (7, "TFG101")]
 
 
 def test_inline_ignore_only_silences_the_named_code(capsys):
@@ -799,6 +805,7 @@ value = tf.reduce_sum(w).eval()
     _, out, _ = run(capsys, "check", "s.py")
     assert [(f[1], f[3]) for f in findings(out)] == [
         (3, "TFG205"),
+        (3, "TFG916"),
         (4, "TFG202"),
         (5, "TFG203"),
         (6, "TFG204"),

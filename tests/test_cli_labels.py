@@ -69,12 +69,14 @@ def test_json_and_sarif_of_a_finding_say_what_rules_says(program, capsys, argv):
 
 
 def test_a_finding_no_restructuring_can_fix_is_manual(program, capsys):
-    """A placeholder in a module that runs no session, or in a program the rewrite refuses."""
+    """A placeholder in a module that runs no session (which says why: TFG916), or in a
+    program the rewrite refuses."""
     (program / "inputs.py").write_text("import tensorflow as tf\nx = tf.placeholder(tf.float32, [None])\n")
     (program / "refused.py").write_text(SESSION.replace("feed_dict={x: [[1.0]]}", "feed_dict=feeds"))
     for argv in (("check",), ("rewrite", "--check")):
         _, out, _ = run(capsys, *argv, "--format", "json", "inputs.py")
-        assert [(f["code"], f["safety"]) for f in json.loads(out)["findings"]] == [("TFG101", "manual")]
+        assert [(f["code"], f["safety"]) for f in json.loads(out)["findings"]] == [("TFG101", "manual"),
+                                                                                  ("TFG916", "manual")]
     _, out, _ = run(capsys, "rewrite", "--check", "--format", "json", "refused.py")
     safety = {f["code"]: f["safety"] for f in json.loads(out)["findings"]}
     assert safety["TFG101"] == safety["TFG105"] == "manual" and safety["TFG401"] == "safe"

@@ -262,20 +262,34 @@ def analyze(tree: ast.Module, data: bytes, catalog: Catalog) -> tuple[list[Hit],
 
     The restructuring does nothing to a module that calls no session
     (owners.GraphCallScan, `sessions` of graph_ops.toml): such a module needs
-    only the hits' renames.
+    only the hits' renames, and says why it is not restructured (run/sessionless.py).
     """
+    return _analyzed(tree, data, catalog)[:2]
+
+
+def analyze_sessions(tree: ast.Module, data: bytes, catalog: Catalog) -> tuple[list[Hit], bool, list[tuple[ast.Call, str]]]:
+    """`analyze`, and the calls making a session of another kind (`other_sessions` of
+    graph_ops.toml: `tf.train.Supervisor`...) with their qualified names, for a module
+    that opens no session."""
+    return _analyzed(tree, data, catalog, others=True)
+
+
+def _analyzed(tree: ast.Module, data: bytes, catalog: Catalog, others: bool = False):
     names = Names(tree, catalog, data)
     detector = _Detector(names, catalog, data)
     hits = detector.run(tree)
-    patterns = _sessions()
+    patterns, other = _sessions()
     session = any(_matches(names.qualified(call.func), patterns) for call in detector.calls)
-    return hits, session
+    made = [] if session or not others else \
+        [(call, q) for call in detector.calls if _matches(q := names.qualified(call.func), other)]
+    return hits, session, made
 
 
 @functools.lru_cache(maxsize=1)
 @kept("sessions")
-def _sessions() -> tuple[str, ...]:
-    return tuple(_read("graph_ops.toml")["sessions"])
+def _sessions() -> tuple[tuple[str, ...], tuple[str, ...]]:
+    table = _read("graph_ops.toml")
+    return tuple(table["sessions"]), tuple(table["other_sessions"])
 
 
 def _matches(qualified: str | None, patterns) -> bool:

@@ -43,10 +43,20 @@ Diagnostic = tuple[int, int, str, str, str]
 from tf1gradfix.emit.handled import FIXED_WHEN_RESTRUCTURED, HANDLED  # noqa: E402,F401 (see there)
 
 
-@dataclass
+@dataclass(frozen=True)
 class Restructured:
+    """The new module, or why there is none: the refusals (TFG9xx, manual), or `no_session`,
+    the module opens no session to start from and the engine says why (run/sessionless.py).
+    A restructuring that gives up without a reason cannot be made."""
     new_module: cst.Module | None
     diagnostics: list[Diagnostic] = field(default_factory=list)
+    no_session: bool = False
+
+    def __post_init__(self) -> None:
+        if self.new_module is None and not self.no_session and not any(d[4] == "manual" for d in self.diagnostics):
+            raise ValueError("a restructuring that gives up must say why (a refusal, or no session)")
+        if self.no_session and (self.new_module is not None or self.diagnostics):
+            raise ValueError("a module without a session is neither restructured nor refused")
 
 
 class _Meta(cst.MetadataDependent):
@@ -79,8 +89,8 @@ def _restructure(module: cst.Module, wrapper: MetadataWrapper, plan=None, rename
                                        for r in getattr(refusal, "all", [refusal])])
         except Exception as exc:  # noqa: BLE001 - a bug here must never cost the user's file
             return Restructured(None, [diagnostic(1, 1, "internal_error", error=f"{type(exc).__name__}: {exc}")])
-    if new is None:
-        return Restructured(None)
+    if new is None:   # (no session to start from: _Rewrite.run)
+        return Restructured(None, no_session=True)
     return Restructured(new, list(getattr(meta, "notes", ())))   # info notes of the model (TFG206)
 
 
@@ -116,6 +126,7 @@ class _Rewrite:
         return fresh_name(base, self.taken)
 
     def run(self) -> cst.Module | None:
+        """The new module; None when the module opens no session (Restructured.no_session)."""
         creations, sessions = self._graph_calls()
         if not sessions:
             return None

@@ -220,7 +220,7 @@ def _without_libcst(result: FileResult, display: str, data: bytes, codes: CodeFi
         if not check:
             return None   # (byte edits need the offsets `ast` gives: those of UTF-8 text)
         text = _as_utf8(data)
-    hits, session = ast_rules.analyze(tree, text, catalog_module.load())
+    hits, session, others = ast_rules.analyze_sessions(tree, text, catalog_module.load())
     restructurable = session and restructure and any(codes.wants(code) for code in HANDLED)
     if restructurable and not check:
         return None
@@ -239,8 +239,8 @@ def _without_libcst(result: FileResult, display: str, data: bytes, codes: CodeFi
                                        _label(hit.rule.safety, not decided), fixable if decided else None))
     result.findings += removed_names(display, data, codes, {(h.line, h.col) for h in hits},
                                      fixed=False if decided else None)
-    if not session:
-        result.findings += _alone(display, tree, hits, codes, silenced)
+    if not session and restructure:   # (its safe fixes are written all the same: `fix` stays)
+        result.findings += _sessionless(display, tree, text, hits, others, codes, silenced)
     result.findings.sort(key=lambda f: (f.line, f.col, f.code))
     if plans:
         from tf1gradfix.emit.token_renames import renamed
@@ -264,51 +264,47 @@ def _without_libcst(result: FileResult, display: str, data: bytes, codes: CodeFi
     return result
 
 
-def _alone_of(display: str, data: bytes, codes: CodeFilter, silenced) -> list[Finding]:
-    """`_alone` of a file read by LibCST (a BOM or an encoding declaration)."""
+def _sessionless_of(display: str, data: bytes, codes: CodeFilter, silenced, found_none: bool) -> list[Finding]:
+    """`_sessionless` of a file read by LibCST (a BOM or an encoding declaration); `found_none`:
+    the restructuring found no session to start from (Restructured.no_session), else it did
+    not run (no code it fixes is selected)."""
     from tf1gradfix.detect import ast_rules
     from tf1gradfix.detect.prefilter import python_tree
+    from tf1gradfix.model.refusals import diagnostic
     from tf1gradfix.rules import catalog
 
     tree = python_tree(data)
     if tree is None:
         return []
-    hits, session = ast_rules.analyze(tree, _as_utf8(data), catalog.load())
-    return [] if session else _alone(display, tree, hits, codes, silenced)
+    text = _as_utf8(data)
+    hits, session, others = ast_rules.analyze_sessions(tree, text, catalog.load())
+    if session and found_none:   # (Python's tree shows a session call LibCST's did not: a bug of ours, said as one)
+        reasons = [diagnostic(1, 1, "internal_error", error="the restructuring found none of the session calls")]
+        return _wanted(display, reasons, codes, silenced)
+    if session:
+        return []
+    return _sessionless(display, tree, text, hits, others, codes, silenced)
 
 
-# Calls that run a graph without a `tf.Session` the rewrite knows (a Supervisor's session,
-# a method named `run`): a file making one is no model module waiting for its script.
-_RUNS = frozenset({"run", "managed_session", "prepare_or_wait_for_session", "Supervisor",
-                   "MonitoredSession", "MonitoredTrainingSession", "SingularMonitoredSession", "eval"})
-
-
-def _alone(display: str, tree, hits, codes: CodeFilter, silenced) -> list[Finding]:
-    """A model module, whose functions or classes build graph code (a construct only a
-    restructuring fixes) but which runs no session, says why it is not restructured: it
-    is, with the script that imports it (project.py). Graph code at module level (a
-    fragment, not a model module) gets no such note."""
+def _sessionless(display: str, tree, text: bytes, hits, others, codes: CodeFilter, silenced) -> list[Finding]:
+    """Why a module that opens no session is not restructured (run/sessionless.py): one
+    reason at least where it holds graph code (a construct only a restructuring fixes).
+    A model module is restructured with the script that imports it (project.py). A
+    construct kept on purpose (a suppression comment names its code) asks for no reason."""
+    from tf1gradfix.detect.ast_rules import _Source
+    from tf1gradfix.run import sessionless
     from tf1gradfix.run.findings import is_suppressed
 
-    graph = [(h.line, h.col) for h in hits if h.rule.safety == "proven"]
-    if not graph:
-        return []
-    import ast
+    hits = [h for h in hits if not is_suppressed(h.line, h.rule.code, silenced)]
+    return _wanted(display, sessionless.reasons(tree, hits, others, _Source(text).col), codes, silenced)
 
-    inside = [(min([stmt.lineno, *(d.lineno for d in stmt.decorator_list)]), stmt.end_lineno) for stmt in tree.body
-              if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))]
-    if not all(any(start <= line <= end for start, end in inside) for line, _ in graph):
-        return []
-    if any(isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in _RUNS
-           for node in ast.walk(tree)):
-        return []
-    from tf1gradfix.model.refusals import diagnostic
 
-    first, at = min(graph)
-    line, col, code, message, safety = diagnostic(first, at, "module_without_session")
-    if not codes.wants(code) or is_suppressed(line, code, silenced):
-        return []
-    return [Finding(display, line, col, code, message, safety, False)]
+def _wanted(display: str, reasons, codes: CodeFilter, silenced) -> list[Finding]:
+    """The findings of refusal diagnostics the selection and the comments let through."""
+    from tf1gradfix.run.findings import is_suppressed
+
+    return [Finding(display, line, col, code, message, safety, False) for line, col, code, message, safety in reasons
+            if codes.wants(code) and not is_suppressed(line, code, silenced)]
 
 
 def _as_utf8(data: bytes) -> bytes:
@@ -364,8 +360,8 @@ def _analyzed(result: FileResult, display: str, data: bytes, codes: CodeFilter, 
     shaped, refused = (_restructured(original, display, codes, result, silenced, catalog, renames, found)
                        if restructure else (None, False))
     fix = fix and not refused  # a refused program is left byte-for-byte intact
-    if restructure and shaped is None and not refused:   # (no session: a model module says so, as above)
-        result.findings += _alone_of(display, data, codes, silenced)
+    if restructure and shaped is None and not refused:   # (no session: the file says why, as above; safe fixes stay)
+        result.findings += _sessionless_of(display, data, codes, silenced, found_none=refused is None)
     parsed = data  # the bytes `module` was parsed from
     hits = found
     if shaped is not None:
@@ -495,7 +491,8 @@ def _lines_of(hits) -> set[int]:
 
 
 def _restructured(wrapper, display, codes, result, silenced, catalog, renames, found=()):
-    """((module, detections, source) of the restructured module, or None; refused?).
+    """((module, detections, source) of the restructured module, or None; refused?), where
+    refused is None for a module that opens no session the restructuring starts from.
 
     `renames`: rename plans of chains of the original module (detect), applied
     wherever the rewrite prints those chains. Whatever is left to rename (code
@@ -524,6 +521,8 @@ def _restructured(wrapper, display, codes, result, silenced, catalog, renames, f
         result.findings += [Finding(display, *refusal, False) for refusal in withheld]
         return None, True
     shaped = restructure(wrapper.module, display, wrapper, renames)
+    if shaped.no_session:
+        return None, None   # (nothing to start from: the caller says why, run/sessionless.py)
     diagnostics = list(shaped.diagnostics)
     new = None
     if shaped.new_module is not None:

@@ -237,7 +237,6 @@ def process(project: Project, datas: dict[str, bytes], codes: CodeFilter) -> Res
     """The rewrite of the whole project: the script analyzed with its modules' code in
     place of their imports; each file's findings and new bytes."""
     from tf1gradfix.detect.prefilter import python_tree
-    from tf1gradfix.model.refusals import reasons
     from tf1gradfix.run.engine import process_source, split_lines
 
     paths = [project.script, *project.modules]
@@ -249,10 +248,9 @@ def process(project: Project, datas: dict[str, bytes], codes: CodeFilter) -> Res
         path, (line, col, code, message, safety) = refusal
         if codes.wants(code):
             out.findings[path].append(Finding(path, line, col, code, message, safety, False))
-        alone = reasons()["module_without_session"].message
         safe = {p: _safe_source(p, datas[p], codes) for p in paths}
-        for p in paths:   # (what each file holds)
-            out.findings[p] += [f for f in safe[p][1] if f.message != alone]
+        for p in paths:   # (what each file holds; the project's refusal is why it is not restructured)
+            out.findings[p] += safe[p][1]
         return _safe_only(out, safe)
     script, cut = layout.unqualified(project, datas[project.script], trees, split_lines)
     combined, where = layout.combined(project, {**datas, project.script: script}, split_lines)
