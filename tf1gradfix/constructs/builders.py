@@ -27,7 +27,7 @@ from typing import cast
 
 import libcst as cst
 
-from tf1gradfix.constructs import builder_layers, builder_loops
+from tf1gradfix.constructs import builder_layers, builder_loops, graph_prints
 from tf1gradfix.cst.syntax import (Refusal, bound_args, bound_names, is_docstring, literal_string, loads, names_as_attributes,
                                without_defaults)
 from tf1gradfix.cst import layout
@@ -95,8 +95,8 @@ def node(builder, helper: cst.FunctionDef) -> BuilderModule:
     dropped = []
     taken = set(MODULE_ATTRIBUTES | {"made", "variable"})   # (attribute names a layer may not take)
     for at, stmt in enumerate(inner):
-        if builder_layers.reuse_statement(builder, stmt, scope_object):
-            dropped.append(stmt)
+        if builder_layers.reuse_statement(builder, stmt, scope_object) or graph_prints.in_builder(builder, stmt, graph | {v[0] for v in variables}):
+            dropped.append(stmt)   # (`scope.reuse_variables()`; `print("h:", h)`: TF1 printed a description)
             continue
         if scope_object is not None and scope_object in loads(stmt):
             raise Refusal.of(stmt, "builder_scope_object_used", name=scope_object)

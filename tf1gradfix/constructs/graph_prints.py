@@ -17,7 +17,7 @@ from __future__ import annotations
 import libcst as cst
 
 from tf1gradfix.cst.syntax import Refusal, bound_names, literal_string, loads
-from tf1gradfix.model.nodes import (Computed, Gradients, Init, Node, OptimizerCall, Placeholder, Update, Variable,
+from tf1gradfix.model.nodes import (Computed, Gradients, Init, OptimizerCall, Placeholder, Update, Variable,
                                     VariableGroup, VarList)
 from tf1gradfix.verify.descriptions import NUMBER
 
@@ -29,13 +29,37 @@ def model(builder, item, call: cst.Call) -> bool:
     """Drops `print(<labels and graph values>)` (True); False for a print of no graph
     value given as such (host code, checked there); Refusal for a mix."""
     program = builder.program
-    if not (isinstance(call.func, cst.Name) and call.func.value == "print") or _rebound(builder):
+    described = _described(builder, call, lambda name: isinstance(program.node(name), DESCRIBED))
+    if not described:
         return False
+    item.drop = True
+    _note(builder, call, described, _instead(program, described[0]))
+    return True
+
+
+def in_builder(builder, stmt: cst.BaseStatement, graph: set[str]) -> bool:
+    """A print of a builder function's graph values (`graph`: its locals computed by
+    TensorFlow): dropped from the module's `__call__` like one of the graph block (True)."""
+    small = stmt.body[0] if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 else None
+    if not (isinstance(small, cst.Expr) and isinstance(small.value, cst.Call)):
+        return False
+    described = _described(builder, small.value, lambda name: name in graph)
+    if described:
+        _note(builder, small.value, described, f"in TF2 print `{described[0]}.shape` in `__call__`, or "
+              f"`{builder.program.tf_alias}.print({described[0]})` for its values")
+    return bool(described)
+
+
+def _described(builder, call: cst.Call, graph) -> list[str]:
+    """The graph values (`graph(name)`) a `print` call prints as such, with words only
+    besides; [] when it prints none; Refusal for a print of them with anything else."""
+    if not (isinstance(call.func, cst.Name) and call.func.value == "print") or _rebound(builder):
+        return []
     described: list[str] = []
     others: list[str] = []
     for a in call.args:
         value = a.value
-        names = _references(program, value)
+        names = _references(value, graph)
         if a.keyword is None and not a.star and names:
             described += names
         elif a.keyword is not None and a.keyword.value in SETTINGS and not loads(value) and "\n" not in _text(builder, value):
@@ -44,18 +68,17 @@ def model(builder, item, call: cst.Call) -> bool:
             if NUMBER.search(literal_string(value) or ""):
                 others.append(f"a label holding a number ({_text(builder, value)})")
         else:
-            others.append(f"`{a.keyword.value}=`" if a.keyword is not None else f"`{_text(builder, a)}`")
-    if not described:
-        return False
-    if others:
+            others.append(f"`{a.keyword.value}=`" if a.keyword is not None else f"`{_text(builder, value)}`")
+    if described and others:
         raise Refusal.of(call, "print_of_graph_value_mixed", what=others[0])
-    item.drop = True
+    return described
+
+
+def _note(builder, call: cst.Call, described: list[str], instead: str) -> None:
     shown = ", ".join(f"`{n}`" for n in dict.fromkeys(described))
     builder.note(call, "TFG108", f"`print` of the graph's {shown} dropped: TF1 printed what "
                  f"{'it is' if len(set(described)) == 1 else 'they are'} while building the graph (a tensor's "
-                 f"`Tensor(...)`, a variable's `<tf.Variable ...>`, an op's definition), never a value; "
-                 + _instead(program, described[0]))
-    return True
+                 f"`Tensor(...)`, a variable's `<tf.Variable ...>`, an op's definition), never a value; " + instead)
 
 
 def _instead(program, name: str) -> str:
@@ -68,14 +91,13 @@ def _instead(program, name: str) -> str:
     return f"in TF2 print `{name}.shape` in the step function, or `{program.tf_alias}.print({name})` for its values"
 
 
-def _references(program, value: cst.BaseExpression) -> list[str]:
-    """The graph values `value` names as such: a name, or a tuple or list of them
-    (TF1 prints their descriptions); [] for anything else."""
+def _references(value: cst.BaseExpression, graph) -> list[str]:
+    """The graph values (`graph(name)`) `value` names as such: a name, or a tuple or list
+    of them (TF1 prints their descriptions); [] for anything else."""
     if isinstance(value, cst.Name):
-        node: Node | None = program.node(value.value)
-        return [value.value] if isinstance(node, DESCRIBED) else []
+        return [value.value] if graph(value.value) else []
     if isinstance(value, (cst.Tuple, cst.List)) and value.elements:
-        inner = [_references(program, e.value) if not isinstance(e, cst.StarredElement) else [] for e in value.elements]
+        inner = [_references(e.value, graph) if not isinstance(e, cst.StarredElement) else [] for e in value.elements]
         return [n for names in inner for n in names] if all(inner) else []
     return []
 
