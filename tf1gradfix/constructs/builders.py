@@ -32,7 +32,7 @@ from tf1gradfix.cst.syntax import (Refusal, bound_args, bound_names, is_docstrin
                                without_defaults)
 from tf1gradfix.cst import layout
 from tf1gradfix.cst.walk import children
-from tf1gradfix.model.nodes import BuilderModule
+from tf1gradfix.model.nodes import BuilderModule, BuilderVariable
 
 # attributes tf.Module has already: a variable named like one is stored under `<name>_variable`
 MODULE_ATTRIBUTES = frozenset({"name", "name_scope", "variables", "trainable_variables", "non_trainable_variables",
@@ -90,7 +90,7 @@ def node(builder, helper: cst.FunctionDef) -> BuilderModule:
     local: set[str] = set()
     computed_from: dict[str, set[str]] = {}   # local -> the names it is computed from (builder_loops.shaping)
     graph: set[str] = set()           # ... the locals that are graph values
-    variables = []
+    variables: list[BuilderVariable] = []
     layers: list = []
     dropped = []
     taken = set(MODULE_ATTRIBUTES | {"made", "variable"})   # (attribute names a layer may not take)

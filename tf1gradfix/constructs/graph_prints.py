@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import libcst as cst
 
-from tf1gradfix.cst.syntax import Refusal, bound_names, literal_string, loads
-from tf1gradfix.model.nodes import (Computed, Gradients, Init, OptimizerCall, Placeholder, Update, Variable,
+from tf1gradfix.cst.syntax import Refusal, bound_names, literal_string, loads, matches
+from tf1gradfix.model.nodes import (Computed, Gradients, Init, OptimizerCall, Placeholder, Static, Tensor, Update, Variable,
                                     VariableGroup, VarList)
 from tf1gradfix.verify.descriptions import NUMBER
 
@@ -29,7 +29,7 @@ def model(builder, item, call: cst.Call) -> bool:
     """Drops `print(<labels and graph values>)` (True); False for a print of no graph
     value given as such (host code, checked there); Refusal for a mix."""
     program = builder.program
-    described = _described(builder, call, lambda name: isinstance(program.node(name), DESCRIBED))
+    described = _described(builder, call, lambda name: _is_described(builder, program.node(name)))
     if not described:
         return False
     item.drop = True
@@ -89,6 +89,28 @@ def _instead(program, name: str) -> str:
     if isinstance(node, (OptimizerCall, Init, Update)):
         return "TF2 has no op to print: the step function does what it did"
     return f"in TF2 print `{name}.shape` in the step function, or `{program.tf_alias}.print({name})` for its values"
+
+
+def _is_described(builder, node) -> bool:
+    """Does TF1 print `node`'s value as a graph value's description? A statement the model
+    reads as a plain tensor may make something else (a dataset, an initializer, a shape)."""
+    if not isinstance(node, DESCRIBED):
+        return False
+    return type(node) not in (Tensor, Static) or _tensor_valued(builder, node.value)
+
+
+def _tensor_valued(builder, expr) -> bool:
+    """A TensorFlow op's result, an operator or a subscript over graph values."""
+    if isinstance(expr, cst.Call):
+        q = builder.qualified(expr.func)
+        return (q or "").startswith("tensorflow.") and not matches(q, "not_tensors")
+    if isinstance(expr, cst.Subscript):
+        base = expr.value
+        return _is_described(builder, builder.program.node(base.value)) if isinstance(base, cst.Name) \
+            else _tensor_valued(builder, base)
+    if isinstance(expr, cst.UnaryOperation):
+        return not isinstance(expr.operator, cst.Not)
+    return isinstance(expr, cst.BinaryOperation)
 
 
 def _references(value: cst.BaseExpression, graph) -> list[str]:
