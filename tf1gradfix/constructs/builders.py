@@ -27,13 +27,13 @@ from typing import cast
 
 import libcst as cst
 
-from tf1gradfix.constructs import builder_layers, builder_loops
+from tf1gradfix.constructs import builder_layers, builder_loops, graph_prints
 from tf1gradfix.constructs.layers import name_param, symbol_of
 from tf1gradfix.cst.syntax import (Refusal, bound_args, bound_names, is_docstring, literal_string, loads, names_as_attributes,
                                without_defaults)
 from tf1gradfix.cst import layout
 from tf1gradfix.cst.walk import children
-from tf1gradfix.model.nodes import BuilderModule
+from tf1gradfix.model.nodes import BuilderModule, BuilderVariable
 
 # attributes tf.Module has already: a variable named like one is stored under `<name>_variable`
 MODULE_ATTRIBUTES = frozenset({"name", "name_scope", "variables", "trainable_variables", "non_trainable_variables",
@@ -91,13 +91,13 @@ def node(builder, helper: cst.FunctionDef) -> BuilderModule:
     local: set[str] = set()
     computed_from: dict[str, set[str]] = {}   # local -> the names it is computed from (builder_loops.shaping)
     graph: set[str] = set()           # ... the locals that are graph values
-    variables = []
+    variables: list[BuilderVariable] = []
     layers: list = []
     dropped = []
     taken = set(MODULE_ATTRIBUTES | {"made", "variable"})   # (attribute names a layer may not take)
     for at, stmt in enumerate(inner):
-        if builder_layers.reuse_statement(builder, stmt, scope_object):
-            dropped.append(stmt)
+        if builder_layers.reuse_statement(builder, stmt, scope_object) or graph_prints.in_builder(builder, stmt, graph | {v[0] for v in variables}):
+            dropped.append(stmt)   # (`scope.reuse_variables()`; `print("h:", h)`: TF1 printed a description)
             continue
         if scope_object is not None and scope_object in loads(stmt):
             raise Refusal.of(stmt, "builder_scope_object_used", name=scope_object)

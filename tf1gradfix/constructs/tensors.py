@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from tf1gradfix.constructs import control_flow, dropout, layers, losses, summaries, variable_factories
+from tf1gradfix.constructs import control_flow, dropout, graph_collections, layers, losses, summaries, variable_factories
 from tf1gradfix.cst.syntax import Refusal, arg, loads, matches, schedule_table
 from tf1gradfix.model.nodes import OPS, ComputeGradients, Computed, Gradients, Static, Statement, Tensor
 
@@ -27,7 +27,11 @@ def _seeded(call: cst.Call) -> bool:
 
 def _model(builder, item, names, value, deps, tf_calls) -> None:
     unsupported = None
+    collections, listed, read = graph_collections.model(builder, value, tf_calls)   # (their calls are written out)
+    deps = set(deps) | read
     for call, q in tf_calls:
+        if call in listed:
+            continue
         if matches(q, "queues"):
             raise queue_refusal(call, q)
         if q in ("tensorflow.placeholder", "tensorflow.placeholder_with_default", "tensorflow.Variable", "tensorflow.get_variable"):
@@ -58,7 +62,8 @@ def _model(builder, item, names, value, deps, tf_calls) -> None:
     static = all(isinstance(builder.program.nodes[i], Static) for i in deps) and all(matches(q, "pure") for _, q in tf_calls)
     if static and any(n in builder.program.final for n in names):
         static = False
-    node: Computed = builder.add(item, Static if static else Tensor, names, value, deps, calls=[q for _, q in tf_calls])
+    node: Computed = builder.add(item, Static if static else Tensor, names, value, deps, calls=[q for _, q in tf_calls],
+                                 collections=collections)
     for name in loads(value):
         if name in builder.program.helpers:   # a helper's calls count as this statement's
             inner = [q for _, q in builder.calls(builder.program.helpers[name]) if q]

@@ -16,9 +16,9 @@ from typing import cast
 import libcst as cst
 
 from tf1gradfix.constructs import builders, layer_methods
-from tf1gradfix.cst.syntax import Refusal, arg, graph_ops, literal_string, matches
-from tf1gradfix.model.nodes import (BuilderModule, Layer, LayerLoop, OptimizerCall, Optimizer, Statement, Variable,
-                                    VariableGroup, VarList)
+from tf1gradfix.cst.syntax import Refusal, arg, graph_ops, literal_bool, literal_string, matches
+from tf1gradfix.model.nodes import (BuilderModule, Layer, LayerLoop, Listed, OptimizerCall, Optimizer, RnnCell, Statement,
+                                    Variable, VariableGroup, VarList)
 
 _REGEX = set(".^$*+?{}[]\\|()")
 
@@ -53,13 +53,33 @@ def members(program, expr: cst.BaseExpression, before: int, qualified) -> list[s
         if isinstance(expr.func, cst.Name) and expr.func.value in ("list", "tuple") and expr.func.value not in program.final \
                 and len(expr.args) == 1 and not expr.args[0].keyword and not expr.args[0].star:
             return members(program, expr.args[0].value, before, qualified)
-        return _collection(program, expr, qualified(expr.func), before, qualified)
+        found = _collection(program, expr, qualified(expr.func), before, qualified)
+        return None if found is None else [cast(str, entry.text) for entry in found]
     if isinstance(expr, cst.ListComp):
         return _filtered(program, expr, before, qualified)
     return None
 
 
-def _collection(program, call: cst.Call, q, before: int, qualified) -> list[str] | None:
+def is_collection(call: cst.Call, qualified) -> bool:
+    """Is `call` a getter of the variable collections (`tf.trainable_variables()`,
+    `tf.get_collection(KEY)` of a variable key)?"""
+    q = qualified(call.func)
+    table = graph_ops()["variable_collections"]
+    if matches(q, "collection_getters"):
+        key = arg(call, 0, "key")
+        return key is not None and (literal_string(key) or qualified(key) or "") in table
+    return (q or "") in table
+
+
+def entries(program, call: cst.Call, before: int, qualified, layers: bool = False) -> list[Listed] | None:
+    """The variables the collection `call` lists at node index `before`, in TF1's order (None:
+    not a collection of variables); Refusal where they cannot be listed exactly. `layers`:
+    the weights of `tf.layers` layers made before are listed too (a Keras layer's weights
+    exist once it was called: graph code only, see graph_collections)."""
+    return _collection(program, call, qualified(call.func), before, qualified, layers)
+
+
+def _collection(program, call: cst.Call, q, before: int, qualified, layers: bool = False) -> list[Listed] | None:
     table = graph_ops()["variable_collections"]
     if matches(q, "collection_getters"):
         key = arg(call, 0, "key")
@@ -76,7 +96,8 @@ def _collection(program, call: cst.Call, q, before: int, qualified) -> list[str]
         extra = [a for a in call.args if a.keyword is not None and a.keyword.value != "scope"]
     if extra or len(call.args) > 2:
         raise Refusal.of(call, "collection_arguments")
-    if any(isinstance(n, (Layer, LayerLoop)) for n in program.nodes[:before]):
+    if any(isinstance(n, LayerLoop) or isinstance(n, Layer) and not (layers and _weights(n) is not None)
+           for n in program.nodes[:before]):
         raise Refusal.of(call, "collection_with_layers")
     groups = [n for n in program.nodes[:before] if isinstance(n, VariableGroup)]
     if groups:   # (its members are read by subscript, not by name: not followed through a list of names)
@@ -89,21 +110,22 @@ def _collection(program, call: cst.Call, q, before: int, qualified) -> list[str]
                                  for n in program.nodes[:before]):
         # a train op made before it has added the optimizer's slot variables
         raise Refusal.of(call, "global_variables_after_slots")
-    chosen = []
-    scoped: list[tuple[int, str]] = []   # a model class's layer methods: (when made, variable), merged in
+    chosen: list[Listed] = []
+    scoped: list[tuple[int, Listed]] = []   # a model class's layer methods: (when made, variable), merged in
     variables = [n for n in program.nodes[:before] if isinstance(n, Variable) and n.alias_of is None
-                 or isinstance(n, BuilderModule)]
-    labels = [n.full_name for n in variables if isinstance(n, Variable) and n.full_name is not None]
+                 or isinstance(n, BuilderModule) or isinstance(n, Layer)]
+    labels = [n.full_name for n in variables if isinstance(n, Variable) and n.full_name is not None] + \
+             [f"{n.full_name}/{w}" for n in variables if isinstance(n, Layer) for w in _weights(n) or ()]
     if len(set(labels)) != len(labels):   # TF1 would have renamed the second one `name_1`
         raise Refusal.of(call, "collection_same_names")
     for node in variables:
         if isinstance(node, BuilderModule) and node.method_of is not None:   # (each scope it was called with)
-            scoped += layer_methods.listed(node, prefix, before)
+            scoped += [(index, Listed(node.index, text=text)) for index, text in layer_methods.listed(node, prefix, before)]
             continue
         if isinstance(node, BuilderModule) and node.scope is None and node.scope_parameter is None:
             if prefix:   # (no scope of its own: its layers are named dense, dense_1, ... at the top)
                 raise Refusal.of(call, "collection_part_of_builder", function=node.var)
-            chosen.append(builders.variables_text(node))
+            chosen.append(Listed(node.index, text=builders.variables_text(node)))
             scoped.append((node.index, chosen[-1]))
             continue
         if isinstance(node, BuilderModule) and node.scope is None:
@@ -111,23 +133,42 @@ def _collection(program, call: cst.Call, q, before: int, qualified) -> list[str]
         if isinstance(node, BuilderModule):   # a builder function's module: all its variables are `SCOPE/...`
             module_scope = cast(str, node.scope) + "/"
             if module_scope.startswith(prefix):
-                chosen.append(builders.variables_text(node))
+                chosen.append(Listed(node.index, text=builders.variables_text(node)))
                 scoped.append((node.index, chosen[-1]))
             elif prefix.startswith(module_scope):
                 raise Refusal.of(call, "collection_part_of_builder", function=node.var)
             continue
-        assert isinstance(node, Variable)
+        if isinstance(node, Layer):   # its weights, named `dense/kernel` (Keras 3 names each `kernel`)
+            if which == "trainable" and not node.trainable:
+                continue
+            for weight in _weights(node) or ():
+                if f"{node.full_name}/{weight}".startswith(prefix):
+                    chosen.append(Listed(node.index, weight, f"{node.full_name}/{weight}:0", weight))
+                    scoped.append((node.index, chosen[-1]))
+            continue
         if which == "trainable" and not node.trainable:
             continue
         name = node.full_name
         if name is None and prefix:
             raise Refusal.of(call, "collection_variable_unnamed", name=node.names[0])
         if (name or "").startswith(prefix):
-            chosen.append(node.names[0])
-            scoped.append((node.index, node.names[0]))
-    if any(text not in chosen for _, text in scoped):   # (in the order TF1 made them)
-        return [text for _, text in sorted(scoped, key=lambda pair: pair[0])]
+            label = None if name is None else name + ":0"   # (the rewrite names it as TF1 did)
+            chosen.append(Listed(node.index, None, label, label, node.names[0]))
+            scoped.append((node.index, chosen[-1]))
+    if any(entry not in chosen for _, entry in scoped):   # (in the order TF1 made them)
+        return [entry for _, entry in sorted(scoped, key=lambda pair: pair[0])]
     return chosen
+
+
+def _weights(layer: Layer) -> list[str] | None:
+    """The variables a `tf.layers` layer makes, in TF1's order (layers.toml `variables`);
+    None where the table does not list them."""
+    names = layer.row.get("variables") if layer.weights else []
+    if names is None or isinstance(layer, RnnCell):   # (a cell's weights are made where it is run)
+        return None
+    if "use_bias" in layer.bound and literal_bool(layer.bound["use_bias"], "use_bias") is False:
+        return [n for n in names if n != "bias"]
+    return list(names)
 
 
 def _filtered(program, comp: cst.ListComp, before: int, qualified) -> list[str] | None:
@@ -149,7 +190,7 @@ def _filtered(program, comp: cst.ListComp, before: int, qualified) -> list[str] 
         full = program.node(name).full_name
         if full is None:
             raise Refusal.of(comp, "collection_variable_unnamed", name=name)
-        verdict = _predicate(loop.ifs[0].test, var, full)
+        verdict = predicate(loop.ifs[0].test, var, full + ":0", full)
         if verdict is None:
             raise Refusal.of(loop.ifs[0], "collection_filter_unevaluated")
         if verdict:
@@ -163,55 +204,61 @@ def _optimizer(program, node: OptimizerCall) -> Optimizer:
     return opt
 
 
-def _predicate(test: cst.BaseExpression, var: str, full: str) -> bool | None:
-    """Evaluates a filter on `v.name` (`"head/w:0"`) or `v.op.name` (`"head/w"`)."""
+def predicate(test: cst.BaseExpression, var: str, name: str, op_name: str | None) -> bool | None:
+    """Evaluates a filter on `v.name` (`name`: `"head/w:0"`) or `v.op.name` (`op_name`:
+    `"head/w"`, None where the variable has none); None where it reads anything else."""
     if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
-        inner = _predicate(test.expression, var, full)
+        inner = predicate(test.expression, var, name, op_name)
         return None if inner is None else not inner
     if isinstance(test, cst.BooleanOperation):
-        left, right = _predicate(test.left, var, full), _predicate(test.right, var, full)
+        left, right = predicate(test.left, var, name, op_name), predicate(test.right, var, name, op_name)
         if left is None or right is None:
             return None
         return (left and right) if isinstance(test.operator, cst.And) else (left or right)
     if isinstance(test, cst.Call) and isinstance(test.func, cst.Attribute) and len(test.args) == 1 \
             and not test.args[0].keyword and test.func.attr.value in ("startswith", "endswith"):
-        name, text = _name_of(test.func.value, var, full), literal_string(test.args[0].value)
-        if name is None or text is None:
+        read, text = _name_of(test.func.value, var, name, op_name), literal_string(test.args[0].value)
+        if read is None or text is None:
             return None
-        return name.startswith(text) if test.func.attr.value == "startswith" else name.endswith(text)
+        return read.startswith(text) if test.func.attr.value == "startswith" else read.endswith(text)
     if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
         op = test.comparisons[0]
         lhs, rhs = test.left, op.comparator
         if isinstance(op.operator, (cst.In, cst.NotIn)):
-            text, name = literal_string(lhs), _name_of(rhs, var, full)
-            if text is None or name is None:
+            text, read = literal_string(lhs), _name_of(rhs, var, name, op_name)
+            if text is None or read is None:
                 return None
-            return (text in name) == isinstance(op.operator, cst.In)
+            return (text in read) == isinstance(op.operator, cst.In)
         if isinstance(op.operator, (cst.Equal, cst.NotEqual)):
-            name, text = _name_of(lhs, var, full), literal_string(rhs)
-            if name is None or text is None:
+            read, text = _name_of(lhs, var, name, op_name), literal_string(rhs)
+            if read is None or text is None:
                 return None
-            return (name == text) == isinstance(op.operator, cst.Equal)
+            return (read == text) == isinstance(op.operator, cst.Equal)
     return None
 
 
-def _name_of(expr, var: str, full: str) -> str | None:
+def _name_of(expr, var: str, name: str, op_name: str | None) -> str | None:
     if isinstance(expr, cst.Attribute) and expr.attr.value == "name":
         owner = expr.value
         if isinstance(owner, cst.Name) and owner.value == var:
-            return full + ":0"
+            return name
         if isinstance(owner, cst.Attribute) and owner.attr.value == "op" \
                 and isinstance(owner.value, cst.Name) and owner.value.value == var:
-            return full
+            return op_name
     return None
 
 
 def build(builder, s: Statement) -> bool:
-    """A `VarList` for `vs = tf.trainable_variables(...)` (and lists of variables); False if not one."""
+    """A `VarList` for `vs = tf.trainable_variables(...)` (and lists of variables); False if not one.
+    It reads the variables it lists: graph code computing from it reaches them (an L2 sum over
+    it trains each one, as TF1's minimize did). A builder's module is reached by its calls only
+    (builder_statistics reads a statement's modules as the builders it calls)."""
     if not s.one:
         return False
-    listed = members(builder.program, s.value, len(builder.program.nodes), builder.qualified)
+    program = builder.program
+    listed = members(program, s.value, len(program.nodes), builder.qualified)
     if listed is None:
         return False
-    builder.add(s.item, VarList, s.names, s.value, s.deps, members=listed)
+    read = {program.final[text] for text in listed if isinstance(program.node(text), Variable)}   # (a builder's: by its call)
+    builder.add(s.item, VarList, s.names, s.value, set(s.deps) | read, members=listed)
     return True

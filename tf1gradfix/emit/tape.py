@@ -14,9 +14,10 @@ from typing import cast
 import libcst as cst
 
 from tf1gradfix.constructs.optimizers import optimizer_table
-from tf1gradfix.constructs import dropout, gradient_calls, losses, rnn_cells, rnn_stacks, summaries, updates, var_lists
+from tf1gradfix.constructs import (dropout, gradient_calls, graph_collections, losses, rnn_cells, rnn_stacks, summaries, updates,
+                                   var_lists)
 from tf1gradfix.model.graph import Program
-from tf1gradfix.model.nodes import (ComputeGradients, Gradients, LayerCall, LayerLoop, LayerLoopCall, Node, Optimizer,
+from tf1gradfix.model.nodes import (ComputeGradients, Computed, Gradients, LayerCall, LayerLoop, LayerLoopCall, Node, Optimizer,
                                     OptimizerCall, Placeholder, RnnRun, StateTuple, Summary, Tensor, TrainOp, Update,
                                     Variable, VarList, ZeroState)
 from tf1gradfix.cst import layout
@@ -148,6 +149,8 @@ class TapeEmitter:
             return self._layer_loop(loop)
         stmt = losses.rewritten_statement(node.stmt, node.called(), self.qualified, self.code, self.tf)
         stmt = dropout.rewritten_statement(stmt, node.called(), self.qualified, self.code)
+        if isinstance(node, Computed):   # a variable collection read: the list TF1 held there
+            stmt = graph_collections.rewritten(stmt, node, lambda e: graph_collections.entry_text(self.p, self.state.naming, e))
         if isinstance(node, Update):   # `tf.assign_add(v, x)` -> `v.assign_add(x)`
             stmt = updates.method_form(stmt, self.qualified)
         text = self.code(stmt)

@@ -19,7 +19,8 @@ from typing import cast
 import libcst as cst
 from libcst.metadata import ScopeProvider
 
-from tf1gradfix.constructs import builder_layers, builder_loops, builders, layer_methods, layers, optimizers, var_lists, variables
+from tf1gradfix.constructs import (builder_layers, builder_loops, builders, graph_collections, layer_methods, layers, optimizers,
+                                   var_lists, variables)
 from tf1gradfix.cst.syntax import Refusal, bound_names, free_names, literal_index, loads, matches
 from tf1gradfix.cst.walk import walk
 from tf1gradfix.model.graph import Program
@@ -93,6 +94,7 @@ def check_steps(program: Program, sigs: list[Signature], qualified, found: list 
             node = program.nodes[i]
             if isinstance(node, OptimizerCall):
                 _update(program, node, qualified, found)
+        kept(found, graph_collections.check_run, program, sig.nodes)
 
 
 def _update(program: Program, node: OptimizerCall, qualified, found: list | None) -> None:

@@ -16,8 +16,8 @@ from typing import Any, TypeVar, cast
 import libcst as cst
 from libcst.metadata import PositionProvider
 
-from tf1gradfix.constructs import (builder_loops, builders, graph_contexts, graph_loops, input_methods, layers, rnn_stacks,
-                                   summaries, variable_factories)
+from tf1gradfix.constructs import (builder_loops, builders, graph_contexts, graph_loops, graph_prints, input_methods, layers,
+                                   rnn_stacks, summaries, variable_factories)
 from tf1gradfix.constructs.tensors import queue_refusal
 from tf1gradfix.constructs.class_settings import branch as settled_branch
 from tf1gradfix.model import registry
@@ -365,6 +365,8 @@ class ModelBuilder:
                 pass
             elif q is not None and not matches(q, "keep"):
                 raise Refusal.of(small, "graph_statement_no_result", api=q)
+            elif q is None and graph_prints.model(self, item, small.value):
+                pass   # `print("logits:", logits)`: TF1 printed a description, dropped with a note
             elif isinstance(func, cst.Name) and func.value in self.program.helpers and any(
                     (called or "").startswith("tensorflow.") for _, called in self.calls(self.program.helpers[func.value])):
                 # a helper run for what it adds to the graph (summaries, gradients): not followed

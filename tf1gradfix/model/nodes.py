@@ -243,12 +243,35 @@ class BuilderModule(LayerNode):
     call_texts: tuple[str | None, ...] | None = None   # ... the first one's arguments for `shaping`
 
 
+@dataclass(frozen=True)
+class Listed:
+    """One variable of a collection, as TF1 listed it (constructs/var_lists.py)."""
+
+    node: int                     # the Variable, Layer or BuilderModule node that made it
+    weight: str | None = None     # a layer's weight (`kernel`): the Keras layer's attribute
+    tf1: str | None = None        # TF1's `v.name` (`dense/kernel:0`), None where not known
+    tf2: str | None = None        # TF2's `v.name` of what the rewrite makes (Keras: `kernel`)
+    text: str | None = None       # how TF2 code names it, where no layer's name decides it
+
+
+@dataclass(eq=False)
+class CollectionRead:
+    """A variable collection a graph statement reads (`tf.trainable_variables()` in an L2
+    sum): the list TF1 held at that statement, written out (constructs/graph_collections.py)."""
+
+    source: cst.BaseExpression    # the collection call (or the name of a listed collection) iterated
+    written: list[Listed]         # what the TF2 list names, in TF1's order
+    comp: cst.CompFor | None = None   # the comprehension `for` over it whose filter TF2 could not keep
+    chosen: list[Listed] = field(default_factory=list)   # ... what the filter selected on TF1's names
+
+
 @dataclass(eq=False, kw_only=True)
 class Computed(Node):
     """A statement computing values from graph values (in the steps, or once if static)."""
 
     calls: list[str] = field(default_factory=list)
     unsupported: Refusal | None = None   # refused only if some run needs it
+    collections: list[CollectionRead] = field(default_factory=list)   # variable collections it reads
 
     def called(self) -> Sequence[str]:
         return self.calls

@@ -24,7 +24,7 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
-from tf1gradfix.verify import compare_many
+from tf1gradfix.verify import compare_many, descriptions
 
 # atol 1e-6 is ~10 float32 epsilons (1.19e-7), TensorFlow's own default for
 # tf.debugging.assert_near on float32; it only matters for entries near zero.
@@ -41,9 +41,7 @@ MAX_LISTED = 20
 
 # Object addresses differ from run to run and say nothing about the numbers.
 _ADDRESS = re.compile(r"\b0x[0-9a-fA-F]+\b")
-_NUMBER = re.compile(
-    r"(?<![\w.])[-+]?(?:(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?|nan|inf)(?![\w.])",
-    re.IGNORECASE)
+_NUMBER = descriptions.NUMBER
 
 
 @dataclass
@@ -99,6 +97,7 @@ class Comparison:
     gradients: int = 0
     variables: int = 0
     printed_numbers: int = 0
+    described: int = 0            # lines of the original's output left out: TF1's descriptions of graph objects
     loss_original: list = field(default_factory=list)
     loss_migrated: list = field(default_factory=list)
 
@@ -116,6 +115,7 @@ class Comparison:
         return {
             "steps": self.steps, "gradients": self.gradients, "variables": self.variables,
             "printed_numbers": self.printed_numbers,
+            "descriptions_left_out": self.described,
             "by_kind": {k: asdict(v) for k, v in self.stats.items()},
             "divergence_count": len(self.divergences),
             "first_divergence": _div_json(first) if first else None,
@@ -435,6 +435,17 @@ def printed_text(text: str) -> list:
 
 
 def compare_printed(cmp: Comparison, out_o: str, out_m: str, rtol, atol, stopped=()) -> None:
+    """The printed numbers line by line, then the lines of text. Lines of the original that
+    are TF1's descriptions of graph objects (verify/descriptions.py) are left out: values
+    TF1 never computed, printed while the graph was built."""
+    described = descriptions.left_out(out_o)
+    if described:
+        out_o = descriptions.without(out_o, described)
+        cmp.described = len(described)
+        cmp.notes.append(f"{len(described)} line{'s' if len(described) > 1 else ''} of the original's output "
+                         f"{'are' if len(described) > 1 else 'is'} TF1's description of graph objects (a "
+                         "`Tensor(...)`, `<tf.Variable ...>` or an op printed while the graph was built), "
+                         "not values: left out of the printed-output comparison")
     lines_o, lines_m = printed_numbers(out_o), printed_numbers(out_m)
     for i, ((no_o, text_o, tok_o), (no_m, text_m, tok_m)) in enumerate(zip(lines_o, lines_m)):
         order = (math.inf, 1, i)

@@ -1,0 +1,174 @@
+"""Variable collections read by graph code that runs: the L2 term over the weights,
+
+    l2 = tf.add_n([tf.nn.l2_loss(v) for v in tf.trainable_variables() if "bias" not in v.name])
+
+When the statement runs in TF1, the collection holds exactly the variables made
+before it, in creation order (a `tf.layers` layer's `dense/kernel`, `dense/bias`
+included; optimizer slots are not trainable). In TF2 the call becomes that list,
+written where the statement is, in the step function, and the comprehension stays
+over it. Its filter on `v.name` is evaluated on TF1's names; it is kept where it
+selects the same variables on the names TF2 gives them (a Keras layer's weights are
+`kernel`, `bias`), otherwise the comprehension iterates over what it selected in
+TF1 and the filter goes, with a note. The statement reads the selected variables,
+so a loss through it trains each, as TF1's `minimize` did. A layer's weights exist
+once Keras called it: each run must call the layer before the statement.
+"""
+
+from __future__ import annotations
+
+from typing import cast
+
+import libcst as cst
+
+from tf1gradfix.constructs import var_lists, variable_factories
+from tf1gradfix.cst.syntax import Refusal, loads
+from tf1gradfix.cst.walk import walk
+from tf1gradfix.model.nodes import (BuilderModule, CollectionRead, Computed, Layer, LayerCall, Listed, Variable,
+                                    VarList)
+
+NAME_READS = ("name", "op")   # what a filter reads of a listed variable
+
+
+def model(builder, value: cst.BaseExpression, tf_calls) -> tuple[list[CollectionRead], set[cst.Call], set[int]]:
+    """(the collections `value` reads, their calls, the variables they make it read); Refusal
+    where the list or its filter cannot be written exactly."""
+    program = builder.program
+    comps = {id(f.iter): f for f in walk(value) if type(f) is cst.CompFor}
+    reads: list[CollectionRead] = []
+    calls: set[cst.Call] = set()
+    for call, _ in tf_calls:
+        if not var_lists.is_collection(call, builder.qualified):
+            continue
+        written = var_lists.entries(program, call, len(program.nodes), builder.qualified, layers=True)
+        if written is None:
+            continue
+        calls.add(call)
+        reads.append(CollectionRead(call, written))
+    for name in (n for n in walk(value) if type(n) is cst.Name and id(n) in comps):   # `for v in tvars` of a list
+        listed = program.node(name.value)
+        if isinstance(listed, VarList) and _reads_names(comps[id(name)]):
+            reads.append(CollectionRead(name, _entries(program, listed, name)))
+    if not reads:
+        return [], set(), set()
+    makers = sorted(n for n in set(loads(value)) if builder.is_builder(n)) + \
+        ([cast(str, variable_factories.called(builder, value))] if variable_factories.called(builder, value) else [])
+    if makers:
+        raise Refusal.of(value, "collection_read_with_builder", function=makers[0])
+    evaluated: set[int] = set()
+    read: set[int] = set()
+    for r in reads:
+        comp = comps.get(id(r.source))
+        chosen = r.written if comp is None else _filtered(builder, comp, r, evaluated)
+        module = next((program.nodes[e.node] for e in chosen if isinstance(program.nodes[e.node], BuilderModule)), None)
+        if module is not None:   # (a statement reaches a builder's module by calling it: builder_statistics)
+            raise Refusal.of(r.source, "collection_builder_variables", function=cast(BuilderModule, module).var)
+        read |= {e.node for e in chosen}
+    _check_names(value, evaluated)
+    return [r for r in reads if isinstance(r.source, cst.Call) or r.comp is not None], calls, read
+
+
+def _entries(program, listed: VarList, where: cst.CSTNode) -> list[Listed]:
+    """The variables of a list bound to a name, for its filter (plain variables only)."""
+    out = []
+    for text in listed.members:
+        node = program.node(text)
+        if not isinstance(node, Variable):
+            raise Refusal.of(where, "collection_filter_builder")
+        label = None if node.full_name is None else node.full_name + ":0"
+        out.append(Listed(node.index, None, label, label, text))
+    return out
+
+
+def _reads_names(loop: cst.CompFor) -> bool:
+    return any(type(a) is cst.Attribute and a.attr.value in NAME_READS for i in loop.ifs for a in walk(i))
+
+
+def _filtered(builder, loop: cst.CompFor, read: CollectionRead, evaluated: set[int]) -> list[Listed]:
+    """What `[... for v in COLLECTION if FILTER(v.name)]` selects, on TF1's names; the filter
+    stays where TF2's names select the same (else `read.comp`, `read.chosen`: written out)."""
+    if not loop.ifs:
+        return read.written
+    if not isinstance(loop.target, cst.Name) or len(loop.ifs) > 1:
+        raise Refusal.of(loop, "collection_filter_unevaluated")
+    var, test = loop.target.value, loop.ifs[0].test
+    chosen, same = [], True
+    for entry in read.written:
+        if entry.tf1 is None and isinstance(builder.program.nodes[entry.node], BuilderModule):
+            raise Refusal.of(loop, "collection_filter_builder")
+        if entry.tf1 is None:
+            raise Refusal.of(loop, "collection_variable_unnamed", name=builder.program.nodes[entry.node].names[0])
+        verdict = var_lists.predicate(test, var, entry.tf1, entry.tf1[:-2])
+        if verdict is None:
+            raise Refusal.of(loop.ifs[0], "collection_filter_unevaluated")
+        if verdict:
+            chosen.append(entry)
+        same = same and entry.tf2 is not None and var_lists.predicate(test, var, entry.tf2, None) == verdict
+    evaluated |= {id(a) for a in walk(loop.ifs[0]) if type(a) is cst.Attribute}
+    if not same:   # (TF2 names a Keras layer's weights `kernel`, and a variable has no `op`)
+        read.comp, read.chosen = loop, chosen
+        builder.note(loop.ifs[0], "TFG304", "the filter was evaluated on TF1's variable names (TF2 names them "
+                     "otherwise, a Keras layer's weights `kernel`, `bias`): the comprehension iterates over the "
+                     "variables it selected")
+    return chosen
+
+
+def _check_names(value: cst.BaseExpression, evaluated: set[int]) -> None:
+    """No other code of the statement may read a variable's name: TF2's names differ."""
+    for a in walk(value):
+        if type(a) is cst.Attribute and a.attr.value in NAME_READS and id(a) not in evaluated:
+            raise Refusal.of(a, "collection_names_read", attr=a.attr.value)
+
+
+def check_run(program, nodes: list[int]) -> None:
+    """A Keras layer makes its weights at its first call: a run listing them must call the
+    layer before (in TF1 the collection listed the layers made, that is, called, before)."""
+    members = set(nodes)
+    for i in nodes:
+        node = program.nodes[i]
+        if not isinstance(node, Computed):
+            continue
+        for read in node.collections:
+            for entry in read.chosen if read.comp is not None else read.written:
+                if entry.weight is not None and not any(
+                        isinstance(program.nodes[j], LayerCall) and cast(LayerCall, program.nodes[j]).layer == entry.node
+                        for j in members if j < i):
+                    layer = program.nodes[entry.node]
+                    assert isinstance(layer, Layer)
+                    raise Refusal.of(node.value, "collection_layer_not_called", layer=layer.full_name)
+
+
+def entry_text(program, naming, entry: Listed) -> str:
+    """How the step function names a listed variable (`w1`, `dense.kernel`)."""
+    if entry.text is not None:
+        return entry.text
+    return f"{naming.layers[program.nodes[entry.node]]}.{entry.weight}"
+
+
+def rewritten(stmt: cst.CSTNode, node: Computed, text) -> cst.CSTNode:
+    """`stmt` with each collection call written as its list (`text(entry)` names one), and a
+    filter TF2 could not keep replaced by what it selected."""
+    if not node.collections:
+        return stmt
+    done: list[CollectionRead] = []
+
+    def listing(entries: list[Listed]) -> cst.BaseExpression:
+        return cst.parse_expression(f"[{', '.join(text(e) for e in entries)}]")
+
+    class Lists(cst.CSTTransformer):
+        def leave_Call(self, original: cst.Call, updated: cst.Call) -> cst.BaseExpression:
+            for read in node.collections:
+                if read.comp is None and original.deep_equals(read.source):
+                    done.append(read)
+                    return listing(read.written)
+            return updated
+
+        def leave_CompFor(self, original: cst.CompFor, updated: cst.CompFor) -> cst.CompFor:
+            for read in node.collections:
+                if read.comp is not None and original.deep_equals(read.comp):
+                    done.append(read)
+                    return updated.with_changes(iter=listing(read.chosen), ifs=[])
+            return updated
+
+    out = cast(cst.CSTNode, stmt.visit(Lists()))
+    assert all(any(r.source.deep_equals(d.source) for d in done) for r in node.collections), "a collection not rewritten"
+    return out
