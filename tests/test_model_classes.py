@@ -126,13 +126,20 @@ def test_methods_init_builds_the_graph_with_are_read_where_they_are_called():
 
 @pytest.mark.parametrize("init, main, expected", [
     (BUILT_BY_METHODS.replace("def build(self):", "def build(self, *scales):"), MAIN, "takes arguments"),
-    (BUILT_BY_METHODS.replace("def build(self):", "def build(self, n=1.0):"), MAIN, "binds `n`"),
     (BUILT_BY_METHODS.replace("self.build()", "self.build()\n        self.build()"), MAIN, "called twice"),
     (BUILT_BY_METHODS, "    model.build()\n    train(model, sess)", "is used again"),
 ])
 def test_methods_that_build_the_graph_are_refused_unless_plain(init, main, expected):
     shaped, _ = rewrite(init=init, main=main)
     assert shaped.new_module is None and expected in shaped.diagnostics[0][3]
+
+
+def test_a_build_method_s_parameter_named_like_a_name_of_init_is_renamed_apart():
+    init = BUILT_BY_METHODS.replace("def build(self):", "def build(self, n=1.0):").replace("- 1.0))", "- n))")
+    shaped, _ = rewrite(init=init)
+    code = shaped.new_module.code
+    assert "self.w = tf.Variable(tf.zeros([n, 1])" in code and "self.n_2 = 1.0" in code and "- self.n_2))" in code
+    compile(code, "rewritten.py", "exec")
 
 
 def test_a_build_method_s_literal_defaults_are_bound_where_it_is_called():

@@ -14,7 +14,7 @@ literal, set once, in `__init__`, before it is read) and literals; `self.x is no
 on an attribute holding a placeholder or a variable is always true. Where every
 `Model(...)` of the file passes the parameter the same literal (or leaves it to a
 literal default), the branch TF1 builds is known: only it is built
-(model_classes.built), and a `return` it reaches ends the build. Where the value is
+(build_flow.built), and a `return` it reaches ends the build. Where the value is
 known only when the program runs, or the file makes the class with different
 values, the `if` is refused wherever it decides graph code (`Decision.refusal`).
 

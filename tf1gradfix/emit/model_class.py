@@ -60,6 +60,8 @@ class Attributes:
         for stmt in cls.body.body:
             if isinstance(stmt, cst.FunctionDef) and stmt.name.value in self.plan.inlined + self.plan.expanded:
                 continue   # its statements are `__init__`'s and the methods'
+            if isinstance(stmt, cst.FunctionDef) and stmt.name.value in self.plan.unbuilt:
+                continue   # graph code TF1 never built (unbuilt_methods)
             if isinstance(stmt, cst.FunctionDef) and stmt.name.value in self.layered:   # (layer_methods.methods)
                 body += [m.with_changes(leading_lines=stmt.leading_lines if i == 0 else m.leading_lines)
                          for i, m in enumerate(self.layered[stmt.name.value])]

@@ -151,7 +151,7 @@ class ModelBuilder:
     def _flatten(self, body, prefix: str, lead: tuple, stats: bool = False, scope: str = "") -> None:
         for stmt in body:
             decision = self.decided.get(id(stmt)) if type(stmt) is cst.If else None
-            if decision is not None and decision.taken is not None:   # (inside a `with`: model_classes.built did the rest)
+            if decision is not None and decision.taken is not None:   # (inside a `with`: build_flow.built did the rest)
                 self._flatten(settled_branch(stmt, decision.taken), prefix, tuple(lead) + tuple(stmt.leading_lines),
                               stats, scope)
                 lead = ()
