@@ -1,23 +1,25 @@
 """Build code TF1 never runs: a model class's method that builds graph code and that
 nothing the program runs calls or names.
 
-    def __init__(self, ...):
-        self.loss_val = self.loss_multilabel() if ... # (a decided `if`: only one branch is built)
+    def __init__(self, ..., multi_label=False):
+        if multi_label:                        # (every `Net(...)` passes True: decided)
+            self.loss = self.multi_loss()
+        else:
+            self.loss = self.single_loss()     # never run: `single_loss` is never built
         self.train_op = self.train()
 
-    def train_old(self):                  # named nowhere: never built
-        return tf.contrib.layers.optimize_loss(self.loss_val, ...)
+    def train_old(self):                       # named nowhere: never built
+        return tf.contrib.layers.optimize_loss(self.loss, ...)
 
 Such a method (it calls TensorFlow and runs no session; one named only in a branch the
 construction decides against counts too) does not block the rewrite: the rewrite
 drops it with the graph it would have built, with an info note. What the program
 runs is the module outside the class, the class's other statements, `__init__` as
-TF1 builds it (build_flow), and every method one of these names (`x.m`, `m`, or the
-string "m", as `getattr` takes it), and what those name in turn.
+TF1 builds it (build_flow), and every method one of these names (`x.m`,
+`getattr(x, "m")`; `m` in the class body itself), and what those name in turn.
 """
 
 from __future__ import annotations
-
 
 import libcst as cst
 
