@@ -39,10 +39,12 @@ class Unknown(Exception):
 
 
 def param_values(module: cst.Module, cls: cst.ClassDef, init: cst.FunctionDef, params: list[str], line_of,
-                 read: Callable[[cst.BaseExpression], object], key=lambda value: (type(value), value)) -> dict[str, object]:
+                 read: Callable[[cst.BaseExpression, cst.BaseExpression], object], key=lambda value: (type(value), value),
+                 shown=repr) -> dict[str, object]:
     """parameter -> the value `read` takes from what every `Cls(...)` of the module gives
-    it (or its default), or the Unknown saying why there is none. `key`: what makes two
-    values the same."""
+    it (or its default), or the Unknown saying why there is none. `read(held, given)`:
+    the expression held (a name's value) and the argument as written. `key`: what makes
+    two values the same; `shown`: a value as a message writes it."""
     positional = [p.name.value for p in init.params.params[1:]]
     defaults = {p.name.value: p.default for p in [*init.params.params[1:], *init.params.kwonly_params]
                 if p.default is not None}
@@ -53,7 +55,7 @@ def param_values(module: cst.Module, cls: cst.ClassDef, init: cst.FunctionDef, p
         return {p: Unknown("used", param=p, line=line_of(other[0])) for p in params}
     if not sites:
         return {p: Unknown("unfixed", param=p) for p in params}
-    seen: dict[str, list[tuple[object, int, cst.BaseExpression]]] = {p: [] for p in params}
+    seen: dict[str, list[tuple[object, int]]] = {p: [] for p in params}
     out: dict[str, object] = {}
     for call, scope in sites:
         loose = next((a for a in call.args if a.star), None) or next(
@@ -71,27 +73,23 @@ def param_values(module: cst.Module, cls: cst.ClassDef, init: cst.FunctionDef, p
                 continue
             try:   # (a default is evaluated where the class is defined)
                 held = held_expression(expr, call, scope, module) if p in given else held_expression(expr, cls, module, module)
-                value = read(held)
+                value = read(held, expr)
             except NotFixed:
                 text = cst.Module([]).code_for_node(expr) + ("" if p in given else " (its default)")
                 out.setdefault(p, Unknown("runtime", param=p, value=text, line=line_of(expr)))
                 continue
-            seen[p].append((value, line_of(call), held))
+            seen[p].append((value, line_of(call)))
     for p in params:
         if p in out:
             continue
         first = seen[p][0]
-        other_value = next(((v, line) for v, line, _ in seen[p] if key(v) != key(first[0])), None)
+        other_value = next(((v, line) for v, line in seen[p] if key(v) != key(first[0])), None)
         if other_value is not None:
-            out[p] = Unknown("varies", param=p, first=_shown(first[0]), line=first[1], other=_shown(other_value[0]),
+            out[p] = Unknown("varies", param=p, first=shown(first[0]), line=first[1], other=shown(other_value[0]),
                              other_line=other_value[1])
         else:
             out[p] = first[0]
     return out
-
-
-def _shown(value) -> str:
-    return cst.Module([]).code_for_node(value) if isinstance(value, cst.CSTNode) else repr(value)
 
 
 def held_expression(expr: cst.BaseExpression, at: cst.CSTNode, scope: cst.CSTNode, module: cst.Module) -> cst.BaseExpression:

@@ -119,7 +119,7 @@ def _decide_class(module, cls, init, qualified, line_of) -> ClassDecisions:
     positional = [p.name.value for p in init.params.params[1:]]
     params = positional + [p.name.value for p in init.params.kwonly_params]
     rebound = set().union(*(binds(s) for s in init.body.body)) if isinstance(init.body, cst.IndentedBlock) else set(params)
-    values = param_values(module, cls, init, params, line_of, _literal)
+    values = param_values(module, cls, init, params, line_of, lambda held, given: _literal(held))
     fixed = {p: values[p] for p in params if p not in rebound}
     settings = _setting_attributes(cls, init, self_name, fixed, qualified)
     body = list(init.body.body) if isinstance(init.body, cst.IndentedBlock) else []

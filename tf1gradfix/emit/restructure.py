@@ -16,9 +16,9 @@ from typing import Any, cast
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider, ScopeProvider
 
-from tf1gradfix.constructs import (builders, class_settings, input_methods, layer_methods, model_classes, optimizers,
-                                   schedules, sections, session_options, session_params, summaries, unbuilt_methods,
-                                   variable_factories)
+from tf1gradfix.constructs import (builders, class_initializers, class_settings, input_methods, layer_methods,
+                                   model_classes, optimizers, schedules, sections, session_options, session_params,
+                                   summaries, unbuilt_methods, variable_factories, variables)
 from tf1gradfix.model import owners as owners_model
 from tf1gradfix.model.checks import (check_moved, check_program, check_results, check_state, check_steps, check_var_lists,
                                      class_names, kept, sliced)
@@ -292,6 +292,9 @@ class _Rewrite:
             builder.decided = self.decided
             for method in self.unbuilt.get(cls.name.value, ()):
                 unbuilt_methods.note(builder, method)
+            builder.class_initializers = class_initializers.ClassInitializers(
+                self.module, cls, owner, body, self.meta.names.qualified,
+                lambda node: _position(self.meta, node)[0], variables.initializer_rows())
         program = builder.build(owner, body, helpers, alias, collect=True)
         try:   # (every blocker of the graph statements and the host code in one run: ModelBuilder.build)
             check_program(program, owner, sessions, section)
@@ -393,9 +396,14 @@ class _Rewrite:
                        and (s.name.value in self.plan.layered or s.name.value in layer_made.nodes)}
             replacements.update(cast(model_classes.ClassHost, host).session_params.edits())
             replacements.update(self.module_edits)
+            # (a constructor parameter's initializers: the Keras ones its variables are made with)
+            initializers = builder.class_initializers.edits(lambda call: state.initializer(call)[0])
+            replacements.update(initializers)
+            params = owner.params.visit(Replace(initializers)) if initializers else None
             # (its attribute names, refused before the class is written)
             chosen = class_names(self.plan, owner, init_body, cast("list[cst.FunctionDef]", methods), bool(layered))
-            replacements[cls] = model_class.rewritten_class(self.plan, owner, alias, init_body, methods, chosen, layered)
+            replacements[cls] = model_class.rewritten_class(self.plan, owner, alias, init_body, methods, chosen, layered,
+                                                            params)
             return self.module.visit(Replace(replacements, layout_blocks=True))
         new_body = Assembler(program, state, tape, replacements, self.module, indent).body(texts, moved, owner)
         if section is not None:

@@ -80,6 +80,7 @@ class ModelBuilder:
         self.used_names: dict[str, int] = {}   # name scopes and scoped variable names so far (unique_name)
         self.decided: dict[int, Any] = {}   # id of an `if` a model class's construction decides -> class_settings.Decision
         self.class_attributes: dict[str, str] | None = None   # a model class's name -> attribute (ModelClass.attributes)
+        self.class_initializers: Any = None   # class_initializers.ClassInitializers of a model class
         self.graphs: dict[str, cst.CSTNode] = {}   # the graph the block makes and enters (graph_contexts.owned)
 
     def note(self, node: cst.CSTNode, code: str, message: str) -> None:
