@@ -154,13 +154,16 @@ class Flow:
         return [(s.stmt, s.owner) for s in self.steps if s.kind == RUN or calls and s.kind == CALL]
 
     def reached(self) -> list[tuple[cst.CSTNode, cst.FunctionDef]]:
-        """(node, owner) of what the build evaluates: statements, inlined calls, `with` items."""
+        """(node, owner) of what the build evaluates: statements, inlined calls, `with`
+        items, and the `return value` of a method inlined for its result."""
         out: list[tuple[cst.CSTNode, cst.FunctionDef]] = []
         for s in self.steps:
             if s.kind in (RUN, CALL):
                 out.append((s.stmt, s.owner))
             elif s.kind == WITH:
                 out += [(item, s.owner) for item in cast(cst.With, s.stmt).items]
+            elif s.kind == END and s.method is not None and result_target(s.stmt) is not None:
+                out.append((cast(cst.IndentedBlock, s.method.body).body[-1], s.method))
         return out
 
     def collisions(self, shared: frozenset[str] = frozenset()) -> list[tuple[Step, cst.FunctionDef, list[str]]]:
@@ -181,14 +184,17 @@ class Flow:
             params = {p.name.value for p in method.params.params[1:]}
             local = (set(loads(method.body)) - free[id(method)] | params) - {self.self_name} - shared
             read: set[str] = set()
-            for i, later in enumerate(self.steps):
-                if i <= start or later.kind == END or start < i < end and later.owner is method:
+            for i, later in enumerate(self.steps[start + 1:], start + 1):
+                if later.kind == END and (later.method is None or result_target(later.stmt) is None):
+                    continue
+                who = later.method if later.kind == END else later.owner   # (a `return value`: the method's)
+                if who is method:
                     continue
                 names = set().union(*(loads(node) for node in _evaluated(later)))
-                if later.owner is self.init or any(later.owner is c for c in callers) and i > end:
-                    read |= names   # (the caller's own names, after the call)
-                elif later.owner is not method:
-                    read |= names & free[id(later.owner)]   # (another method's globals)
+                if who is self.init or i > end and any(who is c for c in callers):
+                    read |= names   # (a caller's own names, after the call)
+                else:
+                    read |= names & free[id(who)]   # (another method's globals)
             others = [m for m in [self.init, *inlined] if m is not method]
             named = set().union(*(set(loads(m.body)) | {p.name.value for p in m.params.params} for m in others))
             clash = sorted(local & read | params & named)
@@ -219,7 +225,12 @@ class Flow:
 
 
 def _evaluated(step: Step) -> list[cst.CSTNode]:
-    return list(cast(cst.With, step.stmt).items) if step.kind == WITH else [step.stmt]
+    """What a step reads: a `with`'s items; an inlined call's END, its method's `return value`."""
+    if step.kind == WITH:
+        return list(cast(cst.With, step.stmt).items)
+    if step.kind == END:
+        return [cast(cst.IndentedBlock, cast(cst.FunctionDef, step.method).body).body[-1]]
+    return [step.stmt]
 
 
 def _by_name(method: cst.FunctionDef) -> set[str]:
