@@ -313,3 +313,20 @@ def test_a_method_s_local_its_caller_returns_after_a_nested_call_is_renamed_apar
     code = shaped.new_module.code
     assert "h = tf.matmul(x, self.w)\n" in code and "h_2 = tf.reduce_sum(x, axis=1, keepdims=True)\n" in code
     assert "s = tf.nn.tanh(h_2)\n" in code and "out = h + s\n" in code
+
+
+def test_an_optimizer_whose_rate_a_step_sets_is_an_attribute():
+    """`optimizer.learning_rate = rate` in a step method reads the optimizer `__init__` made."""
+    init = INIT.replace("        self.train_op = tf.train.GradientDescentOptimizer(0.1).minimize(self.loss)", """\
+        self.rate = tf.Variable(0.1, trainable=False, name="rate")
+        self.step = tf.Variable(0, trainable=False, name="step")
+        self.train_op = self.update()
+
+    def update(self):
+        rate = tf.train.exponential_decay(self.rate, self.step, 2, 0.5, staircase=True)
+        optimizer = tf.train.GradientDescentOptimizer(rate)
+        grads, variables = zip(*optimizer.compute_gradients(self.loss))
+        return optimizer.apply_gradients(zip(grads, variables))""")
+    code = rewrite(init=init)[0].new_module.code
+    assert "self.optimizer = tf.keras.optimizers.SGD(" in code and "self.optimizer.learning_rate = rate" in code
+    compile(code, "rewritten.py", "exec")
