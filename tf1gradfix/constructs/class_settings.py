@@ -12,8 +12,9 @@ with) tests what its construction fixes, and builds a different graph for each a
 The test reads constructor parameters, setting attributes (`self.a = param` or a
 literal, set once, in `__init__`, before it is read) and literals; `self.x is not None`
 on an attribute holding a placeholder or a variable is always true. Where every
-`Model(...)` of the file passes the parameter the same literal (or leaves it to a
-literal default), the branch TF1 builds is known: only it is built
+`Model(...)` of the file passes the parameter the same literal (directly, or through a
+name bound once to one before the call: class_arguments), or leaves it to a literal
+default, the branch TF1 builds is known: only it is built
 (build_flow.built), and a `return` it reaches ends the build. Where the value is
 known only when the program runs, or the file makes the class with different
 values, the `if` is refused wherever it decides graph code (`Decision.refusal`).

@@ -35,7 +35,7 @@ from tf1gradfix.constructs.builders import MODULE_ATTRIBUTES
 from tf1gradfix.cst.printing import source_bytes
 from tf1gradfix.constructs.session_params import SessionParameters
 from tf1gradfix.cst.walk import walk
-from tf1gradfix.cst.syntax import Refusal, bound_names, free_names, is_docstring, loads, name_nodes
+from tf1gradfix.cst.syntax import Refusal, bound_names, free_names, loads, name_nodes
 from tf1gradfix.model.nodes import LayerNode, Optimizer, Static, Variable, VariableGroup
 
 
