@@ -11,12 +11,16 @@ session parameters disappear from functions and their calls (session_params).
 How: `desugar` first reads `self.<attr>` inside `__init__` (and the methods it
 builds the graph with) as a plain name, so the rest of the rewrite sees one
 function building a graph; emit_class turns the names `__init__` shares with
-the methods back into attributes. Methods `__init__` calls as `self.build()` or
-`x = self.build()` are inlined (parameters with literal defaults bound to them
-first); those it calls with arguments are functions of them (layer_methods.py),
-except those making placeholders, read in place at each call (input_methods.py).
-An `if` on what the class's construction fixes (class_settings) is read as the
-branch TF1 takes, and a `return` it reaches ends the build (build_flow.py).
+the methods back into attributes. What TF1 runs building the graph is read by one
+walker (build_flow.py): methods `__init__` calls as `self.build()` or `x =
+self.build()` are inlined (parameters with literal defaults bound to them first,
+their locals that the build reads after the call renamed apart), an `if` on what the
+class's construction fixes (class_settings) is read as the branch TF1 takes, and a
+`return` it reaches ends the build; only that counts for the attributes the build
+reads and sets and the methods it calls. Methods it calls with arguments are
+functions of them (layer_methods.py), except those making placeholders, read in
+place at each call (input_methods.py); methods building graph code nothing runs
+are dropped (unbuilt_methods.py).
 `with self.g.as_default():` of a graph the class only enters, and
 `with tf.device(...)`, are read as if unindented (graph_contexts.py).
 """
