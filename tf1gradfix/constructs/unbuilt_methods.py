@@ -26,6 +26,7 @@ import libcst as cst
 from tf1gradfix.constructs.build_flow import Flow
 from tf1gradfix.cst.syntax import Refusal, matches
 from tf1gradfix.cst.walk import walk
+from tf1gradfix.model.owners import GRAPH_CALLS
 
 NOTE = "`{method}` builds graph code that nothing here runs (TF1 never built it): dropped with the graph"
 RUNS = ("run", "eval", "partial_run")   # (a session's or a tensor's: host code)
@@ -52,6 +53,8 @@ def found(module: cst.Module, decided: dict, qualified, plan=None) -> dict[str, 
             flow = Flow.of(stmt, init, decided)
         except Refusal:
             continue   # (the class is refused where it is read)
+        if not any(type(c) is cst.Call and qualified(c.func) in GRAPH_CALLS for node, _ in flow.reached() for c in walk(node)):
+            continue   # (not a model class: its `__init__` builds no graph)
         dead = [m for m in _unnamed(module, stmt, init, flow) if _builds(m, qualified)]
         if dead:
             out[stmt.name.value] = dead
