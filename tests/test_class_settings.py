@@ -50,6 +50,10 @@ def _decisions(test="training", method_test="True", main="net = Net(3, training=
     ("n in (2, 3)", "net = Net(3, False)\nother = Net(3, training=False)", True),
     ("training", "flag = True\nnet = Net(3, training=flag)", True),
     ("training", "def main():\n    on = False\n    return Net(3, on)", False),
+    ("training", "if __name__ == '__main__':\n    flag = False\n    net = Net(3, training=flag)", False),
+    ("training", "def main():\n    for _ in range(2):\n        on = True\n        net = Net(3, on)", True),
+    ("training", "TRAIN = False\n\n\ndef main():\n    return Net(3, TRAIN)", False),
+    ("mode == 'max' and rate > 1", "def main():\n    rate = 2.0\n    return Net(3, False, 'max', rate)", True),
 ])
 def test_a_test_of_settings_every_instantiation_fixes_is_decided(test, main, taken):
     decision, _ = _decisions(test, main=main)
@@ -61,6 +65,10 @@ def test_a_test_of_settings_every_instantiation_fixes_is_decided(test, main, tak
     ("training", "import sys\nnet = Net(3, training=len(sys.argv) > 1)", "runtime"),
     ("training", "flag = True\nflag = False\nnet = Net(3, training=flag)", "runtime"),
     ("training", "def main(flag):\n    return Net(3, flag)", "runtime"),
+    ("training", "def main():\n    net = Net(3, training=flag)\n    flag = True", "runtime"),   # (bound after)
+    ("training", "def main(first):\n    if first:\n        on = True\n    return Net(3, on)", "runtime"),
+    ("training", "on = True\n\n\ndef flip():\n    global on\n    on = False\n\n\nnet = Net(3, on)", "runtime"),
+    ("training", "for on in (True, False):\n    net = Net(3, on)", "runtime"),
     ("training", "args = (3, True)\nnet = Net(*args)", "runtime"),
     ("training", "make = Net\nnet = make(3, True)", "used"),
     ("training", "", "unfixed"),

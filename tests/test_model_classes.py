@@ -126,13 +126,20 @@ def test_methods_init_builds_the_graph_with_are_read_where_they_are_called():
 
 @pytest.mark.parametrize("init, main, expected", [
     (BUILT_BY_METHODS.replace("def build(self):", "def build(self, *scales):"), MAIN, "takes arguments"),
-    (BUILT_BY_METHODS.replace("def build(self):", "def build(self, n=1.0):"), MAIN, "binds `n`"),
     (BUILT_BY_METHODS.replace("self.build()", "self.build()\n        self.build()"), MAIN, "called twice"),
     (BUILT_BY_METHODS, "    model.build()\n    train(model, sess)", "is used again"),
 ])
 def test_methods_that_build_the_graph_are_refused_unless_plain(init, main, expected):
     shaped, _ = rewrite(init=init, main=main)
     assert shaped.new_module is None and expected in shaped.diagnostics[0][3]
+
+
+def test_a_build_method_s_parameter_named_like_a_name_of_init_is_renamed_apart():
+    init = BUILT_BY_METHODS.replace("def build(self):", "def build(self, n=1.0):").replace("- 1.0))", "- n))")
+    shaped, _ = rewrite(init=init)
+    code = shaped.new_module.code
+    assert "self.w = tf.Variable(tf.zeros([n, 1])" in code and "self.n_2 = 1.0" in code and "- self.n_2))" in code
+    compile(code, "rewritten.py", "exec")
 
 
 def test_a_build_method_s_literal_defaults_are_bound_where_it_is_called():
@@ -207,3 +214,119 @@ def test_methods_whose_first_parameter_is_not_self_get_no_input_signature():
     assert "    @tf.function\n    def train_step(me, x):" in code
     shaped, _ = rewrite()
     assert "    @tf.function(input_signature=[tf.TensorSpec(shape=[None, n]" not in shaped.new_module.code  # (n: __init__'s)
+
+
+UNBUILT = INIT + '''
+
+    def old_update(self):
+        return tf.contrib.layers.optimize_loss(self.loss, None, 0.1, "SGD")
+
+    def deeper(self):
+        for k in range(2):
+            self.extra = tf.Variable(tf.zeros([1]), name="extra_%d" % k)'''
+
+
+def test_build_methods_nothing_runs_are_dropped_with_a_note():
+    shaped, _ = rewrite(init=UNBUILT)
+    code = shaped.new_module.code
+    assert "old_update" not in code and "deeper" not in code and "contrib" not in code
+    notes = [(d[0], d[2], d[3]) for d in shaped.diagnostics if d[2] == "TFG208"]
+    assert [n[2].split("`")[1] for n in notes] == ["old_update", "deeper"]
+
+
+@pytest.mark.parametrize("train", [
+    TRAIN + "\n    model.old_update()",
+    TRAIN + "\n    getattr(model, \"old_update\")",
+    TRAIN + "\n    print(getattr(model, \"old_\" + \"update\"))",   # (a name known when it runs: any method)
+])
+def test_a_method_the_program_names_is_not_dropped(train):
+    shaped, _ = rewrite(init=UNBUILT, train=train)
+    assert shaped.new_module is None or "old_update" in shaped.new_module.code
+    assert not any(d[2] == "TFG208" and "old_update" in d[3] for d in shaped.diagnostics)
+
+
+BRANCH_ON_SETTING = INIT.replace("self.loss = tf.reduce_mean(tf.square(tf.matmul(self.x, self.w) - 1.0))", """\
+if n > 2:
+            self.loss = self.square_loss()
+        else:
+            self.loss = self.labelled_loss()""") + '''
+
+    def square_loss(self):
+        return tf.reduce_mean(tf.square(tf.matmul(self.x, self.w) - 1.0))
+
+    def labelled_loss(self):
+        return tf.reduce_mean(tf.abs(tf.matmul(self.x, self.w) - self.labels))'''
+
+
+def test_what_a_branch_decided_against_reads_and_calls_does_not_count():
+    """`self.labels` is never set: TF1 never builds the branch that reads it."""
+    shaped, _ = rewrite(init=BRANCH_ON_SETTING)
+    code = shaped.new_module.code
+    assert "labelled_loss" not in code and "labels" not in code and "square_loss" not in code
+    assert "loss = tf.reduce_mean(tf.square(tf.matmul(x, self.w) - 1.0))" in code
+    shaped, _ = rewrite(init=BRANCH_ON_SETTING.replace("if n > 2:", "if n < 2:"))
+    assert shaped.new_module is None and "`self.labels`, a method or an attribute" in shaped.diagnostics[0][3]
+
+
+SHADOWING = INIT.replace("        self.loss = tf.reduce_mean(tf.square(tf.matmul(self.x, self.w) - 1.0))", """\
+        h = self.x * 2.0
+        with tf.name_scope("net"):
+            self.out = self.forward()
+        self.loss = tf.reduce_mean(tf.square(self.out - tf.reduce_sum(h)))""") + '''
+
+    def forward(self):
+        h = tf.matmul(self.x, self.w)
+        return tf.nn.tanh(h)'''
+
+
+def test_an_inlined_method_s_local_read_after_its_call_inside_a_with_is_renamed_apart():
+    shaped, _ = rewrite(init=SHADOWING)
+    code = shaped.new_module.code
+    assert "h_2 = tf.matmul(x, self.w)\n" in code and "out = tf.nn.tanh(h_2)\n" in code
+    assert "h = x * 2.0\n" in code and "tf.reduce_sum(h)" in code
+
+
+def test_a_return_inside_a_with_ends_the_build():
+    init = INIT.replace("        self.train_op", "        with tf.name_scope(\"head\"):\n            if n > 2:\n"
+                                                  "                return\n        self.train_op")
+    shaped, _ = rewrite(init=init, train="    for _ in range(3):\n        print(sess.run(model.loss, feed_dict={model.x: np.ones((2, 3))}))")
+    code = shaped.new_module.code
+    assert "optimizer" not in code and "return\n" not in code.split("def compute_loss")[0]
+
+
+NESTED = INIT.replace("        self.loss = tf.reduce_mean(tf.square(tf.matmul(self.x, self.w) - 1.0))", """\
+        self.out = self.forward()
+        self.loss = tf.reduce_mean(tf.square(self.out - 1.0))""") + '''
+
+    def forward(self):
+        h = tf.matmul(self.x, self.w)
+        s = self.shortcut()
+        return h + s
+
+    def shortcut(self):
+        h = tf.reduce_sum(self.x, axis=1, keepdims=True)
+        return tf.nn.tanh(h)'''
+
+
+def test_a_method_s_local_its_caller_returns_after_a_nested_call_is_renamed_apart():
+    shaped, _ = rewrite(init=NESTED)
+    code = shaped.new_module.code
+    assert "h = tf.matmul(x, self.w)\n" in code and "h_2 = tf.reduce_sum(x, axis=1, keepdims=True)\n" in code
+    assert "s = tf.nn.tanh(h_2)\n" in code and "out = h + s\n" in code
+
+
+def test_an_optimizer_whose_rate_a_step_sets_is_an_attribute():
+    """`optimizer.learning_rate = rate` in a step method reads the optimizer `__init__` made."""
+    init = INIT.replace("        self.train_op = tf.train.GradientDescentOptimizer(0.1).minimize(self.loss)", """\
+        self.rate = tf.Variable(0.1, trainable=False, name="rate")
+        self.step = tf.Variable(0, trainable=False, name="step")
+        self.train_op = self.update()
+
+    def update(self):
+        rate = tf.train.exponential_decay(self.rate, self.step, 2, 0.5, staircase=True)
+        optimizer = tf.train.GradientDescentOptimizer(rate)
+        grads, variables = zip(*optimizer.compute_gradients(self.loss))
+        return optimizer.apply_gradients(zip(grads, variables))""")
+    code = rewrite(init=init)[0].new_module.code
+    assert "self.optimizer = tf.keras.optimizers.SGD(" in code and "self.optimizer.learning_rate = rate" in code
+    compile(code, "rewritten.py", "exec")

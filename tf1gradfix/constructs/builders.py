@@ -124,6 +124,8 @@ def node(builder, helper: cst.FunctionDef) -> BuilderModule:
         if len(small.targets) != 1 or not isinstance(small.targets[0].target, cst.Name):
             raise Refusal.of(stmt, "builder_get_variable_target")
         bound = without_defaults(bound_args(call, list(GET_VARIABLE), call), "tensorflow.get_variable")
+        if builder.class_initializers is not None:   # (a model class's constructor parameter)
+            bound = builder.class_initializers.resolved(bound)
         extra = set(bound) - {"name", "shape", "dtype", "initializer"}
         if extra:
             raise Refusal.of(call, "variable_arguments", args=', '.join(sorted(extra)))

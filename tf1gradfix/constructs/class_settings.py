@@ -12,9 +12,10 @@ with) tests what its construction fixes, and builds a different graph for each a
 The test reads constructor parameters, setting attributes (`self.a = param` or a
 literal, set once, in `__init__`, before it is read) and literals; `self.x is not None`
 on an attribute holding a placeholder or a variable is always true. Where every
-`Model(...)` of the file passes the parameter the same literal (or leaves it to a
-literal default), the branch TF1 builds is known: only it is built
-(model_classes.built), and a `return` it reaches ends the build. Where the value is
+`Model(...)` of the file passes the parameter the same literal (directly, or through a
+name bound once to one before the call: class_arguments), or leaves it to a literal
+default, the branch TF1 builds is known: only it is built
+(build_flow.built), and a `return` it reaches ends the build. Where the value is
 known only when the program runs, or the file makes the class with different
 values, the `if` is refused wherever it decides graph code (`Decision.refusal`).
 
@@ -31,23 +32,16 @@ from typing import Callable, cast
 
 import libcst as cst
 
+from tf1gradfix.constructs.class_arguments import NotFixed, Unknown, binds, param_values
 from tf1gradfix.cst.syntax import Refusal, loads
-from tf1gradfix.cst.walk import visit, walk
+from tf1gradfix.cst.walk import walk
 from tf1gradfix.model.owners import GRAPH_CALLS
 
 NOT_NONE = object()   # an attribute holding a placeholder or variable: only `is (not) None` may test it
 
 
-class _NotSetting(Exception):
+class _NotSetting(NotFixed):
     """The test reads something the construction does not fix: no decision (plain Python)."""
-
-
-class _Unknown(Exception):
-    """A setting whose value the file does not fix: (why, fields) of the refusal."""
-
-    def __init__(self, why: str, **fields):
-        super().__init__(why)
-        self.why, self.fields = why, fields
 
 
 @dataclass(frozen=True)
@@ -125,8 +119,8 @@ def _decide_class(module, cls, init, qualified, line_of) -> ClassDecisions:
     self_name = init.params.params[0].name.value
     positional = [p.name.value for p in init.params.params[1:]]
     params = positional + [p.name.value for p in init.params.kwonly_params]
-    rebound = set().union(*(_binds(s) for s in init.body.body)) if isinstance(init.body, cst.IndentedBlock) else set(params)
-    values = _param_values(module, cls, init, positional, params, line_of)
+    rebound = set().union(*(binds(s) for s in init.body.body)) if isinstance(init.body, cst.IndentedBlock) else set(params)
+    values = param_values(module, cls, init, params, line_of, lambda held, given: _literal(held))
     fixed = {p: values[p] for p in params if p not in rebound}
     settings = _setting_attributes(cls, init, self_name, fixed, qualified)
     body = list(init.body.body) if isinstance(init.body, cst.IndentedBlock) else []
@@ -159,7 +153,7 @@ def _decide(test: cst.BaseExpression, names: dict, attributes: dict, own: str | 
             value = attributes[node.attr.value]
         else:
             raise _NotSetting
-        if isinstance(value, _Unknown):
+        if isinstance(value, Unknown):
             raise value
         return value
 
@@ -167,7 +161,7 @@ def _decide(test: cst.BaseExpression, names: dict, attributes: dict, own: str | 
         taken = _truth(_evaluate(test, lookup))
     except _NotSetting:
         return None
-    except _Unknown as unknown:
+    except Unknown as unknown:
         return Decision(None, text, why=unknown.why, fields=tuple(sorted({**unknown.fields, "cls": cls}.items())))
     return Decision(taken, text)
 
@@ -241,21 +235,6 @@ def _immutable(value) -> bool:
     return value is None or isinstance(value, (bool, int, float, complex, str, bytes))
 
 
-def _binds(stmt: cst.CSTNode) -> set[str]:
-    """Names bound anywhere in `stmt`, nested blocks included (not inside nested functions)."""
-    out: set[str] = set()
-    for node in walk(stmt, skip=(cst.FunctionDef, cst.ClassDef, cst.Lambda)):
-        if isinstance(node, (cst.AssignTarget, cst.AugAssign, cst.AnnAssign, cst.For)):
-            out |= set(loads(node.target))
-        elif isinstance(node, cst.AsName):
-            out |= set(loads(node.name))
-        elif isinstance(node, (cst.Global, cst.Nonlocal)):
-            out |= {n.name.value for n in node.names}
-    if isinstance(stmt, (cst.FunctionDef, cst.ClassDef)):
-        out.add(stmt.name.value)
-    return out
-
-
 def _calls_method(stmt: cst.CSTNode, self_name: str, cls: cst.ClassDef) -> bool:
     methods = {m.name.value for m in _methods(cls)}
     return any(type(c) is cst.Call and type(c.func) is cst.Attribute and type(c.func.value) is cst.Name
@@ -289,7 +268,7 @@ def _setting_attributes(cls, init, self_name: str, fixed: dict, qualified) -> di
 
         def lookup(node, fixed=fixed):
             if type(node) is cst.Name and node.value in fixed:
-                if isinstance(fixed[node.value], _Unknown):
+                if isinstance(fixed[node.value], Unknown):
                     raise fixed[node.value]
                 return fixed[node.value]
             raise _NotSetting
@@ -297,120 +276,10 @@ def _setting_attributes(cls, init, self_name: str, fixed: dict, qualified) -> di
             result = _evaluate(value, lookup)
         except _NotSetting:
             continue
-        except _Unknown as unknown:
+        except Unknown as unknown:
             result = unknown
         out[target.attr.value] = (result, index)
     return out
-
-
-def _param_values(module, cls, init, positional: list[str], params: list[str], line_of) -> dict[str, object]:
-    """parameter -> the literal every `Cls(...)` of the module gives it (or its literal
-    default), or the _Unknown saying why there is none."""
-    name = cls.name.value
-    defaults = {p.name.value: p.default for p in [*init.params.params[1:], *init.params.kwonly_params]
-                if p.default is not None}
-    sites: list[tuple[cst.Call, cst.CSTNode]] = []   # (call, the function or module it is in)
-    other: list[cst.Name] = []
-    _find_sites(module, name, cls, sites, other)
-    if other:   # (passed around, subclassed: made where this file cannot see)
-        return {p: _Unknown("used", param=p, line=line_of(other[0])) for p in params}
-    if not sites:
-        return {p: _Unknown("unfixed", param=p) for p in params}
-    seen: dict[str, list[tuple[object, int]]] = {p: [] for p in params}
-    out: dict[str, object] = {}
-    for call, scope in sites:
-        loose = next((a for a in call.args if a.star), None) or next(
-            (a for a in call.args[len(positional):] if a.keyword is None), None)
-        if loose is not None:   # (`Cls(*args)`: which parameter gets what is known when it runs)
-            for p in params:
-                out.setdefault(p, _Unknown("runtime", param=p, value=cst.Module([]).code_for_node(loose).strip(" ,"),
-                                           line=line_of(call)))
-            continue
-        given = {a.keyword.value if a.keyword is not None else positional[i]: a.value for i, a in enumerate(call.args)}
-        for p in params:
-            expr = given.get(p, defaults.get(p))
-            if expr is None:
-                out.setdefault(p, _Unknown("unfixed", param=p))
-                continue
-            try:
-                value = _literal(expr) if not isinstance(expr, cst.Name) or expr.value in ("True", "False", "None") \
-                    else _bound_literal(expr.value, scope, module)
-            except _NotSetting:
-                text = cst.Module([]).code_for_node(expr) + ("" if p in given else " (its default)")
-                out.setdefault(p, _Unknown("runtime", param=p, value=text, line=line_of(expr)))
-                continue
-            seen[p].append((value, line_of(call)))
-    for p in params:
-        if p in out:
-            continue
-        first = seen[p][0]
-        other_value = next(((v, line) for v, line in seen[p] if (type(v), v) != (type(first[0]), first[0])), None)
-        if other_value is not None:
-            out[p] = _Unknown("varies", param=p, first=repr(first[0]), line=first[1], other=repr(other_value[0]),
-                              other_line=other_value[1])
-        else:
-            out[p] = first[0]
-    return out
-
-
-def _find_sites(module: cst.Module, name: str, cls: cst.ClassDef, sites: list, other: list) -> None:
-    """The calls `name(...)` with the function (or module) each is in; other uses of `name`."""
-    stack: list[cst.CSTNode] = [module]
-    calls: set[int] = set()
-
-    class V(cst.CSTVisitor):
-        def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
-            stack.append(node)
-
-        def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
-            stack.pop()
-
-        def visit_Call(self, node: cst.Call) -> None:
-            if type(node.func) is cst.Name and node.func.value == name:
-                sites.append((node, stack[-1]))
-                calls.add(id(node.func))
-
-        def visit_Name(self, node: cst.Name) -> None:
-            if node.value == name and id(node) not in calls and node is not cls.name:
-                other.append(node)
-
-        def visit_Attribute(self, node: cst.Attribute) -> bool:
-            node.value.visit(self)   # (`x.Cls` is another name)
-            return False
-
-        def visit_Arg(self, node: cst.Arg) -> bool:
-            node.value.visit(self)   # (a keyword is no use of the name)
-            return False
-
-    visit(module, V())
-
-
-def _bound_literal(name: str, scope: cst.CSTNode, module: cst.Module):
-    """The literal `name` holds where `scope` reads it: its one binding there (or, not bound
-    in the function, at module level) is `name = <literal>` and nothing rebinds it."""
-    for holder in ([scope, module] if scope is not module else [module]):
-        statements = list(holder.body.body) if isinstance(holder, cst.FunctionDef) else list(cast(cst.Module, holder).body)
-        if isinstance(holder, cst.FunctionDef):
-            params = holder.params
-            if name in {p.name.value for p in (*params.params, *params.kwonly_params, *params.posonly_params)}:
-                raise _NotSetting
-        bound = [s for s in statements if name in _binds(s)]
-        if not bound:
-            continue
-        everywhere = any(isinstance(s, (cst.Global, cst.Nonlocal)) and name in {n.name.value for n in s.names}
-                         for s in walk(module))
-        small = bound[0].body[0] if len(bound) == 1 and isinstance(bound[0], cst.SimpleStatementLine) \
-            and len(bound[0].body) == 1 else None
-        if everywhere or not isinstance(small, cst.Assign) or len(small.targets) != 1 \
-                or type(small.targets[0].target) is not cst.Name or _binds_nested(statements, name):
-            raise _NotSetting
-        return _literal(small.value)
-    raise _NotSetting
-
-
-def _binds_nested(statements, name: str) -> bool:
-    """Does a function defined among `statements` (or a comprehension) rebind `name`?"""
-    return any(type(n) is cst.FunctionDef and name in _binds(n.body) for s in statements for n in walk(s))
 
 
 def literal_default(expr: cst.BaseExpression) -> bool:

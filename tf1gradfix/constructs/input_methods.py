@@ -51,17 +51,18 @@ def calls_in(statements, self_name: str | None):
             yield stmt, call.func.attr.value, call
 
 
-def found(cls: cst.ClassDef, self_name: str | None, owners: list[cst.FunctionDef]) -> list[cst.FunctionDef]:
-    """The methods `owners` (`__init__` and the methods it inlines) call as statements,
-    with arguments, that make placeholders; checked for the form read at each call."""
+def found(cls: cst.ClassDef, self_name: str | None, statements) -> list[cst.FunctionDef]:
+    """The methods called as statements, with arguments, that make placeholders, in
+    `statements`: (statement, the method it is in) of what `__init__` and the methods it
+    inlines run building the graph (build_flow); checked for the form read at each call."""
     methods = {s.name.value: s for s in cls.body.body if isinstance(s, cst.FunctionDef)}
     out: list[cst.FunctionDef] = []
-    for owner in owners:
-        for stmt, name, call in calls_in(owner.body.body, self_name):
+    for statement, owner in statements:
+        for stmt, name, call in calls_in([statement], self_name):
             method = methods.get(name)
             if method is None or method is owner or not call.args and len(method.params.params) == 1 \
                     or not makes_inputs(method):
-                continue   # (no arguments, none taken: an inlined method, model_classes.build_methods)
+                continue   # (no arguments, none taken: an inlined method, build_flow)
             _check(method, cast(str, self_name))
             if not any(m is method for m in out):
                 out.append(method)

@@ -36,16 +36,18 @@ MADE = "made"   # the attribute holding the variables, "SCOPE/name" -> variable
 
 
 def found(cls: cst.ClassDef, self_name: str | None, owners: list[cst.FunctionDef], helpers,
-          bare: bool = False) -> list[cst.FunctionDef]:
+          bare: bool = False, reached=None) -> list[cst.FunctionDef]:
     """The methods `owners` (`__init__` and the methods it inlines) call as
     `self.m(...)`, and those these call so, that are plain methods of `self`;
-    static helpers aside. `bare`: calls `m(...)` too (the class desugared)."""
+    static helpers aside. `bare`: calls `m(...)` too (the class desugared).
+    `reached`: the nodes of `owners` TF1 evaluates building the graph (build_flow),
+    where their calls are looked for (default: their bodies)."""
     methods = {s.name.value: s for s in cls.body.body if isinstance(s, cst.FunctionDef)}
     seen = {id(m) for m in owners}
     out: list[cst.FunctionDef] = []
-    queue = list(owners)
+    queue: list[cst.CSTNode] = list(reached) if reached is not None else [m.body for m in owners]
     while queue and self_name is not None:
-        for node in walk(queue.pop(0).body):
+        for node in walk(queue.pop(0)):
             func = node.func if type(node) is cst.Call else None
             if bare and type(func) is cst.Name:
                 method = methods.get(func.value)
@@ -57,7 +59,7 @@ def found(cls: cst.ClassDef, self_name: str | None, owners: list[cst.FunctionDef
                 continue
             seen.add(id(method))
             out.append(method)
-            queue.append(method)
+            queue.append(method.body)
     for method in out:
         for target in walk(method.body):
             if type(target) is cst.AssignTarget or type(target) is cst.AugAssign:

@@ -11,12 +11,16 @@ session parameters disappear from functions and their calls (session_params).
 How: `desugar` first reads `self.<attr>` inside `__init__` (and the methods it
 builds the graph with) as a plain name, so the rest of the rewrite sees one
 function building a graph; emit_class turns the names `__init__` shares with
-the methods back into attributes. Methods `__init__` calls as `self.build()` or
-`x = self.build()` are inlined (parameters with literal defaults bound to them
-first); those it calls with arguments are functions of them (layer_methods.py),
-except those making placeholders, read in place at each call (input_methods.py).
-An `if` on what the class's construction fixes (class_settings) is read as the
-branch TF1 takes, and a `return` it reaches ends the build (`built`).
+the methods back into attributes. What TF1 runs building the graph is read by one
+walker (build_flow.py): methods `__init__` calls as `self.build()` or `x =
+self.build()` are inlined (parameters with literal defaults bound to them first,
+their locals that the build reads after the call renamed apart), an `if` on what the
+class's construction fixes (class_settings) is read as the branch TF1 takes, and a
+`return` it reaches ends the build; only that counts for the attributes the build
+reads and sets and the methods it calls. Methods it calls with arguments are
+functions of them (layer_methods.py), except those making placeholders, read in
+place at each call (input_methods.py); methods building graph code nothing runs
+are dropped (unbuilt_methods.py).
 `with self.g.as_default():` of a graph the class only enters, and
 `with tf.device(...)`, are read as if unindented (graph_contexts.py).
 """
@@ -29,21 +33,22 @@ from typing import cast
 import libcst as cst
 
 from tf1gradfix.constructs import input_methods, layer_methods
-from tf1gradfix.constructs.class_settings import ClassDecisions, Decision, branch, literal_default
+from tf1gradfix.constructs.build_flow import CALL, END, WITH, Flow, result_target
+from tf1gradfix.constructs.class_settings import ClassDecisions
 from tf1gradfix.constructs.builders import MODULE_ATTRIBUTES
 from tf1gradfix.cst.printing import source_bytes
 from tf1gradfix.constructs.session_params import SessionParameters
 from tf1gradfix.cst.walk import walk
-from tf1gradfix.cst.syntax import Refusal, bound_names, free_names, is_docstring, loads, name_nodes
+from tf1gradfix.cst.syntax import Refusal, bound_names, free_names, loads, name_nodes
 from tf1gradfix.model.nodes import LayerNode, Optimizer, Static, Variable, VariableGroup
 
 
 class ClassFound(Exception):
     """The graph is built by a class's `__init__`: the program is read again, desugared."""
 
-    def __init__(self, cls: cst.ClassDef, decisions: ClassDecisions | None = None):
+    def __init__(self, cls: cst.ClassDef, decisions: ClassDecisions | None = None, unbuilt: tuple[str, ...] = ()):
         super().__init__(cls.name.value)
-        self.cls, self.decisions = cls, decisions or ClassDecisions()
+        self.cls, self.decisions, self.unbuilt = cls, decisions or ClassDecisions(), unbuilt
 
 
 @dataclass
@@ -57,6 +62,7 @@ class ModelClass:
     decisions: ClassDecisions = field(default_factory=ClassDecisions)   # its `if`s the construction decides
     expanded: tuple[str, ...] = ()          # methods making graph inputs, read at each call (input_methods)
     origins: dict = field(default_factory=dict)   # id of an expanded statement -> the method's (for positions)
+    unbuilt: tuple[str, ...] = ()           # methods building graph code TF1 never runs (unbuilt_methods)
 
     def helpers(self, cls: cst.ClassDef) -> dict[str, cst.FunctionDef]:
         """The static helper methods (static_helpers) under the names `__init__` reads them by."""
@@ -81,9 +87,10 @@ def init_of(cls: cst.ClassDef) -> cst.FunctionDef | None:
     return None
 
 
-def model_class(module: cst.Module, owner: cst.CSTNode, decided=None) -> cst.ClassDef | None:
+def model_class(module: cst.Module, owner: cst.CSTNode, decided=None, plan=None) -> cst.ClassDef | None:
     """The module-level class whose `__init__` is `owner`, or one of the methods
-    `__init__` builds the graph with, if it is one. `decided`: id of an `if` -> its Decision."""
+    `__init__` builds the graph with, if it is one. `decided`: id of an `if` -> its Decision;
+    `plan`: the ModelClass `module` was desugared for."""
     for stmt in module.body:
         if isinstance(stmt, cst.ClassDef) and owner in stmt.body.body and isinstance(owner, cst.FunctionDef):
             init = init_of(stmt)
@@ -93,193 +100,70 @@ def model_class(module: cst.Module, owner: cst.CSTNode, decided=None) -> cst.Cla
             if init is None or not any(type(a) is cst.Attribute and a.attr.value == named or type(a) is cst.Name
                                        and a.value == named for m in stmt.body.body if m is not owner for a in walk(m)):
                 continue   # (a method nothing of the class names: `__init__` does not build with it)
-            if any(m is owner for m in _graph_methods(stmt, init, decided or {})):
+            inlined = plan.inlined if plan is not None and plan.name == stmt.name.value else None
+            if any(m is owner for m in _graph_methods(stmt, init, decided or {}, inlined)):
                 return stmt
     return None
 
 
-def _graph_methods(cls: cst.ClassDef, init: cst.FunctionDef, decided) -> list[cst.FunctionDef]:
+def _graph_methods(cls: cst.ClassDef, init: cst.FunctionDef, decided, inlined=None) -> list[cst.FunctionDef]:
     """The methods `__init__` builds the graph with: inlined ones, layer methods and static helpers."""
-    inlined = build_methods(cls, init, decided)
-    self_name = init.params.params[0].name.value if init.params.params else None
-    expanded = input_methods.found(cls, self_name, [init, *inlined])
-    return inlined + expanded + layer_methods.found(cls, self_name, [init, *inlined], {m.name.value: m for m in expanded},
-                                                    bare=True)
-
-
-def built(statements, decided: dict[int, Decision], method: str) -> tuple[list, bool]:
-    """The statements TF1 runs building the graph: an `if` the construction decides
-    (class_settings) as the statements of the branch it takes, up to a `return` at this
-    level (True: one is reached; the rest is never built)."""
-    out: list[cst.BaseStatement] = []
-    for stmt in statements:
-        decision = decided.get(id(stmt)) if type(stmt) is cst.If else None
-        if decision is not None and decision.taken is not None:
-            inner, returned = built(branch(cast(cst.If, stmt), decision.taken), decided, method)
-            out += inner
-            if returned:
-                return out, True
-            continue
-        small = stmt.body[0] if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 else None
-        if isinstance(small, cst.Return):
-            return out, True
-        below = next((n for n in walk(stmt, skip=(cst.FunctionDef, cst.ClassDef, cst.Lambda))
-                      if type(n) is cst.Return), None) if not isinstance(stmt, (cst.FunctionDef, cst.ClassDef)) else None
-        if below is not None:   # (under a condition or loop: where the build ends is not known)
-            if decision is not None:
-                raise decision.refusal(stmt)
-            raise Refusal.of(below, "class_build_return", method=method)
-        out.append(stmt)
-    return out, False
-
-
-def build_methods(cls: cst.ClassDef, init: cst.FunctionDef, decided=None) -> list[cst.FunctionDef]:
-    """Methods that `__init__` calls as statements `self.build()` or `x = self.build()`
-    (and those they call so), in call order: their statements are read as if written at
-    the call, a final `return value` as `x = value`. Parameters after `self` must have
-    literal defaults (bound first, `l2 = 0.001`). `decided`: id of an `if` -> its Decision."""
-    self_name = init.params.params[0].name.value if init.params.params else None
-    decided = decided or {}
-    methods: dict[str | None, cst.FunctionDef] = {
-        s.name.value: s for s in cls.body.body if isinstance(s, cst.FunctionDef) and s is not init}
-    found: list[cst.FunctionDef] = []
-
-    def expand(statements, where: str) -> None:
-        statements = built(statements, decided, where)[0]
-        for position, stmt in enumerate(statements):
-            if isinstance(stmt, cst.With):   # (a graph context: graph_contexts)
-                expand(stmt.body.body, where)
-                continue
-            method = methods.get(_self_call(stmt, self_name))
-            result = _result_target(stmt)
-            if method is None or result is not None and (_final_return(method) is None or self_name not in {
-                    n.value for n in name_nodes(method.body)} or not _defaults_only(method)):
-                continue   # (`x = self.m()` of a method that never reads `self`, takes arguments or returns elsewhere: layer_methods)
-            if any(m is method for m in found):
-                raise Refusal.of(stmt, "class_method_called_twice", instance=self_name, method=method.name.value)
-            params = method.params
-            if not params.params or params.params[0].name.value != self_name or not _defaults_only(method) \
-                    or params.star_arg != cst.MaybeSentinel.DEFAULT \
-                    or params.kwonly_params or params.star_kwarg or params.posonly_params or method.decorators \
-                    or not isinstance(method.body, cst.IndentedBlock) or result is None and _returns_value(method):
-                raise Refusal.of(stmt, "class_method_form", instance=self_name, method=method.name.value)
-            # its statements join the caller's: a local of its own the caller reads after the call would change
-            local = set(loads(method.body)) - free_names(method) - {self_name}
-            later = set().union(*(loads(s) for s in statements[position + 1:])) & local
-            if later:
-                raise Refusal.of(stmt, "class_method_local_reused", method=method.name.value, name=sorted(later)[0])
-            found.append(method)
-            expand(method.body.body, method.name.value)
-
-    if self_name is not None:
-        expand(init.body.body, "__init__")
-    for method in found:   # a default bound in `__init__` is one host value there: nothing else of it may name it
-        others = [m for m in [init, *found] if m is not method]
-        for p in method.params.params[1:]:
-            if any(p.name.value in loads(m.body) or p.name.value in {q.name.value for q in m.params.params} for m in others):
-                raise Refusal.of(p, "class_method_local_reused", method=method.name.value, name=p.name.value)
-    return found
-
-
-def _defaults_only(method: cst.FunctionDef) -> bool:
-    """Every parameter after `self` has a literal default (the call passes none)."""
-    return all(p.default is not None and literal_default(p.default) for p in method.params.params[1:])
+    flow = Flow.of(cls, init, decided, inlined)
+    inlined = flow.inlined()
+    expanded = input_methods.found(cls, flow.self_name, flow.statements())
+    return inlined + expanded + layer_methods.found(cls, flow.self_name, [init, *inlined],
+                                                    {m.name.value: m for m in expanded}, bare=True,
+                                                    reached=[node for node, _ in flow.reached()])
 
 
 def init_statements(cls: cst.ClassDef, plan: "ModelClass", module: cst.Module) -> list[cst.BaseStatement]:
-    """`__init__`'s statements as TF1 runs them, with each `self.build()` replaced by that
-    method's own (without its docstring, after `param = default` for its parameters),
-    each call of an input method by its statements (input_methods; `plan.origins` then
-    says where they come from), and decided `if`s as their branch, up to a `return`."""
+    """`__init__`'s statements as TF1 runs them (build_flow), with each `self.build()`
+    replaced by that method's own (without its docstring, after `param = default` for
+    its parameters, its `return value` as `x = value` for `x = self.build()`), each call
+    of an input method by its statements (input_methods; `plan.origins` then says where
+    they come from), and decided `if`s as their branch, up to a `return`."""
     methods = {s.name.value: s for s in cls.body.body if isinstance(s, cst.FunctionDef)}
     init = cast(cst.FunctionDef, init_of(cls))
     names = input_methods.expansion(module, cls, init, [methods[m] for m in plan.expanded])
-    decided = plan.decisions.nodes(cls)
-
-    def expand(statements, where: str) -> list[cst.BaseStatement]:
-        out: list[cst.BaseStatement] = []
-        for stmt in built(statements, decided, where)[0]:
-            name = _self_call(stmt, plan.self_name)
-            called = next((c for s, n, c in input_methods.calls_in([stmt], plan.self_name) if n in plan.expanded), None)
-            if isinstance(stmt, cst.With):
-                body = expand(stmt.body.body, where)
-                out.append(stmt if all(a is b for a, b in zip(body, stmt.body.body)) and len(body) == len(stmt.body.body)
-                           else stmt.with_changes(body=stmt.body.with_changes(body=body)))
-            elif called is not None:
-                method = methods[cast(cst.Attribute, called.func).attr.value]
-                out += names.statements(stmt, method, called)
-            elif name in plan.inlined:
-                method = methods[name]
-                body = list(cast(cst.IndentedBlock, method.body).body)
-                body = body[1:] if body and is_docstring(body[0]) else body
-                target = _result_target(stmt)
-                if target is not None:   # `x = self.build()`: its `return value` as `x = value`
-                    value = cast(cst.Return, cast(cst.SimpleStatementLine, body[-1]).body[0]).value
-                    body[-1] = cast(cst.SimpleStatementLine, body[-1]).with_changes(
-                        body=[cst.Assign([cst.AssignTarget(target)], cast(cst.BaseExpression, value))])
-                bound = [cst.SimpleStatementLine([cst.Assign([cst.AssignTarget(cst.Name(p.name.value))],
-                                                             cast(cst.BaseExpression, p.default))])
-                         for p in method.params.params[1:]]
-                out += bound + expand(body, name)
-            else:
-                out.append(stmt)
-        return out
-
-    out = expand(init.body.body, "__init__")
+    flow = Flow.of(cls, init, plan.decisions.nodes(cls), plan.inlined)
+    for step, method, clash in flow.collisions(frozenset(plan.attributes)):   # (desugar renamed them apart)
+        raise Refusal.of(step.stmt, "class_method_local_reused", method=method.name.value, name=clash[0])
+    blocks: list[list[cst.BaseStatement]] = [[]]
+    for step in flow.steps:
+        if step.kind == WITH:
+            blocks.append([])
+        elif step.kind == CALL:
+            method = cast(cst.FunctionDef, step.method)
+            blocks.append([cst.SimpleStatementLine([cst.Assign([cst.AssignTarget(cst.Name(p.name.value))],
+                                                               cast(cst.BaseExpression, p.default))])
+                           for p in method.params.params[1:]])
+        elif step.kind == END and step.method is not None:   # `x = self.build()`: its `return value` as `x = value`
+            body = blocks.pop()
+            target = result_target(step.stmt)
+            if target is not None:
+                last = cast(cst.SimpleStatementLine, cast(cst.IndentedBlock, step.method.body).body[-1])
+                value = cast(cst.BaseExpression, cast(cst.Return, last.body[0]).value)
+                body.append(last.with_changes(body=[cst.Assign([cst.AssignTarget(target)], value)]))
+            blocks[-1] += body
+        elif step.kind == END:
+            body, stmt = blocks.pop(), cast(cst.With, step.stmt)
+            same = len(body) == len(stmt.body.body) and all(a is b for a, b in zip(body, stmt.body.body))
+            blocks[-1].append(stmt if same else stmt.with_changes(body=stmt.body.with_changes(body=body)))
+        else:
+            called = next((c for s, n, c in input_methods.calls_in([step.stmt], plan.self_name)
+                           if n in plan.expanded), None)
+            blocks[-1] += [step.stmt] if called is None else names.statements(
+                step.stmt, methods[cast(cst.Attribute, called.func).attr.value], called)
     plan.origins.update(names.origins)
-    return out
+    return blocks[0]
 
 
-def _self_call(stmt: cst.CSTNode, self_name: str | None) -> str | None:
-    """`m` for a statement `self.m()` or `x = self.m()`."""
-    small = stmt.body[0] if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 else None
-    call = small.value if isinstance(small, cst.Expr) or isinstance(small, cst.Assign) and len(small.targets) == 1 else None
-    if isinstance(call, cst.Call) and not call.args and isinstance(call.func, cst.Attribute) \
-            and isinstance(call.func.value, cst.Name) and call.func.value.value == self_name:
-        return call.func.attr.value
-    return None
-
-
-def _result_target(stmt: cst.CSTNode) -> cst.BaseAssignTargetExpression | None:
-    """`x` of a statement `x = ...`."""
-    small = stmt.body[0] if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 else None
-    return small.targets[0].target if isinstance(small, cst.Assign) and len(small.targets) == 1 else None
-
-
-def _final_return(method: cst.FunctionDef) -> cst.Return | None:
-    """The method's `return value` if it is its last statement and its only return."""
-    last = method.body.body[-1] if isinstance(method.body, cst.IndentedBlock) and method.body.body else None
-    small = last.body[0] if isinstance(last, cst.SimpleStatementLine) and len(last.body) == 1 else None
-    if not isinstance(small, cst.Return) or small.value is None:
-        return None
-    returns = [n for n in walk(method.body) if type(n) in (cst.Return, cst.Yield, cst.FunctionDef, cst.Lambda)]
-    return small if returns == [small] else None
-
-
-def _returns_value(method: cst.FunctionDef) -> bool:
-    found = []
-
-    class V(cst.CSTVisitor):
-        def visit_Return(self, node: cst.Return) -> None:
-            found.append(node.value is not None)
-
-        def visit_Yield(self, node: cst.Yield) -> None:
-            found.append(True)
-
-        def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
-            return node is method
-
-        def visit_Lambda(self, node: cst.Lambda) -> bool:
-            return False
-
-    method.visit(V())
-    return any(found)
-
-
-def desugar(module: cst.Module, cls: cst.ClassDef, decisions: ClassDecisions | None = None) -> tuple[cst.Module, ModelClass]:
+def desugar(module: cst.Module, cls: cst.ClassDef, decisions: ClassDecisions | None = None,
+            unbuilt: tuple[str, ...] = ()) -> tuple[cst.Module, ModelClass]:
     """The module with `self.<attr>` read as a name inside `cls.__init__`, parsed again
     (the scope analysis must see the new names); lines stay where they were.
-    `decisions`: of the class's `if`s (class_settings), taken on `module`."""
+    `decisions`: of the class's `if`s (class_settings), taken on `module`; `unbuilt`:
+    its methods TF1 never builds (unbuilt_methods)."""
     decisions = decisions or ClassDecisions()
     decided = decisions.nodes(cls)
     init = cast(cst.FunctionDef, init_of(cls))   # (a model class has an `__init__`)
@@ -291,21 +175,28 @@ def desugar(module: cst.Module, cls: cst.ClassDef, decisions: ClassDecisions | N
     self_name = params[0].name.value
     members = _members(cls, self_name)
     methods = {s.name.value for s in cls.body.body if isinstance(s, cst.FunctionDef)}
-    inlined = build_methods(cls, init, decided)
-    expanded = input_methods.found(cls, self_name, [init, *inlined])
+    flow = Flow.of(cls, init, decided)   # (only what TF1 builds counts: not a branch decided against)
+    inlined = flow.inlined()
+    reached = flow.reached()
+    # an inlined method's locals that the build reads after its call: renamed apart
+    renames = flow.renames({n.value for n in name_nodes(module)} | methods
+                           | {a.attr.value for a in _self_attributes(cls.body, self_name)})
+    expanded = input_methods.found(cls, self_name, flow.statements())
     helpers = static_helpers(cls, self_name, init, inlined + expanded)
-    layered = layer_methods.found(cls, self_name, [init, *inlined], {**helpers, **{m.name.value: m for m in expanded}})
-    regions = [init.body] + [m.body for m in inlined] + [m.body for m in layered] + [m.body for m in expanded]
+    layered = layer_methods.found(cls, self_name, [init, *inlined], {**helpers, **{m.name.value: m for m in expanded}},
+                                  reached=[node for node, _ in reached])
+    apart_regions = [m.body for m in layered + expanded]
     # (where `self.<attr>` is read as a name; the calls of the methods read in place stay)
     read_in_place = {m.name.value for m in inlined + expanded}
-    flows = [built(region.body, decided, owner.name.value)[0] for region, owner in zip(regions, [init, *inlined])]
-    calls = {id(call.func) for statements in flows + [list(m.body.body) for m in layered]
+    calls = {id(call.func) for statements in [[s for s, _ in flow.statements(calls=True)]] + [list(m.body.body) for m in layered]
              for _, name, call in input_methods.calls_in(statements, self_name) if name in read_in_place}
-    used = [a for region in regions for a in _self_attributes(region, self_name) if id(a) not in calls]
-    assigned = set().union(*(_set_in(region, self_name) for region in regions))
+    evaluated = [node for node, _ in reached] + apart_regions
+    used = [a for node in evaluated for a in _self_attributes(node, self_name) if id(a) not in calls]
+    assigned = set().union(*(_set_in(node, self_name) for node in evaluated))
     class_level = set().union(*(bound_names(s) for s in cls.body.body if not isinstance(s, cst.FunctionDef)))
-    shared = regions[:1 + len(inlined)]   # (one namespace: `__init__` and what it inlines)
-    taken = set().union(*(loads(r) for r in shared)) | {p.name.value for p in params}
+    # (one namespace: `__init__` and what it inlines, with the names of its renamed locals)
+    taken = set().union(*(loads(m) for m in [init.body, *(m.body for m in inlined)])) | {p.name.value for p in params}
+    taken |= {p.name.value for m in inlined for p in m.params.params} | {n for r in renames.values() for n in r.values()}
     # a layer method is a function of its own: only the attributes it reads must not meet its names
     apart = [(set(loads(m.body)) | {p.name.value for p in m.params.params},
               {a.attr.value for a in _self_attributes(m.body, self_name)}) for m in layered + expanded]
@@ -323,12 +214,21 @@ def desugar(module: cst.Module, cls: cst.ClassDef, decisions: ClassDecisions | N
         taken.add(name)
         attributes[name] = attr
     local = {attr: name for name, attr in attributes.items()}
-    for region, owner in zip(regions, [init, *inlined, *layered, *expanded]):
-        bare = [n for n in name_nodes(region) if n.value == self_name]
-        if len(bare) != len(_self_attributes(region, self_name)):
+    for owner in [init, *inlined]:
+        nodes = [node for node, o in reached if o is owner]
+        if sum(1 for node in nodes for n in name_nodes(node) if n.value == self_name) \
+                != sum(len(_self_attributes(node, self_name)) for node in nodes):
+            raise Refusal.of(owner, "class_self_other_use", instance=self_name, function=owner.name.value)
+    for owner in layered + expanded:
+        bare = [n for n in name_nodes(owner.body) if n.value == self_name]
+        if len(bare) != len(_self_attributes(owner.body, self_name)):
             raise Refusal.of(owner, "class_self_other_use", instance=self_name, function=owner.name.value)
 
+    regions = [init.body] + [m.body for m in inlined] + apart_regions
     inside = {id(n) for region in regions for n in walk(region)}
+    renamed = {id(n): renames[m.name.value][n.value] for m in inlined if m.name.value in renames
+               for n in name_nodes(m) if n.value in renames[m.name.value]}
+    inside |= {id(n) for m in inlined if m.name.value in renames for n in walk(m.params)}
     path = {id(module), id(cls), id(cls.body), id(init)} | {id(m) for m in [*inlined, *layered, *expanded]}
 
     class Desugar(cst.CSTTransformer):
@@ -336,14 +236,18 @@ def desugar(module: cst.Module, cls: cst.ClassDef, decisions: ClassDecisions | N
             return id(node) in path or id(node) in inside
 
         def leave_Attribute(self, original: cst.Attribute, updated: cst.Attribute) -> cst.BaseExpression:
-            if isinstance(updated.value, cst.Name) and updated.value.value == self_name and id(original) not in calls:
+            if isinstance(updated.value, cst.Name) and updated.value.value == self_name and id(original) not in calls \
+                    and updated.attr.value in local:   # (not: what a branch never built reads)
                 return cst.Name(local[updated.attr.value], lpar=updated.lpar, rpar=updated.rpar)
             return updated
+
+        def leave_Name(self, original: cst.Name, updated: cst.Name) -> cst.Name:
+            return updated.with_changes(value=renamed[id(original)]) if id(original) in renamed else updated
 
     new = module.visit(Desugar())
     plan = ModelClass(cls.name.value, self_name, attributes, members, tuple(m.name.value for m in inlined),
                       tuple(m.name.value for m in layered), decisions=decisions,
-                      expanded=tuple(m.name.value for m in expanded))
+                      expanded=tuple(m.name.value for m in expanded), unbuilt=unbuilt)
     return cst.parse_module(source_bytes(new)), plan
 
 
@@ -414,8 +318,9 @@ def host_statements(module: cst.Module, cls: cst.ClassDef, plan: ModelClass) -> 
     `__init__`, so nothing else may call them."""
     init = cast(cst.FunctionDef, init_of(cls))
     graph_methods = plan.inlined + plan.layered + plan.expanded
+    gone = graph_methods + plan.unbuilt
     host = cast("list[cst.BaseStatement]", [s for s in module.body if s is not cls] + [
-        s for s in cls.body.body if s is not init and not (isinstance(s, cst.FunctionDef) and s.name.value in graph_methods)])
+        s for s in cls.body.body if s is not init and not (isinstance(s, cst.FunctionDef) and s.name.value in gone)])
     if graph_methods:
         for stmt in host:
             for a in _attributes_named(stmt, graph_methods):

@@ -18,7 +18,19 @@ METHODS = ("minimize", "compute_gradients", "apply_gradients")
 
 def build(builder, s: Statement) -> bool:
     """A `TrainOp` or `ComputeGradients` node; False if the value calls no optimizer method."""
-    return _model(builder, s.item, s.names, s.value, s.deps)
+    return _alias(builder, s) or _model(builder, s.item, s.names, s.value, s.deps)
+
+
+def _alias(builder, s: Statement) -> bool:
+    """`x = train_op`: another name of the same train op, not a value computed from it
+    (a model class's `self.train_op = self.train()`, whose method ends `return train_op`).
+    The statement goes: a run of `x` runs that op."""
+    node = builder.program.node(s.value.value) if isinstance(s.value, cst.Name) and s.one is not None else None
+    if not isinstance(node, TrainOp):
+        return False
+    builder.program.final[cast(str, s.one)] = node.index
+    s.item.drop = True
+    return True
 
 
 def _model(builder, item, names, value, deps) -> bool:

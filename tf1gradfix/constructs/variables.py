@@ -51,6 +51,8 @@ def checked(builder, item, name: str, call: cst.Call, q: str, deps):
                                   "collections", "caching_device", "partitioner", "validate_shape",
                                   "use_resource", "custom_getter", "constraint"], call)
     bound = without_defaults(bound, q)
+    if builder.class_initializers is not None and q == "tensorflow.get_variable":   # (a constructor parameter's)
+        bound = builder.class_initializers.resolved(bound)
     extra = set(bound) - {"initial_value", "trainable", "name", "dtype", "shape", "initializer"}
     if extra:
         raise Refusal.of(call, "variable_arguments", args=', '.join(sorted(extra)))

@@ -255,3 +255,45 @@ def refit_body(before: list, after: list, indent: int, before_indent: int | tupl
 def one_line(text: str) -> str:
     """A statement `fit` laid out, on one line again (what it says, layout aside)."""
     return fit(text, -10 ** 9)
+
+
+def refit_header(before: cst.FunctionDef, after: cst.FunctionDef, indent: int) -> cst.FunctionDef:
+    """`after` (`before` with parameters edited, at `indent`) with its parameters laid out
+    again as black lays out a `def` when `before`'s were and `after`'s no longer are: one
+    line, else the parameters on a line of their own, else one per line with a trailing
+    comma. Only plain parameters (no `*`, `/`, annotations of the result)."""
+    old, new = (_header(f, indent) for f in (before, after))
+    if old is None or new is None or old != _written_header(before) or new == _written_header(after):
+        return after
+    holder = cst.parse_module("class _:\n" * (indent // 4) + " " * indent + new + "\n" + " " * (indent + 4) + "pass\n")
+    made = next(n for n in _descend(holder) if isinstance(n, cst.FunctionDef))
+    return after.with_changes(params=made.params, whitespace_before_params=made.whitespace_before_params)
+
+
+def _descend(node: cst.CSTNode):
+    yield node
+    for child in node.children:
+        yield from _descend(child)
+
+
+def _written_header(fn: cst.FunctionDef) -> str:
+    text = _MODULE.code_for_node(fn.with_changes(decorators=[], leading_lines=[], body=cst.SimpleStatementSuite([cst.Pass()])))
+    return text[:text.rindex("pass")].rstrip()
+
+
+def _header(fn: cst.FunctionDef, indent: int) -> str | None:
+    """The `def` line(s) as black writes them (None: a form not laid out here)."""
+    params = fn.params
+    if params.star_arg != cst.MaybeSentinel.DEFAULT or params.kwonly_params or params.star_kwarg \
+            or params.posonly_params or fn.returns is not None or fn.asynchronous is not None:
+        return None
+    items = [_MODULE.code_for_node(p.with_changes(comma=cst.MaybeSentinel.DEFAULT, whitespace_after_param=cst.SimpleWhitespace(""),
+                                                  whitespace_after_star=cst.SimpleWhitespace(""))) for p in params.params]
+    if any("\n" in item or "#" in item for item in items):
+        return None
+    head, joined = f"def {fn.name.value}(", ", ".join(items)
+    if indent + len(head) + len(joined) + 2 <= WIDTH:
+        return f"{head}{joined}):"
+    if indent + 4 + len(joined) <= WIDTH:
+        return f"{head}\n{' ' * (indent + 4)}{joined}\n{' ' * indent}):"
+    return head + "".join(f"\n{' ' * (indent + 4)}{item}," for item in items) + f"\n{' ' * indent}):"

@@ -214,8 +214,14 @@ class _Binder(cst.CSTVisitor):
         self.bound = bound
 
     def _targets(self, target) -> None:
-        for name in loads(target):
-            self.bound.add(name)
+        """The names a target binds: `x.a = v` and `x[i] = v` bind none (they read `x`)."""
+        if isinstance(target, cst.Name):
+            self.bound.add(target.value)
+        elif isinstance(target, (cst.Tuple, cst.List)):
+            for element in target.elements:
+                self._targets(element.value)
+        elif isinstance(target, cst.StarredElement):
+            self._targets(target.value)
 
     def visit_AssignTarget(self, node) -> None:
         self._targets(node.target)

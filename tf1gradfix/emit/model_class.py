@@ -60,6 +60,8 @@ class Attributes:
         for stmt in cls.body.body:
             if isinstance(stmt, cst.FunctionDef) and stmt.name.value in self.plan.inlined + self.plan.expanded:
                 continue   # its statements are `__init__`'s and the methods'
+            if isinstance(stmt, cst.FunctionDef) and stmt.name.value in self.plan.unbuilt:
+                continue   # graph code TF1 never built (unbuilt_methods)
             if isinstance(stmt, cst.FunctionDef) and stmt.name.value in self.layered:   # (layer_methods.methods)
                 body += [m.with_changes(leading_lines=stmt.leading_lines if i == 0 else m.leading_lines)
                          for i, m in enumerate(self.layered[stmt.name.value])]
@@ -75,11 +77,13 @@ class Attributes:
 
 
 def rewritten_class(plan: ModelClass, init: cst.FunctionDef, tf_alias: str, init_body, methods, names: ClassNames,
-                    layered=None):
+                    layered=None, params=None):
     """The replacement of the class: a function of the class as rewritten elsewhere
     (its other methods may hold runs). `names`: model.checks.class_names; `layered`: each
-    layer method's new methods."""
+    layer method's new methods; `params`: `__init__`'s parameters, rewritten."""
     attributes = Attributes(plan, init, tf_alias, names, layered=layered or {})
     new_init = init.with_changes(body=init.body.with_changes(body=attributes.init_body(init_body)))
+    if params is not None:
+        new_init = layout.refit_header(init, new_init.with_changes(params=params), 4)
     new_methods = [attributes.method(m) for m in methods]
     return lambda updated: attributes.class_def(updated, new_init, new_methods)

@@ -16,8 +16,9 @@ from typing import Any, cast
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider, ScopeProvider
 
-from tf1gradfix.constructs import (builders, class_settings, input_methods, layer_methods, model_classes, optimizers,
-                                   schedules, sections, session_options, session_params, summaries, variable_factories)
+from tf1gradfix.constructs import (builders, class_initializers, class_settings, input_methods, layer_methods,
+                                   model_classes, optimizers, schedules, sections, session_options, session_params,
+                                   summaries, unbuilt_methods, variable_factories, variables)
 from tf1gradfix.model import owners as owners_model
 from tf1gradfix.model.checks import (check_moved, check_program, check_results, check_state, check_steps, check_var_lists,
                                      class_names, kept, sliced)
@@ -82,7 +83,7 @@ def _restructure(module: cst.Module, wrapper: MetadataWrapper, plan=None, rename
             try:
                 new = _Rewrite(module, meta, plan, renames).run()
             except model_classes.ClassFound as found:   # read again, `self.<attr>` as names in `__init__`
-                desugared, plan = model_classes.desugar(module, found.cls, found.decisions)
+                desugared, plan = model_classes.desugar(module, found.cls, found.decisions, found.unbuilt)
                 return _restructure(desugared, AnalysisWrapper(desugared), plan)
         except Refusal as refusal:
             return Restructured(None, [(*_position(meta, r.node), r.code, r.message, "manual")
@@ -116,6 +117,7 @@ class _Rewrite:
         self.taken = set(self.module_names)
         self.decided: dict = {}   # id of an `if` a model class's construction decides -> its Decision
         self.class_decisions: dict = {}   # class name -> its ClassDecisions (class_settings)
+        self.unbuilt: dict = {}   # class name -> its methods TF1 never builds (unbuilt_methods)
 
     def code(self, node: cst.CSTNode) -> str:
         if self.renames:
@@ -137,6 +139,12 @@ class _Rewrite:
 
     def _run(self, creations, sessions) -> cst.Module | None:
         self._decide()
+        unbuilt = unbuilt_methods.found(self.module, self.decided, self.meta.names.qualified, self.plan)
+        if unbuilt:   # (graph code TF1 never runs: no owner of a graph)
+            inside = {id(n) for methods in unbuilt.values() for m in methods for n in walk(m)}
+            creations = [c for c in creations if id(c) not in inside]
+            sessions = [c for c in sessions if id(c) not in inside]
+        self.unbuilt = unbuilt
         owners: dict[int, cst.CSTNode] = {}     # id -> the function (or module) building a graph
         groups: dict[int, list] = {}            # id -> its graph calls
         opened: dict[int, list] = {}            # id -> its session calls
@@ -152,10 +160,11 @@ class _Rewrite:
             del owners[key]   # a builder function or a factory: its variables are made once, where graph code calls it
         top = {id(s) for s in self.module.body}   # (a module-level function is no method: not looked up per owner)
         classes = {k: c for k, o in owners.items()
-                   if id(o) not in top and (c := model_classes.model_class(self.module, o, self.decided)) is not None}
+                   if id(o) not in top and (c := model_classes.model_class(self.module, o, self.decided, self.plan)) is not None}
         if classes and self.plan is None:
             found = next(iter(classes.values()))
-            raise model_classes.ClassFound(found, self.class_decisions.get(found.name.value))
+            raise model_classes.ClassFound(found, self.class_decisions.get(found.name.value),
+                                           tuple(m.name.value for m in self.unbuilt.get(found.name.value, ())))
         self.alias = self._tf_alias()
         self.module_edits = self._module_edits()
         if classes:   # a model class's `__init__` builds the graph; any other owner only runs it
@@ -292,6 +301,11 @@ class _Rewrite:
             builder.class_attributes = self.plan.attributes
             builder.class_layers = layer_methods.ClassLayers.of(self.plan, helpers, cls)
             builder.decided = self.decided
+            for method in self.unbuilt.get(cls.name.value, ()):
+                unbuilt_methods.note(builder, method)
+            builder.class_initializers = class_initializers.ClassInitializers(
+                self.module, cls, owner, body, self.meta.names.qualified,
+                lambda node: _position(self.meta, node)[0], variables.initializer_rows())
         program = builder.build(owner, body, helpers, alias, collect=True)
         try:   # (every blocker of the graph statements and the host code in one run: ModelBuilder.build)
             check_program(program, owner, sessions, section)
@@ -393,9 +407,14 @@ class _Rewrite:
                        and (s.name.value in self.plan.layered or s.name.value in layer_made.nodes)}
             replacements.update(cast(model_classes.ClassHost, host).session_params.edits())
             replacements.update(self.module_edits)
+            # (a constructor parameter's initializers: the Keras ones its variables are made with)
+            initializers = builder.class_initializers.edits(lambda call: state.initializer(call)[0])
+            replacements.update(initializers)
+            params = owner.params.visit(Replace(initializers)) if initializers else None
             # (its attribute names, refused before the class is written)
             chosen = class_names(self.plan, owner, init_body, cast("list[cst.FunctionDef]", methods), bool(layered))
-            replacements[cls] = model_class.rewritten_class(self.plan, owner, alias, init_body, methods, chosen, layered)
+            replacements[cls] = model_class.rewritten_class(self.plan, owner, alias, init_body, methods, chosen, layered,
+                                                            params)
             return self.module.visit(Replace(replacements, layout_blocks=True))
         new_body = Assembler(program, state, tape, replacements, self.module, indent).body(texts, moved, owner)
         if section is not None:

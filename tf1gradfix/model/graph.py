@@ -80,6 +80,7 @@ class ModelBuilder:
         self.used_names: dict[str, int] = {}   # name scopes and scoped variable names so far (unique_name)
         self.decided: dict[int, Any] = {}   # id of an `if` a model class's construction decides -> class_settings.Decision
         self.class_attributes: dict[str, str] | None = None   # a model class's name -> attribute (ModelClass.attributes)
+        self.class_initializers: Any = None   # class_initializers.ClassInitializers of a model class
         self.graphs: dict[str, cst.CSTNode] = {}   # the graph the block makes and enters (graph_contexts.owned)
 
     def note(self, node: cst.CSTNode, code: str, message: str) -> None:
@@ -151,7 +152,7 @@ class ModelBuilder:
     def _flatten(self, body, prefix: str, lead: tuple, stats: bool = False, scope: str = "") -> None:
         for stmt in body:
             decision = self.decided.get(id(stmt)) if type(stmt) is cst.If else None
-            if decision is not None and decision.taken is not None:   # (inside a `with`: model_classes.built did the rest)
+            if decision is not None and decision.taken is not None:   # (inside a `with`: build_flow.built did the rest)
                 self._flatten(settled_branch(stmt, decision.taken), prefix, tuple(lead) + tuple(stmt.leading_lines),
                               stats, scope)
                 lead = ()
