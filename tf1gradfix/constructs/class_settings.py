@@ -31,6 +31,7 @@ from typing import Callable, cast
 
 import libcst as cst
 
+from tf1gradfix.constructs import host_values
 from tf1gradfix.cst.syntax import Refusal, loads
 from tf1gradfix.cst.walk import visit, walk
 from tf1gradfix.model.owners import GRAPH_CALLS
@@ -75,9 +76,19 @@ class Decision:
 
 @dataclass
 class ClassDecisions:
-    """The decisions of one class's `if`s, by (method, k): the k-th `if` of the method."""
+    """The decisions of one class's `if`s, by (method, k): the k-th `if` of the method; and the
+    values of its settings a loop may run over (a parameter, or `.attr` for `self.attr`:
+    the value, lists as tuples, or the host_values.NotFixed saying there is none)."""
 
     by_place: dict[tuple[str, int], Decision] = field(default_factory=dict)
+    values: dict[str, object] = field(default_factory=dict)
+
+    def named(self, attributes: dict[str, str], init: cst.FunctionDef | None) -> dict[str, object]:
+        """The values by the names the desugared `__init__` reads them by (`attributes`:
+        name -> attribute, model_classes.ModelClass.attributes)."""
+        params = {p.name.value for p in init.params.params[1:]} if init is not None else set()
+        out = {name: self.values[f".{attr}"] for name, attr in attributes.items() if f".{attr}" in self.values}
+        return {**out, **{p: v for p, v in self.values.items() if p in params and p not in attributes}}
 
     def nodes(self, cls: cst.ClassDef) -> dict[int, Decision]:
         """id of each `if` node of `cls` (this parse of it) -> its decision."""
@@ -114,11 +125,45 @@ def decide_module(module: cst.Module, qualified, line_of: Callable[[cst.CSTNode]
     """The decisions of each module-level class with an `__init__` and an `if` in a method."""
     out = {}
     for stmt in module.body:
-        if isinstance(stmt, cst.ClassDef) and any(_ifs(m) for m in _methods(stmt)):
-            init = next((m for m in _methods(stmt) if m.name.value == "__init__"), None)
-            if init is not None and init.params.params:
-                out[stmt.name.value] = _decide_class(module, stmt, init, qualified, line_of)
+        init = next((m for m in _methods(stmt) if m.name.value == "__init__"), None) if isinstance(stmt, cst.ClassDef) else None
+        if init is not None and init.params.params and any(_ifs(m) for m in _methods(cast(cst.ClassDef, stmt))):
+            out[stmt.name.value] = _decide_class(module, stmt, init, qualified, line_of)
+        if init is not None and len(init.params.params) > 1 and isinstance(init.body, cst.IndentedBlock):
+            out.setdefault(cast(cst.ClassDef, stmt).name.value, ClassDecisions()).values = \
+                _loop_values(module, cast(cst.ClassDef, stmt), init, qualified, line_of)
     return out
+
+
+def _loop_values(module, cls, init, qualified, line_of) -> dict[str, object]:
+    """The class's settings as a loop may iterate them (ClassDecisions.values): lists read
+    as tuples where nothing in the class (or the file, for a constant passed) may change them."""
+    self_name = init.params.params[0].name.value
+    positional = [p.name.value for p in init.params.params[1:]]
+    params = positional + [p.name.value for p in init.params.kwonly_params]
+    rebound = set().union(*(_binds(s) for s in init.body.body))
+    values = _param_values(module, cls, init, positional, params, line_of, lists=True)
+    fixed = {p: values[p] for p in params if p not in rebound}
+    settings = _setting_attributes(cls, init, self_name, fixed, qualified, lists=True)
+    out: dict[str, object] = {**fixed, **{f".{a}": v for a, (v, _) in settings.items()}}
+    kept = [s for s in init.body.body if _self_target(s, self_name) is not None]   # (`self.a = a`: checked as `self.a`)
+    for key, value in list(out.items()):
+        if isinstance(value, tuple) and not (key.startswith(".") and host_values.only_read(
+                cls.body, lambda n, a=key[1:]: _self_target(n, self_name, bare=True) == a, kept)
+                or not key.startswith(".") and host_values.only_read(
+                init.body, lambda n, p=key: type(n) is cst.Name and n.value == p, kept)):
+            value = _Unknown("used", param=key.lstrip("."), line=line_of(init))
+        out[key] = host_values.NotFixed(value.why) if isinstance(value, _Unknown) else value
+    return out
+
+
+def _self_target(node: cst.CSTNode, self_name: str, bare: bool = False) -> str | None:
+    """`a` of a statement `self.a = ...` (`bare`: of the expression `self.a`)."""
+    if not bare:
+        small = node.body[0] if isinstance(node, cst.SimpleStatementLine) and len(node.body) == 1 else None
+        node = small.targets[0].target if isinstance(small, cst.Assign) and len(small.targets) == 1 else None
+    if type(node) is cst.Attribute and type(node.value) is cst.Name and node.value.value == self_name:
+        return node.attr.value
+    return None
 
 
 def _decide_class(module, cls, init, qualified, line_of) -> ClassDecisions:
@@ -178,8 +223,9 @@ def _truth(value) -> bool:
     return bool(value)
 
 
-def _evaluate(node: cst.BaseExpression, lookup):
-    """The value of a test of settings and literals, as Python computes it (`and`/`or` short-circuit)."""
+def _evaluate(node: cst.BaseExpression, lookup, literal=None):
+    """The value of a test of settings and literals, as Python computes it (`and`/`or` short-circuit).
+    `literal`: how a literal is read (lists too, for a loop: host_values)."""
     if isinstance(node, cst.Name) and node.value in ("True", "False", "None"):
         return {"True": True, "False": False, "None": None}[node.value]
     if isinstance(node, (cst.Name, cst.Attribute)):
@@ -201,7 +247,7 @@ def _evaluate(node: cst.BaseExpression, lookup):
         return True
     if loads(node):
         raise _NotSetting
-    return _literal(node)
+    return _literal(node) if literal is None else literal(node)
 
 
 def _compare(left, operator, right) -> bool:
@@ -262,7 +308,7 @@ def _calls_method(stmt: cst.CSTNode, self_name: str, cls: cst.ClassDef) -> bool:
                and c.func.value.value == self_name and c.func.attr.value in methods for c in walk(stmt))
 
 
-def _setting_attributes(cls, init, self_name: str, fixed: dict, qualified) -> dict[str, tuple[object, int]]:
+def _setting_attributes(cls, init, self_name: str, fixed: dict, qualified, lists: bool = False) -> dict[str, tuple[object, int]]:
     """attribute -> (its value, the index of `__init__`'s statement setting it) for the
     attributes set once in the class, by a statement of `__init__` itself, to a setting or
     a literal (or to a placeholder or variable: NOT_NONE)."""
@@ -294,7 +340,7 @@ def _setting_attributes(cls, init, self_name: str, fixed: dict, qualified) -> di
                 return fixed[node.value]
             raise _NotSetting
         try:
-            result = _evaluate(value, lookup)
+            result = _evaluate(value, lookup, _host_literal if lists else None)
         except _NotSetting:
             continue
         except _Unknown as unknown:
@@ -303,9 +349,11 @@ def _setting_attributes(cls, init, self_name: str, fixed: dict, qualified) -> di
     return out
 
 
-def _param_values(module, cls, init, positional: list[str], params: list[str], line_of) -> dict[str, object]:
+def _param_values(module, cls, init, positional: list[str], params: list[str], line_of,
+                  lists: bool = False) -> dict[str, object]:
     """parameter -> the literal every `Cls(...)` of the module gives it (or its literal
-    default), or the _Unknown saying why there is none."""
+    default), or the _Unknown saying why there is none. `lists`: a list is a value too
+    (a tuple), where nothing in the file may change it."""
     name = cls.name.value
     defaults = {p.name.value: p.default for p in [*init.params.params[1:], *init.params.kwonly_params]
                 if p.default is not None}
@@ -333,8 +381,9 @@ def _param_values(module, cls, init, positional: list[str], params: list[str], l
                 out.setdefault(p, _Unknown("unfixed", param=p))
                 continue
             try:
-                value = _literal(expr) if not isinstance(expr, cst.Name) or expr.value in ("True", "False", "None") \
-                    else _bound_literal(expr.value, scope, module)
+                value = (_host_literal if lists else _literal)(expr) \
+                    if not isinstance(expr, cst.Name) or expr.value in ("True", "False", "None") \
+                    else _bound_literal(expr.value, scope, module, cls.name.value if lists else None)
             except _NotSetting:
                 text = cst.Module([]).code_for_node(expr) + ("" if p in given else " (its default)")
                 out.setdefault(p, _Unknown("runtime", param=p, value=text, line=line_of(expr)))
@@ -385,9 +434,10 @@ def _find_sites(module: cst.Module, name: str, cls: cst.ClassDef, sites: list, o
     visit(module, V())
 
 
-def _bound_literal(name: str, scope: cst.CSTNode, module: cst.Module):
+def _bound_literal(name: str, scope: cst.CSTNode, module: cst.Module, lists_for: str | None = None):
     """The literal `name` holds where `scope` reads it: its one binding there (or, not bound
-    in the function, at module level) is `name = <literal>` and nothing rebinds it."""
+    in the function, at module level) is `name = <literal>` and nothing rebinds it.
+    `lists_for`: a list is a value too, where the module only reads it or hands it to that class."""
     for holder in ([scope, module] if scope is not module else [module]):
         statements = list(holder.body.body) if isinstance(holder, cst.FunctionDef) else list(cast(cst.Module, holder).body)
         if isinstance(holder, cst.FunctionDef):
@@ -404,6 +454,11 @@ def _bound_literal(name: str, scope: cst.CSTNode, module: cst.Module):
         if everywhere or not isinstance(small, cst.Assign) or len(small.targets) != 1 \
                 or type(small.targets[0].target) is not cst.Name or _binds_nested(statements, name):
             raise _NotSetting
+        if lists_for is not None:
+            if not host_values.only_read(module, lambda n: type(n) is cst.Name and n.value == name, [small],
+                                         frozenset({lists_for})):
+                raise _NotSetting
+            return _host_literal(small.value)
         return _literal(small.value)
     raise _NotSetting
 
@@ -411,6 +466,13 @@ def _bound_literal(name: str, scope: cst.CSTNode, module: cst.Module):
 def _binds_nested(statements, name: str) -> bool:
     """Does a function defined among `statements` (or a comprehension) rebind `name`?"""
     return any(type(n) is cst.FunctionDef and name in _binds(n.body) for s in statements for n in walk(s))
+
+
+def _host_literal(expr: cst.BaseExpression):
+    try:
+        return host_values.literal(expr)
+    except host_values.NotFixed:
+        raise _NotSetting from None
 
 
 def literal_default(expr: cst.BaseExpression) -> bool:

@@ -281,6 +281,7 @@ class _Rewrite:
             builder.class_attributes = self.plan.attributes
             builder.class_layers = layer_methods.ClassLayers.of(self.plan, helpers, cls)
             builder.decided = self.decided
+            builder.host_settings = self.plan.decisions.named(self.plan.attributes, model_classes.init_of(cls))
         program = builder.build(owner, body, helpers, alias, collect=True)
         try:   # (every blocker of the graph statements and the host code in one run: ModelBuilder.build)
             check_program(program, owner, sessions, section)
@@ -343,6 +344,8 @@ class _Rewrite:
                 naming.layers[layer] = self.fresh(base if base not in self.taken else f"{base}_layer")
                 if isinstance(node, LayerLoop):
                     naming.lists[cast(LayerSite, layer)] = self.fresh(f"{base}_layers")
+            for site in node.variables if isinstance(node, LayerLoop) else []:   # a loop's variables: a list per statement
+                naming.lists[site] = self.fresh(f"{site.local}_variables")
         tape.name_functions(sigs)
         shared = tape.helper(sigs)
         texts = []

@@ -16,9 +16,10 @@ import libcst as cst
 from tf1gradfix.constructs.optimizers import optimizer_table
 from tf1gradfix.constructs import dropout, gradient_calls, losses, rnn_cells, rnn_stacks, summaries, updates, var_lists
 from tf1gradfix.model.graph import Program
-from tf1gradfix.model.nodes import (ComputeGradients, Gradients, LayerCall, LayerLoop, LayerLoopCall, Node, Optimizer,
+from tf1gradfix.constructs.variable_loops import loop_statement
+from tf1gradfix.model.nodes import (ComputeGradients, Gradients, LayerCall, LayerLoop, LayerLoopCall, LayerSite, Node, Optimizer,
                                     OptimizerCall, Placeholder, RnnRun, StateTuple, Summary, Tensor, TrainOp, Update,
-                                    Variable, VarList, ZeroState)
+                                    Variable, VariableSite, VarList, ZeroState)
 from tf1gradfix.cst import layout
 from tf1gradfix.cst.syntax import literal_index, matches
 from tf1gradfix.model.sites import Site
@@ -145,7 +146,7 @@ class TapeEmitter:
         if isinstance(node, LayerLoopCall):
             loop = self.p.nodes[node.layer_loop]
             assert isinstance(loop, LayerLoop)
-            return self._layer_loop(loop)
+            return self._layer_loop(loop, node.called(), self.indent + 4 * (depth or 1))
         stmt = losses.rewritten_statement(node.stmt, node.called(), self.qualified, self.code, self.tf)
         stmt = dropout.rewritten_statement(stmt, node.called(), self.qualified, self.code)
         if isinstance(node, Update):   # `tf.assign_add(v, x)` -> `v.assign_add(x)`
@@ -160,23 +161,30 @@ class TapeEmitter:
             lines = [ln for ln in cst.Module([]).code_for_node(moved.with_changes(leading_lines=())).splitlines() if ln.strip()]
         return "\n".join(lines)
 
-    def _layer_loop(self, layers: LayerLoop) -> str:
-        """The loop again, zipped with the lists of layers it created: each call
-        site calls its layer of this iteration."""
+    def _layer_loop(self, layers: LayerLoop, calls, indent: int) -> str:
+        """The loop again, zipped with the lists of layers and variables it created: each
+        call site calls its layer of this iteration, each variable statement's name is its
+        variable of this iteration (`indent`: the loop's column)."""
         naming = self.state.naming
-        loop, sites = layers.loop, layers.sites
+        loop, sites = layers.loop, layers.made()
         target = self.code(loop.target)
         if isinstance(loop.target, cst.Tuple) and not loop.target.lpar:
             target = f"({target})"
-        header = ", ".join([target] + [naming.layers[s] for s in sites])
-        lines = [f"for {header} in zip({self.code(loop.iter)}, {', '.join(naming.lists[s] for s in sites)}):"]
-        calls = iter(sites)
-        for name, value, is_layer, _ in layers.statements:
-            if is_layer:
-                site = next(calls)
-                lines.append(f"{IND}{name} = {naming.layers[site]}({self.code(site.source)})")
-            else:
-                lines.append(f"{IND}{name} = {self.code(value)}")
+        header = ", ".join([target] + [s.local if isinstance(s, VariableSite) else naming.layers[s] for s in sites])
+        zipped = f"zip({self.code(loop.iter)}, {', '.join(naming.lists[s] for s in sites)})"
+        lines = [layout.fit_header(f"for {header} in ", zipped, ":", indent)]
+        for st in layers.statements:
+            if isinstance(st.site, LayerSite):
+                lines.append(f"{IND}{st.name} = {naming.layers[st.site]}({self.code(st.site.source)})")
+            elif st.site is None and st.steps:   # (a loss or dropout written as in a statement of its own)
+                small = losses.rewritten_statement(st.stmt, calls, self.qualified, self.code, self.tf)
+                small = dropout.rewritten_statement(small, calls, self.qualified, self.code)
+                text = loop_statement(st, self.code, cast(cst.BaseSmallStatement, small))
+                if small is not st.stmt or "\n" not in text and st.column + len(loop_statement(st, self.code)) <= layout.WIDTH:
+                    text = layout.fit(text, indent + 4)   # (written by the rewrite, or laid out as black would)
+                lines.append("\n".join(IND + ln if ln.strip() else ln for ln in text.split("\n")))
+        if len(lines) == 1:
+            lines.append(f"{IND}pass")
         return "\n".join(lines)
 
     def params_text(self, params: list[str]) -> str:

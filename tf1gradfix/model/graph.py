@@ -17,7 +17,7 @@ import libcst as cst
 from libcst.metadata import PositionProvider
 
 from tf1gradfix.constructs import (builder_loops, builders, graph_contexts, graph_loops, input_methods, layers, rnn_stacks,
-                                   summaries, variable_factories)
+                                   summaries, variable_factories, variable_loops)
 from tf1gradfix.constructs.tensors import queue_refusal
 from tf1gradfix.constructs.class_settings import branch as settled_branch
 from tf1gradfix.model import registry
@@ -81,6 +81,7 @@ class ModelBuilder:
         self.decided: dict[int, Any] = {}   # id of an `if` a model class's construction decides -> class_settings.Decision
         self.class_attributes: dict[str, str] | None = None   # a model class's name -> attribute (ModelClass.attributes)
         self.graphs: dict[str, cst.CSTNode] = {}   # the graph the block makes and enters (graph_contexts.owned)
+        self.host_settings: dict[str, object] = {}   # a model class's name -> the setting's value (host_values)
 
     def note(self, node: cst.CSTNode, code: str, message: str) -> None:
         """An info diagnostic of a successful rewrite (kept on the visitor, which
@@ -145,7 +146,8 @@ class ModelBuilder:
         if isinstance(item.stmt, cst.SimpleStatementLine) and not item.drop:
             self._classify(item)
         elif not isinstance(item.stmt, cst.SimpleStatementLine) and not graph_loops.model(self, item, position) \
-                and not layers.loop_model(self, item) and not isinstance(item.stmt, cst.FunctionDef):
+                and not variable_loops.model(self, item, position) and not layers.loop_model(self, item) \
+                and not isinstance(item.stmt, cst.FunctionDef):
             self._check_compound(item.stmt)   # (a function is checked where graph code calls it)
 
     def _flatten(self, body, prefix: str, lead: tuple, stats: bool = False, scope: str = "") -> None:
