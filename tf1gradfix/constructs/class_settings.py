@@ -122,15 +122,17 @@ def _ifs(method: cst.FunctionDef) -> list[cst.If]:
 
 
 def decide_module(module: cst.Module, qualified, line_of: Callable[[cst.CSTNode], int]) -> dict[str, ClassDecisions]:
-    """The decisions of each module-level class with an `__init__` and an `if` in a method."""
+    """The decisions of each module-level class with an `__init__` and an `if` in a method;
+    the values of the settings of each class whose `__init__` takes some."""
     out = {}
     for stmt in module.body:
-        init = next((m for m in _methods(stmt) if m.name.value == "__init__"), None) if isinstance(stmt, cst.ClassDef) else None
-        if init is not None and init.params.params and any(_ifs(m) for m in _methods(cast(cst.ClassDef, stmt))):
+        if not isinstance(stmt, cst.ClassDef):
+            continue
+        init = next((m for m in _methods(stmt) if m.name.value == "__init__"), None)
+        if init is not None and init.params.params and any(_ifs(m) for m in _methods(stmt)):
             out[stmt.name.value] = _decide_class(module, stmt, init, qualified, line_of)
         if init is not None and len(init.params.params) > 1 and isinstance(init.body, cst.IndentedBlock):
-            out.setdefault(cast(cst.ClassDef, stmt).name.value, ClassDecisions()).values = \
-                _loop_values(module, cast(cst.ClassDef, stmt), init, qualified, line_of)
+            out.setdefault(stmt.name.value, ClassDecisions()).values = _loop_values(module, stmt, init, qualified, line_of)
     return out
 
 
@@ -145,23 +147,37 @@ def _loop_values(module, cls, init, qualified, line_of) -> dict[str, object]:
     fixed = {p: values[p] for p in params if p not in rebound}
     settings = _setting_attributes(cls, init, self_name, fixed, qualified, lists=True)
     out: dict[str, object] = {**fixed, **{f".{a}": v for a, (v, _) in settings.items()}}
-    kept = [s for s in init.body.body if _self_target(s, self_name) is not None]   # (`self.a = a`: checked as `self.a`)
     for key, value in list(out.items()):
-        if isinstance(value, tuple) and not (key.startswith(".") and host_values.only_read(
-                cls.body, lambda n, a=key[1:]: _self_target(n, self_name, bare=True) == a, kept)
-                or not key.startswith(".") and host_values.only_read(
-                init.body, lambda n, p=key: type(n) is cst.Name and n.value == p, kept)):
+        if isinstance(value, tuple) and not _only_read(cls, init, self_name, key):
             value = _Unknown("used", param=key.lstrip("."), line=line_of(init))
         out[key] = host_values.NotFixed(value.why) if isinstance(value, _Unknown) else value
     return out
+
+
+def _only_read(cls: cst.ClassDef, init: cst.FunctionDef, self_name: str, key: str) -> bool:
+    """Does the class only read the setting `key` (a parameter, or `.a` for `self.a`)? The
+    statement setting `self.a` (to the parameter) is checked as a use of `self.a`."""
+    statements = list(cast(cst.IndentedBlock, init.body).body)
+    if key.startswith("."):
+        def held(node: cst.CSTNode) -> bool:
+            return _self_target(node, self_name, bare=True) == key[1:]
+        setting = [s for s in statements if _self_target(s, self_name) == key[1:]]
+        return host_values.only_read(cls.body, held, setting)
+
+    def named(node: cst.CSTNode) -> bool:
+        return type(node) is cst.Name and node.value == key
+    settings = [s for s in statements if _self_target(s, self_name) is not None
+                and named(cast(cst.Assign, cast(cst.SimpleStatementLine, s).body[0]).value)]
+    return host_values.only_read(init.body, named, settings) and all(
+        _only_read(cls, init, self_name, f".{_self_target(s, self_name)}") for s in settings)
 
 
 def _self_target(node: cst.CSTNode, self_name: str, bare: bool = False) -> str | None:
     """`a` of a statement `self.a = ...` (`bare`: of the expression `self.a`)."""
     if not bare:
         small = node.body[0] if isinstance(node, cst.SimpleStatementLine) and len(node.body) == 1 else None
-        node = small.targets[0].target if isinstance(small, cst.Assign) and len(small.targets) == 1 else None
-    if type(node) is cst.Attribute and type(node.value) is cst.Name and node.value.value == self_name:
+        node = small.targets[0].target if isinstance(small, cst.Assign) and len(small.targets) == 1 else cst.Pass()
+    if isinstance(node, cst.Attribute) and type(node.value) is cst.Name and node.value.value == self_name:
         return node.attr.value
     return None
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import ast
 import string
-from typing import Callable, Collection, Iterator
+from typing import Callable, Collection, Iterator, cast
 
 import libcst as cst
 
@@ -130,6 +130,7 @@ def _subscript(builder, expr: cst.Subscript, env, depth: int):
         if not isinstance(at, int) or isinstance(at, bool) or not -len(held) <= at < len(held):
             raise NotFixed
         return held[at]
+    index = cast(cst.Slice, index)
     bounds = [None if part is None else value(builder, part, env, depth + 1) for part in (index.lower, index.upper)]
     if index.step is not None or not all(b is None or isinstance(b, int) and not isinstance(b, bool) for b in bounds):
         raise NotFixed
@@ -146,6 +147,7 @@ def _formatted(builder, expr: cst.FormattedString, env, depth: int) -> str:
                 raise NotFixed
             out.append(part.value.replace("{{", "{").replace("}}", "}"))
             continue
+        part = cast(cst.FormattedStringExpression, part)
         held = value(builder, part.expression, env, depth + 1)
         spec = part.format_spec
         if spec is not None and not all(isinstance(p, cst.FormattedStringText) for p in spec):
@@ -153,7 +155,7 @@ def _formatted(builder, expr: cst.FormattedString, env, depth: int) -> str:
         if part.conversion is not None or part.equal is not None:
             raise NotFixed
         try:
-            out.append(format(held, "".join(p.value for p in spec or ())))
+            out.append(format(held, "".join(cast(cst.FormattedStringText, p).value for p in spec or ())))
         except (TypeError, ValueError):
             raise NotFixed from None
     return "".join(out)
@@ -211,7 +213,7 @@ def _targets(node: cst.CSTNode) -> set[str]:
         return {n.name.value for n in node.names}
     if isinstance(node, cst.AsName):
         return set(loads(node.name))
-    return set(loads(node.target))   # (AssignTarget, For, AugAssign, AnnAssign, CompFor)
+    return set(loads(cast(cst.AssignTarget, node).target))   # (AssignTarget, For, AugAssign, AnnAssign, CompFor)
 
 
 def _named(builder, name: str, depth: int):
@@ -255,18 +257,17 @@ def only_read(root: cst.CSTNode, held: Callable[[cst.CSTNode], bool], passed: Co
     an argument of a function other than the READERS (and `constructors`, whose use of their
     arguments is checked apart). `passed`: statements passed by (its binding)."""
     for node in _walk_except(root, {id(n) for n in passed}):
-        kind = type(node)
-        if kind is cst.Attribute and held(node.value):
+        if isinstance(node, cst.Attribute) and held(node.value):
             return False
-        if kind is cst.Call:
+        if isinstance(node, cst.Call):
             func = node.func
             if any(held(a.value) for a in node.args) and not (
                     isinstance(func, cst.Name) and (func.value in READERS or func.value in constructors)):
                 return False
-        elif kind in (cst.Assign, cst.AugAssign, cst.AnnAssign) and node.value is not None and held(node.value):
+        elif isinstance(node, (cst.Assign, cst.AugAssign, cst.AnnAssign)) and node.value is not None and held(node.value):
             return False
-        elif kind in (cst.AssignTarget, cst.AugAssign, cst.Del) and any(
-                type(t) is cst.Subscript and held(t.value) or held(t) for t in walk(node.target)):
+        if isinstance(node, (cst.AssignTarget, cst.AugAssign, cst.Del)) and any(
+                isinstance(t, cst.Subscript) and held(t.value) or held(t) for t in walk(node.target)):
             return False
     return True
 

@@ -76,6 +76,8 @@ def _collection(program, call: cst.Call, q, before: int, qualified) -> list[str]
         extra = [a for a in call.args if a.keyword is not None and a.keyword.value != "scope"]
     if extra or len(call.args) > 2:
         raise Refusal.of(call, "collection_arguments")
+    if any(isinstance(n, LayerLoop) and n.variables for n in program.nodes[:before]):
+        raise Refusal.of(call, "collection_with_variable_loop")
     if any(isinstance(n, (Layer, LayerLoop)) for n in program.nodes[:before]):
         raise Refusal.of(call, "collection_with_layers")
     groups = [n for n in program.nodes[:before] if isinstance(n, VariableGroup)]

@@ -32,7 +32,7 @@ from typing import cast
 import libcst as cst
 
 from tf1gradfix.constructs import graph_loops, host_values, layers, tensors, variables
-from tf1gradfix.cst.syntax import Refusal, arg, bound_names, literal_string, loads
+from tf1gradfix.cst.syntax import Refusal, arg, bound_names, literal_string, loads, names_as_attributes
 from tf1gradfix.cst.walk import walk
 from tf1gradfix.model.nodes import (LayerLoop, LayerLoopCall, LayerSite, LoopStatement, Static, Tensor, VariableSite)
 
@@ -68,7 +68,8 @@ def model(builder, item, position: int) -> bool:
     try:
         runs = host_values.iterations(builder, loop)
     except host_values.NotFixed:
-        raise Refusal.of(loop.iter, "variable_loop_iterable", iterable=code(loop.iter)) from None
+        written = names_as_attributes(loop.iter, builder.class_attributes or {})   # (a model class's `self.x`)
+        raise Refusal.of(loop.iter, "variable_loop_iterable", iterable=cst.Module([]).code_for_node(written)) from None
     for name in loads(loop.target):   # (the loop's names are host values of each iteration)
         prior = builder.program.node(name)
         if prior is not None:
@@ -84,7 +85,7 @@ def model(builder, item, position: int) -> bool:
     for name in sorted(body.filled):   # the lists it fills: made afresh in each step
         start = graph_loops.empty_start(program, name, position)
         if start is None or name in {st.name for st in statements}:
-            raise Refusal.of(loop, "graph_loop_fills_other", name=name)
+            raise Refusal.of(loop, "variable_loop_fills_other", name=name)
         builder.add(start, Tensor, (name,), start.stmt.body[0].value, (), calls=[])
     sites = [st.site for st in statements if isinstance(st.site, VariableSite)]
     made = {i for site in sites for i in builder.deps_of(site.call)}
@@ -118,7 +119,7 @@ def _host_in_steps(builder, loop: cst.For, statements: list[LoopStatement], posi
         if st.kind == "host" and st.steps:
             needed |= set(loads(st.stmt))
     before = set().union(*(bound_names(it.stmt) for it in builder.program.items[:position]))
-    for name in sorted(set(loads(loop.target)) | {st.name for st in statements if st.kind == "host" and st.steps}):
+    for name in sorted(set(loads(loop.target)) | {cast(str, st.name) for st in statements if st.kind == "host" and st.steps}):
         if name in before:
             raise Refusal.of(loop, "variable_loop_rebinds", kind="host value bound before the loop", name=name)
 
@@ -144,9 +145,9 @@ def _scope(builder, stmt: cst.With) -> tuple[cst.With, str, cst.BaseExpression]:
     item = stmt.items[0] if len(stmt.items) == 1 and stmt.asynchronous is None else None
     call = item.item if item is not None and isinstance(item.item, cst.Call) else None
     q = builder.qualified(call.func) if call is not None else None
-    if call is None or q not in SCOPES:
+    if item is None or call is None or q not in SCOPES:
         raise Refusal.of(stmt, "variable_loop_body")
-    if any(a.keyword is not None and a.keyword.value == "reuse" for a in call.args) or len(call.args) > 3 and q == "tensorflow.variable_scope":
+    if any(a.keyword is not None and a.keyword.value == "reuse" for a in call.args):
         raise Refusal.of(stmt, "variable_loop_reuse")
     name = arg(call, 0, SCOPES[q])
     used_as = item.asname.name if item.asname is not None else None
@@ -187,10 +188,10 @@ def _statement(builder, item, body: _Body, small: cst.BaseSmallStatement, scoped
         if scoped or item.prefix or item.scope:   # (a layer's TF1 name takes the scopes: not written by the layer loop)
             raise Refusal.of(small, "variable_loop_layer_in_scope", api=cast(str, q).replace("tensorflow", "tf", 1))
         _rebinds(builder, small, name)
-        site = layers.loop_layer(builder, cast(cst.Call, value), cast(str, q), row, body.graph, body.layer_sites)
-        body.layer_sites.append(site)
+        layer = layers.loop_layer(builder, cast(cst.Call, value), cast(str, q), row, body.graph, body.layer_sites)
+        body.layer_sites.append(layer)
         body.graph.add(name)
-        return LoopStatement("layer", small, name, value, site)
+        return LoopStatement("layer", small, name, value, layer)
     tf_calls = [(c, q) for c, q in builder.calls(value) if q is not None]
     graph = bool(tf_calls) or bool(builder.deps_of(value)) or any(n in body.graph for n in loads(small))
     if graph:
@@ -299,10 +300,16 @@ def _parts(item, scoped: _Scoped, site: VariableSite) -> list[str | cst.BaseExpr
     parts: list[str | cst.BaseExpression] = [item.scope if site.source == "tensorflow.Variable" else item.prefix]
     for _, kind, expr in scoped.scopes:
         if site.source == "tensorflow.Variable" or kind == "variable_scope":
-            parts += [literal_string(expr) if literal_string(expr) is not None else expr, "/"]
+            parts += [_literal_or(expr), "/"]
     given = site.bound.get("name")
-    parts.append("Variable" if given is None else literal_string(given) if literal_string(given) is not None else given)
+    parts.append("Variable" if given is None else _literal_or(given))
     return parts
+
+
+def _literal_or(expr: cst.BaseExpression) -> str | cst.BaseExpression:
+    """A string literal's value, or the expression."""
+    text = literal_string(expr)
+    return expr if text is None else text
 
 
 def name_text(parts: list[str | cst.BaseExpression], code) -> str:

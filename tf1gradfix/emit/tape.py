@@ -21,7 +21,7 @@ from tf1gradfix.model.nodes import (ComputeGradients, Gradients, LayerCall, Laye
                                     OptimizerCall, Placeholder, RnnRun, StateTuple, Summary, Tensor, TrainOp, Update,
                                     Variable, VariableSite, VarList, ZeroState)
 from tf1gradfix.cst import layout
-from tf1gradfix.cst.syntax import literal_index, matches
+from tf1gradfix.cst.syntax import literal_index, loads, matches
 from tf1gradfix.model.sites import Site
 from tf1gradfix.model.slicing import Signature, closure, gradient_dependent, reached_variables, variable_text
 
@@ -89,7 +89,9 @@ class TapeEmitter:
                 if i in shared_set:
                     continue
                 for d in self.p.nodes[i].deps:
-                    if d in shared_set:
+                    if d in shared_set and isinstance(self.p.nodes[d], LayerLoopCall):   # (of a loop's names, those read)
+                        returns += [n for n in self.p.nodes[d].names if n in loads(self.p.nodes[i].stmt)]
+                    elif d in shared_set:
                         returns += list(self.p.nodes[d].names)
             returns += [f for f in sig.fetches if self.p.final[f] in shared_set]
         ordered = []
