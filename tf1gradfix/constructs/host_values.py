@@ -78,7 +78,10 @@ def value(builder, expr: cst.BaseExpression, env: dict[str, object], depth: int 
         return literal(expr)
     if isinstance(expr, cst.Name):
         if expr.value in env:
-            return env[expr.value]
+            held = env[expr.value]
+            if isinstance(held, NotFixed):
+                raise held
+            return held
         if expr.value in ("True", "False", "None"):
             return {"True": True, "False": False, "None": None}[expr.value]
         return _named(builder, expr.value, depth)

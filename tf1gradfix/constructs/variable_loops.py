@@ -229,7 +229,7 @@ def _variable(builder, item, call: cst.Call, q: str, name: str, body: _Body) -> 
     bound, trainable = variables.arguments(builder, name, call, q, builder.deps_of(call))
     if bound.get("name") is None and q == "tensorflow.get_variable":
         raise Refusal.of(call, "variable_unnamed_in_scope")
-    return VariableSite(call, name, q, bound, [], (), trainable)
+    return VariableSite(call, name, q, bound, "", (), trainable)
 
 
 def _name(builder, item, body: _Body, runs: list[dict], code) -> None:
@@ -238,6 +238,7 @@ def _name(builder, item, body: _Body, runs: list[dict], code) -> None:
     repeats (in the loop, or a name the graph has) or is not known before the program runs."""
     taken = {n.full_name for n in builder.program.nodes if getattr(n, "full_name", None)}
     given: dict[int, set[str]] = {}   # id of the `with` or call -> the names it gave
+    made: dict[int, list[tuple[dict, str]]] = {}   # id of a variable site -> (the values where it is made, its name)
     for env in runs:
         env = dict(env)
         entered: dict[int, tuple[str, str]] = {}   # id(with) -> (name scope, variable scope) inside it
@@ -255,6 +256,8 @@ def _name(builder, item, body: _Body, runs: list[dict], code) -> None:
                 names_scope, variable_scope = entered[id(stmt)]
             if st.kind == "host":
                 try:
+                    if not isinstance(st.stmt, cst.Assign):
+                        raise host_values.NotFixed
                     env[cast(str, st.name)] = host_values.value(builder, cast(cst.BaseExpression, st.value), env)
                 except host_values.NotFixed as unknown:
                     env[cast(str, st.name)] = unknown
@@ -266,10 +269,24 @@ def _name(builder, item, body: _Body, runs: list[dict], code) -> None:
             full = (names_scope if site.source == "tensorflow.Variable" else variable_scope) + label
             _take(builder, full, taken, given.setdefault(id(site.call), set()), site.call)
             site.tf1_names += (full,)
-            site.name = site.name or _parts(item, scoped, site)
-            written = "".join(p if isinstance(p, str) else _evaluated(builder, p, env, site.call, code) for p in site.name)
-            if written != full:   # (a scope's name read again where the variable is made: the loop rebinds what it reads)
-                raise Refusal.of(site.call, "variable_loop_name_unknown", expr=name_text(site.name, code))
+            made.setdefault(id(site), []).append((dict(env), full))
+    for scoped in body.statements:   # the name written in TF2: one that gives TF1's name in every iteration
+        site = cast(VariableSite, scoped.stmt.site)
+        if not isinstance(site, VariableSite):
+            continue
+        parts = _parts(item, scoped, site)
+        texts = [name_text(parts, code, merge) for merge in (True, False)]
+        site.name = next((text for text in texts if all(_gives(builder, text, env, full) for env, full in made[id(site)])), "")
+        if not site.name:   # (a scope's name read again where the variable is made: the loop rebinds what it reads)
+            raise Refusal.of(site.call, "variable_loop_name_unknown", expr=texts[-1])
+
+
+def _gives(builder, text: str, env: dict, full: str) -> bool:
+    """Does the expression `text` compute `full` from the loop's values `env`?"""
+    try:
+        return host_values.value(builder, cst.parse_expression(text), env) == full
+    except (host_values.NotFixed, cst.ParserSyntaxError):
+        return False
 
 
 def _take(builder, full: str, taken: set[str], own: set[str], node: cst.CSTNode) -> None:
@@ -312,9 +329,9 @@ def _literal_or(expr: cst.BaseExpression) -> str | cst.BaseExpression:
     return expr if text is None else text
 
 
-def name_text(parts: list[str | cst.BaseExpression], code) -> str:
+def name_text(parts: list[str | cst.BaseExpression], code, merge: bool = True) -> str:
     """The TF2 text of a name made of literal parts and expressions: one formatted string where
-    the parts allow (`"conv-%d/W" % width`), else the parts joined by `+`."""
+    the parts allow (`merge`: `"conv-%d/W-%d" % (width, width)`), else the parts joined by `+`."""
     merged: list[str | cst.BaseExpression] = []
     for part in parts:
         if isinstance(part, str) and merged and isinstance(merged[-1], str):
@@ -322,41 +339,57 @@ def name_text(parts: list[str | cst.BaseExpression], code) -> str:
         elif not (isinstance(part, str) and not part):
             merged.append(part)
     exprs = [p for p in merged if not isinstance(p, str)]
-    if len(exprs) == 1:
-        joined = _into_format(merged, exprs[0], code)
-        if joined is not None:
-            return joined
     if not exprs:
         return _quoted("".join(cast("list[str]", merged)))
+    joined = _into_format(merged, code) if merge else None
+    if joined is not None:
+        return joined
     return " + ".join(_quoted(p) if isinstance(p, str) else _operand(p, code) for p in merged)
 
 
-def _into_format(parts: list, expr: cst.BaseExpression, code) -> str | None:
-    """`"a" + ("b-%d" % i) + "/W"` as `"a/b-%d/W" % i` (and the same of an f-string or `.format`)."""
+def _into_format(parts: list, code) -> str | None:
+    """`"a/" + ("b-%d" % i) + "/W"` as `"a/b-%d/W" % i` (several `%` strings as one, their values
+    in a tuple; one f-string or `.format` string with the literal parts); None where not so."""
+    literal = [p for p in parts if isinstance(p, str)]
+    exprs = [p for p in parts if not isinstance(p, str)]
+    if any(c in text for text in literal for c in "\\\"'\n"):
+        return None
+    if all(isinstance(e, cst.BinaryOperation) and isinstance(e.operator, cst.Modulo) and _plain(e.left) for e in exprs):
+        quotes = {cast(cst.SimpleString, cast(cst.BinaryOperation, e).left).quote for e in exprs}
+        if len(quotes) != 1:
+            return None
+        template, values = "", []
+        for part in parts:
+            if isinstance(part, str):
+                template += part.replace("%", "%%")
+                continue
+            template += cast(cst.SimpleString, part.left).value[1:-1]
+            right = part.right
+            values += [code(e.value) for e in right.elements] if isinstance(right, cst.Tuple) else [code(right)]
+        quote = quotes.pop()
+        if len(exprs) == 1:
+            return f"{quote}{template}{quote} % {code(cast(cst.BinaryOperation, exprs[0]).right)}"
+        return f"{quote}{template}{quote} % ({', '.join(values)})"
+    if len(exprs) != 1:
+        return None
+    expr = exprs[0]
     at = parts.index(expr)
     before, after = "".join(parts[:at]), "".join(parts[at + 1:])
-    if any(c in before + after for c in "\\\"'\n"):
-        return None
-    if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, cst.Modulo) and _plain(expr.left, ""):
-        template = cast(cst.SimpleString, expr.left)
-        inner = template.value[1:-1]
-        text = f"{template.quote}{before.replace('%', '%%')}{inner}{after.replace('%', '%%')}{template.quote}"
-        return f"{text} % {code(expr.right)}"
     escape = lambda t: t.replace("{", "{{").replace("}", "}}")   # noqa: E731
     if isinstance(expr, cst.FormattedString) and expr.prefix in ("f", "F") and len(expr.start) == 2:
         inner = code(expr)[2:-1]
         return f"{expr.prefix}{expr.start[1]}{escape(before)}{inner}{escape(after)}{expr.start[1]}"
     func = expr.func if isinstance(expr, cst.Call) else None
-    if isinstance(func, cst.Attribute) and func.attr.value == "format" and _plain(func.value, ""):
-        template = cast(cst.SimpleString, func.value)
-        rest = code(expr)[len(code(func.value)):]
-        return f"{template.quote}{escape(before)}{template.value[1:-1]}{escape(after)}{template.quote}{rest}"
+    if isinstance(func, cst.Attribute) and func.attr.value == "format" and _plain(func.value):
+        string = cast(cst.SimpleString, func.value)
+        rest = code(expr)[len(code(string)):]
+        return f"{string.quote}{escape(before)}{string.value[1:-1]}{escape(after)}{string.quote}{rest}"
     return None
 
 
-def _plain(expr: cst.BaseExpression, prefix: str) -> bool:
+def _plain(expr: cst.BaseExpression) -> bool:
     """A one-line string literal without prefix (its text may take more text as is)."""
-    return isinstance(expr, cst.SimpleString) and expr.prefix == prefix and len(expr.quote) == 1 and not expr.lpar
+    return isinstance(expr, cst.SimpleString) and expr.prefix == "" and len(expr.quote) == 1 and not expr.lpar
 
 
 def _quoted(text: str) -> str:

@@ -13,7 +13,7 @@ from typing import cast
 
 import libcst as cst
 
-from tf1gradfix.constructs import contrib, rnn_cells, variable_loops
+from tf1gradfix.constructs import contrib, rnn_cells
 from tf1gradfix.constructs.variable_loops import loop_statement
 from tf1gradfix.constructs.layers import name_param
 from tf1gradfix.rules.catalog import _read
@@ -150,7 +150,7 @@ class StateEmitter:
         """`tf.Variable(<initial value>, name=<its TF1 name>)` of a loop's variable statement."""
         value = self.code(site.bound["initial_value"]) if site.source == "tensorflow.Variable" \
             else self._initial_value(site.call, site.bound)
-        args = [value, f"name={variable_loops.name_text(site.name, self.code)}"]
+        args = [value, f"name={site.name}"]
         if not site.trainable:
             args.append("trainable=False")
         if "dtype" in site.bound and site.source == "tensorflow.Variable":

@@ -199,7 +199,7 @@ class VariableSite:
     local: str                    # the name the loop binds it to
     source: str                   # "tensorflow.Variable" or "tensorflow.get_variable"
     bound: Bound
-    name: list[str | cst.BaseExpression]   # its TF1 name: literal parts and expressions of the loop's values
+    name: str                     # its TF1 name as TF2 writes it: an expression of the loop's values
     tf1_names: tuple[str, ...]    # ... as each iteration makes it, in order
     trainable: bool
 
