@@ -54,6 +54,7 @@ class _Body:
     graph: set[str] = field(default_factory=set)     # names bound to graph values
     filled: set[str] = field(default_factory=set)    # lists (or dicts) filled
     layer_sites: list[LayerSite] = field(default_factory=list)
+    local: set[str] = field(default_factory=set)     # host names the loop binds (its target's too)
 
 
 def model(builder, item, position: int) -> bool:
@@ -70,30 +71,30 @@ def model(builder, item, position: int) -> bool:
     except host_values.NotFixed:
         written = names_as_attributes(loop.iter, builder.class_attributes or {})   # (a model class's `self.x`)
         raise Refusal.of(loop.iter, "variable_loop_iterable", iterable=cst.Module([]).code_for_node(written)) from None
-    for name in loads(loop.target):   # (the loop's names are host values of each iteration)
+    for name in loads(loop.target):   # (the loop's names are host values of each iteration, as another loop's were)
         prior = builder.program.node(name)
-        if prior is not None:
+        if prior is not None and not (isinstance(prior, LayerLoopCall) and name in loads(prior.value.target)):
             raise Refusal.of(loop.target, "variable_loop_rebinds", kind=prior.kind, name=name)
     if not isinstance(loop.body, cst.IndentedBlock):
         raise Refusal.of(loop, "variable_loop_body")
-    body = _Body()
+    body = _Body(local=set(loads(loop.target)))
     _read(builder, item, body, list(loop.body.body), ())
     _name(builder, item, body, runs, code)
     program = builder.program
     statements = [s.stmt for s in body.statements]
-    _host_in_steps(builder, loop, statements, position)
+    _host_in_steps(builder, loop, statements)
     for name in sorted(body.filled):   # the lists it fills: made afresh in each step
         start = graph_loops.empty_start(program, name, position)
         if start is None or name in {st.name for st in statements}:
             raise Refusal.of(loop, "variable_loop_fills_other", name=name)
         builder.add(start, Tensor, (name,), start.stmt.body[0].value, (), calls=[])
     sites = [st.site for st in statements if isinstance(st.site, VariableSite)]
-    made = {i for site in sites for i in builder.deps_of(site.call)}
+    made = {i for site in sites for i in _deps(builder, site.call, body)}
     trainable = any(v.trainable for v in sites) or any(s.trainable and s.row["weights"] for s in body.layer_sites)
     layer = builder.add(item, LayerLoop, (), None, made, loop=loop, sites=body.layer_sites, statements=statements,
                         variables=sites, weights=True, trainable=trainable)
-    deps = {i for st in statements if st.kind not in ("variable", "layer") for i in builder.deps_of(st.stmt)}
-    deps |= {i for site in body.layer_sites for i in builder.deps_of(site.source)}
+    deps = {i for st in statements if st.kind not in ("variable", "layer") for i in _deps(builder, st.stmt, body)}
+    deps |= {i for site in body.layer_sites for i in _deps(builder, site.source, body)}
     deps |= {program.final[name] for name in body.filled} | {layer.index}
     calls = [q for _, q in builder.calls(loop) if q]
     for st in statements:
@@ -105,11 +106,11 @@ def model(builder, item, position: int) -> bool:
     return True
 
 
-def _host_in_steps(builder, loop: cst.For, statements: list[LoopStatement], position: int) -> None:
+def _host_in_steps(builder, loop: cst.For, statements: list[LoopStatement]) -> None:
     """Which host statements the steps' loop runs too: those its graph values read (the
     creation loop runs them all, so what is read after the loop is bound where the graph
-    was built). Refusal where the steps' loop would bind a name a step reads before it (a
-    name bound before the loop: in the step function it would be the loop's local)."""
+    was built). Refusal where the steps' loop would bind a name a step reads before it (in
+    the step function that name would be the loop's local, not bound yet)."""
     needed = set(loads(loop.target))
     for st in statements:
         if st.kind in ("graph", "fill") or isinstance(st.site, LayerSite):
@@ -118,10 +119,15 @@ def _host_in_steps(builder, loop: cst.For, statements: list[LoopStatement], posi
         st.steps = st.kind != "host" or st.name in needed
         if st.kind == "host" and st.steps:
             needed |= set(loads(st.stmt))
-    before = set().union(*(bound_names(it.stmt) for it in builder.program.items[:position]))
+    read = set()   # what the steps read before the loop (bound before it: in a step function, the loop's local)
+    for node in builder.program.nodes:
+        if isinstance(node, Tensor) and isinstance(node.value, cst.For):   # (another loop: not its own names)
+            read |= set(loads(node.value)) - bound_names(node.value)
+        elif isinstance(node, Tensor) and node.value is not None:
+            read |= set(loads(node.value))
     for name in sorted(set(loads(loop.target)) | {cast(str, st.name) for st in statements if st.kind == "host" and st.steps}):
-        if name in before:
-            raise Refusal.of(loop, "variable_loop_rebinds", kind="host value bound before the loop", name=name)
+        if name in read:
+            raise Refusal.of(loop, "variable_loop_rebinds", kind="host value a step reads before the loop", name=name)
 
 
 def _read(builder, item, body: _Body, statements: list, scopes: tuple) -> None:
@@ -182,6 +188,7 @@ def _statement(builder, item, body: _Body, small: cst.BaseSmallStatement, scoped
     if isinstance(small, cst.Assign) and q in variables.FUNCTIONS:
         _rebinds(builder, small, name, new=True)
         site = _variable(builder, item, cast(cst.Call, value), cast(str, q), name, body)
+        body.graph.add(name)
         return LoopStatement("variable", small, name, value, site)
     row = layers.layer_table().get(q or "")
     if isinstance(small, cst.Assign) and row is not None:
@@ -193,14 +200,22 @@ def _statement(builder, item, body: _Body, small: cst.BaseSmallStatement, scoped
         body.graph.add(name)
         return LoopStatement("layer", small, name, value, layer)
     tf_calls = [(c, q) for c, q in builder.calls(value) if q is not None]
-    graph = bool(tf_calls) or bool(builder.deps_of(value)) or any(n in body.graph for n in loads(small))
+    graph = bool(tf_calls) or bool(_deps(builder, value, body)) or any(n in body.graph for n in loads(small))
     if graph:
         _check_graph(builder, small, value, body)
         _rebinds(builder, small, name)
         body.graph.add(name)
-    elif builder.program.node(name) is not None:
+    else:
+        body.local.add(name)
+    if not graph and builder.program.node(name) is not None:
         raise Refusal.of(small, "variable_loop_rebinds", kind=cast(Tensor, builder.program.node(name)).kind, name=name)
     return LoopStatement("graph" if graph else "host", small, name, value)
+
+
+def _deps(builder, expr: cst.CSTNode, body: _Body) -> set[int]:
+    """The nodes `expr` reads, but for the host names of the loop (another loop's of the same name)."""
+    mine = {builder.program.final.get(name) for name in body.local}
+    return {i for i in builder.deps_of(expr) if i not in mine}
 
 
 def _rebinds(builder, small: cst.CSTNode, name: str, new: bool = False) -> None:
@@ -216,7 +231,7 @@ def _check_graph(builder, small: cst.CSTNode, value: cst.CSTNode, body: _Body) -
     unsupported = tensors.checked_calls(builder, tf_calls)
     if unsupported is not None:
         raise unsupported
-    tensors.check_inputs(builder, small, builder.deps_of(value))
+    tensors.check_inputs(builder, small, _deps(builder, value, body))
     _, unsupported = tensors.helper_calls(builder, small, value)
     if unsupported is not None:
         raise unsupported
@@ -226,7 +241,7 @@ def _variable(builder, item, call: cst.Call, q: str, name: str, body: _Body) -> 
     """The site of `name = tf.Variable(...)` / `tf.get_variable(...)` in the loop (named by `_name`)."""
     if any(n in body.graph for n in loads(call)):
         raise Refusal.of(call, "variable_from_graph_value", name=name)
-    bound, trainable = variables.arguments(builder, name, call, q, builder.deps_of(call))
+    bound, trainable = variables.arguments(builder, name, call, q, _deps(builder, call, body))
     if bound.get("name") is None and q == "tensorflow.get_variable":
         raise Refusal.of(call, "variable_unnamed_in_scope")
     return VariableSite(call, name, q, bound, "", (), trainable)
@@ -276,7 +291,7 @@ def _name(builder, item, body: _Body, runs: list[dict], code) -> None:
             continue
         parts = _parts(item, scoped, site)
         texts = [name_text(parts, code, merge) for merge in (True, False)]
-        site.name = next((text for text in texts if all(_gives(builder, text, env, full) for env, full in made[id(site)])), "")
+        site.name = next((text for text in texts if all(_gives(builder, text, env, full) for env, full in made.get(id(site), ()))), "")
         if not site.name:   # (a scope's name read again where the variable is made: the loop rebinds what it reads)
             raise Refusal.of(site.call, "variable_loop_name_unknown", expr=texts[-1])
 
