@@ -143,8 +143,8 @@ def loop_model(builder, item) -> bool:
             layer_sites.append(site)
         elif any(q is not None for _, q in builder.calls(value)) and not graph:
             raise Refusal.of(small, "layer_loop_host_tf")
-        kind = "layer" if row is not None else "graph" if graph else "host"
-        statements.append(LoopStatement(kind, small, name, value, site, column=builder.position(small)[1] - 1))
+        role = "layer" if row is not None else "graph" if graph else "host"
+        statements.append(LoopStatement(role, small, name, value, site, column=builder.position(small)[1] - 1))
         if graph or row is not None:
             bound.add(name)
     for name in bound:

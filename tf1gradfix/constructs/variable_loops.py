@@ -93,14 +93,14 @@ def model(builder, item, position: int) -> bool:
     trainable = any(v.trainable for v in sites) or any(s.trainable and s.row["weights"] for s in body.layer_sites)
     layer = builder.add(item, LayerLoop, (), None, made, loop=loop, sites=body.layer_sites, statements=statements,
                         variables=sites, weights=True, trainable=trainable)
-    deps = {i for st in statements if st.kind not in ("variable", "layer") for i in _deps(builder, st.stmt, body)}
+    deps = {i for st in statements if st.role not in ("variable", "layer") for i in _deps(builder, st.stmt, body)}
     deps |= {i for site in body.layer_sites for i in _deps(builder, site.source, body)}
     deps |= {program.final[name] for name in body.filled} | {layer.index}
     calls = [q for _, q in builder.calls(loop) if q]
     for st in statements:
-        if st.kind in ("graph", "fill"):
+        if st.role in ("graph", "fill"):
             calls += tensors.helper_calls(builder, st.stmt, st.stmt)[0]
-    bound = {st.name for st in statements if st.name and st.kind != "host"} | set(loads(loop.target)) | body.filled
+    bound = {st.name for st in statements if st.name and st.role != "host"} | set(loads(loop.target)) | body.filled
     builder.add(item, LayerLoopCall, tuple(sorted(bound)), loop, deps, calls=calls, layer_loop=layer.index)
     item.node = layer
     return True
@@ -113,11 +113,11 @@ def _host_in_steps(builder, loop: cst.For, statements: list[LoopStatement]) -> N
     the step function that name would be the loop's local, not bound yet)."""
     needed = set(loads(loop.target))
     for st in statements:
-        if st.kind in ("graph", "fill") or isinstance(st.site, LayerSite):
+        if st.role in ("graph", "fill") or isinstance(st.site, LayerSite):
             needed |= set(loads(st.stmt if st.site is None else cast(LayerSite, st.site).source))
     for st in reversed(statements):
-        st.steps = st.kind != "host" or st.name in needed
-        if st.kind == "host" and st.steps:
+        st.steps = st.role != "host" or st.name in needed
+        if st.role == "host" and st.steps:
             needed |= set(loads(st.stmt))
     read = set()   # what the steps read before the loop (bound before it: in a step function, the loop's local)
     for node in builder.program.nodes:
@@ -125,7 +125,7 @@ def _host_in_steps(builder, loop: cst.For, statements: list[LoopStatement]) -> N
             read |= set(loads(node.value)) - bound_names(node.value)
         elif isinstance(node, Tensor) and node.value is not None:
             read |= set(loads(node.value))
-    for name in sorted(set(loads(loop.target)) | {cast(str, st.name) for st in statements if st.kind == "host" and st.steps}):
+    for name in sorted(set(loads(loop.target)) | {cast(str, st.name) for st in statements if st.role == "host" and st.steps}):
         if name in read:
             raise Refusal.of(loop, "variable_loop_rebinds", kind="host value a step reads before the loop", name=name)
 
@@ -269,7 +269,7 @@ def _name(builder, item, body: _Body, runs: list[dict], code) -> None:
                     inner = variable_scope + label + "/" if kind == "variable_scope" else variable_scope
                     entered[id(stmt)] = (names_scope + label + "/", inner)
                 names_scope, variable_scope = entered[id(stmt)]
-            if st.kind == "host":
+            if st.role == "host":
                 try:
                     if not isinstance(st.stmt, cst.Assign):
                         raise host_values.NotFixed

@@ -142,7 +142,7 @@ class StateEmitter:
                 lines.append(f"    {self.naming.lists[site]}.append({self.layer_constructor(site.row, site.call, site.bound)})")
             elif isinstance(st.site, VariableSite):
                 lines.append(f"    {self.naming.lists[st.site]}.append({self.loop_variable(st.site)})")
-            elif st.kind == "host":
+            elif st.role == "host":
                 lines.append(f"    {loop_statement(st, self.code)}")
         return lines
 

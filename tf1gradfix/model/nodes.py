@@ -207,10 +207,10 @@ class VariableSite:
 @dataclass(eq=False)
 class LoopStatement:
     """A statement of a loop creating layers or variables (its `with` scopes read as if unindented).
-    kind: "host" (run in both loops), "graph" and "fill" (the steps' loop only: a graph value,
+    role: "host" (run in both loops), "graph" and "fill" (the steps' loop only: a graph value,
     a list filled), "layer" and "variable" (made by the creation loop, read by the steps' one)."""
 
-    kind: str
+    role: str
     stmt: cst.BaseSmallStatement
     name: str | None = None       # the one name it binds (a host, graph, layer or variable statement)
     value: cst.BaseExpression | None = None
