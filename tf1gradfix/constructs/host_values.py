@@ -199,11 +199,26 @@ def _call(builder, call: cst.Call, env, depth: int):
     return frozen(result)
 
 
+class _Cache:
+    """What is asked again for each iteration and name, kept for the last module read."""
+
+    module: cst.Module | None = None
+    bound: set[str] = set()
+    named: dict[tuple[int, str], object] = {}
+
+    @classmethod
+    def of(cls, module: cst.Module) -> type[_Cache]:
+        if cls.module is not module:
+            cls.module, cls.named = module, {}
+            cls.bound = set().union(*(_targets(node) for node in walk(module) if type(node) in (
+                cst.AssignTarget, cst.For, cst.AsName, cst.FunctionDef, cst.ClassDef, cst.ImportAlias, cst.Param,
+                cst.AugAssign, cst.AnnAssign, cst.CompFor, cst.Global)))
+        return cls
+
+
 def _rebound(builder, name: str) -> bool:
     """Does the module bind `name` itself (a builtin it shadows)?"""
-    return any(name in _targets(node) for node in walk(builder.module)
-               if type(node) in (cst.AssignTarget, cst.For, cst.AsName, cst.FunctionDef, cst.ClassDef, cst.ImportAlias,
-                                 cst.Param, cst.AugAssign, cst.AnnAssign, cst.CompFor, cst.Global))
+    return name in _Cache.of(builder.module).bound
 
 
 def _targets(node: cst.CSTNode) -> set[str]:
@@ -229,6 +244,21 @@ def _named(builder, name: str, depth: int):
             raise held
         return held
     owner = builder.program.owner
+    named = _Cache.of(builder.module).named
+    key = (id(owner), name)
+    if key not in named:
+        try:
+            named[key] = _bound_value(builder, name, owner, depth)
+        except NotFixed as unknown:
+            named[key] = unknown
+    if isinstance(named[key], NotFixed):
+        raise cast(NotFixed, named[key])
+    return named[key]
+
+
+def _bound_value(builder, name: str, owner, depth: int):
+    """The value of `name = value`, its one binding in the function building the graph (or,
+    bound nowhere there, in the module), where the module only reads it."""
     scopes = [owner, builder.module] if isinstance(owner, cst.FunctionDef) else [builder.module]
     for scope in scopes:
         if isinstance(scope, cst.FunctionDef) and name in {p.name.value for p in scope.params.params}:
