@@ -39,6 +39,9 @@ def rewrite(loop: str, head: str = HEAD, tail: str = TAIL):
     ('for s in (3, 4):\n    with tf.variable_scope("pool-%s" % s):\n        with tf.name_scope("inner"):\n'
      '            w = tf.get_variable("filter-%s" % s, [2, 1])\n    outs.append(tf.matmul(x, w))\n',
      'name="pool-%s/filter-%s" % (s, s)'),
+    # a variable scope entered again: TF1 numbers its name scope, not the variable scope
+    ('for i in range(2):\n    with tf.variable_scope("layer"):\n        w = tf.get_variable("w%d" % i, [2, 1])\n'
+     '    outs.append(tf.matmul(x, w))\n', 'name="layer/w%d" % i'),
     # an f-string, and `.format`, take the literal parts
     ('for i in range(2):\n    with tf.name_scope(f"block{i}"):\n        w = tf.Variable(tf.ones([2, 1]))\n'
      '    outs.append(tf.matmul(x, w))\n', 'name=f"block{i}/Variable"'),
@@ -81,7 +84,11 @@ def test_the_steps_run_the_loop_again_and_list_its_variables_in_tf1_order():
      '    outs.append(tf.matmul(x3, w))\n', "rebinds the host value a step reads before the loop `k`"),
     (HEAD, 'for i in range(2):\n    with tf.name_scope("s%d" % i):\n        i = i + 10\n'
      '        w = tf.Variable(tf.ones([2, 1]), name="w")\n    outs.append(tf.matmul(x, w))\n',
-     'the name `"s%d" % i + "/w"` of a loop\'s variable or scope is not known before the program runs'),
+     'TF1 names the loop\'s variable `w` `s0/w`, which `"s%d" % i + "/w"` does not give'),
+    (HEAD, 'for i in range(2):\n    with tf.variable_scope("layer"):\n        w = tf.Variable(tf.ones([2, 1]), name="w%d" % i)\n'
+     '    outs.append(tf.matmul(x, w))\n', "TF1 names the loop's variable `w` `layer_1/w1`"),
+    (HEAD, 'for i in range(2):\n    with tf.variable_scope("layer"):\n        w = tf.get_variable("w", [2, 1])\n'
+     '    outs.append(tf.matmul(x, w))\n', "the loop makes the name `layer/w` in more than one iteration"),
     (HEAD, 'for i in range(2):\n    w = tf.Variable(tf.ones([2, 1]), name="w%d" % i)\n'
      '    b = tf.Variable(tf.zeros_like(w), name="b%d" % i)\n    outs.append(tf.matmul(x, w) + b)\n',
      "variable `b` initialized from another graph value"),

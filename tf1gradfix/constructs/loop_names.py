@@ -51,9 +51,13 @@ def name(builder, item, statements: list[Scoped], runs: list[dict], code) -> Non
                     label = _evaluated(builder, expr, env, stmt, code)
                     if not VALID_SCOPE.fullmatch(label) or label.endswith("/"):
                         raise Refusal.of(stmt, "variable_loop_scope_form", api=f"tf.{kind}")
-                    _take(builder, names_scope + label, taken, given.setdefault(id(stmt), set()), stmt)
+                    opened = names_scope + label
+                    if kind == "variable_scope" and opened.lower() in taken:   # (its name scope numbered, as TF1 does:
+                        opened = builder.unique_name(opened)                   # only a `tf.Variable` under it would care)
+                    else:
+                        _take(builder, opened, taken, given.setdefault(id(stmt), set()), stmt)
                     inner = variable_scope + label + "/" if kind == "variable_scope" else variable_scope
-                    entered[id(stmt)] = (names_scope + label + "/", inner)
+                    entered[id(stmt)] = (opened + "/", inner)
                 names_scope, variable_scope = entered[id(stmt)]
             if st.role == "host":
                 try:
@@ -77,9 +81,12 @@ def name(builder, item, statements: list[Scoped], runs: list[dict], code) -> Non
             continue
         parts = _parts(item, scoped, site)
         texts = [name_text(parts, code, merge) for merge in (True, False)]
-        site.name = next((text for text in texts if all(_gives(builder, text, env, full) for env, full in made.get(id(site), ()))), "")
-        if not site.name:   # (a scope's name read again where the variable is made: the loop rebinds what it reads)
-            raise Refusal.of(site.call, "variable_loop_name_unknown", expr=texts[-1])
+        wrong = [next((full for env, full in made.get(id(site), ()) if not _gives(builder, text, env, full)), None)
+                 for text in texts]
+        site.name = next((text for text, full in zip(texts, wrong) if full is None), "")
+        if not site.name:   # (a name scope numbered by TF1, or what a scope's name reads changed in the loop)
+            raise Refusal.of(site.call, "variable_loop_name_differs", name=site.local, tf1=cast(str, wrong[-1]),
+                             expr=texts[-1])
 
 
 def _gives(builder, text: str, env: dict, full: str) -> bool:
