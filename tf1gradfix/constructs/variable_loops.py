@@ -151,7 +151,7 @@ def _scope(builder, stmt: cst.With) -> tuple[cst.With, str, cst.BaseExpression]:
     name = arg(call, 0, SCOPES[q])
     used_as = item.asname.name if item.asname is not None else None
     if name is None or len(call.args) != 1 or call.args[0].star or used_as is not None and not (
-            isinstance(used_as, cst.Name) and builder._unused(used_as.value)):
+            isinstance(used_as, cst.Name) and builder.unused(used_as.value)):
         raise Refusal.of(stmt, "variable_loop_scope_form", api=q.replace("tensorflow", "tf", 1))
     return stmt, q.rsplit(".", 1)[1], name
 
@@ -200,8 +200,9 @@ def _statement(builder, item, body: _Body, small: cst.BaseSmallStatement, scoped
         body.graph.add(name)
     else:
         body.local.add(name)
-    if not graph and builder.program.node(name) is not None:
-        raise Refusal.of(small, "variable_loop_rebinds", kind=cast(Tensor, builder.program.node(name)).kind, name=name)
+    prior = builder.program.node(name)
+    if not graph and prior is not None:   # (a host value where a graph value was)
+        raise Refusal.of(small, "variable_loop_rebinds", kind=prior.kind, name=name)
     return LoopStatement("graph" if graph else "host", small, name, value)
 
 
@@ -249,7 +250,7 @@ def loop_statement(st: LoopStatement, code, small: cst.BaseSmallStatement | None
     return code(small)
 
 
-def variables_text(node: LayerLoop, lists: dict, layers_named: dict) -> str:
+def variables_text(node: LayerLoop, lists: dict) -> str:
     """How a loop's trainable variables are listed, in the order TF1 made them: iteration by
     iteration, and in each the variables (and layers' weights) in the order of the body."""
     sites = [s for s in node.made() if s.trainable and (isinstance(s, VariableSite) or s.row["weights"])]

@@ -205,7 +205,7 @@ class ModelBuilder:
         if q == "tensorflow.name_scope":
             scope = literal_string(arg(call, 0, "name"))
             if scope is None or len(call.args) != 1 or not scope or item.asname is not None and not (
-                    isinstance(item.asname.name, cst.Name) and self._unused(item.asname.name.value)):
+                    isinstance(item.asname.name, cst.Name) and self.unused(item.asname.name.value)):
                 raise Refusal.of(stmt, "name_scope_form")
             return "name_scope", scope
         if q == "tensorflow.variable_scope":
@@ -229,7 +229,7 @@ class ModelBuilder:
         self.used_names[name] = count + 1
         return name if count == 0 else f"{name}_{count}"
 
-    def _unused(self, name: str) -> bool:
+    def unused(self, name: str) -> bool:
         """No statement of the module reads `name`, the `as` name of name scopes (a string)."""
         targets = {id(i.asname.name) for w in walk(self.module) if type(w) is cst.With for i in w.items
                    if i.asname is not None and isinstance(i.asname.name, cst.Name) and isinstance(i.item, cst.Call)

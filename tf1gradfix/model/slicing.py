@@ -181,7 +181,7 @@ def variable_text(node: Node, naming) -> str:
     """How a trained variable is listed: its name, or a layer's weights unpacked
     (`naming`: the names the emitter gave the layers, emit.naming.Naming)."""
     if isinstance(node, LayerLoop) and node.variables:   # the variables (and layers) a loop created
-        return variable_loops.variables_text(node, naming.lists, naming.layers)
+        return variable_loops.variables_text(node, naming.lists)
     if isinstance(node, LayerLoop):   # the layers a loop created
         return ", ".join(f"*[w for layer in {naming.lists[site]} for w in layer.trainable_variables]"
                          for site in node.sites if site.row["weights"])
