@@ -32,6 +32,7 @@ from typing import Callable, cast
 
 import libcst as cst
 
+from tf1gradfix.constructs import host_values
 from tf1gradfix.constructs.class_arguments import NotFixed, Unknown, binds, param_values
 from tf1gradfix.cst.syntax import Refusal, loads
 from tf1gradfix.cst.walk import walk
@@ -69,9 +70,19 @@ class Decision:
 
 @dataclass
 class ClassDecisions:
-    """The decisions of one class's `if`s, by (method, k): the k-th `if` of the method."""
+    """The decisions of one class's `if`s, by (method, k): the k-th `if` of the method; and the
+    values of its settings a loop may run over (a parameter, or `.attr` for `self.attr`:
+    the value, lists as tuples, or the host_values.NotFixed saying there is none)."""
 
     by_place: dict[tuple[str, int], Decision] = field(default_factory=dict)
+    values: dict[str, object] = field(default_factory=dict)
+
+    def named(self, attributes: dict[str, str], init: cst.FunctionDef | None) -> dict[str, object]:
+        """The values by the names the desugared `__init__` reads them by (`attributes`:
+        name -> attribute, model_classes.ModelClass.attributes)."""
+        params = {p.name.value for p in init.params.params[1:]} if init is not None else set()
+        out = {name: self.values[f".{attr}"] for name, attr in attributes.items() if f".{attr}" in self.values}
+        return {**out, **{p: v for p, v in self.values.items() if p in params and p not in attributes}}
 
     def nodes(self, cls: cst.ClassDef) -> dict[int, Decision]:
         """id of each `if` node of `cls` (this parse of it) -> its decision."""
@@ -105,14 +116,78 @@ def _ifs(method: cst.FunctionDef) -> list[cst.If]:
 
 
 def decide_module(module: cst.Module, qualified, line_of: Callable[[cst.CSTNode], int]) -> dict[str, ClassDecisions]:
-    """The decisions of each module-level class with an `__init__` and an `if` in a method."""
+    """The decisions of each module-level class with an `__init__` and an `if` in a method;
+    the values of the settings of each class whose `__init__` takes some."""
     out = {}
     for stmt in module.body:
-        if isinstance(stmt, cst.ClassDef) and any(_ifs(m) for m in _methods(stmt)):
-            init = next((m for m in _methods(stmt) if m.name.value == "__init__"), None)
-            if init is not None and init.params.params:
-                out[stmt.name.value] = _decide_class(module, stmt, init, qualified, line_of)
+        if not isinstance(stmt, cst.ClassDef):
+            continue
+        init = next((m for m in _methods(stmt) if m.name.value == "__init__"), None)
+        if init is not None and init.params.params and any(_ifs(m) for m in _methods(stmt)):
+            out[stmt.name.value] = _decide_class(module, stmt, init, qualified, line_of)
+        if init is not None and len(init.params.params) > 1 and isinstance(init.body, cst.IndentedBlock):
+            out.setdefault(stmt.name.value, ClassDecisions()).values = _loop_values(module, stmt, init, qualified, line_of)
     return out
+
+
+def _loop_values(module, cls, init, qualified, line_of) -> dict[str, object]:
+    """The class's settings as a loop may iterate them (ClassDecisions.values): lists read
+    as tuples where nothing in the class (or the file, for a constant passed) may change them."""
+    self_name = init.params.params[0].name.value
+    params = [p.name.value for p in init.params.params[1:]] + [p.name.value for p in init.params.kwonly_params]
+    rebound = set().union(*(binds(s) for s in init.body.body))
+    values = param_values(module, cls, init, params, line_of, _loop_reader(module, cls))
+    fixed = {p: values[p] for p in params if p not in rebound}
+    settings = _setting_attributes(cls, init, self_name, fixed, qualified, lists=True)
+    out: dict[str, object] = {**fixed, **{f".{a}": v for a, (v, _) in settings.items()}}
+    for key, value in list(out.items()):
+        if isinstance(value, tuple) and not _only_read(cls, init, self_name, key):
+            value = Unknown("used", param=key.lstrip("."), line=line_of(init))
+        out[key] = host_values.NotFixed(value.why) if isinstance(value, Unknown) else value
+    return out
+
+
+def _loop_reader(module: cst.Module, cls: cst.ClassDef):
+    """class_arguments' `read` for loop values: a list is a value too (a tuple), and a list
+    passed by a name only where the module only reads it or hands it to the class."""
+    def read(held: cst.BaseExpression, given: cst.BaseExpression):
+        value = _host_literal(held)
+        if isinstance(held, cst.List) and isinstance(given, cst.Name):
+            binding = [s for s in walk(module) if type(s) is cst.SimpleStatementLine and len(s.body) == 1
+                       and isinstance(s.body[0], cst.Assign) and s.body[0].value is held]
+            if not host_values.only_read(module, lambda n: type(n) is cst.Name and n.value == given.value, binding,
+                                         frozenset({cls.name.value})):
+                raise _NotSetting
+        return value
+    return read
+
+
+def _only_read(cls: cst.ClassDef, init: cst.FunctionDef, self_name: str, key: str) -> bool:
+    """Does the class only read the setting `key` (a parameter, or `.a` for `self.a`)? The
+    statement setting `self.a` (to the parameter) is checked as a use of `self.a`."""
+    statements = list(cast(cst.IndentedBlock, init.body).body)
+    if key.startswith("."):
+        def held(node: cst.CSTNode) -> bool:
+            return _self_target(node, self_name, bare=True) == key[1:]
+        setting = [s for s in statements if _self_target(s, self_name) == key[1:]]
+        return host_values.only_read(cls.body, held, setting)
+
+    def named(node: cst.CSTNode) -> bool:
+        return type(node) is cst.Name and node.value == key
+    settings = [s for s in statements if _self_target(s, self_name) is not None
+                and named(cast(cst.Assign, cast(cst.SimpleStatementLine, s).body[0]).value)]
+    return host_values.only_read(init.body, named, settings) and all(
+        _only_read(cls, init, self_name, f".{_self_target(s, self_name)}") for s in settings)
+
+
+def _self_target(node: cst.CSTNode, self_name: str, bare: bool = False) -> str | None:
+    """`a` of a statement `self.a = ...` (`bare`: of the expression `self.a`)."""
+    if not bare:
+        small = node.body[0] if isinstance(node, cst.SimpleStatementLine) and len(node.body) == 1 else None
+        node = small.targets[0].target if isinstance(small, cst.Assign) and len(small.targets) == 1 else cst.Pass()
+    if isinstance(node, cst.Attribute) and type(node.value) is cst.Name and node.value.value == self_name:
+        return node.attr.value
+    return None
 
 
 def _decide_class(module, cls, init, qualified, line_of) -> ClassDecisions:
@@ -172,8 +247,9 @@ def _truth(value) -> bool:
     return bool(value)
 
 
-def _evaluate(node: cst.BaseExpression, lookup):
-    """The value of a test of settings and literals, as Python computes it (`and`/`or` short-circuit)."""
+def _evaluate(node: cst.BaseExpression, lookup, literal=None):
+    """The value of a test of settings and literals, as Python computes it (`and`/`or` short-circuit).
+    `literal`: how a literal is read (lists too, for a loop: host_values)."""
     if isinstance(node, cst.Name) and node.value in ("True", "False", "None"):
         return {"True": True, "False": False, "None": None}[node.value]
     if isinstance(node, (cst.Name, cst.Attribute)):
@@ -195,7 +271,7 @@ def _evaluate(node: cst.BaseExpression, lookup):
         return True
     if loads(node):
         raise _NotSetting
-    return _literal(node)
+    return _literal(node) if literal is None else literal(node)
 
 
 def _compare(left, operator, right) -> bool:
@@ -241,7 +317,7 @@ def _calls_method(stmt: cst.CSTNode, self_name: str, cls: cst.ClassDef) -> bool:
                and c.func.value.value == self_name and c.func.attr.value in methods for c in walk(stmt))
 
 
-def _setting_attributes(cls, init, self_name: str, fixed: dict, qualified) -> dict[str, tuple[object, int]]:
+def _setting_attributes(cls, init, self_name: str, fixed: dict, qualified, lists: bool = False) -> dict[str, tuple[object, int]]:
     """attribute -> (its value, the index of `__init__`'s statement setting it) for the
     attributes set once in the class, by a statement of `__init__` itself, to a setting or
     a literal (or to a placeholder or variable: NOT_NONE)."""
@@ -273,13 +349,20 @@ def _setting_attributes(cls, init, self_name: str, fixed: dict, qualified) -> di
                 return fixed[node.value]
             raise _NotSetting
         try:
-            result = _evaluate(value, lookup)
+            result = _evaluate(value, lookup, _host_literal if lists else None)
         except _NotSetting:
             continue
         except Unknown as unknown:
             result = unknown
         out[target.attr.value] = (result, index)
     return out
+
+
+def _host_literal(expr: cst.BaseExpression):
+    try:
+        return host_values.literal(expr)
+    except host_values.NotFixed:
+        raise _NotSetting from None
 
 
 def literal_default(expr: cst.BaseExpression) -> bool:

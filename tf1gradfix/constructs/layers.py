@@ -19,7 +19,8 @@ import libcst as cst
 from tf1gradfix.rules import contrib
 from tf1gradfix.rules.catalog import _read
 from tf1gradfix.cst.syntax import Refusal, bound_args, literal_bool, literal_string, loads
-from tf1gradfix.model.nodes import Layer, LayerCall, LayerLoop, LayerLoopCall, LayerNode, LayerSite, Placeholder, Statement, Static, Tensor
+from tf1gradfix.model.nodes import (Layer, LayerCall, LayerLoop, LayerLoopCall, LayerNode, LayerSite, LoopStatement, Placeholder,
+                                    Statement, Static, Tensor)
 
 
 @functools.lru_cache(maxsize=None)
@@ -136,13 +137,14 @@ def loop_model(builder, item) -> bool:
         q = builder.qualified(value.func) if isinstance(value, cst.Call) else None
         row = layer_table().get(q or "")
         graph = bool(builder.deps_of(value)) or any(n in bound for n in loads(value))
+        site = None
         if row is not None:
-            value, q = cast(cst.Call, value), cast(str, q)   # (a row of the table: a layer call)
-            site_bound, source, _, trainable, _ = _settings(builder, value, q, row, bound, in_loop=True)
-            layer_sites.append(LayerSite(value, row, site_bound, source, _auto_name(program, row, layer_sites), trainable))
+            site = loop_layer(builder, cast(cst.Call, value), cast(str, q), row, bound, layer_sites)
+            layer_sites.append(site)
         elif any(q is not None for _, q in builder.calls(value)) and not graph:
             raise Refusal.of(small, "layer_loop_host_tf")
-        statements.append((name, value, row is not None, graph or row is not None))
+        role = "layer" if row is not None else "graph" if graph else "host"
+        statements.append(LoopStatement(role, small, name, value, site, column=builder.position(small)[1] - 1))
         if graph or row is not None:
             bound.add(name)
     for name in bound:
@@ -153,12 +155,19 @@ def loop_model(builder, item) -> bool:
     trainable = all(site.trainable for site in layer_sites if site.row["weights"])
     layer = builder.add(item, LayerLoop, (), None, (), loop=loop, sites=layer_sites, statements=statements,
                         weights=weights, trainable=trainable)
-    deps = {i for _, value, _, _ in statements for i in builder.deps_of(value)} | {layer.index}
-    targets = tuple(sorted(set(loads(loop.target)) | {name for name, *_ in statements}))
+    deps = {i for st in statements for i in builder.deps_of(st.value)} | {layer.index}
+    targets = tuple(sorted(set(loads(loop.target)) | {st.name for st in statements if st.name}))
     builder.add(item, LayerLoopCall, targets, loop, deps, calls=[q for _, q in builder.calls(loop) if q],
                 layer_loop=layer.index)
     item.node = layer
     return True
+
+
+def loop_layer(builder, call: cst.Call, q: str, row: dict, graph_names: AbstractSet[str], pending: list[LayerSite]) -> LayerSite:
+    """The site of a layer call in a loop that creates layers (`pending`: the loop's sites before
+    it); Refusal for what the loop cannot make (`graph_names`: names the loop binds to graph values)."""
+    bound, source, _, trainable, _ = _settings(builder, call, q, row, graph_names, in_loop=True)
+    return LayerSite(call, row, bound, source, _auto_name(builder.program, row, pending), trainable)
 
 
 def _auto_name(program, row: dict, pending: list[LayerSite]) -> str:

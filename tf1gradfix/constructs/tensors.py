@@ -26,12 +26,30 @@ def _seeded(call: cst.Call) -> bool:
 
 
 def _model(builder, item, names, value, deps, tf_calls) -> None:
-    unsupported = None
     collections, listed, read = graph_collections.model(builder, value, tf_calls)   # (their calls are written out)
     deps = set(deps) | read
+    unsupported = checked_calls(builder, [(call, q) for call, q in tf_calls if call not in listed])
+    for name in names:
+        prior = builder.program.node(name)
+        # gradients edited in place (`grads, norm = tf.clip_by_global_norm(grads, 5.0)`) run in source order
+        if prior is not None and not isinstance(prior, (Tensor, Static, ComputeGradients, Gradients)):
+            raise Refusal.of(item.stmt, "rebinds_graph_node", name=name, kind=prior.kind)
+    check_inputs(builder, item.stmt, deps)
+    static = all(isinstance(builder.program.nodes[i], Static) for i in deps) and all(matches(q, "pure") for _, q in tf_calls)
+    if static and any(n in builder.program.final for n in names):
+        static = False
+    node: Computed = builder.add(item, Static if static else Tensor, names, value, deps, calls=[q for _, q in tf_calls],
+                                 collections=collections)
+    inner, helper_unsupported = helper_calls(builder, item.stmt, value)
+    node.calls += inner
+    node.unsupported = unsupported or helper_unsupported
+
+
+def checked_calls(builder, tf_calls) -> Refusal | None:
+    """Refusal for a TensorFlow call a computed statement cannot make; the refusal of a call
+    refused only if some run needs it (returned); else None."""
+    unsupported = None
     for call, q in tf_calls:
-        if call in listed:
-            continue
         if matches(q, "queues"):
             raise queue_refusal(call, q)
         if q in ("tensorflow.placeholder", "tensorflow.placeholder_with_default", "tensorflow.Variable", "tensorflow.get_variable"):
@@ -51,33 +69,35 @@ def _model(builder, item, names, value, deps, tf_calls) -> None:
             unsupported = Refusal.of(call, "saver")
         elif matches(q, "refuse") and q not in schedule_table() and not matches(q, "aligned_random"):
             unsupported = Refusal.of(call, "api_unsupported", api=q)
-    for name in names:
-        prior = builder.program.node(name)
-        # gradients edited in place (`grads, norm = tf.clip_by_global_norm(grads, 5.0)`) run in source order
-        if prior is not None and not isinstance(prior, (Tensor, Static, ComputeGradients, Gradients)):
-            raise Refusal.of(item.stmt, "rebinds_graph_node", name=name, kind=prior.kind)
+    return unsupported
+
+
+def check_inputs(builder, stmt: cst.CSTNode, deps) -> None:
+    """Refusal for a value computed from an op (a train op, an initializer, ...)."""
     for n in (builder.program.nodes[i] for i in deps):
         if isinstance(n, OPS):
-            raise Refusal.of(item.stmt, "computed_from_op", kind=n.kind)
-    static = all(isinstance(builder.program.nodes[i], Static) for i in deps) and all(matches(q, "pure") for _, q in tf_calls)
-    if static and any(n in builder.program.final for n in names):
-        static = False
-    node: Computed = builder.add(item, Static if static else Tensor, names, value, deps, calls=[q for _, q in tf_calls],
-                                 collections=collections)
+            raise Refusal.of(stmt, "computed_from_op", kind=n.kind)
+
+
+def helper_calls(builder, stmt: cst.CSTNode, value: cst.CSTNode) -> tuple[list[str], Refusal | None]:
+    """(the TensorFlow calls of the helper functions `value` calls, the refusal of one refused
+    only if some run needs it); Refusal for a helper that makes weights or summaries."""
+    calls: list[str] = []
+    unsupported = None
     for name in loads(value):
         if name in builder.program.helpers:   # a helper's calls count as this statement's
             inner = [q for _, q in builder.calls(builder.program.helpers[name]) if q]
             unsupported = unsupported or dropout.helper_refusal(name, builder.calls(builder.program.helpers[name]))
             if any(q in summaries.summary_ops() for q in inner):
-                raise Refusal.of(item.stmt, "function_makes_summary", name=name)
+                raise Refusal.of(stmt, "function_makes_summary", name=name)
             creates = [] if builder.is_builder(name) else \
                 [q for q in inner if q in layers.layer_table() or q == "tensorflow.Variable"]
             factory = variable_factories.reached(builder, builder.program.helpers[name])
             creates += [factory] if factory is not None else []
             if creates:   # called in every step, it would make new weights each time
-                raise Refusal.of(item.stmt, "function_creates_weights", name=name, api=creates[0])
-            node.calls += inner
-    node.unsupported = unsupported
+                raise Refusal.of(stmt, "function_creates_weights", name=name, api=creates[0])
+            calls += inner
+    return calls, unsupported
 
 
 def queue_refusal(node: cst.CSTNode, q: str) -> Refusal:

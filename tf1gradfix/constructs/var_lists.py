@@ -96,6 +96,8 @@ def _collection(program, call: cst.Call, q, before: int, qualified, layers: bool
         extra = [a for a in call.args if a.keyword is not None and a.keyword.value != "scope"]
     if extra or len(call.args) > 2:
         raise Refusal.of(call, "collection_arguments")
+    if any(isinstance(n, LayerLoop) and n.variables for n in program.nodes[:before]):
+        raise Refusal.of(call, "collection_with_variable_loop")
     if any(isinstance(n, LayerLoop) or isinstance(n, Layer) and not (layers and _weights(n) is not None)
            for n in program.nodes[:before]):
         raise Refusal.of(call, "collection_with_layers")

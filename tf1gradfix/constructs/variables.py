@@ -40,6 +40,21 @@ def check_name(builder, name: str, call: cst.Call) -> None:
 def checked(builder, item, name: str, call: cst.Call, q: str, deps):
     """(bound arguments, trainable, TF1 name or None) of a variable call the rewrite can
     keep; refuses the arguments and names it cannot (variable_groups.py shares it)."""
+    bound, trainable = arguments(builder, name, call, q, deps)
+    label = literal_string(bound.get("name"))
+    if bound.get("name") is not None and label is None:
+        raise Refusal.of(call, "variable_name_not_literal")
+    if label is None and (item.prefix or q == "tensorflow.get_variable"):
+        raise Refusal.of(call, "variable_unnamed_in_scope")
+    full = None if label is None else item.prefix + label
+    if q == "tensorflow.Variable" and item.scope != item.prefix:   # under `tf.name_scope`: its full name
+        full = builder.unique_name(item.scope + (label or "Variable"))
+    return bound, trainable, full
+
+
+def arguments(builder, name: str, call: cst.Call, q: str, deps) -> tuple[dict, bool]:
+    """(bound arguments, trainable) of a variable call; refuses arguments the rewrite cannot
+    keep, and an initial value read from a graph value (`deps`: the nodes the call reads)."""
     for i in deps:
         if not isinstance(builder.program.nodes[i], Static):
             raise Refusal.of(call, "variable_from_graph_value", name=name)
@@ -56,16 +71,7 @@ def checked(builder, item, name: str, call: cst.Call, q: str, deps):
     extra = set(bound) - {"initial_value", "trainable", "name", "dtype", "shape", "initializer"}
     if extra:
         raise Refusal.of(call, "variable_arguments", args=', '.join(sorted(extra)))
-    trainable = literal_bool(bound.get("trainable"), "trainable") is not False
-    label = literal_string(bound.get("name"))
-    if bound.get("name") is not None and label is None:
-        raise Refusal.of(call, "variable_name_not_literal")
-    if label is None and (item.prefix or q == "tensorflow.get_variable"):
-        raise Refusal.of(call, "variable_unnamed_in_scope")
-    full = None if label is None else item.prefix + label
-    if q == "tensorflow.Variable" and item.scope != item.prefix:   # under `tf.name_scope`: its full name
-        full = builder.unique_name(item.scope + (label or "Variable"))
-    return bound, trainable, full
+    return bound, literal_bool(bound.get("trainable"), "trainable") is not False
 
 
 @functools.lru_cache(maxsize=None)

@@ -44,6 +44,16 @@ def fit(text: str, indent: int) -> str:
     return "\n".join(" " * (column - indent) + line for column, line in lines)
 
 
+def fit_header(head: str, text: str, tail: str, indent: int) -> str:
+    """A compound statement's header (`for x in zip(a, b):`: `head`, the expression `text`,
+    `tail`) laid out for `indent` columns as black lays it out: split at its last bracket."""
+    try:
+        lines = _split(cst.parse_expression(text), indent, head, tail)
+    except (_AsWritten, cst.ParserSyntaxError):
+        return head + text + tail
+    return "\n".join(" " * (column - indent) + line for column, line in lines)
+
+
 def _parts(text: str) -> tuple[str, cst.BaseExpression, str]:
     if "\n" in text.strip() and "#" in text:
         raise _AsWritten

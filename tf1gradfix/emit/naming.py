@@ -6,12 +6,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from tf1gradfix.model.nodes import BuilderModule, Layer, LayerSite
+from tf1gradfix.model.nodes import BuilderModule, Layer, LayerSite, VariableSite
 
 
 @dataclass
 class Naming:
     classes: dict[BuilderModule, str] = field(default_factory=dict)   # builder module -> its `tf.Module` class
     layers: dict[Layer | LayerSite, str] = field(default_factory=dict)   # a layer (or a loop's call site) -> its instance
-    lists: dict[LayerSite, str] = field(default_factory=dict)   # a loop's call site -> the list of its layers
+    lists: dict[LayerSite | VariableSite, str] = field(default_factory=dict)   # a loop's call site -> the list it fills
     helpers: dict[str, str] = field(default_factory=dict)   # a class of rules/helpers.toml -> its name in the module

@@ -306,6 +306,7 @@ class _Rewrite:
             builder.class_initializers = class_initializers.ClassInitializers(
                 self.module, cls, owner, body, self.meta.names.qualified,
                 lambda node: _position(self.meta, node)[0], variables.initializer_rows())
+            builder.host_settings = self.plan.decisions.named(self.plan.attributes, model_classes.init_of(cls))
         program = builder.build(owner, body, helpers, alias, collect=True)
         try:   # (every blocker of the graph statements and the host code in one run: ModelBuilder.build)
             check_program(program, owner, sessions, section)
@@ -368,6 +369,8 @@ class _Rewrite:
                 naming.layers[layer] = self.fresh(base if base not in self.taken else f"{base}_layer")
                 if isinstance(node, LayerLoop):
                     naming.lists[cast(LayerSite, layer)] = self.fresh(f"{base}_layers")
+            for site in node.variables if isinstance(node, LayerLoop) else []:   # a loop's variables: a list per statement
+                naming.lists[site] = self.fresh(f"{site.local}_variables")
         tape.name_functions(sigs)
         shared = tape.helper(sigs)
         texts = []

@@ -14,11 +14,12 @@ from typing import cast
 import libcst as cst
 
 from tf1gradfix.constructs import contrib, rnn_cells
+from tf1gradfix.constructs.variable_loops import loop_statement
 from tf1gradfix.constructs.layers import name_param, spread
 from tf1gradfix.rules.catalog import _read
 from tf1gradfix.emit.naming import Naming
 from tf1gradfix.model.graph import Program
-from tf1gradfix.model.nodes import Layer, LayerLoop, Node, Optimizer, RnnCell, Tensor, Variable
+from tf1gradfix.model.nodes import Layer, LayerLoop, LayerSite, Node, Optimizer, RnnCell, Tensor, Variable, VariableSite
 from tf1gradfix.cst import layout
 from tf1gradfix.cst.syntax import bound_args, schedule_table
 
@@ -132,16 +133,29 @@ class StateEmitter:
     def layer_loop(self, node: LayerLoop) -> list[str]:
         """The loop that creates layers, run once where the graph was built: each
         layer appended to its list; statements computing graph values left out."""
-        loop, sites = node.loop, iter(node.sites)
-        lines = [f"{self.naming.lists[site]} = []" for site in node.sites]
+        loop = node.loop
+        lines = [f"{self.naming.lists[site]} = []" for site in node.made()]
         lines.append(f"for {self.code(loop.target)} in {self.code(loop.iter)}:")
-        for name, value, is_layer, graph in node.statements:
-            if is_layer:
-                site = next(sites)
+        for st in node.statements:
+            if isinstance(st.site, LayerSite):
+                site = st.site
                 lines.append(f"    {self.naming.lists[site]}.append({self.layer_constructor(site.row, site.call, site.bound)})")
-            elif not graph:
-                lines.append(f"    {name} = {self.code(value)}")
+            elif isinstance(st.site, VariableSite):
+                lines.append(f"    {self.naming.lists[st.site]}.append({self.loop_variable(st.site)})")
+            elif st.role == "host":
+                lines.append(f"    {loop_statement(st, self.code)}")
         return lines
+
+    def loop_variable(self, site: VariableSite) -> str:
+        """`tf.Variable(<initial value>, name=<its TF1 name>)` of a loop's variable statement."""
+        value = self.code(site.bound["initial_value"]) if site.source == "tensorflow.Variable" \
+            else self._initial_value(site.call, site.bound)
+        args = [value, f"name={site.name}"]
+        if not site.trainable:
+            args.append("trainable=False")
+        if "dtype" in site.bound and site.source == "tensorflow.Variable":
+            args.append(f"dtype={self.code(site.bound['dtype'])}")
+        return f"{self.tf}.Variable({', '.join(args)})"
 
     def layer_constructor(self, row: dict, call: cst.Call, bound: dict, helper: str | None = None) -> str:
         return f"{self.target(row, helper)}({', '.join(self._layer_args(row, call, bound))})"

@@ -17,11 +17,13 @@ from tf1gradfix.constructs.optimizers import optimizer_table
 from tf1gradfix.constructs import (dropout, gradient_calls, graph_collections, losses, rnn_cells, rnn_stacks, summaries, updates,
                                    var_lists)
 from tf1gradfix.model.graph import Program
-from tf1gradfix.model.nodes import (ComputeGradients, Computed, Gradients, LayerCall, LayerLoop, LayerLoopCall, Node, Optimizer,
+from tf1gradfix.constructs.variable_loops import loop_statement
+from tf1gradfix.model.nodes import (ComputeGradients, Computed, Gradients, LayerCall, LayerLoop, LayerLoopCall, LayerSite, Node,
+                                    Optimizer,
                                     OptimizerCall, Placeholder, RnnRun, StateTuple, Summary, Tensor, TrainOp, Update,
-                                    Variable, VarList, ZeroState)
+                                    Variable, VariableSite, VarList, ZeroState)
 from tf1gradfix.cst import layout
-from tf1gradfix.cst.syntax import literal_index, matches
+from tf1gradfix.cst.syntax import literal_index, loads, matches
 from tf1gradfix.model.sites import Site
 from tf1gradfix.model.slicing import Signature, closure, gradient_dependent, reached_variables, variable_text
 
@@ -89,7 +91,9 @@ class TapeEmitter:
                 if i in shared_set:
                     continue
                 for d in self.p.nodes[i].deps:
-                    if d in shared_set:
+                    if d in shared_set and isinstance(self.p.nodes[d], LayerLoopCall):   # (of a loop's names, those read)
+                        returns += [n for n in self.p.nodes[d].names if n in loads(self.p.nodes[i].stmt)]
+                    elif d in shared_set:
                         returns += list(self.p.nodes[d].names)
             returns += [f for f in sig.fetches if self.p.final[f] in shared_set]
         ordered = []
@@ -146,7 +150,7 @@ class TapeEmitter:
         if isinstance(node, LayerLoopCall):
             loop = self.p.nodes[node.layer_loop]
             assert isinstance(loop, LayerLoop)
-            return self._layer_loop(loop)
+            return self._layer_loop(loop, node.called(), self.indent + 4 * (depth or 1))
         stmt = losses.rewritten_statement(node.stmt, node.called(), self.qualified, self.code, self.tf)
         stmt = dropout.rewritten_statement(stmt, node.called(), self.qualified, self.code)
         if isinstance(node, Computed):   # a variable collection read: the list TF1 held there
@@ -163,23 +167,30 @@ class TapeEmitter:
             lines = [ln for ln in cst.Module([]).code_for_node(moved.with_changes(leading_lines=())).splitlines() if ln.strip()]
         return "\n".join(lines)
 
-    def _layer_loop(self, layers: LayerLoop) -> str:
-        """The loop again, zipped with the lists of layers it created: each call
-        site calls its layer of this iteration."""
+    def _layer_loop(self, layers: LayerLoop, calls, indent: int) -> str:
+        """The loop again, zipped with the lists of layers and variables it created: each
+        call site calls its layer of this iteration, each variable statement's name is its
+        variable of this iteration (`indent`: the loop's column)."""
         naming = self.state.naming
-        loop, sites = layers.loop, layers.sites
+        loop, sites = layers.loop, layers.made()
         target = self.code(loop.target)
         if isinstance(loop.target, cst.Tuple) and not loop.target.lpar:
             target = f"({target})"
-        header = ", ".join([target] + [naming.layers[s] for s in sites])
-        lines = [f"for {header} in zip({self.code(loop.iter)}, {', '.join(naming.lists[s] for s in sites)}):"]
-        calls = iter(sites)
-        for name, value, is_layer, _ in layers.statements:
-            if is_layer:
-                site = next(calls)
-                lines.append(f"{IND}{name} = {naming.layers[site]}({self.code(site.source)})")
-            else:
-                lines.append(f"{IND}{name} = {self.code(value)}")
+        header = ", ".join([target] + [s.local if isinstance(s, VariableSite) else naming.layers[s] for s in sites])
+        zipped = f"zip({self.code(loop.iter)}, {', '.join(naming.lists[s] for s in sites)})"
+        lines = [layout.fit_header(f"for {header} in ", zipped, ":", indent)]
+        for st in layers.statements:
+            if isinstance(st.site, LayerSite):
+                lines.append(f"{IND}{st.name} = {naming.layers[st.site]}({self.code(st.site.source)})")
+            elif st.site is None and st.steps:   # (a loss or dropout written as in a statement of its own)
+                small = losses.rewritten_statement(st.stmt, calls, self.qualified, self.code, self.tf)
+                small = dropout.rewritten_statement(small, calls, self.qualified, self.code)
+                text = loop_statement(st, self.code, cast(cst.BaseSmallStatement, small))
+                if small is not st.stmt or "\n" not in text and st.column + len(loop_statement(st, self.code)) <= layout.WIDTH:
+                    text = layout.fit(text, indent + 4)   # (written by the rewrite, or laid out as black would)
+                lines.append("\n".join(IND + ln if ln.strip() else ln for ln in text.split("\n")))
+        if len(lines) == 1:
+            lines.append(f"{IND}pass")
         return "\n".join(lines)
 
     def params_text(self, params: list[str]) -> str:

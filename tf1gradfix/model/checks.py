@@ -251,6 +251,9 @@ def check_state(program: Program, qualified, code, found: list | None = None) ->
         elif isinstance(node, LayerLoop):
             for site in node.sites:
                 kept(found, layers.check_layer_arguments, site.row, site.call, site.bound, qualified, code)
+            for variable in node.variables:
+                if variable.source != "tensorflow.Variable":
+                    kept(found, variables.check_initial_value, program, qualified, code, variable.call, variable.bound)
         elif isinstance(node, Layer) and not isinstance(node, RnnCell):   # (a cell: constructs.rnn_cells)
             kept(found, layers.check_layer_arguments, node.row, node.value, node.bound, qualified, code)
 

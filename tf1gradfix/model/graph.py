@@ -17,7 +17,7 @@ import libcst as cst
 from libcst.metadata import PositionProvider
 
 from tf1gradfix.constructs import (builder_loops, builders, graph_contexts, graph_loops, graph_prints, input_methods, layers,
-                                   rnn_stacks, summaries, variable_factories)
+                                   rnn_stacks, summaries, variable_factories, variable_loops)
 from tf1gradfix.constructs.tensors import queue_refusal
 from tf1gradfix.constructs.class_settings import branch as settled_branch
 from tf1gradfix.model import registry
@@ -82,6 +82,7 @@ class ModelBuilder:
         self.class_attributes: dict[str, str] | None = None   # a model class's name -> attribute (ModelClass.attributes)
         self.class_initializers: Any = None   # class_initializers.ClassInitializers of a model class
         self.graphs: dict[str, cst.CSTNode] = {}   # the graph the block makes and enters (graph_contexts.owned)
+        self.host_settings: dict[str, object] = {}   # a model class's name -> the setting's value (host_values)
 
     def note(self, node: cst.CSTNode, code: str, message: str) -> None:
         """An info diagnostic of a successful rewrite (kept on the visitor, which
@@ -146,7 +147,8 @@ class ModelBuilder:
         if isinstance(item.stmt, cst.SimpleStatementLine) and not item.drop:
             self._classify(item)
         elif not isinstance(item.stmt, cst.SimpleStatementLine) and not graph_loops.model(self, item, position) \
-                and not layers.loop_model(self, item) and not isinstance(item.stmt, cst.FunctionDef):
+                and not variable_loops.model(self, item, position) and not layers.loop_model(self, item) \
+                and not isinstance(item.stmt, cst.FunctionDef):
             self._check_compound(item.stmt)   # (a function is checked where graph code calls it)
 
     def _flatten(self, body, prefix: str, lead: tuple, stats: bool = False, scope: str = "") -> None:
@@ -204,7 +206,7 @@ class ModelBuilder:
         if q == "tensorflow.name_scope":
             scope = literal_string(arg(call, 0, "name"))
             if scope is None or len(call.args) != 1 or not scope or item.asname is not None and not (
-                    isinstance(item.asname.name, cst.Name) and self._unused(item.asname.name.value)):
+                    isinstance(item.asname.name, cst.Name) and self.unused(item.asname.name.value)):
                 raise Refusal.of(stmt, "name_scope_form")
             return "name_scope", scope
         if q == "tensorflow.variable_scope":
@@ -228,7 +230,7 @@ class ModelBuilder:
         self.used_names[name] = count + 1
         return name if count == 0 else f"{name}_{count}"
 
-    def _unused(self, name: str) -> bool:
+    def unused(self, name: str) -> bool:
         """No statement of the module reads `name`, the `as` name of name scopes (a string)."""
         targets = {id(i.asname.name) for w in walk(self.module) if type(w) is cst.With for i in w.items
                    if i.asname is not None and isinstance(i.asname.name, cst.Name) and isinstance(i.item, cst.Call)

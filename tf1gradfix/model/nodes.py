@@ -190,16 +190,51 @@ class LayerSite:
     trainable: bool
 
 
+@dataclass(eq=False)
+class VariableSite:
+    """One `tf.Variable` / `tf.get_variable` in a loop that creates variables: a list of
+    variables, one per iteration, each under the name TF1 gave it (constructs/variable_loops.py)."""
+
+    call: cst.Call
+    local: str                    # the name the loop binds it to
+    source: str                   # "tensorflow.Variable" or "tensorflow.get_variable"
+    bound: Bound
+    name: str                     # its TF1 name as TF2 writes it: an expression of the loop's values
+    tf1_names: tuple[str, ...]    # ... as each iteration makes it, in order
+    trainable: bool
+
+
+@dataclass(eq=False)
+class LoopStatement:
+    """A statement of a loop creating layers or variables (its `with` scopes read as if unindented).
+    role: "host" (run in both loops), "graph" and "fill" (the steps' loop only: a graph value,
+    a list filled), "layer" and "variable" (made by the creation loop, read by the steps' one)."""
+
+    role: str
+    stmt: cst.BaseSmallStatement
+    name: str | None = None       # the one name it binds (a host, graph, layer or variable statement)
+    value: cst.BaseExpression | None = None
+    site: LayerSite | VariableSite | None = None
+    column: int = 0               # where it starts in the source (its layout is kept, or laid out again)
+    steps: bool = True            # a host statement: run in the steps' loop too (a graph value there reads it)
+
+
 @dataclass(eq=False, kw_only=True)
 class LayerLoop(LayerNode):
-    """A host `for` loop creating layers: a list of layers per call site."""
+    """A host `for` loop creating layers or variables: a list of layers per call site, a list of
+    variables per variable statement."""
 
     loop: cst.For
     sites: list[LayerSite]
-    statements: list[tuple[str, cst.BaseExpression, bool, bool]]   # (name, value, is a layer, is graph)
+    statements: list[LoopStatement]
+    variables: list[VariableSite] = field(default_factory=list)
 
     def rows(self) -> list[dict]:
         return [site.row for site in self.sites]
+
+    def made(self) -> list[LayerSite | VariableSite]:
+        """Its layer and variable sites, in the order each iteration makes them."""
+        return [s.site for s in self.statements if s.site is not None]
 
 
 BuilderVariable = tuple[str, str, cst.Call, Bound, cst.SimpleStatementLine]   # (local, label, call, bound, statement)

@@ -112,7 +112,8 @@ def nested_sessions(statements, program, meta, builder) -> dict[cst.CSTNode, str
 
 def owner_of(scan: GraphCallScan, call: cst.Call, module: cst.Module, session: bool = False, decided=None):
     """The function (or module) whose body builds the graph; a session may also sit
-    in a condition such as `if __name__ == "__main__":`, never in a loop. `decided`:
+    in a condition such as `if __name__ == "__main__":`, never in a loop; a variable may sit in
+    one `for` loop (constructs/variable_loops.py). `decided`:
     id of an `if` a model class's construction decides -> its Decision (class_settings):
     no condition for the graph."""
     owner, between = scan.owner_of[call], scan.between[call]
@@ -125,6 +126,8 @@ def owner_of(scan: GraphCallScan, call: cst.Call, module: cst.Module, session: b
             raise decision.refusal(test)
         if decision is not None:
             continue
+        if position == 0 and type(node) is cst.For and not session and scan.names.qualified(call.func) in GRAPH_CALLS[2:]:
+            continue   # (a variable made in one host loop: constructs/variable_loops.py reads the loop or refuses it)
         if isinstance(node, BLOCKS):
             raise Refusal.of(call, "graph_in_compound_or_class")
     return owner or module

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any, cast
 
 import libcst as cst
-from tf1gradfix.constructs import builder_statistics, builders, updates
+from tf1gradfix.constructs import builder_statistics, builders, updates, variable_loops
 from tf1gradfix.constructs.layers import updates_in_place
 from tf1gradfix.model.graph import Program
 from tf1gradfix.model.nodes import (GRADIENT_NODES, BuilderModule, Layer, LayerCall, LayerLoop, Node,
@@ -185,6 +185,8 @@ def reached_variables(program: Program, root: int) -> list[Node]:
 def variable_text(node: Node, naming) -> str:
     """How a trained variable is listed: its name, or a layer's weights unpacked
     (`naming`: the names the emitter gave the layers, emit.naming.Naming)."""
+    if isinstance(node, LayerLoop) and node.variables:   # the variables (and layers) a loop created
+        return variable_loops.variables_text(node, naming.lists)
     if isinstance(node, LayerLoop):   # the layers a loop created
         return ", ".join(f"*[w for layer in {naming.lists[site]} for w in layer.trainable_variables]"
                          for site in node.sites if site.row["weights"])
