@@ -14,27 +14,21 @@ loader call inside graph code (its statement would not be host code the rewrite 
 
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass, field
 
 import libcst as cst
 
 from tf1gradfix.cst.syntax import Refusal, arg, name_nodes
 from tf1gradfix.cst.walk import walk
-from tf1gradfix.rules.catalog import _read
 
 HELPER = "mnist_data_sets"   # its row in rules/helpers.toml
+LOADERS = frozenset({"tensorflow.examples.tutorials.mnist.input_data.read_data_sets"})   # what the helper replaces
 TUTORIALS = "tensorflow.examples"
 PARAMS = ("train_dir", "fake_data", "one_hot", "dtype", "reshape", "validation_size", "seed", "source_url")
 DTYPES = frozenset({"tensorflow.float32", "tensorflow.uint8", "tensorflow.dtypes.float32", "tensorflow.dtypes.uint8"})
 # Calls that set the graph-level seed TF1's loader reseeded NumPy with when given no `seed=`.
 GRAPH_SEEDS = frozenset({"tensorflow.set_random_seed", "tensorflow.random.set_random_seed", "tensorflow.random.set_seed"})
 
-
-@functools.lru_cache(maxsize=1)
-def loaders() -> frozenset[str]:
-    """The TF1 names the helper replaces."""
-    return frozenset(_read("helpers.toml")["helper"][HELPER]["loaders"])
 
 
 @dataclass
@@ -80,12 +74,13 @@ def plan(module: cst.Module, calls: list[cst.Call], seeds: list[cst.Call], quali
     return loader
 
 
-def check_replaced(new: cst.Module, loader: Loader) -> None:
-    """A loader call the rewrite kept as it was (in code it rewrote otherwise): refused."""
-    kept = {id(call) for call in loader.calls}
+def check_replaced(new: cst.Module, loader: Loader, edits: dict) -> None:
+    """A loader call the rewrite kept as it was (in code it rewrote otherwise), still
+    naming the tutorial module: refused."""
+    kept = {id(call.func): call for call in loader.calls if call.func in edits}
     left = next((n for n in walk(new) if id(n) in kept), None)
     if left is not None:
-        raise Refusal.of(left, "mnist_loader_in_graph")
+        raise Refusal.of(kept[id(left)], "mnist_loader_in_graph")
 
 
 def _imports(module: cst.Module, loader: Loader) -> dict[str, str]:
@@ -105,7 +100,7 @@ def _imports(module: cst.Module, loader: Loader) -> dict[str, str]:
             loader.imports.append(stmt)
             bound.update(names)
     for local, full in bound.items():
-        if full in loaders():
+        if full in LOADERS:
             loader.kept_name = local
     return bound
 

@@ -10,6 +10,7 @@ import sys
 
 import libcst as cst
 
+from tf1gradfix.cst.syntax import bound_names
 from tf1gradfix.model.nodes import BuilderModule, Layer
 from tf1gradfix.rules.catalog import _read
 
@@ -35,6 +36,8 @@ def names_for(key: str, module: cst.Module, fresh) -> tuple[dict[str, str], list
     imports = []
     for field, path in row.get("modules", {}).items():
         alias = _leading_imports(module).get(path)
+        if alias is not None and any(alias in bound_names(stmt) for stmt in module.body if not _imports(stmt, path)):
+            alias = None   # (bound to something else too: `np = ...`)
         if alias is None:
             alias = fresh(field)
             imports.append(f"import {path}" if alias == path else f"import {path} as {alias}")
@@ -51,6 +54,12 @@ def _leading_imports(module: cst.Module) -> dict[str, str]:
                 path = cst.Module([]).code_for_node(alias.name)
                 found.setdefault(path, cst.Module([]).code_for_node(alias.asname.name) if alias.asname else path)
     return found
+
+
+def _imports(stmt, path: str) -> bool:
+    """Is `stmt` an `import PATH [as NAME]` line?"""
+    return _import(stmt) and isinstance(stmt.body[0], cst.Import) \
+        and any(cst.Module([]).code_for_node(a.name) == path for a in stmt.body[0].names)
 
 
 def _after_imports(body: list) -> int:
@@ -88,7 +97,8 @@ def defined(module: cst.Module, names: dict[str, str], tf: str, fields: dict[str
     if standard and first is not None:   # (the standard library's first, as isort orders them)
         lead, stmt = body[first].leading_lines, body[first]
         gap = [] if _standard(stmt) else [cst.EmptyLine()]
-        standard[0] = standard[0].with_changes(leading_lines=lead)
+        future = first > 0 and _future(body[first - 1])   # (a blank line after `from __future__`)
+        standard[0] = standard[0].with_changes(leading_lines=lead or [cst.EmptyLine()] * future)
         body[first:first + 1] = standard + [stmt.with_changes(leading_lines=gap)]
     elif standard:
         body[at:at] = standard

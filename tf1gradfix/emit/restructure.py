@@ -138,7 +138,7 @@ class _Rewrite:
         if refused:
             raise Refusals.joined(refused)
         if new is not None and self.loader is not None:
-            mnist_loader.check_replaced(new, self.loader)
+            mnist_loader.check_replaced(new, self.loader, self.loader_edits)
         if new is None or not self.helper_names:
             return new
         return helper_classes.defined(new, self.helper_names, self.alias, self.helper_fields, self.helper_imports)

@@ -63,7 +63,7 @@ class GraphCallScan(cst.CSTVisitor):
             return
         if matches(q, "summary_writers"):
             self.writers = True
-        if q in mnist_loader.GRAPH_SEEDS or q in mnist_loader.loaders():
+        if q in mnist_loader.GRAPH_SEEDS or q in mnist_loader.LOADERS:
             (self.graph_seeds if q in mnist_loader.GRAPH_SEEDS else self.loaders).append(call)
         if q in GRAPH_CALLS:
             self.creations.append(call)
