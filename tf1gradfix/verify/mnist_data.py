@@ -71,7 +71,7 @@ def install_v2(tf) -> None:
 
 def install_v1(v1) -> None:
     """The original's side, once the runner has set its own graph-level seed: the tutorial
-    module (importable, and as `tf.examples`), and legacy Keras's MNIST if it is loaded."""
+    module, importable and as `tf.examples`."""
     seeded_by_program: weakref.WeakSet = weakref.WeakSet()
     runner_graph = v1.get_default_graph()
     original_seed = v1.set_random_seed
@@ -96,9 +96,6 @@ def install_v1(v1) -> None:
     sys.modules.update({m.__name__: m for m in modules})
     if "examples" not in dir(v1):
         v1.examples = modules[0]
-    keras = sys.modules.get("tf_keras")
-    if keras is not None:
-        keras.datasets.mnist.load_data = load_data
 
 
 def numpy_seed(seed, graph_seed):
