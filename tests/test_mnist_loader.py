@@ -35,9 +35,9 @@ with tf.Session() as sess:
 """
 
 
-def rewrite(head: str) -> tuple[str | None, list[str]]:
+def rewrite(head: str, tail: str = GRAPH) -> tuple[str | None, list[str]]:
     """The rewrite of `head` + a small graph reading `data`, and its refusals (code: message)."""
-    result = process_source("p.py", (textwrap.dedent(head).lstrip() + GRAPH).encode(), CodeFilter())
+    result = process_source("p.py", (textwrap.dedent(head).lstrip() + tail).encode(), CodeFilter())
     refused = [f"{f.code}: {f.message}" for f in result.findings if f.code.startswith("TFG9")]
     return (result.new_source.decode() if result.new_source else None), refused
 
@@ -96,6 +96,16 @@ def test_a_method_calling_the_loader_calls_the_helper():
         data = load()
     """)
     assert refused == [] and '    return read_data_sets("d", one_hot=True)\n' in out
+
+
+def test_a_loader_call_after_the_session_closed_is_host_code_of_its_section():
+    """Not a new section of graph code (which would build nothing: TFG918)."""
+    out, refused = rewrite("""
+        import tensorflow as tf
+        from tensorflow.examples.tutorials.mnist import input_data
+        data = input_data.read_data_sets("d", one_hot=True)
+    """, GRAPH.lstrip() + 'more = input_data.read_data_sets("e")\nprint(more.test.labels[:3])\n')
+    assert refused == [] and out.endswith('more = read_data_sets("e")\nprint(more.test.labels[:3])\n')
 
 
 @pytest.mark.parametrize("head, reason", [
