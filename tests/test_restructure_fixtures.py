@@ -82,6 +82,9 @@ def _lines_without_numbers(tail: str) -> list[str]:
 
 RUN_ALL = """\
 import contextlib, io, os, runpy, sys
+import tensorflow as tf
+from tf1gradfix.verify import mnist_data
+mnist_data.install_v2(tf)   # (the synthetic MNIST the verifier gives the MNIST loader's helper: no network)
 failed = []
 for path in sys.argv[1:]:
     try:

@@ -14,6 +14,7 @@ import libcst as cst
 from tf1gradfix.cst.syntax import Refusal, bound_names, loads, matches
 from tf1gradfix.cst.walk import walk
 from tf1gradfix.model.nodes import LayerNode, Variable, VariableGroup
+from tf1gradfix.rules.catalog import host_value
 
 
 def split(module: cst.Module, qualified) -> list[list[cst.BaseStatement]]:
@@ -99,7 +100,8 @@ def _closes_session(stmt, sessions: set[str], qualified) -> bool:
 
 
 def _builds_graph(section, qualified) -> bool:
-    """A top-level statement of the section calls TensorFlow (outside a session block)."""
+    """A top-level statement of the section calls TensorFlow (outside a session block;
+    not its host functions: kinds.toml `host`)."""
     return any(isinstance(stmt, cst.SimpleStatementLine) and any(
-        type(node) is cst.Call and (qualified(node.func) or "").startswith("tensorflow.") for node in walk(stmt))
-        for stmt in section)
+        type(node) is cst.Call and (q := qualified(node.func) or "").startswith("tensorflow.") and not host_value(q)
+        for node in walk(stmt)) for stmt in section)

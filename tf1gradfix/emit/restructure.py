@@ -17,8 +17,8 @@ import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider, ScopeProvider
 
 from tf1gradfix.constructs import (builders, class_initializers, class_settings, input_methods, layer_methods,
-                                   model_classes, optimizers, schedules, sections, session_options, session_params,
-                                   summaries, unbuilt_methods, variable_factories, variables)
+                                   mnist_loader, model_classes, optimizers, schedules, sections, session_options,
+                                   session_params, summaries, unbuilt_methods, variable_factories, variables)
 from tf1gradfix.model import owners as owners_model
 from tf1gradfix.model.checks import (check_moved, check_program, check_results, check_state, check_steps, check_var_lists,
                                      class_names, kept, sliced)
@@ -114,6 +114,10 @@ class _Rewrite:
         self.module_helpers: dict | None = None
         self.builder_edits: dict = {}   # builder function -> its tf.Module class and instance
         self.helper_names: dict[str, str] = {}   # a class of rules/helpers.toml the output uses -> its name
+        self.helper_fields: dict[str, dict[str, str]] = {}   # its other names and module aliases
+        self.helper_imports: list[str] = []   # imports its text needs that the module lacks
+        self.loader: mnist_loader.Loader | None = None   # TF1's MNIST tutorial loader, if called
+        self.loader_edits: dict = {}
         self.taken = set(self.module_names)
         self.decided: dict = {}   # id of an `if` a model class's construction decides -> its Decision
         self.class_decisions: dict = {}   # class name -> its ClassDecisions (class_settings)
@@ -134,8 +138,30 @@ class _Rewrite:
             return None
         # A graph of constants and ops only is refused like any other: renamed
         # alone, a file that still opens a session does not run on TF2.
-        new = self._run(creations, sessions)
-        return helper_classes.defined(new, self.helper_names, self.alias) if new is not None and self.helper_names else new
+        self.loader = mnist_loader.plan(self.module, self.scan.loaders, self.scan.graph_seeds, self.meta.names.qualified)
+        if self.loader is not None:
+            self._name_helper(mnist_loader.HELPER, self.loader.kept_name)
+            self.loader_edits = self.loader.edits(self.helper_names[mnist_loader.HELPER])
+        refused = self.loader.refused if self.loader is not None else []
+        try:
+            new = self._run(creations, sessions)
+        except Refusal as refusal:
+            raise Refusals.joined(refused, refusal) from None
+        if refused:
+            raise Refusals.joined(refused)
+        if new is not None and self.loader is not None:
+            mnist_loader.check_replaced(new, self.loader, self.loader_edits)
+        if new is None or not self.helper_names:
+            return new
+        return helper_classes.defined(new, self.helper_names, self.alias, self.helper_fields, self.helper_imports)
+
+    def _name_helper(self, key: str, name: str | None = None) -> None:
+        """Names for a helper of rules/helpers.toml the module-level code calls (`name`: one
+        the module binds already, to an import that goes), kept from the owners' new names."""
+        self.helper_names[key] = name or self.fresh(helper_classes.table()[key]["name"])
+        self.helper_fields[key], imports = helper_classes.names_for(key, self.module, self.fresh)
+        self.helper_imports += imports
+        self.module_names = self.module_names | {self.helper_names[key], *self.helper_fields[key].values()}
 
     def _run(self, creations, sessions) -> cst.Module | None:
         self._decide()
@@ -250,7 +276,7 @@ class _Rewrite:
                     alias.with_changes(name=cst.Name("tensorflow"))])])
         if edits:
             edits.update(self._imports_only_for(edits))
-        return edits
+        return {**edits, **self.loader_edits}   # (the MNIST loader's calls, anywhere, and its imports)
 
     def _imports_only_for(self, dropped: dict) -> dict:
         """A `from tensorflow... import name` whose every use is in the dropped statements
@@ -307,6 +333,7 @@ class _Rewrite:
                 self.module, cls, owner, body, self.meta.names.qualified,
                 lambda node: _position(self.meta, node)[0], variables.initializer_rows())
             builder.host_settings = self.plan.decisions.named(self.plan.attributes, model_classes.init_of(cls))
+        builder.loader_calls = frozenset(id(c) for c in self.loader.calls) if self.loader is not None else frozenset()
         program = builder.build(owner, body, helpers, alias, collect=True)
         try:   # (every blocker of the graph statements and the host code in one run: ModelBuilder.build)
             check_program(program, owner, sessions, section)
@@ -387,6 +414,7 @@ class _Rewrite:
         if builder.writers is not None:
             replacements.update(edits)
         replacements.update(self.builder_edits)
+        replacements.update(self.loader_edits)
         if isinstance(owner, cst.Module):
             replacements.update(self.module_edits)
         for call, text in scan.variable_lists.items():

@@ -25,6 +25,7 @@ from tf1gradfix.constructs.optimizers import is_optimizer
 from tf1gradfix.cst.syntax import (Refusal, arg, bound_names, enters_new_graph, free_names, literal_string, loads, matches,
                                    name_nodes, target_names)
 from tf1gradfix.cst.walk import walk
+from tf1gradfix.rules.catalog import host_value
 from tf1gradfix.model.nodes import BuilderModule, Node, Saver, Statement, Static, Variable, VariableGroup
 
 N = TypeVar("N", bound=Node)
@@ -83,6 +84,7 @@ class ModelBuilder:
         self.class_initializers: Any = None   # class_initializers.ClassInitializers of a model class
         self.graphs: dict[str, cst.CSTNode] = {}   # the graph the block makes and enters (graph_contexts.owned)
         self.host_settings: dict[str, object] = {}   # a model class's name -> the setting's value (host_values)
+        self.loader_calls: frozenset[int] = frozenset()   # ids of the MNIST loader's calls (mnist_loader.py)
 
     def note(self, node: cst.CSTNode, code: str, message: str) -> None:
         """An info diagnostic of a successful rewrite (kept on the visitor, which
@@ -105,12 +107,14 @@ class ModelBuilder:
         return self.names.qualified(expr)
 
     def calls(self, node: cst.CSTNode) -> list[tuple[cst.Call, str | None]]:
-        """The calls in `node`, each with its function's TensorFlow name (not to be modified:
-        kept per node, since the model asks about a statement several times)."""
+        """The calls in `node`, each with its function's TensorFlow name, None for a call of
+        NumPy or of TensorFlow's host functions (kinds.toml `host`); not to be modified:
+        kept per node, since the model asks about a statement several times."""
         found = self._calls.get(node)
         if found is None:
             # (a walk: a visitor class made on every call would cost more than the walk itself)
-            found = self._calls[node] = [(call, self.qualified(call.func)) for call in walk(node) if type(call) is cst.Call]
+            found = self._calls[node] = [(call, None if host_value(q := self.qualified(call.func)) else q)
+                                         for call in walk(node) if type(call) is cst.Call]
         return found
 
     # -- the block ---------------------------------------------------------
@@ -358,6 +362,8 @@ class ModelBuilder:
                 item.drop = True   # `tf.global_variables_initializer().run()`
                 return
             q = self.qualified(small.value.func)
+            if host_value(q):   # (`tf.logging.info(...)`, `tf.flags.DEFINE_string(...)`: host code)
+                return
             if matches(q, "queues"):
                 raise queue_refusal(small, cast(str, q))
             if matches(q, "graph_resets") and self.program.nodes:
@@ -402,6 +408,8 @@ class ModelBuilder:
             return
         if names is None:
             raise Refusal.of(small, "graph_value_target")
+        if self.loader_calls and any(id(call) in self.loader_calls for call, _ in self.calls(value)):
+            raise Refusal.of(small, "mnist_loader_in_graph")   # (host code only is kept where it is)
         self._graph_statement(item, small, names, value, deps, tf_calls)
 
     def _runs_graph(self, value: cst.BaseExpression) -> bool:

@@ -9,6 +9,7 @@ from typing import cast
 
 import libcst as cst
 
+from tf1gradfix.constructs import mnist_loader
 from tf1gradfix.cst.syntax import Refusal, enters_new_graph, matches
 from tf1gradfix.cst.walk import token_blind
 
@@ -38,6 +39,8 @@ class GraphCallScan(cst.CSTVisitor):
         self.graph_wide_in: dict[int, list[tuple[cst.Call, str, bool]]] = {}   # id(function) -> its graph_wide entries
         self.session_arguments = False   # does a session call take arguments (`tf.Session(config=...)`)?
         self.writers = False   # does the module make a summary writer (tf.summary.FileWriter)?
+        self.loaders: list[cst.Call] = []       # TF1's MNIST tutorial loader (mnist_loader.py)
+        self.graph_seeds: list[cst.Call] = []   # calls setting the graph-level seed it reads
         self.owner_of: dict[cst.Call, cst.FunctionDef | None] = {}
         self.between: dict[cst.Call, tuple] = {}
         self.stack: list[cst.CSTNode] = []
@@ -60,6 +63,8 @@ class GraphCallScan(cst.CSTVisitor):
             return
         if matches(q, "summary_writers"):
             self.writers = True
+        if q in mnist_loader.GRAPH_SEEDS or q in mnist_loader.LOADERS:
+            (self.graph_seeds if q in mnist_loader.GRAPH_SEEDS else self.loaders).append(call)
         if q in GRAPH_CALLS:
             self.creations.append(call)
         elif matches(q, "sessions"):

@@ -87,6 +87,12 @@ class Catalog:
         return None
 
 
+def host_value(qualified: str | None) -> bool:
+    """A call of `qualified` returns a host value and builds nothing (kinds.toml `host`):
+    the model reads it as it reads NumPy, not as graph code."""
+    return qualified is not None and any(matches(qualified, p) for p in load().kinds.get("host", ()))
+
+
 def matches(name: str, pattern: str) -> bool:
     """fnmatch.fnmatchcase(name, pattern), where fnmatch compiles a regular expression only
     for a name that starts with the pattern's literal head (a cold `check` would compile

@@ -23,6 +23,7 @@ so values round-trip bit for bit, NaN included.
 from __future__ import annotations
 
 import base64
+import itertools
 import json
 import os
 import random
@@ -140,9 +141,18 @@ def write_json_atomic(path: str, obj) -> None:
 # -- seeding and running ----------------------------------------------------
 
 def seed_python() -> None:
-    """Seed the host-side generators; TF seeds are set by each runner."""
+    """Seed the host-side generators; TF seeds are set by each runner. NumPy reseeded with
+    no seed (`np.random.seed()`, as TF1's MNIST loader does when no seed is set) would
+    draw from the system, differently on each side: there the k-th such call of a run
+    seeds with SEED + k, on both sides."""
     random.seed(SEED)
     np.random.seed(SEED)
+    seed, count = np.random.seed, itertools.count(1)
+
+    def reseed(seed_value=None):
+        seed(SEED + next(count) if seed_value is None else seed_value)
+
+    np.random.seed = reseed
 
 
 def quiet_tensorflow_env() -> None:

@@ -17,7 +17,7 @@ import sys
 import threading
 import weakref
 
-from tf1gradfix.verify import aligned_random, budget, contrib_v1, random_ops
+from tf1gradfix.verify import aligned_random, budget, contrib_v1, mnist_data, random_ops
 from tf1gradfix.verify import runner_common as rc
 
 _WALK_BUDGET = 20000  # graph ops visited per cached ancestor walk
@@ -444,6 +444,7 @@ def main(argv: list[str]) -> int:
     v1.logging.set_verbosity(verbosity)
     v1.set_random_seed(rc.SEED)
     contrib_v1.install(v1)   # (TF2 has no tf.contrib: the rows the rewrite maps, modelled)
+    mnist_data.install_v1(v1)   # (nor tensorflow.examples: its MNIST loader, modelled, on synthetic data)
     trace = rc.Trace(trace_dir, "original")
     tracer = V1Tracer(trace)
     tracer.install()

@@ -22,7 +22,7 @@ import time
 import numpy as np
 
 from tf1gradfix.rules import contrib
-from tf1gradfix.verify import aligned_random, budget, cell_weights, graph_calls, random_ops
+from tf1gradfix.verify import aligned_random, budget, cell_weights, graph_calls, mnist_data, random_ops
 from tf1gradfix.verify import runner_common as rc
 
 KERAS_OPTIMIZER_MODULE = "keras.src.optimizers.base_optimizer"
@@ -536,6 +536,7 @@ def main(argv: list[str]) -> int:
     import tensorflow as tf
 
     tf.random.set_seed(rc.SEED)
+    mnist_data.install_v2(tf)   # (the synthetic MNIST the original reads)
     if os.environ.get(graph_calls.EAGER_ENV) == "1":
         tf.config.run_functions_eagerly(True)
     trace = rc.Trace(trace_dir, "migrated")
