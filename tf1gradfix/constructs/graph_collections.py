@@ -75,7 +75,7 @@ def _entries(program, listed: VarList, where: cst.CSTNode) -> list[Listed]:
         if not isinstance(node, Variable):
             raise Refusal.of(where, "collection_filter_builder")
         label = None if node.full_name is None else node.full_name + ":0"
-        out.append(Listed(node.index, None, label, label, text))
+        out.append(Listed(node.index, None, label, node.tf2_name(), text))
     return out
 
 

@@ -154,8 +154,8 @@ def _collection(program, call: cst.Call, q, before: int, qualified, layers: bool
         if name is None and prefix:
             raise Refusal.of(call, "collection_variable_unnamed", name=node.names[0])
         if (name or "").startswith(prefix):
-            label = None if name is None else name + ":0"   # (the rewrite names it as TF1 did)
-            chosen.append(Listed(node.index, None, label, label, node.names[0]))
+            label = None if name is None else name + ":0"   # (the rewrite names it as TF1 did, or TF2 `Variable`)
+            chosen.append(Listed(node.index, None, label, node.tf2_name(), node.names[0]))
             scoped.append((node.index, chosen[-1]))
     if any(entry not in chosen for _, entry in scoped):   # (in the order TF1 made them)
         return [entry for _, entry in sorted(scoped, key=lambda pair: pair[0])]

@@ -56,7 +56,7 @@ class StateEmitter:
         bound = node.bound
         target = node.names[0]
         if node.source == "tensorflow.Variable":
-            if node.full_name is None or "name" in bound and node.full_name == _string(bound["name"]):
+            if node.full_name is None or node.unnamed or "name" in bound and node.full_name == _string(bound["name"]):
                 return None
             value = self.code(bound["initial_value"])
         else:
