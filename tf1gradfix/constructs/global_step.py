@@ -43,7 +43,8 @@ def model(builder, item, name: str, call: cst.Call | None, q: str | None) -> boo
     if existing is not None:
         raise Refusal.of(call, "second_global_step")
     tf = program.tf_alias
-    full = item.prefix + NAME
+    full = builder.unique_name(item.prefix + NAME)   # (get_variable's name, made unique in the graph)
+    builder.tf2_variable_names.add(full)
     bound = {"initial_value": cst.Integer("0"), "name": cst.SimpleString(f'"{full}"'),
              "trainable": cst.Name("False"), "dtype": cst.parse_expression(f"{tf}.int64")}
     stmt = _statement(item, f'{name} = {tf}.Variable(0, name="{full}", trainable=False, dtype={tf}.int64)')

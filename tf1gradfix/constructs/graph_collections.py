@@ -75,7 +75,7 @@ def _entries(program, listed: VarList, where: cst.CSTNode) -> list[Listed]:
         if not isinstance(node, Variable):
             raise Refusal.of(where, "collection_filter_builder")
         label = None if node.full_name is None else node.full_name + ":0"
-        out.append(Listed(node.index, None, label, label, text))
+        out.append(Listed(node.index, None, label, node.tf2_name(), text))
     return out
 
 
@@ -93,10 +93,8 @@ def _filtered(builder, loop: cst.CompFor, read: CollectionRead, evaluated: set[i
     var, test = loop.target.value, loop.ifs[0].test
     chosen, same = [], True
     for entry in read.written:
-        if entry.tf1 is None and isinstance(builder.program.nodes[entry.node], BuilderModule):
+        if entry.tf1 is None:   # (a builder's module; every variable has TF1's name: variables.checked)
             raise Refusal.of(loop, "collection_filter_builder")
-        if entry.tf1 is None:
-            raise Refusal.of(loop, "collection_variable_unnamed", name=builder.program.nodes[entry.node].names[0])
         verdict = var_lists.predicate(test, var, entry.tf1, entry.tf1[:-2])
         if verdict is None:
             raise Refusal.of(loop.ifs[0], "collection_filter_unevaluated")

@@ -44,17 +44,41 @@ def model(builder, item, names, call: cst.Call | None, q: str | None, deps) -> b
                                  if isinstance(n, LayerNode)):
         raise Refusal.of(call, "layer_named_twice", layer=item.prefix + label)
     base = None
+    full = tf1_scope(builder, item, row, label, call)
     if label is None:
-        label = _auto_name(builder.program, row, [])
+        label = full.rpartition("/")[2]
         base = label.lower()   # (the variable holding contrib's `Conv` layer: `conv`)
     base = base or (label if label.isidentifier() and not keyword.iskeyword(label) else row["auto_name"].lower())
     layer = builder.add(item, Layer, (), call, (), row=row, symbol=q, bound=bound, base=base,
-                        weights=row["weights"], trainable=trainable, full_name=item.prefix + label, helper=helper)
+                        weights=row["weights"], trainable=trainable, full_name=full, helper=helper)
     flags = {builder.program.final[e.value] for _, e in call_args if isinstance(e, cst.Name) and e.value in builder.program.final}
     builder.add(item, LayerCall, names, call, set(builder.deps_of(source)) | {layer.index} | flags,
                 calls=[q], layer=layer.index, source=source, call_args=call_args)
     item.node = layer   # the statement's place keeps the layer; the call moves into the steps
     return True
+
+
+def tf1_scope(builder, item, row: dict, label: str | None, call: cst.Call) -> str:
+    """The variable scope TF1 gives a layer (its name): tf.layers and contrib open
+    `variable_scope(name, default_name=...)`, an unnamed layer's name made unique in the
+    variable scope it is made in (`a/dense`, `b/dense`, `a/dense_1`: model/tf1_names.py),
+    a tf.layers layer's given name too; its name scope and variables take names of the
+    graph. Refusal where TF1 numbers a weight's name (a layer named like another in another case)."""
+    scopes = builder.variable_scopes
+    base = label if label is not None else row["auto_name"]
+    if label is not None and name_param(row) != "name":   # (contrib's `scope=`: a scope by its name)
+        full = item.prefix + label
+        scopes.open(full)
+    else:
+        full = scopes.unique(item.prefix, base)
+    scopes.close(full)
+    builder.unique_name(item.scope + base)
+    weights = row.get("variables") or []
+    for weight in weights.values() if isinstance(weights, dict) else weights:
+        given = builder.unique_name(f"{full}/{weight}")
+        if given != f"{full}/{weight}":
+            raise Refusal.of(call, "layer_weight_numbered", tf1=given, layer=full)
+    return full
 
 
 def name_param(row: dict) -> str:

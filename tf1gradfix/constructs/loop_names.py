@@ -35,9 +35,7 @@ def name(builder, item, statements: list[Scoped], runs: list[dict], code) -> Non
     """Each variable's TF1 name in each iteration, as TF1 makes it (scopes entered in order,
     made unique in the graph), and the expression that names it in TF2; Refusal where a name
     repeats (in the loop, or a name the graph has) or is not known before the program runs."""
-    # (TF1 compares names in lower case: `conv` after `Conv` is `conv_1`)
-    taken = {n.full_name.lower() for n in builder.program.nodes if getattr(n, "full_name", None)}
-    taken |= {used.lower() for used, count in builder.used_names.items() if count}
+    taken: set[str] = set()   # (with the graph's names: TF1 compares names in lower case, model/tf1_names.py)
     given: dict[int, set[str]] = {}   # id of the `with` or call -> the names it gave
     made: dict[int, list[tuple[dict, str]]] = {}   # id of a variable site -> (the values where it is made, its name)
     for env in runs:
@@ -52,7 +50,7 @@ def name(builder, item, statements: list[Scoped], runs: list[dict], code) -> Non
                     if not VALID_SCOPE.fullmatch(label) or label.endswith("/"):
                         raise Refusal.of(stmt, "variable_loop_scope_form", api=f"tf.{kind}")
                     opened = names_scope + label
-                    if kind == "variable_scope" and opened.lower() in taken:   # (its name scope numbered, as TF1 does:
+                    if kind == "variable_scope" and builder.graph_names.taken(opened):   # (its name scope numbered, as TF1 does:
                         opened = builder.unique_name(opened)                   # only a `tf.Variable` under it would care)
                     else:
                         _take(builder, opened, taken, given.setdefault(id(stmt), set()), stmt)
@@ -102,7 +100,7 @@ def _take(builder, full: str, taken: set[str], own: set[str], node: cst.CSTNode)
     iterations); Refusal where it was given already."""
     if full.lower() in own:
         raise Refusal.of(node, "variable_loop_name_fixed", tf1=full)
-    if full.lower() in taken:
+    if full.lower() in taken or builder.graph_names.taken(full):
         raise Refusal.of(node, "variable_loop_name_taken", tf1=full)
     taken.add(full.lower())
     own.add(full.lower())

@@ -116,10 +116,6 @@ def _collection(program, call: cst.Call, q, before: int, qualified, layers: bool
     scoped: list[tuple[int, Listed]] = []   # a model class's layer methods: (when made, variable), merged in
     variables = [n for n in program.nodes[:before] if isinstance(n, Variable) and n.alias_of is None
                  or isinstance(n, BuilderModule) or isinstance(n, Layer)]
-    labels = [n.full_name for n in variables if isinstance(n, Variable) and n.full_name is not None] + \
-             [f"{n.full_name}/{w}" for n in variables if isinstance(n, Layer) for w in _weights(n) or ()]
-    if len(set(labels)) != len(labels):   # TF1 would have renamed the second one `name_1`
-        raise Refusal.of(call, "collection_same_names")
     for node in variables:
         if isinstance(node, BuilderModule) and node.method_of is not None:   # (each scope it was called with)
             scoped += [(index, Listed(node.index, text=text)) for index, text in layer_methods.listed(node, prefix, before)]
@@ -150,12 +146,9 @@ def _collection(program, call: cst.Call, q, before: int, qualified, layers: bool
             continue
         if which == "trainable" and not node.trainable:
             continue
-        name = node.full_name
-        if name is None and prefix:
-            raise Refusal.of(call, "collection_variable_unnamed", name=node.names[0])
-        if (name or "").startswith(prefix):
-            label = None if name is None else name + ":0"   # (the rewrite names it as TF1 did)
-            chosen.append(Listed(node.index, None, label, label, node.names[0]))
+        name = cast(str, node.full_name)   # (TF1's name, made unique: variables.checked)
+        if name.startswith(prefix):
+            chosen.append(Listed(node.index, None, name + ":0", node.tf2_name(), node.names[0]))
             scoped.append((node.index, chosen[-1]))
     if any(entry not in chosen for _, entry in scoped):   # (in the order TF1 made them)
         return [entry for _, entry in sorted(scoped, key=lambda pair: pair[0])]
@@ -189,9 +182,7 @@ def _filtered(program, comp: cst.ListComp, before: int, qualified) -> list[str] 
     var = loop.target.value
     chosen = []
     for name in source:
-        full = program.node(name).full_name
-        if full is None:
-            raise Refusal.of(comp, "collection_variable_unnamed", name=name)
+        full = cast(str, program.node(name).full_name)   # (TF1's name, made unique: variables.checked)
         verdict = predicate(loop.ifs[0].test, var, full + ":0", full)
         if verdict is None:
             raise Refusal.of(loop.ifs[0], "collection_filter_unevaluated")

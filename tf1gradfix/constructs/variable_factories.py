@@ -110,11 +110,12 @@ def build(builder, s: Statement) -> bool:
     # the variable statement the call stands for: the inner call, its parameters read as passed
     read = inner.with_changes(args=[a.with_changes(value=_at_call(a.value, args)) for a in inner.args])
     try:
-        _, trainable, full = variables.checked(builder, s.item, s.one, read, _VARIABLE, s.deps)
+        bound, trainable, full, _ = variables.checked(builder, s.item, s.one, read, _VARIABLE, s.deps, writes=False)
     except Refusal as refusal:   # (shown at the call, which the module holds)
         refusal.node = call
         raise
     builder.add(s.item, Variable, (s.one,), call, s.deps, source=_VARIABLE, bound={}, full_name=full,
+                unnamed="name" not in bound,
                 trainable=trainable, factory=fn.name.value)
     return True
 

@@ -40,7 +40,7 @@ def build(builder, s: Statement) -> bool:
         q = qualified[id(call)]
         if q != "tensorflow.Variable":   # get_variable's store and scopes are followed one statement at a time
             raise Refusal.of(call, "graph_input_in_expression", api=q)
-        _, trainable, full = variables.checked(builder, s.item, s.one, call, q, s.deps)
+        _, trainable, full, _ = variables.checked(builder, s.item, s.one, call, q, s.deps, writes=False)
         members.append(GroupMember(key=key, call=call, full_name=full, trainable=trainable))
     builder.add(s.item, VariableGroup, (s.one,), s.value, s.deps, members=members)
     return True

@@ -1,5 +1,6 @@
 """`tf.Variable(...)` and `tf.get_variable(...)` in graph code: a `tf.Variable` in
-TF2, created once where the graph was built, under its TF1 name (scope included)."""
+TF2, created once where the graph was built, under its TF1 name (scope included,
+made unique in the graph as TF1 does: `Variable_1` for the second unnamed one)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from tf1gradfix.constructs import contrib
 
 from tf1gradfix.cst.syntax import Refusal, bound_args, literal_bool, literal_string, without_defaults
 from tf1gradfix.model.nodes import Statement, Static, Variable
+from tf1gradfix.model.tf1_names import numbered
 from tf1gradfix.rules.catalog import _read
 
 FUNCTIONS = ("tensorflow.Variable", "tensorflow.get_variable")
@@ -26,8 +28,20 @@ def build(builder, s: Statement) -> bool:
 
 def _model(builder, item, name: str, call: cst.Call, q: str, deps) -> None:
     check_name(builder, name, call)
-    bound, trainable, full = checked(builder, item, name, call, q, deps)
-    builder.add(item, Variable, (name,), call, deps, source=q, bound=bound, full_name=full, trainable=trainable)
+    bound, trainable, full, unnamed = checked(builder, item, name, call, q, deps)
+    builder.add(item, Variable, (name,), call, deps, source=q, bound=bound, full_name=full, trainable=trainable,
+                unnamed=unnamed)
+
+
+def counted(builder) -> str:
+    """The name an unnamed `tf.Variable` has in TF2's traces: TF2 names every unnamed variable
+    `Variable`, and the verifier numbers them in creation order (`Variable`, `Variable_1`...
+    past the names the TF2 program gave before). It is TF1's name where nothing else took a
+    `Variable` name in TF1; elsewhere the rewrite writes TF1's name."""
+    k = 0
+    while numbered("Variable", k) in builder.tf2_variable_names:
+        k += 1
+    return numbered("Variable", k)
 
 
 def check_name(builder, name: str, call: cst.Call) -> None:
@@ -37,19 +51,26 @@ def check_name(builder, name: str, call: cst.Call) -> None:
         raise Refusal.of(call, "second_graph_input", name=name)
 
 
-def checked(builder, item, name: str, call: cst.Call, q: str, deps):
-    """(bound arguments, trainable, TF1 name or None) of a variable call the rewrite can
-    keep; refuses the arguments and names it cannot (variable_groups.py shares it)."""
+def checked(builder, item, name: str, call: cst.Call, q: str, deps, writes: bool = True):
+    """(bound arguments, trainable, TF1 name, stays unnamed in TF2: `counted`) of a variable
+    call the rewrite can keep; refuses the arguments and names it cannot (variable_groups.py
+    and variable_factories.py share it: `writes` False, the call keeps the name it has)."""
     bound, trainable = arguments(builder, name, call, q, deps)
     label = literal_string(bound.get("name"))
     if bound.get("name") is not None and label is None:
         raise Refusal.of(call, "variable_name_not_literal")
-    if label is None and (item.prefix or q == "tensorflow.get_variable"):
+    if label is None and q == "tensorflow.get_variable":
         raise Refusal.of(call, "variable_unnamed_in_scope")
-    full = None if label is None else item.prefix + label
-    if q == "tensorflow.Variable" and item.scope != item.prefix:   # under `tf.name_scope`: its full name
-        full = builder.unique_name(item.scope + (label or "Variable"))
-    return bound, trainable, full
+    # TF1's name: a `tf.Variable` under the name scopes (`Variable`, `Variable_1`... unnamed), a
+    # `tf.get_variable` under the variable scopes, made unique in the graph (model/tf1_names.py)
+    scope = item.scope if q == "tensorflow.Variable" else item.prefix
+    full = builder.unique_name(scope + (label or "Variable"))
+    unnamed = label is None and counted(builder) == full
+    tf2 = full if writes or unnamed else label or counted(builder)
+    if tf2 != full and tf2 != full.rpartition("/")[2]:   # (kept as written, with a name TF1 did not give it)
+        raise Refusal.of(call, "variable_name_numbered", tf1=full, tf2=tf2)
+    builder.tf2_variable_names.add(tf2)
+    return bound, trainable, full, unnamed
 
 
 def arguments(builder, name: str, call: cst.Call, q: str, deps) -> tuple[dict, bool]:

@@ -56,7 +56,7 @@ class StateEmitter:
         bound = node.bound
         target = node.names[0]
         if node.source == "tensorflow.Variable":
-            if node.full_name is None or "name" in bound and node.full_name == _string(bound["name"]):
+            if node.full_name is None or node.unnamed or "name" in bound and node.full_name == _string(bound["name"]):
                 return None
             value = self.code(bound["initial_value"])
         else:
@@ -117,13 +117,22 @@ class StateEmitter:
             return rnn_cells.layer_text(node, self.naming.layers[node], self.tf, self.code)
         row = node.row
         args = self._layer_args(row, node.value, node.bound)
-        if row.get("write_name") and name_param(row) not in node.bound and self._tf1_name_known(row):
+        if (row.get("write_name") or self.scoped(node)) and name_param(row) not in node.bound \
+                and self._tf1_name_known(row):
             args.append(f'name="{node.full_name.rsplit("/", 1)[-1]}"')   # (Keras would name it otherwise)
         return f"{self.naming.layers[node]} = {self.target(row, node.helper)}({', '.join(args)})"   # (laid out by the assembler)
 
     def target(self, row: dict, helper: str | None = None) -> str:
         """The class a layer becomes: the row's Keras layer, or a class of rules/helpers.toml."""
         return self.naming.helpers[helper] if helper else f"{self.tf}.{row['target']}"
+
+    def scoped(self, node: Layer) -> str | None:
+        """The variable scope TF1 made a layer in (`encoder`), which the TF2 program enters as a
+        Keras name scope where it calls the layer: Keras names its weights `encoder/dense/kernel`
+        as TF1 did (the verifier pairs them by name); None at the top, for a layer without weights,
+        or where TF1's name is not known."""
+        scope = node.full_name.rpartition("/")[0] if node.weights and not isinstance(node, RnnCell) else ""
+        return scope if scope and self._tf1_name_known(node.row) else None
 
     def _tf1_name_known(self, row: dict) -> bool:
         """TF1 numbers unnamed layers of a kind in creation order; a loop making such layers

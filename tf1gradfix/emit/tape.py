@@ -18,7 +18,7 @@ from tf1gradfix.constructs import (dropout, gradient_calls, graph_collections, l
                                    var_lists)
 from tf1gradfix.model.graph import Program
 from tf1gradfix.constructs.variable_loops import loop_statement
-from tf1gradfix.model.nodes import (ComputeGradients, Computed, Gradients, LayerCall, LayerLoop, LayerLoopCall, LayerSite, Node,
+from tf1gradfix.model.nodes import (ComputeGradients, Computed, Gradients, Layer, LayerCall, LayerLoop, LayerLoopCall, LayerSite, Node,
                                     Optimizer,
                                     OptimizerCall, Placeholder, RnnRun, StateTuple, Summary, Tensor, TrainOp, Update,
                                     Variable, VariableSite, VarList, ZeroState)
@@ -139,7 +139,10 @@ class TapeEmitter:
         if isinstance(node, LayerCall):   # `h = tf.layers.dense(x, ...)` -> `h = <layer>(x)`
             layer = self.state.naming.layers[self.p.nodes[node.layer]]
             args = [self.code(node.source)] + [f"{k}={self.code(v)}" for k, v in node.call_args]
-            return f"{', '.join(node.names)} = {layer}({', '.join(args)})"
+            text = f"{', '.join(node.names)} = {layer}({', '.join(args)})"
+            scope = self.state.scoped(cast(Layer, self.p.nodes[node.layer]))
+            return text if scope is None else f'with {self.tf}.keras.name_scope("{scope}"):\n    {text}'
+
         if isinstance(node, StateTuple):   # an LSTM state of its parts, stacked (constructs.rnn_cells)
             return rnn_cells.state_tuple_text(node, self.tf, self.code)
         if isinstance(node, (ZeroState, RnnRun)):   # a cell's zero state, its dynamic_rnn (constructs.rnn_cells, rnn_stacks)

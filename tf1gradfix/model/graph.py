@@ -26,6 +26,7 @@ from tf1gradfix.cst.syntax import (Refusal, arg, bound_names, enters_new_graph, 
                                    name_nodes, target_names)
 from tf1gradfix.cst.walk import walk
 from tf1gradfix.rules.catalog import host_value
+from tf1gradfix.model.tf1_names import GraphNames, VariableScopes
 from tf1gradfix.model.nodes import BuilderModule, Node, Saver, Statement, Static, Variable, VariableGroup
 
 N = TypeVar("N", bound=Node)
@@ -43,6 +44,18 @@ class Item:
     stats: bool = False         # under `tf.control_dependencies(<UPDATE_OPS>)`: runs the batch-norm updates
     scope: str = ""             # the name scope (`tf.name_scope`, variable scopes): prefixes `tf.Variable` names
     collects: bool = False      # `update_ops = tf.get_collection(UPDATE_OPS)`: what is collected so far
+    entries: tuple[ScopeEntry, ...] = ()   # the scope `with`s it runs under, outermost first (`scope` from them)
+
+
+@dataclass(eq=False)
+class ScopeEntry:
+    """A `with tf.name_scope(...)` or `tf.variable_scope(...)` of the block: its name scope is
+    made unique in the graph when TF1 enters it, in the order of the statements."""
+
+    kind: str                   # "name_scope" or "scope" (a variable scope)
+    label: str
+    prefix: str                 # the variable scope inside it (`a/b/`)
+    scope: str | None = None    # the name scope inside it (`a_1/`), once entered
 
 
 @dataclass
@@ -78,7 +91,10 @@ class ModelBuilder:
         self.options: Any = None   # session_options.SessionOptions of the owner, when a session takes arguments
         self.writers: Any = None   # summaries.Writers of the owner, when it makes a summary writer
         self.class_layers: Any = None   # layer_methods.ClassLayers of a model class with layer methods
-        self.used_names: dict[str, int] = {}   # name scopes and scoped variable names so far (unique_name)
+        self.graph_names = GraphNames()   # the names TF1's graph has given so far (model/tf1_names.py)
+        self.variable_scopes = VariableScopes()   # the variable scopes TF1 has opened so far
+        self.entered: tuple[ScopeEntry, ...] = ()   # the scope `with`s the statement read last runs under
+        self.tf2_variable_names: set[str] = set()   # the names of the TF2 program's variables so far (variables.counted)
         self.decided: dict[int, Any] = {}   # id of an `if` a model class's construction decides -> class_settings.Decision
         self.class_attributes: dict[str, str] | None = None   # a model class's name -> attribute (ModelClass.attributes)
         self.class_initializers: Any = None   # class_initializers.ClassInitializers of a model class
@@ -125,10 +141,13 @@ class ModelBuilder:
         raises them. Otherwise the first refusal is raised."""
         self.program = Program(owner, [], [], {}, set(), helpers, tf_alias)
         self.graphs = graph_contexts.owned(self, body, self.module, self.class_attributes)
+        self.graph_names, self.variable_scopes, self.entered = GraphNames(), VariableScopes(), ()   # (a new graph)
+        self.tf2_variable_names = set()
         self._flatten(body, "", ())
         refused: list[Refusal] = []
         poisoned: set[str] = set()
         for position, item in enumerate(self.program.items):
+            self._enter(item)
             if poisoned and not poisoned.isdisjoint(loads(item.stmt)):
                 poisoned |= bound_names(item.stmt)   # (what it would read is not in the model)
                 item.drop = True
@@ -155,7 +174,24 @@ class ModelBuilder:
                 and not isinstance(item.stmt, cst.FunctionDef):
             self._check_compound(item.stmt)   # (a function is checked where graph code calls it)
 
-    def _flatten(self, body, prefix: str, lead: tuple, stats: bool = False, scope: str = "") -> None:
+    def _enter(self, item: Item) -> None:
+        """The scopes TF1 leaves and enters before it runs `item`, in order: a variable scope
+        left counts its inner scopes afresh, a scope entered takes its name scope's unique name."""
+        kept = 0
+        while kept < min(len(self.entered), len(item.entries)) and self.entered[kept] is item.entries[kept]:
+            kept += 1
+        for left in reversed(self.entered[kept:]):
+            if left.kind == "scope":
+                self.variable_scopes.close(left.prefix[:-1])
+        scope = item.entries[kept - 1].scope if kept else ""
+        for entry in item.entries[kept:]:
+            if entry.kind == "scope":
+                self.variable_scopes.open(entry.prefix[:-1])
+            entry.scope = scope = self.graph_names.unique(f"{scope}{entry.label}") + "/"
+        self.entered = item.entries
+        item.scope = scope or ""
+
+    def _flatten(self, body, prefix: str, lead: tuple, stats: bool = False, scope: tuple[ScopeEntry, ...] = ()) -> None:
         for stmt in body:
             decision = self.decided.get(id(stmt)) if type(stmt) is cst.If else None
             if decision is not None and decision.taken is not None:   # (inside a `with`: build_flow.built did the rest)
@@ -173,10 +209,11 @@ class ModelBuilder:
                         self._flatten(inner, prefix, carried, stats, scope)
                     elif kind in ("graph", "update_ops"):   # TF2 has no graph, and runs ops in order
                         self._flatten(inner, prefix, carried, stats or kind == "update_ops", scope)
-                    elif kind == "name_scope":   # TF1 makes the scope's name unique in the graph
-                        self._flatten(inner, prefix, carried, stats, self.unique_name(f"{scope}{info}") + "/")
+                    elif kind == "name_scope":   # (its name: made unique in the graph when TF1 enters it, _enter)
+                        self._flatten(inner, prefix, carried, stats, (*scope, ScopeEntry(kind, info, prefix)))
                     else:
-                        self._flatten(inner, f"{prefix}{info}/", carried, stats, f"{scope}{info}/")
+                        self._flatten(inner, f"{prefix}{info}/", carried, stats,
+                                      (*scope, ScopeEntry(kind, info, f"{prefix}{info}/")))
                     lead = ()
                     continue
             small = stmt.body[0] if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 else None
@@ -185,7 +222,7 @@ class ModelBuilder:
             if collection:   # `update_ops = tf.get_collection(UPDATE_OPS)`: read by a `with` only (see deps_of)
                 self.update_ops_names.add(cast(cst.Name, cast(cst.Assign, small).targets[0].target).value)
             options = self.options is not None and stmt in self.options.statements   # `config = tf.ConfigProto()`
-            self.program.items.append(Item(stmt, prefix, lead=lead, stats=stats, drop=collection or options, scope=scope,
+            self.program.items.append(Item(stmt, prefix, lead=lead, stats=stats, drop=collection or options, entries=scope,
                                            collects=bool(collection)))
             lead = ()
 
@@ -228,11 +265,9 @@ class ModelBuilder:
             self.options.check(call, where, self)
 
     def unique_name(self, name: str) -> str:
-        """`name`, or `name_1`, `name_2`...: TF1's unique names in a graph (name scopes,
-        variables named alike)."""
-        count = self.used_names.get(name, 0)
-        self.used_names[name] = count + 1
-        return name if count == 0 else f"{name}_{count}"
+        """The name TF1's graph gives what asks for `name` (a full name), in the order the
+        statements run: `name`, or `name_1`, `name_2`... (model/tf1_names.py)."""
+        return self.graph_names.unique(name)
 
     def unused(self, name: str) -> bool:
         """No statement of the module reads `name`, the `as` name of name scopes (a string)."""

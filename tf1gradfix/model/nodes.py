@@ -69,8 +69,9 @@ class Variable(Node):
     kind: ClassVar[str] = "variable"
     source: str                   # "tensorflow.Variable" or "tensorflow.get_variable"
     bound: Bound
-    full_name: str | None         # its TF1 name (scope included), None when unnamed
+    full_name: str | None         # its TF1 name (scope included, made unique as TF1 does)
     trainable: bool
+    unnamed: bool = False         # TF2 gives it no name: `Variable`, numbered by the verifier (variables.counted)
     alias_of: int | None = None   # `step = tf.train.get_global_step()`: the global step's node
     global_step: bool = False     # made by a global-step call
     factory: str | None = None    # made by calling this function of the module (variable_factories.py)
@@ -80,6 +81,10 @@ class Variable(Node):
 
     def graph_input(self) -> bool:
         return True
+
+    def tf2_name(self) -> str | None:
+        """The name `v.name` reads in TF2 (`Variable:0` where TF2 gives it none)."""
+        return "Variable:0" if self.unnamed else None if self.full_name is None else self.full_name + ":0"
 
 
 @dataclass(eq=False, kw_only=True)
