@@ -126,6 +126,9 @@ with tf.Session() as sess:
     ("SIZES = [3, 4]\nnet = Net(SIZES)", True),
     ("net = Net([3, 4])\nother = Net([5])", False),
     ("SIZES = [3, 4]\nSIZES.reverse()\nnet = Net(SIZES)", False),
+    # a list bound to the parameter's own name: `self.sizes = sizes` in __init__ is another name
+    ("sizes = [3, 4]\nnet = Net(sizes)", True),
+    ("sizes = [3, 4]\nsizes.append(5)\nnet = Net(sizes)", False),
 ])
 def test_a_model_class_loops_over_the_constructor_setting_the_file_fixes(made, listed):
     result = restructure(cst.parse_module(CLASS.format(made=made)), "input.py")

@@ -35,7 +35,7 @@ import libcst as cst
 from tf1gradfix.constructs import host_values
 from tf1gradfix.constructs.class_arguments import NotFixed, Unknown, binds, param_values
 from tf1gradfix.cst.syntax import Refusal, loads
-from tf1gradfix.cst.walk import walk
+from tf1gradfix.cst.walk import visit, walk
 from tf1gradfix.model.owners import GRAPH_CALLS
 
 NOT_NONE = object()   # an attribute holding a placeholder or variable: only `is (not) None` may test it
@@ -149,17 +149,41 @@ def _loop_values(module, cls, init, qualified, line_of) -> dict[str, object]:
 
 def _loop_reader(module: cst.Module, cls: cst.ClassDef):
     """class_arguments' `read` for loop values: a list is a value too (a tuple), and a list
-    passed by a name only where the module only reads it or hands it to the class."""
+    passed by a name only where the code that sees that name only reads it or hands it to
+    the class (functions with a name of their own that spells the same are other names)."""
     def read(held: cst.BaseExpression, given: cst.BaseExpression):
         value = _host_literal(held)
         if isinstance(held, cst.List) and isinstance(given, cst.Name):
-            binding = [s for s in walk(module) if type(s) is cst.SimpleStatementLine and len(s.body) == 1
-                       and isinstance(s.body[0], cst.Assign) and s.body[0].value is held]
-            if not host_values.only_read(module, lambda n: type(n) is cst.Name and n.value == given.value, binding,
-                                         frozenset({cls.name.value})):
+            name = given.value
+            holder, binding = _binding_of(module, held)
+            shadowing = [f for f in walk(holder) if type(f) is cst.FunctionDef and f is not holder and name in (
+                {p.name.value for p in (*f.params.params, *f.params.kwonly_params, *f.params.posonly_params)}
+                | binds(f.body))]
+            if not host_values.only_read(holder, lambda n: type(n) is cst.Name and n.value == name,
+                                         [*binding, *shadowing], frozenset({cls.name.value})):
                 raise _NotSetting
         return value
     return read
+
+
+def _binding_of(module: cst.Module, held: cst.BaseExpression) -> tuple[cst.CSTNode, list[cst.CSTNode]]:
+    """(the function, else the module, whose statement `name = <held>` binds the value; that statement)."""
+    stack: list[cst.CSTNode] = [module]
+    found: list[tuple[cst.CSTNode, cst.CSTNode]] = []
+
+    class V(cst.CSTVisitor):
+        def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+            stack.append(node)
+
+        def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
+            stack.pop()
+
+        def visit_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> None:
+            if len(node.body) == 1 and isinstance(node.body[0], cst.Assign) and node.body[0].value is held:
+                found.append((stack[-1], node))
+
+    visit(module, V())
+    return (found[0][0], [found[0][1]]) if found else (module, [])
 
 
 def _only_read(cls: cst.ClassDef, init: cst.FunctionDef, self_name: str, key: str) -> bool:
