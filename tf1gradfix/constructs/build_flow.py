@@ -158,7 +158,7 @@ class Flow:
         items, and the `return value` of a method inlined for its result."""
         out: list[tuple[cst.CSTNode, cst.FunctionDef]] = []
         for s in self.steps:
-            if s.kind in (RUN, CALL):
+            if s.kind == RUN or s.kind == CALL:
                 out.append((s.stmt, s.owner))
             elif s.kind == WITH:
                 out += [(item, s.owner) for item in cast(cst.With, s.stmt).items]

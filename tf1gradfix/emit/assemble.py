@@ -154,26 +154,36 @@ class Replace(TargetedTransformer):
 
     def __init__(self, replacements, layout_blocks: bool = False):
         """`layout_blocks`: lay out again a statement of the module holding a replaced run
-        (layout.refit), at the column its blocks give it."""
+        (layout.refit), at the column its blocks give it (a block flattened into its place,
+        the session's `with`, gives none: its statements were written one level deeper)."""
         super().__init__(replacements)
-        self.layout_blocks, self.column = layout_blocks, 0
+        self.layout_blocks, self.column, self.written_column = layout_blocks, 0, 0
         self.entered: set[cst.CSTNode] = set()
 
     def on_visit(self, node) -> bool:
         entered = super().on_visit(node)
         if entered and self.layout_blocks and isinstance(node, cst.IndentedBlock):
-            self.column += 4 if node.indent is None else len(node.indent)
+            self.column += _width(node)
+            self.written_column += _width(node)
+            self.entered.add(node)
+        elif entered and self.layout_blocks and self.targets.get(node) is FLATTEN \
+                and isinstance(getattr(node, "body", None), cst.IndentedBlock):
+            self.column -= _width(node.body)   # (its statements land where it stood)
             self.entered.add(node)
         return entered
 
     def on_leave(self, original_node, updated_node):
         if original_node in self.entered:
             self.entered.discard(original_node)
-            self.column -= 4 if original_node.indent is None else len(original_node.indent)
+            if isinstance(original_node, cst.IndentedBlock):
+                self.column -= _width(original_node)
+                self.written_column -= _width(original_node)
+            else:
+                self.column += _width(original_node.body)
         if self.layout_blocks and isinstance(original_node, cst.SimpleStatementLine) and original_node not in self.targets \
                 and updated_node is not original_node and isinstance(updated_node, cst.SimpleStatementLine) \
                 and updated_node.body:
-            return layout.refit(original_node, updated_node, self.column)
+            return layout.refit(original_node, updated_node, self.column, self.written_column)
         result = self.targets.get(original_node, updated_node)
         if callable(result):   # an edit of the rewritten node (its children may hold other edits)
             result = result(updated_node)
@@ -185,6 +195,11 @@ class Replace(TargetedTransformer):
         if isinstance(result, cst.SimpleStatementLine) and not result.body:
             return cst.RemovalSentinel.REMOVE
         return result
+
+
+def _width(block: cst.IndentedBlock) -> int:
+    """The columns a block indents its statements by."""
+    return 4 if block.indent is None else len(block.indent)
 
 
 def _merged(first: list[cst.EmptyLine], then: list[cst.EmptyLine]) -> list[cst.EmptyLine]:

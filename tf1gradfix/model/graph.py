@@ -52,7 +52,7 @@ class ScopeEntry:
     """A `with tf.name_scope(...)` or `tf.variable_scope(...)` of the block: its name scope is
     made unique in the graph when TF1 enters it, in the order of the statements."""
 
-    kind: str                   # "name_scope" or "scope" (a variable scope)
+    variable: bool              # a variable scope (else a name scope)
     label: str
     prefix: str                 # the variable scope inside it (`a/b/`)
     scope: str | None = None    # the name scope inside it (`a_1/`), once entered
@@ -181,11 +181,11 @@ class ModelBuilder:
         while kept < min(len(self.entered), len(item.entries)) and self.entered[kept] is item.entries[kept]:
             kept += 1
         for left in reversed(self.entered[kept:]):
-            if left.kind == "scope":
+            if left.variable:
                 self.variable_scopes.close(left.prefix[:-1])
         scope = item.entries[kept - 1].scope if kept else ""
         for entry in item.entries[kept:]:
-            if entry.kind == "scope":
+            if entry.variable:
                 self.variable_scopes.open(entry.prefix[:-1])
             entry.scope = scope = self.graph_names.unique(f"{scope}{entry.label}") + "/"
         self.entered = item.entries
@@ -210,10 +210,10 @@ class ModelBuilder:
                     elif kind in ("graph", "update_ops"):   # TF2 has no graph, and runs ops in order
                         self._flatten(inner, prefix, carried, stats or kind == "update_ops", scope)
                     elif kind == "name_scope":   # (its name: made unique in the graph when TF1 enters it, _enter)
-                        self._flatten(inner, prefix, carried, stats, (*scope, ScopeEntry(kind, info, prefix)))
+                        self._flatten(inner, prefix, carried, stats, (*scope, ScopeEntry(False, info, prefix)))
                     else:
                         self._flatten(inner, f"{prefix}{info}/", carried, stats,
-                                      (*scope, ScopeEntry(kind, info, f"{prefix}{info}/")))
+                                      (*scope, ScopeEntry(True, info, f"{prefix}{info}/")))
                     lead = ()
                     continue
             small = stmt.body[0] if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 else None
