@@ -21,7 +21,7 @@ import libcst as cst
 import builtins
 from collections.abc import Callable
 
-from tf1gradfix.cst.syntax import Refusal, arg, literal_dtype
+from tf1gradfix.cst.syntax import Refusal, arg, literal_dtype, matches
 from tf1gradfix.cst.walk import walk
 from tf1gradfix.model.nodes import (LayerCall, LayerLoop, LayerNode, LayerSite, Placeholder, RnnRun, Statement, Tensor,
                                     ZeroState)
@@ -76,13 +76,14 @@ def check_dtype(node: Placeholder, known: Known) -> None:
         raise Refusal.of(node.dtype, "placeholder_dtype_unknown", name=node.names[0])
 
 
-def reads_static_shape(program, node: Placeholder, qualified) -> bool:
-    """Whether what is computed from the placeholder may read its static shape: a layer
-    (its weights are made from its input's last dimension), an RNN, `.shape` or
-    `.get_shape()`, a function or method of the user's. Gradients and updates do not."""
+def reads_static_shape(program, node: Placeholder, nodes: set[int], qualified) -> bool:
+    """Whether what `nodes` (a function's) compute from the placeholder may read its static
+    shape: a layer (its weights are made from its input's last dimension), an RNN,
+    `.shape` or `.get_shape()`, a function or method of the user's. Gradients and
+    updates do not."""
     below = {node.index}
     for n in program.nodes[node.index + 1:]:
-        if not n.deps & below:
+        if not n.deps & below or n.index not in nodes:
             continue
         below.add(n.index)
         if not isinstance(n, Tensor):   # (gradients, updates, optimizer calls)
@@ -105,12 +106,12 @@ def _layers(node) -> bool:
 
 
 def _shape_blind(call: cst.Call, qualified) -> bool:
-    """A TensorFlow function, a builtin other than `len`, a string's method: what it
-    computes does not depend on a static shape (a TensorFlow op infers the shapes it
-    does not know); a function or method of the user's may read one."""
+    """A TensorFlow op (it infers the shapes it does not know; graph_ops.toml lists those
+    that read them), a builtin other than `len`, a string's method; a function or method
+    of the user's may read a static shape."""
     name, func = qualified(call.func), call.func
     if name is not None:
-        return name.startswith("tensorflow.")
+        return name.startswith("tensorflow.") and not matches(name, "static_shape")
     if isinstance(func, cst.Name):
         return func.value in _BUILTINS
     return isinstance(func, cst.Attribute) and isinstance(func.value, (cst.SimpleString, cst.ConcatenatedString))

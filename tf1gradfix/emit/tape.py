@@ -220,7 +220,7 @@ class TapeEmitter:
         for p in sig.params:
             node = None if p in self.fed_values else self._placeholder(p)
             if node is not None and placeholders.signature_shape(node, self.known)[1] \
-                    and placeholders.reads_static_shape(self.p, node, self.qualified):
+                    and placeholders.reads_static_shape(self.p, node, set(sig.nodes), self.qualified):
                 lines.append(f"{p} = {self.tf}.ensure_shape({p}, {self.code(cast(cst.BaseExpression, node.shape))})")
         return lines
 
