@@ -11,7 +11,7 @@ import libcst as cst
 
 from tf1gradfix.constructs.model_classes import ModelClass
 from tf1gradfix.cst import layout
-from tf1gradfix.cst.syntax import Refusal, free_names, is_docstring, names_as_attributes, names_renamed
+from tf1gradfix.cst.syntax import free_names, is_docstring, names_as_attributes, names_renamed
 from tf1gradfix.model.checks import ClassNames
 
 
@@ -47,9 +47,7 @@ class Attributes:
         (TapeEmitter.known). tf.function takes a first parameter named other
         than `self` for one the signature covers, so the step methods name the
         instance `self` whatever `__init__` calls it."""
-        if self.plan.self_name != "self":
-            if "self" in free_names(fn):
-                raise Refusal.of(self.init, "class_instance_self_taken", instance=self.plan.self_name)
+        if self.plan.self_name != "self":   # (a `self` of its own is refused: model.checks.class_names)
             fn = fn.with_changes(body=names_renamed(fn.body, {self.plan.self_name: "self"}))
         free = free_names(fn) & (set(self.names.renamed) | self.names.method_names)
         body = names_as_attributes(fn.body, {n: self.names.renamed.get(n, n) for n in free}, "self")

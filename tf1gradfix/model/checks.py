@@ -284,6 +284,8 @@ def class_names(plan, init: cst.FunctionDef, init_body: list[cst.BaseStatement],
     params = {p.name.value for p in init.params.params[1:]} | {p.name.value for p in init.params.kwonly_params}
     names.init_names = frozenset(bound | params)
     read = set().union(*(free_names(m) for m in methods)) if methods else set()
+    if plan.self_name != "self" and "self" in read:   # (the step methods name the instance `self`: emit/model_class.py)
+        raise Refusal.of(init, "class_instance_self_taken", instance=plan.self_name)
     method_names = names.method_names = frozenset(m.name.value for m in methods)
     taken = set(plan.members) | method_names
     stored = _stored(plan, init_body, params, set_later)
