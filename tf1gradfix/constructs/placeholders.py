@@ -16,10 +16,10 @@ input's last dimension); a dtype only `__init__` knows is refused.
 
 from __future__ import annotations
 
-import libcst as cst
-
 import builtins
 from collections.abc import Callable
+
+import libcst as cst
 
 from tf1gradfix.cst.syntax import Refusal, arg, literal_dtype, matches
 from tf1gradfix.cst.walk import walk

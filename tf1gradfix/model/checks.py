@@ -266,7 +266,6 @@ class ClassNames:
     kept_params: list[str] = field(default_factory=list)     # `__init__` parameters a method reads
     stored_params: list[str] = field(default_factory=list)   # ... that an attribute `__init__` sets holds already
     method_names: frozenset[str] = frozenset()
-    init_names: frozenset[str] = frozenset()                 # what `__init__` binds or receives
 
 
 def class_names(plan, init: cst.FunctionDef, init_body: list[cst.BaseStatement],
@@ -282,7 +281,6 @@ def class_names(plan, init: cst.FunctionDef, init_body: list[cst.BaseStatement],
         names.renamed[layer_methods.MADE] = layer_methods.MADE
     bound = set().union(*(bound_names(s) for s in init_body)) if init_body else set()
     params = {p.name.value for p in init.params.params[1:]} | {p.name.value for p in init.params.kwonly_params}
-    names.init_names = frozenset(bound | params)
     read = set().union(*(free_names(m) for m in methods)) if methods else set()
     if plan.self_name != "self" and "self" in read:   # (the step methods name the instance `self`: emit/model_class.py)
         raise Refusal.of(init, "class_instance_self_taken", instance=plan.self_name)
