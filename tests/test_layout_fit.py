@@ -19,6 +19,8 @@ STATEMENTS = [
     "scores = first_score_of_the_model_here * second_score_of_the_model_here_too_long_a",
     # calls, as before
     "hidden = tf.nn.leaky_relu(tf.matmul(inputs, self.weights_one) + self.bias_one, alpha=0.2)",
+    # a method called without arguments on a call: the call's own brackets split
+    "value = train_step(batch_of_ids, batch_of_readings, [1, 2, 1], temperature=np.float64(2.5)).numpy()",
     # a comprehension split at its clauses, and a clause still too long split at its bracket
     "decay = tf.add_n([tf.nn.l2_loss(w) for w in [conv_a.kernel, conv_a.bias, head_layer.kernel, "
     "head_layer.bias, extra_layer.kernel] if \"kernel\" in w.name])",

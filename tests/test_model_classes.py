@@ -207,13 +207,30 @@ def test_a_graph_also_built_outside_the_class_is_refused():
     assert "outside model class" in message or "compound statement" in message
 
 
-def test_methods_whose_first_parameter_is_not_self_get_no_input_signature():
-    """tf.function leaves out of an input signature only a first parameter named `self`."""
+def test_step_methods_convert_fed_values_with_what_the_class_definition_can_read():
+    """A dimension `__init__` knows is None in the input signature (the dtype converts the
+    fed value as TF1's feed did), and the step methods name the instance `self`, which
+    tf.function leaves out of the signature (an instance called `me` would be an input)."""
+    shaped, _ = rewrite()
+    signature = "    @tf.function(input_signature=[tf.TensorSpec(shape=[None, None], dtype=tf.float32)])\n"
+    assert signature + "    def train_step(self, x):" in shaped.new_module.code
+    assert "ensure_shape" not in shaped.new_module.code   # (a matmul needs no static width)
     source = PROGRAM.format(init=INIT, train=TRAIN, main=MAIN, bases="", session=SESSION).replace("self", "me")
     code = restructure(cst.parse_module(source), "original.py").new_module.code
-    assert "    @tf.function\n    def train_step(me, x):" in code
-    shaped, _ = rewrite()
-    assert "    @tf.function(input_signature=[tf.TensorSpec(shape=[None, n]" not in shaped.new_module.code  # (n: __init__'s)
+    assert signature + "    def train_step(self, x):" in code and "me.w = tf.Variable" in code
+
+
+def test_a_width_a_layer_reads_is_restored_in_the_step_method():
+    init = INIT.replace("        self.loss", "        out = tf.layers.dense(self.x, 1, name='out')\n        self.loss").replace(
+        "tf.matmul(self.x, self.w)", "out + tf.reduce_sum(self.w)")
+    code = rewrite(init=init)[0].new_module.code
+    assert "        x = tf.ensure_shape(x, [None, self.n])\n" in code and "        self.n = n\n" in code
+
+
+def test_a_dtype_only_init_knows_is_refused():
+    line, message, text = refusal(init=INIT.replace("tf.float32", "self.kind").replace(
+        "        self.x =", "        self.kind = tf.float32\n        self.x ="))
+    assert "dtype of placeholder `x`" in message and "self.kind" in text
 
 
 UNBUILT = INIT + '''

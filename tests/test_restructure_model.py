@@ -577,3 +577,20 @@ def test_a_loss_computed_from_a_gradient_is_refused():
         "train_op = tf.train.GradientDescentOptimizer(0.1).minimize(penalty, global_step=step)")
     result = rewrite(source)
     assert result.new_module is None and "second order" in result.diagnostics[0][3]
+
+
+@pytest.mark.parametrize("default, dtype", [("0.5", "float32"), ("7", "int32"), ("-2_147_483_648", "int32"),
+                                            ("2147483648", "int64"), ("-3000000000", "int64"), ("False", "bool")])
+def test_a_default_s_dtype_is_the_one_tf1_infers(default, dtype):
+    """`tf.placeholder_with_default(3000000000, [])` is int64 in TF1 (measured), as
+    `tf.convert_to_tensor` makes an integer outside int32's range."""
+    source = textwrap.dedent(f"""\
+        import tensorflow as tf
+        v = tf.placeholder_with_default({default}, [])
+        w = tf.Variable(1.0)
+        y = w * tf.cast(v, tf.float32)
+        with tf.Session() as sess:
+            sess.run(tf.global_variables_initializer())
+            print(sess.run(y))
+        """)
+    assert f"tf.TensorSpec(shape=[], dtype=tf.{dtype})" in rewrite(source).new_module.code

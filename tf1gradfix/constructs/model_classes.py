@@ -27,6 +27,8 @@ are dropped (unbuilt_methods.py).
 
 from __future__ import annotations
 
+import builtins
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import cast
 
@@ -78,6 +80,40 @@ class ModelClass:
     def session_attributes(self, sessions) -> set[str]:
         """Attributes that hold a session `__init__` opened (`self.sess`)."""
         return {attr for name, attr in self.attributes.items() if name in sessions}
+
+
+def definition_names(module: cst.Module, cls: cst.ClassDef, plan: ModelClass) -> Callable[[cst.CSTNode], bool]:
+    """Whether an expression of the desugared `__init__` (a placeholder's shape or dtype)
+    reads the same values where the class's methods are defined: only names the module
+    binds before the class (or builtins) that the class binds nowhere (a class or
+    desugared attribute, a method's parameter or local)."""
+    bound = [bound_names(s) | _imported(s) for s in module.body]
+    names = set(dir(builtins)) - set().union(*bound) | {"None", "True", "False"}
+    at = next((i for i, s in enumerate(module.body) if s is cls), 0)   # (a class elsewhere: builtins only)
+    names |= set().union(*bound[:at])
+    for node in walk(cls):
+        if isinstance(node, cst.FunctionDef):
+            names -= {p.name.value for p in (*node.params.params, *node.params.kwonly_params, *node.params.posonly_params)}
+            names -= set(loads(node.body)) - free_names(node)   # (its locals)
+    names -= set().union(*(bound_names(s) for s in cls.body.body)) | set(plan.attributes) | {plan.self_name}
+    return lambda expr: all(n in names for n in loads(expr))
+
+
+def set_after_init(cls: cst.ClassDef, plan: ModelClass) -> set[str]:
+    """Attributes a method sets other than `__init__` and those it builds with."""
+    skip = {"__init__", *plan.inlined, *plan.expanded}
+    return set().union(*(_set_in(m.body, plan.self_name) for m in cls.body.body
+                         if isinstance(m, cst.FunctionDef) and m.name.value not in skip))
+
+
+def _imported(stmt: cst.CSTNode) -> set[str]:
+    """Names an `import` statement binds."""
+    out: set[str] = set()
+    for small in stmt.body if isinstance(stmt, cst.SimpleStatementLine) else ():
+        if isinstance(small, (cst.Import, cst.ImportFrom)) and not isinstance(small.names, cst.ImportStar):
+            for alias in small.names:
+                out.add(alias.evaluated_alias or alias.evaluated_name.partition(".")[0])
+    return out
 
 
 def init_of(cls: cst.ClassDef) -> cst.FunctionDef | None:

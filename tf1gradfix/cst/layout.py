@@ -133,6 +133,9 @@ def _split(node: cst.BaseExpression, indent: int, prefix: str, suffix: str, widt
         return _split(node.body, indent, prefix + _flat(node)[:-len(_flat(node.body))], suffix)
     if isinstance(node, cst.UnaryOperation) and isinstance(node.expression, cst.Call) and not node.lpar:
         return _split(node.expression, indent, prefix + _flat(node)[:-len(_flat(node.expression))], suffix)
+    if isinstance(node, cst.Call) and not node.lpar and not node.args and isinstance(node.func, cst.Attribute) \
+            and isinstance(node.func.value, cst.Call) and not node.func.value.lpar:   # `f(...).numpy()`: black splits f's
+        return _split(node.func.value, indent, prefix, f".{node.func.attr.value}()" + suffix, width)
     if isinstance(node, cst.Call) and not node.lpar:
         head = prefix + _flat(node.func) + "("
         arguments = _flat(node)[len(_flat(node.func)):]

@@ -128,6 +128,17 @@ def names_as_attributes(node: cst.CSTNode, attribute: dict[str, str], self_name:
     return node.visit(Rename(targets))
 
 
+def names_renamed(node: cst.CSTNode, renames: dict[str, str]):
+    """`node` with each name `loads` finds in `renames` renamed."""
+    targets = {n for n in name_nodes(node) if n.value in renames}
+
+    class Rename(TargetedTransformer):
+        def leave_Name(self, original: cst.Name, updated: cst.Name) -> cst.Name:
+            return updated.with_changes(value=renames[original.value]) if original in targets else updated
+
+    return node.visit(Rename(targets)) if targets else node
+
+
 def literal_bool(expr: cst.BaseExpression | None, what: str) -> bool | None:
     """True/False written as such (None when absent); Refusal for anything else."""
     if expr is None:
@@ -165,13 +176,15 @@ def target_names(target: cst.BaseExpression) -> tuple[str, ...] | None:
 
 
 def literal_dtype(expr) -> str | None:
-    """dtype of a placeholder_with_default's literal default, as TF1 infers it."""
+    """dtype of a placeholder_with_default's literal default, as TF1 infers it (an
+    integer outside int32's range is int64)."""
+    sign = 1
     if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.Minus):
-        expr = expr.expression
+        expr, sign = expr.expression, -1
     if isinstance(expr, cst.Float):
         return "float32"
     if isinstance(expr, cst.Integer):
-        return "int32"
+        return "int32" if -2 ** 31 <= sign * int(expr.value.replace("_", ""), 0) < 2 ** 31 else "int64"
     if isinstance(expr, cst.Name) and expr.value in ("True", "False"):
         return "bool"
     return None

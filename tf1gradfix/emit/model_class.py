@@ -11,7 +11,7 @@ import libcst as cst
 
 from tf1gradfix.constructs.model_classes import ModelClass
 from tf1gradfix.cst import layout
-from tf1gradfix.cst.syntax import free_names, is_docstring, loads, names_as_attributes
+from tf1gradfix.cst.syntax import free_names, is_docstring, names_as_attributes, names_renamed
 from tf1gradfix.model.checks import ClassNames
 
 
@@ -29,7 +29,8 @@ class Attributes:
     def init_body(self, body: list[cst.BaseStatement]) -> list[cst.BaseStatement]:
         """`super().__init__()` first (after a docstring), parameters a method reads
         kept as attributes, and every renamed name as `self.<attribute>`."""
-        renamed = {k: v for k, v in self.names.renamed.items() if k not in self.names.kept_params}
+        renamed = {k: v for k, v in self.names.renamed.items()
+                   if k not in self.names.kept_params and k not in self.names.stored_params}
         out = layout.refit_body(body, [names_as_attributes(stmt, renamed, self.plan.self_name) for stmt in body], 8)
         first = 1 if out and is_docstring(out[0]) else 0
         head = [cst.parse_statement("super().__init__()\n")]
@@ -40,18 +41,19 @@ class Attributes:
         return out[:first] + head + out[first:]
 
     def method(self, fn: cst.FunctionDef) -> cst.FunctionDef:
-        """A step function as a method: `self` first, shared names read through it."""
+        """A step function as a method: `self` first, shared names read through it.
+
+        Its input signature reads only what the class's definition can
+        (TapeEmitter.known). tf.function takes a first parameter named other
+        than `self` for one the signature covers, so the step methods name the
+        instance `self` whatever `__init__` calls it."""
+        if self.plan.self_name != "self":   # (a `self` of its own is refused: model.checks.class_names)
+            fn = fn.with_changes(body=names_renamed(fn.body, {self.plan.self_name: "self"}))
         free = free_names(fn) & (set(self.names.renamed) | self.names.method_names)
-        body = names_as_attributes(fn.body, {n: self.names.renamed.get(n, n) for n in free}, self.plan.self_name)
+        body = names_as_attributes(fn.body, {n: self.names.renamed.get(n, n) for n in free}, "self")
         body = body.with_changes(body=layout.refit_body(list(fn.body.body), list(body.body), 8))
-        params = fn.params.with_changes(params=[cst.Param(cst.Name(self.plan.self_name)), *fn.params.params])
-        decorators = fn.decorators
-        shared = self.names.init_names | set(self.names.renamed)
-        if self.plan.self_name != "self" or any(set(loads(d)) & shared for d in decorators):
-            # no input signature: tf.function takes a first parameter named other than `self` for
-            # one of it, and shapes `__init__` knows are not known yet where the class is defined
-            decorators = [cst.Decorator(cst.parse_expression(f"{self.tf_alias}.function"))]
-        return fn.with_changes(body=body, params=params, decorators=decorators)
+        params = fn.params.with_changes(params=[cst.Param(cst.Name("self")), *fn.params.params])
+        return fn.with_changes(body=body, params=params)
 
     def class_def(self, cls: cst.ClassDef, init: cst.FunctionDef, methods: list[cst.FunctionDef]) -> cst.ClassDef:
         """`cls` (as rewritten elsewhere) with its new `__init__`, the methods after it,

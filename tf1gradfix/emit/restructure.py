@@ -17,8 +17,9 @@ import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider, ScopeProvider
 
 from tf1gradfix.constructs import (builders, class_initializers, class_settings, input_methods, layer_methods,
-                                   mnist_loader, model_classes, optimizers, schedules, sections, session_options,
-                                   session_params, summaries, unbuilt_methods, variable_factories, variables)
+                                   mnist_loader, model_classes, optimizers, placeholders, schedules, sections,
+                                   session_options, session_params, summaries, unbuilt_methods, variable_factories,
+                                   variables)
 from tf1gradfix.model import owners as owners_model
 from tf1gradfix.model.checks import (check_moved, check_program, check_results, check_state, check_steps, check_var_lists,
                                      class_names, kept, sliced)
@@ -371,6 +372,9 @@ class _Rewrite:
         tape.block_indent = indent
         if cls is not None:
             tape.attributes = dict(self.plan.attributes)
+            tape.known = model_classes.definition_names(self.module, cls, self.plan)
+        for name in dict.fromkeys(p for s in sigs if not s.inline for p in s.params if p not in s.fed_values):
+            kept(found, placeholders.check_dtype, program.node(name), tape.known)   # (what the signatures cannot read)
         fed = self._check_writing(program, sigs, sites, scan, state, found, builder.writers)
         if found:
             raise Refusals.joined(found)
@@ -443,7 +447,8 @@ class _Rewrite:
             replacements.update(initializers)
             params = owner.params.visit(Replace(initializers)) if initializers else None
             # (its attribute names, refused before the class is written)
-            chosen = class_names(self.plan, owner, init_body, cast("list[cst.FunctionDef]", methods), bool(layered))
+            chosen = class_names(self.plan, owner, init_body, cast("list[cst.FunctionDef]", methods), bool(layered),
+                                 frozenset(model_classes.set_after_init(cls, self.plan)))
             replacements[cls] = model_class.rewritten_class(self.plan, owner, alias, init_body, methods, chosen, layered,
                                                             params)
             return self.module.visit(Replace(replacements, layout_blocks=True))

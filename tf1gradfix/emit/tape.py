@@ -14,8 +14,8 @@ from typing import cast
 import libcst as cst
 
 from tf1gradfix.constructs.optimizers import optimizer_table
-from tf1gradfix.constructs import (dropout, gradient_calls, graph_collections, losses, rnn_cells, rnn_stacks, summaries, updates,
-                                   var_lists)
+from tf1gradfix.constructs import (dropout, gradient_calls, graph_collections, losses, placeholders, rnn_cells, rnn_stacks,
+                                   summaries, updates, var_lists)
 from tf1gradfix.model.graph import Program
 from tf1gradfix.constructs.variable_loops import loop_statement
 from tf1gradfix.model.nodes import (ComputeGradients, Computed, Gradients, Layer, LayerCall, LayerLoop, LayerLoopCall, LayerSite, Node,
@@ -42,6 +42,7 @@ class TapeEmitter:
         self.locals: dict[str, str] = {}
         self.attributes: dict[str, str] = {}   # a model class: graph name -> the attribute holding it
         self.fed_values: dict[str, object] = {}   # computed values some run feeds -> their dtype
+        self.known: placeholders.Known = lambda node: True   # (a model class: what its definition can read)
         self.indent = 0   # the column the functions are defined at (layout.py)
         self.block_indent = 0   # the column of the graph statements in the source
 
@@ -208,13 +209,25 @@ class TapeEmitter:
     def spec(self, params: list[str]) -> str:
         specs = []
         for p in params:
-            shape_expr = None if p in self.fed_values else self._placeholder(p).shape
+            shape_expr = None if p in self.fed_values else placeholders.signature_shape(self._placeholder(p), self.known)[0]
             dtype = self._dtype(p)
             shape = self.code(shape_expr) if shape_expr is not None else "None"
             if isinstance(self.p.node(p), ZeroState):   # (a Keras RNN layer needs the state's rank)
                 shape = rnn_cells.state_shape(cast(ZeroState, self.p.node(p)), self.p, self.code)
             specs.append(f"{self.tf}.TensorSpec(shape={shape}, dtype={dtype})")
         return layout.fit(f"@{self.tf}.function(input_signature=[{', '.join(specs)}])", self.indent)
+
+    def _restored_shapes(self, sig: Signature) -> list[str]:
+        """`x = tf.ensure_shape(x, shape)` for each placeholder whose shape the signature
+        could not give in full, where what is computed from it may read the static shape
+        (constructs.placeholders)."""
+        lines = []
+        for p in sig.params:
+            node = None if p in self.fed_values else self._placeholder(p)
+            if node is not None and placeholders.signature_shape(node, self.known)[1] \
+                    and placeholders.reads_static_shape(self.p, node, set(sig.nodes), self.qualified):
+                lines.append(f"{p} = {self.tf}.ensure_shape({p}, {self.code(cast(cst.BaseExpression, node.shape))})")
+        return lines
 
     def fit(self, lines: list[str], depth: int = 1) -> list[str]:
         """Generated statements of a function body (`depth` blocks in) laid out as black would."""
@@ -258,7 +271,8 @@ class TapeEmitter:
         grads = [i for i in sig.nodes if i in post]
         # (no `x = tf.cast(x, dtype)`: the input_signature converts a fed array to the
         # placeholder's dtype, as TF1's feed did, and refuses a tensor of another dtype)
-        lines: list[str] = self.fit([f"{k} = {v}" for k, v in sig.flags.items()] + self._variable_lists(sig))
+        lines: list[str] = self.fit(self._restored_shapes(sig) + [f"{k} = {v}" for k, v in sig.flags.items()]
+                                    + self._variable_lists(sig))
         if grads:
             count = sum(1 for i in grads if self.p.nodes[i].differentiates())
             persistent = "persistent=True" if count > 1 else ""

@@ -264,31 +264,38 @@ class ClassNames:
 
     renamed: dict[str, str] = field(default_factory=dict)    # name -> attribute
     kept_params: list[str] = field(default_factory=list)     # `__init__` parameters a method reads
+    stored_params: list[str] = field(default_factory=list)   # ... that an attribute `__init__` sets holds already
     method_names: frozenset[str] = frozenset()
-    init_names: frozenset[str] = frozenset()                 # what `__init__` binds or receives
 
 
 def class_names(plan, init: cst.FunctionDef, init_body: list[cst.BaseStatement],
-                methods: list[cst.FunctionDef], layered: bool = False) -> ClassNames:
+                methods: list[cst.FunctionDef], layered: bool = False, set_later: frozenset[str] = frozenset()) -> ClassNames:
     """Which names become attributes: every desugared one (`plan`: constructs.model_classes),
     and each name of `__init__` (local or parameter) that a method reads; Refusal where a
     name cannot be one, before the class is written. `init_body`, `methods`: the statements
     `__init__` keeps and the step functions that become methods; `layered`: the class has
-    layer methods, whose variables are kept in one attribute (constructs/layer_methods.py)."""
+    layer methods, whose variables are kept in one attribute (constructs/layer_methods.py);
+    `set_later`: attributes other methods set (model_classes.set_after_init)."""
     names = ClassNames(dict(plan.attributes))
     if layered:
         names.renamed[layer_methods.MADE] = layer_methods.MADE
     bound = set().union(*(bound_names(s) for s in init_body)) if init_body else set()
     params = {p.name.value for p in init.params.params[1:]} | {p.name.value for p in init.params.kwonly_params}
-    names.init_names = frozenset(bound | params)
     read = set().union(*(free_names(m) for m in methods)) if methods else set()
+    if plan.self_name != "self" and "self" in read:   # (the step methods name the instance `self`: emit/model_class.py)
+        raise Refusal.of(init, "class_instance_self_taken", instance=plan.self_name)
     method_names = names.method_names = frozenset(m.name.value for m in methods)
     taken = set(plan.members) | method_names
+    stored = _stored(plan, init_body, params, set_later)
     for name in sorted(read & (bound | params)):
         if name in names.renamed:
             continue
         if name in params and name in bound:
             raise Refusal.of(init, "class_init_param_rebound", name=name)
+        if name in stored:   # (`self.n_in = n_in`: the method reads `self.n_in`)
+            names.renamed[name] = stored[name]
+            names.stored_params.append(name)
+            continue
         attr, k = name, 1
         while attr in taken:
             k += 1
@@ -297,8 +304,25 @@ def class_names(plan, init: cst.FunctionDef, init_body: list[cst.BaseStatement],
         names.renamed[name] = attr
         if name in params:
             names.kept_params.append(name)
-    kept = {attr for name, attr in names.renamed.items() if name in bound or name in params}   # (the rest are gone)
+    kept = {attr for name, attr in names.renamed.items()   # (the rest are gone)
+            if (name in bound or name in params) and name not in names.stored_params}
     clash = kept & (method_names | builders.MODULE_ATTRIBUTES)
     if clash:
         raise Refusal.of(init, "class_attribute_clash", attr=sorted(clash)[0])
     return names
+
+
+def _stored(plan, init_body: list[cst.BaseStatement], params: set[str], set_later: frozenset[str]) -> dict[str, str]:
+    """Parameters `__init__` stores as they are (`self.n_in = n_in`, the only binding of
+    the attribute, which no other method sets) -> that attribute."""
+    out: dict[str, str] = {}
+    for stmt in init_body:
+        small = stmt.body[0] if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 else None
+        if not (isinstance(small, cst.Assign) and len(small.targets) == 1 and isinstance(small.targets[0].target, cst.Name)
+                and isinstance(small.value, cst.Name) and small.value.value in params):
+            continue
+        name = small.targets[0].target.value
+        attr = plan.attributes.get(name)
+        if attr is not None and attr not in set_later and sum(name in bound_names(s) for s in init_body) == 1:
+            out.setdefault(small.value.value, attr)
+    return out
