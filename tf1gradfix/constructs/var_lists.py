@@ -18,7 +18,7 @@ import libcst as cst
 from tf1gradfix.constructs import builders, layer_methods
 from tf1gradfix.cst.syntax import Refusal, arg, graph_ops, literal_bool, literal_string, matches
 from tf1gradfix.model.nodes import (BuilderModule, Layer, LayerLoop, Listed, OptimizerCall, Optimizer, RnnCell, Statement,
-                                    Variable, VariableGroup, VarList)
+                                    TrainOp, Variable, VariableGroup, VarList)
 
 _REGEX = set(".^$*+?{}[]\\|()")
 
@@ -112,6 +112,8 @@ def _collection(program, call: cst.Call, q, before: int, qualified, layers: bool
                                  for n in program.nodes[:before]):
         # a train op made before it has added the optimizer's slot variables
         raise Refusal.of(call, "global_variables_after_slots")
+    if which == "global" and any(isinstance(n, TrainOp) and n.rate_variable for n in program.nodes[:before]):
+        raise Refusal.of(call, "global_variables_after_optimize_loss_rate")
     chosen: list[Listed] = []
     scoped: list[tuple[int, Listed]] = []   # a model class's layer methods: (when made, variable), merged in
     variables = [n for n in program.nodes[:before] if isinstance(n, Variable) and n.alias_of is None

@@ -414,6 +414,11 @@ class OptimizerCall(Node):
 @dataclass(eq=False, kw_only=True)
 class TrainOp(OptimizerCall):
     kind: ClassVar[str] = "train"
+    # contrib's optimize_loss (constructs/optimize_loss.py):
+    clip: cst.BaseExpression | None = None   # the global norm its gradients are clipped to
+    result: str | None = None     # the loss a fetch of it gives (computed in the run, before the update)
+    summarized: tuple[str, ...] = ()   # the summaries it added to what `merge_all` collects
+    rate_variable: bool = False   # its float rate was a variable `OptimizeLoss/learning_rate`
 
 
 @dataclass(eq=False, kw_only=True)
