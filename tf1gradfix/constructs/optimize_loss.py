@@ -67,7 +67,7 @@ def build(builder, s: Statement) -> bool:
     if opt.index == -1:
         builder.append(opt)
     update = {"loss": loss, **({"var_list": bound["variables"]} if not _none(bound.get("variables")) else {})}
-    stats = s.item.stats or "update_ops" not in bound   # (by default the UPDATE_OPS the train op depends on)
+    stats = s.item.stats or _none(bound.get("update_ops"))   # (by default the UPDATE_OPS it depends on)
     builder.add(s.item, TrainOp, s.names, call, set(s.deps) | {opt.index}, method="minimize", optimizer=opt.index,
                 bound=update, call=call, step=step, stats=stats, clip=clip,
                 result=loss.value if isinstance(loss, cst.Name) else None, summarized=summarized,
