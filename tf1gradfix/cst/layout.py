@@ -152,13 +152,14 @@ def _split(node: cst.BaseExpression, indent: int, prefix: str, suffix: str, widt
         body = _flat(node)[1:-1]
         if indent + 4 + len(body) <= WIDTH:
             return [(indent, prefix + "["), (indent + 4, body), (indent, "]" + suffix)]
-        parts = [_flat(node.elt)]
+        parts: list[tuple[str, cst.BaseExpression]] = [("", node.elt)]   # (each split again when too long)
         clause: cst.CompFor | None = node.for_in
         while clause is not None:
-            parts.append(f"for {_flat(clause.target)} in {_flat(clause.iter)}")
-            parts += [f"if {_flat(c.test)}" for c in clause.ifs]
+            parts.append((f"for {_flat(clause.target)} in ", clause.iter))
+            parts += [("if ", c.test) for c in clause.ifs]
             clause = clause.inner_for_in
-        return [(indent, prefix + "[")] + [(indent + 4, p) for p in parts] + [(indent, "]" + suffix)]
+        return [(indent, prefix + "[")] + [line for head, part in parts for line in _split(part, indent + 4, head, "")] \
+            + [(indent, "]" + suffix)]
     if isinstance(node, cst.BinaryOperation) and not node.lpar and prefix == "" and suffix in ("", ","):
         # inside brackets: split before each operator of the lowest precedence, as black's delimiter split
         group = _GROUPS.get(type(node.operator))

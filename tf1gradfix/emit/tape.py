@@ -162,7 +162,8 @@ class TapeEmitter:
         if depth is not None and stmt is not node.stmt and len(lines) == 1:   # (a loss or dropout the rewrite wrote)
             return self.fit(lines, depth)[0]
         if depth is not None and isinstance(stmt, cst.SimpleStatementLine):   # (moved: laid out again if it was black's)
-            moved = layout.refit(stmt, cst.parse_statement("\n".join(lines) + "\n"), self.indent + 4 * depth,
+            original = node.stmt if isinstance(node.stmt, cst.SimpleStatementLine) else stmt   # (was the user's black's?)
+            moved = layout.refit(original, cst.parse_statement("\n".join(lines) + "\n"), self.indent + 4 * depth,
                                  tuple(self.block_indent + 4 * k for k in range(4)))   # (also from under a scope)
             lines = [ln for ln in cst.Module([]).code_for_node(moved.with_changes(leading_lines=())).splitlines() if ln.strip()]
         return "\n".join(lines)
