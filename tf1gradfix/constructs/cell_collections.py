@@ -17,7 +17,7 @@ the sum of its Keras parts' terms. Any other use of such a list is refused.
 from __future__ import annotations
 
 import functools
-from typing import cast
+from typing import NoReturn, cast
 
 import libcst as cst
 
@@ -99,12 +99,9 @@ def check_use(builder, value: cst.BaseExpression, read: CollectionRead, chosen: 
     cell = cast(RnnCell, builder.program.nodes[split[0].node])
     api = "tf.trainable_variables()" if isinstance(read.source, cst.Call) else _code(read.source)
 
-    def refuse(detail: str):
+    def refuse(detail: str) -> NoReturn:
         raise Refusal.of(read.source, "collection_cell_weights_use", api=api, cell=cell.names[0], detail=detail)
 
-    shifted = next((e for e in split if e.shifted), None)
-    if shifted is not None:
-        refuse("it lists the LSTM's bias, which Keras holds with the forget bias 1.0 added (unit_forget_bias)")
     comp = next((c for c in walk(value) if type(c) in (cst.ListComp, cst.GeneratorExp)
                  and cast(cst.BaseSimpleComp, c).for_in.iter is read.source), None)
     if comp is None:
@@ -118,6 +115,8 @@ def check_use(builder, value: cst.BaseExpression, read: CollectionRead, chosen: 
         adder.func.value if isinstance(adder.func, cst.Name) and adder.func.value not in builder.program.final else None)
     if loop.inner_for_in is not None or not isinstance(loop.target, cst.Name) or q not in table["aggregates"]:
         refuse("its per-variable numbers are not added up (`tf.add_n`, `tf.reduce_sum` or `sum` of the comprehension)")
+    if any(e.shifted for e in split):
+        refuse("it lists the LSTM's bias, which Keras holds with the forget bias 1.0 added (unit_forget_bias)")
     why = _additive(builder, comp.elt, loop.target.value)
     if why is not None:
         refuse(why)

@@ -197,7 +197,7 @@ def _step(builder, bound) -> str | None:
     increment = bound.get("increment_global_step")
     if increment is not None and not (isinstance(increment, cst.Name) and increment.value in ("True", "False")):
         _refuse(increment, "increment_global_step", "a value the rewrite does not read: write True or False")
-    counted = increment is None or cast(cst.Name, increment).value == "True"
+    counted = increment is None or increment.value == "True"
     return name if counted else None
 
 
