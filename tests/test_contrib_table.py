@@ -633,6 +633,8 @@ RATES = {"schedule": ("rate = tf.train.exponential_decay(0.05, step, 2, 0.5, sta
 def optimize_loss_program(case: dict) -> str:
     """The case's program: an embedding's sparse gradients (`sparse`) or none (the table is unread)."""
     features = "x + tf.reduce_sum(tf.nn.embedding_lookup(table, tokens), axis=1)" if case.get("sparse") else "x"
+    if case.get("normalized"):   # (batch normalization in training: its updates are UPDATE_OPS)
+        features = f"tf.layers.batch_normalization({features}, training=True, name='norm')"
     rate, fed = RATES.get(case.get("rate", ""), ("", ""))
     source = OL_PROGRAM.format(features=features, rate=rate, args=case["args"], fed=fed)
     if case.get("dtype") == "float64":
@@ -642,6 +644,7 @@ def optimize_loss_program(case: dict) -> str:
 
 
 OL_CASES = [pytest.param(case, id=case["args"] + (" sparse" if case.get("sparse") else "") +
+                         (" normalized" if case.get("normalized") else "") +
                          (f" {case['rate']}" if "rate" in case else "") + (f" {case['dtype']}" if "dtype" in case else ""))
             for case in OPTIMIZE_LOSS["cases"]]
 
@@ -730,6 +733,12 @@ def test_optimize_loss_summaries_refuse_a_merge_all_after_it():
     assert "(loss, global_gradient_norm)" in refusals(source)[0][3]
     quiet = source.replace('"SGD")', '"SGD", summaries=[])')
     assert rewritten(quiet) is not None
+
+
+def test_optimize_loss_without_the_update_ops_refuses_batch_normalization_in_training():
+    """`update_ops=[]`: TF1 leaves the moving statistics alone, which Keras updates in the training call."""
+    source = optimize_loss_program({"args": 'step, 0.1, "SGD", update_ops=[]', "normalized": True})
+    assert [d[2] for d in refusals(source)] == ["TFG912"]
 
 
 def test_optimize_loss_run_alone_is_its_step():
