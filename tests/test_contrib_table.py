@@ -680,9 +680,9 @@ def test_optimize_loss_names_become_the_optimizers_of_its_table():
 
 
 def test_a_scheduled_rate_is_the_keras_optimizers_schedule():
-    migrated = rewritten(optimize_loss_program(OPTIMIZE_LOSS["cases"][3]))
+    migrated = rewritten(optimize_loss_program(next(c for c in OPTIMIZE_LOSS["cases"] if c.get("rate") == "schedule")))
     assert "learning_rate=tf.keras.optimizers.schedules.ExponentialDecay(" in migrated
-    fed = rewritten(optimize_loss_program(OPTIMIZE_LOSS["cases"][-1]))
+    fed = rewritten(optimize_loss_program(next(c for c in OPTIMIZE_LOSS["cases"] if c.get("rate") == "fed")))
     assert "optimizer.learning_rate = rate" in fed
 
 
