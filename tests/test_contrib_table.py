@@ -26,6 +26,7 @@ import math
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import libcst as cst
 import pytest
@@ -39,6 +40,7 @@ from tf1gradfix.run.engine import process_source
 from tf1gradfix.run.findings import CodeFilter, code_matches
 
 SYMBOLS = contrib.table()["symbol"]
+ROOT_FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "rewrite"
 CASES = [(symbol, case) for symbol, row in SYMBOLS.items() if row.get("rewrite") == "initializer"
          for case in row["cases"]]
 SHAPE = [6, 1]
@@ -820,3 +822,30 @@ def test_the_verifiers_optimize_loss_is_tf1s():
     assert got["sgd"]["summaries"] == ["OptimizeLoss/global_norm/gradient_norm", "OptimizeLoss/loss"]
     assert got["clipped"]["summaries"] == []
     assert got["momentum"]["variables"] == ["w", "step", "fit/learning_rate", "fit/w/Momentum"]
+
+
+# -- tf.contrib.rnn ---------------------------------------------------------------
+
+def contrib_rnn_program() -> str:
+    """The fixture lstm_l2_skip_biases with its cell from `from tensorflow.contrib import rnn`."""
+    source = (ROOT_FIXTURES / "lstm_l2_skip_biases" / "input.py").read_text(encoding="utf-8")
+    return source.replace("import tensorflow as tf\n", "import tensorflow as tf\nfrom tensorflow.contrib import rnn\n") \
+        .replace("tf.nn.rnn_cell.LSTMCell(", "rnn.LSTMCell(")
+
+
+def test_contrib_rnn_imports_go_with_the_cells_they_named():
+    """TF 1.15's tf.contrib.rnn cells are tf.nn.rnn_cell's: the same rewrite, and the import goes."""
+    expected = (ROOT_FIXTURES / "lstm_l2_skip_biases" / "expected.py").read_text(encoding="utf-8")
+    assert "rnn.LSTMCell(" in contrib_rnn_program() and rewritten(contrib_rnn_program()) == expected
+    kept = contrib_rnn_program().replace("with tf.Session", "print(rnn.__name__)\nwith tf.Session")
+    assert "from tensorflow.contrib import rnn" in rewritten(kept)
+
+
+@pytest.mark.tf
+def test_contrib_rnn_cells_run_under_the_verifiers_model(tmp_path):
+    from tf1gradfix.verify.orchestrate import EQUIVALENT, verify_pair
+
+    (tmp_path / "original.py").write_text(contrib_rnn_program())
+    (tmp_path / "migrated.py").write_text(rewritten(contrib_rnn_program()))
+    result = verify_pair(tmp_path / "original.py", tmp_path / "migrated.py")
+    assert result.verdict == EQUIVALENT, (result.verdict, result.reason)
