@@ -68,7 +68,9 @@ def build(builder, s: Statement) -> bool:
         builder.append(opt)
     update = {"loss": loss, **({"var_list": bound["variables"]} if not _none(bound.get("variables")) else {})}
     stats = s.item.stats or _none(bound.get("update_ops"))   # (by default the UPDATE_OPS it depends on)
-    builder.add(s.item, TrainOp, s.names, call, set(s.deps) | {opt.index}, method="minimize", optimizer=opt.index,
+    # (the rate is the optimizer's: a name of it reaches the update through the optimizer, as minimize's does)
+    deps = set().union(*(builder.deps_of(bound[p]) for p in ("loss", "global_step", "variables") if p in bound))
+    builder.add(s.item, TrainOp, s.names, call, deps | {opt.index}, method="minimize", optimizer=opt.index,
                 bound=update, call=call, step=step, stats=stats, clip=clip,
                 result=loss.value if isinstance(loss, cst.Name) else None, summarized=summarized,
                 rate_variable=made_rate)
