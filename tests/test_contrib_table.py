@@ -12,6 +12,10 @@ themselves: the Keras initializer written for each case against contrib's formul
 `batch_norm` is proven on programs of its own (BN_PROGRAMS: input ranks, training
 by default, by a literal and by a fed flag, updates in place, a builder), and
 the verifier's model of it against TF 1.15's formulas worked by hand.
+`optimize_loss` is proven on the cases of its table (every name the rewrite
+accepts, a class, an instance, a lambda; float, scheduled and fed rates; clipped;
+dense gradients and an embedding's sparse ones; float64), the verifier's model
+of it against what TF 1.15's code does (its variable, summaries, result).
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ import math
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import libcst as cst
 import pytest
@@ -35,6 +40,7 @@ from tf1gradfix.run.engine import process_source
 from tf1gradfix.run.findings import CodeFilter, code_matches
 
 SYMBOLS = contrib.table()["symbol"]
+ROOT_FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "rewrite"
 CASES = [(symbol, case) for symbol, row in SYMBOLS.items() if row.get("rewrite") == "initializer"
          for case in row["cases"]]
 SHAPE = [6, 1]
@@ -121,7 +127,7 @@ def initializer_lines(migrated: str) -> list[str]:
 def test_rows_are_complete():
     for symbol, row in SYMBOLS.items():
         assert symbol.startswith("tensorflow.contrib.") and row["status"] in ("exact", "exact_mapped", "manual")
-        assert row["tf2"] and row.get("rewrite") in (None, "initializer", "layer", "global_step")
+        assert row["tf2"] and row.get("rewrite") in (None, "initializer", "layer", "global_step", "optimize_loss")
         if row.get("rewrite") == "initializer":
             assert row["cases"] and set(row["defaults"]) | set(row["fixed"]) | {"seed", "dtype"} >= set(row["params"])
     for symbol, row in contrib.layer_rows().items():
@@ -591,3 +597,255 @@ def test_the_keras_draw_is_contribs_draw():
         assert abs(std - spread) / spread < 1e-2, (symbol, case, std, spread)
     glorot_normal_largest = draws[-1][0]
     assert abs(glorot_normal_largest - 2 * math.sqrt(1.3 / ((N + M) / 2))) / glorot_normal_largest > 2e-3
+
+
+# -- optimize_loss ----------------------------------------------------------------
+OPTIMIZE_LOSS = contrib.table()["optimize_loss"]
+OL_PROGRAM = """\
+import numpy as np
+import tensorflow as tf
+
+rng = np.random.RandomState(3)
+ids = rng.randint(0, 6, size=(6, 4, 3))
+xs = rng.randn(6, 4, 2).astype(np.float32)
+ys = rng.randn(6, 4, 1).astype(np.float32)
+
+tokens = tf.placeholder(tf.int32, [None, 3])
+x = tf.placeholder(tf.float32, [None, 2])
+y = tf.placeholder(tf.float32, [None, 1])
+table = tf.Variable(tf.constant(rng.randn(6, 2).astype(np.float32)), name="table")
+w = tf.Variable(tf.constant([[0.5], [-0.4]]), name="w")
+b = tf.Variable(tf.constant([0.1]), name="b")
+features = {features}
+loss = tf.reduce_mean(tf.square(tf.matmul(features, w) + b - y))
+step = tf.Variable(0, trainable=False, name="step")
+{rate}train_op = tf.contrib.layers.optimize_loss(loss, {args})
+
+with tf.Session() as sess:
+    sess.run(tf.global_variables_initializer())
+    for i in range(6):
+        value, result = sess.run([loss, train_op], feed_dict={{tokens: ids[i], x: xs[i], y: ys[i]{fed}}})
+        print("step", i, "loss %.6f" % value, "result %.6f" % result, "count", sess.run(step))
+    print("table", sess.run(table).ravel(), "w", sess.run(w).ravel())
+"""
+RATES = {"schedule": ("rate = tf.train.exponential_decay(0.05, step, 2, 0.5, staircase=True)\n", ""),
+         "fed": ("rate = tf.placeholder(tf.float32, [])\n", ", rate: 0.05 * 0.8 ** i")}
+
+
+def optimize_loss_program(case: dict) -> str:
+    """The case's program: an embedding's sparse gradients (`sparse`) or none (the table is unread)."""
+    features = "x + tf.reduce_sum(tf.nn.embedding_lookup(table, tokens), axis=1)" if case.get("sparse") else "x"
+    if case.get("normalized"):   # (batch normalization in training: its updates are UPDATE_OPS)
+        features = f"tf.layers.batch_normalization({features}, training=True, name='norm')"
+    rate, fed = RATES.get(case.get("rate", ""), ("", ""))
+    source = OL_PROGRAM.format(features=features, rate=rate, args=case["args"], fed=fed)
+    if case.get("dtype") == "float64":
+        source = source.replace("float32", "float64").replace("tf.constant([[0.5], [-0.4]])", "tf.constant([[0.5], [-0.4]], tf.float64)") \
+            .replace("tf.constant([0.1])", "tf.constant([0.1], tf.float64)")
+    return source
+
+
+OL_CASES = [pytest.param(case, id=case["args"] + (" sparse" if case.get("sparse") else "") +
+                         (" normalized" if case.get("normalized") else "") +
+                         (f" {case['rate']}" if "rate" in case else "") + (f" {case['dtype']}" if "dtype" in case else ""))
+            for case in OPTIMIZE_LOSS["cases"]]
+
+
+@pytest.mark.parametrize("case", OL_CASES)
+def test_optimize_loss_becomes_its_optimizer_and_a_clipped_update(case):
+    """The optimizer statement where the call was, the update in the step with the clipping between
+    the gradients and apply_gradients, the count after it, the loss returned for the call's result."""
+    migrated = rewritten(optimize_loss_program(case))
+    assert migrated is not None and not contrib_read(migrated) and missing_in_source(migrated) == []
+    flat = " ".join(migrated.split())
+    assert "optimizer = tf." in flat and "train_op" not in flat
+    assert ("grads, _ = tf.clip_by_global_norm(grads, " in flat) == ("clip_gradients" in case["args"])
+    assert ("step.assign_add(1)" in flat) == case["args"].startswith("step,")
+    assert "return loss, loss" in flat and "value, result = [t.numpy() for t in train_step(" in flat
+
+
+def test_optimize_loss_names_become_the_optimizers_of_its_table():
+    written = {}
+    for name in OPTIMIZE_LOSS["names"]:
+        source = optimize_loss_program({"args": f'step, 0.05, "{name}"'})
+        migrated = rewritten(source)
+        statements = [layout.one_line(cst.Module([]).code_for_node(st).strip()) for st in cst.parse_module(migrated).body]
+        written[name] = next(st for st in statements if st.startswith("optimizer = "))
+    assert written["SGD"] == "optimizer = tf.keras.optimizers.SGD(learning_rate=0.05)"
+    assert written["Adam"] == "optimizer = tf.keras.optimizers.Adam(learning_rate=0.05, epsilon=1e-8)"
+    assert written["Momentum"] == "optimizer = tf.keras.optimizers.SGD(learning_rate=0.05, momentum=0.9)"
+    assert written["Adagrad"] == \
+        "optimizer = tf.keras.optimizers.Adagrad(initial_accumulator_value=0.1, epsilon=0.0, learning_rate=0.05)"
+    assert written["RMSProp"].startswith("optimizer = tf.compat.v1.train.RMSPropOptimizer(")   # (kept v1: a note)
+    assert "learning_rate=0.05" in written["RMSProp"]
+    assert written["Ftrl"] == "optimizer = tf.keras.optimizers.Ftrl(learning_rate=0.05)"
+
+
+def test_a_scheduled_rate_is_the_keras_optimizers_schedule():
+    migrated = rewritten(optimize_loss_program(next(c for c in OPTIMIZE_LOSS["cases"] if c.get("rate") == "schedule")))
+    assert "learning_rate=tf.keras.optimizers.schedules.ExponentialDecay(" in migrated
+    fed = rewritten(optimize_loss_program(next(c for c in OPTIMIZE_LOSS["cases"] if c.get("rate") == "fed")))
+    assert "optimizer.learning_rate = rate" in fed
+
+
+@pytest.mark.parametrize("args, rate, sparse, why", [
+    ('step, 0.05, "Momentum"', "", True, "only the looked-up rows"),   # (lazy sparse updates, optimizers.toml)
+    ('step, 0.5, "Ftrl"', "", True, "only the looked-up rows"),
+    ('step, rate, "Momentum"', "schedule", False, "folds the rate into the velocity"),
+    ('step, rate, "RMSProp"', "schedule", False, "only Keras optimizers read"),
+])
+def test_optimize_loss_refuses_what_its_optimizer_row_refuses(args, rate, sparse, why):
+    diagnostics = refusals(optimize_loss_program({"args": args, "rate": rate, "sparse": sparse}))
+    assert [d[2] for d in diagnostics] == ["TFG906"] and why in diagnostics[0][3]
+
+
+@pytest.mark.parametrize("args, why", [
+    ('step, 0.1, "SGD", clip_gradients=5', "clip_gradients`: 5: TF1 clips by a float only"),
+    ('step, 1, "SGD"', "learning_rate`: 1: TF1 takes a float"),
+    ('step, w, "SGD"', "learning_rate`: a variable"),
+    ('step, unshaped, "SGD"', "a placeholder not of shape `[]`"),
+    ('step, 0.1, "Adadelta"', "'Adadelta' is none of Adagrad, Adam, Ftrl, Momentum, RMSProp, SGD"),
+    ('step, None, "SGD"', "optimizer`: a name or class with no learning rate"),
+    ('step, 0.1, make_optimizer', "optimizer`: the rewrite follows a name"),
+    ('step, 0.1, "SGD", clip_gradients=tf.contrib.layers.adaptive_clipping_fn()', "clip_gradients`: a function"),
+    ('step, 0.1, "SGD", gradient_noise_scale=0.1', "gradient_noise_scale`: contrib adds a truncated-normal draw"),
+    ('step, 0.1, "SGD", gradient_multipliers={w: 2.0}', "gradient_multipliers`"),
+    ('step, 0.1, "SGD", learning_rate_decay_fn=decay', "learning_rate_decay_fn`: pass the rate it computes"),
+    ('step, 0.1, "SGD", update_ops=[extra]', "update_ops`: a list of its own"),
+    ('step, 0.1, "SGD", summaries=["weights"]', "summaries`: a list of names of"),
+    ('step, 0.1, "SGD", increment_global_step=count', "increment_global_step`"),
+    ('step, 0.1, "SGD", seed=1', "seed`: not a parameter of optimize_loss"),
+    ('scale, 0.1, "SGD"', "`global_step=` that is not a non-trainable variable"),
+    ('real_step, 0.1, "SGD"', "global_step`: TF1 asserts an integer step variable"),
+])
+def test_optimize_loss_settings_it_cannot_keep_are_refused(args, why):
+    source = optimize_loss_program({"args": args}).replace(
+        "step = tf.Variable(", "unshaped = tf.placeholder(tf.float32)\nextra = tf.no_op()\ncount = True\n"
+        "real_step = tf.Variable(0.0, trainable=False)\nscale = tf.Variable(1.0)\n"
+        "make_optimizer = decay = None\nstep = tf.Variable(")
+    assert any(d[2] in ("TFG910", "TFG906") and why in d[3] for d in refusals(source)), refusals(source)
+
+
+def test_optimize_loss_summaries_refuse_a_merge_all_after_it():
+    source = optimize_loss_program({"args": 'step, 0.1, "SGD"'}).replace(
+        "\nwith tf.Session", "merged = tf.summary.merge_all()\n\nwith tf.Session").replace(
+        "loss = tf.reduce_mean(tf.square(tf.matmul(features, w) + b - y))",
+        "loss = tf.reduce_mean(tf.square(tf.matmul(features, w) + b - y))\ntf.summary.scalar(\"cost\", loss)")
+    assert [d[2] for d in refusals(source)] == ["TFG917"]
+    assert "(loss, global_gradient_norm)" in refusals(source)[0][3]
+    quiet = source.replace('"SGD")', '"SGD", summaries=[])')
+    assert rewritten(quiet) is not None
+
+
+def test_optimize_loss_without_the_update_ops_refuses_batch_normalization_in_training():
+    """`update_ops=[]`: TF1 leaves the moving statistics alone, which Keras updates in the training call."""
+    source = optimize_loss_program({"args": 'step, 0.1, "SGD", update_ops=[]', "normalized": True})
+    assert [d[2] for d in refusals(source)] == ["TFG912"]
+
+
+def test_optimize_loss_run_alone_is_its_step():
+    source = optimize_loss_program({"args": 'step, 0.1, "SGD"'}).replace(
+        "value, result = sess.run([loss, train_op], feed_dict={tokens: ids[i], x: xs[i], y: ys[i]})",
+        "sess.run(train_op, feed_dict={tokens: ids[i], x: xs[i], y: ys[i]})\n        value = result = 0.0")
+    migrated = rewritten(source)
+    assert "    train_step(ids[i], xs[i], ys[i])\n" in migrated and "    return loss\n" in migrated
+
+
+@pytest.mark.tf
+@pytest.mark.parametrize("case", OL_CASES)
+def test_optimize_loss_cases_are_proven(case, tmp_path):
+    from tf1gradfix.verify.orchestrate import EQUIVALENT, verify_pair
+
+    original = optimize_loss_program(case)
+    (tmp_path / "original.py").write_text(original)
+    (tmp_path / "migrated.py").write_text(rewritten(original))
+    result = verify_pair(tmp_path / "original.py", tmp_path / "migrated.py")
+    assert result.verdict == EQUIVALENT, (result.verdict, result.reason)
+    figure = max(st.max_rel_err for st in result.comparison.stats.values())
+    assert figure == 0.0 if case["max_rel"] == 0.0 else figure <= 10 * case["max_rel"], figure
+
+
+OL_REFERENCE = """\
+import json, os
+os.environ["TF_USE_LEGACY_KERAS"] = "1"
+import numpy as np
+import tensorflow.compat.v1 as tf
+tf.disable_v2_behavior()
+from tf1gradfix.verify import contrib_v1
+contrib_v1.install(tf)
+out = {}
+xs = np.array([[1.0, 2.0], [0.5, -1.0]], np.float32)
+for name, kwargs in json.loads(os.environ["CASES"]):
+    with tf.Graph().as_default():
+        x = tf.placeholder(tf.float32, [None, 2])
+        w = tf.Variable([[1.0], [2.0]], name="w")
+        loss = tf.reduce_mean(tf.square(tf.matmul(x, w)))
+        step = tf.Variable(0, trainable=False, name="step")
+        result = tf.contrib.layers.optimize_loss(loss, step, **kwargs)
+        with tf.Session() as sess:
+            sess.run(tf.global_variables_initializer())
+            before = sess.run(loss, {x: xs})
+            got = sess.run(result, {x: xs})
+            out[name] = {"before": float(before), "result": float(got), "after": float(sess.run(loss, {x: xs})),
+                         "w": sess.run(w).ravel().tolist(), "step": int(sess.run(step)),
+                         "variables": [v.op.name for v in tf.global_variables()],
+                         "summaries": [s.op.name for s in tf.get_collection(tf.GraphKeys.SUMMARIES)]}
+print(json.dumps(out))
+"""
+
+
+@pytest.mark.tf
+def test_the_verifiers_optimize_loss_is_tf1s():
+    """The reference model (verify/contrib_v1.py) against TF 1.15's optimize_loss worked by hand: the
+    float rate's variable, the default summaries (none with `summaries=[]`), Momentum's 0.9, the
+    clipping by the global norm, the count, and the result: the loss of the run, before its update."""
+    import numpy as np
+
+    cases = [("sgd", {"learning_rate": 0.1, "optimizer": "SGD"}),
+             ("clipped", {"learning_rate": 0.1, "optimizer": "SGD", "clip_gradients": 1.0, "summaries": []}),
+             ("momentum", {"learning_rate": 0.1, "optimizer": "Momentum", "name": "fit", "increment_global_step": False})]
+    run = subprocess.run([sys.executable, "-c", OL_REFERENCE], capture_output=True, text=True, timeout=300,
+                         env={**os.environ, "CASES": json.dumps(cases)})
+    assert run.returncode == 0, run.stderr[-2000:]
+    got = json.loads(run.stdout.strip().splitlines()[-1])
+    xs, w = np.array([[1.0, 2.0], [0.5, -1.0]]), np.array([[1.0], [2.0]])
+    residual = xs @ w
+    loss, grad = float(np.mean(residual ** 2)), xs.T @ (2 * residual) / len(xs)
+    for name, _ in cases:
+        assert got[name]["before"] == pytest.approx(loss) and got[name]["result"] == pytest.approx(loss), name
+    assert got["sgd"]["w"] == pytest.approx((w - 0.1 * grad).ravel().tolist(), rel=1e-5)
+    clipped = grad * min(1.0, 1.0 / np.linalg.norm(grad))
+    assert got["clipped"]["w"] == pytest.approx((w - 0.1 * clipped).ravel().tolist(), rel=1e-5)
+    assert got["momentum"]["w"] == pytest.approx((w - 0.1 * grad).ravel().tolist(), rel=1e-5)   # (the first step)
+    assert got["sgd"]["step"] == got["clipped"]["step"] == 1 and got["momentum"]["step"] == 0
+    assert got["sgd"]["variables"] == ["w", "step", "OptimizeLoss/learning_rate"]
+    assert got["sgd"]["summaries"] == ["OptimizeLoss/global_norm/gradient_norm", "OptimizeLoss/loss"]
+    assert got["clipped"]["summaries"] == []
+    assert got["momentum"]["variables"] == ["w", "step", "fit/learning_rate", "fit/w/Momentum"]
+
+
+# -- tf.contrib.rnn ---------------------------------------------------------------
+
+def contrib_rnn_program() -> str:
+    """The fixture lstm_l2_skip_biases with its cell from `from tensorflow.contrib import rnn`."""
+    source = (ROOT_FIXTURES / "lstm_l2_skip_biases" / "input.py").read_text(encoding="utf-8")
+    return source.replace("import tensorflow as tf\n", "import tensorflow as tf\nfrom tensorflow.contrib import rnn\n") \
+        .replace("tf.nn.rnn_cell.LSTMCell(", "rnn.LSTMCell(")
+
+
+def test_contrib_rnn_imports_go_with_the_cells_they_named():
+    """TF 1.15's tf.contrib.rnn cells are tf.nn.rnn_cell's: the same rewrite, and the import goes."""
+    expected = (ROOT_FIXTURES / "lstm_l2_skip_biases" / "expected.py").read_text(encoding="utf-8")
+    assert "rnn.LSTMCell(" in contrib_rnn_program() and rewritten(contrib_rnn_program()) == expected
+    kept = contrib_rnn_program().replace("with tf.Session", "print(rnn.__name__)\nwith tf.Session")
+    assert "from tensorflow.contrib import rnn" in rewritten(kept)
+
+
+@pytest.mark.tf
+def test_contrib_rnn_cells_run_under_the_verifiers_model(tmp_path):
+    from tf1gradfix.verify.orchestrate import EQUIVALENT, verify_pair
+
+    (tmp_path / "original.py").write_text(contrib_rnn_program())
+    (tmp_path / "migrated.py").write_text(rewritten(contrib_rnn_program()))
+    result = verify_pair(tmp_path / "original.py", tmp_path / "migrated.py")
+    assert result.verdict == EQUIVALENT, (result.verdict, result.reason)

@@ -1,5 +1,6 @@
 """contrib's variance-scaling initializers (`xavier_initializer`,
-`variance_scaling_initializer`) as Keras initializers with the same draw.
+`variance_scaling_initializer`) as Keras initializers with the same draw, and the
+imports of contrib's modules a rewritten program no longer reads.
 
 contrib names its modes in upper case and picks the distribution with a bool;
 its normal is truncated with stddev sqrt(1.3 * factor / n), which Keras's
@@ -9,9 +10,11 @@ is not written as a literal the table knows is refused: the draw would depend on
 
 from __future__ import annotations
 
+from typing import cast
+
 import libcst as cst
 
-from tf1gradfix.cst.syntax import Refusal, bound_args, literal_string
+from tf1gradfix.cst.syntax import Refusal, bound_args, literal_string, name_nodes
 from tf1gradfix.rules import contrib
 
 
@@ -50,3 +53,20 @@ def initializer(init: cst.Call, row: dict, code, tf: str) -> tuple[str, cst.Base
         scale = spec["normal_scale"] if factor == "1.0" else f"{factor if number else f'({factor})'} * {spec['normal_scale']}"
         settings = [f"scale={scale}", f'mode="{keras_mode}"', 'distribution="truncated_normal"']
     return f"{tf}.{spec['target']}({', '.join(settings + ([seed] if seed else []))})", bound.get("dtype")
+
+
+def without_unread_imports(module: cst.Module) -> cst.Module:
+    """`module` without its top-level imports of contrib's modules by name (`from
+    tensorflow.contrib import rnn`) that nothing reads any more: the rewrite wrote their
+    pieces in TF2 terms, and TF2 has no `tensorflow.contrib` to import."""
+    read = {n.value for stmt in module.body for n in name_nodes(stmt)
+            if not (isinstance(stmt, cst.SimpleStatementLine) and all(isinstance(s, cst.ImportFrom) for s in stmt.body))}
+    kept = []
+    for stmt in module.body:
+        small = stmt.body[0] if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 else None
+        if isinstance(small, cst.ImportFrom) and small.module is not None and not isinstance(small.names, cst.ImportStar) \
+                and module.code_for_node(small.module).startswith("tensorflow.contrib") \
+                and not {cast(cst.Name, a.asname.name if a.asname else a.name).value for a in small.names} & read:
+            continue
+        kept.append(stmt)
+    return module if len(kept) == len(module.body) else module.with_changes(body=kept)

@@ -20,11 +20,11 @@ from typing import cast
 
 import libcst as cst
 
-from tf1gradfix.constructs import var_lists, variable_factories
+from tf1gradfix.constructs import cell_collections, var_lists, variable_factories
 from tf1gradfix.cst.syntax import Refusal, loads
 from tf1gradfix.cst.walk import walk
-from tf1gradfix.model.nodes import (BuilderModule, CollectionRead, Computed, Layer, LayerCall, Listed, Variable,
-                                    VarList)
+from tf1gradfix.model.nodes import (BuilderModule, CollectionRead, Computed, Layer, LayerCall, Listed, RnnRun,
+                                    Variable, VarList)
 
 NAME_READS = ("name", "op")   # what a filter reads of a listed variable
 
@@ -62,6 +62,7 @@ def model(builder, value: cst.BaseExpression, tf_calls) -> tuple[list[Collection
         module = next((program.nodes[e.node] for e in chosen if isinstance(program.nodes[e.node], BuilderModule)), None)
         if module is not None:   # (a statement reaches a builder's module by calling it: builder_statistics)
             raise Refusal.of(r.source, "collection_builder_variables", function=cast(BuilderModule, module).var)
+        cell_collections.check_use(builder, value, r, chosen)
         read |= {e.node for e in chosen}
     _check_names(value, evaluated)
     return [r for r in reads if isinstance(r.source, cst.Call) or r.comp is not None], calls, read
@@ -93,6 +94,14 @@ def _filtered(builder, loop: cst.CompFor, read: CollectionRead, evaluated: set[i
     var, test = loop.target.value, loop.ifs[0].test
     chosen, same = [], True
     for entry in read.written:
+        if entry.parts:   # an RNN cell's Keras weight: decided on the TF1 variables it holds (cell_collections)
+            verdict = cell_collections.verdict(builder.program, entry, lambda name: var_lists.predicate(
+                test, var, name, name[:-2]), loop.ifs[0])
+            if verdict is None:
+                raise Refusal.of(loop.ifs[0], "collection_filter_unevaluated")
+            chosen += [entry] if verdict else []
+            same = False
+            continue
         if entry.tf1 is None:   # (a builder's module; every variable has TF1's name: variables.checked)
             raise Refusal.of(loop, "collection_filter_builder")
         verdict = var_lists.predicate(test, var, entry.tf1, entry.tf1[:-2])
@@ -127,6 +136,12 @@ def check_run(program, nodes: list[int]) -> None:
             continue
         for read in node.collections:
             for entry in read.chosen if read.comp is not None else read.written:
+                if entry.parts and not any(isinstance(program.nodes[j], RnnRun) and entry.node in
+                                           cell_collections.run_makes(program, cast(RnnRun, program.nodes[j]))
+                                           for j in members if j < i):
+                    raise Refusal.of(node.value, "collection_layer_not_called", layer=program.nodes[entry.node].names[0])
+                if entry.parts:
+                    continue
                 if entry.weight is not None and not any(
                         isinstance(program.nodes[j], LayerCall) and cast(LayerCall, program.nodes[j]).layer == entry.node
                         for j in members if j < i):

@@ -180,6 +180,7 @@ def _run(builder, s: Statement) -> bool:
                          detail="the mask of the lengths is written over the time axis of an input that has a name")
     # (TF1 gives zeros past a sequence's length: the layer's zero_output_for_mask)
     rnn_stacks.take(builder, cell, call, False, lengths is not None)
+    rnn_stacks.made(builder, bound.get("scope"), [(cell.index, "rnn")], s.item.prefix)
     if isinstance(cell, RnnStack) and cell.multi:   # (layer by layer: the outputs are the next layer's input)
         rnn_stacks.not_read([s.names[0]], [lengths, bound.get("initial_state")], call)
         if s.names[1] != "_":

@@ -34,7 +34,7 @@ from typing import cast
 import libcst as cst
 
 from tf1gradfix.constructs.losses import ATOMS
-from tf1gradfix.cst.syntax import Refusal, bound_args, name_nodes
+from tf1gradfix.cst.syntax import Refusal, bound_args, literal_string, name_nodes
 from tf1gradfix.model.nodes import RnnCell, RnnRun, RnnStack, Statement
 
 RNN_CELL = ("tensorflow.nn.rnn_cell.", "tensorflow.contrib.rnn.")
@@ -224,10 +224,31 @@ def _bidirectional(builder, s: Statement) -> None:
              [bound["inputs"], lengths, bound.get("initial_state_bw")], call)
     take(builder, fw, call, False, lengths is not None)
     take(builder, bw, call, True, lengths is not None)
+    made(builder, bound.get("scope"), [(fw.index, "bidirectional_rnn/fw"),
+                                                              (bw.index, "bidirectional_rnn/bw")], s.item.prefix)
     deps = set(s.deps)
     builder.add(s.item, RnnRun, s.names, call, deps, calls=[], cell=fw.index, source=bound["inputs"],
                 initial=bound.get("initial_state_fw"), lengths=lengths, backward=bw.index,
                 initial_backward=bound.get("initial_state_bw"), pairs=(output_pair, state_pair))
+
+
+def made(builder, scope: cst.BaseExpression | None, cells: list[tuple[int, str]], prefix: str) -> None:
+    """Where a run makes its cells' weights in TF1: `{prefix}{scope or default}/...` (`cells`:
+    (cell or stack node, the run's own scope part: "rnn", "bidirectional_rnn/fw")). The
+    next node is the run's; a cell run before keeps the weights of its first run."""
+    default = scope is None or isinstance(scope, cst.Name) and scope.value == "None"
+    given = None if default else literal_string(scope)
+    for order, (index, own) in enumerate(cells):
+        node = builder.program.nodes[index]
+        multi = not isinstance(node, RnnCell) and node.multi
+        for k, (cell, _, _) in enumerate(layers_of(builder.program, index)):
+            if cell.made is not None:
+                continue
+            name = literal_string(cell.bound["name"]) if "name" in cell.bound else cell.row["auto_name"]
+            root = own if given is None else given + own[len(own.split("/")[0]):]   # (`scope=` replaces "rnn")
+            cell.made = (len(builder.program.nodes), 100 * order + k)
+            known = (default or given is not None) and name is not None
+            cell.tf1_scope = f"{prefix}{root}/{f'multi_rnn_cell/cell_{k}/' if multi else ''}{name}" if known else None
 
 
 # -- text ------------------------------------------------------------------

@@ -19,7 +19,7 @@ import libcst as cst
 
 from tf1gradfix.cst.syntax import Refusal, bound_args, graph_ops, literal_string, matches
 from tf1gradfix.cst.walk import walk
-from tf1gradfix.model.nodes import OPS, Statement, Summary, Variable
+from tf1gradfix.model.nodes import OPS, Statement, Summary, TrainOp, Variable
 
 WRITER_METHODS = ("add_summary", "close", "flush")
 
@@ -68,6 +68,9 @@ def _merged(builder, call: cst.Call, q: str):
         if call.args:
             raise Refusal.of(call, "merge_all_arguments")
         members = [n for n in program.nodes if isinstance(n, Summary) and n.member]
+        added = [name for n in program.nodes if isinstance(n, TrainOp) for name in n.summarized]
+        if added:   # (optimize_loss's own summaries: constructs/optimize_loss.py)
+            raise Refusal.of(call, "merge_all_after_optimize_loss", names=", ".join(dict.fromkeys(added)))
         if not members:   # (TF1 returns None: nothing to run)
             raise Refusal.of(call, "merge_all_without_summary")
     else:

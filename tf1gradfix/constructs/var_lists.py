@@ -15,10 +15,10 @@ from typing import cast
 
 import libcst as cst
 
-from tf1gradfix.constructs import builders, layer_methods
+from tf1gradfix.constructs import builders, cell_collections, layer_methods
 from tf1gradfix.cst.syntax import Refusal, arg, graph_ops, literal_bool, literal_string, matches
 from tf1gradfix.model.nodes import (BuilderModule, Layer, LayerLoop, Listed, OptimizerCall, Optimizer, RnnCell, Statement,
-                                    Variable, VariableGroup, VarList)
+                                    TrainOp, Variable, VariableGroup, VarList)
 
 _REGEX = set(".^$*+?{}[]\\|()")
 
@@ -98,7 +98,8 @@ def _collection(program, call: cst.Call, q, before: int, qualified, layers: bool
         raise Refusal.of(call, "collection_arguments")
     if any(isinstance(n, LayerLoop) and n.variables for n in program.nodes[:before]):
         raise Refusal.of(call, "collection_with_variable_loop")
-    if any(isinstance(n, LayerLoop) or isinstance(n, Layer) and not (layers and _weights(n) is not None)
+    if any(isinstance(n, LayerLoop) or isinstance(n, Layer) and not (layers and (_weights(n) is not None
+                                                                           or isinstance(n, RnnCell)))
            for n in program.nodes[:before]):
         raise Refusal.of(call, "collection_with_layers")
     groups = [n for n in program.nodes[:before] if isinstance(n, VariableGroup)]
@@ -112,8 +113,11 @@ def _collection(program, call: cst.Call, q, before: int, qualified, layers: bool
                                  for n in program.nodes[:before]):
         # a train op made before it has added the optimizer's slot variables
         raise Refusal.of(call, "global_variables_after_slots")
+    if which == "global" and any(isinstance(n, TrainOp) and n.rate_variable for n in program.nodes[:before]):
+        raise Refusal.of(call, "global_variables_after_optimize_loss_rate")
     chosen: list[Listed] = []
     scoped: list[tuple[int, Listed]] = []   # a model class's layer methods: (when made, variable), merged in
+    cells: list[tuple[tuple[int, int], Listed]] = []   # RNN cells' weights, made where a run ran them
     variables = [n for n in program.nodes[:before] if isinstance(n, Variable) and n.alias_of is None
                  or isinstance(n, BuilderModule) or isinstance(n, Layer)]
     for node in variables:
@@ -136,6 +140,10 @@ def _collection(program, call: cst.Call, q, before: int, qualified, layers: bool
             elif prefix.startswith(module_scope):
                 raise Refusal.of(call, "collection_part_of_builder", function=node.var)
             continue
+        if isinstance(node, RnnCell):   # (the Keras weights holding its TF1 variables: cell_collections)
+            if node.made is not None and node.made[0] < before:
+                cells += [(node.made, entry) for entry in cell_collections.listed(program, node, prefix, call)]
+            continue
         if isinstance(node, Layer):   # its weights, named `dense/kernel` (Keras 3 names each `kernel`)
             if which == "trainable" and not node.trainable:
                 continue
@@ -150,7 +158,8 @@ def _collection(program, call: cst.Call, q, before: int, qualified, layers: bool
         if name.startswith(prefix):
             chosen.append(Listed(node.index, None, name + ":0", node.tf2_name(), node.names[0]))
             scoped.append((node.index, chosen[-1]))
-    if any(entry not in chosen for _, entry in scoped):   # (in the order TF1 made them)
+    scoped += [(made[0], entry) for made, entry in sorted(cells, key=lambda pair: pair[0])]
+    if cells or any(entry not in chosen for _, entry in scoped):   # (in the order TF1 made them)
         return [entry for _, entry in sorted(scoped, key=lambda pair: pair[0])]
     return chosen
 

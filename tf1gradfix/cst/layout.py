@@ -80,6 +80,8 @@ def _flat(node: cst.CSTNode) -> str:
         return _flat(node.func) + "(" + ", ".join(_argument(a) + _flat(a.value) for a in node.args) + ")"
     if isinstance(node, cst.List) and not node.lpar:
         return "[" + ", ".join(_element(e) for e in node.elements) + "]"
+    if isinstance(node, cst.ListComp) and not node.lpar:
+        return "[" + " ".join(_clauses(node)) + "]"
     if isinstance(node, cst.Lambda) and not node.lpar:
         head = _MODULE.code_for_node(node.with_changes(body=cst.Name("_")))[:-1]
         return head + _flat(node.body)
@@ -101,6 +103,19 @@ def _flat(node: cst.CSTNode) -> str:
     if "\n" in code or "#" in code and _has_comment(node):
         raise _AsWritten
     return code
+
+
+def _clauses(node: cst.ListComp) -> list[str]:
+    """A comprehension's element and its `for` and `if` clauses, each on one line."""
+    parts = [_flat(node.elt)]
+    clause: cst.CompFor | None = node.for_in
+    while clause is not None:
+        if clause.asynchronous is not None:
+            raise _AsWritten
+        parts.append(f"for {_flat(clause.target)} in {_flat(clause.iter)}")
+        parts += [f"if {_flat(c.test)}" for c in clause.ifs]
+        clause = clause.inner_for_in
+    return parts
 
 
 def _has_comment(node: cst.CSTNode) -> bool:

@@ -16,7 +16,7 @@ from typing import Any, cast
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider, ScopeProvider
 
-from tf1gradfix.constructs import (builders, class_initializers, class_settings, input_methods, layer_methods,
+from tf1gradfix.constructs import (builders, class_initializers, class_settings, contrib, input_methods, layer_methods,
                                    mnist_loader, model_classes, optimizers, placeholders, schedules, sections,
                                    session_options, session_params, summaries, unbuilt_methods, variable_factories,
                                    variables)
@@ -152,6 +152,8 @@ class _Rewrite:
             raise Refusals.joined(refused)
         if new is not None and self.loader is not None:
             mnist_loader.check_replaced(new, self.loader, self.loader_edits)
+        if new is not None:   # (`from tensorflow.contrib import rnn` once its cells are Keras ones)
+            new = contrib.without_unread_imports(new)
         if new is None or not self.helper_names:
             return new
         return helper_classes.defined(new, self.helper_names, self.alias, self.helper_fields, self.helper_imports)

@@ -287,11 +287,16 @@ class TapeEmitter:
         # assignments (a target network's sync): the statements as written, in source order
         lines += [self.stmt_text(self.p.nodes[i]) for i in sig.nodes if isinstance(self.p.nodes[i], Update)]
         if sig.returns:
-            lines += self.fit([f"return {', '.join(sig.returns)}"])
+            lines += self.fit([f"return {', '.join(self._returned(r) for r in sig.returns)}"])
         if not lines:
             lines.append("pass")
         header = f"{self.spec(sig.params)}\ndef {sig.name}({self.params_text(sig.params)}):\n"
         return header + _indent("\n".join(lines))
+
+    def _returned(self, name: str) -> str:
+        """What a function returns for a fetch: the name, or the loss an optimize_loss train op gives."""
+        node = self.p.node(name)
+        return node.result if isinstance(node, TrainOp) and node.result is not None else name
 
     def _variable_lists(self, sig: Signature) -> list[str]:
         """Variable lists that emitted statements read (their TF1 statements go: a
@@ -365,6 +370,8 @@ class TapeEmitter:
                 return lines + [self.code(stmt.with_changes(leading_lines=())).strip()]
             gname = self.local("grads")
             lines.append(f"{gname} = {self.tape}.gradient({loss.value}, {vname})")
+            if isinstance(node, TrainOp) and node.clip is not None:   # (optimize_loss: clipped by the global norm)
+                lines.append(f"{gname}, _ = {self.tf}.clip_by_global_norm({gname}, {self.code(node.clip)})")
             pairs = f"zip({gname}, {vname})"
         else:
             lines = []
@@ -418,6 +425,8 @@ class TapeEmitter:
         values = self._values(site)
         parent = site.parent
         has_op = len(sig.returns) != len(site.fetches)
+        if isinstance(parent, cst.Expr) and sig.train is not None and sig.train.result is not None:
+            return site.call, cst.parse_expression(self._invoke(site))   # (its loss, unread)
         if not has_op:
             return site.call, cst.parse_expression(values)
         if isinstance(parent, cst.Expr):

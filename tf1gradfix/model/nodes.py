@@ -172,6 +172,8 @@ class RnnCell(Layer):
     units: cst.BaseExpression
     masked: bool = False          # a dynamic_rnn of it takes sequence_length
     backward: bool | None = None  # run over the reversed sequences (bidirectional_dynamic_rnn's bw), once run
+    made: tuple[int, int] | None = None   # (the run that made TF1's weights, its place among that run's cells)
+    tf1_scope: str | None = None  # ... their TF1 scope (`bidirectional_rnn/fw/basic_lstm_cell`), None if not known
 
 
 @dataclass(eq=False, kw_only=True)
@@ -292,6 +294,8 @@ class Listed:
     tf1: str | None = None        # TF1's `v.name` (`dense/kernel:0`), None where not known
     tf2: str | None = None        # TF2's `v.name` of what the rewrite makes (Keras: `kernel`)
     text: str | None = None       # how TF2 code names it, where no layer's name decides it
+    parts: tuple[str, ...] = ()   # an RNN cell's Keras weight: the TF1 variables it holds blocks of (cell_collections)
+    shifted: bool = False         # ... holding a constant more than TF1's (an LSTM's forget bias)
 
 
 @dataclass(eq=False)
@@ -419,6 +423,11 @@ class OptimizerCall(Node):
 @dataclass(eq=False, kw_only=True)
 class TrainOp(OptimizerCall):
     kind: ClassVar[str] = "train"
+    # contrib's optimize_loss (constructs/optimize_loss.py):
+    clip: cst.BaseExpression | None = None   # the global norm its gradients are clipped to
+    result: str | None = None     # the loss a fetch of it gives (computed in the run, before the update)
+    summarized: tuple[str, ...] = ()   # the summaries it added to what `merge_all` collects
+    rate_variable: bool = False   # its float rate was a variable `OptimizeLoss/learning_rate`
 
 
 @dataclass(eq=False, kw_only=True)

@@ -5,9 +5,9 @@ module in tf1gradfix/constructs and one line here; `tensors` takes the rest."""
 
 from __future__ import annotations
 
-from tf1gradfix.constructs import (global_step, gradient_calls, initializers, layers, optimizer_calls, optimizers,
-                                   placeholders, rnn_cells, rnn_stacks, savers, sessions, summaries, tensors, updates, var_lists,
-                                   variable_factories, variable_groups, variables)
+from tf1gradfix.constructs import (global_step, gradient_calls, initializers, layers, optimize_loss, optimizer_calls,
+                                   optimizers, placeholders, rnn_cells, rnn_stacks, savers, sessions, summaries, tensors, updates,
+                                   var_lists, variable_factories, variable_groups, variables)
 
 REGISTRY = (
     summaries,          # tf.summary.scalar/histogram/merge_all/merge
@@ -24,6 +24,7 @@ REGISTRY = (
     sessions,           # sess = tf.Session(...)
     savers,             # saver = tf.train.Saver()
     optimizer_calls,    # opt.minimize / compute_gradients / apply_gradients
+    optimize_loss,      # tf.contrib.layers.optimize_loss: an optimizer and its minimize, clipped
     updates,            # tf.assign*, v.assign*, tf.group of them
     gradient_calls,     # tf.gradients
     var_lists,          # variable collections and lists

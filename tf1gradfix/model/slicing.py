@@ -151,7 +151,9 @@ def _slice(program: Program, sig: Signature, site: Site) -> None:
     step = sig.train.step if sig.train is not None else None
     if sig.train is not None and any(isinstance(n, Variable) and n.names[0] != step for n in fetched):
         raise Refusal.of(site.call, "variable_fetched_with_update")
-    sig.returns = [name for name, n in zip(sig.fetches, fetched) if not isinstance(n, (TrainOp, Update))]
+    # (an optimize_loss train op gives its loss: the function returns it, emit.tape)
+    sig.returns = [name for name, n in zip(sig.fetches, fetched)
+                   if not isinstance(n, (TrainOp, Update)) or isinstance(n, TrainOp) and n.result is not None]
     sig.inline = all(isinstance(n, (Variable, Static)) for n in fetched) and not sig.fed
     placeholders = [n for n in (program.nodes[i] for i in sig.nodes)
                     if isinstance(n, Placeholder) and not n.mode_flag]   # (a flag is a literal in each function)

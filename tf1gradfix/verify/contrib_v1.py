@@ -3,8 +3,9 @@
 TensorFlow 2 has no tf.contrib, so an original program that uses it cannot run
 under the TF1 semantics the verifier gives it. These functions are written from
 TF 1.15's contrib (tensorflow/contrib/layers/python/layers/{initializers,layers,
-regularizers}.py, contrib/framework): the same defaults, the same draws, the same
-variable names (`fully_connected/weights`, `Conv/biases`, `BatchNorm/moving_mean`).
+regularizers,optimizers}.py, contrib/framework, contrib/rnn): the same defaults, the
+same draws, the same variable names (`fully_connected/weights`, `Conv/biases`,
+`BatchNorm/moving_mean`, `OptimizeLoss/learning_rate`), the same summaries.
 Where TF 2.21, which runs them here, computes otherwise than TF 1.15 did, the
 model does as 1.15 did and says so (batch_norm: the fused kernel's least epsilon,
 the 4-D-only fusing of the core layer). Only the rows of
@@ -25,15 +26,17 @@ def install(tf) -> None:
         return
     layers = types.ModuleType("tensorflow.contrib.layers")
     framework = types.ModuleType("tensorflow.contrib.framework")
-    for name, fn in _layers(tf).items():
+    for name, fn in {**_layers(tf), **_optimizers(tf)}.items():
         setattr(layers, name, fn)
     framework.get_global_step = tf.train.get_global_step
     framework.get_or_create_global_step = tf.train.get_or_create_global_step
+    rnn = types.ModuleType("tensorflow.contrib.rnn")
+    rnn.__getattr__ = lambda name: getattr(tf.nn.rnn_cell, name)   # (TF 1.15: the very classes of tf.nn.rnn_cell)
     contrib = types.ModuleType("tensorflow.contrib")
-    contrib.layers, contrib.framework = layers, framework
+    contrib.layers, contrib.framework, contrib.rnn = layers, framework, rnn
     tf.contrib = contrib
     sys.modules.update({"tensorflow.contrib": contrib, "tensorflow.contrib.layers": layers,
-                        "tensorflow.contrib.framework": framework})
+                        "tensorflow.contrib.framework": framework, "tensorflow.contrib.rnn": rnn})
 
 
 def _layers(tf) -> dict:
@@ -361,3 +364,146 @@ def _batch_norm(tf):
             return collected(outputs_collections, outputs)
 
     return batch_norm
+
+
+def _optimizers(tf) -> dict:
+    """contrib's optimize_loss (layers/python/layers/optimizers.py, TF 1.15), as written there:
+    a float learning rate becomes the variable `OptimizeLoss/learning_rate`, the summaries
+    go to the SUMMARIES collection, and the result is the loss, run after the update."""
+    from tensorflow.python.ops.control_flow_ops import with_dependencies
+
+    optimizer_cls_names = {
+        "Adagrad": tf.train.AdagradOptimizer,
+        "Adam": tf.train.AdamOptimizer,
+        "Ftrl": tf.train.FtrlOptimizer,
+        "Momentum": lambda learning_rate: tf.train.MomentumOptimizer(learning_rate, momentum=0.9),
+        "RMSProp": tf.train.RMSPropOptimizer,
+        "SGD": tf.train.GradientDescentOptimizer,
+    }
+    optimizer_summaries = ["learning_rate", "loss", "gradients", "gradient_norm", "global_gradient_norm"]
+
+    def optimize_loss(loss, global_step, learning_rate, optimizer, gradient_noise_scale=None,
+                      gradient_multipliers=None, clip_gradients=None, learning_rate_decay_fn=None, update_ops=None,
+                      variables=None, name=None, summaries=None, colocate_gradients_with_ops=False,
+                      increment_global_step=True):
+        loss = tf.convert_to_tensor(loss)
+        if loss.get_shape().ndims != 0:   # (contrib.framework.assert_scalar)
+            raise ValueError(f"Expected scalar shape for {loss.name}, saw shape: {loss.get_shape()}.")
+        if global_step is None:
+            global_step = tf.train.get_global_step()
+        else:
+            tf.train.assert_global_step(global_step)
+        with tf.variable_scope(name, "OptimizeLoss", [loss, global_step]):
+            if update_ops is None:
+                update_ops = set(tf.get_collection(tf.GraphKeys.UPDATE_OPS))
+            if update_ops:
+                loss = with_dependencies(list(update_ops), loss)
+            lr = None
+            if learning_rate is not None:
+                if isinstance(learning_rate, tf.Tensor) and learning_rate.get_shape().ndims == 0:
+                    lr = learning_rate
+                elif isinstance(learning_rate, float):
+                    if learning_rate < 0.0:
+                        raise ValueError("Invalid learning_rate %s.", learning_rate)
+                    lr = tf.get_variable("learning_rate", [], trainable=False,
+                                         initializer=tf.constant_initializer(learning_rate))
+                else:
+                    raise ValueError("Learning rate should be 0d Tensor or float. "
+                                     f"Got {learning_rate} of type {type(learning_rate)}")
+            if summaries is None:
+                summaries = ["loss", "learning_rate", "global_gradient_norm"]
+            else:
+                for summ in summaries:
+                    if summ not in optimizer_summaries:
+                        raise ValueError(f"Summaries should be one of [{', '.join(optimizer_summaries)}], "
+                                         f"you provided {summ}.")
+            if learning_rate is not None and learning_rate_decay_fn is not None:
+                if global_step is None:
+                    raise ValueError("global_step is required for learning_rate_decay_fn.")
+                lr = learning_rate_decay_fn(lr, global_step)
+                if "learning_rate" in summaries:
+                    tf.summary.scalar("learning_rate", lr)
+            if isinstance(optimizer, str):
+                if lr is None:
+                    raise ValueError(f"Learning rate is None, but should be specified if optimizer is string ({optimizer}).")
+                if optimizer not in optimizer_cls_names:
+                    raise ValueError(f"Optimizer name should be one of [{', '.join(optimizer_cls_names)}], "
+                                     f"you provided {optimizer}.")
+                opt = optimizer_cls_names[optimizer](learning_rate=lr)
+            elif isinstance(optimizer, type) and issubclass(optimizer, tf.train.Optimizer):
+                if lr is None:
+                    raise ValueError(f"Learning rate is None, but should be specified if optimizer is class ({optimizer}).")
+                opt = optimizer(learning_rate=lr)
+            elif isinstance(optimizer, tf.train.Optimizer):
+                opt = optimizer
+            elif callable(optimizer):
+                opt = optimizer(lr) if learning_rate is not None else optimizer()
+                if not isinstance(opt, tf.train.Optimizer):
+                    raise ValueError(f"Unrecognized optimizer: function should return subclass of Optimizer. Got {opt}.")
+            else:
+                raise ValueError("Unrecognized optimizer: should be string, subclass of Optimizer, instance of "
+                                 f"subclass of Optimizer or function with one argument. Got {optimizer}.")
+            if variables is None:
+                variables = tf.trainable_variables()
+            gradients = opt.compute_gradients(loss, variables, colocate_gradients_with_ops=colocate_gradients_with_ops)
+            if gradient_noise_scale is not None:
+                gradients = _add_scaled_noise_to_gradients(gradients, gradient_noise_scale)
+            if gradient_multipliers is not None:
+                gradients = _multiply_gradients(gradients, gradient_multipliers)
+                if not gradients:
+                    raise ValueError("Empty list of (gradient, var) pairs encountered. This is most likely to be "
+                                     "caused by an improper value of gradient_multipliers.")
+            if "global_gradient_norm" in summaries or "gradient_norm" in summaries:
+                tf.summary.scalar("global_norm/gradient_norm", tf.global_norm(list(zip(*gradients))[0]))
+            if isinstance(clip_gradients, float):
+                gradients = _clip_gradients_by_norm(gradients, clip_gradients)
+            elif callable(clip_gradients):
+                gradients = clip_gradients(gradients)
+            elif clip_gradients is not None:
+                raise ValueError(f"Unknown type {type(clip_gradients)} for clip_gradients")
+            if "loss" in summaries:
+                tf.summary.scalar("loss", loss)
+            for gradient, variable in gradients:
+                grad_values = gradient.values if isinstance(gradient, tf.IndexedSlices) else gradient
+                if grad_values is not None:
+                    var_name = variable.name.replace(":", "_")
+                    if "gradients" in summaries:
+                        tf.summary.histogram(f"gradients/{var_name}", grad_values)
+                    if "gradient_norm" in summaries:
+                        tf.summary.scalar(f"gradient_norm/{var_name}", tf.global_norm([grad_values]))
+            if clip_gradients is not None and ("global_gradient_norm" in summaries or "gradient_norm" in summaries):
+                tf.summary.scalar("global_norm/clipped_gradient_norm", tf.global_norm(list(zip(*gradients))[0]))
+            grad_updates = opt.apply_gradients(gradients, global_step=global_step if increment_global_step else None,
+                                               name="train")
+            return with_dependencies([grad_updates], loss)   # (the loss this run computed, once the update ran)
+
+    def _clip_gradients_by_norm(grads_and_vars, clip_gradients):
+        gradients, variables = zip(*grads_and_vars)
+        clipped_gradients, _ = tf.clip_by_global_norm(gradients, clip_gradients)
+        return list(zip(clipped_gradients, variables))
+
+    def _add_scaled_noise_to_gradients(grads_and_vars, gradient_noise_scale):
+        gradients, variables = zip(*grads_and_vars)
+        noisy_gradients = []
+        for gradient in gradients:
+            if gradient is None:
+                noisy_gradients.append(None)
+                continue
+            shape = gradient.dense_shape if isinstance(gradient, tf.IndexedSlices) else gradient.get_shape()
+            noisy_gradients.append(gradient + tf.truncated_normal(shape) * gradient_noise_scale)
+        return list(zip(noisy_gradients, variables))
+
+    def _multiply_gradients(grads_and_vars, gradient_multipliers):
+        multiplied = []
+        for grad, var in grads_and_vars:
+            if grad is not None and (var in gradient_multipliers or var.name in gradient_multipliers):
+                multiplier = gradient_multipliers[var if var in gradient_multipliers else var.name]
+                if isinstance(grad, tf.IndexedSlices):
+                    grad = tf.IndexedSlices(grad.values * multiplier, grad.indices, grad.dense_shape)
+                else:
+                    grad *= tf.cast(multiplier, grad.dtype)
+            multiplied.append((grad, var))
+        return multiplied
+
+    return {"optimize_loss": optimize_loss, "OPTIMIZER_CLS_NAMES": optimizer_cls_names,
+            "OPTIMIZER_SUMMARIES": optimizer_summaries}
