@@ -16,9 +16,9 @@ from typing import cast
 
 import libcst as cst
 
-from tf1gradfix.constructs import host_values
+from tf1gradfix.constructs import host_values, loop_layers
 from tf1gradfix.cst.syntax import Refusal, literal_string
-from tf1gradfix.model.nodes import LoopStatement, VariableSite
+from tf1gradfix.model.nodes import LayerSite, LoopStatement, VariableSite
 
 VALID_SCOPE = re.compile(r"[A-Za-z0-9.][A-Za-z0-9_.\-/>]*")   # (TF1's own check of an op or scope name)
 
@@ -41,9 +41,11 @@ def name(builder, item, statements: list[Scoped], runs: list[dict], code) -> Non
     for env in runs:
         env = dict(env)
         entered: dict[int, tuple[str, str]] = {}   # id(with) -> (name scope, variable scope) inside it
+        inside: tuple = ()   # the scopes the last statement ran under, outermost first
         for scoped in statements:
             st = scoped.stmt
             names_scope, variable_scope = item.scope, item.prefix
+            _leave(builder, inside, scoped.scopes, entered)
             for stmt, kind, expr in scoped.scopes:
                 if id(stmt) not in entered:
                     label = _evaluated(builder, expr, env, stmt, code)
@@ -55,8 +57,11 @@ def name(builder, item, statements: list[Scoped], runs: list[dict], code) -> Non
                     else:
                         _take(builder, opened, taken, given.setdefault(id(stmt), set()), stmt)
                     inner = variable_scope + label + "/" if kind == "variable_scope" else variable_scope
+                    if kind == "variable_scope":   # (TF1 counts the layers in it afresh: model/tf1_names.py)
+                        builder.variable_scopes.open(inner[:-1])
                     entered[id(stmt)] = (opened + "/", inner)
                 names_scope, variable_scope = entered[id(stmt)]
+            inside = scoped.scopes
             if st.role == "host":
                 try:
                     if not isinstance(st.stmt, cst.Assign):
@@ -64,6 +69,10 @@ def name(builder, item, statements: list[Scoped], runs: list[dict], code) -> Non
                     env[cast(str, st.name)] = host_values.value(builder, cast(cst.BaseExpression, st.value), env)
                 except host_values.NotFixed as unknown:
                     env[cast(str, st.name)] = unknown
+            if isinstance(st.site, LayerSite) and st.site.scopes:
+                loop_layers.name_in_iteration(builder, st.site, env, variable_scope, names_scope,
+                                              given.setdefault(id(st.site.call), set()),
+                                              lambda expr, values, node: _evaluated(builder, expr, values, node, code))
             if not isinstance(st.site, VariableSite):
                 continue
             site = st.site
@@ -73,6 +82,7 @@ def name(builder, item, statements: list[Scoped], runs: list[dict], code) -> Non
             _take(builder, full, taken, given.setdefault(id(site.call), set()), site.call)
             site.tf1_names += (full,)
             made.setdefault(id(site), []).append((dict(env), full))
+        _leave(builder, inside, (), entered)
     for scoped in statements:   # the name written in TF2: one that gives TF1's name in every iteration
         site = cast(VariableSite, scoped.stmt.site)
         if not isinstance(site, VariableSite):
@@ -85,6 +95,15 @@ def name(builder, item, statements: list[Scoped], runs: list[dict], code) -> Non
         if not site.name:   # (a name scope numbered by TF1, or what a scope's name reads changed in the loop)
             raise Refusal.of(site.call, "variable_loop_name_differs", name=site.local, tf1=cast(str, wrong[-1]),
                              expr=texts[-1])
+
+
+def _leave(builder, inside: tuple, scopes: tuple, entered: dict[int, tuple[str, str]]) -> None:
+    """Leaves the scopes of `inside` the next statement does not run under (`scopes`), innermost
+    first: a variable scope left counts the scopes opened in it afresh, as TF1 does."""
+    staying = {id(stmt) for stmt, _, _ in scopes}
+    for stmt, kind, _ in reversed(inside):
+        if id(stmt) not in staying and kind == "variable_scope":
+            builder.variable_scopes.close(entered[id(stmt)][1][:-1])
 
 
 def _gives(builder, text: str, env: dict, full: str) -> bool:
