@@ -113,19 +113,23 @@ def scopes_of(item, small: cst.CSTNode, scopes: tuple, api: str) -> tuple[str | 
 
 
 def name_in_iteration(builder, site: LayerSite, env: dict, variable_scope: str, names_scope: str, own: set[str],
-                      evaluated: Callable[[cst.BaseExpression, dict, cst.CSTNode], str]) -> None:
+                      made: set[str], evaluated: Callable[[cst.BaseExpression, dict, cst.CSTNode], str]) -> None:
     """TF1's name of the loop's layer `site` in one iteration, made in the variable scope
     `variable_scope` and the name scope `names_scope` from the loop's values `env` (`own`: the
-    names it had in earlier iterations; `evaluated`: a name expression's value, or Refusal);
-    Refusal where it repeats, or where the Keras layer called under the loop's scopes would
-    name its weights otherwise."""
+    names it had in earlier iterations, `made`: the names of the loop's other layers so far;
+    `evaluated`: a name expression's value, or Refusal); Refusal where it repeats (TF1 raised
+    for its weights), or where the Keras layer called under the loop's scopes would name its
+    weights otherwise."""
     row = site.row
     given = site.bound.get(layers.name_param(row))
     label = None if given is None else evaluated(given, env, given)
     full = layers.opened_scope(builder, variable_scope, names_scope, row, label)
     if full.lower() in own:
         raise Refusal.of(site.call, "variable_loop_name_fixed", tf1=full)
+    if full.lower() in made or any(name.lower() == full.lower() for name in _layer_names(builder.program)):
+        raise Refusal.of(site.call, "variable_loop_name_taken", tf1=full)
     own.add(full.lower())
+    made.add(full.lower())
     layers.take_weights(builder, full, row, site.call)
     if site.name is None and given is None:   # (an unnamed layer: TF1's name in the first iteration, written)
         site.name = '"' + full.rpartition("/")[2] + '"'
@@ -135,6 +139,12 @@ def name_in_iteration(builder, site: LayerSite, env: dict, variable_scope: str, 
     if row["weights"] and (tf2 != full or any("/" in part for part in parts)):
         raise Refusal.of(site.call, "variable_loop_layer_name_differs", api=layers.symbol_of(row), tf1=full, tf2=tf2)
     site.tf1_names += (full,)
+
+
+def _layer_names(program) -> list[str]:
+    """The TF1 names of the layers the program made so far (its loops' included)."""
+    return [n.full_name for n in program.nodes if isinstance(n, Layer)] + \
+        [name for n in program.nodes if isinstance(n, LayerLoop) for site in n.sites for name in site.tf1_names]
 
 
 def helpers(builder, statements: list[LoopStatement]) -> None:

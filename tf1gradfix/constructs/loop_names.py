@@ -33,11 +33,13 @@ class Scoped:
 
 def name(builder, item, statements: list[Scoped], runs: list[dict], code) -> None:
     """Each variable's TF1 name in each iteration, as TF1 makes it (scopes entered in order,
-    made unique in the graph), and the expression that names it in TF2; Refusal where a name
-    repeats (in the loop, or a name the graph has) or is not known before the program runs."""
+    made unique in the graph), and the expression that names it in TF2; each layer's under
+    the loop's variable scopes (loop_layers); Refusal where a name repeats (in the loop, or a
+    name the graph has) or is not known before the program runs."""
     taken: set[str] = set()   # (with the graph's names: TF1 compares names in lower case, model/tf1_names.py)
     given: dict[int, set[str]] = {}   # id of the `with` or call -> the names it gave
     made: dict[int, list[tuple[dict, str]]] = {}   # id of a variable site -> (the values where it is made, its name)
+    layer_names: set[str] = set()   # the layers' TF1 names (in lower case) in the iterations so far
     for env in runs:
         env = dict(env)
         entered: dict[int, tuple[str, str]] = {}   # id(with) -> (name scope, variable scope) inside it
@@ -71,7 +73,7 @@ def name(builder, item, statements: list[Scoped], runs: list[dict], code) -> Non
                     env[cast(str, st.name)] = unknown
             if isinstance(st.site, LayerSite) and st.site.scopes:
                 loop_layers.name_in_iteration(builder, st.site, env, variable_scope, names_scope,
-                                              given.setdefault(id(st.site.call), set()),
+                                              given.setdefault(id(st.site.call), set()), layer_names,
                                               lambda expr, values, node: _evaluated(builder, expr, values, node, code))
             if not isinstance(st.site, VariableSite):
                 continue
