@@ -146,11 +146,12 @@ def test_batch_normalization_in_a_loop_follows_the_rank_of_its_input(loop, cls):
     assert cls in code
 
 
-def test_a_loop_of_layers_alone_passes_the_mode():
+@pytest.mark.parametrize("mode", ["training", "False"])
+def test_a_loop_of_layers_alone_passes_the_mode(mode):
     code, messages = rewrite("for units in [4, 3]:\n    h = tf.layers.dense(h, units)\n"
-                             "    h = tf.layers.batch_normalization(h, training=training)\n")
+                             f"    h = tf.layers.batch_normalization(h, training={mode})\n")
     assert code is not None, messages
-    assert "h = batch_normalization(h, training=training)" in code
+    assert f"h = batch_normalization(h, training={mode})" in code
 
 
 @pytest.mark.parametrize("change,why", [
