@@ -57,3 +57,16 @@ def test_a_loop_header_grown_by_attributes_is_laid_out_again():
                "kernels, norms):")
     code = cst.Module([]).code_for_node
     assert code(layout.refit(own, after, 8)) == code(after)
+
+
+def test_a_comprehension_clause_too_long_for_its_line_is_split_as_black_splits_it():
+    """Each clause of a split comprehension on a line of its own, and a clause still too long
+    split at its bracket (black's layout; the clause was left at 89 columns before); a
+    comprehension written over several lines by the rewrite is rejoined before it is laid out."""
+    text = ("kernels = tf.add_n([tf.nn.l2_loss(w) for w in [conv2d.kernel, conv2d.bias, head_layer.kernel,"
+            ' head_layer.bias] if "kernel" in w.name])')
+    assert layout.fit(text, 8) == (
+        'kernels = tf.add_n(\n    [\n        tf.nn.l2_loss(w)\n        for w in [\n            conv2d.kernel,\n'
+        '            conv2d.bias,\n            head_layer.kernel,\n            head_layer.bias,\n        ]\n'
+        '        if "kernel" in w.name\n    ]\n)')
+    assert layout.fit(layout.fit(text, 8), 8) == layout.fit(text, 8)

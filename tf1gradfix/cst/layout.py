@@ -80,6 +80,15 @@ def _flat(node: cst.CSTNode) -> str:
         return _flat(node.func) + "(" + ", ".join(_argument(a) + _flat(a.value) for a in node.args) + ")"
     if isinstance(node, cst.List) and not node.lpar:
         return "[" + ", ".join(_element(e) for e in node.elements) + "]"
+    if isinstance(node, cst.ListComp) and not node.lpar:   # (a generated list of variables)
+        parts, clause = [_flat(node.elt)], node.for_in
+        while clause is not None:
+            if clause.asynchronous is not None:
+                raise _AsWritten
+            parts.append(f"for {_flat(clause.target)} in {_flat(clause.iter)}")
+            parts += [f"if {_flat(c.test)}" for c in clause.ifs]
+            clause = clause.inner_for_in
+        return "[" + " ".join(parts) + "]"
     if isinstance(node, cst.Lambda) and not node.lpar:
         head = _MODULE.code_for_node(node.with_changes(body=cst.Name("_")))[:-1]
         return head + _flat(node.body)
@@ -152,13 +161,16 @@ def _split(node: cst.BaseExpression, indent: int, prefix: str, suffix: str, widt
         body = _flat(node)[1:-1]
         if indent + 4 + len(body) <= WIDTH:
             return [(indent, prefix + "["), (indent + 4, body), (indent, "]" + suffix)]
-        parts = [_flat(node.elt)]
+        parts: list[tuple[str, cst.BaseExpression]] = [("", node.elt)]   # (each clause split on as a line of its own)
         clause: cst.CompFor | None = node.for_in
         while clause is not None:
-            parts.append(f"for {_flat(clause.target)} in {_flat(clause.iter)}")
-            parts += [f"if {_flat(c.test)}" for c in clause.ifs]
+            parts.append((f"for {_flat(clause.target)} in ", clause.iter))
+            parts += [("if ", c.test) for c in clause.ifs]
             clause = clause.inner_for_in
-        return [(indent, prefix + "[")] + [(indent + 4, p) for p in parts] + [(indent, "]" + suffix)]
+        lines = [(indent, prefix + "[")]
+        for head, part in parts:
+            lines += _split(part, indent + 4, head, "")
+        return lines + [(indent, "]" + suffix)]
     if isinstance(node, cst.BinaryOperation) and not node.lpar and prefix == "" and suffix in ("", ","):
         # inside brackets: split before each operator of the lowest precedence, as black's delimiter split
         group = _GROUPS.get(type(node.operator))
