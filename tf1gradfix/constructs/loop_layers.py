@@ -1,6 +1,8 @@
-"""Layers a loop makes (constructs/variable_loops.py, layers.loop_model): the name TF1 gives
-each in each iteration under the loop's variable scopes, and the class it becomes by the rank
-of its input followed through the loop.
+"""Layers a loop makes: a loop of layers alone (`loop_model`, each call site a list of layers
+the same loop fills, the loop again in the steps), or a loop making variables or entering
+scopes too (constructs/variable_loops.py); each layer's call-time mode (`training=`), the
+name TF1 gives it in each iteration under the loop's variable scopes, and the class it
+becomes by the rank of its input followed through the loop.
 
 TF1 names a layer made under a variable scope the loop enters (`with
 tf.variable_scope("block-%d" % i):`) in that iteration's scope, numbering layers of a kind

@@ -13,9 +13,11 @@ list per variable statement, each variable under the name TF1 gave it (the
 scopes written into the name: `name="conv-%d/W" % width`); the step functions run
 the loop again zipped with those lists (`for (i, width), W in zip(enumerate(WIDTHS),
 W_variables):`), and the lists it fills (`pooled`, started empty just before) are
-made afresh in each call. `tf.layers` calls of the loop become lists of layers, as
-in a loop of layers alone (loop_layers.loop_model). The trainable variables are listed
-in TF1's order: iteration by iteration.
+made afresh in each call. `tf.layers` and contrib layer calls of the loop become lists
+of layers, as in a loop of layers alone (loop_layers.loop_model), called with their
+training mode and, under the loop's variable scopes, named as TF1 named them
+(loop_layers); a loop of layers under such scopes is read here too. The trainable
+variables are listed in TF1's order: iteration by iteration.
 
 The loop must run over values the file fixes (host_values), so each iteration's
 names are known before it runs: a name must differ from iteration to iteration and
