@@ -90,7 +90,8 @@ def test_a_scoped_loop_leaves_tf1s_numbering_at_the_top_known():
                              '        h = tf.contrib.layers.fully_connected(h, 3)\n'
                              'h = tf.contrib.layers.fully_connected(h, 3)\n')
     assert code is not None, messages
-    assert 'fully_connected_layers.append(\n        tf.keras.layers.Dense(3, activation=tf.nn.relu, name="fully_connected")' in code
+    made = 'fully_connected_layers.append(\n        tf.keras.layers.Dense(3, activation=tf.nn.relu, name="fully_connected")'
+    assert made in code
     assert 'fully_connected_layer = tf.keras.layers.Dense(\n    3, activation=tf.nn.relu, name="fully_connected"\n)' in code
 
 

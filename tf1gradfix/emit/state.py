@@ -136,7 +136,8 @@ class StateEmitter:
 
     def _tf1_name_known(self, row: dict) -> bool:
         """TF1 numbers unnamed layers of a kind in creation order; a loop making such layers
-        makes that order unknown here (its layers keep Keras's names, paired by the verifier in order)."""
+        makes that order unknown here (its layers keep Keras's names, paired by the verifier in order),
+        unless they are made under the loop's variable scopes (counted in those: constructs/loop_layers.py)."""
         return not any(site.row is row and not site.scopes for n in self.p.nodes if isinstance(n, LayerLoop) for site in n.sites)
 
     def layer_loop(self, node: LayerLoop) -> list[str]:
