@@ -74,6 +74,7 @@ def test_row_is_complete(symbol, row):
     assert set(row.get("rename", {})) <= set(row["keep"])
     assert row["auto_name"].isidentifier() and row["weights"] == bool(row["initializers"])
     assert row.get("helper") is None or row["helper"] in helper_classes.table() and row.get("ranks")
+    assert not row.get("ranks") or row.get("helper")   # (another rank: the helper computes as TF1 did)
 
 
 @pytest.mark.parametrize("symbol, row", ROWS, ids=IDS)
@@ -206,8 +207,8 @@ def test_batch_normalization_the_rewrite_cannot_keep_exact_is_refused(change, wh
 
 
 def test_a_loop_checks_its_layers_settings_like_a_single_call():
-    """One settings check serves both: a loop's layer with a refused argument or a
-    `training=` (the loop in the step function passes the input only) is refused."""
+    """One settings check serves both: a loop's layer with a refused argument is refused, and
+    its `training=` is passed where the loop in the step functions calls it."""
     loop = ("h = x\nfor width in [4, 3]:\n    h = tf.layers.dense(h, width, {setting})\n"
             "prediction = tf.layers.dense(h, 1")
     base = program("tensorflow.layers.dense", layer_table()["tensorflow.layers.dense"])
@@ -219,5 +220,7 @@ def test_a_loop_checks_its_layers_settings_like_a_single_call():
     source = program("tensorflow.layers.dropout", layer_table()["tensorflow.layers.dropout"]).replace(
         "h = tf.layers.dropout(x, rate=0.0, training=training)",
         "h = x\nfor rate in [0.0]:\n    h = tf.layers.dropout(h, rate=rate, training=training)")
-    result = restructure(cst.parse_module(source), "original.py")
-    assert any("inside a loop" in d[3] for d in result.diagnostics), result.diagnostics
+    migrated = rewritten(source)
+    assert "    dropout_layers.append(tf.keras.layers.Dropout(rate=rate))\n" in migrated
+    assert "        h = dropout(h, training=training)\n" in migrated
+    assert "    training = True\n" in migrated.split("def train_step(")[1]

@@ -40,3 +40,38 @@ def _black(text: str, indent: int) -> str:
 def test_a_long_statement_is_laid_out_as_black_lays_it_out(text, indent):
     assert indent + len(text) > layout.WIDTH
     assert layout.fit(text, indent) == _black(text, indent)
+
+
+def test_a_loop_header_grown_by_attributes_is_laid_out_again():
+    """A model class's step method reads its loop's lists through `self`: the header the
+    rewrite laid out for the plain names is laid out again where it no longer fits; a
+    header the user laid out stays as it is."""
+    import libcst as cst
+
+    def loop(header: str) -> cst.For:
+        module = cst.parse_module("class _:\n    def f(self):\n" + "\n".join(
+            "        " + line for line in header.splitlines()) + "\n            pass\n")
+        return next(n for n in layout._descend(module) if isinstance(n, cst.For))
+
+    before = loop("for (k, w), kernel, norm in zip(enumerate(widths), kernels, norms):")
+    after = loop("for (k, w), kernel, norm in zip(enumerate(self.widths), self.kernels_list, self.norms_list):")
+    header = cst.Module([]).code_for_node(layout.refit(before, after, 8)).split("pass")[0]
+    assert header == ("for (k, w), kernel, norm in zip(\n    enumerate(self.widths),"   # (indented by its block)
+                      " self.kernels_list, self.norms_list\n):\n    ")
+    own = loop("for (k, w), kernel, norm in zip(enumerate(widths),\n                                "
+               "kernels, norms):")
+    code = cst.Module([]).code_for_node
+    assert code(layout.refit(own, after, 8)) == code(after)
+
+
+def test_a_comprehension_clause_too_long_for_its_line_is_split_as_black_splits_it():
+    """Each clause of a split comprehension on a line of its own, and a clause still too long
+    split at its bracket (black's layout; the clause was left at 89 columns before); a
+    comprehension written over several lines by the rewrite is rejoined before it is laid out."""
+    text = ("kernels = tf.add_n([tf.nn.l2_loss(w) for w in [conv2d.kernel, conv2d.bias, head_layer.kernel,"
+            ' head_layer.bias] if "kernel" in w.name])')
+    assert layout.fit(text, 8) == (
+        'kernels = tf.add_n(\n    [\n        tf.nn.l2_loss(w)\n        for w in [\n            conv2d.kernel,\n'
+        '            conv2d.bias,\n            head_layer.kernel,\n            head_layer.bias,\n        ]\n'
+        '        if "kernel" in w.name\n    ]\n)')
+    assert layout.fit(layout.fit(text, 8), 8) == layout.fit(text, 8)

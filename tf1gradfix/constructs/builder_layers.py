@@ -106,8 +106,6 @@ def _site(builder, helper: cst.FunctionDef, call: cst.Call, q: str, taken: set[s
         attribute, k = f"{base}_layer" + (f"_{k}" if k > 1 else ""), k + 1
     taken.add(attribute)
     fused = helper_of(row, bound, None)   # (the rank of a builder's input is not known here)
-    if fused == "":
-        raise Refusal.of(call, "batch_norm_rank_unknown", api=q, ranks=' or '.join(map(str, row['ranks'])))
     return BuilderLayer(attribute=attribute, label=label, call=call, row=row, bound=bound, source=source,
                         call_args=call_args, reads=frozenset(reads), helper=fused)
 

@@ -19,8 +19,7 @@ import libcst as cst
 from tf1gradfix.rules import contrib
 from tf1gradfix.rules.catalog import _read
 from tf1gradfix.cst.syntax import Refusal, bound_args, literal_bool, literal_string, loads
-from tf1gradfix.model.nodes import (Layer, LayerCall, LayerLoop, LayerLoopCall, LayerNode, LayerSite, LoopStatement, Placeholder,
-                                    Statement, Static, Tensor)
+from tf1gradfix.model.nodes import Layer, LayerCall, LayerNode, Placeholder, Statement, Static
 
 
 @functools.lru_cache(maxsize=None)
@@ -38,7 +37,7 @@ def model(builder, item, names, call: cst.Call | None, q: str | None, deps) -> b
     call, q = cast(cst.Call, call), cast(str, q)   # (a row of the table: a layer call)
     if len(names) != 1:
         raise Refusal.of(call, "layer_target", api=q)
-    bound, source, call_args, trainable, helper = _settings(builder, call, q, row)
+    bound, source, call_args, trainable, helper = settings(builder, call, q, row)
     label = literal_string(bound.get(name_param(row)))
     if label is not None and any(n.tf1_name() == item.prefix + label for n in builder.program.nodes
                                  if isinstance(n, LayerNode)):
@@ -64,21 +63,34 @@ def tf1_scope(builder, item, row: dict, label: str | None, call: cst.Call) -> st
     variable scope it is made in (`a/dense`, `b/dense`, `a/dense_1`: model/tf1_names.py),
     a tf.layers layer's given name too; its name scope and variables take names of the
     graph. Refusal where TF1 numbers a weight's name (a layer named like another in another case)."""
+    full = opened_scope(builder, item.prefix, item.scope, row, label)
+    take_weights(builder, full, row, call)
+    return full
+
+
+def opened_scope(builder, prefix: str, name_scope: str, row: dict, label: str | None) -> str:
+    """The variable scope TF1 opens for a layer made in the variable scope `prefix` and the
+    name scope `name_scope` (`a/`, or `""` at the top), as `tf1_scope` says."""
     scopes = builder.variable_scopes
     base = label if label is not None else row["auto_name"]
     if label is not None and name_param(row) != "name":   # (contrib's `scope=`: a scope by its name)
-        full = item.prefix + label
+        full = prefix + label
         scopes.open(full)
     else:
-        full = scopes.unique(item.prefix, base)
+        full = scopes.unique(prefix, base)
     scopes.close(full)
-    builder.unique_name(item.scope + base)
+    builder.unique_name(name_scope + base)
+    return full
+
+
+def take_weights(builder, full: str, row: dict, call: cst.Call) -> None:
+    """The graph names of the weights of the layer TF1 made in the scope `full`; Refusal where
+    TF1 numbers one (`dense/kernel_1`)."""
     weights = row.get("variables") or []
     for weight in weights.values() if isinstance(weights, dict) else weights:
         given = builder.unique_name(f"{full}/{weight}")
         if given != f"{full}/{weight}":
             raise Refusal.of(call, "layer_weight_numbered", tf1=given, layer=full)
-    return full
 
 
 def name_param(row: dict) -> str:
@@ -105,7 +117,7 @@ def _is_bool(builder, flag: Placeholder) -> bool:
     return dtype is not None and builder.qualified(dtype) == "tensorflow.bool"
 
 
-def _rank(builder, expr: cst.BaseExpression, before: int | None = None) -> int | None:
+def rank(builder, expr: cst.BaseExpression, before: int | None = None) -> int | None:
     """The rank of a layer's input where the program states it: a placeholder's literal
     shape, through layers that keep the rank (dense, dropout, batch norm) or set it.
     `before`: the statement reading `expr` (`net = layer(net)` reads the `net` bound before it)."""
@@ -115,13 +127,13 @@ def _rank(builder, expr: cst.BaseExpression, before: int | None = None) -> int |
         return len(node.shape.elements)
     if isinstance(node, LayerCall):
         row = builder.program.nodes[node.layer].row
-        return row.get("output_rank") or _rank(builder, node.source, node.index)
+        return row.get("output_rank") or rank(builder, node.source, node.index)
     return None
 
 
 def _dtype(builder, expr: cst.BaseExpression, before: int | None = None) -> str | None:
     """The qualified dtype of a layer's input where the program states it: a placeholder's,
-    through the layers it passes (as `_rank`); None where not known."""
+    through the layers it passes (as `rank`); None where not known."""
     bound = [n for n in builder.program.nodes[:before] if isinstance(expr, cst.Name) and expr.value in n.names]
     node = bound[-1] if bound else None
     if isinstance(node, Placeholder) and isinstance(node.dtype, cst.BaseExpression):
@@ -133,76 +145,6 @@ def _dtype(builder, expr: cst.BaseExpression, before: int | None = None) -> str 
 
 def _short(q: str) -> str:
     return q.replace("tensorflow", "tf", 1)
-
-
-def loop_model(builder, item) -> bool:
-    """A host `for` loop that creates layers (`for i, size in enumerate(SIZES):
-    h = tf.layers.dense(h, size, name="layer%d" % i)`): one `layer` node for the
-    layers the loop creates (a list per call site, filled by the same loop where
-    the graph was built) and one `tensor` node, the loop again in the step
-    functions, zipped with those lists. False if `item` is not such a loop."""
-    loop = item.stmt
-    if not isinstance(loop, cst.For):
-        return False
-    sites = [(c, q) for c, q in builder.calls(loop) if q in layer_table()]
-    if not sites:
-        return False
-    if loop.orelse is not None or loop.asynchronous is not None or builder.deps_of(loop.iter):
-        raise Refusal.of(loop, "layer_loop_form")
-    program = builder.program
-    statements: list = []
-    layer_sites: list[LayerSite] = []
-    bound: set[str] = set()
-    for stmt in loop.body.body:
-        small = stmt.body[0] if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 else None
-        if not isinstance(small, cst.Assign) or len(small.targets) != 1 or not isinstance(small.targets[0].target, cst.Name):
-            raise Refusal.of(stmt, "layer_loop_body")
-        name, value = small.targets[0].target.value, small.value
-        q = builder.qualified(value.func) if isinstance(value, cst.Call) else None
-        row = layer_table().get(q or "")
-        graph = bool(builder.deps_of(value)) or any(n in bound for n in loads(value))
-        site = None
-        if row is not None:
-            site = loop_layer(builder, cast(cst.Call, value), cast(str, q), row, bound, layer_sites)
-            layer_sites.append(site)
-        elif any(q is not None for _, q in builder.calls(value)) and not graph:
-            raise Refusal.of(small, "layer_loop_host_tf")
-        role = "layer" if row is not None else "graph" if graph else "host"
-        statements.append(LoopStatement(role, small, name, value, site, column=builder.position(small)[1] - 1))
-        if graph or row is not None:
-            bound.add(name)
-    for name in bound:
-        prior = program.node(name)
-        if prior is not None and not isinstance(prior, (Tensor, Static)):
-            raise Refusal.of(loop, "layer_loop_rebinds", kind=prior.kind, name=name)
-    weights = any(site.row["weights"] for site in layer_sites)
-    trainable = all(site.trainable for site in layer_sites if site.row["weights"])
-    layer = builder.add(item, LayerLoop, (), None, (), loop=loop, sites=layer_sites, statements=statements,
-                        weights=weights, trainable=trainable)
-    deps = {i for st in statements for i in builder.deps_of(st.value)} | {layer.index}
-    targets = tuple(sorted(set(loads(loop.target)) | {st.name for st in statements if st.name}))
-    builder.add(item, LayerLoopCall, targets, loop, deps, calls=[q for _, q in builder.calls(loop) if q],
-                layer_loop=layer.index)
-    item.node = layer
-    return True
-
-
-def loop_layer(builder, call: cst.Call, q: str, row: dict, graph_names: AbstractSet[str], pending: list[LayerSite]) -> LayerSite:
-    """The site of a layer call in a loop that creates layers (`pending`: the loop's sites before
-    it); Refusal for what the loop cannot make (`graph_names`: names the loop binds to graph values)."""
-    bound, source, _, trainable, _ = _settings(builder, call, q, row, graph_names, in_loop=True)
-    return LayerSite(call, row, bound, source, _auto_name(builder.program, row, pending), trainable)
-
-
-def _auto_name(program, row: dict, pending: list[LayerSite]) -> str:
-    """TF1's own name for the k-th unnamed layer of a kind: dense, dense_1, ..."""
-    rows = [r for n in program.nodes if isinstance(n, LayerNode) for r in n.rows()] + [site.row for site in pending]
-    if row.get("write_name"):   # (a name written: TF1's own, whose count skips the layers given a scope)
-        sites = [s for n in program.nodes if isinstance(n, LayerLoop) for s in n.sites] + pending
-        rows = [n.row for n in program.nodes if isinstance(n, Layer) and name_param(n.row) not in n.bound] + \
-               [s.row for s in sites if name_param(s.row) not in s.bound]
-    k = sum(1 for r in rows if r is row)
-    return row["auto_name"] + (f"_{k}" if k else "")
 
 
 def passed_on(builder, call: cst.Call, q: str, row: dict, untrainable_refused: bool = False):
@@ -228,7 +170,7 @@ def passed_on(builder, call: cst.Call, q: str, row: dict, untrainable_refused: b
     return bound, source
 
 
-def _settings(builder, call: cst.Call, q: str, row: dict, graph_names: AbstractSet[str] = frozenset(),
+def settings(builder, call: cst.Call, q: str, row: dict, graph_names: AbstractSet[str] = frozenset(),
               in_loop: bool = False):
     """(arguments, input, call-time arguments, trainable, helper class) of a layer call;
     Refusal for settings the table does not pass on, or that are computed from graph values
@@ -238,8 +180,6 @@ def _settings(builder, call: cst.Call, q: str, row: dict, graph_names: AbstractS
     if reuse is not None and not (isinstance(reuse, cst.Name) and reuse.value in ("None", "False")):
         raise Refusal.of(reuse, "layer_reuse", api=q, detail=row['why'])
     call_args = at_call(row, bound, lambda param, value: _mode(builder, q, param, value))
-    if in_loop and call_args:   # (the loop in the step function calls each layer with its input only)
-        raise Refusal.of(call, "layer_training_in_loop", api=q)
     training = dict(call_args).get("training")
     if row.get("statistics") and literal_bool(bound.get("trainable"), "trainable") is False and training is not None \
             and not (isinstance(training, cst.Name) and training.value == "False"):
@@ -247,9 +187,7 @@ def _settings(builder, call: cst.Call, q: str, row: dict, graph_names: AbstractS
     dtype = _dtype(builder, source)
     if row.get("statistics") and dtype not in (None, "tensorflow.float32"):
         raise Refusal.of(call, "batch_norm_input_dtype", api=_short(q), dtype=_short(dtype))
-    helper = helper_of(row, bound, _rank(builder, source))
-    if helper is not None and (in_loop or not helper):   # (a loop's layers: the row's target only)
-        raise Refusal.of(call, "batch_norm_rank_unknown", api=q, ranks=' or '.join(map(str, row['ranks'])))
+    helper = None if in_loop else helper_of(row, bound, rank(builder, source))   # (a loop's: loop_layers.helpers)
     given = [bound[p] for p in row.get("call", ()) if p in bound]
     for a in call.args:
         if a.value is source or any(a.value is e for e in given):
@@ -261,16 +199,17 @@ def _settings(builder, call: cst.Call, q: str, row: dict, graph_names: AbstractS
 
 
 def helper_of(row: dict, bound: dict, rank: int | None) -> str | None:
-    """The class of rules/helpers.toml a layer call becomes (`row["helper"]`; "" for a row
-    naming none), or None where the row's Keras layer is exact: an input rank it is exact
-    for, or settings (`fused=False`) under which TF1 computed what Keras computes. A row
-    with a helper and no `ranks` is always its helper (contrib's batch_norm: which rank
-    TF1 fused, the class decides when called)."""
+    """The class of rules/helpers.toml a layer call becomes (`row["helper"]`), or None where
+    the row's Keras layer is exact: an input rank it is exact for, or settings (`fused=False`)
+    under which TF1 computed what Keras computes. A row with `ranks` names a helper that
+    computes as TF1 did on every rank (tests/test_layers_table.py); a row with a helper and
+    no `ranks` is always its helper (contrib's batch_norm: which rank TF1 fused, the class
+    decides when called)."""
     if not row.get("ranks"):
         return row.get("helper")
     if "fused" in bound or rank in row["ranks"]:
         return None
-    return row.get("helper", "")
+    return row["helper"]
 
 
 def at_call(row: dict, bound: dict, form=lambda param, value: value) -> list[tuple[str, cst.BaseExpression]]:

@@ -16,9 +16,9 @@ from typing import cast
 
 import libcst as cst
 
-from tf1gradfix.constructs import host_values
+from tf1gradfix.constructs import host_values, loop_layers
 from tf1gradfix.cst.syntax import Refusal, literal_string
-from tf1gradfix.model.nodes import LoopStatement, VariableSite
+from tf1gradfix.model.nodes import LayerSite, LoopStatement, VariableSite
 
 VALID_SCOPE = re.compile(r"[A-Za-z0-9.][A-Za-z0-9_.\-/>]*")   # (TF1's own check of an op or scope name)
 
@@ -33,17 +33,21 @@ class Scoped:
 
 def name(builder, item, statements: list[Scoped], runs: list[dict], code) -> None:
     """Each variable's TF1 name in each iteration, as TF1 makes it (scopes entered in order,
-    made unique in the graph), and the expression that names it in TF2; Refusal where a name
-    repeats (in the loop, or a name the graph has) or is not known before the program runs."""
+    made unique in the graph), and the expression that names it in TF2; each layer's under
+    the loop's variable scopes (loop_layers); Refusal where a name repeats (in the loop, or a
+    name the graph has) or is not known before the program runs."""
     taken: set[str] = set()   # (with the graph's names: TF1 compares names in lower case, model/tf1_names.py)
     given: dict[int, set[str]] = {}   # id of the `with` or call -> the names it gave
     made: dict[int, list[tuple[dict, str]]] = {}   # id of a variable site -> (the values where it is made, its name)
+    layer_names: set[str] = set()   # the layers' TF1 names (in lower case) in the iterations so far
     for env in runs:
         env = dict(env)
         entered: dict[int, tuple[str, str]] = {}   # id(with) -> (name scope, variable scope) inside it
+        inside: tuple = ()   # the scopes the last statement ran under, outermost first
         for scoped in statements:
             st = scoped.stmt
             names_scope, variable_scope = item.scope, item.prefix
+            _leave(builder, inside, scoped.scopes, entered)
             for stmt, kind, expr in scoped.scopes:
                 if id(stmt) not in entered:
                     label = _evaluated(builder, expr, env, stmt, code)
@@ -55,8 +59,11 @@ def name(builder, item, statements: list[Scoped], runs: list[dict], code) -> Non
                     else:
                         _take(builder, opened, taken, given.setdefault(id(stmt), set()), stmt)
                     inner = variable_scope + label + "/" if kind == "variable_scope" else variable_scope
+                    if kind == "variable_scope":   # (TF1 counts the layers in it afresh: model/tf1_names.py)
+                        builder.variable_scopes.open(inner[:-1])
                     entered[id(stmt)] = (opened + "/", inner)
                 names_scope, variable_scope = entered[id(stmt)]
+            inside = scoped.scopes
             if st.role == "host":
                 try:
                     if not isinstance(st.stmt, cst.Assign):
@@ -64,6 +71,10 @@ def name(builder, item, statements: list[Scoped], runs: list[dict], code) -> Non
                     env[cast(str, st.name)] = host_values.value(builder, cast(cst.BaseExpression, st.value), env)
                 except host_values.NotFixed as unknown:
                     env[cast(str, st.name)] = unknown
+            if isinstance(st.site, LayerSite) and st.site.scopes:
+                loop_layers.name_in_iteration(builder, st.site, env, variable_scope, names_scope,
+                                              given.setdefault(id(st.site.call), set()), layer_names,
+                                              lambda expr, values, node: _evaluated(builder, expr, values, node, code))
             if not isinstance(st.site, VariableSite):
                 continue
             site = st.site
@@ -73,6 +84,7 @@ def name(builder, item, statements: list[Scoped], runs: list[dict], code) -> Non
             _take(builder, full, taken, given.setdefault(id(site.call), set()), site.call)
             site.tf1_names += (full,)
             made.setdefault(id(site), []).append((dict(env), full))
+        _leave(builder, inside, (), entered)
     for scoped in statements:   # the name written in TF2: one that gives TF1's name in every iteration
         site = cast(VariableSite, scoped.stmt.site)
         if not isinstance(site, VariableSite):
@@ -85,6 +97,15 @@ def name(builder, item, statements: list[Scoped], runs: list[dict], code) -> Non
         if not site.name:   # (a name scope numbered by TF1, or what a scope's name reads changed in the loop)
             raise Refusal.of(site.call, "variable_loop_name_differs", name=site.local, tf1=cast(str, wrong[-1]),
                              expr=texts[-1])
+
+
+def _leave(builder, inside: tuple, scopes: tuple, entered: dict[int, tuple[str, str]]) -> None:
+    """Leaves the scopes of `inside` the next statement does not run under (`scopes`), innermost
+    first: a variable scope left counts the scopes opened in it afresh, as TF1 does."""
+    staying = {id(stmt) for stmt, _, _ in scopes}
+    for stmt, kind, _ in reversed(inside):
+        if id(stmt) not in staying and kind == "variable_scope":
+            builder.variable_scopes.close(entered[id(stmt)][1][:-1])
 
 
 def _gives(builder, text: str, env: dict, full: str) -> bool:

@@ -13,9 +13,11 @@ list per variable statement, each variable under the name TF1 gave it (the
 scopes written into the name: `name="conv-%d/W" % width`); the step functions run
 the loop again zipped with those lists (`for (i, width), W in zip(enumerate(WIDTHS),
 W_variables):`), and the lists it fills (`pooled`, started empty just before) are
-made afresh in each call. `tf.layers` calls of the loop become lists of layers, as
-in a loop of layers alone (layers.loop_model). The trainable variables are listed
-in TF1's order: iteration by iteration.
+made afresh in each call. `tf.layers` and contrib layer calls of the loop become lists
+of layers, as in a loop of layers alone (loop_layers.loop_model), called with their
+training mode and, under the loop's variable scopes, named as TF1 named them
+(loop_layers); a loop of layers under such scopes is read here too. The trainable
+variables are listed in TF1's order: iteration by iteration.
 
 The loop must run over values the file fixes (host_values), so each iteration's
 names are known before it runs: a name must differ from iteration to iteration and
@@ -30,7 +32,7 @@ from typing import cast
 
 import libcst as cst
 
-from tf1gradfix.constructs import graph_loops, host_values, layers, loop_names, tensors, variables
+from tf1gradfix.constructs import graph_loops, host_values, layers, loop_layers, loop_names, tensors, variables
 from tf1gradfix.constructs.loop_names import Scoped
 from tf1gradfix.cst.syntax import Refusal, arg, bound_names, loads, names_as_attributes
 from tf1gradfix.cst.walk import walk
@@ -53,7 +55,7 @@ class _Body:
 def model(builder, item, position: int) -> bool:
     """Adds the nodes of a host loop making variables at `item`; False if not one."""
     loop = item.stmt
-    if not isinstance(loop, cst.For) or not any(q in variables.FUNCTIONS for _, q in builder.calls(loop)):
+    if not isinstance(loop, cst.For) or not _makes(builder, loop):
         return False
     code = builder.module.code_for_node
     if loop.orelse is not None or loop.asynchronous is not None or any(
@@ -72,9 +74,10 @@ def model(builder, item, position: int) -> bool:
         raise Refusal.of(loop, "variable_loop_body")
     body = _Body(local=set(loads(loop.target)))
     _read(builder, item, body, list(loop.body.body), ())
+    statements = [s.stmt for s in body.statements]
+    loop_layers.helpers(builder, statements)
     loop_names.name(builder, item, body.statements, runs, code)
     program = builder.program
-    statements = [s.stmt for s in body.statements]
     _host_in_steps(builder, loop, statements)
     for name in sorted(body.filled):   # the lists it fills: made afresh in each step
         start = graph_loops.empty_start(program, name, position)
@@ -87,7 +90,7 @@ def model(builder, item, position: int) -> bool:
     layer = builder.add(item, LayerLoop, (), None, made, loop=loop, sites=body.layer_sites, statements=statements,
                         variables=sites, weights=True, trainable=trainable)
     deps = {i for st in statements if st.role not in ("variable", "layer") for i in _deps(builder, st.stmt, body)}
-    deps |= {i for site in body.layer_sites for i in _deps(builder, site.source, body)}
+    deps |= {i for site in body.layer_sites for e in _layer_reads(site) for i in _deps(builder, e, body)}
     deps |= {program.final[name] for name in body.filled} | {layer.index}
     calls = [q for _, q in builder.calls(loop) if q]
     for st in statements:
@@ -99,6 +102,19 @@ def model(builder, item, position: int) -> bool:
     return True
 
 
+def _makes(builder, loop: cst.For) -> bool:
+    """Does the loop make variables, or layers under scopes (a loop of layers alone is
+    loop_layers.loop_model's)?"""
+    made = {q for _, q in builder.calls(loop)}
+    return any(q in variables.FUNCTIONS for q in made) or any(q in layers.layer_table() for q in made if q) \
+        and any(isinstance(n, cst.With) for n in walk(loop.body, skip=(cst.FunctionDef, cst.Lambda)))
+
+
+def _layer_reads(site: LayerSite) -> list[cst.BaseExpression]:
+    """What the steps' loop reads where it calls the layer: its input, its mode, its scopes."""
+    return [site.source, *(v for _, v in site.call_args), *(s for s in site.scopes if not isinstance(s, str))]
+
+
 def _host_in_steps(builder, loop: cst.For, statements: list[LoopStatement]) -> None:
     """Which host statements the steps' loop runs too: those its graph values read (the
     creation loop runs them all, so what is read after the loop is bound where the graph
@@ -106,8 +122,10 @@ def _host_in_steps(builder, loop: cst.For, statements: list[LoopStatement]) -> N
     the step function that name would be the loop's local, not bound yet)."""
     needed = set(loads(loop.target))
     for st in statements:
-        if st.role in ("graph", "fill") or isinstance(st.site, LayerSite):
-            needed |= set(loads(st.stmt if st.site is None else cast(LayerSite, st.site).source))
+        if st.role in ("graph", "fill"):
+            needed |= set(loads(st.stmt))
+        elif isinstance(st.site, LayerSite):
+            needed |= {name for e in _layer_reads(st.site) for name in loads(e)}
     for st in reversed(statements):
         st.steps = st.role != "host" or st.name in needed
         if st.role == "host" and st.steps:
@@ -134,7 +152,7 @@ def _read(builder, item, body: _Body, statements: list, scopes: tuple) -> None:
         small = stmt.body[0] if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 else None
         if small is None:
             raise Refusal.of(stmt, "variable_loop_body")
-        st = _statement(builder, item, body, small, bool(scopes))
+        st = _statement(builder, item, body, small, scopes)
         st.column = builder.position(small)[1] - 1
         body.statements.append(Scoped(st, scopes))
 
@@ -156,8 +174,9 @@ def _scope(builder, stmt: cst.With) -> tuple[cst.With, str, cst.BaseExpression]:
     return stmt, q.rsplit(".", 1)[1], name
 
 
-def _statement(builder, item, body: _Body, small: cst.BaseSmallStatement, scoped: bool) -> LoopStatement:
-    """What a statement of the loop is: a variable or layer made, a host or graph value, a list filled."""
+def _statement(builder, item, body: _Body, small: cst.BaseSmallStatement, scopes: tuple) -> LoopStatement:
+    """What a statement of the loop is: a variable or layer made, a host or graph value, a list
+    filled (`scopes`: the loop's scopes around it)."""
     if isinstance(small, cst.Expr) and isinstance(small.value, cst.Call):
         func = small.value.func
         if isinstance(func, cst.Attribute) and func.attr.value == "reuse_variables":
@@ -185,10 +204,10 @@ def _statement(builder, item, body: _Body, small: cst.BaseSmallStatement, scoped
         return LoopStatement("variable", small, name, value, site)
     row = layers.layer_table().get(q or "")
     if isinstance(small, cst.Assign) and row is not None:
-        if scoped or item.prefix or item.scope:   # (a layer's TF1 name takes the scopes: not written by the layer loop)
-            raise Refusal.of(small, "variable_loop_layer_in_scope", api=cast(str, q).replace("tensorflow", "tf", 1))
+        named = loop_layers.scopes_of(item, small, scopes, cast(str, q).replace("tensorflow", "tf", 1))
         _rebinds(builder, small, name)
-        layer = layers.loop_layer(builder, cast(cst.Call, value), cast(str, q), row, body.graph, body.layer_sites)
+        layer = loop_layers.loop_layer(builder, cast(cst.Call, value), cast(str, q), row, body.graph, body.layer_sites)
+        layer.scopes = named
         body.layer_sites.append(layer)
         body.graph.add(name)
         return LoopStatement("layer", small, name, value, layer)

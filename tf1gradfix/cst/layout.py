@@ -263,6 +263,8 @@ def refit(before: cst.BaseStatement, after: cst.BaseStatement, indent: int,
             return after
         statement = cst.parse_statement(fit(new, indent) + "\n")
         return statement.with_changes(leading_lines=after.leading_lines)
+    if isinstance(before, cst.For) and isinstance(after, cst.For):
+        after = _refit_for(before, after, indent, before_indent)
     changes = {}
     for field in ("body", "orelse"):
         old_part, new_part = getattr(before, field, None), getattr(after, field, None)
@@ -272,6 +274,47 @@ def refit(before: cst.BaseStatement, after: cst.BaseStatement, indent: int,
         elif isinstance(old_part, (cst.Else, cst.If)) and isinstance(new_part, type(old_part)):
             changes[field] = refit(old_part, new_part, indent, before_indent)
     return after.with_changes(**changes) if changes else after
+
+
+def _refit_for(before: cst.For, after: cst.For, indent: int, before_indent: int | tuple[int, ...]) -> cst.For:
+    """`after`'s header (`for x in zip(...)`, a name in it now `self.x`) laid out again as `fit_header`
+    lays it out, where `before`'s was laid out so and `after`'s no longer is."""
+    old, new = _for_header(before), _for_header(after)
+    columns = before_indent if isinstance(before_indent, tuple) else (before_indent,)
+    if old is None or new is None or all(_laid_for(old, c) is None or _header_of(_laid_for(old, c)) != _header_of(before)
+                                         for c in columns):
+        return after
+    made = _laid_for(new, indent)
+    if made is None or _header_of(made) == _header_of(after):
+        return after
+    return after.with_changes(target=made.target, iter=made.iter, whitespace_after_for=made.whitespace_after_for,
+                              whitespace_before_in=made.whitespace_before_in, whitespace_after_in=made.whitespace_after_in,
+                              whitespace_before_colon=made.whitespace_before_colon)
+
+
+def _for_header(node: cst.For) -> tuple[str, str] | None:
+    """(`for TARGET in `, the iterable on one line) of a `for` statement, or None (`async`, a
+    target or iterable laid out by hand)."""
+    target = _MODULE.code_for_node(node.target)
+    try:
+        return (None if node.asynchronous is not None or "\n" in target else (f"for {target} in ", _flat(node.iter)))
+    except _AsWritten:
+        return None
+
+
+def _laid_for(header: tuple[str, str], indent: int) -> cst.For | None:
+    """The `for` statement `fit_header` lays out at `indent` columns (its body `pass`)."""
+    holders = "".join(" " * (4 * k) + "class _:\n" for k in range(indent // 4))
+    laid = "\n".join(" " * indent + line for line in fit_header(header[0], header[1], ":", indent).split("\n"))
+    text = holders + laid + "\n" + " " * (indent + 4) + "pass\n"
+    try:
+        return next((n for n in _descend(cst.parse_module(text)) if isinstance(n, cst.For)), None)
+    except cst.ParserSyntaxError:
+        return None
+
+
+def _header_of(node: cst.For) -> str:
+    return _MODULE.code_for_node(node.with_changes(leading_lines=(), body=cst.SimpleStatementSuite([cst.Pass()]), orelse=None))
 
 
 def refit_body(before: list, after: list, indent: int, before_indent: int | tuple[int, ...] | None = None) -> list:

@@ -11,7 +11,7 @@ import sys
 import libcst as cst
 
 from tf1gradfix.cst.syntax import bound_names
-from tf1gradfix.model.nodes import BuilderModule, Layer
+from tf1gradfix.model.nodes import BuilderModule, Layer, LayerLoop
 from tf1gradfix.rules.catalog import _read
 
 
@@ -24,6 +24,7 @@ def used(program) -> list[str]:
     """The helper classes the program's layers become, in the order they are first made."""
     keys = [n.helper for n in program.nodes if isinstance(n, Layer) and n.helper]
     keys += [site.helper for n in program.nodes if isinstance(n, BuilderModule) for site in n.layers if site.helper]
+    keys += [site.helper for n in program.nodes if isinstance(n, LayerLoop) for site in n.sites if site.helper]
     return list(dict.fromkeys(keys))
 
 

@@ -136,8 +136,9 @@ class StateEmitter:
 
     def _tf1_name_known(self, row: dict) -> bool:
         """TF1 numbers unnamed layers of a kind in creation order; a loop making such layers
-        makes that order unknown here (its layers keep Keras's names, paired by the verifier in order)."""
-        return not any(site.row is row for n in self.p.nodes if isinstance(n, LayerLoop) for site in n.sites)
+        makes that order unknown here (its layers keep Keras's names, paired by the verifier in order),
+        unless they are made under the loop's variable scopes (counted in those: constructs/loop_layers.py)."""
+        return not any(site.row is row and not site.scopes for n in self.p.nodes if isinstance(n, LayerLoop) for site in n.sites)
 
     def layer_loop(self, node: LayerLoop) -> list[str]:
         """The loop that creates layers, run once where the graph was built: each
@@ -148,7 +149,8 @@ class StateEmitter:
         for st in node.statements:
             if isinstance(st.site, LayerSite):
                 site = st.site
-                lines.append(f"    {self.naming.lists[site]}.append({self.layer_constructor(site.row, site.call, site.bound)})")
+                made = self.layer_constructor(site.row, site.call, site.bound, site.helper, site.name)
+                lines.append(f"    {self.naming.lists[site]}.append({made})")
             elif isinstance(st.site, VariableSite):
                 lines.append(f"    {self.naming.lists[st.site]}.append({self.loop_variable(st.site)})")
             elif st.role == "host":
@@ -166,8 +168,11 @@ class StateEmitter:
             args.append(f"dtype={self.code(site.bound['dtype'])}")
         return f"{self.tf}.Variable({', '.join(args)})"
 
-    def layer_constructor(self, row: dict, call: cst.Call, bound: dict, helper: str | None = None) -> str:
-        return f"{self.target(row, helper)}({', '.join(self._layer_args(row, call, bound))})"
+    def layer_constructor(self, row: dict, call: cst.Call, bound: dict, helper: str | None = None,
+                          name: str | None = None) -> str:
+        """`name`: a `name=` to write where TF1's name is not Keras's (a loop's layer under its scopes)."""
+        args = self._layer_args(row, call, bound) + ([f"name={name}"] if name is not None and row["weights"] else [])
+        return f"{self.target(row, helper)}({', '.join(args)})"
 
     def _layer_args(self, row: dict, call: cst.Call, bound: dict) -> list[str]:
         source = bound[row["params"][0]]

@@ -185,9 +185,16 @@ class TapeEmitter:
         header = ", ".join([target] + [s.local if isinstance(s, VariableSite) else naming.layers[s] for s in sites])
         zipped = f"zip({self.code(loop.iter)}, {', '.join(naming.lists[s] for s in sites)})"
         lines = [layout.fit_header(f"for {header} in ", zipped, ":", indent)]
+        scoped: tuple[list[str], int] = ([], 0)   # (the Keras name scopes of the last line, if a layer's call)
         for st in layers.statements:
             if isinstance(st.site, LayerSite):
-                lines.append(f"{IND}{st.name} = {naming.layers[st.site]}({self.code(st.site.source)})")
+                scopes = self._loop_layer_scopes(st.site)
+                if scopes and scopes == scoped[0] and scoped[1] == len(lines) - 1:   # (one block for calls under the same scopes)
+                    call = self._loop_layer_call(st.site, cast(str, st.name), [], indent + 4 * (len(scopes) + 1))
+                    lines[-1] += "\n" + "\n".join(IND * (len(scopes) + 1) + ln for ln in call.splitlines())
+                else:
+                    lines.append(_indent(self._loop_layer_call(st.site, cast(str, st.name), scopes, indent + 4)))
+                scoped = (scopes, len(lines) - 1)
             elif st.site is None and st.steps:   # (a loss or dropout written as in a statement of its own)
                 small = losses.rewritten_statement(st.stmt, calls, self.qualified, self.code, self.tf)
                 small = dropout.rewritten_statement(small, calls, self.qualified, self.code)
@@ -198,6 +205,19 @@ class TapeEmitter:
         if len(lines) == 1:
             lines.append(f"{IND}pass")
         return "\n".join(lines)
+
+    def _loop_layer_scopes(self, site: LayerSite) -> list[str]:
+        """The Keras name scopes a loop's layer is called under: the variable scopes TF1 named its
+        weights in (constructs/loop_layers.py); none for a layer without weights."""
+        return [f'"{s}"' if isinstance(s, str) else self.code(s) for s in site.scopes] if site.row["weights"] else []
+
+    def _loop_layer_call(self, site: LayerSite, name: str, scopes: list[str], indent: int) -> str:
+        """`h = dense(h, training=flag)`: a loop's layer called with its mode, under `scopes`."""
+        args = [self.code(site.source)] + [f"{k}={self.code(v)}" for k, v in site.call_args]
+        text = layout.fit(f"{name} = {self.state.naming.layers[site]}({', '.join(args)})", indent + 4 * len(scopes))
+        for depth, scope in reversed(list(enumerate(scopes))):
+            text = layout.fit(f"with {self.tf}.keras.name_scope({scope}):", indent + 4 * depth) + "\n" + _indent(text)
+        return text
 
     def params_text(self, params: list[str]) -> str:
         out = []

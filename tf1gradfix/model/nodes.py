@@ -195,6 +195,13 @@ class LayerSite:
     source: cst.BaseExpression
     base: str
     trainable: bool
+    call_args: list[tuple[str, cst.BaseExpression]] = field(default_factory=list)   # (`training=`, a literal or a mode flag)
+    helper: str | None = None     # the class of rules/helpers.toml it becomes instead of the row's target
+    scopes: tuple[str | cst.BaseExpression, ...] = ()   # the variable scopes TF1 named it under, entered as Keras
+    #                               name scopes where it is called (a scope's name, or the loop's expression); ()
+    #                               where it keeps Keras's name (no variable scope of the loop around it)
+    name: str | None = None       # `name=` the creation loop writes where TF1's differs from Keras's (`"dense"`)
+    tf1_names: tuple[str, ...] = ()   # TF1's name of it in each iteration (`block-0/dense`), where the loop names it
 
 
 @dataclass(eq=False)

@@ -11,10 +11,9 @@ from dataclasses import dataclass, field
 from typing import Any, cast
 
 import libcst as cst
-from tf1gradfix.constructs import builder_statistics, builders, updates, variable_loops
-from tf1gradfix.constructs.layers import updates_in_place
+from tf1gradfix.constructs import builders, layer_statistics, updates, variable_loops
 from tf1gradfix.model.graph import Program
-from tf1gradfix.model.nodes import (GRADIENT_NODES, BuilderModule, Layer, LayerCall, LayerLoop, Node,
+from tf1gradfix.model.nodes import (GRADIENT_NODES, BuilderModule, Layer, LayerLoop, Node,
                                     Placeholder, Static, TrainOp, Update, Variable, VariableGroup)
 from tf1gradfix.model.sites import Site
 from tf1gradfix.cst.syntax import Refusal
@@ -48,7 +47,7 @@ def signatures(program: Program, sites: list[Site]) -> list[Signature]:
         if sig is None:
             sig = groups[key] = Signature(tuple(site.fetches), fed, flags=values)
             _slice(program, sig, site)
-            _check_statistics(program, sig, site)
+            layer_statistics.check(program, sig, site)
         sig.sites.append(site)
         site.signature = sig
     return list(groups.values())
@@ -72,25 +71,6 @@ def _flag_values(program: Program, site: Site, flags: set[str]) -> dict[str, str
     return out
 
 
-def _check_statistics(program: Program, sig: "Signature", site: Site) -> None:
-    """Keras batch normalization updates its moving statistics whenever it is called
-    with training=True; TF1 only in runs of a train op under the UPDATE_OPS dependency
-    (or, with contrib's `updates_collections=None`, in every run, as Keras)."""
-    for i in sig.nodes:
-        node = program.nodes[i]
-        if not isinstance(node, LayerCall):
-            continue
-        layer = _layer(program, node)
-        if not layer.row.get("statistics") or updates_in_place(layer.row, layer.bound):
-            continue
-        training = dict(node.call_args).get("training")
-        value = training.value if isinstance(training, cst.Name) else None
-        value = sig.flags.get(value, value) if value is not None else None
-        if value == "True" and not (sig.train is not None and sig.train.stats):
-            raise Refusal.of(site.call, "batch_norm_updates_not_run")
-    builder_statistics.check(program, sig, site)
-
-
 def _from_variables(program: Program, name: str) -> bool:
     """Is a fed value computed from a trained variable or layer? TF1's gradients reach them
     through its computation; a value computed from constants (a zero state) gives them nothing."""
@@ -100,12 +80,6 @@ def _from_variables(program: Program, name: str) -> bool:
 def _placeholder(program: Program, name: str) -> Placeholder:
     node = program.node(name)
     assert isinstance(node, Placeholder)
-    return node
-
-
-def _layer(program: Program, call: LayerCall) -> Layer:
-    node = program.nodes[call.layer]
-    assert isinstance(node, Layer)
     return node
 
 
