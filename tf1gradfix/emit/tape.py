@@ -23,6 +23,7 @@ from tf1gradfix.model.nodes import (ComputeGradients, Computed, Gradients, Layer
                                     OptimizerCall, Placeholder, RnnRun, StateTuple, Summary, Tensor, TrainOp, Update,
                                     Variable, VariableSite, VarList, ZeroState)
 from tf1gradfix.cst import layout
+from tf1gradfix.emit import name_scopes
 from tf1gradfix.cst.syntax import literal_index, loads, matches
 from tf1gradfix.model.sites import Site
 from tf1gradfix.model.slicing import Signature, closure, gradient_dependent, reached_variables, variable_text
@@ -269,7 +270,8 @@ class TapeEmitter:
         return node
 
     def helper_text(self, name, nodes, params, returns) -> str:
-        body = [self.stmt_text(self.p.nodes[i], 1) for i in nodes if isinstance(self.p.nodes[i], Tensor)]
+        body = name_scopes.joined([self.stmt_text(self.p.nodes[i], 1) for i in nodes if isinstance(self.p.nodes[i], Tensor)],
+                                  self.tf)
         body.append(f"return {', '.join(returns)}")
         return f"def {name}({self.params_text(params)}):\n" + _indent("\n".join(body))
 
@@ -297,13 +299,13 @@ class TapeEmitter:
             count = sum(1 for i in grads if self.p.nodes[i].differentiates())
             persistent = "persistent=True" if count > 1 else ""
             lines.append(f"with {self.tf}.GradientTape({persistent}) as {self.tape}:")
-            lines.append(_indent("\n".join(forward_lines) or "pass"))
+            lines.append(_indent("\n".join(name_scopes.joined(forward_lines, self.tf)) or "pass"))
             for i in grads:
                 node = self.p.nodes[i]
                 generated = self._gradient_lines(node)
                 lines += generated if type(node) is Tensor else self.fit(generated)   # (a user statement as written)
         else:
-            lines += forward_lines
+            lines += name_scopes.joined(forward_lines, self.tf)
         # assignments (a target network's sync): the statements as written, in source order
         lines += [self.stmt_text(self.p.nodes[i]) for i in sig.nodes if isinstance(self.p.nodes[i], Update)]
         if sig.returns:
