@@ -167,6 +167,11 @@ def list_text(program, naming, entries: list[Listed]) -> list[str]:
     return out
 
 
+def list_expression(texts: list[str]) -> str:
+    """A list of the texts list_text wrote (a loop's comprehension alone is the list)."""
+    return texts[0][1:] if len(texts) == 1 and texts[0].startswith("*[") else f"[{', '.join(texts)}]"
+
+
 def entry_text(program, naming, entry: Listed) -> str:
     """How the step function names one listed variable (`w1`, `dense.kernel`, `W_variables[1]`)."""
     if entry.site is not None:
@@ -191,10 +196,7 @@ def rewritten(stmt: cst.CSTNode, node: Computed, text) -> cst.CSTNode:
     done: list[CollectionRead] = []
 
     def listing(entries: list[Listed]) -> cst.BaseExpression:
-        texts = text(entries)
-        if len(texts) == 1 and texts[0].startswith("*["):   # (a loop's comprehension alone: it is the list)
-            return cst.parse_expression(texts[0][1:])
-        return cst.parse_expression(f"[{', '.join(texts)}]")
+        return cst.parse_expression(list_expression(text(entries)))
 
     class Lists(cst.CSTTransformer):
         def leave_Call(self, original: cst.Call, updated: cst.Call) -> cst.BaseExpression:

@@ -324,7 +324,7 @@ class TapeEmitter:
         read = sorted({d for i in sig.nodes if not isinstance(self.p.nodes[i], (OptimizerCall, VarList))
                        for d in self.p.nodes[i].deps if isinstance(self.p.nodes[d], VarList)})
         lists = [self.p.nodes[i] for i in read]
-        return [f"{n.names[0]} = [{', '.join(graph_collections.list_text(self.p, self.state.naming, n.members))}]"
+        return [f"{n.names[0]} = {graph_collections.list_expression(graph_collections.list_text(self.p, self.state.naming, n.members))}"
                 for n in lists if isinstance(n, VarList)]
 
     def _needed(self, sig: Signature, shared: set[int]) -> set[str]:
@@ -384,9 +384,7 @@ class TapeEmitter:
             assert isinstance(loss, cst.Name)   # (model.checks)
             variables = self._var_list(node, loss)   # (one list per optimizer: model.checks.check_var_lists)
             vname = self.local("variables")
-            listed = variables[0][1:] if len(variables) == 1 and variables[0].startswith("*[") else \
-                f"[{', '.join(variables)}]"   # (one loop's layers: their comprehension is the list)
-            lines = [f"{vname} = {listed}"]
+            lines = [f"{vname} = {graph_collections.list_expression(variables)}"]   # (one list of one loop's: its comprehension)
             if isinstance(node, ComputeGradients):
                 pairs = f"list(zip({self.tape}.gradient({loss.value}, {vname}), {vname}))"
                 if node.call is node.value:
