@@ -11,7 +11,9 @@ selects the same variables on the names TF2 gives them (a Keras layer's weights 
 `kernel`, `bias`), otherwise the comprehension iterates over what it selected in
 TF1 and the filter goes, with a note. The statement reads the selected variables,
 so a loss through it trains each, as TF1's `minimize` did. A layer's weights exist
-once Keras called it: each run must call the layer before the statement.
+once Keras called it: each run must call the layer before the statement. After a loop
+that made variables, the list holds them iteration by iteration under each iteration's
+TF1 name, written from the loop's lists (variable_loops.listed_text).
 """
 
 from __future__ import annotations

@@ -17,7 +17,8 @@ made afresh in each call. `tf.layers` and contrib layer calls of the loop become
 of layers, as in a loop of layers alone (loop_layers.loop_model), called with their
 training mode and, under the loop's variable scopes, named as TF1 named them
 (loop_layers); a loop of layers under such scopes is read here too. The trainable
-variables are listed in TF1's order: iteration by iteration.
+variables are listed in TF1's order: iteration by iteration; a variable collection read
+after the loop lists them so too (var_lists, written here: listed_text).
 
 The loop must run over values the file fixes (host_values), so each iteration's
 names are known before it runs: a name must differ from iteration to iteration and
