@@ -223,3 +223,37 @@ def test_every_variable_is_paired_by_name(scenario):
     assert result.verdict == orchestrate.EQUIVALENT, result.reason
     assert {m["matched_by"] for m in result.mapping} == {"name"}
     assert all(m["original"] == m["migrated"] for m in result.mapping)
+
+
+CONTRIB_DECAY = """import numpy as np
+import tensorflow as tf
+
+rng = np.random.RandomState(2)
+xs = rng.randn(12, 3).astype(np.float32)
+ys = rng.randn(12, 2).astype(np.float32)
+x = tf.placeholder(tf.float32, [None, 3])
+y = tf.placeholder(tf.float32, [None, 2])
+h = tf.contrib.layers.fully_connected(x, 4, biases_initializer=tf.constant_initializer(0.5))
+out = tf.contrib.layers.fully_connected(h, 2, activation_fn=None)
+decay = tf.add_n([tf.nn.l2_loss(v) for v in tf.trainable_variables() if "biases" not in v.name])
+loss = tf.reduce_mean(tf.square(out - y)) + 0.1 * decay
+train = tf.train.GradientDescentOptimizer(0.1).minimize(loss)
+with tf.Session() as sess:
+    sess.run(tf.global_variables_initializer())
+    for i in range(5):
+        print(sess.run([train, loss], {x: xs, y: ys})[1])
+"""
+
+
+@pytest.mark.tf
+def test_a_filter_on_contribs_names_is_proven(tmp_path):
+    """`"biases" not in v.name` leaves out TF1's `fully_connected/biases:0` (the table's names
+    were Keras's before, `fully_connected/bias:0`, and the rewrite decayed the biases: DIVERGED)."""
+    from tf1gradfix.verify import orchestrate
+
+    code, messages = rewrite("", CONTRIB_DECAY, "")
+    assert code is not None, messages
+    (tmp_path / "original.py").write_text(CONTRIB_DECAY)
+    (tmp_path / "migrated.py").write_text(code)
+    result = orchestrate.verify_pair(tmp_path / "original.py", tmp_path / "migrated.py")
+    assert result.verdict == orchestrate.EQUIVALENT, result.reason
