@@ -33,7 +33,7 @@ from tf1gradfix.constructs.layers import (at_call, check_layer_arguments, helper
 from tf1gradfix.cst import layout
 from tf1gradfix.cst.syntax import Refusal, bound_names, literal_string, loads
 from tf1gradfix.cst.walk import TargetedTransformer, children, walk
-from tf1gradfix.model.nodes import BuilderLayer, BuilderModule, OptimizerCall, VarList
+from tf1gradfix.model.nodes import BuilderLayer, BuilderModule, Listed, OptimizerCall, VarList
 
 # where a call may run a number of times other than once per call of the builder
 _REPEATING = (cst.For, cst.While, cst.If, cst.Try, cst.FunctionDef, cst.ClassDef, cst.Lambda, cst.ListComp, cst.SetComp,
@@ -155,17 +155,17 @@ def check_listed(program) -> None:
     TF2 is in a step function, so a list read elsewhere (an assign loop, a regularizer,
     a fetch) could be read while it is still empty; an update lists them after its forward."""
     marks = _marks(program)
-    lists = {n.index for n in program.nodes if isinstance(n, VarList) and any(m.startswith(marks) for m in n.members)} \
+    lists = {n.index for n in program.nodes if isinstance(n, VarList) and any((m.text or "").startswith(marks) for m in n.members)} \
         if marks else set()
     for node in program.nodes:
         if lists & node.deps and not isinstance(node, (OptimizerCall, VarList)):
             raise Refusal.of(node.stmt, "builder_layers_listed")
 
 
-def check_host_list(program, members: list[str], where: cst.CSTNode) -> None:
+def check_host_list(program, members: list[Listed], where: cst.CSTNode) -> None:
     """The same for a list whose values the host reads (`sess.run(d_vars)`, `len(...)`)."""
     marks = _marks(program)
-    if marks and any(m.startswith(marks) for m in members):
+    if marks and any((m.text or "").startswith(marks) for m in members):
         raise Refusal.of(where, "builder_layers_listed")
 
 

@@ -44,8 +44,9 @@ def model(builder, item, names, target, value, deps) -> bool:
     xs_names = [xs.value] if isinstance(xs, cst.Name) else target_names(xs) if isinstance(xs, (cst.List, cst.Tuple)) else None
     group = program.node(xs.value) if isinstance(xs, cst.Name) else None
     if isinstance(group, VarList):   # `params = [w, b]`: the gradients of its variables, a list like theirs
-        xs_names = list(group.members)
-    if not xs_names or any(program.node(n) is None for n in xs_names):
+        xs_names = [cast(str, e.text) for e in group.members if e.site is None]   # (a loop's: by their list, trainable)
+    looped = isinstance(group, VarList) and any(e.site is not None for e in group.members)
+    if xs_names is None or not (xs_names or looped) or any(program.node(n) is None for n in xs_names):
         raise Refusal.of(call, "gradients_xs_not_named")
     unpacked = not isinstance(target, cst.Name)
     if unpacked and (index is not None or not isinstance(xs, (cst.List, cst.Tuple)) or len(names) != len(xs_names)):

@@ -11,7 +11,9 @@ selects the same variables on the names TF2 gives them (a Keras layer's weights 
 `kernel`, `bias`), otherwise the comprehension iterates over what it selected in
 TF1 and the filter goes, with a note. The statement reads the selected variables,
 so a loss through it trains each, as TF1's `minimize` did. A layer's weights exist
-once Keras called it: each run must call the layer before the statement.
+once Keras called it: each run must call the layer before the statement. After a loop
+that made variables, the list holds them iteration by iteration under each iteration's
+TF1 name, written from the loop's lists (variable_loops.listed_text).
 """
 
 from __future__ import annotations
@@ -20,11 +22,11 @@ from typing import cast
 
 import libcst as cst
 
-from tf1gradfix.constructs import cell_collections, var_lists, variable_factories
+from tf1gradfix.constructs import cell_collections, var_lists, variable_factories, variable_loops
 from tf1gradfix.cst.syntax import Refusal, loads
 from tf1gradfix.cst.walk import walk
-from tf1gradfix.model.nodes import (BuilderModule, CollectionRead, Computed, Layer, LayerCall, Listed, RnnRun,
-                                    Variable, VarList)
+from tf1gradfix.model.nodes import (BuilderModule, CollectionRead, Computed, Layer, LayerCall, LayerLoop, LayerLoopCall,
+                                    LayerSite, Listed, RnnRun, Variable, VariableSite, VarList)
 
 NAME_READS = ("name", "op")   # what a filter reads of a listed variable
 
@@ -69,15 +71,10 @@ def model(builder, value: cst.BaseExpression, tf_calls) -> tuple[list[Collection
 
 
 def _entries(program, listed: VarList, where: cst.CSTNode) -> list[Listed]:
-    """The variables of a list bound to a name, for its filter (plain variables only)."""
-    out = []
-    for text in listed.members:
-        node = program.node(text)
-        if not isinstance(node, Variable):
-            raise Refusal.of(where, "collection_filter_builder")
-        label = None if node.full_name is None else node.full_name + ":0"
-        out.append(Listed(node.index, None, label, node.tf2_name(), text))
-    return out
+    """The variables of a list bound to a name, for its filter (named variables, a loop's)."""
+    if any(e.tf1 is None or isinstance(program.nodes[e.node], BuilderModule) for e in listed.members):
+        raise Refusal.of(where, "collection_filter_builder")
+    return list(listed.members)
 
 
 def _reads_names(loop: cst.CompFor) -> bool:
@@ -140,32 +137,68 @@ def check_run(program, nodes: list[int]) -> None:
                                            cell_collections.run_makes(program, cast(RnnRun, program.nodes[j]))
                                            for j in members if j < i):
                     raise Refusal.of(node.value, "collection_layer_not_called", layer=program.nodes[entry.node].names[0])
-                if entry.parts:
+                if entry.parts or entry.weight is None:
                     continue
-                if entry.weight is not None and not any(
-                        isinstance(program.nodes[j], LayerCall) and cast(LayerCall, program.nodes[j]).layer == entry.node
-                        for j in members if j < i):
-                    layer = program.nodes[entry.node]
-                    assert isinstance(layer, Layer)
-                    raise Refusal.of(node.value, "collection_layer_not_called", layer=layer.full_name)
+                if not any(isinstance(program.nodes[j], LayerCall) and cast(LayerCall, program.nodes[j]).layer == entry.node
+                           or isinstance(program.nodes[j], LayerLoopCall)
+                           and cast(LayerLoopCall, program.nodes[j]).layer_loop == entry.node for j in members if j < i):
+                    raise Refusal.of(node.value, "collection_layer_not_called", layer=_layer_name(program, entry))
+
+
+def _layer_name(program, entry: Listed) -> str:
+    """TF1's name of the layer a listed weight is of (a loop's: in its iteration)."""
+    if isinstance(entry.site, LayerSite):
+        return entry.site.tf1_names[entry.iteration]
+    return cast(Layer, program.nodes[entry.node]).full_name
+
+
+def list_text(program, naming, entries: list[Listed]) -> list[str]:
+    """How the step function writes listed variables (`w1`, `dense.kernel`; a loop's from the
+    lists the emitter named, variable_loops.listed_text), in their order (`naming`: emit.naming)."""
+    out: list[str] = []
+    k = 0
+    while k < len(entries):
+        entry = entries[k]
+        if entry.site is not None:   # (a loop's entries come together: it is one node)
+            end = next((j for j in range(k, len(entries)) if entries[j].node != entry.node), len(entries))
+            out += variable_loops.listed_text(cast(LayerLoop, program.nodes[entry.node]), entries[k:end], naming.lists)
+            k = end
+            continue
+        out.append(entry_text(program, naming, entry))
+        k += 1
+    return out
+
+
+def list_expression(texts: list[str]) -> str:
+    """A list of the texts list_text wrote (a loop's comprehension alone is the list)."""
+    return texts[0][1:] if len(texts) == 1 and texts[0].startswith("*[") else f"[{', '.join(texts)}]"
 
 
 def entry_text(program, naming, entry: Listed) -> str:
-    """How the step function names a listed variable (`w1`, `dense.kernel`)."""
+    """How the step function names one listed variable (`w1`, `dense.kernel`, `W_variables[1]`)."""
+    if entry.site is not None:
+        return variable_loops.entry_text(entry, naming.lists)
     if entry.text is not None:
         return entry.text
     return f"{naming.layers[program.nodes[entry.node]]}.{entry.weight}"
 
 
+def untrained(program, entries: list[Listed]) -> list[Listed]:
+    """The variables of a list that a tape does not watch by itself (`trainable=False`)."""
+    return [e for e in entries if e.site is None and isinstance(program.nodes[e.node], Variable)
+            and not cast(Variable, program.nodes[e.node]).trainable
+            or isinstance(e.site, VariableSite) and not e.site.trainable]
+
+
 def rewritten(stmt: cst.CSTNode, node: Computed, text) -> cst.CSTNode:
-    """`stmt` with each collection call written as its list (`text(entry)` names one), and a
-    filter TF2 could not keep replaced by what it selected."""
+    """`stmt` with each collection call written as its list (`text(entries)`: their texts,
+    list_text), and a filter TF2 could not keep replaced by what it selected."""
     if not node.collections:
         return stmt
     done: list[CollectionRead] = []
 
     def listing(entries: list[Listed]) -> cst.BaseExpression:
-        return cst.parse_expression(f"[{', '.join(text(e) for e in entries)}]")
+        return cst.parse_expression(list_expression(text(entries)))
 
     class Lists(cst.CSTTransformer):
         def leave_Call(self, original: cst.Call, updated: cst.Call) -> cst.BaseExpression:

@@ -7,6 +7,11 @@ comprehensions that filter a collection by variable name. TF1 lists a
 collection in creation order and selects a scope by `re.match` on the
 variable's name; `v.name` carries the output suffix `:0`. The collections
 and keys are tables in `tf1gradfix/rules/graph_ops.toml`.
+
+A list is typed entries (`Listed`), not text: a loop's variables are lists the
+emitter names (variable_loops), so an entry of a loop is its site and iteration,
+under that iteration's TF1 name, and its text is written at emit time
+(graph_collections.list_text).
 """
 
 from __future__ import annotations
@@ -15,17 +20,18 @@ from typing import cast
 
 import libcst as cst
 
-from tf1gradfix.constructs import builders, cell_collections, layer_methods
+from tf1gradfix.constructs import builders, cell_collections, layer_methods, layers as layer_rows
 from tf1gradfix.cst.syntax import Refusal, arg, graph_ops, literal_bool, literal_string, matches
-from tf1gradfix.model.nodes import (BuilderModule, Layer, LayerLoop, Listed, OptimizerCall, Optimizer, RnnCell, Statement,
-                                    TrainOp, Variable, VariableGroup, VarList)
+from tf1gradfix.model.nodes import (Bound, BuilderModule, Layer, LayerLoop, LayerSite, Listed, OptimizerCall, Optimizer, RnnCell,
+                                    Statement, TrainOp, Variable, VariableGroup, VariableSite, VarList)
 
 _REGEX = set(".^$*+?{}[]\\|()")
 
 
-def members(program, expr: cst.BaseExpression, before: int, qualified) -> list[str] | None:
-    """Names of the variables `expr` lists at node index `before`, or None when
-    `expr` is not a variable list; Refusal when it is one that cannot be read."""
+def members(program, expr: cst.BaseExpression, before: int, qualified) -> list[Listed] | None:
+    """The variables `expr` lists at node index `before` (their text is written where the
+    emitter named the lists of loops: list_text), or None when `expr` is not a variable
+    list; Refusal when it is one that cannot be read."""
     if isinstance(expr, cst.Name):
         node = program.node(expr.value)
         if isinstance(node, VarList):
@@ -43,7 +49,7 @@ def members(program, expr: cst.BaseExpression, before: int, qualified) -> list[s
             node = program.node(e.value.value) if isinstance(e.value, cst.Name) else None
             if not isinstance(node, Variable):
                 return None
-            out.append(cast(cst.Name, e.value).value)
+            out.append(named(node, cast(cst.Name, e.value).value))
         return out if out else None
     if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, cst.Add):
         left = members(program, expr.left, before, qualified)
@@ -53,11 +59,20 @@ def members(program, expr: cst.BaseExpression, before: int, qualified) -> list[s
         if isinstance(expr.func, cst.Name) and expr.func.value in ("list", "tuple") and expr.func.value not in program.final \
                 and len(expr.args) == 1 and not expr.args[0].keyword and not expr.args[0].star:
             return members(program, expr.args[0].value, before, qualified)
-        found = _collection(program, expr, qualified(expr.func), before, qualified)
-        return None if found is None else [cast(str, entry.text) for entry in found]
+        return _collection(program, expr, qualified(expr.func), before, qualified)
     if isinstance(expr, cst.ListComp):
         return _filtered(program, expr, before, qualified)
     return None
+
+
+def named(node: Variable, text: str) -> Listed:
+    """A variable the program names (`w`), listed."""
+    return Listed(node.index, None, None if node.full_name is None else node.full_name + ":0", node.tf2_name(), text)
+
+
+def loop_entries(entries: list[Listed]) -> list[Listed]:
+    """The entries of a list that a loop made (their text is an index into the loop's lists)."""
+    return [e for e in entries if e.site is not None]
 
 
 def is_collection(call: cst.Call, qualified) -> bool:
@@ -96,12 +111,12 @@ def _collection(program, call: cst.Call, q, before: int, qualified, layers: bool
         extra = [a for a in call.args if a.keyword is not None and a.keyword.value != "scope"]
     if extra or len(call.args) > 2:
         raise Refusal.of(call, "collection_arguments")
-    if any(isinstance(n, LayerLoop) and n.variables for n in program.nodes[:before]):
-        raise Refusal.of(call, "collection_with_variable_loop")
-    if any(isinstance(n, LayerLoop) or isinstance(n, Layer) and not (layers and (_weights(n) is not None
-                                                                           or isinstance(n, RnnCell)))
-           for n in program.nodes[:before]):
-        raise Refusal.of(call, "collection_with_layers")
+    for n in program.nodes[:before]:
+        if isinstance(n, Layer) and not isinstance(n, RnnCell) and not (layers and _weights(n.row, n.bound) is not None) \
+                or isinstance(n, RnnCell) and not layers:
+            raise Refusal.of(call, "collection_with_layers")
+        if isinstance(n, LayerLoop):
+            _check_loop(n, layers, call)
     groups = [n for n in program.nodes[:before] if isinstance(n, VariableGroup)]
     if groups:   # (its members are read by subscript, not by name: not followed through a list of names)
         raise Refusal.of(call, "collection_with_variable_group", name=groups[0].names[0])
@@ -119,7 +134,7 @@ def _collection(program, call: cst.Call, q, before: int, qualified, layers: bool
     scoped: list[tuple[int, Listed]] = []   # a model class's layer methods: (when made, variable), merged in
     cells: list[tuple[tuple[int, int], Listed]] = []   # RNN cells' weights, made where a run ran them
     variables = [n for n in program.nodes[:before] if isinstance(n, Variable) and n.alias_of is None
-                 or isinstance(n, BuilderModule) or isinstance(n, Layer)]
+                 or isinstance(n, (BuilderModule, Layer, LayerLoop))]
     for node in variables:
         if isinstance(node, BuilderModule) and node.method_of is not None:   # (each scope it was called with)
             scoped += [(index, Listed(node.index, text=text)) for index, text in layer_methods.listed(node, prefix, before)]
@@ -144,13 +159,12 @@ def _collection(program, call: cst.Call, q, before: int, qualified, layers: bool
             if node.made is not None and node.made[0] < before:
                 cells += [(node.made, entry) for entry in cell_collections.listed(program, node, prefix, call)]
             continue
-        if isinstance(node, Layer):   # its weights, named `dense/kernel` (Keras 3 names each `kernel`)
-            if which == "trainable" and not node.trainable:
-                continue
-            for weight in _weights(node) or ():
-                if f"{node.full_name}/{weight}".startswith(prefix):
-                    chosen.append(Listed(node.index, weight, f"{node.full_name}/{weight}:0", weight))
-                    scoped.append((node.index, chosen[-1]))
+        if isinstance(node, (Layer, LayerLoop)):   # a layer's weights (`dense/kernel`: Keras 3 names each `kernel`),
+            listed = [] if which == "trainable" and isinstance(node, Layer) and not node.trainable else \
+                _loop_listed(node, which, prefix, call) if isinstance(node, LayerLoop) else \
+                _layer_listed(node.index, node.row, node.bound, node.full_name, which, prefix, call)
+            chosen += listed   # (... a loop's iteration by iteration, each in the order of the body)
+            scoped += [(node.index, entry) for entry in listed]
             continue
         if which == "trainable" and not node.trainable:
             continue
@@ -164,18 +178,77 @@ def _collection(program, call: cst.Call, q, before: int, qualified, layers: bool
     return chosen
 
 
-def _weights(layer: Layer) -> list[str] | None:
-    """The variables a `tf.layers` layer makes, in TF1's order (layers.toml `variables`);
-    None where the table does not list them."""
-    names = layer.row.get("variables") if layer.weights else []
-    if names is None or isinstance(layer, RnnCell):   # (a cell's weights are made where it is run)
+def _weights(row: dict, bound: Bound, which: str = "trainable") -> list[tuple[str, str]] | None:
+    """The variables a layer makes, in TF1's order (layers.toml `variables`): (the Keras layer's
+    attribute, TF1's last name: contrib's `weights` is Keras's `kernel`), those a setting turns
+    off left out (`present`: `use_bias`, `center`, `scale`), the moving statistics last in the
+    global collection; None where the table does not list them."""
+    if not row["weights"]:
+        return []
+    names = row.get("variables")
+    if names is None:
         return None
-    if "use_bias" in layer.bound and literal_bool(layer.bound["use_bias"], "use_bias") is False:
-        return [n for n in names if n != "bias"]
-    return list(names)
+    leaves = dict(names) if isinstance(names, dict) else {name: name for name in names}
+    present = row.get("present", {})
+    out = [(weight, leaf) for weight, leaf in leaves.items() if weight not in present or _setting(row, bound, present[weight])]
+    return out + ([(name, name) for name in row.get("statistics_variables", ())] if which == "global" else [])
 
 
-def _filtered(program, comp: cst.ListComp, before: int, qualified) -> list[str] | None:
+def _setting(row: dict, bound: Bound, setting: str) -> bool:
+    """The Keras setting (`use_bias`) a layer call gives: its own argument, another written as
+    it (contrib's `biases_initializer=None`: `values`), the row's default, else Keras's True."""
+    param = next((p for p, keras in row.get("rename", {}).items() if keras == setting), setting)
+    if param in bound:
+        return literal_bool(bound[param], param) is not False
+    for other, written in row.get("values", {}).items():
+        text = written.get(cst.Module([]).code_for_node(bound[other])) if other in bound else None
+        if text is not None and text.startswith(setting + "="):
+            return text == f"{setting}=True"
+    return row.get("defaults", {}).get(param, "True") == "True"
+
+
+def _layer_listed(index: int, row: dict, bound: Bound, full: str, which: str, prefix: str, call: cst.CSTNode,
+                  site: LayerSite | None = None, iteration: int = 0) -> list[Listed]:
+    """The weights of the layer TF1 named `full` under the scope `prefix` (Keras 3 names each
+    `kernel`); Refusal where TF1's order of them is not known (`unordered`)."""
+    out = [Listed(index, weight, f"{full}/{leaf}:0", weight, site=site, iteration=iteration)
+           for weight, leaf in _weights(row, bound, which) or () if f"{full}/{leaf}".startswith(prefix)]
+    unordered = [e.weight for e in out if e.weight in row.get("unordered", ())]
+    if len(unordered) > 1:
+        raise Refusal.of(call, "collection_weights_order", layer=full, weights=", ".join(f"`{w}`" for w in unordered))
+    return out
+
+
+def _check_loop(node: LayerLoop, layers: bool, call: cst.CSTNode) -> None:
+    """Refusal where the collection cannot list what the loop made: layers outside graph code,
+    weights the table does not list, layers TF1 named at the top of the graph."""
+    for site in node.sites:
+        if not site.row["weights"]:
+            continue
+        if not layers or _weights(site.row, site.bound) is None:
+            raise Refusal.of(call, "collection_with_layers")
+        if node.runs is None or len(site.tf1_names) != node.runs:
+            raise Refusal.of(call, "collection_loop_layers_unnamed", api=layer_rows.symbol_of(site.row))
+
+
+def _loop_listed(node: LayerLoop, which: str, prefix: str, call: cst.CSTNode) -> list[Listed]:
+    """What a loop made, as TF1 listed it: iteration by iteration, in each the variables and
+    layers' weights in the order of the body, under each iteration's TF1 names (loop_names)."""
+    out: list[Listed] = []
+    for k in range(node.runs or 0):
+        for site in node.made():
+            if which == "trainable" and not site.trainable:
+                continue
+            if isinstance(site, VariableSite):
+                name = site.tf1_names[k]
+                if name.startswith(prefix):
+                    out.append(Listed(node.index, None, name + ":0", name + ":0", site=site, iteration=k))
+            elif site.row["weights"]:
+                out += _layer_listed(node.index, site.row, site.bound, site.tf1_names[k], which, prefix, call, site, k)
+    return out
+
+
+def _filtered(program, comp: cst.ListComp, before: int, qualified) -> list[Listed] | None:
     """`[v for v in COLLECTION if PREDICATE(v.name)]`."""
     loop = comp.for_in
     if not isinstance(loop.target, cst.Name) or not isinstance(comp.elt, cst.Name) \
@@ -184,19 +257,19 @@ def _filtered(program, comp: cst.ListComp, before: int, qualified) -> list[str] 
     source = members(program, loop.iter, before, qualified)
     if source is None:
         return None
-    if not all(isinstance(program.node(name), Variable) for name in source):   # (a builder's `enc.w`, `*enc.made...`)
+    if any(e.tf1 is None or isinstance(program.nodes[e.node], BuilderModule) for e in source):   # (`enc.w`, `*enc.made...`)
         raise Refusal.of(comp, "collection_filter_builder")
     if not loop.ifs:
         return source
     var = loop.target.value
     chosen = []
-    for name in source:
-        full = cast(str, program.node(name).full_name)   # (TF1's name, made unique: variables.checked)
-        verdict = predicate(loop.ifs[0].test, var, full + ":0", full)
+    for entry in source:
+        tf1 = cast(str, entry.tf1)   # (TF1's name, made unique: variables.checked; a loop's per iteration)
+        verdict = predicate(loop.ifs[0].test, var, tf1, tf1[:-2])
         if verdict is None:
             raise Refusal.of(loop.ifs[0], "collection_filter_unevaluated")
         if verdict:
-            chosen.append(name)
+            chosen.append(entry)
     return chosen
 
 
@@ -253,14 +326,15 @@ def _name_of(expr, var: str, name: str, op_name: str | None) -> str | None:
 def build(builder, s: Statement) -> bool:
     """A `VarList` for `vs = tf.trainable_variables(...)` (and lists of variables); False if not one.
     It reads the variables it lists: graph code computing from it reaches them (an L2 sum over
-    it trains each one, as TF1's minimize did). A builder's module is reached by its calls only
-    (builder_statistics reads a statement's modules as the builders it calls)."""
+    it trains each one, as TF1's minimize did; a loop's, through the loop). A builder's module
+    is reached by its calls only (builder_statistics reads a statement's modules as the builders
+    it calls)."""
     if not s.one:
         return False
     program = builder.program
     listed = members(program, s.value, len(program.nodes), builder.qualified)
     if listed is None:
         return False
-    read = {program.final[text] for text in listed if isinstance(program.node(text), Variable)}   # (a builder's: by its call)
+    read = {e.node for e in listed if isinstance(program.nodes[e.node], (Variable, LayerLoop))}   # (a builder's: by its call)
     builder.add(s.item, VarList, s.names, s.value, set(s.deps) | read, members=listed)
     return True

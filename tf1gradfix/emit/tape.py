@@ -159,7 +159,7 @@ class TapeEmitter:
         stmt = losses.rewritten_statement(node.stmt, node.called(), self.qualified, self.code, self.tf)
         stmt = dropout.rewritten_statement(stmt, node.called(), self.qualified, self.code)
         if isinstance(node, Computed):   # a variable collection read: the list TF1 held there
-            stmt = graph_collections.rewritten(stmt, node, lambda e: graph_collections.entry_text(self.p, self.state.naming, e))
+            stmt = graph_collections.rewritten(stmt, node, lambda es: graph_collections.list_text(self.p, self.state.naming, es))
         if isinstance(node, Update):   # `tf.assign_add(v, x)` -> `v.assign_add(x)`
             stmt = updates.method_form(stmt, self.qualified)
         text = self.code(stmt)
@@ -326,7 +326,8 @@ class TapeEmitter:
         read = sorted({d for i in sig.nodes if not isinstance(self.p.nodes[i], (OptimizerCall, VarList))
                        for d in self.p.nodes[i].deps if isinstance(self.p.nodes[d], VarList)})
         lists = [self.p.nodes[i] for i in read]
-        return [f"{n.names[0]} = [{', '.join(n.members)}]" for n in lists if isinstance(n, VarList)]
+        return [f"{n.names[0]} = {graph_collections.list_expression(graph_collections.list_text(self.p, self.state.naming, n.members))}"
+                for n in lists if isinstance(n, VarList)]
 
     def _needed(self, sig: Signature, shared: set[int]) -> set[str]:
         names: set[str] = set()
@@ -347,10 +348,15 @@ class TapeEmitter:
             node = self.p.nodes[i]
             if isinstance(node, OptimizerCall) and "loss" in node.bound and node.bound.get("var_list") is not None:
                 # an explicit var_list trains trainable=False variables too
-                top += [v for v in self._var_list(node, node.bound["loss"])
-                        if self.p.node(v) is not None and not self.p.node(v).trainable]
+                listed = var_lists.members(self.p, node.bound["var_list"], node.index, self.qualified)
+                top += [graph_collections.entry_text(self.p, self.state.naming, e)
+                        for e in graph_collections.untrained(self.p, listed or [])]
             if not isinstance(node, Gradients):
                 continue
+            group = self.p.node(node.listed) if node.listed is not None else None
+            if isinstance(group, VarList):   # (a loop's variables in it: not among the names of `xs`)
+                top += [graph_collections.entry_text(self.p, self.state.naming, e)
+                        for e in graph_collections.untrained(self.p, var_lists.loop_entries(group.members))]
             for x in node.xs:
                 xn = self.p.node(x)
                 if isinstance(xn, Placeholder) or isinstance(xn, Variable) and not xn.trainable:
@@ -380,9 +386,7 @@ class TapeEmitter:
             assert isinstance(loss, cst.Name)   # (model.checks)
             variables = self._var_list(node, loss)   # (one list per optimizer: model.checks.check_var_lists)
             vname = self.local("variables")
-            listed = variables[0][1:] if len(variables) == 1 and variables[0].startswith("*[") else \
-                f"[{', '.join(variables)}]"   # (one loop's layers: their comprehension is the list)
-            lines = [f"{vname} = {listed}"]
+            lines = [f"{vname} = {graph_collections.list_expression(variables)}"]   # (one list of one loop's: its comprehension)
             if isinstance(node, ComputeGradients):
                 pairs = f"list(zip({self.tape}.gradient({loss.value}, {vname}), {vname}))"
                 if node.call is node.value:
@@ -438,7 +442,7 @@ class TapeEmitter:
             return [variable_text(v, naming) for v in reached_variables(self.p, self.p.final[loss.value])]
         listed = var_lists.members(self.p, given, node.index, self.qualified)
         assert listed is not None   # (model.checks)
-        return listed
+        return graph_collections.list_text(self.p, naming, listed)
 
     # -- call sites ----------------------------------------------------------
     def call_site(self, site: Site) -> tuple[cst.CSTNode, cst.CSTNode | cst.RemovalSentinel]:

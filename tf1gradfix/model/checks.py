@@ -160,7 +160,7 @@ def _trained(program: Program, node: OptimizerCall, qualified) -> set | None:
     given = node.bound.get("var_list")
     if given is not None:
         members = var_lists.members(program, given, node.index, qualified)
-        return None if members is None else set(members)
+        return None if members is None else {e.key() for e in members}
     loss = node.bound["loss"]
     if not isinstance(node, ComputeGradients) and not (isinstance(loss, cst.Name) and loss.value in program.final):
         return None

@@ -242,6 +242,7 @@ class LayerLoop(LayerNode):
     sites: list[LayerSite]
     statements: list[LoopStatement]
     variables: list[VariableSite] = field(default_factory=list)
+    runs: int | None = None       # how many times it runs, where the file fixes it (variable_loops)
 
     def rows(self) -> list[dict]:
         return [site.row for site in self.sites]
@@ -303,6 +304,12 @@ class Listed:
     text: str | None = None       # how TF2 code names it, where no layer's name decides it
     parts: tuple[str, ...] = ()   # an RNN cell's Keras weight: the TF1 variables it holds blocks of (cell_collections)
     shifted: bool = False         # ... holding a constant more than TF1's (an LSTM's forget bias)
+    site: LayerSite | VariableSite | None = None   # a loop's variable or layer (`node`: the LayerLoop) ...
+    iteration: int = 0            # ... made in this iteration (the index into its list)
+
+    def key(self) -> object:
+        """What tells one listed variable from another (an explicit list's `w` is a collection's `w`)."""
+        return self.text if self.text is not None else (self.node, self.weight, id(self.site), self.iteration, self.parts)
 
 
 @dataclass(eq=False)
@@ -470,7 +477,7 @@ class VarList(Node):
     """A list of variables (a collection read, an explicit list)."""
 
     kind: ClassVar[str] = "varlist"
-    members: list[str]
+    members: list[Listed]
 
 
 # what a graph value cannot be computed from, summarized, or rebound over

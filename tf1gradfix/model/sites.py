@@ -11,8 +11,8 @@ from typing import Any, cast
 import libcst as cst
 from tf1gradfix.constructs import builder_layers, dropout, fed_tensors, savers, updates, var_lists
 from tf1gradfix.model.graph import Item, Program
-from tf1gradfix.model.nodes import (ComputeGradients, Gradients, Init, Node, Optimizer, Placeholder, Static, Tensor, TrainOp,
-                                    Saver, Update, Variable, VariableGroup, VarList)
+from tf1gradfix.model.nodes import (ComputeGradients, Gradients, Init, Listed, Node, Optimizer, Placeholder, Static, Tensor,
+                                    TrainOp, Saver, Update, Variable, VariableGroup, VarList)
 from tf1gradfix.cst.syntax import Refusal, arg, bound_names, free_names, fresh_name, graph_ops, loads, matches
 from tf1gradfix.cst.walk import children, walk
 
@@ -194,9 +194,16 @@ class HostScan:
         listed = var_lists.members(self.p, call, len(self.p.nodes), qualified)
         if listed is None:
             return False
-        builder_layers.check_host_list(self.p, listed, call)
-        self.variable_lists[call] = f"[{', '.join(listed)}]"
+        self.variable_lists[call] = f"[{', '.join(self._host_list(listed, call))}]"
         return True
+
+    def _host_list(self, listed: list[Listed], call: cst.Call) -> list[str]:
+        """The names of a variable list the host reads; Refusal for a loop's variables (their
+        lists are named when the TF2 program is written) and a layer builder's."""
+        if var_lists.loop_entries(listed):
+            raise Refusal.of(call, "collection_loop_read_by_host")
+        builder_layers.check_host_list(self.p, listed, call)
+        return [cast(str, e.text) for e in listed]
 
     def _step_read(self, call: cst.Call) -> bool:
         """`tf.train.global_step(sess, step)`: the counter's value, a Python int as TF1 gave it."""
@@ -303,8 +310,7 @@ class HostScan:
         listed = self.p.node(fetch.value) if isinstance(fetch, cst.Name) and self.host is None else None
         if isinstance(listed, VarList) and feed is None:
             # `sess.run(g_vars)`: the values of the variables it lists, in its order
-            builder_layers.check_host_list(self.p, listed.members, call)
-            self.variable_lists[call] = f"[v.numpy() for v in [{', '.join(listed.members)}]]"
+            self.variable_lists[call] = f"[v.numpy() for v in [{', '.join(self._host_list(listed.members, call))}]]"
             return
         structure, fetches = self._fetches(fetch)
         if structure == "init":

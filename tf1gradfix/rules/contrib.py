@@ -41,5 +41,6 @@ def layer_rows() -> dict[str, dict]:
 def variable_aliases() -> dict[str, list[str]]:
     """Keras variable name -> the names contrib layers give the same weight (`kernel` -> `weights`),
     for the verifier, which gives each migrated variable the original's initial value by name."""
-    pairs = {(keras, tf1) for r in table().get("layer", {}).values() for keras, tf1 in r.get("variables", {}).items()}
+    pairs = {(keras, tf1) for r in table().get("layer", {}).values() if isinstance(r.get("variables"), dict)
+             for keras, tf1 in r["variables"].items()}
     return {keras: sorted(tf1 for k, tf1 in pairs if k == keras) for keras, _ in pairs}
