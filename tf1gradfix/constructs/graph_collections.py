@@ -13,7 +13,7 @@ TF1 and the filter goes, with a note. The statement reads the selected variables
 so a loss through it trains each, as TF1's `minimize` did. A layer's weights exist
 once Keras called it: each run must call the layer before the statement. After a loop
 that made variables, the list holds them iteration by iteration under each iteration's
-TF1 name, written from the loop's lists (variable_loops.listed_text).
+TF1 name, written from the loop's lists (loop_lists.listed_text).
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from typing import cast
 
 import libcst as cst
 
-from tf1gradfix.constructs import cell_collections, var_lists, variable_factories, variable_loops
+from tf1gradfix.constructs import cell_collections, loop_lists, var_lists, variable_factories
 from tf1gradfix.cst.syntax import Refusal, loads
 from tf1gradfix.cst.walk import walk
 from tf1gradfix.model.nodes import (BuilderModule, CollectionRead, Computed, Layer, LayerCall, LayerLoop, LayerLoopCall,
@@ -154,14 +154,14 @@ def _layer_name(program, entry: Listed) -> str:
 
 def list_text(program, naming, entries: list[Listed]) -> list[str]:
     """How the step function writes listed variables (`w1`, `dense.kernel`; a loop's from the
-    lists the emitter named, variable_loops.listed_text), in their order (`naming`: emit.naming)."""
+    lists the emitter named, loop_lists.listed_text), in their order (`naming`: emit.naming)."""
     out: list[str] = []
     k = 0
     while k < len(entries):
         entry = entries[k]
         if entry.site is not None:   # (a loop's entries come together: it is one node)
             end = next((j for j in range(k, len(entries)) if entries[j].node != entry.node), len(entries))
-            out += variable_loops.listed_text(cast(LayerLoop, program.nodes[entry.node]), entries[k:end], naming.lists)
+            out += loop_lists.listed_text(cast(LayerLoop, program.nodes[entry.node]), entries[k:end], naming.lists)
             k = end
             continue
         out.append(entry_text(program, naming, entry))
@@ -177,7 +177,7 @@ def list_expression(texts: list[str]) -> str:
 def entry_text(program, naming, entry: Listed) -> str:
     """How the step function names one listed variable (`w1`, `dense.kernel`, `W_variables[1]`)."""
     if entry.site is not None:
-        return variable_loops.entry_text(entry, naming.lists)
+        return loop_lists.entry_text(entry, naming.lists)
     if entry.text is not None:
         return entry.text
     return f"{naming.layers[program.nodes[entry.node]]}.{entry.weight}"

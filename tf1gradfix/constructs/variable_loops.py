@@ -18,7 +18,7 @@ of layers, as in a loop of layers alone (loop_layers.loop_model), called with th
 training mode and, under the loop's variable scopes, named as TF1 named them
 (loop_layers); a loop of layers under such scopes is read here too. The trainable
 variables are listed in TF1's order: iteration by iteration; a variable collection read
-after the loop lists them so too (var_lists, written here: listed_text).
+after the loop lists them so too (var_lists, written by loop_lists.listed_text).
 
 The loop must run over values the file fixes (host_values), so each iteration's
 names are known before it runs: a name must differ from iteration to iteration and
@@ -37,7 +37,7 @@ from tf1gradfix.constructs import graph_loops, host_values, layers, loop_layers,
 from tf1gradfix.constructs.loop_names import Scoped
 from tf1gradfix.cst.syntax import Refusal, arg, bound_names, loads, names_as_attributes
 from tf1gradfix.cst.walk import walk
-from tf1gradfix.model.nodes import LayerLoop, LayerLoopCall, LayerSite, Listed, LoopStatement, Tensor, VariableSite
+from tf1gradfix.model.nodes import LayerLoop, LayerLoopCall, LayerSite, LoopStatement, Tensor, VariableSite
 
 SCOPES = {"tensorflow.name_scope": "name", "tensorflow.variable_scope": "name_or_scope"}
 
@@ -280,34 +280,3 @@ def variables_text(node: LayerLoop, lists: dict) -> str:
         return f"*[v for made in zip({', '.join(lists[s] for s in sites)}) for v in made]"
     parts = [f"made[{k}]" if isinstance(s, VariableSite) else f"*made[{k}].trainable_variables" for k, s in enumerate(sites)]
     return f"*[v for made in zip({', '.join(lists[s] for s in sites)}) for v in ({', '.join(parts)})]"
-
-
-def listed_text(node: LayerLoop, entries: list[Listed], lists: dict) -> list[str]:
-    """How a list names what the loop made that a collection listed (`entries`, in TF1's order):
-    where every iteration lists the same variables and weights, the loop's lists zipped
-    (`*[v for made in zip(W_variables, norm_layers) for v in (made[0], made[1].beta)]`), else
-    each by its iteration (`W_variables[1]`, `norm_layers[1].beta`)."""
-    pattern = [(e.site, e.weight) for e in entries if e.iteration == 0]
-    runs = node.runs or 0
-    uniform = bool(pattern) and len(entries) == runs * len(pattern) and all(
-        (e.iteration, e.site, e.weight) == (k // len(pattern), *pattern[k % len(pattern)]) for k, e in enumerate(entries))
-    if not uniform:
-        return [entry_text(e, lists) for e in entries]
-    sites = list(dict.fromkeys(site for site, _ in pattern))
-    if len(sites) == 1:   # (one list: its members, or their weights)
-        if pattern == [(sites[0], None)]:
-            return [f"*{lists[sites[0]]}"]
-        parts = [f"made.{weight}" for _, weight in pattern]
-        made = f"made.{pattern[0][1]}" if len(parts) == 1 else None
-        return [f"*[{made} for made in {lists[sites[0]]}]" if made else
-                f"*[v for made in {lists[sites[0]]} for v in ({', '.join(parts)})]"]
-    zipped = f"zip({', '.join(lists[s] for s in sites)})"
-    if [site for site, _ in pattern] == sites and all(weight is None for _, weight in pattern):
-        return [f"*[v for made in {zipped} for v in made]"]
-    parts = [f"made[{sites.index(site)}]" + (f".{weight}" if weight else "") for site, weight in pattern]
-    return [f"*[v for made in {zipped} for v in ({', '.join(parts)})]"]
-
-
-def entry_text(entry: Listed, lists: dict) -> str:
-    """One variable (or layer weight) the loop made, by its iteration: `W_variables[1]`, `norm_layers[1].beta`."""
-    return f"{lists[entry.site]}[{entry.iteration}]" + (f".{entry.weight}" if entry.weight else "")
