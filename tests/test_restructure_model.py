@@ -594,3 +594,20 @@ def test_a_default_s_dtype_is_the_one_tf1_infers(default, dtype):
             print(sess.run(y))
         """)
     assert f"tf.TensorSpec(shape=[], dtype=tf.{dtype})" in rewrite(source).new_module.code
+
+
+def test_a_mode_flag_a_run_does_not_feed_is_refused_as_unfed():
+    """TF1 fails on a run that needs a bool placeholder it does not feed: the reason says so."""
+    source = textwrap.dedent('''\
+        import numpy as np
+        import tensorflow as tf
+        x = tf.placeholder(tf.float32, [None, 3])
+        training = tf.placeholder(tf.bool, [])
+        h = tf.layers.batch_normalization(x, training=training)
+        out = tf.layers.dense(h, 1)
+        with tf.Session() as sess:
+            sess.run(tf.global_variables_initializer())
+            print(sess.run(out, {x: np.ones([2, 3])}))
+        ''')
+    messages = [d[3] for d in rewrite(source).diagnostics]
+    assert any("placeholder `training` is needed but not fed" in m for m in messages), messages

@@ -65,6 +65,8 @@ def _flag_values(program: Program, site: Site, flags: set[str]) -> dict[str, str
         if value is None and site.feed_name is not None:
             raise Refusal.of(site.call, "mode_flag_feed_elsewhere", name=name)
         value = value if value is not None else _placeholder(program, name).default
+        if value is None:   # (neither fed nor defaulted: TF1 fails on the run)
+            raise Refusal.of(site.call, "placeholder_not_fed", name=name)
         if not (isinstance(value, cst.Name) and value.value in ("True", "False")):
             raise Refusal.of(value if value is not None else site.call, "mode_flag_value", name=name)
         out[name] = value.value
