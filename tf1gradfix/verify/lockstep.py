@@ -142,22 +142,26 @@ def agreement(cmp: cmp_mod.Comparison) -> tuple[float, float]:
 
 def after_plain_run(result, mode: str, original, migrated, steps, program_args, swap) -> None:
     """Run the pair again in lockstep when the plain run diverged only by drift ("auto"), or
-    whenever lockstep can follow the program ("always"); "off": never."""
+    whenever lockstep can follow the program ("always"; a plain divergence it cannot clear
+    stays DIVERGED); "off": never."""
     if mode == "off" or result.verdict not in ("EQUIVALENT", "DIVERGED"):
         return
-    if result.verdict == "DIVERGED":
-        why = not_eligible(result)
-        if why is not None:
+    why = not_eligible(result) if result.verdict == "DIVERGED" else None
+    runnable = not_runnable(result)
+    if mode == "auto" and (why is not None or result.verdict == "EQUIVALENT") or runnable is not None:
+        if result.verdict == "DIVERGED":
+            why = why or (runnable, True)
             result.lockstep = LockstepResult("not tried", why[0])
             if why[1]:
                 result.reason += f"; not retried in lockstep: {why[0]}"
-            return
-    elif mode != "always" or not_runnable(result) is not None:
         return
     t0 = time.monotonic()
     outcome = run(result, original, migrated, steps, program_args, swap)
     outcome.drift = drift(result.comparison)
     outcome.elapsed = time.monotonic() - t0
+    if why is not None:   # a plain divergence lockstep cannot clear: recorded, the verdict stays
+        result.lockstep = outcome
+        return
     conclude(result, outcome)
 
 
@@ -203,17 +207,18 @@ def conclude(result, outcome: LockstepResult) -> None:
     """The verdict given the lockstep run: its divergence is DIVERGED; its agreement clears a
     plain run that drifted; a refused or failed lockstep run leaves the plain verdict."""
     result.lockstep = outcome
-    plain = outcome.drift
-    if outcome.status == "diverged":
+    plain, cmp = outcome.drift, outcome.comparison
+    if outcome.status == "diverged" and cmp is not None and cmp.first is not None:
         result.verdict = "DIVERGED"
-        result.reason = (f"lockstep: {outcome.comparison.first.describe()}, from the original's state at that "
+        result.reason = (f"lockstep: {cmp.first.describe()}, from the original's state at that "
                          "step" + (f"; the plain run first diverged at {plain['first']}" if plain["first"] else
                                    "; the plain run agreed"))
-    elif outcome.status == "agreed":
-        rel, abs_ = agreement(outcome.comparison)
-        compared = sum(s.compared for s in outcome.comparison.stats.values())
-        agrees = (f"every step agrees to {rel:.2g} relative ({abs_:.2g} absolute) from the same state "
-                  f"({compared} quantities within rtol={result.rtol:g}, atol={result.atol:g})")
+    elif outcome.status == "agreed" and cmp is not None:
+        rel, abs_ = agreement(cmp)
+        compared = sum(s.compared for s in cmp.stats.values())
+        closest = f"{rel:.2g} relative beyond atol, " if rel else ""
+        agrees = (f"every step agrees from the same state (largest error {closest}{abs_:.2g} absolute; {compared} "
+                  f"quantities within rtol={result.rtol:g}, atol={result.atol:g})")
         if result.verdict == "EQUIVALENT":
             result.reason += f"; lockstep: {agrees}"
             return

@@ -58,8 +58,8 @@ def write(path: str, arrays: dict, meta: dict) -> None:
     """`arrays` (name -> array) and `meta` (JSON) in one file, written aside and renamed."""
     names = list(arrays)
     tmp = f"{path}.tmp{os.getpid()}.npz"
-    np.savez(tmp, __meta__=np.array(json.dumps({**meta, "names": names})),
-             **{f"a{i}": np.asarray(arrays[n]) for i, n in enumerate(names)})
+    payload = {f"a{i}": np.asarray(arrays[n]) for i, n in enumerate(names)}
+    np.savez(tmp, __meta__=np.array(json.dumps({**meta, "names": names})), **payload)  # type: ignore[arg-type]
     os.replace(tmp, path)
 
 

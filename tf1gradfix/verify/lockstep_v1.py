@@ -79,7 +79,7 @@ class StateRecorder:
         """The gradients each optimizer applied in training run `step` (layout: V1Tracer.extra_fetches)."""
         if self.off or files.stopped(self.folder):
             return
-        arrays, applies, pos = {}, [], 0
+        arrays, applies, pos = {}, [], 0   # type: ignore[var-annotated]
         for kind, _entry, nloss, names in layout:
             pos += nloss
             grads, pos = values[pos:pos + len(names)], pos + len(names)

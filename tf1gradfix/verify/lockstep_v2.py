@@ -65,7 +65,7 @@ def compare_change(before, after, mine, rtol: float, atol: float) -> dict:
         return {"ok": same, "reason": "" if same else "values differ", "elements": int(after.size),
                 "abs_err": 0.0, "rel_err": 0.0, "max_abs_err": 0.0, "max_rel_err": 0.0}
     d_o, d_m = _change(before, after), _change(before, mine)
-    ulp = 0.0
+    ulp: object = 0.0
     if after.dtype.kind == "f":
         with np.errstate(invalid="ignore"):
             ulp = np.spacing(np.maximum(np.abs(after), np.abs(mine.astype(after.dtype)))).astype(np.float64)
@@ -87,11 +87,11 @@ class Lockstep:
         self.folder = files.folder(tracer.trace.dir)
         rtol, atol = os.environ.get(files.TOLERANCES_ENV, "").split() or ("0.001", "1e-6")
         self.rtol, self.atol = float(rtol), float(atol)
-        self.base = None            # (K, arrays, meta): the original's state before the step in progress
+        self.base: tuple | None = None   # (K, arrays, meta): the original's state before the step in progress
         self.trains: dict = {}      # id(tf.function) -> whether its last call trained
         self.optimizers: list = []  # the optimizers the migration applied, checked against the table
         self.rows: dict = {}        # id(optimizer) -> its row (None: a kept v1 optimizer)
-        self.grads = None           # (K, arrays, meta): the gradients the original applied in step K
+        self.grads: tuple | None = None  # (K, arrays, meta): the gradients the original applied in step K
         self.applies = 0            # updates of the step in progress
         self.built: set = set()     # optimizers whose state was checked after their first update
 
@@ -171,7 +171,7 @@ class Lockstep:
 
     def keras_slots(self, opt, meta: dict) -> dict:
         """The Keras optimizer's slots as the original's slot variables (label -> array)."""
-        row, out, cells = self.rows[id(opt)], {}, {}
+        row, out, cells = self.rows[id(opt)], {}, {}   # type: ignore[var-annotated]
         for i, var in enumerate(opt._trainable_variables):
             name = self.tracer.source_name(var, i)
             for v1_slot, attr in row["slots"].items():
