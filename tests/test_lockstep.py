@@ -90,6 +90,7 @@ class _Result:
         self.comparison.stats["applied update"].compared = applied
         self.functions = {"graph_calls": 19, "eager_calls": 1} if functions is None else functions
         self.lockstep = None
+        self.original = self.migrated = type("Side", (), {"status": "ok"})()
 
 
 def _div(quantity, step, name="w", rel=2e-3, reason=""):
@@ -287,3 +288,28 @@ def _toml_row(row: dict) -> str:
             return "true" if v else "false"
         return f'"{v}"' if isinstance(v, str) else repr(v)
     return "[[state]]\n" + "\n".join(f"{k} = {value(v)}" for k, v in row.items()) + "\n"
+
+
+def test_reports_say_which_check_proved_the_verdict():
+    from tf1gradfix.verify import report
+    from tf1gradfix.verify.orchestrate import SideResult, VerifyResult
+
+    plain = Comparison(divergences=[_div("gradient", 6, rel=0.002)], steps=20)
+    plain.stats["gradient"].compared = 40
+    result = VerifyResult("DIVERGED", "plain", SideResult("original", "a.py", "ok"), SideResult("migrated", "b.py", "ok"),
+                          plain)
+    cmp = Comparison()
+    lockstep.record_changes(cmp, _changes(True))
+    lockstep.conclude(result, lockstep.LockstepResult("agreed", "", cmp, lockstep.drift(plain), 1.5))
+    text = report.summary(result)
+    assert text.startswith("EQUIVALENT: lockstep: 1 of 20 steps drifted past tolerance in the plain run")
+    assert "first divergence of the plain run (drift: every step agrees in lockstep): step 6" in text
+    assert "  lockstep: agreed, 1.5 s (each step from the original's state" in text
+    assert "step change          1 compared" in text
+    markdown = report.to_markdown(result)
+    assert "Lockstep: agreed." in markdown and "| step change | 1 |" in markdown
+    junit = report.to_junit(result).getroot().find("testsuite")
+    assert [c.get("name") for c in junit.findall("testcase")][-1] == "lockstep"
+    data = result.to_json()
+    assert data["proved_by"] == "lockstep" and data["lockstep"]["status"] == "agreed"
+    assert data["lockstep"]["comparison"]["by_kind"]["step change"]["compared"] == 1

@@ -59,14 +59,17 @@ def not_eligible(result) -> tuple[str, bool] | None:
     c = result.comparison
     if result.verdict != "DIVERGED" or c is None:
         return "the plain run did not diverge", False
-    for d in c.divergences:
+    shown = None
+    for d in sorted(c.divergences, key=lambda d: d.order):
         if d.quantity in ("printed number", "printed text", "plotted value"):
-            return (f"the plain run differs in a {d.quantity}, and lockstep overwrites the state it is computed "
-                    "from, so it cannot clear that", True)
-        if d.abs_err is None or d.reason or d.quantity not in DRIFT_KINDS + ("final value",):
+            shown = shown or d
+        elif d.abs_err is None or d.reason or d.quantity not in DRIFT_KINDS + ("final value",):
             return f"the plain run differs in what it computes, not only in values ({_short(d)})", False
-        if d.quantity in DRIFT_KINDS and (d.step or 0) < 2:
+        elif d.quantity in DRIFT_KINDS and (d.step or 0) < 2:
             return "the plain run differs at step 1, before anything could drift", False
+    if shown is not None:
+        return (f"the plain run differs in a {shown.quantity}, and lockstep overwrites the state it is computed "
+                "from, so it cannot clear that", True)
     why = not_runnable(result)
     return (why, True) if why else None
 
@@ -76,6 +79,8 @@ def not_runnable(result) -> str | None:
     c = result.comparison
     if c is None or not c.steps:
         return "no training step was compared"
+    if "timeout" in (result.original.status, result.migrated.status):
+        return "the plain run timed out (a second run would too)"
     functions = result.functions or {}
     if not functions.get("graph_calls", 0) + functions.get("eager_calls", 0):
         return ("the migration trains outside any tf.function, and lockstep starts each step from the original's "
