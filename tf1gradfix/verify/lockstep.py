@@ -152,13 +152,16 @@ def after_plain_run(result, mode: str, original, migrated, steps, program_args, 
     if mode == "off" or result.verdict not in ("EQUIVALENT", "DIVERGED"):
         return
     why = not_eligible(result) if result.verdict == "DIVERGED" else None
-    runnable = not_runnable(result)
-    if mode == "auto" and (why is not None or result.verdict == "EQUIVALENT") or runnable is not None:
-        if result.verdict == "DIVERGED":
-            why = why or (runnable, True)
+    if mode == "auto" and (why is not None or result.verdict == "EQUIVALENT"):
+        if why is not None:
             result.lockstep = LockstepResult("not tried", why[0])
             if why[1]:
                 result.reason += f"; not retried in lockstep: {why[0]}"
+        return
+    runnable = not_runnable(result)
+    if runnable is not None:   # ("always": a program lockstep cannot follow)
+        if result.verdict == "DIVERGED":
+            result.lockstep = LockstepResult("not tried", runnable)
         return
     t0 = time.monotonic()
     outcome = run(result, original, migrated, steps, program_args, swap)

@@ -61,10 +61,17 @@ class StateRecorder:
         values = self.tracer.orig_run(sess, gvars) if gvars else []
         return {self.tracer.label(sess.graph, v.name): value for v, value in zip(gvars, values)}
 
-    def before_run(self, sess, step: int) -> None:
-        """Before training run `step` (1-based): write the state it starts from."""
+    def guarded(self, what, *args) -> None:
+        """A fault of the recorder refuses lockstep; the program's run goes on as it would."""
         if self.off or files.stopped(self.folder):
             return
+        try:
+            what(*args)
+        except Exception as exc:  # noqa: BLE001
+            self.refuse(f"the original's state could not be recorded ({type(exc).__name__}: {exc})"[:400])
+
+    def before_run(self, sess, step: int) -> None:
+        """Before training run `step` (1-based): write the state it starts from."""
         if self.graph is None:
             self.graph = sess.graph
         elif sess.graph is not self.graph:
@@ -77,8 +84,6 @@ class StateRecorder:
 
     def after_run(self, step: int, layout: list, values: list) -> None:
         """The gradients each optimizer applied in training run `step` (layout: V1Tracer.extra_fetches)."""
-        if self.off or files.stopped(self.folder):
-            return
         arrays, applies, pos = {}, [], 0   # type: ignore[var-annotated]
         for kind, _entry, nloss, names in layout:
             pos += nloss

@@ -209,7 +209,7 @@ class V1Tracer(rc.Reentrancy):
             budget.stop_here(self.trace, self.budget, self.at_exit)
         step = self.budget.steps + 1
         if training and self.lockstep is not None:
-            self.lockstep.before_run(sess, step)
+            self.lockstep.guarded(self.lockstep.before_run, sess, step)
         self.draws.begin_run(training, self.budget.steps, sites)
         try:
             if extra or preds:
@@ -231,7 +231,7 @@ class V1Tracer(rc.Reentrancy):
             if extra:
                 self.emit(layout, values[:len(extra)])
             if training and self.lockstep is not None:
-                self.lockstep.after_run(step, layout, values[:len(extra)])
+                self.lockstep.guarded(self.lockstep.after_run, step, layout, values[:len(extra)])
                 self.steps += sum(1 for kind, *_ in layout if kind == "compute")
             self.maybe_snapshot_init(sess)
         except Exception as exc:  # noqa: BLE001
