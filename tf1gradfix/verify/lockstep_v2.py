@@ -355,6 +355,10 @@ class Lockstep:
         self.built.add(id(opt))
         row, tracer = self.rows[id(opt)], self.tracer
         if row is not None:
+            for v1_slot, attr in row["slots"].items():
+                if len(getattr(opt, attr, None) or ()) != len(opt._trainable_variables):
+                    self.refuse(f"Keras {type(opt).__name__} keeps no {attr.lstrip('_')} for each variable where "
+                                f"v1 {row['v1']} keeps the slot {v1_slot!r}")
             mapped = {id(v) for attr in row["slots"].values() for v in getattr(opt, attr)}
             own = {id(opt.iterations), id(getattr(opt, "_learning_rate", None))}
             other = [getattr(v, "path", None) or v.name for v in opt.variables if id(v) not in mapped | own]
