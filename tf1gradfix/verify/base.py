@@ -79,7 +79,8 @@ def run(args) -> int:
             continue
         try:
             result = verify_pair(original, current, rtol=args.rtol, atol=args.atol, timeout=args.timeout,
-                                 steps=args.steps, program_args=getattr(args, "program_args", ()))
+                                 steps=args.steps, program_args=getattr(args, "program_args", ()),
+                                 lockstep_mode=getattr(args, "lockstep", "auto"))
         finally:
             original.unlink(missing_ok=True)
             stopping.forget(str(original))

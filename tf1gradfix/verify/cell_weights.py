@@ -75,9 +75,11 @@ class Cell:
         shift = self.layout.get("shift")
         return self.shift if shift is not None and shift[0] == leaf and shift[1] == b else 0.0
 
-    def keras_value(self, leaf: str, init: dict) -> np.ndarray:
-        """The Keras weight `leaf` made of the original's initial values."""
-        parts = [init[name][source] + self.offset(leaf, b) for b, name, _, source in self.blocks(leaf)]
+    def keras_value(self, leaf: str, init: dict, values: bool = True) -> np.ndarray:
+        """The Keras weight `leaf` made of the original's initial values; `values`: add the
+        shift (a gradient or an optimizer slot has none)."""
+        parts = [init[name][source] + (self.offset(leaf, b) if values else 0.0)
+                 for b, name, _, source in self.blocks(leaf)]
         return np.concatenate(parts, axis=-1)
 
     def fold(self, arrays: dict, values: bool) -> dict | None:
@@ -135,6 +137,9 @@ class CellWeights:
                     return Cell(layout, units, prefix, shapes, float(bool(getattr(cell, shift[2]))) if shift else 0.0)
         return None
 
+    def by_prefix(self, prefix: str) -> Cell | None:
+        return next((c for c in self.cells.values() if c is not None and c.prefix == prefix), None)
+
     def fold(self, named: dict, values: bool, encode=None, decode=None) -> dict:
         """`named` (trace name -> array, or encoded array) with each paired cell's Keras
         weights replaced by the original variables they make up."""
@@ -143,7 +148,7 @@ class CellWeights:
             if not name.endswith(MARK):
                 continue
             prefix, _, leaf = name[: -len(MARK)].rpartition("/")
-            cell = next((c for c in (c for c in self.cells.values() if c is not None) if c.prefix == prefix), None)
+            cell = self.by_prefix(prefix)
             if cell is not None:
                 groups.setdefault(id(cell), {"cell": cell, "names": [], "arrays": {}})
                 group = groups[id(cell)]

@@ -44,6 +44,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--steps", type=positive_int, default=None, metavar="N",
                         help="stop both programs after N training steps and compare up to there "
                              "(default: run them whole; see TOLERANCES.md)")
+    parser.add_argument("--lockstep", choices=("auto", "off", "always"), default="auto",
+                        help="run the pair again with every step of the migration started from the original's "
+                             "state: when the plain run diverged only by drift after step 1 (auto, the default), "
+                             "never (off), or whenever it can follow the program (always); see TOLERANCES.md")
     parser.add_argument("--json", metavar="FILE", help="write the full result as JSON")
     parser.add_argument("--junit", metavar="FILE", help="write JUnit XML (one testcase per quantity kind)")
     parser.add_argument("--markdown", metavar="FILE", help="write a Markdown summary (for CI job summaries)")
@@ -83,7 +87,8 @@ def run(args: argparse.Namespace) -> int:
     args.original, args.migrated = args.paths
     result = verify_pair(Path(args.original), Path(args.migrated),
                          rtol=args.rtol, atol=args.atol, timeout=args.timeout,
-                         steps=args.steps, program_args=getattr(args, "program_args", ()))
+                         steps=args.steps, program_args=getattr(args, "program_args", ()),
+                         lockstep_mode=args.lockstep)
     print(report.summary(result))
     report.write_reports(result, json=args.json, junit=args.junit,
                          markdown=args.markdown, plot=args.plot)

@@ -62,7 +62,7 @@ class Divergence:
     def describe(self) -> str:
         where = f"step {self.step}, " if self.step is not None else ""
         what = self.quantity + (f" of {self.name}" if self.name and self.quantity in
-                                ("gradient", "applied update", "final value") else
+                                ("gradient", "applied update", "final value", "step change") else
                                 (f" ({self.name})" if self.name else ""))
         text = f"{where}{what}"
         if self.reason:
@@ -86,6 +86,7 @@ class KindStats:
     max_abs_err: float = 0.0
     max_rel_err: float = 0.0
     diverged: int = 0
+    max_rel_beyond_atol: float = 0.0   # the largest relative error of an element whose absolute error exceeds atol
 
 
 @dataclass
@@ -161,14 +162,15 @@ def closeness(a, b, rtol: float, atol: float, extra_tol=0.0) -> dict:
     """:func:`check` plus the largest difference (``max_abs_err`` at ``max_index``), for the statistics."""
     a, b = np.asarray(a), np.asarray(b)
     out = {"ok": False, "abs_err": None, "rel_err": None, "index": None, "reason": "",
-           "max_abs_err": None, "max_rel_err": None, "max_index": None}
+           "max_abs_err": None, "max_rel_err": None, "max_index": None, "rel_beyond_atol": None}
     if a.shape != b.shape:
         return {**out, "reason": f"shape {list(a.shape)} vs {list(b.shape)}"}
     if a.dtype.kind not in "fciub" or b.dtype.kind not in "fciub":
         same = bool(np.array_equal(a, b))
         return {**out, "ok": same, "reason": "" if same else "values differ"}
     if a.size == 0:
-        return {**out, "ok": True, "abs_err": 0.0, "rel_err": 0.0, "max_abs_err": 0.0, "max_rel_err": 0.0}
+        return {**out, "ok": True, "abs_err": 0.0, "rel_err": 0.0, "max_abs_err": 0.0, "max_rel_err": 0.0,
+                "rel_beyond_atol": 0.0}
     a64, b64 = a.astype(np.float64), b.astype(np.float64)
     nan_a, nan_b = np.isnan(a64), np.isnan(b64)
     both_nan = nan_a & nan_b
@@ -192,6 +194,7 @@ def closeness(a, b, rtol: float, atol: float, extra_tol=0.0) -> dict:
 
     largest = int(np.argmax(diff))
     out["max_abs_err"], out["max_rel_err"], out["max_index"] = at(largest)
+    out["rel_beyond_atol"] = float(np.max(np.where(diff > atol, rel, 0.0)))
     out["max_ok"] = not bool(bad.reshape(-1)[largest])
     out["ok"] = not bool(bad.any())
     out["abs_err"], out["rel_err"], out["index"] = at(largest if out["ok"] else int(np.argmax(over)))
@@ -208,6 +211,7 @@ def _record(cmp: Comparison, kind: str, a, b, rtol, atol, *, step, name, order, 
     if c["max_abs_err"] is not None and math.isfinite(c["max_abs_err"]):
         st.max_abs_err = max(st.max_abs_err, c["max_abs_err"])
         st.max_rel_err = max(st.max_rel_err, c["max_rel_err"])
+        st.max_rel_beyond_atol = max(st.max_rel_beyond_atol, c.get("rel_beyond_atol") or 0.0)
     elif c["max_abs_err"] is not None:
         st.max_abs_err = st.max_rel_err = math.inf
     if not ok:

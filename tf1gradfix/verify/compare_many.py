@@ -58,6 +58,7 @@ def _test(batch: list, rtol: float, atol: float, out: list) -> None:
         rel = np.where(diff == 0, 0.0, diff / np.maximum(scale, np.finfo(np.float64).tiny))
     failed = np.logical_or.reduceat(bad, starts)
     largest = np.maximum.reduceat(diff, starts)
+    beyond = np.maximum.reduceat(np.where(diff > atol, rel, 0.0), starts)
     hits = np.flatnonzero(diff == np.repeat(largest, sizes))
     first = hits[np.searchsorted(hits, starts)]      # np.argmax: the first largest element
     for j, (i, a, _) in enumerate(batch):
@@ -67,4 +68,5 @@ def _test(batch: list, rtol: float, atol: float, out: list) -> None:
         index = [int(x) for x in np.unravel_index(k - int(starts[j]), a.shape)] if a.ndim else None
         abs_err, rel_err = float(diff[k]), float(rel[k])
         out[i] = {"ok": True, "abs_err": abs_err, "rel_err": rel_err, "index": index, "reason": "",
-                  "max_abs_err": abs_err, "max_rel_err": rel_err, "max_index": index, "max_ok": True}
+                  "max_abs_err": abs_err, "max_rel_err": rel_err, "max_index": index, "max_ok": True,
+                  "rel_beyond_atol": float(beyond[j])}

@@ -25,7 +25,7 @@ from pathlib import Path
 
 from tf1gradfix.verify import budget
 from tf1gradfix.verify import compare as cmp_mod
-from tf1gradfix.verify import pool, progress
+from tf1gradfix.verify import lockstep, lockstep_files, pool, progress
 from tf1gradfix.verify import aligned_random, random_ops, stopping
 from tf1gradfix.verify.runner_common import ORIGINAL_DONE, VERIFIER_PID
 
@@ -79,6 +79,7 @@ class VerifyResult:
     elapsed: float = 0.0
     random_numbers: dict = field(default_factory=dict)   # role -> {"ops", "draws"} drawn aligned
     functions: dict = field(default_factory=dict)   # the migration's tf.function calls run as graphs / eagerly
+    lockstep: lockstep.LockstepResult | None = None  # the second, lockstep run (lockstep.py), when one was made
 
     @property
     def exit_code(self) -> int:
@@ -97,6 +98,8 @@ class VerifyResult:
             "variable_mapping": self.mapping, "unmatched_variables": self.unmatched,
             "comparison": self.comparison.to_json() if self.comparison else None,
             "random_numbers": self.random_numbers, "functions": self.functions,
+            "proved_by": lockstep.proved_by(self),
+            "lockstep": self.lockstep.to_json() if self.lockstep else None,
         }
 
 
@@ -117,10 +120,12 @@ def _env(legacy_keras: bool, timeout: float) -> dict:
 
 
 def _start(module: str, script: Path, trace_dir: str, role: str, timeout: float, env_legacy: bool,
-           extra=(), steps=None):
-    """``extra``: the runner's --cwd and program arguments; ``steps``: the budget (budget.py)."""
+           extra=(), steps=None, more_env=None):
+    """``extra``: the runner's --cwd and program arguments; ``steps``: the budget (budget.py);
+    ``more_env``: variables of this run (a lockstep run's)."""
     env = _env(env_legacy, timeout)
     env[budget.STEPS_ENV] = str(steps or "")
+    env.update(more_env or {})
     with stopping.deferred():   # a warm TensorFlow process forks it (pool.py), or a new one starts
         run = pool.start(env_legacy, [module, trace_dir, str(script), *extra], env, str(script.parent),
                          os.path.join(trace_dir, f"{role}.stdout"), os.path.join(trace_dir, f"{role}.stderr"))
@@ -266,7 +271,7 @@ def _side_status(side: SideResult, events: list, timed_out: bool, killed: bool, 
 
 
 def _run_both(original: Path, migrated: Path, trace_dir: str, timeout: float, steps=None, program_args=(),
-              swap=None):
+              swap=None, more_env=None):
     sides = {"original": SideResult("original", str(original)),
              "migrated": SideResult("migrated", str(migrated))}
     work = stopping.temp_dir("tf1gradfix-cwd-")   # each side writes into its own view of its folder
@@ -277,10 +282,11 @@ def _run_both(original: Path, migrated: Path, trace_dir: str, timeout: float, st
     migrated_args = extra("migrated", migrated)
     if swap:   # a project: the migrated script runs in its view, which holds the migrated modules
         migrated = _swapped(migrated, migrated_args[1], swap)
+    more_env = more_env or {}
     procs = {"original": _start(RUNNERS["original"], original, trace_dir, "original", timeout, True,
-                                extra("original", original), steps),
+                                extra("original", original), steps, more_env.get("original")),
              "migrated": _start(RUNNERS["migrated"], migrated, trace_dir, "migrated", timeout, False,
-                                migrated_args, steps)}
+                                migrated_args, steps, more_env.get("migrated"))}
     start = time.monotonic()
     timed_out, killed = set(), set()
     try:
@@ -343,6 +349,10 @@ def _poll(procs, sides, start, timeout, trace_dir, timed_out, killed, shown) -> 
         if orig.returncode is not None and not os.path.exists(os.path.join(trace_dir, ORIGINAL_DONE)):
             # a migrated side waiting for variables of a later graph stops waiting
             open(os.path.join(trace_dir, ORIGINAL_DONE), "w").close()
+        done = os.path.join(trace_dir, lockstep_files.FOLDER, lockstep_files.MIGRATED_DONE)
+        if procs["migrated"].returncode is not None and os.path.isdir(os.path.dirname(done)) \
+                and not os.path.exists(done):
+            open(done, "w").close()   # an original in lockstep stops handing on its states
         if orig.returncode is not None and procs["migrated"].returncode is None and "original" not in timed_out:
             if _original_failed(trace_dir, orig.returncode):
                 _kill(procs["migrated"])
@@ -370,15 +380,19 @@ def _original_failed(trace_dir: str, returncode: int) -> bool:
 def verify_pair(original: Path, migrated: Path, *, rtol: float = cmp_mod.DEFAULT_RTOL,
                 atol: float = cmp_mod.DEFAULT_ATOL, timeout: float = DEFAULT_TIMEOUT,
                 keep_trace: Path | None = None, steps: int | None = None, program_args=(),
-                swap: dict | None = None) -> VerifyResult:
+                swap: dict | None = None, lockstep_mode: str = "auto") -> VerifyResult:
     """Run both programs concurrently, compare their traces, return the verdict.
 
     ``steps``: stop both after that many training steps (budget.py);
     ``program_args``: the sys.argv[1:] both programs get;
     ``swap``: a project's migrated modules (file name -> bytes), which the migrated
-    program imports in place of those of its folder.
+    program imports in place of those of its folder;
+    ``lockstep_mode``: "auto" runs the pair again in lockstep when the plain run
+    diverged only by drift (lockstep.py), "off" never, "always" whenever it can.
     """
     check_limits(rtol, atol, timeout)
+    if lockstep_mode not in lockstep.MODES:
+        raise ValueError(f"lockstep must be one of {', '.join(lockstep.MODES)}, not {lockstep_mode!r}")
     original, migrated = Path(original).resolve(), Path(migrated).resolve()
     t0 = time.monotonic()
     common = dict(rtol=rtol, atol=atol, timeout=timeout)
@@ -403,6 +417,7 @@ def verify_pair(original: Path, migrated: Path, *, rtol: float = cmp_mod.DEFAULT
         result.unmatched = [{k: e.get(k) for k in ("name", "shape", "trainable")}
                             for e in ev["migrated"] if e["kind"] in ("unmatched", "mismatch")]
         _decide(result, trace_dir, ev, rtol, atol)
+        lockstep.after_plain_run(result, lockstep_mode, original, migrated, steps, program_args, swap)
         budget.after_verdict(result, original, migrated)
         if keep_trace is not None:
             shutil.copytree(trace_dir, keep_trace, dirs_exist_ok=True)

@@ -73,14 +73,46 @@ def summary(result) -> str:
                            + (f", {st.diverged} diverged" if st.diverged else ""))
         first = c.first
         if first is not None:
-            out.append(f"  first divergence: {first.describe()}")
+            out.append(f"  {_first_label(result)}: {first.describe()}")
             if len(c.divergences) > 1:
                 out.append(f"  ({len(c.divergences)} divergent quantities in total)")
         for note in c.notes:
             out.append(f"  note: {note}")
+    out.extend(_lockstep_lines(result))
     out.append(f"  time: {result.elapsed:.1f} s (original {result.original.elapsed:.1f} s, "
                f"migrated {result.migrated.elapsed:.1f} s, run concurrently)")
     return "\n".join(out)
+
+
+def _first_label(result) -> str:
+    ls = getattr(result, "lockstep", None)
+    if ls is not None and ls.status == "agreed" and result.verdict == "EQUIVALENT":
+        return "first divergence of the plain run (drift: every step agrees in lockstep)"
+    return "first divergence" + (" of the plain run" if ls is not None and ls.status == "diverged" else "")
+
+
+LOCKSTEP_COMPARES = ("each step from the original's state: its loss, gradients, applied update and printed "
+                     "output, and the change it made to every variable and optimizer slot given the original's "
+                     "gradients")
+
+
+def _lockstep_lines(result) -> list:
+    """The second, lockstep run (verify/lockstep.py): what it compared and what it found."""
+    ls = getattr(result, "lockstep", None)
+    if ls is None:
+        return []
+    if ls.comparison is None:
+        return [f"  lockstep: {ls.status}" + (f": {ls.reason}" if ls.reason else "")]
+    out = [f"  lockstep: {ls.status}, {ls.elapsed:.1f} s ({LOCKSTEP_COMPARES})"]
+    for kind, st in ls.comparison.stats.items():
+        if st.compared:
+            out.append(f"    {kind:<15} {st.compared:>6} compared, max abs error {_fmt(st.max_abs_err)}, "
+                       f"max rel error beyond atol {_fmt(st.max_rel_beyond_atol)}"
+                       + (f", {st.diverged} diverged" if st.diverged else ""))
+    if ls.comparison.first is not None:
+        out.append(f"    first divergence: {ls.comparison.first.describe()}")
+    out.extend(f"    note: {note}" for note in ls.comparison.notes)
+    return out
 
 
 def to_junit(result) -> ET.ElementTree:
@@ -110,6 +142,14 @@ def to_junit(result) -> ET.ElementTree:
                     f"{st.compared} compared, max abs error {_fmt(st.max_abs_err)}, "
                     f"max rel error {_fmt(st.max_rel_err)}")
             cases.append(case)
+    ls = getattr(result, "lockstep", None)
+    if ls is not None and ls.comparison is not None:
+        case = ET.Element("testcase", classname="tf1gradfix.verify", name="lockstep")
+        if ls.status == "diverged" and ls.comparison.first is not None:
+            ET.SubElement(case, "failure", message=ls.comparison.first.describe(), type="DIVERGED")
+        else:
+            ET.SubElement(case, "system-out").text = f"{ls.status}: {LOCKSTEP_COMPARES}"
+        cases.append(case)
     suite.extend(cases)
     suite.set("tests", str(len(cases)))
     suite.set("failures", str(sum(1 for x in cases if x.find("failure") is not None)))
@@ -133,13 +173,31 @@ def to_markdown(result) -> str:
             lines.append(f"| {kind} | {st.compared} | {_fmt(st.max_abs_err)} | {_fmt(st.max_rel_err)} "
                          f"| {st.diverged} |")
         if c.first is not None:
-            lines += ["", f"First divergence: {c.first.describe()}".replace("|", "\\|")]
+            lines += ["", f"{_first_label(result).capitalize()}: {c.first.describe()}".replace("|", "\\|")]
     else:
         lines.append("| (not compared) | 0 | - | - | - |")
+    lines += _lockstep_markdown(result)
     aligned = aligned_random.describe(getattr(result, "random_numbers", {}))
     lines += [""] + ([f"Random numbers: {aligned}.", ""] if aligned else [])
     lines += [f"Tolerances: rtol={result.rtol:g}, atol={result.atol:g}."]
     return "\n".join(lines) + "\n"
+
+
+def _lockstep_markdown(result) -> list:
+    ls = getattr(result, "lockstep", None)
+    if ls is None:
+        return []
+    head = f"Lockstep: {ls.status}" + (f" ({ls.reason})" if ls.reason else "")
+    lines = ["", head.replace("|", "\\|") + "."]
+    if ls.comparison is not None:
+        lines += [f"The second run compared {LOCKSTEP_COMPARES}.", "",
+                  "| quantity (lockstep) | compared | max abs error | max rel error beyond atol | diverged |",
+                  "| --- | ---: | ---: | ---: | ---: |"]
+        lines += [f"| {kind} | {st.compared} | {_fmt(st.max_abs_err)} | {_fmt(st.max_rel_beyond_atol)} | {st.diverged} |"
+                  for kind, st in ls.comparison.stats.items() if st.compared]
+        if ls.comparison.first is not None:
+            lines += ["", f"First divergence in lockstep: {ls.comparison.first.describe()}".replace("|", "\\|")]
+    return lines
 
 
 def has_loss(result) -> bool:

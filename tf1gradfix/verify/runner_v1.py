@@ -17,7 +17,7 @@ import sys
 import threading
 import weakref
 
-from tf1gradfix.verify import aligned_random, budget, contrib_v1, mnist_data, random_ops
+from tf1gradfix.verify import aligned_random, budget, contrib_v1, lockstep_files, lockstep_v1, mnist_data, random_ops
 from tf1gradfix.verify import runner_common as rc
 
 _WALK_BUDGET = 20000  # graph ops visited per cached ancestor walk
@@ -56,6 +56,8 @@ class V1Tracer(rc.Reentrancy):
         self.draws = aligned_random.GraphDraws(trace)
         self.randomness = random_ops.GraphRandomness(self, self.draws)
         self.budget = budget.StepCounter(budget.limit_from_env())   # a training step is one run
+        self.lockstep = lockstep_v1.StateRecorder(self, float(os.environ.get("TF1GRADFIX_INIT_WAIT", "300"))) \
+            if lockstep_files.active() else None
 
     # -- keys and names -------------------------------------------------
     def tkey(self, t):
@@ -129,6 +131,8 @@ class V1Tracer(rc.Reentrancy):
             if not tracer.busy() and op is not None and hasattr(op, "graph"):
                 grads = [(tracer.var_name(v, i), g) for i, (g, v) in enumerate(gav) if g is not None]
                 tracer.by_op[tracer.okey(op)] = {"grads": grads}
+                if tracer.lockstep is not None:
+                    tracer.lockstep.applied(self, [v for g, v in gav if g is not None])
             return op
 
         Opt.compute_gradients, Opt.apply_gradients = compute_gradients, apply_gradients
@@ -175,6 +179,8 @@ class V1Tracer(rc.Reentrancy):
         def close(self):
             if not getattr(self, "_closed", True) and self is tracer.last_session:
                 tracer.snapshot_final(self)
+                if tracer.lockstep is not None:
+                    tracer.lockstep.final(self, tracer.budget.steps)
             return orig_close(self)
 
         Base.__init__, Base.run, Base.close = __init__, run, close
@@ -201,6 +207,9 @@ class V1Tracer(rc.Reentrancy):
             extra, layout, checks, preds, sites = [], [], [], [], []
         if self.budget.due(training):
             budget.stop_here(self.trace, self.budget, self.at_exit)
+        step = self.budget.steps + 1
+        if training and self.lockstep is not None:
+            self.lockstep.guarded(self.lockstep.before_run, sess, step)
         self.draws.begin_run(training, self.budget.steps, sites)
         try:
             if extra or preds:
@@ -221,6 +230,8 @@ class V1Tracer(rc.Reentrancy):
                                      ops=executed[:20], count=len(executed))
             if extra:
                 self.emit(layout, values[:len(extra)])
+            if training and self.lockstep is not None:
+                self.lockstep.guarded(self.lockstep.after_run, step, layout, values[:len(extra)])
                 self.steps += sum(1 for kind, *_ in layout if kind == "compute")
             self.maybe_snapshot_init(sess)
         except Exception as exc:  # noqa: BLE001
@@ -408,6 +419,8 @@ class V1Tracer(rc.Reentrancy):
         sess = self.last_session
         if sess is not None and not getattr(sess, "_closed", True):
             self.snapshot_final(sess)
+            if self.lockstep is not None:
+                self.lockstep.final(sess, self.budget.steps)
         if not self.init_done:
             self.trace.write_atomic(rc.INIT_FILE, {"variables": {}, "partial": True, "final": True,
                                                    "note": "the original never initialized its variables"})

@@ -22,7 +22,8 @@ import time
 import numpy as np
 
 from tf1gradfix.rules import contrib
-from tf1gradfix.verify import aligned_random, budget, cell_weights, graph_calls, mnist_data, random_ops
+from tf1gradfix.verify import aligned_random, budget, cell_weights, graph_calls, lockstep_files, lockstep_v2, mnist_data
+from tf1gradfix.verify import random_ops
 from tf1gradfix.verify import runner_common as rc
 
 KERAS_OPTIMIZER_MODULE = "keras.src.optimizers.base_optimizer"
@@ -83,6 +84,7 @@ class V2Tracer(rc.Reentrancy):
         self.init_stamp = 0
         self.created: list = []           # (name, tf.Variable)
         self.names: dict = {}             # id(tf.Variable) -> mapped name
+        self.mapped: set = set()          # id(tf.Variable) of those given an original's value
         self.used: set = set()
         self.taken: set = set()           # original names already mapped
         self.layer_pairs: dict = {}       # migrated layer prefix -> original prefix (matched by order)
@@ -93,6 +95,7 @@ class V2Tracer(rc.Reentrancy):
         self.cells = cell_weights.CellWeights()   # Keras RNN cells <-> the original cells
         self.unit = None                  # within an outermost tf.function call: has it trained yet?
         self.graph_calls = graph_calls.GraphCalls(tf, self)
+        self.lockstep = lockstep_v2.Lockstep(self, wait) if lockstep_files.active() else None
 
     # -- initial values -------------------------------------------------
     def load_init(self) -> dict:
@@ -213,6 +216,7 @@ class V2Tracer(rc.Reentrancy):
                              original_dtype=str(value.dtype), migrated_dtype=str(np.dtype(dtype)))
             return
         var.assign(np.asarray(value).astype(dtype))
+        self.mapped.add(id(var))
         self.trace.event("mapped", original=original, migrated=name, created_as=base, matched_by=how,
                          shape=shape, trainable=bool(var.trainable))
 
@@ -225,6 +229,7 @@ class V2Tracer(rc.Reentrancy):
         var.assign(np.asarray(value).astype(dtype))
         self.created.append((traced, var))
         self.names[id(var)] = traced
+        self.mapped.add(id(var))
         self.trace.event("mapped", original=traced[: -len(cell_weights.MARK)].rpartition("/")[0], migrated=name,
                          created_as=name, matched_by="rnn cell layout", shape=list(value.shape), trainable=True)
         return True
@@ -324,11 +329,16 @@ class V2Tracer(rc.Reentrancy):
         def v1_apply(self, grads_and_vars, *args, **kwargs):
             gav = list(grads_and_vars)
             tracer.record_apply([g for g, _ in gav], [v for _, v in gav])
+            lockstep = tracer.lockstep_update()
+            if lockstep is not None:
+                gav = list(zip(lockstep.substitute(self, [g for g, _ in gav], [v for _, v in gav]), [v for _, v in gav]))
             tracer.enter()
             try:
                 return orig_v1_apply(self, gav, *args, **kwargs)
             finally:
                 tracer.leave()
+                if lockstep is not None:
+                    lockstep.after_apply(self, [v for _, v in gav])
 
         v1_optimizer.Optimizer.apply_gradients = v1_apply
         if KERAS_OPTIMIZER_MODULE in sys.modules:
@@ -380,12 +390,17 @@ class V2Tracer(rc.Reentrancy):
         """An outermost tf.function call: one step if it trains, one call (see budget.py)."""
         if self.budget.due(False):
             budget.stop_here(self.trace, self.budget, self.at_exit)
+        if self.lockstep is not None:
+            self.lockstep.before_call(fn)
+        steps = self.budget.steps
         self.unit = False
         try:
             return self.graph_calls.call(orig_call, fn, args, kwds, lambda: self.eager_call(orig_call, fn, args, kwds))
         finally:
             self.unit = None
             self.budget.calls += 1
+            if self.lockstep is not None:
+                self.lockstep.after_call(fn, steps)
 
     def eager_call(self, orig_call, fn, args, kwds):
         """`fn`'s body run eagerly (functions it calls too), its arguments converted as a trace would."""
@@ -418,6 +433,8 @@ class V2Tracer(rc.Reentrancy):
         """Before a traced event: count the step it may begin; stop if the budget is spent."""
         if self.unit is None:
             begins = self.budget.begins(kind, loss)
+            if begins and self.lockstep is not None:
+                self.lockstep.step_outside_function()
         else:
             begins, self.unit = not self.unit, True
             self.budget.last = (kind, loss)
@@ -435,13 +452,24 @@ class V2Tracer(rc.Reentrancy):
             variables = list(trainable_variables) if trainable_variables is not None \
                 else list(getattr(self, "_trainable_variables", []))
             tracer.record_apply(grads, variables)
+            lockstep = tracer.lockstep_update()
+            if lockstep is not None:
+                grads = lockstep.substitute(self, grads, variables)
             tracer.enter()
             try:
                 return orig_apply(self, grads, trainable_variables)
             finally:
                 tracer.leave()
+                if lockstep is not None:
+                    lockstep.after_apply(self, variables)
 
         Base.apply = apply
+
+    def lockstep_update(self):
+        """The lockstep run when this update is the program's own (not one inside another), else None."""
+        if self.lockstep is None or self.busy() or not self.tf.executing_eagerly():
+            return None
+        return self.lockstep
 
     def record_compute(self, target, sources, grads) -> None:
         nest = self.tf.nest
@@ -488,6 +516,8 @@ class V2Tracer(rc.Reentrancy):
         self.trace.event("apply", grads={n: rc.encode_array(g) for n, g in folded.items()})
 
     def at_exit(self) -> None:
+        if self.lockstep is not None:
+            self.lockstep.at_exit()
         self.randomness.flush()
         self.draws.summary()
         self.trace.event("functions", **self.graph_calls.summary())

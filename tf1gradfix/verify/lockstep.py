@@ -1,0 +1,246 @@
+"""Lockstep: tell rounding drift from a wrong migration when the plain comparison diverges late.
+
+The plain run starts both programs from the same initial values and lets
+each follow its own trajectory. Where an optimizer normalizes gradient
+entries that are rounding noise (Adam, RMSProp, Adagrad: a bias before a
+batch norm, rarely used embedding rows), two right programs drift apart
+after a few steps. When every divergence of the plain run is such drift
+(losses, gradients and applied updates after step 1, final values: see
+`not_eligible`), the pair runs again in lockstep (lockstep_v1.py,
+lockstep_v2.py): every step of the migration starts from the original's
+state at that step, variables and optimizer slots, and is compared there at
+the same tolerances: its loss, its gradients, the update it applied, and the
+change it made to every variable and slot (given the original's gradients).
+Equal states mapped to equal results at every step is the equivalence the
+verifier claims; a mistake still shows at the first step it matters.
+
+Printed numbers, printed text and plots that differ in the plain run are
+never cleared: lockstep overwrites the state they are computed from, so it
+proves nothing about the values the program itself showed (the pair stays
+DIVERGED). The lockstep run's own printed values are compared too.
+Nothing here imports TensorFlow.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import shutil
+import time
+from dataclasses import dataclass, field
+
+from tf1gradfix.verify import budget, graph_calls, stopping
+from tf1gradfix.verify import compare as cmp_mod
+from tf1gradfix.verify import lockstep_files as files
+from tf1gradfix.verify import runner_common as rc
+
+MODES = ("auto", "off", "always")
+DRIFT_KINDS = ("loss", "gradient", "applied update")
+STEP_CHANGE = "step change"     # the change a step made to a variable or slot, from the original's state
+
+
+@dataclass
+class LockstepResult:
+    status: str                  # agreed | diverged | refused | failed | not tried
+    reason: str = ""
+    comparison: cmp_mod.Comparison | None = None
+    drift: dict = field(default_factory=dict)   # what diverged in the plain run
+    elapsed: float = 0.0
+
+    def to_json(self) -> dict:
+        return {"status": self.status, "reason": self.reason, "drift": self.drift,
+                "elapsed_seconds": round(self.elapsed, 3),
+                "comparison": self.comparison.to_json() if self.comparison else None}
+
+
+def not_eligible(result) -> tuple[str, bool] | None:
+    """Why a DIVERGED plain run is not retried in lockstep, and whether that is worth saying
+    (the divergence looked late enough to be drift); None: it is retried."""
+    c = result.comparison
+    if result.verdict != "DIVERGED" or c is None:
+        return "the plain run did not diverge", False
+    shown = None
+    for d in sorted(c.divergences, key=lambda d: d.order):
+        if d.quantity in ("printed number", "printed text", "plotted value"):
+            shown = shown or d
+        elif d.abs_err is None or d.reason or d.quantity not in DRIFT_KINDS + ("final value",):
+            return f"the plain run differs in what it computes, not only in values ({_short(d)})", False
+        elif d.quantity in DRIFT_KINDS and (d.step or 0) < 2:
+            return "the plain run differs at step 1, before anything could drift", False
+    if shown is not None:
+        return (f"the plain run differs in a {shown.quantity}, and lockstep overwrites the state it is computed "
+                "from, so it cannot clear that", True)
+    why = not_runnable(result)
+    return (why, True) if why else None
+
+
+def not_runnable(result) -> str | None:
+    """Shapes of program lockstep cannot follow, as the plain run saw them (None: it can try)."""
+    c = result.comparison
+    if c is None or not c.steps:
+        return "no training step was compared"
+    if "timeout" in (result.original.status, result.migrated.status):
+        return "the plain run timed out (a second run would too)"
+    functions = result.functions or {}
+    if not functions.get("graph_calls", 0) + functions.get("eager_calls", 0):
+        return ("the migration trains outside any tf.function, and lockstep starts each step from the original's "
+                "state before the step's function is called")
+    if c.stats["applied update"].compared == 0:
+        return "no update went through an optimizer on both sides (lockstep hands it the original's gradients)"
+    return None
+
+
+def _short(d) -> str:
+    where = f"step {d.step}, " if d.step is not None else ""
+    what = d.quantity + (f" of {d.name}" if d.name and d.quantity in ("gradient", "applied update", "final value",
+                                                                       STEP_CHANGE) else "")
+    return where + what + (f", rel error {d.rel_err:.3g}" if d.rel_err is not None else "")
+
+
+def drift(comparison) -> dict:
+    """What diverged in the plain run: steps past tolerance, largest error, first divergence."""
+    steps = sorted({d.step for d in comparison.divergences if d.quantity in DRIFT_KINDS and d.step})
+    finals = sorted({d.name for d in comparison.divergences if d.quantity == "final value"})
+    worst = max((d.rel_err for d in comparison.divergences if d.rel_err is not None and math.isfinite(d.rel_err)),
+                default=0.0)
+    first = comparison.first
+    return {"steps_drifted": len(steps), "steps": comparison.steps, "final_values_drifted": len(finals),
+            "largest_rel_error": worst, "first": _short(first) if first else ""}
+
+
+def record_changes(cmp: cmp_mod.Comparison, events: list) -> None:
+    """The migrated side's `step_change` events: each variable's and slot's change per step."""
+    st = cmp.stats.setdefault(STEP_CHANGE, cmp_mod.KindStats())
+    for e in events:
+        if e["kind"] != "step_change":
+            continue
+        if e.get("left"):
+            cmp.notes.append("lockstep: state of the original without a counterpart in the migration, not "
+                             "compared: " + ", ".join(e["left"]))
+        for name, c in e["results"].items():
+            st.compared += 1
+            st.elements += int(c.get("elements", 0))
+            if c.get("max_abs_err") is not None and math.isfinite(c["max_abs_err"]):
+                st.max_abs_err = max(st.max_abs_err, c["max_abs_err"])
+                st.max_rel_err = max(st.max_rel_err, c["max_rel_err"])
+                st.max_rel_beyond_atol = max(st.max_rel_beyond_atol, c.get("rel_beyond_atol") or 0.0)
+            if c["ok"]:
+                continue
+            st.diverged += 1
+            d = cmp_mod.Divergence(STEP_CHANGE, e["step"], name, c.get("original"), c.get("migrated"),
+                                   c.get("abs_err"), c.get("rel_err"), c.get("index"), c.get("reason", ""),
+                                   (e["seq"], 1))
+            if c.get("max_index") != c.get("index") and c.get("max_abs_err") is not None:
+                d.largest = {"abs_err": c["max_abs_err"], "rel_err": c["max_rel_err"], "index": c["max_index"],
+                             "within_tolerance": c.get("max_ok", False)}
+            cmp.divergences.append(d)
+
+
+def agreement(cmp: cmp_mod.Comparison) -> tuple[float, float]:
+    """The largest relative error beyond atol, and the largest absolute error, of a lockstep comparison."""
+    stats = [s for s in cmp.stats.values() if s.compared]
+    return (max((s.max_rel_beyond_atol for s in stats), default=0.0),
+            max((s.max_abs_err for s in stats), default=0.0))
+
+
+# -- the second run --------------------------------------------------------------------
+
+def after_plain_run(result, mode: str, original, migrated, steps, program_args, swap) -> None:
+    """Run the pair again in lockstep when the plain run diverged only by drift ("auto"), or
+    whenever lockstep can follow the program ("always"; a plain divergence it cannot clear
+    stays DIVERGED); "off": never."""
+    if mode == "off" or result.verdict not in ("EQUIVALENT", "DIVERGED"):
+        return
+    why = not_eligible(result) if result.verdict == "DIVERGED" else None
+    if mode == "auto" and (why is not None or result.verdict == "EQUIVALENT"):
+        if why is not None:
+            result.lockstep = LockstepResult("not tried", why[0])
+            if why[1]:
+                result.reason += f"; not retried in lockstep: {why[0]}"
+        return
+    runnable = not_runnable(result)
+    if runnable is not None:   # ("always": a program lockstep cannot follow)
+        if result.verdict == "DIVERGED":
+            result.lockstep = LockstepResult("not tried", runnable)
+        return
+    t0 = time.monotonic()
+    outcome = run(result, original, migrated, steps, program_args, swap)
+    outcome.drift = drift(result.comparison)
+    outcome.elapsed = time.monotonic() - t0
+    if why is not None:   # a plain divergence lockstep cannot clear: recorded, the verdict stays
+        result.lockstep = outcome
+        return
+    conclude(result, outcome)
+
+
+def run(result, original, migrated, steps, program_args, swap) -> LockstepResult:
+    """Both programs again, in lockstep, with the plain run's step budget and timeout."""
+    from tf1gradfix.verify import orchestrate as o
+
+    rtol, atol, timeout = result.rtol, result.atol, result.timeout
+    trace_dir = stopping.temp_dir("tf1gradfix-lockstep-")
+    files.folder(trace_dir)
+    both = {files.ENV: "1"}
+    more_env = {"original": both,
+                "migrated": {**both, files.TOLERANCES_ENV: f"{rtol!r} {atol!r}", graph_calls.EAGER_ENV: "1"}}
+    try:
+        sides, timed_out, killed = o._run_both(original, migrated, trace_dir, timeout, steps, program_args, swap,
+                                               more_env)
+        ev = {r: o.load_events(os.path.join(trace_dir, f"{r}.events.jsonl")) for r in sides}
+        for role, side in sides.items():
+            o._side_status(side, ev[role], role in timed_out, role in killed, timeout)
+        refused = [e for r in ("original", "migrated") for e in ev[r] if e["kind"] == "lockstep"]
+        if refused:
+            return LockstepResult("refused", f"{refused[0]['reason']} ({refused[0]['side']})")
+        failed = [s for s in sides.values() if s.failed]
+        if failed:
+            return LockstepResult("failed", f"the {failed[0].role} {failed[0].reason}")
+        out = {r: o._read_head(os.path.join(trace_dir, f"{r}.stdout")) for r in sides}
+        plots = {r: (o._load_json(os.path.join(trace_dir, f"{r}.plots.json")) or {}).get("snapshots") for r in sides}
+        stopped = {r for r in sides if budget.stopped_at(ev[r]) is not None}
+        cmp = cmp_mod.Comparison()
+        cmp_mod.compare_events(cmp, ev["original"], ev["migrated"], rtol, atol, rc.decode_array, stopped)
+        record_changes(cmp, ev["migrated"])
+        cmp_mod.compare_printed(cmp, out["original"], out["migrated"], rtol, atol, stopped)
+        cmp_mod.compare_plots(cmp, plots["original"], plots["migrated"], rtol, atol, rc.decode_array, stopped)
+        if not cmp.stats[STEP_CHANGE].compared:
+            return LockstepResult("failed", "no step's change was compared", cmp)
+        return LockstepResult("diverged" if cmp.divergences else "agreed", "", cmp)
+    finally:
+        shutil.rmtree(trace_dir, ignore_errors=True)
+        stopping.forget(trace_dir)
+
+
+def conclude(result, outcome: LockstepResult) -> None:
+    """The verdict given the lockstep run: its divergence is DIVERGED; its agreement clears a
+    plain run that drifted; a refused or failed lockstep run leaves the plain verdict."""
+    result.lockstep = outcome
+    plain, cmp = outcome.drift, outcome.comparison
+    if outcome.status == "diverged" and cmp is not None and cmp.first is not None:
+        result.verdict = "DIVERGED"
+        result.reason = (f"lockstep: {cmp.first.describe()}, from the original's state at that "
+                         "step" + (f"; the plain run first diverged at {plain['first']}" if plain["first"] else
+                                   "; the plain run agreed"))
+    elif outcome.status == "agreed" and cmp is not None:
+        rel, abs_ = agreement(cmp)
+        compared = sum(s.compared for s in cmp.stats.values())
+        closest = f"{rel:.2g} relative beyond atol, " if rel else ""
+        agrees = (f"every step agrees from the same state (largest error {closest}{abs_:.2g} absolute; {compared} "
+                  f"quantities within rtol={result.rtol:g}, atol={result.atol:g})")
+        if result.verdict == "EQUIVALENT":
+            result.reason += f"; lockstep: {agrees}"
+            return
+        drifted = f"{plain['steps_drifted']} of {plain['steps']} steps"
+        if plain["final_values_drifted"]:
+            drifted += f" and {plain['final_values_drifted']} final value" + "s" * (plain["final_values_drifted"] > 1)
+        result.verdict = "EQUIVALENT"
+        result.reason = (f"lockstep: {drifted} drifted past tolerance in the plain run, largest drift "
+                         f"{plain['largest_rel_error']:.2g} relative (first: {plain['first']}); {agrees}")
+    elif result.verdict == "DIVERGED":
+        result.reason += f"; lockstep {'not possible' if outcome.status == 'refused' else 'run failed'}: {outcome.reason}"
+
+
+def proved_by(result) -> str:
+    """Which comparison decided the verdict: "lockstep" or "plain"."""
+    outcome = getattr(result, "lockstep", None)
+    return "lockstep" if outcome is not None and outcome.status in ("agreed", "diverged") else "plain"
