@@ -24,7 +24,6 @@ Nothing here imports TensorFlow.
 from __future__ import annotations
 
 import math
-import os
 import shutil
 import time
 from dataclasses import dataclass, field
@@ -145,10 +144,11 @@ def agreement(cmp: cmp_mod.Comparison) -> tuple[float, float]:
 
 # -- the second run --------------------------------------------------------------------
 
-def after_plain_run(result, mode: str, original, migrated, steps, program_args, swap) -> None:
+def after_plain_run(result, mode: str, sides_again) -> None:
     """Run the pair again in lockstep when the plain run diverged only by drift ("auto"), or
     whenever lockstep can follow the program ("always"; a plain divergence it cannot clear
-    stays DIVERGED); "off": never."""
+    stays DIVERGED); "off": never. `sides_again(trace_dir, more_env)`: both programs run once
+    more (orchestrate), their (sides, events, stdout heads, plot snapshots) by role."""
     if mode == "off" or result.verdict not in ("EQUIVALENT", "DIVERGED"):
         return
     why = not_eligible(result) if result.verdict == "DIVERGED" else None
@@ -164,7 +164,7 @@ def after_plain_run(result, mode: str, original, migrated, steps, program_args, 
             result.lockstep = LockstepResult("not tried", runnable)
         return
     t0 = time.monotonic()
-    outcome = run(result, original, migrated, steps, program_args, swap)
+    outcome = run(result, sides_again)
     outcome.drift = drift(result.comparison)
     outcome.elapsed = time.monotonic() - t0
     if why is not None:   # a plain divergence lockstep cannot clear: recorded, the verdict stays
@@ -173,30 +173,22 @@ def after_plain_run(result, mode: str, original, migrated, steps, program_args, 
     conclude(result, outcome)
 
 
-def run(result, original, migrated, steps, program_args, swap) -> LockstepResult:
+def run(result, sides_again) -> LockstepResult:
     """Both programs again, in lockstep, with the plain run's step budget and timeout."""
-    from tf1gradfix.verify import orchestrate as o
-
-    rtol, atol, timeout = result.rtol, result.atol, result.timeout
+    rtol, atol = result.rtol, result.atol
     trace_dir = stopping.temp_dir("tf1gradfix-lockstep-")
     files.folder(trace_dir)
     both = {files.ENV: "1"}
     more_env = {"original": both,
                 "migrated": {**both, files.TOLERANCES_ENV: f"{rtol!r} {atol!r}", graph_calls.EAGER_ENV: "1"}}
     try:
-        sides, timed_out, killed = o._run_both(original, migrated, trace_dir, timeout, steps, program_args, swap,
-                                               more_env)
-        ev = {r: o.load_events(os.path.join(trace_dir, f"{r}.events.jsonl")) for r in sides}
-        for role, side in sides.items():
-            o._side_status(side, ev[role], role in timed_out, role in killed, timeout)
+        sides, ev, out, plots = sides_again(trace_dir, more_env)
         refused = [e for r in ("original", "migrated") for e in ev[r] if e["kind"] == "lockstep"]
         if refused:
             return LockstepResult("refused", f"{refused[0]['reason']} ({refused[0]['side']})")
         failed = [s for s in sides.values() if s.failed]
         if failed:
             return LockstepResult("failed", f"the {failed[0].role} {failed[0].reason}")
-        out = {r: o._read_head(os.path.join(trace_dir, f"{r}.stdout")) for r in sides}
-        plots = {r: (o._load_json(os.path.join(trace_dir, f"{r}.plots.json")) or {}).get("snapshots") for r in sides}
         stopped = {r for r in sides if budget.stopped_at(ev[r]) is not None}
         cmp = cmp_mod.Comparison()
         cmp_mod.compare_events(cmp, ev["original"], ev["migrated"], rtol, atol, rc.decode_array, stopped)

@@ -16,6 +16,7 @@ import math
 import os
 import re
 import shutil
+from functools import partial
 import signal
 import subprocess
 import sys
@@ -270,6 +271,19 @@ def _side_status(side: SideResult, events: list, timed_out: bool, killed: bool, 
         side.status, side.reason = "failed", f"exited with code {rc} before finishing (os._exit or a crash)"
 
 
+def _sides_again(original: Path, migrated: Path, timeout: float, steps, program_args, swap, trace_dir: str,
+                 more_env: dict) -> tuple[dict, dict, dict, dict]:
+    """Both programs run once more into `trace_dir` (a lockstep run, lockstep.py, with
+    `more_env`): (sides, events, stdout heads, plot snapshots), by role."""
+    sides, timed_out, killed = _run_both(original, migrated, trace_dir, timeout, steps, program_args, swap, more_env)
+    events = {r: load_events(os.path.join(trace_dir, f"{r}.events.jsonl")) for r in sides}
+    for role, side in sides.items():
+        _side_status(side, events[role], role in timed_out, role in killed, timeout)
+    out = {r: _read_head(os.path.join(trace_dir, f"{r}.stdout")) for r in sides}
+    plots = {r: (_load_json(os.path.join(trace_dir, f"{r}.plots.json")) or {}).get("snapshots") for r in sides}
+    return sides, events, out, plots
+
+
 def _run_both(original: Path, migrated: Path, trace_dir: str, timeout: float, steps=None, program_args=(),
               swap=None, more_env=None):
     sides = {"original": SideResult("original", str(original)),
@@ -417,7 +431,8 @@ def verify_pair(original: Path, migrated: Path, *, rtol: float = cmp_mod.DEFAULT
         result.unmatched = [{k: e.get(k) for k in ("name", "shape", "trainable")}
                             for e in ev["migrated"] if e["kind"] in ("unmatched", "mismatch")]
         _decide(result, trace_dir, ev, rtol, atol)
-        lockstep.after_plain_run(result, lockstep_mode, original, migrated, steps, program_args, swap)
+        lockstep.after_plain_run(result, lockstep_mode, partial(_sides_again, original, migrated, timeout, steps,
+                                                                program_args, swap))
         budget.after_verdict(result, original, migrated)
         if keep_trace is not None:
             shutil.copytree(trace_dir, keep_trace, dirs_exist_ok=True)
