@@ -456,7 +456,9 @@ class _Rewrite:
             replacements[cls] = model_class.rewritten_class(self.plan, owner, alias, init_body, methods, chosen, layered,
                                                             params)
             return self.module.visit(Replace(replacements, layout_blocks=True))
-        new_body = Assembler(program, state, tape, replacements, self.module, indent).body(texts, moved, owner)
+        assembler = Assembler(program, state, tape, replacements, self.module, indent)
+        assembler.first_run = scan.first_site_item
+        new_body = assembler.body(texts, moved, owner)
         if section is not None:
             return new_body, program
         if isinstance(owner, cst.Module):
