@@ -330,6 +330,7 @@ class Computed(Node):
     calls: list[str] = field(default_factory=list)
     unsupported: Refusal | None = None   # refused only if some run needs it
     collections: list[CollectionRead] = field(default_factory=list)   # variable collections it reads
+    op_name: str | None = None    # TF1's name of its op, where the call names it (rules/op_names.toml)
 
     def called(self) -> Sequence[str]:
         return self.calls
