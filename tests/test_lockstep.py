@@ -102,17 +102,29 @@ def test_drift_after_step_one_is_retried():
         is None
 
 
+def test_a_shown_number_that_drifted_with_the_training_is_retried():
+    """Computed from the drifted state, as a final value is; the lockstep run shows it again."""
+    for shown in (_div("printed number", None, "line 3: accuracy 0.9712"), _div("plotted value", None, "drawing 1")):
+        assert lockstep.not_eligible(_Result([_div("gradient", 5), shown])) is None
+        assert lockstep.not_eligible(_Result([_div("final value", None), shown])) is None
+
+
 @pytest.mark.parametrize("divergence, said", [
     (_div("gradient", 1), False),
     (_div("applied update", 1), False),
-    (_div("printed number", None, "line 3: loss 0.52"), True),
-    (_div("plotted value", None, "drawing 1"), True),
+    (_div("printed text", None, "line 3: done"), True),
+    (_div("printed number", None, "line 3", reason="original printed 4 numbers, migrated 3"), True),
     (_div("gradient", 4, reason="sources differ in 3 of 20 events"), False),
     (Divergence("events", 3, "compute [w]", reason="original computed gradients 20 times, migrated 21 times"), False),
 ])
 def test_what_drift_cannot_explain_is_not_retried(divergence, said):
     why = lockstep.not_eligible(_Result([_div("gradient", 5), divergence]))
     assert why is not None and why[1] == said
+
+
+def test_a_shown_number_that_differs_while_the_training_agreed_is_not_retried():
+    why = lockstep.not_eligible(_Result([_div("printed number", None, "line 3: loss 0.52")]))
+    assert why is not None and why[1] and "training agreed" in why[0]
 
 
 def test_programs_lockstep_cannot_follow_are_not_retried():
@@ -199,7 +211,7 @@ def test_mapping_rows_name_real_slots():
 # -- with TensorFlow ------------------------------------------------------------------
 
 @pytest.mark.tf
-@pytest.mark.parametrize("scenario", ["lockstep_adam_bn_mlp", "lockstep_adam_lstm_clipped"])
+@pytest.mark.parametrize("scenario", ["lockstep_adam_bn_mlp", "lockstep_adam_lstm_clipped", "lockstep_adam_bn_printed"])
 def test_a_rewrite_whose_plain_run_drifts_is_proven_in_lockstep(scenario):
     from tf1gradfix.verify.orchestrate import EQUIVALENT, verify_pair
 
@@ -208,6 +220,10 @@ def test_a_rewrite_whose_plain_run_drifts_is_proven_in_lockstep(scenario):
     assert result.verdict == EQUIVALENT and lockstep.proved_by(result) == "lockstep", result.reason
     plain, ls = result.comparison, result.lockstep
     assert plain.divergences and min(d.step or 99 for d in plain.divergences) > 1   # the plain run drifted
+    if scenario == "lockstep_adam_bn_printed":   # in the number it prints too, which lockstep prints again
+        assert any(d.quantity == "printed number" for d in plain.divergences), plain.divergences
+        assert ls.comparison.stats["printed number"].compared == 1
+        assert "1 printed or plotted number drifted" in result.reason, result.reason
     assert ls.status == "agreed" and not ls.comparison.divergences
     changes = ls.comparison.stats["step change"]
     assert changes.compared >= plain.steps * 4 and changes.max_abs_err < 1e-6

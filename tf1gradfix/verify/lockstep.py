@@ -14,10 +14,13 @@ change it made to every variable and slot (given the original's gradients).
 Equal states mapped to equal results at every step is the equivalence the
 verifier claims; a mistake still shows at the first step it matters.
 
-Printed numbers, printed text and plots that differ in the plain run are
-never cleared: lockstep overwrites the state they are computed from, so it
-proves nothing about the values the program itself showed (the pair stays
-DIVERGED). The lockstep run's own printed values are compared too.
+A printed or plotted number computed from the drifted state drifts with it,
+as a final value does: it is retried when the training drifted too, and the
+lockstep run's own printed and plotted numbers must agree (computed from
+the original's state, a number the migration computes otherwise still
+differs there). Printed text, a number missing or shown in another form, and
+shown numbers that differ while the training agreed are never cleared (the
+pair stays DIVERGED).
 Nothing here imports TensorFlow.
 """
 
@@ -35,6 +38,7 @@ from tf1gradfix.verify import runner_common as rc
 
 MODES = ("auto", "off", "always")
 DRIFT_KINDS = ("loss", "gradient", "applied update")
+SHOWN_NUMBERS = ("printed number", "plotted value")   # what the program shows, computed from its state
 STEP_CHANGE = "step change"     # the change a step made to a variable or slot, from the original's state
 
 
@@ -58,17 +62,23 @@ def not_eligible(result) -> tuple[str, bool] | None:
     c = result.comparison
     if result.verdict != "DIVERGED" or c is None:
         return "the plain run did not diverge", False
-    shown = None
+    shown, trained = None, False
     for d in sorted(c.divergences, key=lambda d: d.order):
-        if d.quantity in ("printed number", "printed text", "plotted value"):
+        if d.quantity in SHOWN_NUMBERS and d.abs_err is not None and not d.reason:
+            continue   # a shown number off by drift: judged below, and compared again in lockstep
+        if d.quantity in SHOWN_NUMBERS + ("printed text",):
             shown = shown or d
         elif d.abs_err is None or d.reason or d.quantity not in DRIFT_KINDS + ("final value",):
             return f"the plain run differs in what it computes, not only in values ({_short(d)})", False
         elif d.quantity in DRIFT_KINDS and (d.step or 0) < 2:
             return "the plain run differs at step 1, before anything could drift", False
+        trained = True
     if shown is not None:
-        return (f"the plain run differs in a {shown.quantity}, and lockstep overwrites the state it is computed "
-                "from, so it cannot clear that", True)
+        return (f"the plain run differs in {_short(shown)} (text, or a number missing or shown otherwise), "
+                "which drift cannot explain", True)
+    if not trained:
+        return ("the plain run differs only in shown numbers while its training agreed, which drift "
+                "cannot explain", True)
     why = not_runnable(result)
     return (why, True) if why else None
 
@@ -100,10 +110,12 @@ def drift(comparison) -> dict:
     """What diverged in the plain run: steps past tolerance, largest error, first divergence."""
     steps = sorted({d.step for d in comparison.divergences if d.quantity in DRIFT_KINDS and d.step})
     finals = sorted({d.name for d in comparison.divergences if d.quantity == "final value"})
+    shown = [d for d in comparison.divergences if d.quantity in SHOWN_NUMBERS]
     worst = max((d.rel_err for d in comparison.divergences if d.rel_err is not None and math.isfinite(d.rel_err)),
                 default=0.0)
     first = comparison.first
     return {"steps_drifted": len(steps), "steps": comparison.steps, "final_values_drifted": len(finals),
+            "shown_numbers_drifted": len(shown),
             "largest_rel_error": worst, "first": _short(first) if first else ""}
 
 
@@ -222,14 +234,21 @@ def conclude(result, outcome: LockstepResult) -> None:
         if result.verdict == "EQUIVALENT":
             result.reason += f"; lockstep: {agrees}"
             return
-        drifted = f"{plain['steps_drifted']} of {plain['steps']} steps"
-        if plain["final_values_drifted"]:
-            drifted += f" and {plain['final_values_drifted']} final value" + "s" * (plain["final_values_drifted"] > 1)
+        drifted = _drifted(plain)
         result.verdict = "EQUIVALENT"
         result.reason = (f"lockstep: {drifted} drifted past tolerance in the plain run, largest drift "
                          f"{plain['largest_rel_error']:.2g} relative (first: {plain['first']}); {agrees}")
     elif result.verdict == "DIVERGED":
         result.reason += f"; lockstep {'not possible' if outcome.status == 'refused' else 'run failed'}: {outcome.reason}"
+
+
+def _drifted(plain: dict) -> str:
+    """What drifted in the plain run, in words: "4 of 100 steps and 1 final value"."""
+    counts = [(plain["steps_drifted"], f" of {plain['steps']} steps"),
+              (plain["final_values_drifted"], " final value"),
+              (plain.get("shown_numbers_drifted", 0), " printed or plotted number")]
+    parts = [f"{n}{what}" + ("s" if n > 1 and not what.endswith("steps") else "") for n, what in counts if n]
+    return " and ".join([", ".join(parts[:-1]), parts[-1]] if len(parts) > 1 else parts)
 
 
 def proved_by(result) -> str:
