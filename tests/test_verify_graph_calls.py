@@ -126,3 +126,26 @@ def test_gradients_of_gradients_stay_eager():
     assert result.verdict == EQUIVALENT, result.reason
     assert result.functions["kept_eager"] == {
         "critic_train": "it computes gradients under another tape (higher-order gradients)"}
+
+
+UNTRACEABLE_ONCE = TWICE_CALLED.replace(
+    "for epoch in range(6):",
+    "@tf.function\ndef report(x, y):\n    e = tf.reduce_mean(tf.square(tf.matmul(x, w) + c - y))\n"
+    "    return e if float(e.numpy()) > 0 else -e   # a value no trace has\n\n\nfor epoch in range(6):",
+).replace("    print(epoch, e.numpy())\n", "    print(epoch, e.numpy())\nprint('final', report(data, target).numpy())\n")
+ONCE_ORIGINAL = TWICE_ORIGINAL + "    print('final', sess.run(err, {x: data, y: target}))\n"
+
+
+@pytest.mark.tf
+def test_a_function_tf2_cannot_trace_fails_the_migration_at_its_first_call(tmp_path):
+    """Its only call ran eagerly, where `.numpy()` works; TF2 traces it at that call and fails."""
+    from tf1gradfix.verify.orchestrate import EQUIVALENT, MIGRATED_FAILED, verify_pair
+
+    original, migrated = _pair(tmp_path, "untraceable", ONCE_ORIGINAL, UNTRACEABLE_ONCE)
+    result = verify_pair(original, migrated)
+    assert result.verdict == MIGRATED_FAILED, result.reason
+    assert "report" in result.migrated.stderr_tail and "numpy" in result.migrated.stderr_tail, result.migrated.stderr_tail
+    # traced without `.numpy()`, the same function is proven
+    fixed = UNTRACEABLE_ONCE.replace("return e if float(e.numpy()) > 0 else -e   # a value no trace has", "return e")
+    original, migrated = _pair(tmp_path, "traceable", ONCE_ORIGINAL, fixed)
+    assert verify_pair(original, migrated).verdict == EQUIVALENT

@@ -6,7 +6,9 @@ value the moment it is computed, costs a long program ten to thirty times its
 plain run (the eager Keras optimizer alone is milliseconds per step). Instead:
 
 * a function's first call runs eagerly, as before: its layers and optimizer
-  slots are created then, and take the original's initial values;
+  slots are created then, and take the original's initial values; then it is
+  traced with the same arguments, as TF2 traces it at that call (nothing runs):
+  a function TF2 cannot trace fails the program there (`check_trace`);
 * later calls run a traced copy of it whose outputs are the function's own
   results plus the tensors the verifier records (each gradient computation's
   targets and gradients, each update's gradients, in the order the body made
@@ -26,11 +28,23 @@ trace that fails. Each copy is traced before it runs
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 
 EAGER_ENV = "TF1GRADFIX_EAGER_FUNCTIONS"
 _FIRST, _EAGER = "first", "eager"
+
+
+class TraceFailed(Exception):
+    """A function of the program that TF2 could not trace at its first call."""
+
+
+@contextlib.contextmanager
+def _quiet():
+    """Python output of a check trace dropped (the eager call printed what the call prints)."""
+    with open(os.devnull, "w") as sink, contextlib.redirect_stdout(sink), contextlib.redirect_stderr(sink):
+        yield
 
 
 class Plan:
@@ -92,7 +106,10 @@ class GraphCalls:
             if entry is None:
                 self.states[key] = (fn, _FIRST)
             self.counts["eager"] += 1
-            return eager_call()
+            result = eager_call()
+            if entry is None and not self.off:
+                self.check_trace(fn, args, kwds)
+            return result
         copy = entry[1]
         if copy == _FIRST:
             copy = self.copy_of(fn)
@@ -111,6 +128,28 @@ class GraphCalls:
         self.counts["graph"] += 1
         self.tracer.after_graph_call(plan, [t.numpy() for t in extras])
         return result
+
+    def check_trace(self, fn, args, kwds) -> None:
+        """TF2 traces a function at its first call, which here ran eagerly: trace it now with the
+        same arguments (its layers and slots exist; nothing runs), so an error only a trace
+        raises (Python control flow on a tensor, a shape the signature leaves unknown, `.numpy()`)
+        fails the program at that call, as it would in TF2. The copy traced here is the one later
+        calls run; only if its trace fails is the function's own trace the judge (the copy also
+        returns what the verifier records). Output printed while tracing is not the program's."""
+        copy = self.copy_of(fn)
+        if copy is not None:
+            self.states[id(fn)] = (fn, copy)
+            try:
+                with _quiet():
+                    copy.get_concrete_function(*args, **kwds)
+                return
+            except Exception:  # noqa: BLE001 - the function's own trace decides
+                pass
+        try:
+            with _quiet():
+                fn.get_concrete_function(*args, **kwds)
+        except Exception as exc:
+            raise TraceFailed(f"{getattr(fn, '__name__', 'function')}: {type(exc).__name__}: {exc}") from exc
 
     def keep_eager(self, fn, why: str, eager_call):
         self.states[id(fn)] = (fn, _EAGER)
