@@ -432,9 +432,25 @@ class TapeEmitter:
         return any(matches(q, "sparse_gradients") for i in closure(self.p, [node.index]) for q in self.p.nodes[i].called())
 
     def _learning_rate(self, opt: Optimizer, opt_name: str) -> list[str]:
+        """`optimizer.learning_rate = lr` before a fed rate's update. TF1's update kernels take
+        a scalar rate; Keras assigns its rate variable only from a value of known rank, so a
+        rate read from a placeholder of any shape (`tf.placeholder(tf.float32)`) is given its
+        rank as TF1 checks it (`tf.ensure_shape(lr, [])`: a traced function fails without)."""
         if opt.index not in self.fed_lr:
             return []
-        return [f"{opt_name}.learning_rate = {self.code(self.state.learning_rate(opt))}"]
+        rate = self.state.learning_rate(opt)
+        text = self.code(rate)
+        if rate is not None and self._any_rank(rate):
+            text = f"{self.tf}.ensure_shape({text}, [])"
+        return [f"{opt_name}.learning_rate = {text}"]
+
+    def _any_rank(self, expr: cst.BaseExpression) -> bool:
+        """Whether `expr` reads a placeholder the signature gives no shape (itself, or through
+        the graph values it is computed from)."""
+        roots = [node.index for node in map(self.p.node, loads(expr)) if node is not None]
+        return any(isinstance(node, Placeholder) and node.names[0] not in self.fed_values
+                   and placeholders.signature_shape(node, self.known)[0] is None
+                   for node in map(self.p.nodes.__getitem__, closure(self.p, roots)))
 
     def _var_list(self, node: OptimizerCall, loss: cst.Name) -> list[str]:
         given = node.bound.get("var_list")
