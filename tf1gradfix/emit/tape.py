@@ -25,6 +25,7 @@ from tf1gradfix.model.nodes import (ComputeGradients, Computed, Gradients, Layer
 from tf1gradfix.cst import layout
 from tf1gradfix.emit import name_scopes
 from tf1gradfix.cst.syntax import literal_index, loads, matches
+from tf1gradfix.cst.walk import walk
 from tf1gradfix.model.sites import Site
 from tf1gradfix.model.slicing import Signature, closure, gradient_dependent, reached_variables, variable_text
 
@@ -33,7 +34,7 @@ IND = "    "
 
 class TapeEmitter:
     def __init__(self, program: Program, code, fresh, state, meta):
-        self.p, self.code, self.fresh, self.state, self.meta = program, code, fresh, state, meta
+        self.p, self.raw_code, self.fresh, self.state, self.meta = program, code, fresh, state, meta
         self.qualified = meta.names.qualified
         self.tf = program.tf_alias
         self.optimizer_names: dict[int, str] = {}
@@ -133,6 +134,17 @@ class TapeEmitter:
             i in self.p.nodes[j].deps for j in sig.nodes if not isinstance(self.p.nodes[j], (Optimizer, OptimizerCall)))
 
     # -- text --------------------------------------------------------------
+    def code(self, node: cst.CSTNode) -> str:
+        """The text of user code the steps compute (a statement, a layer's or an RNN's input,
+        what gradients are taken of): each of its calls the model checked as a tensor's
+        (constructs/nested_calls.py) written as in a statement of its own, a dropout with
+        `rate=`, a v1 loss as the mean it computes."""
+        calls = [q for c in walk(node) if type(c) is cst.Call and (q := self.qualified(c.func)) is not None]
+        if calls:
+            node = losses.rewritten_statement(node, calls, self.qualified, self.raw_code, self.tf)
+            node = dropout.rewritten_statement(node, calls, self.qualified, self.raw_code)
+        return self.raw_code(node)
+
     def stmt_text(self, node: Node, depth: int | None = None) -> str:
         """`depth`: the blocks the statement lands in, to lay out a statement the rewrite changed."""
         if isinstance(node, Summary):   # `merged = tf.summary.merge_all()` -> the list of the values it summarizes
