@@ -54,6 +54,11 @@ def rewrite(graph: str, optimizer: str = "GradientDescentOptimizer"):
     # a layer's input: the dropout takes the rate, as in a statement of its own
     ("out = tf.layers.dense(tf.nn.dropout(x, keep), 1)", "out = dense(tf.nn.dropout(x, rate=1 - keep))"),
     ("out = tf.layers.dense(tf.nn.dropout(x, keep_prob=keep), 1)", "out = dense(tf.nn.dropout(x, rate=1 - keep))"),
+    # an RNN's input
+    ("cell = tf.nn.rnn_cell.GRUCell(3)\n"
+     "outs, _ = tf.nn.dynamic_rnn(cell, tf.nn.dropout(tf.expand_dims(x, 2), keep), dtype=tf.float32)\n"
+     "out = tf.reduce_sum(outs[:, -1, :], 1, keepdims=True)",
+     "cell_layer(tf.nn.dropout(tf.expand_dims(x, 2), rate=1 - keep))"),
     # a loop's layer input
     ("h = x\nfor size in [4, 3]:\n    h = tf.layers.dense(tf.nn.dropout(h, keep), size)\nout = tf.reduce_sum(h, 1, keepdims=True)",
      "h = dense(tf.nn.dropout(h, rate=1 - keep))"),
@@ -91,6 +96,60 @@ def test_a_layer_input_lookup_makes_the_gradient_dense():
     text, refused = rewrite("out = tf.layers.dense(tf.reduce_mean(tf.nn.embedding_lookup(emb, ids), 1), 1)",
                             "AdamOptimizer")
     assert not refused and "(tf.convert_to_tensor(g), v)" in text
+
+
+GRADIENTS = """\
+import numpy as np
+import tensorflow as tf
+
+x = tf.placeholder(tf.float32, [None, 3])
+w = tf.Variable(tf.ones([3, 1]), name="w")
+b = tf.Variable(tf.zeros([1]), name="b")
+loss = tf.reduce_mean(tf.square(tf.matmul(x, w) + b))
+params = [w, b]
+opt = tf.train.GradientDescentOptimizer(0.1)
+{graph}
+with tf.Session() as sess:
+    sess.run(tf.global_variables_initializer())
+    print(sess.run([train, loss], {{x: np.ones((2, 3))}})[1])
+"""
+
+
+@pytest.mark.parametrize("graph, written", [
+    ("train = opt.apply_gradients(zip(tf.gradients(loss, params), params))",
+     ["gradients = tape.gradient(loss, params)", "for g, v in zip(gradients, params)"]),
+    ("grads, _ = tf.clip_by_global_norm(tf.gradients(loss, params), 1.0)\ntrain = opt.apply_gradients(zip(grads, params))",
+     ["gradients = tape.gradient(loss, params)", "grads, _ = tf.clip_by_global_norm(gradients, 1.0)"]),
+    ("clipped = [tf.clip_by_value(g, -1.0, 1.0) for g in tf.gradients(loss, params)]\n"
+     "train = opt.apply_gradients(zip(clipped, params))",
+     ["clipped = [tf.clip_by_value(g, -1.0, 1.0) for g in gradients]"]),
+    ("g_w = tf.gradients(loss, w)[0] * 0.5\ntrain = opt.apply_gradients([(g_w, w)])", ["g_w = gradients[0] * 0.5"]),
+    ("grads = tf.gradients(tf.gradients(loss, b)[0], params)\ntrain = opt.apply_gradients(zip(grads, params))", None),
+])
+def test_a_nested_gradients_call_is_a_statement_before_its_own(graph, written):
+    result = process_source("p.py", GRADIENTS.format(graph=graph).encode(), CodeFilter())
+    refused = [f.message for f in result.findings if code_matches(f.code, ("TFG9",))]
+    if written is None:   # (a gradient of a gradient: refused, as where it has a name)
+        assert refused and "gradient of a value computed from another gradient" in refused[0], refused
+        return
+    assert not refused, refused
+    text = result.new_source.decode()
+    assert all(line in text for line in written) and "tf.gradients" not in text, text
+
+
+@pytest.mark.parametrize("graph, reason", [
+    ("train = opt.apply_gradients([(tf.gradients(loss, v)[0], v) for v in params])", "lambda or a comprehension"),
+    ("scale = tf.cond(loss > 1.0, lambda: tf.gradients(loss, b)[0], lambda: b)\ntrain = opt.minimize(loss)",
+     "lambda or a comprehension"),
+    ("grads = tf.gradients(loss, params) if True else None\ntrain = opt.apply_gradients(zip(grads, params))",
+     "on a condition"),
+    ("grads = params and tf.gradients(loss, params)\ntrain = opt.apply_gradients(zip(grads, params))",
+     "on a condition"),
+])
+def test_a_nested_gradients_call_not_run_once_is_refused(graph, reason):
+    result = process_source("p.py", GRADIENTS.format(graph=graph).encode(), CodeFilter())
+    refused = [f.message for f in result.findings if code_matches(f.code, ("TFG920",))]
+    assert result.new_source is None and refused and reason in refused[0], refused
 
 
 def _written_unchecked(monkeypatch) -> list[str]:

@@ -152,9 +152,12 @@ class TapeEmitter:
             return text if depth is None else self.fit([text], depth)[0]
         if isinstance(node, LayerCall):   # `h = tf.layers.dense(x, ...)` -> `h = <layer>(x)`
             layer = self.state.naming.layers[self.p.nodes[node.layer]]
-            args = [self.code(node.source)] + [f"{k}={self.code(v)}" for k, v in node.call_args]
+            source = self.code(node.source)
+            args = [source] + [f"{k}={self.code(v)}" for k, v in node.call_args]
             text = f"{', '.join(node.names)} = {layer}({', '.join(args)})"
             scope = self.state.scoped(cast(Layer, self.p.nodes[node.layer]))
+            if depth is not None and source != self.raw_code(node.source):   # (a dropout the rewrite wrote)
+                text = self.fit([text], depth + (scope is not None))[0].replace("\n", "\n    " if scope else "\n")
             return text if scope is None else f'with {self.tf}.keras.name_scope("{scope}"):\n    {text}'
 
         if isinstance(node, StateTuple):   # an LSTM state of its parts, stacked (constructs.rnn_cells)
