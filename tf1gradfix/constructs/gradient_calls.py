@@ -78,15 +78,15 @@ def model(builder, item, names, target, value, deps) -> bool:
     return True
 
 
-def lifted(builder, item, small: cst.Assign, value: cst.BaseExpression) -> tuple[cst.Assign, cst.BaseExpression]:
-    """(the statement, its value) with each `tf.gradients` call nested in the value read as a
-    `gradients` node of its own, bound to a fresh name just before (innermost first), and
-    replaced by that name; the statement itself where it has none. Refusal where such a
-    call would not run exactly once as its statement runs."""
+def lifted(builder, item, small: cst.Assign, value: cst.BaseExpression, deps: set[int], tf_calls: list):
+    """(statement line, statement, value, the nodes it reads, its TensorFlow calls) with each
+    `tf.gradients` call nested in the value read as a `gradients` node of its own, bound to a
+    fresh name just before (innermost first), and replaced by that name; as they are where it
+    has none. Refusal where such a call would not run exactly once as its statement runs."""
     top = value.value if isinstance(value, cst.Subscript) else value   # (`tf.gradients(...)[0]`: model's)
     found = [(call, why) for call, why in _nested(builder, value) if call is not top]
     if not found:
-        return small, value
+        return item.stmt, small, value, deps, tf_calls
     if any(type(n) is cst.NamedExpr for n in walk(value)):
         raise Refusal.of(found[0][0], "gradients_nested_assignment_expression")
     for call, why in found:
@@ -95,13 +95,20 @@ def lifted(builder, item, small: cst.Assign, value: cst.BaseExpression) -> tuple
         if why == "conditional":
             raise Refusal.of(call, "gradients_nested_conditional")
     names: dict[cst.CSTNode, cst.BaseExpression] = {}
+    start = len(builder.program.nodes)
     for call, _ in found:   # (an argument's first, as Python calls them)
         fresh = builder.invent("gradients")
         inner = _replaced(call, names)
         model(builder, item, (fresh,), cst.Name(fresh), inner, builder.deps_of(inner))
         names[call] = cst.Name(fresh)
     new = small.with_changes(value=_replaced(value, names))
-    return new, new.value
+    line = item.stmt.with_changes(body=[new])
+    if getattr(builder.v, "origins", None) is None:
+        builder.v.origins = {}
+    builder.v.origins[id(line)] = (line, item.stmt)   # (its positions and layout: the statement's)
+    builder.program.as_written[id(line)] = item.stmt
+    calls = [(c, q) for c, q in builder.calls(new.value) if q is not None]
+    return line, new, new.value, set(deps) | set(range(start, len(builder.program.nodes))), calls
 
 
 def _nested(builder, value: cst.BaseExpression) -> list[tuple[cst.Call, str | None]]:

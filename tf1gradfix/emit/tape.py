@@ -183,7 +183,8 @@ class TapeEmitter:
             return self.fit(lines, depth)[0]
         if depth is not None and isinstance(stmt, cst.SimpleStatementLine):   # (moved: laid out again if it was black's)
             # (`before` is the user's statement: a collection written as its list may have made a line too long)
-            before = node.stmt if isinstance(node.stmt, cst.SimpleStatementLine) else stmt
+            before = self.p.as_written.get(id(node.stmt), node.stmt)   # (a nested `tf.gradients` read apart: the user's)
+            before = before if isinstance(before, cst.SimpleStatementLine) else stmt
             moved = layout.refit(before, cst.parse_statement("\n".join(lines) + "\n"), self.indent + 4 * depth,
                                  tuple(self.block_indent + 4 * k for k in range(4)))   # (also from under a scope)
             lines = [ln for ln in cst.Module([]).code_for_node(moved.with_changes(leading_lines=())).splitlines() if ln.strip()]

@@ -73,8 +73,9 @@ class Program:
     poisoned: set[str] | None = None   # names bound by refused statements, and by those that read them
     collected: list[int] = field(default_factory=list)   # node counts where `UPDATE_OPS` was read into a name
     owned: set[int] = field(default_factory=set)     # ids of what constructs translate or check themselves (`own`)
-    checked: set[int] = field(default_factory=set)   # ids of calls checked as a tensor's (constructs/nested_calls.py)
+    checked: set[int] = field(default_factory=set)   # ids of calls (and helper names) checked as a tensor's (nested_calls)
     invented: set[str] = field(default_factory=set)  # names the model gave values the program does not name
+    as_written: dict[int, cst.CSTNode] = field(default_factory=dict)   # id of a line the model wrote anew -> the user's
 
     def node(self, name: str) -> Node | None:
         i = self.final.get(name)
@@ -478,16 +479,8 @@ class ModelBuilder:
     def _graph_statement(self, item, small, names, value, deps, tf_calls) -> None:
         if item.prefix and any(isinstance(self.program.nodes[d], BuilderModule) for d in deps):
             raise Refusal.of(small, "builder_called_in_scope", scope=item.prefix[:-1])
-        start = len(self.program.nodes)
-        small, value = gradient_calls.lifted(self, item, small, value)   # (a nested `tf.gradients`: a node of its own)
-        stmt = item.stmt
-        if len(self.program.nodes) > start:   # (the statement as it reads them: its nodes' own)
-            stmt = item.stmt.with_changes(body=[small])
-            if getattr(self.v, "origins", None) is None:
-                self.v.origins = {}
-            self.v.origins[id(stmt)] = (stmt, item.stmt)   # (its positions: the statement's)
-            deps = set(deps) | set(range(start, len(self.program.nodes)))
-            tf_calls = [(c, q) for c, q in self.calls(value) if q is not None]
+        # (a nested `tf.gradients`: a node of its own, the statement reading its name is `stmt`)
+        stmt, small, value, deps, tf_calls = gradient_calls.lifted(self, item, small, value, deps, tf_calls)
         lifted = len(self.program.nodes)
         call = value if isinstance(value, cst.Call) else None
         q = self.qualified(call.func) if call is not None else None
