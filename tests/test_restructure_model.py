@@ -181,7 +181,11 @@ def test_call_sites_keep_the_callers_structure(run, expected):
      "variables initialized again, or in a loop or condition"),
     ("sess.run(train_op, {x: d})\nsess.run(tf.global_variables_initializer())",
      "variables initialized again, or in a loop or condition"),
-    ("other = tf.Session()\nprint(other.run(loss, {x: d}))", "more than one session"),
+    ("other = tf.Session()\nprint(other.run(loss, {x: d}))",
+     "`sess`, a session that only initializes the variables, stays the default session of `.eval()` and `.run()` "
+     "until it is closed"),
+    ("other = tf.Session()\nother.run(tf.global_variables_initializer())\nprint(other.run(loss, {x: d}))\n"
+     "print(sess.run(loss, {x: d}))", "more than one session"),
 ])
 def test_session_state_that_tf2_cannot_share_is_refused(run, message):
     result = rewrite(SITE.format(run=run))

@@ -45,6 +45,13 @@ def build(builder, s: Statement) -> bool:
     return True
 
 
+def made_after_runs(node) -> bool:
+    """May `node` be made after the graph ran? A Saver computes nothing: made after the
+    runs it lists the variables made before them (graph code after a run is refused, and
+    host code makes none), so its checkpoint is the same as if it came before them."""
+    return isinstance(node, Saver)
+
+
 def _has_slots(program, opt: Optimizer) -> bool:
     """Has a train op of `opt` (`minimize`, `apply_gradients`) been made, and with it its slot variables?"""
     return any(isinstance(n, OptimizerCall) and n.method != "compute_gradients" and n.optimizer == opt.index

@@ -101,7 +101,10 @@ def _closes_session(stmt, sessions: set[str], qualified) -> bool:
 
 def _builds_graph(section, qualified) -> bool:
     """A top-level statement of the section calls TensorFlow (outside a session block;
-    not its host functions: kinds.toml `host`)."""
+    not its host functions: kinds.toml `host`; nor a session or an initializer, which
+    only run what is built: a session that only initializes is read with the section
+    before it, constructs/abandoned_sessions.py)."""
     return any(isinstance(stmt, cst.SimpleStatementLine) and any(
         type(node) is cst.Call and (q := qualified(node.func) or "").startswith("tensorflow.") and not host_value(q)
+        and not matches(q, "sessions") and not matches(q, "initializers")
         for node in walk(stmt)) for stmt in section)

@@ -7,21 +7,26 @@ the run's function like any tensor; `add_summary` becomes a call of one generate
 function that writes each value under its tag (`tf.summary.scalar(tag, value,
 step=step)` inside `writer.as_default()`), and the writer is
 `tf.summary.create_file_writer(logdir)`. The same numbers reach the same tags at
-the same steps; the graph itself is not written (TF2 has none to show).
+the same steps; the graph itself is not written (TF2 has none to show). The tag is
+the one TF1 wrote: the name scope TF1 opened for it, made unique in the graph
+(`slope_1` after a variable `slope`), read off a string or a graph value's
+`.op.name` where the rewrite knows it; summaries made in a loop: summary_loops.py.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from typing import cast
 
 import libcst as cst
 
 from tf1gradfix.cst.syntax import Refusal, bound_args, graph_ops, literal_string, matches
 from tf1gradfix.cst.walk import walk
-from tf1gradfix.model.nodes import OPS, Statement, Summary, TrainOp, Variable
+from tf1gradfix.model.nodes import OPS, Computed, Statement, Summary, TrainOp, Variable
 
 WRITER_METHODS = ("add_summary", "close", "flush")
+_INVALID_TAG_CHARACTERS = re.compile(r"[^-/\w.]")   # (TF1's summary_op_util.clean_tag)
 
 
 def summary_ops() -> dict:
@@ -39,17 +44,11 @@ def model(builder, item, names, call: cst.Call | None, q: str | None) -> bool:
     if names is not None and len(names) > 1:
         raise Refusal.of(call, "summary_several_names")
     if q in ops:
-        row = ops[q]
-        bound = bound_args(call, row["params"], call)
-        extra = {k for k, v in bound.items() if k not in row["params"][:2]
-                 and not (isinstance(v, cst.Name) and v.value == "None")}
-        tag = literal_string(bound.get(row["params"][0]))
-        if extra or tag is None or row["params"][1] not in bound:
-            raise Refusal.of(call, "summary_arguments", api=q)
+        target, given, value = arguments(call, q)
+        tag = asked_tag(builder, given, {}, Refusal.of(call, "summary_arguments", api=q))
         if item.scope:
             raise Refusal.of(call, "summary_in_scope")
-        value = bound[row["params"][1]]
-        layout = [(row["target"], tag, value)]
+        layout = [(target, tf1_tag(builder, tag, call), value)]
         deps = builder.deps_of(value)
         member = True
     else:
@@ -61,6 +60,51 @@ def model(builder, item, names, call: cst.Call | None, q: str | None) -> bool:
     builder.add(item, Summary, names or (), call, deps, calls=[], summary=layout, member=member)
     builder.own(call, but=[value for _, _, value in layout] if member else [])   # (its value: checked as a tensor's)
     return True
+
+
+def arguments(call: cst.Call, q: str) -> tuple[str, cst.BaseExpression, cst.BaseExpression]:
+    """(the TF2 summary op, the tag given, the value) of a summary op's call; Refusal for
+    arguments TF2's op has not (`collections=`, `family=`)."""
+    row = summary_ops()[q]
+    bound = bound_args(call, row["params"], call)
+    extra = {k for k, v in bound.items() if k not in row["params"][:2]
+             and not (isinstance(v, cst.Name) and v.value == "None")}
+    if extra or row["params"][0] not in bound or row["params"][1] not in bound:
+        raise Refusal.of(call, "summary_arguments", api=q)
+    return row["target"], bound[row["params"][0]], bound[row["params"][1]]
+
+
+def asked_tag(builder, given: cst.BaseExpression, held: dict[str, str], other: Refusal) -> str:
+    """The tag a summary asks for: a string, or TF1's name of a graph value's op
+    (`loss.op.name`) or output (`loss.name`: `loss:0`), where it is known (a variable's,
+    or one given by `name=` in a call of rules/op_names.toml: model/tf1_names.py).
+    `held`: a loop's name -> the graph value it holds; `other`: the refusal for any other tag."""
+    text = literal_string(given)
+    if text is not None:
+        return text
+    path = []
+    while isinstance(given, cst.Attribute):
+        path.append(given.attr.value)
+        given = given.value
+    attribute = ".".join(reversed(path))
+    if not isinstance(given, cst.Name) or attribute not in ("op.name", "name"):
+        raise other
+    name = held.get(given.value, given.value)
+    node = builder.program.node(name)
+    op = node.full_name if isinstance(node, Variable) else node.op_name if isinstance(node, Computed) else None
+    if op is None:
+        raise Refusal.of(given, "summary_op_name", name=name)
+    return op if attribute == "op.name" else f"{op}:0"
+
+
+def tf1_tag(builder, tag: str, call: cst.CSTNode) -> str:
+    """The tag TF1 writes a summary under: its name scope, the tag with the characters a
+    scope cannot hold made `_`, made unique in the graph (`w_1` after a variable `w`;
+    model/tf1_names.py). TF2 writes the tag it is given."""
+    cleaned = _INVALID_TAG_CHARACTERS.sub("_", tag).lstrip("/")
+    if not cleaned:
+        raise Refusal.of(call, "summary_tag_empty")
+    return builder.unique_name(cleaned)
 
 
 def _merged(builder, call: cst.Call, q: str):

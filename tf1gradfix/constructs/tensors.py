@@ -7,7 +7,8 @@ from __future__ import annotations
 import libcst as cst
 
 from tf1gradfix.constructs import control_flow, dropout, graph_collections, layers, losses, summaries, variable_factories
-from tf1gradfix.cst.syntax import Refusal, arg, matches, name_nodes, schedule_table
+from tf1gradfix.cst.syntax import Refusal, arg, literal_string, matches, name_nodes, schedule_table
+from tf1gradfix.model.tf1_names import op_names
 from tf1gradfix.model.nodes import OPS, ComputeGradients, Computed, Gradients, Static, Statement, Tensor
 
 
@@ -42,9 +43,19 @@ def _model(builder, item, names, value, deps, tf_calls) -> None:
         static = False
     node: Computed = builder.add(item, Static if static else Tensor, names, value, deps, calls=[q for _, q in tf_calls],
                                  collections=collections)
+    node.op_name = _named_op(builder, item, value)
     inner, helper_unsupported = helper_calls(builder, item.stmt, value)
     node.calls += inner
     node.unsupported = unsupported or helper_unsupported
+
+
+def _named_op(builder, item, value) -> str | None:
+    """TF1's name of the op a call names (`tf.multiply(a, b, "model")`: `model`, made unique
+    in the graph under the name scopes) for the functions of rules/op_names.toml; None
+    where the statement is another call or gives no literal name."""
+    row = op_names().get(builder.qualified(value.func) or "") if isinstance(value, cst.Call) else None
+    label = literal_string(arg(value, row.get("name_at", -1), "name")) if row is not None else None
+    return builder.unique_name(item.scope + label) if label else None
 
 
 def checked_calls(builder, tf_calls) -> Refusal | None:

@@ -31,11 +31,13 @@ class Assembler:
         self.p, self.state, self.tape, self.module, self.indent = program, state, tape, module, indent
         self.transformer = Replace(replacements)
         self.before: dict[int, list[cst.BaseStatement]] = {}   # id of a statement -> statements put before it
+        self.first_run: int | None = None   # the item of the first run (a Saver may come after it: savers.py)
 
     def body(self, texts: list[str], moved: set[int], owner) -> list[cst.BaseStatement]:
-        """`texts`: the generated functions, put after the last graph statement."""
+        """`texts`: the generated functions, put after the last graph statement before the runs."""
         items = self.p.items
-        insert_at = max(pos for pos, it in enumerate(items) if it.node is not None) + 1
+        insert_at = max(pos for pos, it in enumerate(items) if it.node is not None
+                        and (self.first_run is None or pos < self.first_run)) + 1
         gap = 2 if isinstance(owner, cst.Module) else 1
         functions: list[cst.BaseStatement] = []
         for text in texts:

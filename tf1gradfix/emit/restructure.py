@@ -16,10 +16,10 @@ from typing import Any, cast
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider, ScopeProvider
 
-from tf1gradfix.constructs import (builders, class_initializers, class_settings, contrib, input_methods, layer_methods,
-                                   mnist_loader, model_classes, optimizers, placeholders, schedules, sections,
-                                   session_options, session_params, summaries, unbuilt_methods, variable_factories,
-                                   variables)
+from tf1gradfix.constructs import (abandoned_sessions, builders, class_initializers, class_settings, contrib,
+                                   input_methods, layer_methods, mnist_loader, model_classes, optimizers, placeholders,
+                                   schedules, sections, session_options, session_params, summaries, unbuilt_methods,
+                                   variable_factories, variables)
 from tf1gradfix.model import owners as owners_model
 from tf1gradfix.model.checks import (check_moved, check_program, check_results, check_state, check_steps, check_var_lists,
                                      class_names, kept, sliced)
@@ -340,6 +340,8 @@ class _Rewrite:
         program = builder.build(owner, body, helpers, alias, collect=True)
         self.taken |= program.invented   # (names the model gave values: not the emitter's to give again)
         try:   # (every blocker of the graph statements and the host code in one run: ModelBuilder.build)
+            if cls is None:   # (a session that only initializes, left for another: it goes)
+                sessions = abandoned_sessions.dropped(program, sessions, self.module, builder)
             check_program(program, owner, sessions, section)
             host = None
             if cls is None:
@@ -455,7 +457,9 @@ class _Rewrite:
             replacements[cls] = model_class.rewritten_class(self.plan, owner, alias, init_body, methods, chosen, layered,
                                                             params)
             return self.module.visit(Replace(replacements, layout_blocks=True))
-        new_body = Assembler(program, state, tape, replacements, self.module, indent).body(texts, moved, owner)
+        assembler = Assembler(program, state, tape, replacements, self.module, indent)
+        assembler.first_run = scan.first_site_item
+        new_body = assembler.body(texts, moved, owner)
         if section is not None:
             return new_body, program
         if isinstance(owner, cst.Module):

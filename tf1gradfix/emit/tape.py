@@ -83,6 +83,9 @@ class TapeEmitter:
             return None, [], [], []
         members = closure(self.p, shared)
         params = [n.names[0] for n in self.p.nodes if isinstance(n, Placeholder) and n.index in members]
+        if any(set(f) & set(shared) and not set(params) <= set(sig.params) | set(sig.flags)
+               for f, sig in zip(forwards, [s for s in sigs if not s.inline])):
+            return None, [], [], []   # (a run not given what the helper reads: TF1 computed only what it fetched)
         params = [p for p in params if self._placeholder(p).default is None] + \
                  [p for p in params if self._placeholder(p).default is not None]
         returns: list[str] = []

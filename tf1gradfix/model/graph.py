@@ -18,8 +18,8 @@ import libcst as cst
 from libcst.metadata import PositionProvider
 
 from tf1gradfix.constructs import (builder_loops, builders, gradient_calls, graph_contexts, graph_loops, graph_prints,
-                                   input_methods, loop_layers, nested_calls, rnn_stacks, summaries, variable_factories,
-                                   variable_loops)
+                                   input_methods, loop_layers, nested_calls, rnn_stacks, summaries, summary_loops,
+                                   variable_factories, variable_loops)
 from tf1gradfix.constructs.tensors import queue_refusal
 from tf1gradfix.constructs.class_settings import branch as settled_branch
 from tf1gradfix.model import registry
@@ -178,7 +178,8 @@ class ModelBuilder:
             self.program.collected.append(len(self.program.nodes))
         if isinstance(item.stmt, cst.SimpleStatementLine) and not item.drop:
             self._classify(item)
-        elif not isinstance(item.stmt, cst.SimpleStatementLine) and not graph_loops.model(self, item, position) \
+        elif not isinstance(item.stmt, cst.SimpleStatementLine) and not summary_loops.model(self, item) \
+                and not graph_loops.model(self, item, position) \
                 and not variable_loops.model(self, item, position) and not loop_layers.loop_model(self, item) \
                 and not isinstance(item.stmt, cst.FunctionDef):
             self._check_compound(item.stmt)   # (a function is checked where graph code calls it)

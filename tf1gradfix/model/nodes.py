@@ -335,6 +335,7 @@ class Computed(Node):
 
     steps: ClassVar[bool] = True
     collections: list[CollectionRead] = field(default_factory=list)   # variable collections it reads
+    op_name: str | None = None    # TF1's name of its op, where the call names it (rules/op_names.toml)
 
 
 @dataclass(eq=False, kw_only=True)

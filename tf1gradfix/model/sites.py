@@ -78,7 +78,7 @@ class HostScan:
         poisoned = set(self.p.poisoned or ())   # (names of refused graph statements: see ModelBuilder.build)
         for position, item in enumerate(self.p.items):
             if item.node is not None or item.drop:
-                if item.node is not None and self.first_site_item is not None:
+                if item.node is not None and self.first_site_item is not None and not savers.made_after_runs(item.node):
                     raise Refusal.of(item.stmt, "graph_after_run")
                 continue
             if poisoned and not poisoned.isdisjoint(loads(item.stmt)):

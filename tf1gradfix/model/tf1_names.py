@@ -15,6 +15,17 @@ tensorflow/python/ops/variable_scope.py `_VariableScopeStore`):
 
 from __future__ import annotations
 
+import functools
+
+from tf1gradfix.rules.catalog import _read
+
+
+@functools.lru_cache(maxsize=None)
+def op_names() -> dict[str, dict]:
+    """TF1 function -> its row of rules/op_names.toml: the functions whose result's op
+    takes the name the call gives (`name_at`: its position, where it may be given so)."""
+    return _read("op_names.toml")["op"]
+
 
 def numbered(base: str, k: int) -> str:
     """`base`, `base_1`, `base_2`...: the k-th of a name TF1 numbers."""

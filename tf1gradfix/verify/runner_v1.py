@@ -187,13 +187,18 @@ class V1Tracer(rc.Reentrancy):
 
     # -- Session.run --------------------------------------------------
     def traced_run(self, sess, fetches, feed_dict, options, run_metadata):
-        """The user's run plus the traced tensors; tracing trouble never breaks the run."""
-        self.last_session = sess
+        """The user's run plus the traced tensors; tracing trouble never breaks the run.
+        The final values are read from the session that ran last, a session that only
+        initialized its variables aside (its values are its own: no other run reads them)."""
+        if self.last_session is None:
+            self.last_session = sess
         extra, layout, checks, preds = [], [], [], []
         training, initialized = False, self.init_done
         try:
             self.maybe_snapshot_init(sess)
             fetch_ops = self.fetch_ops(sess, fetches)
+            if not self.initializes_only(fetch_ops):
+                self.last_session = sess
             computes, applies = self.plan(fetch_ops)
             training = bool(computes or applies)
             if (computes or applies) and not self.init_done:
@@ -237,6 +242,15 @@ class V1Tracer(rc.Reentrancy):
         except Exception as exc:  # noqa: BLE001
             self.note(f"run {self.run_index - 1}: trace incomplete ({type(exc).__name__}: {exc})")
         return result
+
+    def initializes_only(self, fetch_ops) -> bool:
+        """Does the run only initialize variables (`sess.run(tf.global_variables_initializer())`)?"""
+        if not fetch_ops:
+            return False
+        graph = fetch_ops[0].graph
+        initializers = {v.initializer for key in ("variables", "local_variables") for v in graph.get_collection(key)}
+        return all(op in initializers or op.type == "NoOp" and op.control_inputs
+                   and all(c in initializers for c in op.control_inputs) for op in fetch_ops)
 
     def note(self, text: str) -> None:
         self.trace.event("note", text=text[:500])
