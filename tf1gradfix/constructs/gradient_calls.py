@@ -9,6 +9,14 @@
   t too (otherwise the others would change).
 - `gate_gradients`, `aggregation_method`, `colocate_gradients_with_ops` do
   nothing in eager TF2: dropped, each with a note.
+- A call nested in a larger expression (`grads, _ = tf.clip_by_global_norm(
+  tf.gradients(loss, tvars), 5)`, `opt.apply_gradients(zip(tf.gradients(loss,
+  params), params))`) is read as if bound to a fresh name on a line of its own
+  just before its statement, which then reads that name (`lifted`): TF1 built
+  it once, before what reads it, and it changes nothing else. Where it would not
+  run exactly once (a lambda, a comprehension but its first iterable, a branch
+  of `x if c else y`, after `and` / `or`) or its statement binds a name with
+  `:=`, it is refused.
 """
 
 from __future__ import annotations
@@ -19,6 +27,7 @@ from typing import cast
 import libcst as cst
 
 from tf1gradfix.cst.syntax import Refusal, bound_args, literal_string, target_names
+from tf1gradfix.cst.walk import TargetedTransformer, children, walk
 from tf1gradfix.model.nodes import GRADIENT_NODES, Gradients, Placeholder, Statement, Tensor, TrainOp, VarList
 
 PARAMS = ["ys", "xs", "grad_ys", "name", "colocate_gradients_with_ops", "gate_gradients",
@@ -65,7 +74,83 @@ def model(builder, item, names, target, value, deps) -> bool:
     builder.add(item, Gradients, names, value, deps, ys=bound["ys"], xs=xs_names, single=single,
                 target=target, grad_ys=bound.get("grad_ys"), stops=stops, unconnected=unconnected,
                 listed=cast(cst.Name, xs).value if isinstance(group, VarList) else None)
+    builder.own(call, but=[bound["ys"], bound.get("grad_ys")])   # (what they are taken of: checked as a tensor's)
     return True
+
+
+def lifted(builder, item, small: cst.Assign, value: cst.BaseExpression, deps: set[int], tf_calls: list):
+    """(statement line, statement, value, the nodes it reads, its TensorFlow calls) with each
+    `tf.gradients` call nested in the value read as a `gradients` node of its own, bound to a
+    fresh name just before (innermost first), and replaced by that name; as they are where it
+    has none. Refusal where such a call would not run exactly once as its statement runs."""
+    top = value.value if isinstance(value, cst.Subscript) else value   # (`tf.gradients(...)[0]`: model's)
+    found = [(call, why) for call, why in _nested(builder, value) if call is not top]
+    if not found:
+        return item.stmt, small, value, deps, tf_calls
+    if any(type(n) is cst.NamedExpr for n in walk(value)):
+        raise Refusal.of(found[0][0], "gradients_nested_assignment_expression")
+    for call, why in found:
+        if why == "repeated":
+            raise Refusal.of(call, "gradients_nested_repeated")
+        if why == "conditional":
+            raise Refusal.of(call, "gradients_nested_conditional")
+    names: dict[cst.CSTNode, cst.BaseExpression] = {}
+    start = len(builder.program.nodes)
+    for call, _ in found:   # (an argument's first, as Python calls them)
+        fresh = builder.invent("gradients")
+        inner = _replaced(call, names)
+        model(builder, item, (fresh,), cst.Name(fresh), inner, builder.deps_of(inner))
+        names[call] = cst.Name(fresh)
+    new = small.with_changes(value=_replaced(value, names))
+    line = item.stmt.with_changes(body=[new])
+    if getattr(builder.v, "origins", None) is None:
+        builder.v.origins = {}
+    builder.v.origins[id(line)] = (line, item.stmt)   # (its positions and layout: the statement's)
+    builder.program.as_written[id(line)] = item.stmt
+    calls = [(c, q) for c, q in builder.calls(new.value) if q is not None]
+    return line, new, new.value, set(deps) | set(range(start, len(builder.program.nodes))), calls
+
+
+def _nested(builder, value: cst.BaseExpression) -> list[tuple[cst.Call, str | None]]:
+    """The `tf.gradients` calls of `value` in the order Python calls them, each with the
+    reason it would not run exactly once as the statement runs (`_why`)."""
+    found: list[tuple[cst.Call, str | None]] = []
+
+    def visit(node: cst.CSTNode, why: str | None) -> None:
+        for child in children(node):
+            visit(child, _why(node, child, why))
+        if type(node) is cst.Call and builder.qualified(node.func) == "tensorflow.gradients":
+            found.append((node, why))
+
+    visit(value, None)
+    return found
+
+
+def _why(parent: cst.CSTNode, child: cst.CSTNode, why: str | None) -> str | None:
+    """Why what `child` computes would not run exactly once when `parent` does ("repeated",
+    "conditional"; None: it would)."""
+    if why is not None:
+        return why
+    if isinstance(parent, cst.Lambda) or isinstance(parent, cst.CompFor) and child is not parent.iter:
+        return "repeated"
+    if isinstance(parent, (cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp)) and child is not parent.for_in:
+        return "repeated"   # (of the comprehension, only its first `for`'s iterable runs once)
+    if isinstance(parent, cst.IfExp) and child is not parent.test or isinstance(parent, cst.BooleanOperation) \
+            and child is parent.right:
+        return "conditional"
+    return None
+
+
+def _replaced(node, names: dict):
+    """`node` with the calls of `names` replaced by their names (the rest kept as they are)."""
+    if not names or not any(n in names for n in walk(node)):
+        return node
+
+    class Replace(TargetedTransformer):
+        def on_leave(self, original, updated):
+            return self.targets.get(original, updated)
+
+    return node.visit(Replace(names))
 
 
 def note_dropped(builder, call: cst.Call, bound: dict) -> None:

@@ -129,9 +129,9 @@ class ClassLayers:
                 scope = literal_string(given)
                 if scope is None:
                     raise Refusal.of(call, "layer_method_scope_not_literal", method=method, param=node.scope_parameter)
-                if any(s == scope for _, s, _ in node.calls):
+                if any(s == scope for _, s, _ in node.method_calls):
                     raise Refusal.of(call, "layer_method_scope_twice", method=method, scope=scope)
-            node.calls.append((len(builder.program.nodes), cast(str, scope), call))
+            node.method_calls.append((len(builder.program.nodes), cast(str, scope), call))
 
 
 def variables_method(method: str) -> str:
@@ -155,7 +155,7 @@ def variables_text(node: BuilderModule, single: bool) -> str:
 
 def _made_calls(node: BuilderModule):
     """The calls that make variables: each scope's first (a fixed scope: the first call only)."""
-    return node.calls if node.scope_parameter is not None else node.calls[:1]
+    return node.method_calls if node.scope_parameter is not None else node.method_calls[:1]
 
 
 def listed(node: BuilderModule, prefix: str, before: int) -> list[tuple[int, str]]:

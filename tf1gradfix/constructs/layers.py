@@ -53,6 +53,7 @@ def model(builder, item, names, call: cst.Call | None, q: str | None, deps) -> b
     flags = {builder.program.final[e.value] for _, e in call_args if isinstance(e, cst.Name) and e.value in builder.program.final}
     builder.add(item, LayerCall, names, call, set(builder.deps_of(source)) | {layer.index} | flags,
                 calls=[q], layer=layer.index, source=source, call_args=call_args)
+    builder.own(call, but=[source, *(v for _, v in call_args)])   # (its input: checked as a tensor's)
     item.node = layer   # the statement's place keeps the layer; the call moves into the steps
     return True
 

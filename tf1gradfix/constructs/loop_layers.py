@@ -79,8 +79,16 @@ def loop_model(builder, item) -> bool:
     targets = tuple(sorted(set(loads(loop.target)) | {st.name for st in statements if st.name}))
     builder.add(item, LayerLoopCall, targets, loop, deps, calls=[q for _, q in builder.calls(loop) if q],
                 layer_loop=layer.index)
+    own_sites(builder, layer_sites)
     item.node = layer
     return True
+
+
+def own_sites(builder, sites: list[LayerSite]) -> None:
+    """Claims the loop's layer calls and their settings (the layers are made once); their inputs
+    and call-time arguments are what the steps' loop computes (checked as a tensor's)."""
+    for site in sites:
+        builder.own(site.call, but=[site.source, *(v for _, v in site.call_args)])
 
 
 def loop_layer(builder, call: cst.Call, q: str, row: dict, graph_names: AbstractSet[str], pending: list[LayerSite]) -> LayerSite:

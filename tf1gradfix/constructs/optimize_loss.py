@@ -74,6 +74,7 @@ def build(builder, s: Statement) -> bool:
                 bound=update, call=call, step=step, stats=stats, clip=clip,
                 result=loss.value if isinstance(loss, cst.Name) else None, summarized=summarized,
                 rate_variable=made_rate)
+    builder.own(call)   # (each argument checked above: the loss is a name, the rest settings)
     return True
 
 

@@ -87,6 +87,7 @@ def _model(builder, item, names, value, deps) -> bool:
     cls = ComputeGradients if method == "compute_gradients" else TrainOp
     builder.add(item, cls, names, value, deps, method=method, optimizer=opt.index, bound=bound, call=call,
              step=step_name, stats=item.stats)
+    builder.own(call, but=[bound.get("grads_and_vars")])   # (the pairs applied: checked as a tensor's)
     return True
 
 def _optimizer_call(builder, call: cst.Call) -> bool:

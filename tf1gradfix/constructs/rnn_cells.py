@@ -59,6 +59,7 @@ def build(builder, s: Statement) -> bool:
         if s.one is None or set(bound) != {"c", "h"}:
             raise Refusal.of(s.call, "layer_target", api=s.q)
         builder.add(s.item, StateTuple, s.names, s.call, set(s.deps), calls=[], parts=(bound["c"], bound["h"]))
+        builder.own(s.call, but=[bound["c"], bound["h"]])
         return True
     if _layer_states(builder, s):
         return True
@@ -87,6 +88,7 @@ def _layer_states(builder, s: Statement) -> bool:
     if s.one is None or set(bound) != {"c", "h"}:
         raise Refusal.of(call, "layer_target", api="LSTMStateTuple")
     builder.add(s.item, StateTuple, s.names, call, set(s.deps), calls=[], parts=(bound["c"], bound["h"]), layers=comp)
+    builder.own(part, but=[bound["c"], bound["h"]])
     return True
 
 
@@ -188,6 +190,7 @@ def _run(builder, s: Statement) -> bool:
                                   call)
     builder.add(s.item, RnnRun, s.names, call, set(s.deps), calls=[], cell=cell.index, source=bound["inputs"],
                 initial=bound.get("initial_state"), lengths=lengths)
+    builder.own(call, but=[bound["inputs"], bound.get("initial_state"), lengths])   # (checked as a tensor's)
     return True
 
 

@@ -133,6 +133,7 @@ def _dropout(builder, s: Statement) -> None:
     deps = set(s.deps) | (builder.deps_of(bound["input_keep_prob"]) if "input_keep_prob" in bound else set()) \
         | (builder.deps_of(bound["output_keep_prob"]) if "output_keep_prob" in bound else set())
     builder.add(s.item, RnnStack, s.names, call, deps, layers=[(inner.index, keeps[0], keeps[1])], multi=False)
+    builder.own(call, but=keeps)   # (its keep probabilities: a dropout where the run is, checked as a tensor's)
 
 
 def _multi(builder, s: Statement) -> None:
@@ -155,6 +156,7 @@ def _multi(builder, s: Statement) -> None:
     if len(kinds) != 1:
         raise Refusal.of(call, "rnn_stack_layers_differ", api=s.q)
     builder.add(s.item, RnnStack, s.names, call, set(s.deps), layers=layers, multi=True)
+    builder.own(call)
 
 
 def _repeated(builder, cells) -> bool:
@@ -230,6 +232,7 @@ def _bidirectional(builder, s: Statement) -> None:
     builder.add(s.item, RnnRun, s.names, call, deps, calls=[], cell=fw.index, source=bound["inputs"],
                 initial=bound.get("initial_state_fw"), lengths=lengths, backward=bw.index,
                 initial_backward=bound.get("initial_state_bw"), pairs=(output_pair, state_pair))
+    builder.own(call, but=[bound["inputs"], bound.get("initial_state_fw"), bound.get("initial_state_bw"), lengths])
 
 
 def made(builder, scope: cst.BaseExpression | None, cells: list[tuple[int, str]], prefix: str) -> None:

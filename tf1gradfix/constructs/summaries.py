@@ -58,6 +58,7 @@ def model(builder, item, names, call: cst.Call | None, q: str | None) -> bool:
         if isinstance(program.nodes[i], OPS):
             raise Refusal.of(call, "summary_of_op", kind=program.nodes[i].kind)
     builder.add(item, Summary, names or (), call, deps, calls=[], summary=layout, member=member)
+    builder.own(call, but=[value for _, _, value in layout] if member else [])   # (its value: checked as a tensor's)
     return True
 
 

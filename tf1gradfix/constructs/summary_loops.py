@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from tf1gradfix.constructs import summaries
+from tf1gradfix.constructs import nested_calls, summaries
 from tf1gradfix.cst.syntax import Refusal, name_nodes, names_renamed
 from tf1gradfix.model.nodes import OPS, Summary
 
@@ -56,7 +56,10 @@ def model(builder, item) -> bool:
     for i in deps:
         if isinstance(builder.program.nodes[i], OPS):
             raise Refusal.of(loop, "summary_of_op", kind=builder.program.nodes[i].kind)
-    builder.add(item, Summary, (), loop, deps, calls=[], summary=layout, member=True)
+    node = builder.add(item, Summary, (), loop, deps, calls=[], summary=layout, member=True)
+    builder.own(loop)   # the steps write the values of `layout`, names renamed: those are checked
+    for _, _, value in layout:
+        nested_calls.check(builder, node, value)
     return True
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import libcst as cst
 
 from tf1gradfix.constructs import control_flow, dropout, graph_collections, layers, losses, summaries, variable_factories
-from tf1gradfix.cst.syntax import Refusal, arg, literal_string, loads, matches, schedule_table
+from tf1gradfix.cst.syntax import Refusal, arg, literal_string, matches, name_nodes, schedule_table
 from tf1gradfix.model.tf1_names import op_names
 from tf1gradfix.model.nodes import OPS, ComputeGradients, Computed, Gradients, Static, Statement, Tensor
 
@@ -28,6 +28,8 @@ def _seeded(call: cst.Call) -> bool:
 
 def _model(builder, item, names, value, deps, tf_calls) -> None:
     collections, listed, read = graph_collections.model(builder, value, tf_calls)   # (their calls are written out)
+    for call in listed:
+        builder.own(call)
     deps = set(deps) | read
     unsupported = checked_calls(builder, [(call, q) for call, q in tf_calls if call not in listed])
     for name in names:
@@ -60,6 +62,7 @@ def checked_calls(builder, tf_calls) -> Refusal | None:
     """Refusal for a TensorFlow call a computed statement cannot make; the refusal of a call
     refused only if some run needs it (returned); else None."""
     unsupported = None
+    builder.program.checked.update(id(call) for call, _ in tf_calls)
     for call, q in tf_calls:
         if matches(q, "queues"):
             raise queue_refusal(call, q)
@@ -95,19 +98,23 @@ def helper_calls(builder, stmt: cst.CSTNode, value: cst.CSTNode) -> tuple[list[s
     only if some run needs it); Refusal for a helper that makes weights or summaries."""
     calls: list[str] = []
     unsupported = None
-    for name in loads(value):
-        if name in builder.program.helpers:   # a helper's calls count as this statement's
-            inner = [q for _, q in builder.calls(builder.program.helpers[name]) if q]
-            unsupported = unsupported or dropout.helper_refusal(name, builder.calls(builder.program.helpers[name]))
-            if any(q in summaries.summary_ops() for q in inner):
-                raise Refusal.of(stmt, "function_makes_summary", name=name)
-            creates = [] if builder.is_builder(name) else \
-                [q for q in inner if q in layers.layer_table() or q == "tensorflow.Variable"]
-            factory = variable_factories.reached(builder, builder.program.helpers[name])
-            creates += [factory] if factory is not None else []
-            if creates:   # called in every step, it would make new weights each time
-                raise Refusal.of(stmt, "function_creates_weights", name=name, api=creates[0])
-            calls += inner
+    program = builder.program
+    read = [n for n in name_nodes(value) if n.value in program.helpers and id(n) not in program.checked
+            and id(n) not in program.owned]
+    program.checked.update(id(n) for n in read)   # (each read is checked once: constructs/nested_calls.py)
+    for name in (n.value for n in read):   # a helper's calls count as this statement's
+        helper = program.helpers[name]
+        inner = [q for _, q in builder.calls(helper) if q]
+        unsupported = unsupported or dropout.helper_refusal(name, builder.calls(helper))
+        if any(q in summaries.summary_ops() for q in inner):
+            raise Refusal.of(stmt, "function_makes_summary", name=name)
+        creates = [] if builder.is_builder(name) else \
+            [q for q in inner if q in layers.layer_table() or q == "tensorflow.Variable"]
+        factory = variable_factories.reached(builder, helper)
+        creates += [factory] if factory is not None else []
+        if creates:   # called in every step, it would make new weights each time
+            raise Refusal.of(stmt, "function_creates_weights", name=name, api=creates[0])
+        calls += inner
     return calls, unsupported
 
 

@@ -107,6 +107,11 @@ def build(builder, s: Statement) -> bool:
     if not s.one or not is_update(builder, s.value, s.deps):
         return False
     builder.add(s.item, Update, s.names, s.value, s.deps, calls=[q for _, q in s.tf_calls])
+    for call, q in s.tf_calls:   # (the assignments and their group; the values assigned: checked as a tensor's)
+        if q in functions():
+            builder.own(call, but=[bound_args(call, ["ref", "value"], call).get("value")])
+        elif q == "tensorflow.group":   # (of updates only: is_update; written as it is)
+            builder.program.checked.add(id(call))
     return True
 
 

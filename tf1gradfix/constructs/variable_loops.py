@@ -51,6 +51,7 @@ class _Body:
     filled: set[str] = field(default_factory=set)    # lists (or dicts) filled
     layer_sites: list[LayerSite] = field(default_factory=list)
     local: set[str] = field(default_factory=set)     # host names the loop binds (its target's too)
+    helper_calls: list[str] = field(default_factory=list)   # the calls of the helper functions its graph values call
 
 
 def model(builder, item, position: int) -> bool:
@@ -93,12 +94,12 @@ def model(builder, item, position: int) -> bool:
     deps = {i for st in statements if st.role not in ("variable", "layer") for i in _deps(builder, st.stmt, body)}
     deps |= {i for site in body.layer_sites for e in _layer_reads(site) for i in _deps(builder, e, body)}
     deps |= {program.final[name] for name in body.filled} | {layer.index}
-    calls = [q for _, q in builder.calls(loop) if q]
-    for st in statements:
-        if st.role in ("graph", "fill"):
-            calls += tensors.helper_calls(builder, st.stmt, st.stmt)[0]
+    calls = [q for _, q in builder.calls(loop) if q] + body.helper_calls
     bound = {st.name for st in statements if st.name and st.role != "host"} | set(loads(loop.target)) | body.filled
     builder.add(item, LayerLoopCall, tuple(sorted(bound)), loop, deps, calls=calls, layer_loop=layer.index)
+    loop_layers.own_sites(builder, body.layer_sites)
+    for site in sites:   # (made once, where the graph was built: variables.arguments checked them)
+        builder.own(site.call)
     item.node = layer
     return True
 
@@ -149,6 +150,7 @@ def _read(builder, item, body: _Body, statements: list, scopes: tuple) -> None:
             if not isinstance(stmt.body, cst.IndentedBlock):
                 raise Refusal.of(stmt, "variable_loop_body")
             _read(builder, item, body, list(stmt.body.body), scopes + (_scope(builder, stmt),))
+            builder.own(stmt.items[0].item)   # (a scope: its name is the loop's host value)
             continue
         small = stmt.body[0] if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 else None
         if small is None:
@@ -246,9 +248,10 @@ def _check_graph(builder, small: cst.CSTNode, value: cst.CSTNode, body: _Body) -
     if unsupported is not None:
         raise unsupported
     tensors.check_inputs(builder, small, _deps(builder, value, body))
-    _, unsupported = tensors.helper_calls(builder, small, value)
+    inner, unsupported = tensors.helper_calls(builder, small, value)
     if unsupported is not None:
         raise unsupported
+    body.helper_calls += inner
 
 
 def _variable(builder, item, call: cst.Call, q: str, name: str, body: _Body) -> VariableSite:

@@ -338,6 +338,7 @@ class _Rewrite:
             builder.host_settings = self.plan.decisions.named(self.plan.attributes, model_classes.init_of(cls))
         builder.loader_calls = frozenset(id(c) for c in self.loader.calls) if self.loader is not None else frozenset()
         program = builder.build(owner, body, helpers, alias, collect=True)
+        self.taken |= program.invented   # (names the model gave values: not the emitter's to give again)
         try:   # (every blocker of the graph statements and the host code in one run: ModelBuilder.build)
             if cls is None:   # (a session that only initializes, left for another: it goes)
                 sessions = abandoned_sessions.dropped(program, sessions, self.module, builder)

@@ -25,6 +25,7 @@ from tf1gradfix.model.nodes import (ComputeGradients, Computed, Gradients, Layer
 from tf1gradfix.cst import layout
 from tf1gradfix.emit import name_scopes
 from tf1gradfix.cst.syntax import literal_index, loads, matches
+from tf1gradfix.cst.walk import walk
 from tf1gradfix.model.sites import Site
 from tf1gradfix.model.slicing import Signature, closure, gradient_dependent, reached_variables, variable_text
 
@@ -33,7 +34,7 @@ IND = "    "
 
 class TapeEmitter:
     def __init__(self, program: Program, code, fresh, state, meta):
-        self.p, self.code, self.fresh, self.state, self.meta = program, code, fresh, state, meta
+        self.p, self.raw_code, self.fresh, self.state, self.meta = program, code, fresh, state, meta
         self.qualified = meta.names.qualified
         self.tf = program.tf_alias
         self.optimizer_names: dict[int, str] = {}
@@ -136,6 +137,17 @@ class TapeEmitter:
             i in self.p.nodes[j].deps for j in sig.nodes if not isinstance(self.p.nodes[j], (Optimizer, OptimizerCall)))
 
     # -- text --------------------------------------------------------------
+    def code(self, node: cst.CSTNode) -> str:
+        """The text of user code the steps compute (a statement, a layer's or an RNN's input,
+        what gradients are taken of): each of its calls the model checked as a tensor's
+        (constructs/nested_calls.py) written as in a statement of its own, a dropout with
+        `rate=`, a v1 loss as the mean it computes."""
+        calls = [q for c in walk(node) if type(c) is cst.Call and (q := self.qualified(c.func)) is not None]
+        if calls:
+            node = losses.rewritten_statement(node, calls, self.qualified, self.raw_code, self.tf)
+            node = dropout.rewritten_statement(node, calls, self.qualified, self.raw_code)
+        return self.raw_code(node)
+
     def stmt_text(self, node: Node, depth: int | None = None) -> str:
         """`depth`: the blocks the statement lands in, to lay out a statement the rewrite changed."""
         if isinstance(node, Summary):   # `merged = tf.summary.merge_all()` -> the list of the values it summarizes
@@ -143,9 +155,12 @@ class TapeEmitter:
             return text if depth is None else self.fit([text], depth)[0]
         if isinstance(node, LayerCall):   # `h = tf.layers.dense(x, ...)` -> `h = <layer>(x)`
             layer = self.state.naming.layers[self.p.nodes[node.layer]]
-            args = [self.code(node.source)] + [f"{k}={self.code(v)}" for k, v in node.call_args]
+            source = self.code(node.source)
+            args = [source] + [f"{k}={self.code(v)}" for k, v in node.call_args]
             text = f"{', '.join(node.names)} = {layer}({', '.join(args)})"
             scope = self.state.scoped(cast(Layer, self.p.nodes[node.layer]))
+            if depth is not None and source != self.raw_code(node.source):   # (a dropout the rewrite wrote)
+                text = self.fit([text], depth + (scope is not None))[0].replace("\n", "\n    " if scope else "\n")
             return text if scope is None else f'with {self.tf}.keras.name_scope("{scope}"):\n    {text}'
 
         if isinstance(node, StateTuple):   # an LSTM state of its parts, stacked (constructs.rnn_cells)
@@ -171,7 +186,8 @@ class TapeEmitter:
             return self.fit(lines, depth)[0]
         if depth is not None and isinstance(stmt, cst.SimpleStatementLine):   # (moved: laid out again if it was black's)
             # (`before` is the user's statement: a collection written as its list may have made a line too long)
-            before = node.stmt if isinstance(node.stmt, cst.SimpleStatementLine) else stmt
+            before = self.p.as_written.get(id(node.stmt), node.stmt)   # (a nested `tf.gradients` read apart: the user's)
+            before = before if isinstance(before, cst.SimpleStatementLine) else stmt
             moved = layout.refit(before, cst.parse_statement("\n".join(lines) + "\n"), self.indent + 4 * depth,
                                  tuple(self.block_indent + 4 * k for k in range(4)))   # (also from under a scope)
             lines = [ln for ln in cst.Module([]).code_for_node(moved.with_changes(leading_lines=())).splitlines() if ln.strip()]

@@ -10,20 +10,22 @@ leaves the file intact and reports a manual diagnostic.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar, cast
 
 import libcst as cst
 from libcst.metadata import PositionProvider
 
-from tf1gradfix.constructs import (builder_loops, builders, graph_contexts, graph_loops, graph_prints, input_methods,
-                                   loop_layers, rnn_stacks, summaries, summary_loops, variable_factories, variable_loops)
+from tf1gradfix.constructs import (builder_loops, builders, gradient_calls, graph_contexts, graph_loops, graph_prints,
+                                   input_methods, loop_layers, nested_calls, rnn_stacks, summaries, summary_loops,
+                                   variable_factories, variable_loops)
 from tf1gradfix.constructs.tensors import queue_refusal
 from tf1gradfix.constructs.class_settings import branch as settled_branch
 from tf1gradfix.model import registry
 from tf1gradfix.constructs.optimizers import is_optimizer
-from tf1gradfix.cst.syntax import (Refusal, arg, bound_names, enters_new_graph, free_names, literal_string, loads, matches,
-                                   name_nodes, target_names)
+from tf1gradfix.cst.syntax import (Refusal, arg, bound_names, enters_new_graph, free_names, fresh_name, literal_string,
+                                   loads, matches, name_nodes, target_names)
 from tf1gradfix.cst.walk import walk
 from tf1gradfix.rules.catalog import host_value
 from tf1gradfix.model.tf1_names import GraphNames, VariableScopes
@@ -70,6 +72,10 @@ class Program:
     refused: list | None = None   # build(collect=True): the statements' refusals, in order
     poisoned: set[str] | None = None   # names bound by refused statements, and by those that read them
     collected: list[int] = field(default_factory=list)   # node counts where `UPDATE_OPS` was read into a name
+    owned: set[int] = field(default_factory=set)     # ids of what constructs translate or check themselves (`own`)
+    checked: set[int] = field(default_factory=set)   # ids of calls (and helper names) checked as a tensor's (nested_calls)
+    invented: set[str] = field(default_factory=set)  # names the model gave values the program does not name
+    as_written: dict[int, cst.CSTNode] = field(default_factory=dict)   # id of a line the model wrote anew -> the user's
 
     def node(self, name: str) -> Node | None:
         i = self.final.get(name)
@@ -88,6 +94,7 @@ class ModelBuilder:
         self.update_ops_names: set[str] = set()   # `update_ops = tf.get_collection(tf.GraphKeys.UPDATE_OPS)`
         self.makes_variables: dict[str, bool] = {}        # helper name -> makes variables (see _builder)
         self._calls: dict[cst.CSTNode, list] = {}
+        self._module_names: set[str] | None = None   # (invent)
         self.options: Any = None   # session_options.SessionOptions of the owner, when a session takes arguments
         self.writers: Any = None   # summaries.Writers of the owner, when it makes a summary writer
         self.class_layers: Any = None   # layer_methods.ClassLayers of a model class with layer methods
@@ -153,7 +160,9 @@ class ModelBuilder:
                 item.drop = True
                 continue
             try:
+                start = len(self.program.nodes)
                 self._item(item, position)
+                nested_calls.check_item(self, start)   # (what the constructs did not claim, as a tensor's)
             except Refusal as refusal:
                 if not collect:
                     raise
@@ -323,6 +332,14 @@ class ModelBuilder:
         item.node = node
         return node
 
+    def own(self, node: cst.CSTNode | None, but: Iterable[cst.CSTNode | None] = ()) -> None:
+        """Claims the calls under `node` but those under `but`: the construct translates them,
+        or checks them itself (settings of what is made once); the rest of a statement that
+        the steps compute is checked as a tensor's (constructs/nested_calls.py)."""
+        if node is not None:
+            kept = {id(n) for b in but if b is not None for n in walk(b)}
+            self.program.owned.update(id(n) for n in walk(node) if id(n) not in kept)
+
     def append(self, node: N) -> N:
         """A node that no statement of the block binds (a builder's module, an optimizer made in place)."""
         node.index = len(self.program.nodes)
@@ -463,10 +480,24 @@ class ModelBuilder:
     def _graph_statement(self, item, small, names, value, deps, tf_calls) -> None:
         if item.prefix and any(isinstance(self.program.nodes[d], BuilderModule) for d in deps):
             raise Refusal.of(small, "builder_called_in_scope", scope=item.prefix[:-1])
+        # (a nested `tf.gradients`: a node of its own, the statement reading its name is `stmt`)
+        stmt, small, value, deps, tf_calls = gradient_calls.lifted(self, item, small, value, deps, tf_calls)
+        lifted = len(self.program.nodes)
         call = value if isinstance(value, cst.Call) else None
         q = self.qualified(call.func) if call is not None else None
         statement = Statement(item, small, names, value, deps, tf_calls, call, q)
         for construct in registry.REGISTRY:
             if construct.build(self, statement):
-                return
+                break
+        for node in self.program.nodes[lifted:]:
+            if node.stmt is item.stmt:
+                node.stmt = stmt
+
+    def invent(self, base: str) -> str:
+        """A name for a value the program does not name, free in the module and the program."""
+        if self._module_names is None:
+            self._module_names = {n.value for n in name_nodes(self.module)}
+        name = fresh_name(base, self._module_names | set(self.program.final) | self.program.invented)
+        self.program.invented.add(name)
+        return name
 

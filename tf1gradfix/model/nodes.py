@@ -30,10 +30,15 @@ class Node:
     stmt: Any                     # the statement (a helper `FunctionDef` for a builder module)
     value: Any                    # the expression defining it (a loop for a layer loop), or None
     deps: frozenset[int] = frozenset()
+    calls: list[str] = field(default_factory=list)   # the TensorFlow calls of what the steps compute for it
+    unsupported: Refusal | None = None   # refused only if some run needs it
+    steps: ClassVar[bool] = False   # computed in the step functions: the calls of its statement the construct
+    #                                 does not translate itself are checked as a tensor's (constructs/nested_calls.py)
 
     def called(self) -> Sequence[str]:
-        """TensorFlow functions the statement calls (empty where the model keeps none)."""
-        return ()
+        """TensorFlow functions the steps call for it: its own and those nested in what it reads
+        (a layer's input, an RNN's), and those of the helper functions they call."""
+        return self.calls
 
     def trained(self) -> bool:
         """Is it among what a loss trains: a trainable variable, a layer with trainable weights?"""
@@ -49,7 +54,7 @@ class Node:
 
     def refusal_if_run(self) -> Refusal | None:
         """Why a run that needs it cannot be rewritten (None: it can)."""
-        return None
+        return self.unsupported
 
 
 @dataclass(eq=False, kw_only=True)
@@ -181,6 +186,7 @@ class RnnStack(Node):
     """`d = DropoutWrapper(cell, output_keep_prob=k)`, `m = MultiRNNCell([a, b])`: cells as a run
     uses them (constructs/rnn_stacks.py); made nowhere itself, written where the run is."""
 
+    steps: ClassVar[bool] = True   # (its keep probabilities: a dropout where the run is)
     layers: list[tuple[int, cst.BaseExpression | None, cst.BaseExpression | None]]   # (RnnCell, input, output keep)
     multi: bool                   # a MultiRNNCell: the state is one per layer, stacked
 
@@ -286,7 +292,7 @@ class BuilderModule(LayerNode):
     dropped: list[cst.BaseStatement] = field(default_factory=list)   # `scope.reuse_variables()` statements
     method_of: str | None = None  # a model class's layer method: the class's `self` (layer_methods.py)
     single: bool = True           # ... the class's only one making variables
-    calls: list[tuple[int, str, cst.Call]] = field(default_factory=list)   # ... (node index, scope, call)
+    method_calls: list[tuple[int, str, cst.Call]] = field(default_factory=list)   # ... (node index, scope, call)
     made_on_call: bool = False    # its layers are made on the call reaching them (builder_loops.py)
     shaping: tuple[str, ...] = ()   # ... the parameters their number and settings come from
     call_sites: list[cst.Call] = field(default_factory=list)   # its calls so far (builder_loops.check_call)
@@ -327,16 +333,9 @@ class CollectionRead:
 class Computed(Node):
     """A statement computing values from graph values (in the steps, or once if static)."""
 
-    calls: list[str] = field(default_factory=list)
-    unsupported: Refusal | None = None   # refused only if some run needs it
+    steps: ClassVar[bool] = True
     collections: list[CollectionRead] = field(default_factory=list)   # variable collections it reads
     op_name: str | None = None    # TF1's name of its op, where the call names it (rules/op_names.toml)
-
-    def called(self) -> Sequence[str]:
-        return self.calls
-
-    def refusal_if_run(self) -> Refusal | None:
-        return self.unsupported
 
 
 @dataclass(eq=False, kw_only=True)
@@ -424,6 +423,7 @@ class Optimizer(Node):
 class OptimizerCall(Node):
     """`opt.minimize/compute_gradients/apply_gradients(...)`."""
 
+    steps: ClassVar[bool] = True
     method: str
     optimizer: int
     bound: Bound
@@ -455,6 +455,7 @@ class Gradients(Node):
     """`tf.gradients(ys, xs, ...)`."""
 
     kind: ClassVar[str] = "gradients"
+    steps: ClassVar[bool] = True
     ys: cst.BaseExpression
     xs: list[str]
     single: bool

@@ -429,6 +429,7 @@ class HostScan:
                                   or q in ("tensorflow.gradients", "tensorflow.placeholder", "tensorflow.Variable",
                                            "tensorflow.get_variable", "tensorflow.placeholder_with_default")):
                 raise Refusal.of(call, "fetch_expression_api", api=q)
+        self.p.checked.update(id(c) for c in calls)   # (as a tensor's, more strictly: constructs/nested_calls.py)
         taken = set(loads(self.p.owner)) | set(self.p.final) | set(self.p.helpers)
         name = fresh_name(_describe(expr), taken)
         stmt = cst.SimpleStatementLine([cst.Assign([cst.AssignTarget(cst.Name(name))], expr)])
