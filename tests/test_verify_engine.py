@@ -410,8 +410,12 @@ def test_cli_reports_on_a_divergence(tmp_path):
          "--plot", str(out / "v.png"), "--timeout", "120"],
         cwd=ROOT, capture_output=True, text=True)
     assert proc.returncode == 1, proc.stdout + proc.stderr
-    assert proc.stdout.startswith("DIVERGED: step 2, loss")
+    # the plain run shows the wrong rate from step 2 on, as drift would look (losses, and the loss
+    # it prints); lockstep shows the step it matters: step 1's change from the original's state
+    assert proc.stdout.startswith("DIVERGED: lockstep: step 1, step change of"), proc.stdout
+    assert "the plain run first diverged at step 2, loss" in proc.stdout
     data = json.loads((out / "v.json").read_text())
+    assert data["proved_by"] == "lockstep"
     first = data["comparison"]["first_divergence"]
     assert first["quantity"] == "loss" and first["step"] == 2
     assert data["comparison"]["by_kind"]["applied update"]["diverged"] >= 20
