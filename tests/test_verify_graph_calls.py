@@ -149,3 +149,14 @@ def test_a_function_tf2_cannot_trace_fails_the_migration_at_its_first_call(tmp_p
     fixed = UNTRACEABLE_ONCE.replace("return e if float(e.numpy()) > 0 else -e   # a value no trace has", "return e")
     original, migrated = _pair(tmp_path, "traceable", ONCE_ORIGINAL, fixed)
     assert verify_pair(original, migrated).verdict == EQUIVALENT
+
+
+@pytest.mark.tf
+def test_a_program_that_runs_its_functions_eagerly_is_not_traced(tmp_path):
+    """`tf.config.run_functions_eagerly(True)`: TF2 never traces, so neither does the check."""
+    from tf1gradfix.verify.orchestrate import EQUIVALENT, verify_pair
+
+    eager = UNTRACEABLE_ONCE.replace("import tensorflow as tf\n", "import tensorflow as tf\n\ntf.config.run_functions_eagerly(True)\n", 1)
+    original, migrated = _pair(tmp_path, "eager", ONCE_ORIGINAL, eager)
+    result = verify_pair(original, migrated)
+    assert result.verdict == EQUIVALENT, result.reason

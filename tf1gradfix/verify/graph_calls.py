@@ -23,7 +23,8 @@ gradients taken under another tape (higher-order gradients, whose graph runs
 were seen to differ from run to run in the last digits a sqrt amplifies), or a
 trace that fails. Each copy is traced before it runs
 (`get_concrete_function`), so a refused trace has run nothing.
-`TF1GRADFIX_EAGER_FUNCTIONS=1` keeps every call eager.
+`TF1GRADFIX_EAGER_FUNCTIONS=1` keeps every call eager, as does a program that calls
+`tf.config.run_functions_eagerly(True)` (it never traces in TF2 either).
 """
 
 from __future__ import annotations
@@ -102,12 +103,13 @@ class GraphCalls:
         """Run one outermost call of `fn`; `eager_call()` runs it eagerly."""
         key = id(fn)
         entry = self.states.get(key)
-        if self.off or entry is None or entry[1] == _EAGER:
+        off = self.off or self.tf.config.functions_run_eagerly()   # (the program's own choice: TF2 never traces)
+        if off or entry is None or entry[1] == _EAGER:
             if entry is None:
                 self.states[key] = (fn, _FIRST)
             self.counts["eager"] += 1
             result = eager_call()
-            if entry is None and not self.off:
+            if entry is None and not off:
                 self.check_trace(fn, args, kwds)
             return result
         copy = entry[1]
