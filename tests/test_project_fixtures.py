@@ -177,8 +177,35 @@ def test_rewrite_of_the_files_of_a_project_writes_both(tmp_path, capsys):
         assert (folder / name).read_bytes() == (scenario / "expected" / name).read_bytes(), name
     for name in _names(folder):
         shutil.copy(scenario / "input" / name, folder / name)
-    main(["rewrite", "--no-verify", str(folder / "train.py")])   # (the script alone: no project, the module is not written)
-    assert (folder / "nets.py").read_bytes() == (scenario / "input" / "nets.py").read_bytes()
+    capsys.readouterr()
+    # the script alone: read without the module, its calls into it would look like plain functions
+    assert main(["rewrite", "--no-verify", str(folder / "train.py")]) == 1
+    assert "imports module `nets` of its folder, which makes variables" in capsys.readouterr().out
+    for name in _names(folder):
+        assert (folder / name).read_bytes() == (scenario / "input" / name).read_bytes(), name
+
+
+def test_a_script_given_without_a_module_of_variable_helpers_is_refused(tmp_path, capsys):
+    """A module whose functions only make `tf.Variable`s (no placeholder, no session) is a model
+    module too: the folder is one project (its helpers make weights on every call: refused as
+    builders), and the script alone is refused, both left as they were."""
+    from tf1gradfix.cli.main import main
+
+    folder = tmp_path / "project"
+    folder.mkdir()
+    (folder / "parts.py").write_text(
+        "import tensorflow as tf\n\n\ndef weight(shape):\n    return tf.Variable(tf.zeros(shape))\n\n\n"
+        "def affine(x, size):\n    return tf.matmul(x, weight([int(x.get_shape()[1]), size])) + weight([size])\n")
+    (folder / "fit.py").write_text(
+        "import numpy as np\nimport tensorflow as tf\nfrom parts import affine\n\nx = tf.placeholder(tf.float32, [None, 2])\n"
+        "y = affine(x, 1)\nwith tf.Session() as sess:\n    sess.run(tf.global_variables_initializer())\n"
+        "    print(sess.run(y, {x: np.ones([3, 2])}))\n")
+    before = {name: (folder / name).read_bytes() for name in _names(folder)}
+    assert main(["rewrite", "--no-verify", str(folder / "fit.py")]) == 1
+    assert "imports module `parts` of its folder" in capsys.readouterr().out
+    assert main(["rewrite", "--no-verify", str(folder)]) == 1
+    assert "`affine` creates weights (`weight`) when called" in capsys.readouterr().out
+    assert {name: (folder / name).read_bytes() for name in _names(folder)} == before
 
 
 def test_import_of_the_module_is_followed_only_for_its_names(tmp_path, monkeypatch):

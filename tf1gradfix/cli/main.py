@@ -410,8 +410,9 @@ def _run_files(args: argparse.Namespace) -> int:
 
 
 def _projects(files: list[str], mode: str) -> list:
-    """The model modules and the scripts importing them, rewritten together (project.py)."""
-    if mode == CHECK or len(files) < 2:
+    """The model modules and the scripts importing them, rewritten together (project.py); a
+    script given without the model module of its folder that it imports is refused."""
+    if mode == CHECK or not files:
         return []
     from tf1gradfix.run import project
 

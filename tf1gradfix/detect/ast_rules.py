@@ -274,6 +274,22 @@ def analyze_sessions(tree: ast.Module, data: bytes, catalog: Catalog) -> tuple[l
     return _analyzed(tree, data, catalog, others=True)
 
 
+# Calls that make variables: a module whose functions make them builds part of a model,
+# though TF2 has `tf.Variable` too (run/project.py reads it with the script importing it).
+_VARIABLE_MAKERS = ("tensorflow.Variable", "tensorflow.get_variable")
+_LAYER_MODULES = ("tensorflow.layers.", "tensorflow.contrib.layers.")
+
+
+def variable_lines(tree: ast.Module, data: bytes, catalog: Catalog) -> list[int]:
+    """Lines of the module's calls that make variables: `tf.Variable`, `tf.get_variable`,
+    a `tf.layers` or `tf.contrib.layers` function."""
+    names = Names(tree, catalog, data)
+    detector = _Detector(names, catalog, data)
+    detector.run(tree)
+    return [call.lineno for call in detector.calls
+            if (q := names.qualified(call.func)) is not None and (q in _VARIABLE_MAKERS or q.startswith(_LAYER_MODULES))]
+
+
 def _analyzed(tree: ast.Module, data: bytes, catalog: Catalog, others: bool = False):
     names = Names(tree, catalog, data)
     detector = _Detector(names, catalog, data)

@@ -26,7 +26,7 @@ class Info:
     """What the planning reads of one file (Python's parser only)."""
     tree: ast.Module
     session: bool
-    builds: int | None   # line of its first graph construct a restructuring fixes, if any
+    builds: int | None   # line of its first graph construct a restructuring fixes, or variable made, if any
 
 
 @record
@@ -54,6 +54,8 @@ def info(path: str, data: bytes) -> Info | None:
         return None
     hits, session = ast_rules.analyze(tree, data, catalog.load())
     graph = [h.line for h in hits if h.rule.safety == "proven"]
+    if not session:   # (a module of functions making variables builds a model: `weight_variable`)
+        graph += ast_rules.variable_lines(tree, data, catalog.load())
     return Info(tree, session, min(graph) if graph else None)
 
 
@@ -102,39 +104,89 @@ def plan(files: list[str]) -> list[Project]:
     for path in files:
         if path != "-" and path.endswith(".py"):
             folders.setdefault(os.path.dirname(os.path.abspath(path)), []).append(path)
-    projects = []
+    projects: list[Project] = []
     for folder, paths in folders.items():
-        if len(paths) < 2:
-            continue
-        read = _candidates(paths)
-        if not read:
-            continue
-        modules = {os.path.basename(p)[:-3]: p for p, i in read.items() if i and not i.session and i.builds}
-        for path, found in read.items():
-            if found is None or not found.session:
-                continue
-            project = Project(path)
-            for stmt in found.tree.body:
-                names = [a.name for a in stmt.names] if isinstance(stmt, ast.Import) else \
-                    [stmt.module] if isinstance(stmt, ast.ImportFrom) and stmt.level == 0 else []
-                for name in names:
-                    if name in modules:
-                        again = modules[name] in project.modules   # (read once, where first imported)
-                        project.modules.append(modules[name]) if not again else None
-                        project.imports.append(stmt) if not again else None
-                        project.refusal = project.refusal or _import_refusal(path, stmt, name, read[modules[name]], again,
-                                                                             found.tree)
-            if project.modules:
-                ours = {os.path.abspath(p) for p in (path, *project.modules)}
-                for module in project.modules:
-                    name = os.path.basename(module)[:-3]
-                    others = [p for p in _importers(folder, name, read) if os.path.abspath(p) not in ours]
-                    if others and project.refusal is None:
-                        stmt = project.imports[project.modules.index(module)]
-                        project.refusal = (path, diagnostic(stmt.lineno, stmt.col_offset + 1, "project_module_shared",
-                                                            module=name, other=os.path.basename(others[0])))
-                projects.append(project)
+        found = _folder_projects(folder, paths)
+        planned = {os.path.abspath(p) for project in found for p in (project.script, *project.modules)}
+        projects += found + _unlisted(folder, paths, planned)
     return projects
+
+
+def _folder_projects(folder: str, paths: list[str]) -> list[Project]:
+    """The projects among the listed files of one folder."""
+    projects: list[Project] = []
+    read = _candidates(paths) if len(paths) >= 2 else {}
+    modules = {os.path.basename(p)[:-3]: p for p, i in read.items() if i and not i.session and i.builds}
+    for path, found in read.items():
+        if found is None or not found.session:
+            continue
+        project = Project(path)
+        for stmt in found.tree.body:
+            for name in _imported(stmt):
+                if name in modules:
+                    again = modules[name] in project.modules   # (read once, where first imported)
+                    project.modules.append(modules[name]) if not again else None
+                    project.imports.append(stmt) if not again else None
+                    project.refusal = project.refusal or _import_refusal(path, stmt, name, read[modules[name]], again,
+                                                                         found.tree)
+        if project.modules:
+            ours = {os.path.abspath(p) for p in (path, *project.modules)}
+            for module in project.modules:
+                name = os.path.basename(module)[:-3]
+                others = [p for p in _importers(folder, name, read) if os.path.abspath(p) not in ours]
+                if others and project.refusal is None:
+                    stmt = project.imports[project.modules.index(module)]
+                    project.refusal = (path, diagnostic(stmt.lineno, stmt.col_offset + 1, "project_module_shared",
+                                                        module=name, other=os.path.basename(others[0])))
+            projects.append(project)
+    return projects
+
+
+def _unlisted(folder: str, paths: list[str], planned: set[str]) -> list[Project]:
+    """Scripts given without a module of their folder that they import and that builds part
+    of the model (`rewrite train.py`, `model.py` beside it): refused, for read alone the
+    script's calls into the module look like plain functions, though they may make
+    variables on every run. A plain byte search first: most scripts import no such module."""
+    listed = {os.path.abspath(p) for p in paths}
+    try:
+        siblings = {e[:-3]: os.path.join(folder, e) for e in sorted(os.listdir(folder))
+                    if e.endswith(".py") and e[:-3].isidentifier() and os.path.join(folder, e) not in listed}
+    except OSError:
+        return []
+    if not siblings:
+        return []
+    spelled = re.compile(rb"^[ \t]*(?:from|import)[ \t]+(" + b"|".join(re.escape(s.encode()) for s in siblings)
+                         + rb")\b", re.M)
+    out = []
+    for path in paths:
+        data = None if os.path.abspath(path) in planned else _read(path)
+        if data is None or b"tensorflow" not in data or not spelled.search(data):
+            continue
+        script = info(path, data)
+        if script is None or not script.session:
+            continue
+        refusal = next(filter(None, (_unlisted_refusal(path, stmt, siblings) for stmt in script.tree.body)), None)
+        if refusal is not None:
+            out.append(Project(path, refusal=refusal))
+    return out
+
+
+def _unlisted_refusal(path: str, stmt: ast.stmt, siblings: dict[str, str]) -> tuple | None:
+    """The refusal of a script's import of an unlisted module of its folder that builds."""
+    for name in _imported(stmt):
+        module = siblings.get(name)
+        data = _read(module) if module is not None else None
+        found = info(module, data) if module is not None and data is not None else None
+        if found is not None and not found.session and found.builds:
+            return (path, diagnostic(stmt.lineno, stmt.col_offset + 1, "project_module_not_listed", module=name))
+    return None
+
+
+def _imported(stmt: ast.stmt) -> list[str]:
+    """The modules a top-level import statement names (absolute imports only)."""
+    if isinstance(stmt, ast.Import):
+        return [a.name for a in stmt.names]
+    return [stmt.module] if isinstance(stmt, ast.ImportFrom) and stmt.level == 0 and stmt.module else []
 
 
 def _candidates(paths: list[str]) -> dict[str, Info | None]:
