@@ -615,3 +615,20 @@ def test_a_mode_flag_a_run_does_not_feed_is_refused_as_unfed():
         ''')
     messages = [d[3] for d in rewrite(source).diagnostics]
     assert any("placeholder `training` is needed but not fed" in m for m in messages), messages
+
+
+def test_a_session_of_no_graph_is_dropped_or_refused_with_a_reason():
+    """A session opened before any graph statement (an exercise left to fill in, a session
+    factory): nothing runs in it, so the rewrite drops it, or says what it cannot drop;
+    never an internal error of the rewrite."""
+    empty = "import tensorflow as tf\n\nrows = [1.0, 2.0]\nwith tf.Session() as sess:\n    for r in rows:\n        print(r)\n"
+    shaped = restructure(cst.parse_module(empty), "t.py")
+    assert shaped.new_module is not None, shaped.diagnostics
+    assert shaped.new_module.code.endswith("for r in rows:\n    print(r)\n")
+    factory = "import tensorflow as tf\n\n\ndef session(**kwargs):\n    return tf.InteractiveSession(**kwargs)\n"
+    from tf1gradfix.run.engine import process_source
+    from tf1gradfix.run.findings import CodeFilter
+
+    result = process_source("t.py", factory.encode(), CodeFilter())
+    assert result.new_source is None and result.findings
+    assert not any("internal error" in f.message for f in result.findings), [f.message for f in result.findings]

@@ -36,8 +36,8 @@ class Assembler:
     def body(self, texts: list[str], moved: set[int], owner) -> list[cst.BaseStatement]:
         """`texts`: the generated functions, put after the last graph statement before the runs."""
         items = self.p.items
-        insert_at = max(pos for pos, it in enumerate(items) if it.node is not None
-                        and (self.first_run is None or pos < self.first_run)) + 1
+        insert_at = max((pos for pos, it in enumerate(items) if it.node is not None
+                         and (self.first_run is None or pos < self.first_run)), default=-1) + 1   # (none: a session of no graph)
         gap = 2 if isinstance(owner, cst.Module) else 1
         functions: list[cst.BaseStatement] = []
         for text in texts:
