@@ -189,7 +189,6 @@ def stop_here(trace, counter: StepCounter, record) -> None:
     os._exit, not an exception: the user's code must not catch it, and
     nothing after the cut (its finally blocks included) may run.
     """
-    import sys
     import traceback
 
     trace.event("cut", steps=counter.steps, calls=counter.calls)
@@ -199,6 +198,14 @@ def stop_here(trace, counter: StepCounter, record) -> None:
         record()
     except Exception:  # noqa: BLE001
         trace.event("note", text="could not record values at the cut:\n" + traceback.format_exc()[-1500:])
+    leave_now(trace)
+
+
+def leave_now(trace) -> None:
+    """The program's output flushed, an end event written, and the side ended at once
+    (os._exit: nothing of the user's runs after, not even a finally block)."""
+    import sys
+
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()
