@@ -280,17 +280,15 @@ _VARIABLE_MAKERS = ("tensorflow.Variable", "tensorflow.get_variable")
 _LAYER_MODULES = ("tensorflow.layers.", "tensorflow.contrib.layers.")
 
 
-def variable_lines(tree: ast.Module, data: bytes, catalog: Catalog) -> list[int]:
-    """Lines of the module's calls that make variables: `tf.Variable`, `tf.get_variable`,
-    a `tf.layers` or `tf.contrib.layers` function."""
-    names = Names(tree, catalog, data)
-    detector = _Detector(names, catalog, data)
-    detector.run(tree)
-    return [call.lineno for call in detector.calls
-            if (q := names.qualified(call.func)) is not None and (q in _VARIABLE_MAKERS or q.startswith(_LAYER_MODULES))]
+def analyze_variables(tree: ast.Module, data: bytes, catalog: Catalog) -> tuple[list[Hit], bool, list[int]]:
+    """`analyze`, and the lines of the module's calls that make variables (`tf.Variable`,
+    `tf.get_variable`, a `tf.layers` or `tf.contrib.layers` function), from the same pass."""
+    hits, session, _, calls = _analyzed(tree, data, catalog, calls=True)
+    return hits, session, [call.lineno for call, q in calls
+                           if q is not None and (q in _VARIABLE_MAKERS or q.startswith(_LAYER_MODULES))]
 
 
-def _analyzed(tree: ast.Module, data: bytes, catalog: Catalog, others: bool = False):
+def _analyzed(tree: ast.Module, data: bytes, catalog: Catalog, others: bool = False, calls: bool = False):
     names = Names(tree, catalog, data)
     detector = _Detector(names, catalog, data)
     hits = detector.run(tree)
@@ -298,6 +296,8 @@ def _analyzed(tree: ast.Module, data: bytes, catalog: Catalog, others: bool = Fa
     session = any(_matches(names.qualified(call.func), patterns) for call in detector.calls)
     made = [] if session or not others else \
         [(call, q) for call in detector.calls if _matches(q := names.qualified(call.func), other)]
+    if calls:   # (every call with its qualified name)
+        return hits, session, made, [(call, names.qualified(call.func)) for call in detector.calls]
     return hits, session, made
 
 

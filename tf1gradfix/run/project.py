@@ -52,10 +52,10 @@ def info(path: str, data: bytes) -> Info | None:
     tree = prefilter.python_tree(data)
     if tree is None:
         return None
-    hits, session = ast_rules.analyze(tree, data, catalog.load())
+    hits, session, made = ast_rules.analyze_variables(tree, data, catalog.load())
     graph = [h.line for h in hits if h.rule.safety == "proven"]
     if not session:   # (a module of functions making variables builds a model: `weight_variable`)
-        graph += ast_rules.variable_lines(tree, data, catalog.load())
+        graph += made
     return Info(tree, session, min(graph) if graph else None)
 
 
@@ -106,14 +106,14 @@ def plan(files: list[str]) -> list[Project]:
             folders.setdefault(os.path.dirname(os.path.abspath(path)), []).append(path)
     projects: list[Project] = []
     for folder, paths in folders.items():
-        found = _folder_projects(folder, paths)
+        found, read = _folder_projects(folder, paths)
         planned = {os.path.abspath(p) for project in found for p in (project.script, *project.modules)}
-        projects += found + _unlisted(folder, paths, planned)
+        projects += found + _unlisted(folder, paths, planned, read)
     return projects
 
 
-def _folder_projects(folder: str, paths: list[str]) -> list[Project]:
-    """The projects among the listed files of one folder."""
+def _folder_projects(folder: str, paths: list[str]) -> tuple[list[Project], dict[str, Info | None]]:
+    """The projects among the listed files of one folder, and what was read of its files."""
     projects: list[Project] = []
     read = _candidates(paths) if len(paths) >= 2 else {}
     modules = {os.path.basename(p)[:-3]: p for p, i in read.items() if i and not i.session and i.builds}
@@ -139,14 +139,15 @@ def _folder_projects(folder: str, paths: list[str]) -> list[Project]:
                     project.refusal = (path, diagnostic(stmt.lineno, stmt.col_offset + 1, "project_module_shared",
                                                         module=name, other=os.path.basename(others[0])))
             projects.append(project)
-    return projects
+    return projects, read
 
 
-def _unlisted(folder: str, paths: list[str], planned: set[str]) -> list[Project]:
+def _unlisted(folder: str, paths: list[str], planned: set[str], read: dict[str, Info | None]) -> list[Project]:
     """Scripts given without a module of their folder that they import and that builds part
     of the model (`rewrite train.py`, `model.py` beside it): refused, for read alone the
     script's calls into the module look like plain functions, though they may make
-    variables on every run. A plain byte search first: most scripts import no such module."""
+    variables on every run. A plain byte search first: most scripts import no such module;
+    `read`: the files already read (`info`), each read once."""
     listed = {os.path.abspath(p) for p in paths}
     try:
         siblings = {e[:-3]: os.path.join(folder, e) for e in sorted(os.listdir(folder))
@@ -162,21 +163,23 @@ def _unlisted(folder: str, paths: list[str], planned: set[str]) -> list[Project]
         data = None if os.path.abspath(path) in planned else _read(path)
         if data is None or b"tensorflow" not in data or not spelled.search(data):
             continue
-        script = info(path, data)
+        script = read[path] if path in read else info(path, data)
         if script is None or not script.session:
             continue
-        refusal = next(filter(None, (_unlisted_refusal(path, stmt, siblings) for stmt in script.tree.body)), None)
+        refusal = next(filter(None, (_unlisted_refusal(path, stmt, siblings, read) for stmt in script.tree.body)), None)
         if refusal is not None:
             out.append(Project(path, refusal=refusal))
     return out
 
 
-def _unlisted_refusal(path: str, stmt: ast.stmt, siblings: dict[str, str]) -> tuple | None:
+def _unlisted_refusal(path: str, stmt: ast.stmt, siblings: dict[str, str], read: dict[str, Info | None]) -> tuple | None:
     """The refusal of a script's import of an unlisted module of its folder that builds."""
     for name in _imported(stmt):
         module = siblings.get(name)
-        data = _read(module) if module is not None else None
-        found = info(module, data) if module is not None and data is not None else None
+        if module is not None and module not in read:
+            data = _read(module)
+            read[module] = info(module, data) if data is not None else None
+        found = read.get(module) if module is not None else None
         if found is not None and not found.session and found.builds:
             return (path, diagnostic(stmt.lineno, stmt.col_offset + 1, "project_module_not_listed", module=name))
     return None
