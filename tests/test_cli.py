@@ -175,18 +175,23 @@ def codes_in(text: str) -> set[str]:
 # -- exit codes ---------------------------------------------------------------
 
 
-def test_clean_file_exits_0_and_prints_nothing(capsys):
+NO_FILES = "tf1gradfix: No Python files found under the given paths\n"   # (a warning, exit 0)
+ALL_PASSED = "All checks passed!\n"   # (ruff's words for a clean check)
+
+
+def test_clean_file_exits_0_and_says_so_as_ruff_does(capsys):
     write("model.py", TF2)
-    assert run(capsys, "check", "model.py") == (0, "", "")
+    assert run(capsys, "check", "model.py") == (0, ALL_PASSED, "")
+    assert run(capsys, "check", "--quiet", "model.py") == (0, "", "")
 
 
 def test_zero_files_is_not_an_error(capsys, tmp_path):
     (tmp_path / "empty_dir").mkdir()
-    assert run(capsys, "check", "empty_dir") == (0, "", "")
-    assert run(capsys, "check") == (0, "", "")
-    assert run(capsys, "rewrite", "empty_dir") == (0, "", "")
+    assert run(capsys, "check", "empty_dir") == (0, "", NO_FILES)
+    assert run(capsys, "check") == (0, "", NO_FILES)
+    assert run(capsys, "rewrite", "empty_dir") == (0, "", NO_FILES)
     write("empty_dir/notes.txt", "import tensorflow as tf\ntf.Session()\n")  # not a .py file
-    assert run(capsys, "check", "empty_dir") == (0, "", "")
+    assert run(capsys, "check", "empty_dir") == (0, "", NO_FILES)
 
 
 def test_findings_exit_1_with_path_line_col_code_fix_mark(capsys):
@@ -241,7 +246,7 @@ def test_module_entry_point_exit_codes(tmp_path):
     broken = subprocess.run([sys.executable, "-m", "tf1gradfix", "check", "nope.py"], capture_output=True, text=True, cwd=tmp_path, env=env)
     assert (dirty.returncode, clean.returncode, broken.returncode) == (1, 0, 2)
     assert dirty.stdout.startswith("train.py:3:1: TFG401 [*safe] ")
-    assert clean.stdout == ""
+    assert clean.stdout == ALL_PASSED
     assert "nope.py: error: no such file or folder" in broken.stdout
 
 
@@ -327,7 +332,7 @@ def test_select_and_ignore_by_prefix(capsys, flags, expected):
 
 def test_ignore_all_means_clean(capsys):
     write("train.py", TF1)
-    assert run(capsys, "check", "--ignore", "ALL", "train.py") == (0, "", "")
+    assert run(capsys, "check", "--ignore", "ALL", "train.py") == (0, ALL_PASSED, "")
 
 
 def test_unselected_fix_is_not_applied(capsys):
@@ -347,7 +352,7 @@ def test_exclude_globs(capsys):
     assert {f[0] for f in findings(out)} == {"pkg/model.py"}
     code, out, _ = run(capsys, "check", ".", "--exclude", "pkg/*")
     assert {f[0] for f in findings(out)} == {"legacy_train.py"}
-    assert run(capsys, "check", "pkg", "--exclude", "*.py") == (0, "", "")
+    assert run(capsys, "check", "pkg", "--exclude", "*.py") == (0, "", NO_FILES)
 
 
 def test_exclude_applies_to_explicit_files_in_excluded_folders(capsys):
@@ -541,7 +546,7 @@ def test_rewrite_of_renames_only_exits_0(capsys):
     code, _, _ = run(capsys, "rewrite", "seed.py")
     assert code == 0
     assert path.read_text() == "import tensorflow as tf\n\ntf.random.set_seed(0)\n"
-    assert run(capsys, "check", "seed.py") == (0, "", "")
+    assert run(capsys, "check", "seed.py") == (0, ALL_PASSED, "")
 
 
 def test_rewrite_keeps_the_alias(capsys):
@@ -748,7 +753,7 @@ def other():
     Session = dict
     return Session()
 """
-    assert run(capsys, "check", write("s.py", source).name) == (0, "", "")
+    assert run(capsys, "check", write("s.py", source).name) == (0, ALL_PASSED, "")
 
 
 def test_run_minimize_eval_on_other_objects_are_not_reported(capsys):
@@ -785,7 +790,7 @@ sess = Runner()
 sess.run(6)
 """
     path = write("s.py", source)
-    assert run(capsys, "check", "s.py") == (0, "", "")
+    assert run(capsys, "check", "s.py") == (0, ALL_PASSED, "")
     assert run(capsys, "rewrite", "s.py") == (0, "", "")
     assert path.read_text() == source
 
@@ -822,7 +827,7 @@ def test_tf2_code_has_no_findings_and_is_byte_identical(capsys, source, tmp_path
     path = write("model.py", source)
     os.chmod(path, 0o640)
     stat_before = path.stat()
-    assert run(capsys, "check", "model.py") == (0, "", "")
+    assert run(capsys, "check", "model.py") == (0, ALL_PASSED, "")
     assert run(capsys, "rewrite", "model.py") == (0, "", "")
     assert path.read_bytes() == source.encode()
     assert path.stat().st_mtime_ns == stat_before.st_mtime_ns
@@ -832,7 +837,7 @@ def test_tf2_code_has_no_findings_and_is_byte_identical(capsys, source, tmp_path
 def test_distribution_strategy_run_is_tf2(capsys):
     source = "import tensorflow as tf\n\nstrategy = tf.distribute.MirroredStrategy()\nstrategy.run(lambda: 1)\n"
     write("dist.py", source)
-    assert run(capsys, "check", "dist.py") == (0, "", "")
+    assert run(capsys, "check", "dist.py") == (0, ALL_PASSED, "")
 
 
 # -- rules / explain -------------------------------------------------------------

@@ -8,6 +8,8 @@ a silent fallback to the defaults.
 
 from __future__ import annotations
 
+import difflib
+
 import fnmatch
 import re
 from pathlib import Path
@@ -84,7 +86,9 @@ def _settings(table, source: Path, text: str) -> Settings:
     settings = Settings(source=str(source), root=str(source.parent.resolve()))
     for key in table:
         if key not in KEYS:
-            fail(key, f"unknown setting `{key}` (known: {', '.join(KEYS)})")
+            near = difflib.get_close_matches(key, KEYS, n=1)
+            hint = f"did you mean `{near[0]}`? " if near else ""
+            fail(key, f"unknown setting `{key}` ({hint}known: {', '.join(KEYS)})")
     if "select" in table:
         settings.select = _codes(table["select"], "select", fail)
     if "ignore" in table:

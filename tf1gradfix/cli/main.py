@@ -138,6 +138,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     for name, help_text, add_options in COMMANDS:
         if only in (None, name):
             add_options(sub.add_parser(name, help=help_text, formatter_class=_Formatter))
+    parser.set_defaults(commands=sub.choices)   # (a bad option is reported with its command's usage)
     return parser
 
 
@@ -235,7 +236,9 @@ def _main(argv: list[str] | None) -> int:
         from tf1gradfix.verify.command import split_program_args
 
         argv, program_args = split_program_args(argv)
-    args = build_parser(only=_command_of(argv)).parse_args(argv)
+    args, unknown = build_parser(only=_command_of(argv)).parse_known_args(argv)
+    if unknown:   # (argparse's own message, under the usage of the command it was given to)
+        args.commands[args.command].error(f"unrecognized arguments: {' '.join(unknown)}")
     args.program_args = program_args
     if args.command in ("check", "rewrite"):
         return _run_files(args)
@@ -309,6 +312,9 @@ def _run_files(args: argparse.Namespace) -> int:
     exclude = tuple(args.exclude) + settings.exclude
     mode = _mode(args)
     files, errors = discover(args.paths, exclude, settings.respect_gitignore)
+    if not files and not errors:   # (as ruff: a warning on stderr, not an error)
+        print("tf1gradfix: No Python files found under the given paths", file=sys.stderr)
+        return EXIT_CLEAN
     if mode == PROPOSE and STDIN in files:
         print("tf1gradfix: --verify needs files on disk, not standard input", file=sys.stderr)
         return EXIT_ERROR
@@ -393,6 +399,8 @@ def _run_files(args: argparse.Namespace) -> int:
             print(line, file=stream)
         verb = "fixable" if mode in (CHECK, DIFF, PREVIEW) else "fixed"
         print(summary_sentence(summary, verb), file=stream)
+    elif mode == CHECK and args.format == "text" and not args.quiet and not args.statistics:
+        print("All checks passed!", file=stream)
     if unproven and not args.quiet:
         print(unproven, file=sys.stderr)
     if any(row.reports_failed for row in rows):

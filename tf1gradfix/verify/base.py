@@ -38,7 +38,12 @@ def _git(args: list[str], cwd: str) -> bytes:
 
 def changed_files(ref: str, cwd: str = ".") -> list[str]:
     """Python files (relative to `cwd`) that exist at `ref` and differ from it in the work tree."""
-    _git(["rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}"], cwd)
+    try:
+        _git(["rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}"], cwd)
+    except BaseError as exc:   # (--quiet leaves git silent: say what is wrong, not the command line)
+        if "not a git repository" in str(exc).lower():
+            raise
+        raise BaseError(f"`{ref}` names no commit in this repository (a branch, tag or commit id)") from exc
     out = _git(["diff", "--name-only", "--relative", "--diff-filter=M", "-z", ref, "--", "*.py"], cwd)
     return sorted(p for p in out.decode("utf-8", "surrogateescape").split("\0") if p)
 

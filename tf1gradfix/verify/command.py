@@ -27,7 +27,14 @@ def plot_path(text: str) -> str:
     return text
 
 
+USAGE = ("%(prog)s [options] ORIGINAL MIGRATED [-- ARGS ...]\n"
+         "       %(prog)s --base REF [options] [PATH ...] [-- ARGS ...]")
+EPILOG = "ARGS after `--` are the programs' own command-line arguments, given to both sides."
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.usage = USAGE
+    parser.epilog = EPILOG
     parser.add_argument("paths", nargs="*", metavar="ORIGINAL MIGRATED",
                         help="the TF1 program (run with tensorflow.compat.v1 semantics) and the TF2 program to "
                              "check against it; with --base, the files to prove (default: those changed since REF)")
@@ -77,6 +84,10 @@ def run(args: argparse.Namespace) -> int:
         print("tf1gradfix verify: --report-dir goes with --base (one pair: --json, --junit, --markdown, --plot)",
               file=sys.stderr)
         return 2
+    unusable = [] if args.base is not None else [why for why in map(_unusable, args.paths) if why]
+    if unusable:   # (before TensorFlow starts: a typo or a syntax error is not a verdict)
+        print(f"tf1gradfix verify: {'; '.join(unusable)}", file=sys.stderr)
+        return 2
     if budget.tensorflow_missing():
         print(f"tf1gradfix: {budget.TF_MISSING}", file=sys.stderr)
         return 2
@@ -93,6 +104,25 @@ def run(args: argparse.Namespace) -> int:
     report.write_reports(result, json=args.json, junit=args.junit,
                          markdown=args.markdown, plot=args.plot)
     return result.exit_code
+
+
+def _unusable(path: str) -> str | None:
+    """Why `path` cannot be run at all (missing, a folder, not Python), or None."""
+    import ast
+    import os
+
+    if not os.path.exists(path):
+        return f"{path}: no such file"
+    if os.path.isdir(path):
+        return f"{path}: a folder (give two files, or --base REF for a tree)"
+    try:
+        with open(path, "rb") as handle:
+            ast.parse(handle.read(), filename=path)
+    except SyntaxError as exc:
+        return f"{path}:{exc.lineno or 0}: syntax error: {exc.msg}"
+    except (OSError, ValueError) as exc:
+        return f"{path}: cannot be read ({exc})"
+    return None
 
 
 def split_program_args(argv: list[str]) -> tuple[list[str], list[str]]:
