@@ -24,7 +24,7 @@ ROOT = Path(__file__).resolve().parent.parent
 RULES = tomllib.loads((ROOT / "tf1gradfix" / "rules" / "codes.toml").read_text("utf-8"))["rule"]
 CODES = [rule["code"] for rule in RULES]
 
-LINE = re.compile(r"^(?P<path>.+?):(?P<line>\d+):(?P<col>\d+): (?P<code>TFG\d{3}) \[(?P<fixed>\*)?(?P<label>safe|proven|manual)\] (?P<message>\S.*)$")
+LINE = re.compile(r"^(?P<path>.+?):(?P<line>\d+):(?P<col>\d+): (?P<code>TFG\d{3}) \[(?P<fixed>\*)?(?P<label>safe|proven|manual|rewrite decides)\] (?P<message>\S.*)$")
 
 # TF1 graph code without a Session: the per-symbol rules apply and the
 # whole-program restructuring of Session programs does not start, so these

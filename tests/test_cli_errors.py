@@ -72,3 +72,12 @@ def test_verify_base_with_an_unknown_ref_says_so(capsys, tmp_path):
     assert (code, out) == (2, "")
     assert "`nosuchref` names no commit in this repository" in err
     assert "rev-parse" not in err
+
+
+def test_the_advice_for_a_missing_tensorflow_fits_where_the_run_is(monkeypatch):
+    from tf1gradfix.verify.budget import install_advice
+
+    monkeypatch.delenv("PRE_COMMIT", raising=False)
+    assert install_advice() == "pip install 'tf1gradfix[verify]'"
+    monkeypatch.setenv("PRE_COMMIT", "1")   # (pre-commit sets it for every hook it runs)
+    assert "additional_dependencies" in install_advice() and "pip install" not in install_advice()

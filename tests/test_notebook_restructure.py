@@ -115,7 +115,7 @@ def test_a_notebook_whose_statements_would_move_across_cells_is_left_intact(fold
 def test_check_leaves_a_session_notebook_to_rewrite(folder, capsys):
     (folder / "train.ipynb").write_text(notebook())
     code, out, _ = run(capsys, "check", "train.ipynb")
-    assert code == 1 and "train.ipynb:cell 4:1:5: TFG101 [proven] " in out and "[*" not in out
+    assert code == 1 and "train.ipynb:cell 4:1:5: TFG101 [rewrite decides] " in out and "[*" not in out
     assert "in session programs" in out.splitlines()[-1]
 
 

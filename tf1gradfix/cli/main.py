@@ -528,7 +528,7 @@ def _guard(args, outcomes):
     Returns (proof rows, a note on what was left unproven, files edited meanwhile)."""
     from tf1gradfix.records import replace
 
-    from tf1gradfix.verify.budget import tensorflow_missing
+    from tf1gradfix.verify.budget import install_advice, tensorflow_missing
 
     pending = [o for o in outcomes if o.restructured]
     if not pending and not (args.report_dir and refused_files(outcomes)):   # (the reports list refused files)
@@ -539,7 +539,7 @@ def _guard(args, outcomes):
             return [], None, []
         count = f"{len(pending)} file{'s' if len(pending) != 1 else ''}"
         note = (f"tf1gradfix: {count} can be restructured into TF2 but got only the safe fixes: proving a "
-                "restructuring runs both programs, which needs TensorFlow (pip install 'tf1gradfix[verify]'); "
+                f"restructuring runs both programs, which needs TensorFlow ({install_advice()}); "
                 "`tf1gradfix rewrite --no-verify` writes them unproven")
     else:
         rows, meanwhile = _proofs(args, pending, write=True, all_outcomes=outcomes)

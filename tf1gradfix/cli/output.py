@@ -32,7 +32,11 @@ LABELS = ("safe", "proven", "manual")   # (catalog.SAFETIES, in the order summar
 
 def mark(finding: Finding) -> str:
     """A finding's fix label in brackets, `*` first when this run fixes it (or would):
-    `[*safe]`, `[*proven]`, `[safe]`, `[proven]`, `[manual]`; ruff's `[*]`, with the label."""
+    `[*safe]`, `[*proven]`, `[safe]`, `[proven]`, `[manual]`; ruff's `[*]`, with the label.
+    `check` cannot know whether a session program's restructuring goes through (FIFOQueue,
+    a fetch by name...): those findings read `[rewrite decides]`, not a promise of a proof."""
+    if finding.fixed is None and finding.safety == "proven":
+        return "[rewrite decides]"
     return f"[{'*' if finding.fixed else ''}{finding.safety}]"
 
 

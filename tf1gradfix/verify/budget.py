@@ -30,6 +30,17 @@ DEFAULT_REWRITE_STEPS = 100     # rewrite --verify; reasoning in TOLERANCES.md
 COPY_FILE_LIMIT = 1 << 20       # files up to 1 MiB are copied into a side's folder, bigger ones linked
 COPY_ENTRY_LIMIT = 1000         # entries mirrored; past that, whole subfolders are linked
 TF_MISSING = "TensorFlow is not installed here: pip install 'tf1gradfix[verify]'"
+HOOK_DEPENDENCIES = 'additional_dependencies: ["tensorflow-cpu==2.21.*", "tf-keras==2.21.*"]'
+
+
+def install_advice() -> str:
+    """How to get the verifier where this run is: a pre-commit hook's environment is
+    pre-commit's to make (it sets PRE_COMMIT=1), so `pip install` there would not last."""
+    import os
+
+    if os.environ.get("PRE_COMMIT") == "1":
+        return f"add `{HOOK_DEPENDENCIES}` to this hook in .pre-commit-config.yaml"
+    return "pip install 'tf1gradfix[verify]'"
 
 
 class StepCounter:
