@@ -74,6 +74,12 @@ def stopped_at(events: list) -> int | None:
     return None if cut is None else cut["steps"]
 
 
+def ended_at_cut(events: list) -> bool:
+    """Did the budget end this side at once (a run outside every loop), not just its loop?"""
+    cut = next((e for e in reversed(events) if e["kind"] == "cut"), None)
+    return cut is not None and "loop" not in cut
+
+
 def waited_for_original(events: list) -> bool:
     """A migrated side that never got the original's initial values was blocked by it."""
     return any(e["kind"] == "start" for e in events) and not any(e["kind"] == "init_wait" for e in events)
@@ -191,6 +197,11 @@ def stop_here(trace, counter: StepCounter, record) -> None:
     """
     import traceback
 
+    from tf1gradfix.verify import loop_cut
+
+    if loop_cut.cut(counter.steps):   # the loop around this run ends; the program goes on
+        trace.event("cut", steps=counter.steps, calls=counter.calls, loop=loop_cut.CUTS[-1][2])
+        raise loop_cut.Cut
     trace.event("cut", steps=counter.steps, calls=counter.calls)
     from tf1gradfix.verify import runner_common
     runner_common.record_plots(trace, final=False)
@@ -230,8 +241,13 @@ def timed_roles(o, m, ev: dict) -> list:
 def prepare(traces: dict, finals: dict, ev: dict, timed: list) -> tuple[set, list]:
     """The sides that stopped early (cut or timeout), with finals kept only when
     both were taken at the same step; a killed side's torn last stdout line dropped."""
-    stopped = set(timed) | {r for r in traces if stopped_at(ev[r]) is not None}
+    stopped = set(timed) | {r for r in traces if ended_at_cut(ev[r])}
     notes = []
+    loops = {r: [e["loop"] for e in ev[r] if e["kind"] == "cut" and "loop" in e] for r in traces}
+    if loops["original"] or loops["migrated"]:
+        lines = {r: ", ".join(str(n) for n in dict.fromkeys(loops[r])) or "none" for r in traces}
+        notes.append(f"the --steps budget ended the training loop (line {lines['original']} of the original, "
+                     f"{lines['migrated']} of the migration); the rest of each program ran and was compared")
     for role in timed:
         text = traces[role]["stdout"]
         traces[role]["stdout"] = text[:text.rfind("\n") + 1]
