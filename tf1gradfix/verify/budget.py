@@ -267,9 +267,37 @@ def prepare(traces: dict, finals: dict, ev: dict, timed: list) -> tuple[set, lis
 
 
 def cut_reason(ev: dict) -> str:
-    """Appended to an EQUIVALENT verdict when the budget stopped a side."""
-    cuts = [stopped_at(ev[r]) for r in ("original", "migrated") if stopped_at(ev[r]) is not None]
-    return f" over the first {max(cuts)} steps (the --steps budget; the rest was not run)" if cuts else ""
+    """Appended to an EQUIVALENT verdict when the budget cut a side."""
+    about = of_run(ev)
+    if about is None:
+        return ""
+    if about["ended_at_cut"]:
+        return (f"; partial: the --steps budget ended the {' and the '.join(about['ended_at_cut'])} after "
+                f"{about['steps_compared']} steps, outside any loop of the script: what the program does "
+                f"after that was not run")
+    return (f"; partial: the --steps budget ended the training loop after {about['steps_compared']} steps; "
+            f"the rest of the program ran and was compared")
+
+
+def of_run(ev: dict) -> dict | None:
+    """The JSON report's ``budget`` object, or None when no side was cut:
+    ``steps_compared`` (training steps both sides ran), ``loop_cut`` (the budget ended
+    a loop and the program went on), ``ended_at_cut`` (sides ended at once, nothing
+    after the cut run), ``partial`` (always true: the verdict covers those steps)."""
+    roles = [r for r in ("original", "migrated") if r in ev]
+    cuts = [stopped_at(ev[r]) for r in roles if stopped_at(ev[r]) is not None]
+    if not cuts:
+        return None
+    return {"steps_compared": max(cuts), "partial": True,
+            "loop_cut": any(e["kind"] == "cut" and "loop" in e for r in roles for e in ev[r]),
+            "ended_at_cut": [r for r in roles if ended_at_cut(ev[r])]}
+
+
+def headline(verdict: str, about: dict | None) -> str:
+    """The verdict as shown: an EQUIVALENT under a budget says how far it goes."""
+    if about and verdict == "EQUIVALENT":
+        return f"EQUIVALENT within the first {about['steps_compared']} training steps"
+    return verdict
 
 
 def after_verdict(result, original, migrated) -> None:

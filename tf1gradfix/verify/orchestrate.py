@@ -81,6 +81,11 @@ class VerifyResult:
     random_numbers: dict = field(default_factory=dict)   # role -> {"ops", "draws"} drawn aligned
     functions: dict = field(default_factory=dict)   # the migration's tf.function calls run as graphs / eagerly
     lockstep: lockstep.LockstepResult | None = None  # the second, lockstep run (lockstep.py), when one was made
+    budget: dict | None = None      # the --steps cut (budget.of_run); None when the programs ran whole
+
+    @property
+    def headline(self) -> str:
+        return budget.headline(self.verdict, self.budget)
 
     @property
     def exit_code(self) -> int:
@@ -101,6 +106,7 @@ class VerifyResult:
             "random_numbers": self.random_numbers, "functions": self.functions,
             "proved_by": lockstep.proved_by(self),
             "lockstep": self.lockstep.to_json() if self.lockstep else None,
+            "budget": self.budget, "headline": self.headline,
         }
 
 
@@ -430,6 +436,7 @@ def verify_pair(original: Path, migrated: Path, *, rtol: float = cmp_mod.DEFAULT
                           for e in ev["migrated"] if e["kind"] == "mapped"]
         result.unmatched = [{k: e.get(k) for k in ("name", "shape", "trainable")}
                             for e in ev["migrated"] if e["kind"] in ("unmatched", "mismatch")]
+        result.budget = budget.of_run(ev)
         _decide(result, trace_dir, ev, rtol, atol)
         lockstep.after_plain_run(result, lockstep_mode, partial(_sides_again, original, migrated, timeout, steps,
                                                                 program_args, swap))
