@@ -266,17 +266,35 @@ def prepare(traces: dict, finals: dict, ev: dict, timed: list) -> tuple[set, lis
     return stopped, notes
 
 
-def cut_reason(ev: dict) -> str:
-    """Appended to an EQUIVALENT verdict when the budget cut a side."""
-    about = of_run(ev)
+def cut_reason(about: dict | None) -> str:
+    """Appended to an EQUIVALENT verdict when the budget cut a side (``about``: of_run's object)."""
     if about is None:
         return ""
+    steps = about["steps_compared"]
     if about["ended_at_cut"]:
         return (f"; partial: the --steps budget ended the {' and the '.join(about['ended_at_cut'])} after "
-                f"{about['steps_compared']} steps, outside any loop of the script: what the program does "
-                f"after that was not run")
-    return (f"; partial: the --steps budget ended the training loop after {about['steps_compared']} steps; "
+                f"{steps} steps, outside any loop of the script: what the program does after that was not run")
+    if about.get("could_not_continue"):
+        return (f"; partial: the --steps budget ended the training loop after {steps} steps, and the program "
+                f"could not go on after it: both sides {about['could_not_continue']}; not compared: what the "
+                f"program does after that (run it whole, without --steps, to compare it)")
+    return (f"; partial: the --steps budget ended the training loop after {steps} steps; "
             f"the rest of the program ran and was compared")
+
+
+def failed_after_cut(o, m, ev: dict, about: dict | None) -> str:
+    """Both sides raised the same error after the budget ended their loop (a result indexed
+    by the loop's full length): the cut, not the migration, stopped them. Both are then
+    compared up to there; returns what the reason adds ("" when that is not the case)."""
+    if about is None or not about["loop_cut"] or not (o.status == m.status == "failed") or o.reason != m.reason:
+        return ""
+    for role in ("original", "migrated"):
+        kinds = [e["kind"] for e in ev[role] if e["kind"] in ("cut", "error")]
+        if "error" not in kinds or "cut" not in kinds or kinds.index("cut") > kinds.index("error"):
+            return ""
+    o.status = m.status = "ok"
+    about["could_not_continue"] = o.reason
+    return f"; both sides {o.reason} after the --steps budget's cut (what follows was not compared)"
 
 
 def of_run(ev: dict) -> dict | None:

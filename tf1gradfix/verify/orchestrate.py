@@ -391,6 +391,8 @@ def _original_failed(trace_dir: str, returncode: int) -> bool:
     end = next((e for e in reversed(events) if e["kind"] == "end"), None)
     if end is None:
         return returncode != 0
+    if end["status"] == "error" and budget.of_run({"original": events}) and budget.of_run({"original": events})["loop_cut"]:
+        return False   # failed after the budget's cut: the migration may fail the same way (budget.failed_after_cut)
     return end["status"] == "error" or returncode < 0
 
 
@@ -487,7 +489,9 @@ def _decide(result: VerifyResult, trace_dir: str, ev: dict, rtol: float, atol: f
     same_exit = o.status == m.status == "exited" and o.exit_code == m.exit_code
     if same_exit:   # a shared non-zero status is behaviour to compare, not a failure of either side
         o.status = m.status = "ok"
+    after_cut = budget.failed_after_cut(o, m, ev, result.budget)
     _decide_run(result, trace_dir, ev, rtol, atol)
+    result.reason += after_cut if result.verdict != EQUIVALENT else ""
     if same_exit:
         result.reason += f"; both programs exited with status {o.exit_code}"
 
@@ -550,4 +554,4 @@ def _decide_run(result: VerifyResult, trace_dir: str, ev: dict, rtol: float, ato
         result.reason = "nothing to compare: no gradients, variables, printed output or plots on both sides"
     else:
         result.verdict, result.reason = EQUIVALENT, f"{compared} quantities agree within rtol={rtol:g}, atol={atol:g}"
-        result.reason += budget.cut_reason(ev)
+        result.reason += budget.cut_reason(result.budget)
