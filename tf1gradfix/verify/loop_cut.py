@@ -74,8 +74,8 @@ def compile_script(script: str):
     return code
 
 
-def run_as_main(code, script: str) -> None:
-    """Run ``code`` as the ``__main__`` module of ``script``, as runpy.run_path would."""
+def run_as_main(code, script: str) -> dict:
+    """Run ``code`` as the ``__main__`` module of ``script``, as runpy.run_path would; its globals."""
     module = types.ModuleType("__main__")
     module.__dict__.update(__file__=script, __builtins__=builtins, __loader__=None,
                            __spec__=None, __package__=None, __cached__=None)
@@ -87,6 +87,7 @@ def run_as_main(code, script: str) -> None:
     finally:
         if saved is not None:
             sys.modules["__main__"] = saved
+    return module.__dict__
 
 
 def ended(first: int) -> bool:
