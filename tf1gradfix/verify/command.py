@@ -77,6 +77,12 @@ def run(args: argparse.Namespace) -> int:
         print("tf1gradfix verify: --report-dir goes with --base (one pair: --json, --junit, --markdown, --plot)",
               file=sys.stderr)
         return 2
+    per_pair = [f"--{name}" for name in ("json", "junit", "markdown", "plot") if getattr(args, name, None)]
+    if args.base is not None and per_pair:
+        print(f"tf1gradfix verify: {', '.join(per_pair)} {'writes' if len(per_pair) == 1 else 'write'} one pair's "
+              f"report, which --base does not make: use --report-dir DIR (reports per file and a summary)",
+              file=sys.stderr)
+        return 2
     if budget.tensorflow_missing():
         print(f"tf1gradfix: {budget.TF_MISSING}", file=sys.stderr)
         return 2

@@ -27,7 +27,7 @@ from pathlib import Path
 from tf1gradfix.verify import budget
 from tf1gradfix.verify import compare as cmp_mod
 from tf1gradfix.verify import lockstep, lockstep_files, pool, progress
-from tf1gradfix.verify import aligned_random, random_ops, stopping
+from tf1gradfix.verify import aligned_random, random_ops, stopping, usage_errors
 from tf1gradfix.verify.runner_common import ORIGINAL_DONE, VERIFIER_PID
 
 EQUIVALENT, DIVERGED = "EQUIVALENT", "DIVERGED"
@@ -442,6 +442,7 @@ def verify_pair(original: Path, migrated: Path, *, rtol: float = cmp_mod.DEFAULT
         _decide(result, trace_dir, ev, rtol, atol)
         lockstep.after_plain_run(result, lockstep_mode, partial(_sides_again, original, migrated, timeout, steps,
                                                                 program_args, swap))
+        usage_errors.explain(result)
         budget.after_verdict(result, original, migrated)
         if keep_trace is not None:
             shutil.copytree(trace_dir, keep_trace, dirs_exist_ok=True)
