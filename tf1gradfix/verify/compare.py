@@ -35,7 +35,7 @@ from tf1gradfix.verify import compare_many, descriptions
 DEFAULT_RTOL = 1e-3
 DEFAULT_ATOL = 1e-6
 
-KINDS = ("loss", "gradient", "applied update", "final value", "printed number", "printed text",
+KINDS = ("initial value", "loss", "gradient", "applied update", "final value", "printed number", "printed text",
          "plotted value")
 MAX_LISTED = 20
 
@@ -62,7 +62,7 @@ class Divergence:
     def describe(self) -> str:
         where = f"step {self.step}, " if self.step is not None else ""
         what = self.quantity + (f" of {self.name}" if self.name and self.quantity in
-                                ("gradient", "applied update", "final value", "step change") else
+                                ("gradient", "applied update", "final value", "step change", "initial value") else
                                 (f" ({self.name})" if self.name else ""))
         text = f"{where}{what}"
         if self.reason:

@@ -27,7 +27,7 @@ from pathlib import Path
 from tf1gradfix.verify import budget
 from tf1gradfix.verify import compare as cmp_mod
 from tf1gradfix.verify import lockstep, lockstep_files, pool, progress
-from tf1gradfix.verify import aligned_random, random_ops, stopping, usage_errors
+from tf1gradfix.verify import aligned_random, initial_values, random_ops, stopping, usage_errors
 from tf1gradfix.verify.runner_common import ORIGINAL_DONE, VERIFIER_PID
 
 EQUIVALENT, DIVERGED = "EQUIVALENT", "DIVERGED"
@@ -533,6 +533,7 @@ def _decide_run(result: VerifyResult, trace_dir: str, ev: dict, rtol: float, ato
     stopped, stop_notes = budget.prepare(traces, finals, ev, timed)
     comparison = cmp_mod.compare_traces(traces["original"], traces["migrated"], rtol, atol, stopped=stopped)
     comparison.notes += stop_notes
+    initial_values.into(comparison, ev["migrated"])
     result.comparison = comparison
     for role in ("original", "migrated"):
         texts = list(dict.fromkeys(e["text"] for e in ev[role] if e["kind"] == "note"))
