@@ -444,6 +444,9 @@ class V1Tracer(rc.Reentrancy):
 
 
 _READS_VARIABLE = {"VariableV2", "VarHandleOp", "ReadVariableOp", "Variable"}
+# Numbers drawn: random ops, stateless ones too (a seeded initializer; the migration's seed
+# gives other numbers), and the host-side draws aligned_random put in place of random ops.
+_DRAWS = {"PyFunc", "PyFuncStateless", "EagerPyFunc"}
 
 
 def drawn(var) -> bool | None:
@@ -461,7 +464,8 @@ def drawn(var) -> bool | None:
         seen.add(op.name)
         if op.type in _READS_VARIABLE:
             return None
-        random = random or random_ops.is_random_op(op.type)
+        random = random or random_ops.is_random_op(op.type) or op.type in _DRAWS or op.type.startswith(
+            ("StatelessRandom", "StatelessTruncated", "StatelessParameterized"))
         todo.extend(t.op for t in op.inputs)
     return random
 
