@@ -304,3 +304,32 @@ def test_a_script_that_does_not_parse_is_run_as_it_is(tmp_path):
     script = tmp_path / "broken.py"
     script.write_text("for x in :\n")
     assert loop_cut.compile_script(str(script)) is None
+
+
+def test_a_partial_verdict_is_labelled_in_every_report():
+    from tf1gradfix.cli.rewrite_verify import ProofRow, render_rows
+    from tf1gradfix.verify import report
+    from tf1gradfix.verify.orchestrate import SideResult, VerifyResult
+
+    about = budget.of_run({"original": [{"kind": "cut", "steps": 40, "loop": 12}],
+                           "migrated": [{"kind": "cut", "steps": 40, "loop": 9}]})
+    assert about == {"steps_compared": 40, "partial": True, "loop_cut": True, "ended_at_cut": []}
+    result = VerifyResult("EQUIVALENT", "12 quantities agree" + budget.cut_reason(about),
+                          SideResult("original", "a.py", status="ok"), SideResult("migrated", "b.py", status="ok"),
+                          comparison=compare.Comparison(), budget=about)
+    assert report.summary(result).startswith("EQUIVALENT within the first 40 training steps: 12 quantities agree; "
+                                             "partial: the --steps budget ended the training loop after 40 steps")
+    assert report.to_markdown(result).splitlines()[0].startswith("### ✅ EQUIVALENT within the first 40 training steps")
+    assert result.to_json()["budget"] == about and result.to_json()["headline"].endswith("40 training steps")
+    junit = report.to_junit(result).getroot()
+    assert {p.get("name"): p.get("value") for p in junit.iter("property")}["budget.steps_compared"] == "40"
+    assert any(c.get("name") == "budget" for c in junit.iter("testcase"))
+    rows = [ProofRow("a.py", "EQUIVALENT", "", True, budget=about), ProofRow("b.py", "EQUIVALENT", "", True)]
+    text = render_rows(rows)
+    assert "a.py: EQUIVALENT within the first 40 training steps (written)" in text and "b.py: EQUIVALENT (written)" in text
+    assert "2 EQUIVALENT (1 within a step budget)" in text
+    whole = VerifyResult("DIVERGED", "x", result.original, result.migrated, budget=about)
+    assert whole.headline == "DIVERGED" and budget.headline("EQUIVALENT", None) == "EQUIVALENT"
+    ended = budget.of_run({"original": [{"kind": "cut", "steps": 5}], "migrated": []})
+    assert ended["ended_at_cut"] == ["original"] and "what the program does after that was not run" in \
+        budget.cut_reason(ended)
