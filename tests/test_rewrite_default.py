@@ -116,7 +116,7 @@ def test_a_structured_format_keeps_the_proofs_off_stdout(program, capsys, monkey
     code, out, err = run(capsys, *argv, "--format", "json", "train.py")
     document = json.loads(out)
     assert document["proofs"] == [{"path": "train.py", "verdict": "DIVERGED", "reason": "loss differs at step 1",
-                                   "written": False}]
+                                   "written": False, "budget": None}]
     assert "EQUIVALENT: train.py" in err and code == 1
     code, out, err = run(capsys, *argv, "--format", "sarif", "train.py")
     assert json.loads(out)["version"] == "2.1.0" and "EQUIVALENT: train.py" in err

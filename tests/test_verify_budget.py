@@ -237,8 +237,11 @@ def test_long_program_verifies_in_seconds_with_a_budget_and_arguments(tmp_path):
                          program_args=["--epochs", "1"])
     elapsed = time.monotonic() - t0
     assert result.verdict == "EQUIVALENT", result.reason + result.migrated.stderr_tail[-800:]
-    assert "over the first 50 steps" in result.reason and result.comparison.steps == 50
-    assert result.comparison.stats["final value"].compared == 2        # values at the cut
+    assert "partial: the --steps budget ended the training loop after 50 steps" in result.reason
+    assert result.comparison.steps == 50 and result.headline == "EQUIVALENT within the first 50 training steps"
+    assert result.budget == {"steps_compared": 50, "partial": True, "loop_cut": True, "ended_at_cut": []}
+    assert result.comparison.stats["final value"].compared == 2        # values at the loop's end
+    assert result.comparison.stats["printed number"].compared > 0      # the prints after the loop ran
     assert elapsed < 60
     assert sorted(p.name for p in folder.iterdir()) == ["data.txt", "migrated.py", "original.py"]
 
@@ -251,3 +254,82 @@ def test_timeout_without_budget_keeps_the_compared_steps(tmp_path):
     match = re.match(r"both timed out after 20 s; the first (\d+) steps agreed", result.reason)
     assert match and int(match.group(1)) > 10 and result.comparison.steps == int(match.group(1))
     assert not result.comparison.divergences
+
+
+LOOPS = """
+from tf1gradfix.verify import loop_cut
+log = []
+
+def run(i):
+    if len(log) == 3 and loop_cut.cut(3):
+        raise loop_cut.Cut
+    log.append(i)
+
+def epoch():
+    for i in range(5):
+        try:
+            run(i)
+        except Exception:      # the user's catch-all does not swallow the cut
+            log.append("caught")
+    log.append("epoch end")
+
+for e in range(4):
+    epoch()
+    log.append(f"after epoch {e}")
+while len(log) < 12:           # a loop after the cut runs whole
+    log.append("later")
+log.append("after")
+"""
+
+
+def test_the_budget_ends_the_loops_around_the_run_and_the_program_goes_on(tmp_path):
+    from tf1gradfix.verify import loop_cut
+
+    script = tmp_path / "loops.py"
+    script.write_text(LOOPS)
+    code = loop_cut.compile_script(str(script))
+    assert code is not None and len(loop_cut._LOOPS[str(script)]) == 3
+    import sys
+    main = sys.modules["__main__"]
+    log = loop_cut.run_as_main(code, str(script))["log"]
+    assert sys.modules["__main__"] is main
+    # the inner loop ended at the cut, the outer one at its next iteration; what follows ran
+    assert log == [0, 1, 2, "epoch end", "after epoch 0", *["later"] * 7, "after"]
+    assert loop_cut.CUTS[-1] == (3, str(script), LOOPS.splitlines().index("    for i in range(5):") + 1)
+
+
+def test_a_script_that_does_not_parse_is_run_as_it_is(tmp_path):
+    from tf1gradfix.verify import loop_cut
+
+    script = tmp_path / "broken.py"
+    script.write_text("for x in :\n")
+    assert loop_cut.compile_script(str(script)) is None
+
+
+def test_a_partial_verdict_is_labelled_in_every_report():
+    from tf1gradfix.cli.rewrite_verify import ProofRow, render_rows
+    from tf1gradfix.verify import report
+    from tf1gradfix.verify.orchestrate import SideResult, VerifyResult
+
+    about = budget.of_run({"original": [{"kind": "cut", "steps": 40, "loop": 12}],
+                           "migrated": [{"kind": "cut", "steps": 40, "loop": 9}]})
+    assert about == {"steps_compared": 40, "partial": True, "loop_cut": True, "ended_at_cut": []}
+    result = VerifyResult("EQUIVALENT", "12 quantities agree" + budget.cut_reason(about),
+                          SideResult("original", "a.py", status="ok"), SideResult("migrated", "b.py", status="ok"),
+                          comparison=compare.Comparison(), budget=about)
+    assert report.summary(result).startswith("EQUIVALENT within the first 40 training steps: 12 quantities agree; "
+                                             "partial: the --steps budget ended the training loop after 40 steps")
+    assert report.to_markdown(result).splitlines()[0].startswith("### ✅ EQUIVALENT within the first 40 training steps")
+    assert result.to_json()["budget"] == about and result.to_json()["headline"].endswith("40 training steps")
+    junit = report.to_junit(result).getroot()
+    assert {p.get("name"): p.get("value") for p in junit.iter("property")}["budget.steps_compared"] == "40"
+    assert any(c.get("name") == "budget" for c in junit.iter("testcase"))
+    rows = [ProofRow("a.py", "EQUIVALENT", "", True, budget=about), ProofRow("b.py", "EQUIVALENT", "", True)]
+    text = render_rows(rows)
+    assert "a.py: EQUIVALENT within the first 40 training steps (written)" in text and "b.py: EQUIVALENT (written)" in text
+    assert "2 EQUIVALENT (1 within a step budget)" in text
+    whole = VerifyResult("DIVERGED", "x", result.original, result.migrated, budget=about)
+    assert whole.headline == "DIVERGED" and budget.headline("EQUIVALENT", None) == "EQUIVALENT"
+    ended = budget.of_run({"original": [{"kind": "cut", "steps": 5}], "migrated": []})
+    assert ended["ended_at_cut"] == ["original"] and "what the program does after that was not run" in \
+        budget.cut_reason(ended)

@@ -4,7 +4,9 @@ Each scenario folder holds ``original.py`` (TF1) and TF2 versions; the
 table name in ``expect.toml`` is the TF2 version's stem.  Correct migrations
 must come out EQUIVALENT and the deliberately wrong ones DIVERGED, otherwise
 the verifier proves nothing.  Optional keys per entry: ``rtol``, ``atol``,
-``timeout``, ``original`` (another original file), ``reason_contains``.
+``timeout``, ``original`` (another original file), ``reason_contains``, ``steps``
+(a step budget: the verdict must then be labelled partial when EQUIVALENT) and
+``whole_verdict`` (the verdict of the same pair run whole, without ``steps``).
 
 A TF2 version is either a whole file ``NAME.py`` or, where it differs from
 a correct program by a few lines, a patch ``NAME.patch``: a unified diff
@@ -85,8 +87,15 @@ def test_fixture_verdict(folder: Path, name: str, entry: dict, tmp_path: Path):
     result = verify_pair(original, migrated,
                          rtol=entry.get("rtol", compare.DEFAULT_RTOL),
                          atol=entry.get("atol", compare.DEFAULT_ATOL),
-                         timeout=entry.get("timeout", 180.0))
+                         timeout=entry.get("timeout", 180.0), steps=entry.get("steps"))
     summary = report.summary(result)
+    if "steps" in entry and result.verdict == "EQUIVALENT":
+        assert result.budget and result.budget["partial"], summary
+        assert summary.startswith(f"EQUIVALENT within the first {result.budget['steps_compared']} training steps")
+    if "whole_verdict" in entry:
+        whole = verify_pair(original, migrated, timeout=entry.get("timeout", 180.0))
+        assert whole.verdict == entry["whole_verdict"], report.summary(whole)
+        assert whole.budget is None
     assert result.verdict == entry["verdict"], f"{entry.get('why', '')}\n{summary}"
     assert result.exit_code == {"EQUIVALENT": 0, "DIVERGED": 1}.get(entry["verdict"], 2)
     if "reason_contains" in entry:

@@ -93,7 +93,8 @@ def render(fmt: str, findings: list[Finding], errors: list[FileError], summary: 
         if diffs:   # `rewrite --diff --format json`: stdout stays one JSON document
             document["diffs"] = diffs
         if proofs:
-            document["proofs"] = [{"path": r.path, "verdict": r.verdict, "reason": r.reason, "written": r.written}
+            document["proofs"] = [{"path": r.path, "verdict": r.verdict, "reason": r.reason, "written": r.written,
+                                   "budget": r.budget}
                                   for r in proofs]
         return json.dumps(document, indent=2)
     if fmt == "github":

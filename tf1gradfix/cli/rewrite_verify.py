@@ -20,6 +20,7 @@ from pathlib import Path
 
 from tf1gradfix.run.source_io import SourceError, read_source, write_atomic
 from tf1gradfix.verify import stopping
+from tf1gradfix.verify.budget import headline as budget_headline
 
 EQUIVALENT = "EQUIVALENT"
 NOT_VERIFIED = "NOT_VERIFIED"   # the pair could not even be run (no candidate file)
@@ -34,6 +35,11 @@ class ProofRow:
     report_stem: str | None = None
     reports_failed: bool = False    # a report asked for could not be written (said on stderr; exit 2)
     together: tuple = ()            # a project's modules, proven and written with the script
+    budget: dict | None = None      # the --steps cut of a partial proof (verify/budget.of_run)
+
+    @property
+    def headline(self) -> str:
+        return budget_headline(self.verdict, self.budget)
 
 
 def _slug(path: str, root: str) -> str:
@@ -90,7 +96,7 @@ def prove_and_write(changed: list[tuple[str, bytes]], *, write: bool, report_dir
             result.original.script = path
         result.migrated.script = f"{path} (rewritten)"
         results.append(result)
-        row = ProofRow(path, result.verdict, result.reason, False)
+        row = ProofRow(path, result.verdict, result.reason, False, budget=result.budget)
         row.together = tuple(modules)
         if write and result.verdict == EQUIVALENT:
             refusal = unwritable(original) or next(
@@ -218,12 +224,19 @@ def render_rows(rows: list[ProofRow]) -> str:
     for row in rows:
         action = ("written" if row.written else "left unchanged") + ("; reports not written" if row.reports_failed else "")
         together = f" with {', '.join(row.together)}" if row.together else ""
-        lines.append(f"  {row.path}{together}: {row.verdict} ({action})")
+        lines.append(f"  {row.path}{together}: {row.headline} ({action})")
+    lines.append("  " + count_line(rows))
+    return "\n".join(lines)
+
+
+def count_line(rows: list[ProofRow]) -> str:
+    """`2 EQUIVALENT (1 within a step budget), 1 DIVERGED`: a partial proof is counted as one."""
     counts: dict[str, int] = {}
     for row in rows:
         counts[row.verdict] = counts.get(row.verdict, 0) + 1
-    lines.append("  " + ", ".join(f"{n} {verdict}" for verdict, n in sorted(counts.items())))
-    return "\n".join(lines)
+    partial = sum(1 for row in rows if row.budget and row.verdict == EQUIVALENT)
+    return ", ".join(f"{n} {verdict}" + (f" ({partial} within a step budget)" if verdict == EQUIVALENT and partial
+                                         else "") for verdict, n in sorted(counts.items()))
 
 
 def exit_code(rows: list[ProofRow]) -> int:

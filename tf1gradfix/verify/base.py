@@ -56,8 +56,8 @@ def content_at(ref: str, path: str) -> bytes:
 @stopping.guarded
 def run(args) -> int:
     """Verify each file against its content at `args.base`; print and report as rewrite --verify does."""
-    from tf1gradfix.cli.rewrite_verify import (NOT_VERIFIED, ProofRow, _why, exit_code, open_report_dir, report_pair,
-                                           report_summary)
+    from tf1gradfix.cli.rewrite_verify import (NOT_VERIFIED, ProofRow, _why, count_line, exit_code, open_report_dir,
+                                           report_pair, report_summary)
     from tf1gradfix.verify import report
     from tf1gradfix.verify.orchestrate import verify_pair
 
@@ -91,15 +91,12 @@ def run(args) -> int:
             stopping.forget(str(original))
         result.original.script = f"{path} (at {args.base})"
         results.append(result)
-        row = ProofRow(path, result.verdict, result.reason, False)
+        row = ProofRow(path, result.verdict, result.reason, False, budget=result.budget)
         report_pair(out, row, result, root)
         rows.append(row)
         print(report.summary(result), flush=True)
     failed = report_summary(out, results, rows) or failed
-    counts: dict[str, int] = {}
-    for row in rows:
-        counts[row.verdict] = counts.get(row.verdict, 0) + 1
-    print("\n".join(["", f"Verification against {args.base}:", *(f"  {row.path}: {row.verdict}" for row in rows),
-                      "  " + ", ".join(f"{n} {verdict}" for verdict, n in sorted(counts.items()))]))
+    print("\n".join(["", f"Verification against {args.base}:", *(f"  {row.path}: {row.headline}" for row in rows),
+                      "  " + count_line(rows)]))
     code = exit_code(rows)
     return max(code, 2) if failed or any(row.reports_failed for row in rows) else code

@@ -85,6 +85,12 @@ def stopped_at(events: list) -> int | None:
     return None if cut is None else cut["steps"]
 
 
+def ended_at_cut(events: list) -> bool:
+    """Did the budget end this side at once (a run outside every loop), not just its loop?"""
+    cut = next((e for e in reversed(events) if e["kind"] == "cut"), None)
+    return cut is not None and "loop" not in cut
+
+
 def waited_for_original(events: list) -> bool:
     """A migrated side that never got the original's initial values was blocked by it."""
     return any(e["kind"] == "start" for e in events) and not any(e["kind"] == "init_wait" for e in events)
@@ -202,6 +208,11 @@ def stop_here(trace, counter: StepCounter, record) -> None:
     """
     import traceback
 
+    from tf1gradfix.verify import loop_cut
+
+    if loop_cut.cut(counter.steps):   # the loop around this run ends; the program goes on
+        trace.event("cut", steps=counter.steps, calls=counter.calls, loop=loop_cut.CUTS[-1][2])
+        raise loop_cut.Cut
     trace.event("cut", steps=counter.steps, calls=counter.calls)
     from tf1gradfix.verify import runner_common
     runner_common.record_plots(trace, final=False)
@@ -241,8 +252,13 @@ def timed_roles(o, m, ev: dict) -> list:
 def prepare(traces: dict, finals: dict, ev: dict, timed: list) -> tuple[set, list]:
     """The sides that stopped early (cut or timeout), with finals kept only when
     both were taken at the same step; a killed side's torn last stdout line dropped."""
-    stopped = set(timed) | {r for r in traces if stopped_at(ev[r]) is not None}
+    stopped = set(timed) | {r for r in traces if ended_at_cut(ev[r])}
     notes = []
+    loops = {r: [e["loop"] for e in ev[r] if e["kind"] == "cut" and "loop" in e] for r in traces}
+    if loops["original"] or loops["migrated"]:
+        lines = {r: ", ".join(str(n) for n in dict.fromkeys(loops[r])) or "none" for r in traces}
+        notes.append(f"the --steps budget ended the training loop (line {lines['original']} of the original, "
+                     f"{lines['migrated']} of the migration); the rest of each program ran and was compared")
     for role in timed:
         text = traces[role]["stdout"]
         traces[role]["stdout"] = text[:text.rfind("\n") + 1]
@@ -261,10 +277,56 @@ def prepare(traces: dict, finals: dict, ev: dict, timed: list) -> tuple[set, lis
     return stopped, notes
 
 
-def cut_reason(ev: dict) -> str:
-    """Appended to an EQUIVALENT verdict when the budget stopped a side."""
-    cuts = [stopped_at(ev[r]) for r in ("original", "migrated") if stopped_at(ev[r]) is not None]
-    return f" over the first {max(cuts)} steps (the --steps budget; the rest was not run)" if cuts else ""
+def cut_reason(about: dict | None) -> str:
+    """Appended to an EQUIVALENT verdict when the budget cut a side (``about``: of_run's object)."""
+    if about is None:
+        return ""
+    steps = about["steps_compared"]
+    if about["ended_at_cut"]:
+        return (f"; partial: the --steps budget ended the {' and the '.join(about['ended_at_cut'])} after "
+                f"{steps} steps, outside any loop of the script: what the program does after that was not run")
+    if about.get("could_not_continue"):
+        return (f"; partial: the --steps budget ended the training loop after {steps} steps, and the program "
+                f"could not go on after it: both sides {about['could_not_continue']}; not compared: what the "
+                f"program does after that (run it whole, without --steps, to compare it)")
+    return (f"; partial: the --steps budget ended the training loop after {steps} steps; "
+            f"the rest of the program ran and was compared")
+
+
+def failed_after_cut(o, m, ev: dict, about: dict | None) -> str:
+    """Both sides raised the same error after the budget ended their loop (a result indexed
+    by the loop's full length): the cut, not the migration, stopped them. Both are then
+    compared up to there; returns what the reason adds ("" when that is not the case)."""
+    if about is None or not about["loop_cut"] or not (o.status == m.status == "failed") or o.reason != m.reason:
+        return ""
+    for role in ("original", "migrated"):
+        kinds = [e["kind"] for e in ev[role] if e["kind"] in ("cut", "error")]
+        if "error" not in kinds or "cut" not in kinds or kinds.index("cut") > kinds.index("error"):
+            return ""
+    o.status = m.status = "ok"
+    about["could_not_continue"] = o.reason
+    return f"; both sides {o.reason} after the --steps budget's cut (what follows was not compared)"
+
+
+def of_run(ev: dict) -> dict | None:
+    """The JSON report's ``budget`` object, or None when no side was cut:
+    ``steps_compared`` (training steps both sides ran), ``loop_cut`` (the budget ended
+    a loop and the program went on), ``ended_at_cut`` (sides ended at once, nothing
+    after the cut run), ``partial`` (always true: the verdict covers those steps)."""
+    roles = [r for r in ("original", "migrated") if r in ev]
+    cuts = [stopped_at(ev[r]) for r in roles if stopped_at(ev[r]) is not None]
+    if not cuts:
+        return None
+    return {"steps_compared": max(cuts), "partial": True,
+            "loop_cut": any(e["kind"] == "cut" and "loop" in e for r in roles for e in ev[r]),
+            "ended_at_cut": [r for r in roles if ended_at_cut(ev[r])]}
+
+
+def headline(verdict: str, about: dict | None) -> str:
+    """The verdict as shown: an EQUIVALENT under a budget says how far it goes."""
+    if about and verdict == "EQUIVALENT":
+        return f"EQUIVALENT within the first {about['steps_compared']} training steps"
+    return verdict
 
 
 def after_verdict(result, original, migrated) -> None:

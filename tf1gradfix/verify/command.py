@@ -84,6 +84,12 @@ def run(args: argparse.Namespace) -> int:
         print("tf1gradfix verify: --report-dir goes with --base (one pair: --json, --junit, --markdown, --plot)",
               file=sys.stderr)
         return 2
+    per_pair = [f"--{name}" for name in ("json", "junit", "markdown", "plot") if getattr(args, name, None)]
+    if args.base is not None and per_pair:
+        print(f"tf1gradfix verify: {', '.join(per_pair)} {'writes' if len(per_pair) == 1 else 'write'} one pair's "
+              f"report, which --base does not make: use --report-dir DIR (reports per file and a summary)",
+              file=sys.stderr)
+        return 2
     unusable = [] if args.base is not None else [why for why in map(_unusable, args.paths) if why]
     if unusable:   # (before TensorFlow starts: a typo or a syntax error is not a verdict)
         print(f"tf1gradfix verify: {'; '.join(unusable)}", file=sys.stderr)

@@ -24,7 +24,7 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
-from tf1gradfix.verify import compare_many, descriptions
+from tf1gradfix.verify import compare_many, descriptions, volatile
 
 # atol 1e-6 is ~10 float32 epsilons (1.19e-7), TensorFlow's own default for
 # tf.debugging.assert_near on float32; it only matters for entries near zero.
@@ -35,7 +35,7 @@ from tf1gradfix.verify import compare_many, descriptions
 DEFAULT_RTOL = 1e-3
 DEFAULT_ATOL = 1e-6
 
-KINDS = ("loss", "gradient", "applied update", "final value", "printed number", "printed text",
+KINDS = ("initial value", "loss", "gradient", "applied update", "final value", "printed number", "printed text",
          "plotted value")
 MAX_LISTED = 20
 
@@ -62,7 +62,7 @@ class Divergence:
     def describe(self) -> str:
         where = f"step {self.step}, " if self.step is not None else ""
         what = self.quantity + (f" of {self.name}" if self.name and self.quantity in
-                                ("gradient", "applied update", "final value", "step change") else
+                                ("gradient", "applied update", "final value", "step change", "initial value") else
                                 (f" ({self.name})" if self.name else ""))
         text = f"{where}{what}"
         if self.reason:
@@ -99,6 +99,7 @@ class Comparison:
     variables: int = 0
     printed_numbers: int = 0
     described: int = 0            # lines of the original's output left out: TF1's descriptions of graph objects
+    volatile: list = field(default_factory=list)   # printed values shown, not compared (verify/volatile.py)
     loss_original: list = field(default_factory=list)
     loss_migrated: list = field(default_factory=list)
 
@@ -116,7 +117,7 @@ class Comparison:
         return {
             "steps": self.steps, "gradients": self.gradients, "variables": self.variables,
             "printed_numbers": self.printed_numbers,
-            "descriptions_left_out": self.described,
+            "descriptions_left_out": self.described, "volatile": self.volatile,
             "by_kind": {k: asdict(v) for k, v in self.stats.items()},
             "divergence_count": len(self.divergences),
             "first_divergence": _div_json(first) if first else None,
@@ -450,6 +451,8 @@ def compare_printed(cmp: Comparison, out_o: str, out_m: str, rtol, atol, stopped
                          f"{'are' if len(described) > 1 else 'is'} TF1's description of graph objects (a "
                          "`Tensor(...)`, `<tf.Variable ...>` or an op printed while the graph was built), "
                          "not values: left out of the printed-output comparison")
+    (out_o, volatile_o), (out_m, volatile_m) = volatile.mask_output(out_o), volatile.mask_output(out_m)
+    volatile.record(cmp, volatile_o, volatile_m)
     lines_o, lines_m = printed_numbers(out_o), printed_numbers(out_m)
     for i, ((no_o, text_o, tok_o), (no_m, text_m, tok_m)) in enumerate(zip(lines_o, lines_m)):
         order = (math.inf, 1, i)

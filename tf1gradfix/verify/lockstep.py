@@ -201,7 +201,7 @@ def run(result, sides_again) -> LockstepResult:
         failed = [s for s in sides.values() if s.failed]
         if failed:
             return LockstepResult("failed", f"the {failed[0].role} {failed[0].reason}")
-        stopped = {r for r in sides if budget.stopped_at(ev[r]) is not None}
+        stopped = {r for r in sides if budget.ended_at_cut(ev[r])}
         cmp = cmp_mod.Comparison()
         cmp_mod.compare_events(cmp, ev["original"], ev["migrated"], rtol, atol, rc.decode_array, stopped)
         record_changes(cmp, ev["migrated"])

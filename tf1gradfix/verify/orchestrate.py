@@ -27,7 +27,7 @@ from pathlib import Path
 from tf1gradfix.verify import budget
 from tf1gradfix.verify import compare as cmp_mod
 from tf1gradfix.verify import lockstep, lockstep_files, pool, progress
-from tf1gradfix.verify import aligned_random, random_ops, stopping
+from tf1gradfix.verify import aligned_random, initial_values, random_ops, stopping, usage_errors
 from tf1gradfix.verify.runner_common import ORIGINAL_DONE, VERIFIER_PID
 
 EQUIVALENT, DIVERGED = "EQUIVALENT", "DIVERGED"
@@ -81,6 +81,11 @@ class VerifyResult:
     random_numbers: dict = field(default_factory=dict)   # role -> {"ops", "draws"} drawn aligned
     functions: dict = field(default_factory=dict)   # the migration's tf.function calls run as graphs / eagerly
     lockstep: lockstep.LockstepResult | None = None  # the second, lockstep run (lockstep.py), when one was made
+    budget: dict | None = None      # the --steps cut (budget.of_run); None when the programs ran whole
+
+    @property
+    def headline(self) -> str:
+        return budget.headline(self.verdict, self.budget)
 
     @property
     def exit_code(self) -> int:
@@ -101,6 +106,7 @@ class VerifyResult:
             "random_numbers": self.random_numbers, "functions": self.functions,
             "proved_by": lockstep.proved_by(self),
             "lockstep": self.lockstep.to_json() if self.lockstep else None,
+            "budget": self.budget, "headline": self.headline,
         }
 
 
@@ -385,6 +391,8 @@ def _original_failed(trace_dir: str, returncode: int) -> bool:
     end = next((e for e in reversed(events) if e["kind"] == "end"), None)
     if end is None:
         return returncode != 0
+    if end["status"] == "error" and budget.of_run({"original": events}) and budget.of_run({"original": events})["loop_cut"]:
+        return False   # failed after the budget's cut: the migration may fail the same way (budget.failed_after_cut)
     return end["status"] == "error" or returncode < 0
 
 
@@ -430,9 +438,11 @@ def verify_pair(original: Path, migrated: Path, *, rtol: float = cmp_mod.DEFAULT
                           for e in ev["migrated"] if e["kind"] == "mapped"]
         result.unmatched = [{k: e.get(k) for k in ("name", "shape", "trainable")}
                             for e in ev["migrated"] if e["kind"] in ("unmatched", "mismatch")]
+        result.budget = budget.of_run(ev)
         _decide(result, trace_dir, ev, rtol, atol)
         lockstep.after_plain_run(result, lockstep_mode, partial(_sides_again, original, migrated, timeout, steps,
                                                                 program_args, swap))
+        usage_errors.explain(result)
         budget.after_verdict(result, original, migrated)
         if keep_trace is not None:
             shutil.copytree(trace_dir, keep_trace, dirs_exist_ok=True)
@@ -480,7 +490,9 @@ def _decide(result: VerifyResult, trace_dir: str, ev: dict, rtol: float, atol: f
     same_exit = o.status == m.status == "exited" and o.exit_code == m.exit_code
     if same_exit:   # a shared non-zero status is behaviour to compare, not a failure of either side
         o.status = m.status = "ok"
+    after_cut = budget.failed_after_cut(o, m, ev, result.budget)
     _decide_run(result, trace_dir, ev, rtol, atol)
+    result.reason += after_cut if result.verdict != EQUIVALENT else ""
     if same_exit:
         result.reason += f"; both programs exited with status {o.exit_code}"
 
@@ -521,6 +533,7 @@ def _decide_run(result: VerifyResult, trace_dir: str, ev: dict, rtol: float, ato
     stopped, stop_notes = budget.prepare(traces, finals, ev, timed)
     comparison = cmp_mod.compare_traces(traces["original"], traces["migrated"], rtol, atol, stopped=stopped)
     comparison.notes += stop_notes
+    initial_values.into(comparison, ev["migrated"])
     result.comparison = comparison
     for role in ("original", "migrated"):
         texts = list(dict.fromkeys(e["text"] for e in ev[role] if e["kind"] == "note"))
@@ -543,4 +556,4 @@ def _decide_run(result: VerifyResult, trace_dir: str, ev: dict, rtol: float, ato
         result.reason = "nothing to compare: no gradients, variables, printed output or plots on both sides"
     else:
         result.verdict, result.reason = EQUIVALENT, f"{compared} quantities agree within rtol={rtol:g}, atol={atol:g}"
-        result.reason += budget.cut_reason(ev)
+        result.reason += budget.cut_reason(result.budget)

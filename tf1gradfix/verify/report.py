@@ -37,7 +37,7 @@ def _tail(text: str, lines: int = 15) -> str:
 
 def summary(result) -> str:
     """The terminal summary: verdict, what was compared, worst errors, first divergence."""
-    out = [f"{result.verdict}: {result.reason}",
+    out = [f"{result.headline}: {result.reason}",
            f"  original: {result.original.script}",
            f"  migrated: {result.migrated.script}"]
     for side in (result.original, result.migrated):
@@ -122,7 +122,7 @@ def to_junit(result) -> ET.ElementTree:
     c = result.comparison
     if result.verdict in ("ORIGINAL_FAILED", "MIGRATED_FAILED", "NOT_COMPARABLE"):
         case = ET.Element("testcase", classname="tf1gradfix.verify", name="run")
-        err = ET.SubElement(case, "error", message=f"{result.verdict}: {result.reason}", type=result.verdict)
+        err = ET.SubElement(case, "error", message=f"{result.headline}: {result.reason}", type=result.verdict)
         failing = result.original if result.verdict == "ORIGINAL_FAILED" else result.migrated
         err.text = _tail(failing.stderr_tail, 40)
         cases.append(case)
@@ -150,6 +150,14 @@ def to_junit(result) -> ET.ElementTree:
         else:
             ET.SubElement(case, "system-out").text = f"{ls.status}: {LOCKSTEP_COMPARES}"
         cases.append(case)
+    if getattr(result, "budget", None):   # a partial proof says so in CI too
+        case = ET.Element("testcase", classname="tf1gradfix.verify", name="budget")
+        ET.SubElement(case, "system-out").text = (f"partial: compared within the first "
+                                                  f"{result.budget['steps_compared']} training steps")
+        props = ET.SubElement(suite, "properties")
+        for key in ("steps_compared", "loop_cut", "partial"):
+            ET.SubElement(props, "property", name=f"budget.{key}", value=str(result.budget[key]).lower())
+        cases.append(case)
     suite.extend(cases)
     suite.set("tests", str(len(cases)))
     suite.set("failures", str(sum(1 for x in cases if x.find("failure") is not None)))
@@ -162,7 +170,7 @@ def to_junit(result) -> ET.ElementTree:
 
 def to_markdown(result) -> str:
     icon = {"EQUIVALENT": "✅", "DIVERGED": "❌"}.get(result.verdict, "⚠️")
-    lines = [f"### {icon} {result.verdict}: `{Path(result.original.script).name}` → "
+    lines = [f"### {icon} {result.headline}: `{Path(result.original.script).name}` → "
              f"`{Path(result.migrated.script).name}`", "", result.reason.replace("|", "\\|"), ""]
     c = result.comparison
     lines += ["| quantity | compared | max abs error | max rel error | diverged |",
@@ -233,7 +241,7 @@ def write_plot(result, path) -> None:
         ax.set_yscale("log")
     ax.set_xlabel("step")
     ax.set_ylabel("loss")
-    ax.set_title(f"{result.verdict}: {Path(result.original.script).name} vs "
+    ax.set_title(f"{result.headline}: {Path(result.original.script).name} vs "
                  f"{Path(result.migrated.script).name}", fontsize=10)
     if ax.get_legend_handles_labels()[0]:   # (an empty legend is a matplotlib warning)
         ax.legend()

@@ -36,6 +36,8 @@ import traceback
 
 import numpy as np
 
+from tf1gradfix.verify import budget, loop_cut
+
 SEED = 0
 INIT_FILE = "init.json"
 ORIGINAL_DONE = "original.done"   # written by the orchestrator once the original has exited
@@ -177,8 +179,12 @@ def run_user_script(script: str, trace: Trace, before_exit=None, argv=(), cwd=No
     sys.argv = [script, *argv]
     use_plot_backend()
     status, code = "ok", 0
+    guarded = loop_cut.compile_script(script) if budget.limit_from_env() is not None else None
     try:
-        runpy.run_path(script, run_name="__main__")
+        if guarded is None:
+            runpy.run_path(script, run_name="__main__")
+        else:   # under a step budget: the training loop is what the budget ends (loop_cut.py)
+            loop_cut.run_as_main(guarded, script)
     except SystemExit as exc:
         code = exc.code
         if code is None:

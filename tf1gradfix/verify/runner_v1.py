@@ -375,7 +375,7 @@ class V1Tracer(rc.Reentrancy):
             self.trace.event(kind, **payload)
 
     # -- variable snapshots ---------------------------------------------
-    def read_variables(self, sess, partial: bool, only=None):
+    def read_variables(self, sess, partial: bool, only=None, initial: bool = False):
         gvars = [v for v in sess.graph.get_collection("variables") if only is None or v in only]
         trainable = {v.name for v in sess.graph.get_collection("trainable_variables")}
         if not gvars:
@@ -391,7 +391,8 @@ class V1Tracer(rc.Reentrancy):
                     pairs.append((v, self.orig_run(sess, v)))
                 except Exception:  # noqa: BLE001
                     pass
-        return {self.label(sess.graph, v.name): {"value": rc.encode_array(val), "trainable": v.name in trainable}
+        return {self.label(sess.graph, v.name): {"value": rc.encode_array(val), "trainable": v.name in trainable,
+                                                 **({"random": drawn(v)} if initial else {})}
                 for v, val in pairs}
 
     def new_variables(self, sess) -> list:
@@ -409,7 +410,7 @@ class V1Tracer(rc.Reentrancy):
 
     def snapshot_init(self, sess, partial: bool, only=None) -> bool:
         only = self.new_variables(sess) if only is None and sess is not None else only
-        values = self.read_variables(sess, partial, only) if sess is not None else {}
+        values = self.read_variables(sess, partial, only, initial=True) if sess is not None else {}
         if values is None:
             return False
         gid = id(sess.graph) if sess is not None else None
@@ -440,6 +441,33 @@ class V1Tracer(rc.Reentrancy):
                                                    "note": "the original never initialized its variables"})
         else:   # the migrated side stops waiting for variables of graphs not built yet
             self.trace.write_atomic(rc.INIT_FILE, {"variables": self.init_values, "partial": False, "final": True})
+
+
+_READS_VARIABLE = {"VariableV2", "VarHandleOp", "ReadVariableOp", "Variable"}
+# Numbers drawn: random ops, stateless ones too (a seeded initializer; the migration's seed
+# gives other numbers), and the host-side draws aligned_random put in place of random ops.
+_DRAWS = {"PyFunc", "PyFuncStateless", "EagerPyFunc"}
+
+
+def drawn(var) -> bool | None:
+    """Does ``var``'s initial value come from a random op (True), from none (False), or from
+    another variable (None: its value is that variable's, not checked; initial_values.py)?"""
+    try:
+        todo, seen = [var.initial_value.op], set()
+    except Exception:  # noqa: BLE001 - a variable without an initial value op
+        return None
+    random = False
+    while todo and len(seen) < 5000:
+        op = todo.pop()
+        if op.name in seen:
+            continue
+        seen.add(op.name)
+        if op.type in _READS_VARIABLE:
+            return None
+        random = random or random_ops.is_random_op(op.type) or op.type in _DRAWS or op.type.startswith(
+            ("StatelessRandom", "StatelessTruncated", "StatelessParameterized"))
+        todo.extend(t.op for t in op.inputs)
+    return random
 
 
 def alias_tensorflow(v1, script: str) -> None:

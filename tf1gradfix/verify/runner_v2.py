@@ -23,7 +23,7 @@ import numpy as np
 
 from tf1gradfix.rules import contrib
 from tf1gradfix.verify import aligned_random, budget, cell_weights, graph_calls, lockstep_files, lockstep_v2, mnist_data
-from tf1gradfix.verify import random_ops
+from tf1gradfix.verify import initial_values, random_ops
 from tf1gradfix.verify import runner_common as rc
 
 KERAS_OPTIMIZER_MODULE = "keras.src.optimizers.base_optimizer"
@@ -88,6 +88,7 @@ class V2Tracer(rc.Reentrancy):
         self.used: set = set()
         self.taken: set = set()           # original names already mapped
         self.layer_pairs: dict = {}       # migrated layer prefix -> original prefix (matched by order)
+        self.own_draws: list = []         # (original name, own value, original's value, random) of random ones
         self.steps = 0                    # gradient computations recorded so far
         self.randomness = random_ops.EagerRandomness(self)
         self.draws = aligned_random.EagerDraws(trace, self)
@@ -215,10 +216,20 @@ class V2Tracer(rc.Reentrancy):
                              original_shape=list(value.shape), migrated_shape=shape,
                              original_dtype=str(value.dtype), migrated_dtype=str(np.dtype(dtype)))
             return
+        self.check_own(var, original, value, init[original].get("random"))
         var.assign(np.asarray(value).astype(dtype))
         self.mapped.add(id(var))
         self.trace.event("mapped", original=original, migrated=name, created_as=base, matched_by=how,
                          shape=shape, trainable=bool(var.trainable))
+
+    def check_own(self, var, original: str, value, random) -> None:
+        """The value the migration gave ``var`` itself, against the original's (initial_values.py)."""
+        try:
+            own = var.numpy()
+        except Exception:  # noqa: BLE001 - an uninitialized variable: nothing of its own to check
+            own = None
+        self.trace.event("init_check", original=original,
+                         **initial_values.own_check(original, own, value, random, self.own_draws))
 
     def cell_weight(self, var, cell, name: str, init: dict, dtype) -> bool:
         """A Keras RNN cell's weight from blocks of the original cell's variables (cell_weights.py)."""
