@@ -132,16 +132,23 @@ def _write_together(files: list) -> None:
 def _programs(original: Path, new_source: bytes, made: list[Path]) -> tuple[Path, Path]:
     """(the original program, the candidate) to run, next to the original: a notebook runs
     as its code cells in order, on both sides (notebooks.script)."""
+    return (as_program(original, None, "original", made),
+            as_program(original, new_source, "candidate", made, always=True))
+
+
+def as_program(path: Path, data: bytes | None, kind: str, made: list[Path], always: bool = False) -> Path:
+    """The script that runs `path` (its content `data`, or its own): a notebook's code cells
+    in order (notebooks.script), written beside it; a script as it is (unless `always`).
+    Raises ValueError for a notebook that is no notebook."""
     from tf1gradfix.run import notebooks
 
-    def sibling(kind: str, data: bytes) -> Path:
-        made.append(Path(stopping.new_file(str(original.parent), f".{original.stem}.tf1gradfix-{kind}-", ".py", data)))
-        return made[-1]
-
-    if not notebooks.is_notebook(str(original)):
-        return original, sibling("candidate", new_source)
-    old = read_source(original)[0]
-    return sibling("original", notebooks.script(old)), sibling("candidate", notebooks.script(new_source))
+    notebook = notebooks.is_notebook(str(path))
+    if not notebook and not always:
+        return path
+    data = read_source(path)[0] if data is None else data
+    made.append(Path(stopping.new_file(str(path.parent), f".{path.stem}.tf1gradfix-{kind}-", ".py",
+                                       notebooks.script(data) if notebook else data)))
+    return made[-1]
 
 
 def _forget(made: list[Path]) -> None:

@@ -96,10 +96,22 @@ def run(args: argparse.Namespace) -> int:
 
         return base.run(args)
     args.original, args.migrated = args.paths
-    result = verify_pair(Path(args.original), Path(args.migrated),
-                         rtol=args.rtol, atol=args.atol, timeout=args.timeout,
-                         steps=args.steps, program_args=getattr(args, "program_args", ()),
-                         lockstep_mode=args.lockstep)
+    from tf1gradfix.cli.rewrite_verify import _forget, as_program
+    from tf1gradfix.run.source_io import SourceError
+
+    made: list[Path] = []
+    try:   # (a notebook runs as its code cells, on either side)
+        original, migrated = (as_program(Path(args.original), None, "original", made),
+                              as_program(Path(args.migrated), None, "migrated", made))
+        result = verify_pair(original, migrated, rtol=args.rtol, atol=args.atol, timeout=args.timeout,
+                             steps=args.steps, program_args=getattr(args, "program_args", ()),
+                             lockstep_mode=args.lockstep)
+    except (ValueError, SourceError, OSError) as exc:
+        print(f"tf1gradfix verify: {exc}", file=sys.stderr)
+        return 2
+    finally:
+        _forget(made)
+    result.original.script, result.migrated.script = args.original, args.migrated
     print(report.summary(result))
     report.write_reports(result, json=args.json, junit=args.junit,
                          markdown=args.markdown, plot=args.plot)
