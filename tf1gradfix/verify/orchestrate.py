@@ -26,7 +26,7 @@ from pathlib import Path
 
 from tf1gradfix.verify import budget
 from tf1gradfix.verify import compare as cmp_mod
-from tf1gradfix.verify import lockstep, lockstep_files, pool, progress
+from tf1gradfix.verify import lockstep, lockstep_files, output_cap, pool, progress
 from tf1gradfix.verify import aligned_random, random_ops, stopping
 from tf1gradfix.verify.runner_common import ORIGINAL_DONE, VERIFIER_PID
 
@@ -34,7 +34,7 @@ EQUIVALENT, DIVERGED = "EQUIVALENT", "DIVERGED"
 ORIGINAL_FAILED, MIGRATED_FAILED, NOT_COMPARABLE = "ORIGINAL_FAILED", "MIGRATED_FAILED", "NOT_COMPARABLE"
 EXIT_CODES = {EQUIVALENT: 0, DIVERGED: 1, ORIGINAL_FAILED: 2, MIGRATED_FAILED: 2, NOT_COMPARABLE: 2}
 DEFAULT_TIMEOUT = 300.0
-STDOUT_CAP = 4 * 1024 * 1024   # bytes of stdout parsed for printed numbers
+STDOUT_CAP = output_cap.COMPARED   # bytes of stdout parsed for printed numbers
 TAIL = 3000                    # characters of stderr kept for the report
 _PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])
 RUNNERS = {"original": "tf1gradfix.verify.runner_v1", "migrated": "tf1gradfix.verify.runner_v2"}
@@ -237,14 +237,16 @@ def _exception_line(tb: str) -> str:
     return lines[-1] if lines else (tb.strip().splitlines()[-1] if tb.strip() else "exception")
 
 
-def _side_status(side: SideResult, events: list, timed_out: bool, killed: bool, timeout: float) -> None:
+def _side_status(side: SideResult, events: list, timed_out: bool, killed: tuple[str, str] | None,
+                 timeout: float) -> None:
+    """`killed`: (status, reason) of a side the verifier stopped, else None."""
     end = next((e for e in reversed(events) if e["kind"] == "end"), None)
     started = any(e["kind"] == "start" for e in events)
     rc = side.returncode
     if timed_out:
         side.status, side.reason = "timeout", f"timed out after {timeout:g} s"
     elif killed:
-        side.status, side.reason = "killed", "stopped because the original failed"
+        side.status, side.reason = killed
     elif end is not None:
         # The process's own status is the truth: atexit handlers and threads
         # still run after the trace's end event and can change it.
@@ -278,7 +280,7 @@ def _sides_again(original: Path, migrated: Path, timeout: float, steps, program_
     sides, timed_out, killed = _run_both(original, migrated, trace_dir, timeout, steps, program_args, swap, more_env)
     events = {r: load_events(os.path.join(trace_dir, f"{r}.events.jsonl")) for r in sides}
     for role, side in sides.items():
-        _side_status(side, events[role], role in timed_out, role in killed, timeout)
+        _side_status(side, events[role], role in timed_out, killed.get(role), timeout)
     out = {r: _read_head(os.path.join(trace_dir, f"{r}.stdout")) for r in sides}
     plots = {r: (_load_json(os.path.join(trace_dir, f"{r}.plots.json")) or {}).get("snapshots") for r in sides}
     return sides, events, out, plots
@@ -302,7 +304,8 @@ def _run_both(original: Path, migrated: Path, trace_dir: str, timeout: float, st
              "migrated": _start(RUNNERS["migrated"], migrated, trace_dir, "migrated", timeout, False,
                                 migrated_args, steps, more_env.get("migrated"))}
     start = time.monotonic()
-    timed_out, killed = set(), set()
+    timed_out: set[str] = set()
+    killed: dict[str, tuple[str, str]] = {}   # (role -> the status and reason of a side stopped by the verifier)
     try:
         _wait(procs, sides, start, timeout, trace_dir, timed_out, killed)
     except BaseException:
@@ -332,6 +335,9 @@ def _swapped(script: Path, view: str, swap: dict) -> Path:
         target.unlink(missing_ok=True)   # (a big file of the view is a symlink to the user's)
         target.write_bytes(data)
     return Path(view) / script.name
+
+
+_STOPPED = ("killed", "stopped because the original failed")
 
 
 def _wait(procs, sides, start, timeout, trace_dir, timed_out, killed) -> None:
@@ -370,10 +376,15 @@ def _poll(procs, sides, start, timeout, trace_dir, timed_out, killed, shown) -> 
         if orig.returncode is not None and procs["migrated"].returncode is None and "original" not in timed_out:
             if _original_failed(trace_dir, orig.returncode):
                 _kill(procs["migrated"])
-                killed.add("migrated")
+                killed["migrated"] = _STOPPED
         if "original" in timed_out and procs["migrated"].returncode is None:
             _kill(procs["migrated"])
-            killed.add("migrated")
+            killed["migrated"] = _STOPPED
+        for role, proc in procs.items():
+            flood = output_cap.flooded(trace_dir, role) if proc.returncode is None else None
+            if flood:
+                _kill(proc)
+                killed[role] = ("failed", flood)
         time.sleep(0.02)
 
 
@@ -423,7 +434,7 @@ def verify_pair(original: Path, migrated: Path, *, rtol: float = cmp_mod.DEFAULT
         sides, timed_out, killed = _run_both(original, migrated, trace_dir, timeout, steps, program_args, swap)
         ev = {r: load_events(os.path.join(trace_dir, f"{r}.events.jsonl")) for r in sides}
         for role, side in sides.items():
-            _side_status(side, ev[role], role in timed_out, role in killed, timeout)
+            _side_status(side, ev[role], role in timed_out, killed.get(role), timeout)
         result = VerifyResult("", "", sides["original"], sides["migrated"], **common)
         result.mapping = [{**{k: e[k] for k in ("original", "migrated", "shape", "trainable")},
                            "matched_by": e.get("matched_by", "name")}
@@ -433,6 +444,9 @@ def verify_pair(original: Path, migrated: Path, *, rtol: float = cmp_mod.DEFAULT
         _decide(result, trace_dir, ev, rtol, atol)
         lockstep.after_plain_run(result, lockstep_mode, partial(_sides_again, original, migrated, timeout, steps,
                                                                 program_args, swap))
+        past_cap = output_cap.uncompared(trace_dir) if result.verdict == EQUIVALENT else None
+        if past_cap:
+            result.verdict, result.reason = NOT_COMPARABLE, past_cap
         budget.after_verdict(result, original, migrated)
         if keep_trace is not None:
             shutil.copytree(trace_dir, keep_trace, dirs_exist_ok=True)
