@@ -274,10 +274,11 @@ def _side_status(side: SideResult, events: list, timed_out: bool, killed: tuple[
 
 
 def _sides_again(original: Path, migrated: Path, timeout: float, steps, program_args, swap, trace_dir: str,
-                 more_env: dict) -> tuple[dict, dict, dict, dict]:
+                 more_env: dict, original_swap=None) -> tuple[dict, dict, dict, dict]:
     """Both programs run once more into `trace_dir` (a lockstep run, lockstep.py, with
     `more_env`): (sides, events, stdout heads, plot snapshots), by role."""
-    sides, timed_out, killed = _run_both(original, migrated, trace_dir, timeout, steps, program_args, swap, more_env)
+    sides, timed_out, killed = _run_both(original, migrated, trace_dir, timeout, steps, program_args, swap, more_env,
+                                         original_swap)
     events = {r: load_events(os.path.join(trace_dir, f"{r}.events.jsonl")) for r in sides}
     for role, side in sides.items():
         _side_status(side, events[role], role in timed_out, killed.get(role), timeout)
@@ -287,7 +288,7 @@ def _sides_again(original: Path, migrated: Path, timeout: float, steps, program_
 
 
 def _run_both(original: Path, migrated: Path, trace_dir: str, timeout: float, steps=None, program_args=(),
-              swap=None, more_env=None):
+              swap=None, more_env=None, original_swap=None):
     sides = {"original": SideResult("original", str(original)),
              "migrated": SideResult("migrated", str(migrated))}
     work = stopping.temp_dir("tf1gradfix-cwd-")   # each side writes into its own view of its folder
@@ -296,11 +297,14 @@ def _run_both(original: Path, migrated: Path, trace_dir: str, timeout: float, st
         return ["--cwd", budget.side_folder(str(script.parent), os.path.join(work, role)), "--", *program_args]
     pool.prepare([(True, _env(True, timeout)), (False, _env(False, timeout))])
     migrated_args = extra("migrated", migrated)
+    original_args = extra("original", original)
     if swap:   # a project: the migrated script runs in its view, which holds the migrated modules
         migrated = _swapped(migrated, migrated_args[1], swap)
+    if original_swap:   # (verify --base: the original runs with its modules as they were)
+        original = _swapped(original, original_args[1], original_swap)
     more_env = more_env or {}
     procs = {"original": _start(RUNNERS["original"], original, trace_dir, "original", timeout, True,
-                                extra("original", original), steps, more_env.get("original")),
+                                original_args, steps, more_env.get("original")),
              "migrated": _start(RUNNERS["migrated"], migrated, trace_dir, "migrated", timeout, False,
                                 migrated_args, steps, more_env.get("migrated"))}
     start = time.monotonic()
@@ -405,13 +409,15 @@ def _original_failed(trace_dir: str, returncode: int) -> bool:
 def verify_pair(original: Path, migrated: Path, *, rtol: float = cmp_mod.DEFAULT_RTOL,
                 atol: float = cmp_mod.DEFAULT_ATOL, timeout: float = DEFAULT_TIMEOUT,
                 keep_trace: Path | None = None, steps: int | None = None, program_args=(),
-                swap: dict | None = None, lockstep_mode: str = "auto") -> VerifyResult:
+                swap: dict | None = None, lockstep_mode: str = "auto",
+                original_swap: dict | None = None) -> VerifyResult:
     """Run both programs concurrently, compare their traces, return the verdict.
 
     ``steps``: stop both after that many training steps (budget.py);
     ``program_args``: the sys.argv[1:] both programs get;
     ``swap``: a project's migrated modules (file name -> bytes), which the migrated
     program imports in place of those of its folder;
+    ``original_swap``: the same for the original program (its modules at a base commit);
     ``lockstep_mode``: "auto" runs the pair again in lockstep when the plain run
     diverged only by drift (lockstep.py), "off" never, "always" whenever it can.
     """
@@ -431,7 +437,8 @@ def verify_pair(original: Path, migrated: Path, *, rtol: float = cmp_mod.DEFAULT
         return VerifyResult(NOT_COMPARABLE, budget.TF_MISSING, o, m, **common)
     trace_dir = stopping.temp_dir("tf1gradfix-verify-")
     try:
-        sides, timed_out, killed = _run_both(original, migrated, trace_dir, timeout, steps, program_args, swap)
+        sides, timed_out, killed = _run_both(original, migrated, trace_dir, timeout, steps, program_args, swap,
+                                             original_swap=original_swap)
         ev = {r: load_events(os.path.join(trace_dir, f"{r}.events.jsonl")) for r in sides}
         for role, side in sides.items():
             _side_status(side, ev[role], role in timed_out, killed.get(role), timeout)
@@ -443,7 +450,7 @@ def verify_pair(original: Path, migrated: Path, *, rtol: float = cmp_mod.DEFAULT
                             for e in ev["migrated"] if e["kind"] in ("unmatched", "mismatch")]
         _decide(result, trace_dir, ev, rtol, atol)
         lockstep.after_plain_run(result, lockstep_mode, partial(_sides_again, original, migrated, timeout, steps,
-                                                                program_args, swap))
+                                                                program_args, swap, original_swap=original_swap))
         past_cap = output_cap.uncompared(trace_dir) if result.verdict == EQUIVALENT else None
         if past_cap:
             result.verdict, result.reason = NOT_COMPARABLE, past_cap
