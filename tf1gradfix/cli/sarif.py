@@ -8,7 +8,9 @@ a finding of the code.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
+from urllib.parse import quote
 
 from tf1gradfix import __version__
 from tf1gradfix.run.findings import FileError, Finding
@@ -18,16 +20,27 @@ SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 _LEVEL = {True: "note", False: "warning", None: "warning"}
 
 
+_CELL = re.compile(r"^(.*\.ipynb):cell (\d+)$")
+
+
 def _uri(path: str) -> str:
-    """Relative paths stay relative (code scanning resolves them against the checkout)."""
+    """Relative paths stay relative (code scanning resolves them against the checkout); both
+    are percent-encoded (`#`, `?`, `%`, spaces and control characters are no URI's text)."""
     p = Path(path)
-    return p.resolve().as_uri() if p.is_absolute() else p.as_posix()
+    if p.is_absolute():
+        return p.resolve().as_uri()
+    return quote(p.as_posix().encode("utf-8", "surrogateescape"), safe="/")
 
 
 def _location(path: str, line: int | None, col: int | None) -> dict:
-    physical: dict = {"artifactLocation": {"uri": _uri(path)}}
+    """A finding's place; in a notebook, the notebook is the artifact and the cell a property
+    (`notebook.ipynb:cell 3` names no file)."""
+    cell = _CELL.match(path)
+    physical: dict = {"artifactLocation": {"uri": _uri(cell.group(1) if cell else path)}}
     if line:
         physical["region"] = {"startLine": line, **({"startColumn": col} if col else {})}
+    if cell:
+        physical.setdefault("region", {})["properties"] = {"cell": int(cell.group(2))}
     return {"physicalLocation": physical}
 
 

@@ -146,7 +146,7 @@ def run(args) -> int:
     if not olds:
         print(f"tf1gradfix: no Python file or notebook differs from {args.base}")
         return 0
-    out, failed = open_report_dir(args.report_dir)
+    out, failed = open_report_dir(args.report_dir, [p for p, *_ in olds])
     root = os.path.commonpath([os.path.dirname(os.path.abspath(p)) for p, *_ in olds])
     rows, results = [], []
     for path, source, old, modules in olds:

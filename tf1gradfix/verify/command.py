@@ -96,6 +96,11 @@ def run(args: argparse.Namespace) -> int:
 
         return base.run(args)
     args.original, args.migrated = args.paths
+    programs = {Path(p).resolve() for p in args.paths}
+    clobbered = [p for p in (args.json, args.junit, args.markdown, args.plot) if p and Path(p).resolve() in programs]
+    if clobbered:
+        print(f"tf1gradfix verify: a report would overwrite a program being verified: {clobbered[0]}", file=sys.stderr)
+        return 2
     from tf1gradfix.cli.rewrite_verify import _forget, as_program
     from tf1gradfix.run.source_io import SourceError
 
