@@ -151,3 +151,16 @@ def test_a_fork_that_leaves_its_process_group_ends_with_the_verdict(tmp_path):
     while any(alive(pid) for pid in pids) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert not any(alive(pid) for pid in pids)
+
+
+def test_the_program_does_not_find_the_verifiers_settings_in_its_environment(tmp_path):
+    """`TF1GRADFIX_*` variables (the step budget among them) are withdrawn before the program
+    starts (tests/test_verify_budget.py: the runner still reads them)."""
+    original, migrated = tmp_path / "original.py", tmp_path / "migrated.py"
+    tail = "import os\nprint('seen', sorted(k for k in os.environ if k.startswith('TF1GRADFIX')))"
+    original.write_text(textwrap.dedent(ORIGINAL).replace("{tail}", tail))
+    migrated.write_text(textwrap.dedent(MIGRATED).replace("{tail}", tail))
+    result = verify_pair(original, migrated, timeout=120)
+    assert result.verdict == "EQUIVALENT", result.reason
+    for side in (result.original, result.migrated):
+        assert "seen []" in side.stdout_tail, side.stdout_tail
