@@ -123,3 +123,23 @@ def test_training_in_a_time_cell_is_proven_and_a_wrong_one_diverges(folder, caps
     code, out, _ = run(capsys, "verify", "original.ipynb", "wrong.ipynb")
     assert code == 1 and "DIVERGED" in out, out
     assert sorted(p.name for p in folder.iterdir()) == ["original.ipynb", "train.ipynb", "wrong.ipynb"]
+
+
+def test_notebooks_that_hold_no_python_cell_text_or_long_outputs(folder, capsys):
+    """A cell source that is no text is an error naming the cell; an R notebook holds no
+    Python; a long image output is no long line of code."""
+    def doc(source, language="python", outputs=()):
+        return json.dumps({"cells": [{"cell_type": "code", "metadata": {}, "source": source, "execution_count": None,
+                                      "outputs": list(outputs)}],
+                           "metadata": {"kernelspec": {"name": language, "language": language}},
+                           "nbformat": 4, "nbformat_minor": 5}, indent=1) + "\n"
+    (folder / "odd.ipynb").write_text(doc(["x = 1\n", 7]))
+    code, out, _ = run(capsys, "check", "odd.ipynb")
+    assert code == 2 and "odd.ipynb:cell 1: error: not a Jupyter notebook (nbformat 4 JSON): a code cell's source is not text" in out
+    assert "Traceback" not in out and "internal error" not in out
+    (folder / "odd.ipynb").unlink()
+    (folder / "r.ipynb").write_text(doc("library(tensorflow)\nx <- tf$log(1)\n", language="R"))
+    image = {"output_type": "display_data", "metadata": {}, "data": {"image/png": "iVBORw0KGgo" * 6000}}
+    (folder / "plot.ipynb").write_text(doc("import tensorflow as tf\nx = tf.log(1.0)\n", outputs=[image]))
+    code, out, _ = run(capsys, "check", ".")
+    assert "r.ipynb" not in out and "plot.ipynb:cell 1:2:5: TFG401" in out and "bytes long" not in out

@@ -23,6 +23,7 @@ from __future__ import annotations
 from tf1gradfix.records import record, replace
 from tf1gradfix.run import notebook_magics
 from tf1gradfix.run.findings import CodeFilter, FileError, Finding
+from tf1gradfix.run.source_io import long_line
 
 SUFFIX = ".ipynb"
 
@@ -39,14 +40,30 @@ def is_notebook(path: str) -> bool:
 
 
 def _source_lines(cell: dict) -> list[str]:
+    """A code cell's lines; ValueError for a source that is no text (nbformat: a string or a
+    list of strings)."""
     source = cell.get("source", "")
-    text = "".join(source) if isinstance(source, list) else str(source)
-    return text.splitlines(keepends=True)
+    if isinstance(source, list) and all(isinstance(part, str) for part in source):
+        source = "".join(source)
+    if not isinstance(source, str):
+        raise ValueError("a code cell's source is not text")
+    return source.splitlines(keepends=True)
 
 
 def _joined(cells: list[_Cell]) -> notebook_magics.Joined:
     """The code cells as one module (notebook_magics.join)."""
     return notebook_magics.join([cell.lines for cell in cells])
+
+
+def _language(notebook: dict) -> str:
+    """The notebook's kernel language, lower case ("" when it does not say)."""
+    meta = notebook.get("metadata") if isinstance(notebook, dict) else None
+    meta = meta if isinstance(meta, dict) else {}
+    for key, field_name in (("kernelspec", "language"), ("language_info", "name")):
+        value = meta.get(key)
+        if isinstance(value, dict) and isinstance(value.get(field_name), str):
+            return value[field_name].lower()
+    return ""
 
 
 def _layout(text: str, notebook: dict):
@@ -79,14 +96,24 @@ def process(path: str, data: bytes, codes: CodeFilter, fix: bool = True, restruc
     except (UnicodeDecodeError, ValueError, KeyError, TypeError, AssertionError) as exc:
         result.error = FileError(path, f"not a Jupyter notebook (nbformat 4 JSON): {exc}")
         return result
+    if _language(notebook) not in ("python", ""):
+        return result   # (an R or Julia notebook holds no Python to check)
     cells, line = [], 1
     for number, raw in enumerate(raw_cells, start=1):
         if isinstance(raw, dict) and raw.get("cell_type") == "code":
-            lines = _source_lines(raw)
+            try:
+                lines = _source_lines(raw)
+            except ValueError as exc:
+                result.error = FileError(f"{path}:cell {number}", f"not a Jupyter notebook (nbformat 4 JSON): {exc}")
+                return result
             cells.append(_Cell(number, lines, line))
             line += len(lines)
     joined = _joined(cells)
     module = joined.text
+    too_long = long_line(module.encode("utf-8"))
+    if too_long:
+        result.error = FileError(path, f"in its code cells, {too_long}")
+        return result
     inner = process_source(path, module.encode("utf-8"), codes, fix=fix, restructure=restructure, check=check)
     if inner.error is not None:
         cell, at = _place(cells, inner.error.line)
