@@ -88,6 +88,11 @@ def test_sarif_uris_are_percent_encoded_and_a_cell_is_no_file(folder, capsys):
     assert {p["artifactLocation"]["uri"] for p in places} == {"a%20%231%25%3F.py", "n%20b.ipynb"}
     cell = next(p for p in places if p["artifactLocation"]["uri"] == "n%20b.ipynb")
     assert cell["region"]["startLine"] == 2 and cell["region"]["properties"] == {"cell": 1}
+    main(["check", "--format", "json", "n b.ipynb"])
+    [finding] = json.loads(capsys.readouterr().out)["findings"]
+    assert (finding["path"], finding["cell"], finding["line"]) == ("n b.ipynb", 1, 2)
+    main(["check", "--format", "github", "n b.ipynb"])
+    assert capsys.readouterr().out.startswith("::warning file=n b.ipynb,line=2,col=5,title=TFG401 (cell 1)::")
 
 
 def test_junit_with_control_characters_stays_well_formed(tmp_path):

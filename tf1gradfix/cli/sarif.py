@@ -8,7 +8,6 @@ a finding of the code.
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 from urllib.parse import quote
 
@@ -18,9 +17,6 @@ from tf1gradfix.run.findings import FileError, Finding
 SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 # fixed by this run / needs work, or (`check` of a session program, fixed None) `rewrite` decides
 _LEVEL = {True: "note", False: "warning", None: "warning"}
-
-
-_CELL = re.compile(r"^(.*\.ipynb):cell (\d+)$")
 
 
 def _uri(path: str) -> str:
@@ -35,12 +31,14 @@ def _uri(path: str) -> str:
 def _location(path: str, line: int | None, col: int | None) -> dict:
     """A finding's place; in a notebook, the notebook is the artifact and the cell a property
     (`notebook.ipynb:cell 3` names no file)."""
-    cell = _CELL.match(path)
-    physical: dict = {"artifactLocation": {"uri": _uri(cell.group(1) if cell else path)}}
+    from tf1gradfix.cli.output import split_cell
+
+    file, cell = split_cell(path)
+    physical: dict = {"artifactLocation": {"uri": _uri(file)}}
     if line:
         physical["region"] = {"startLine": line, **({"startColumn": col} if col else {})}
     if cell:
-        physical.setdefault("region", {})["properties"] = {"cell": int(cell.group(2))}
+        physical.setdefault("region", {})["properties"] = {"cell": cell}
     return {"physicalLocation": physical}
 
 
