@@ -111,3 +111,17 @@ def test_a_named_file_left_out_by_exclude_is_said(folder, capsys):
     (folder / "a.py").write_text("import tensorflow as tf\nx = tf.log(1.0)\n")
     assert main(["check", "a.py"]) == 0
     assert "a.py: named but excluded (exclude = ['*']); not read" in capsys.readouterr().err
+
+
+def test_deeply_nested_json_or_toml_is_one_line_and_exit_2(folder, capsys):
+    (folder / "deep.ipynb").write_text("[" * 100_000 + "]" * 100_000)
+    code = main(["check", "deep.ipynb"])
+    out = capsys.readouterr().out
+    assert code == 2 and "deep.ipynb: error: not a Jupyter notebook (nbformat 4 JSON): nested too deeply" in out
+    (folder / "deep.ipynb").unlink()
+    (folder / "pyproject.toml").write_text("[tool.tf1gradfix]\nx = " + "[" * 100_000 + "]" * 100_000 + "\n")
+    (folder / "a.py").write_text("x = 1\n")
+    code = main(["check", "a.py"])
+    captured = capsys.readouterr()
+    assert code == 2 and "invalid TOML: nested too deeply to read" in captured.out + captured.err
+    assert "internal error" not in captured.out + captured.err

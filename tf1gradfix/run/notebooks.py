@@ -93,6 +93,9 @@ def process(path: str, data: bytes, codes: CodeFilter, fix: bool = True, restruc
         notebook = json.loads(text)
         raw_cells = notebook["cells"]
         assert isinstance(raw_cells, list)
+    except RecursionError:
+        result.error = FileError(path, "not a Jupyter notebook (nbformat 4 JSON): nested too deeply to read")
+        return result
     except (UnicodeDecodeError, ValueError, KeyError, TypeError, AssertionError) as exc:
         result.error = FileError(path, f"not a Jupyter notebook (nbformat 4 JSON): {exc}")
         return result
@@ -220,8 +223,8 @@ def script(data: bytes) -> bytes:
         raw_cells = json.loads(data.decode("utf-8"))["cells"]
         cells = [_Cell(n, _source_lines(raw), 0) for n, raw in enumerate(raw_cells, start=1)
                  if isinstance(raw, dict) and raw.get("cell_type") == "code"]
-    except (UnicodeDecodeError, KeyError, TypeError) as exc:
-        raise ValueError(f"not a Jupyter notebook: {exc}") from None
+    except (UnicodeDecodeError, KeyError, TypeError, RecursionError) as exc:
+        raise ValueError(f"not a Jupyter notebook: {exc or 'nested too deeply to read'}") from None
     return _joined(cells).text.encode("utf-8")
 
 
