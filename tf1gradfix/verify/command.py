@@ -132,9 +132,14 @@ def _unusable(path: str) -> str | None:
         return f"{path}: no such file"
     if os.path.isdir(path):
         return f"{path}: a folder (give two files, or --base REF for a tree)"
+    from tf1gradfix.run import notebooks
+
     try:
         with open(path, "rb") as handle:
-            ast.parse(handle.read(), filename=path)
+            data = handle.read()
+        if notebooks.is_notebook(path):   # (a notebook runs as its code cells)
+            data = notebooks.script(data)
+        ast.parse(data, filename=path)
     except SyntaxError as exc:
         return f"{path}:{exc.lineno or 0}: syntax error: {exc.msg}"
     except (OSError, ValueError) as exc:
