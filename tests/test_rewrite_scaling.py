@@ -33,3 +33,15 @@ def test_each_statement_is_asked_whether_it_binds_print_once_per_file(monkeypatc
         assert result.new_source is not None and b"tf.Session" not in result.new_source
         counts[blocks] = len(calls)
     assert counts[20] <= 2.2 * counts[10], counts
+
+
+def test_reads_of_a_name_rebound_between_them_are_answered_apart(tmp_path, capsys):
+    """Answering each name once must not merge reads that see different bindings: after the
+    second import, `tf` may be either module, and its rename is no longer certain."""
+    from tf1gradfix.cli.main import main
+
+    (tmp_path / "rebound.py").write_text("import tensorflow as tf\na = tf.log(1.0)\n"
+                                         "import tensorflow.compat.v1 as tf\nb = tf.log(2.0)\n")
+    main(["check", str(tmp_path / "rebound.py")])
+    out = capsys.readouterr().out
+    assert "rebound.py:2:5: TFG401 [*safe]" in out and "rebound.py:4:5: TFG401 [safe]" in out

@@ -15,7 +15,7 @@ import ast
 import functools
 
 from tf1gradfix.records import record
-from tf1gradfix.detect.chains import chain_base
+from tf1gradfix.detect.chains import chain_base, referents_shape
 from tf1gradfix.detect.scopes import ScopeMap, full_name
 from tf1gradfix.rules.catalog import ASSIGNABLE_MODULES, Catalog, Rule, _read, matches, normalize
 from tf1gradfix.rules.compiled import kept
@@ -102,7 +102,7 @@ class Names:
         self._import_names: dict[int, str | None] = {}
         self._ambiguous: set[int] = set()
         self._kinds: dict[int, str | None] = {}
-        self._by_name: dict[tuple, tuple[str | None, bool]] = {}   # (as NameResolver's: a name's reads share referents)
+        self._by_name: dict[tuple, tuple[str | None, bool]] = {}   # (as NameResolver's)
 
     def import_name(self, node) -> str | None:
         key = id(node)
@@ -126,7 +126,7 @@ class Names:
         accesses = self.scopes.accesses.get(id(base)) if base is not None else None
         if not accesses or full is None:
             return self._plain_lookup(node)
-        key = (id(scope), base.id, full)
+        key = (id(scope), base.id, full, referents_shape(accesses))
         if key in self._by_name:
             answer, ambiguous = self._by_name[key]
             if ambiguous:

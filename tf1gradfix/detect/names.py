@@ -19,7 +19,7 @@ import libcst as cst
 from libcst.helpers import get_full_name_for_node
 from libcst.metadata import ImportAssignment, QualifiedNameSource
 
-from tf1gradfix.detect.chains import chain_base
+from tf1gradfix.detect.chains import chain_base, referents_shape
 from tf1gradfix.cst import walk
 from tf1gradfix.rules.catalog import ASSIGNABLE_MODULES, Catalog, normalize
 
@@ -136,8 +136,8 @@ class NameResolver:
         self._kind_cache: dict[cst.CSTNode, str | None] = {}
         self._import_names: dict[cst.CSTNode, str | None] = {}
         self._ambiguous: set[cst.CSTNode] = set()
-        # (scope, name, dotted name) -> (the answer, ambiguous?): every read of a name in a
-        # scope has the same referents (the scope's bindings of it), and walking them for each
+        # (scope, name, dotted name, its referents' shape) -> (the answer, ambiguous?): reads
+        # of a name with the same referents get the same answer, and walking them for each
         # read made a file of N `with tf.Session() as sess:` blocks cost N * N
         self._by_name: dict[tuple, tuple[str | None, bool]] = {}
 
@@ -163,7 +163,7 @@ class NameResolver:
         accesses = getattr(scope, "_accesses_by_node", {}).get(base) if base is not None else None
         if not accesses or full is None:  # (a node the scope analysis keeps no access for)
             return self._libcst_lookup(scope, node)
-        key = (scope, base.value, full)
+        key = (scope, base.value, full, referents_shape(accesses))
         if key in self._by_name:
             answer, ambiguous = self._by_name[key]
             if ambiguous:
