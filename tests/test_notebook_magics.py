@@ -143,3 +143,13 @@ def test_notebooks_that_hold_no_python_cell_text_or_long_outputs(folder, capsys)
     (folder / "plot.ipynb").write_text(doc("import tensorflow as tf\nx = tf.log(1.0)\n", outputs=[image]))
     code, out, _ = run(capsys, "check", ".")
     assert "r.ipynb" not in out and "plot.ipynb:cell 1:2:5: TFG401" in out and "bytes long" not in out
+
+
+def test_a_line_separator_inside_a_string_is_no_line_break(folder, capsys):
+    """U+2028 in a cell's string: Python reads one line, and so does the notebook's program."""
+    text = notebook([("code", ['import tensorflow as tf\n', 'label = "a\u2028b"\n', 'x = tf.log(1.0)'])])
+    (folder / "sep.ipynb").write_text(text)
+    code, out, _ = run(capsys, "check", "sep.ipynb")
+    assert code == 1 and "sep.ipynb:cell 1:3:5: TFG401" in out and "syntax" not in out, out
+    assert run(capsys, "rewrite", "--no-verify", "sep.ipynb")[0] == 0
+    assert sources((folder / "sep.ipynb").read_text()) == ['import tensorflow as tf\nlabel = "a\u2028b"\nx = tf.math.log(1.0)']

@@ -47,7 +47,15 @@ def _source_lines(cell: dict) -> list[str]:
         source = "".join(source)
     if not isinstance(source, str):
         raise ValueError("a code cell's source is not text")
-    return source.splitlines(keepends=True)
+    return _lines(source)
+
+
+def _lines(text: str) -> list[str]:
+    """`text`'s lines as Python reads them: split at \\n, \\r\\n and \\r only, never at a U+2028
+    or a form feed inside a string (str.splitlines would)."""
+    from tf1gradfix.run.engine import split_lines
+
+    return [line.decode("utf-8", "surrogatepass") for line in split_lines(text.encode("utf-8", "surrogatepass"))]
 
 
 def _joined(cells: list[_Cell]) -> notebook_magics.Joined:
@@ -133,8 +141,8 @@ def process(path: str, data: bytes, codes: CodeFilter, fix: bool = True, restruc
         return result
     layout = _layout(text, notebook)
     cells_text = [line.rstrip("\r\n") + "\n" for cell in cells for line in cell.lines]
-    new_lines = inner.new_source.decode("utf-8").splitlines(keepends=True)
-    old_lines = module.splitlines(keepends=True)
+    new_lines = _lines(inner.new_source.decode("utf-8"))
+    old_lines = _lines(module)
     if layout is not None and any(f.fixed and f.safety != "safe" for f in inner.findings):   # (restructured)
         placed_cells = _restructured(cells, joined, new_lines)
         if isinstance(placed_cells, tuple):
@@ -175,7 +183,7 @@ def _restructured(cells: list[_Cell], joined: notebook_magics.Joined, new: list[
     """Each cell's new source lines, or (cell, reason) where the program does not map back."""
     from tf1gradfix.run import notebook_cells
 
-    old = joined.text.splitlines(keepends=True)
+    old = _lines(joined.text)
     cell_of = [n for n, cell in enumerate(cells) for _ in cell.lines]
     originals = [line for cell in cells for line in cell.lines]
     touched = notebook_magics.touched(joined, "".join(new))
@@ -197,7 +205,7 @@ def _restructured(cells: list[_Cell], joined: notebook_magics.Joined, new: list[
             lines = [line for line in lines if line[1] == header] + [line for line in lines if line[1] != header]
         body = "".join(originals[i].rstrip("\r\n") + "\n" if i in magic else text for text, i in lines)
         body = body.strip("\n") + ("\n" if cell.lines and cell.lines[-1].endswith("\n") else "")
-        out.append(body.splitlines(keepends=True))
+        out.append(_lines(body))
     return out
 
 
