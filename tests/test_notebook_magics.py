@@ -153,3 +153,13 @@ def test_a_line_separator_inside_a_string_is_no_line_break(folder, capsys):
     assert code == 1 and "sep.ipynb:cell 1:3:5: TFG401" in out and "syntax" not in out, out
     assert run(capsys, "rewrite", "--no-verify", "sep.ipynb")[0] == 0
     assert sources((folder / "sep.ipynb").read_text()) == ['import tensorflow as tf\nlabel = "a\u2028b"\nx = tf.math.log(1.0)']
+
+
+def test_a_percent_that_continues_a_statement_is_python():
+    """`% 3` continuing `x = 10 \\`, or a `%` line inside a string, is no magic."""
+    joined = notebook_magics.join([["x = 10 \\\n", "% 3\n", "%time y = x\n", "y?\n"],
+                                   ['doc = """\n', "%d items\n", '"""\n', "%matplotlib inline\n"],
+                                   ["z = (1,\n", "     2)\n", "!ls\n"]])
+    assert joined.text.splitlines() == ["x = 10 \\", "% 3", "y = x", "pass", 'doc = """', "%d items", '"""', "pass",
+                                        "z = (1,", "     2)", "pass"]
+    assert sorted(joined.held) == [3, 7, 10] and joined.prefix == {2: "%time "}

@@ -79,6 +79,7 @@ def join(cells: list[list[str]]) -> Joined:
     for lines in cells:
         header = bool(lines) and lines[0].lstrip().startswith("%%")
         python_cell = header and _cell_runs_python(lines[0].rstrip("\r\n"))
+        starts = _statement_starts(lines)
         for n, line in enumerate(lines):
             body = line.rstrip("\r\n")
             at = len(out)
@@ -88,7 +89,7 @@ def join(cells: list[list[str]]) -> Joined:
                 if not python_cell:
                     joined.opaque[at] = body
                 continue
-            if not _MAGIC.match(body):
+            if not _MAGIC.match(body) or (starts is not None and n not in starts):
                 out.append(body + "\n")
                 continue
             match = _LINE.match(body)
@@ -101,6 +102,39 @@ def join(cells: list[list[str]]) -> Joined:
             joined.held[at] = joined.opaque[at] = body
     joined.text = "".join(out)
     return joined
+
+
+def _statement_starts(lines: list[str]) -> set[int] | None:
+    """The lines of a cell that begin a statement (IPython reads a magic only there: `% 3`
+    continuing `x = 10 \\`, or a `%` line inside a string, is Python), or None when the cell
+    cannot be tokenized (then every line that looks like IPython's is taken for it)."""
+    import io
+    import tokenize
+
+    # (what looks like IPython's, made a name for the tokenizer: `!pip` or `%time` as `_pip`)
+    shaped = [_SHAPED.sub(lambda m: (m.group(1) or "") + "_", line, count=1) if _MAGIC.match(line) else line
+              for line in lines]
+    starts: set[int] = set()
+    depth, broken, last_line = 0, True, -1
+    skipped = (tokenize.INDENT, tokenize.DEDENT, tokenize.COMMENT, tokenize.ENCODING, tokenize.ENDMARKER)
+    try:
+        for tok in tokenize.generate_tokens(io.StringIO("".join(shaped)).readline):
+            if tok.type in skipped:
+                continue
+            if tok.type in (tokenize.NEWLINE, tokenize.NL):
+                broken = broken or tok.type == tokenize.NEWLINE or depth == 0
+                continue
+            if tok.start[0] != last_line and broken:
+                starts.add(tok.start[0] - 1)
+            broken, last_line = False, tok.end[0]
+            if tok.type == tokenize.OP:
+                depth += (tok.string in "([{") - (tok.string in ")]}")
+    except (tokenize.TokenError, SyntaxError, IndentationError):
+        return None
+    return starts
+
+
+_SHAPED = re.compile(r"^(\s*)[%!?]|\?(?=\s*$)")
 
 
 def _one_statement(text: str) -> bool:
