@@ -45,12 +45,12 @@ print("w", w.numpy().ravel())
 """
 
 
-def pair(tmp_path, tail_original: str, tail_migrated: str | None = None):
+def pair(tmp_path, tail_original: str, tail_migrated: str | None = None, timeout: float = 120):
     original = tmp_path / "original.py"
     migrated = tmp_path / "migrated.py"
     original.write_text(textwrap.dedent(ORIGINAL).replace("{tail}", tail_original))
     migrated.write_text(textwrap.dedent(MIGRATED).replace("{tail}", tail_migrated if tail_migrated is not None else tail_original))
-    return verify_pair(original, migrated, timeout=120)
+    return verify_pair(original, migrated, timeout=timeout)
 
 
 def test_sys_exit_zero_after_training(tmp_path):
@@ -74,3 +74,93 @@ def test_megabytes_of_output_do_not_hang_the_tool(tmp_path):
     result = pair(tmp_path, flood)
     assert result.verdict in ("EQUIVALENT", "DIVERGED", "NOT_COMPARABLE"), result.reason
     assert result.elapsed < 120
+
+
+def test_output_past_the_compared_part_is_not_called_equivalent(tmp_path):
+    """Both sides print 5 MiB alike, then a different number: past the compared 4 MiB,
+    the verdict says what was not compared instead of EQUIVALENT."""
+    flood = "for i in range(100000):\n    print('row', 'y' * 48)\nprint('final', {})"
+    result = pair(tmp_path, flood.format(1), flood.format(2))
+    assert result.verdict == "NOT_COMPARABLE", result.reason
+    assert "compared only up to its first 4 MiB" in result.reason and "were not compared" in result.reason
+
+
+def test_a_side_that_prints_without_end_is_stopped(tmp_path, monkeypatch):
+    from tf1gradfix.verify import output_cap
+
+    monkeypatch.setattr(output_cap, "STORED", 8 * 1024 * 1024)
+    result = pair(tmp_path, "while True:\n    print('z' * 1000)", "")
+    assert result.verdict == "ORIGINAL_FAILED", result.reason
+    assert "stopped after writing more than 8 MiB to stdout" in result.reason
+    assert result.elapsed < 100
+
+
+def test_a_program_that_stops_its_parent_does_not_hang_the_verifier(tmp_path):
+    """`os.kill(os.getppid(), SIGSTOP)` stops the warm process the program was forked from:
+    it is continued (or killed), and the verdict comes."""
+    from tf1gradfix.verify import pool
+
+    if not pool.enabled():
+        pytest.skip("programs run as fresh processes: their parent is the verifier itself")
+    stop = "import os, signal\nos.kill(os.getppid(), signal.SIGSTOP)"
+    result = pair(tmp_path, stop)
+    assert result.verdict == "EQUIVALENT", result.reason
+    assert result.elapsed < 60
+
+
+
+def test_a_warm_process_left_stopped_is_killed_at_a_deadline(tmp_path, monkeypatch):
+    """Were the stopped process never continued, waiting for its report has a deadline."""
+    from tf1gradfix.verify import pool
+
+    if not pool.enabled():
+        pytest.skip("programs run as fresh processes: their parent is the verifier itself")
+    monkeypatch.setattr(pool._Zygote, "resume", lambda self: None)
+    monkeypatch.setattr(pool, "REAP_WAIT", 3.0)
+    stop = "import os, signal, time\nos.kill(os.getppid(), signal.SIGSTOP)\ntime.sleep(300)"
+    result = pair(tmp_path, stop, timeout=15)
+    assert result.verdict != "EQUIVALENT" and "timed out" in result.reason, result.reason
+    assert result.elapsed < 45
+
+
+def test_a_fork_that_leaves_its_process_group_ends_with_the_verdict(tmp_path):
+    import os
+    import time
+
+    from tf1gradfix.verify import pool
+
+    if not pool.enabled():
+        pytest.skip("a fresh process's strays are the system's to reap")
+    marks = tmp_path / "strays"
+    marks.mkdir()
+    stray = (f"import os, time\npid = os.fork()\nif pid == 0:\n    os.setpgid(0, 0)\n    time.sleep(600)\n    os._exit(0)\n"
+             f"open(os.path.join({str(marks)!r}, str(pid)), 'w').close()")
+    result = pair(tmp_path, stray)
+    assert result.verdict == "EQUIVALENT", result.reason
+    pids = [int(p.name) for p in marks.iterdir()]
+    assert len(pids) == 2
+
+    def alive(pid: int) -> bool:
+        try:
+            with open(f"/proc/{pid}/stat", "rb") as handle:
+                return handle.read().rsplit(b")", 1)[1].split()[0] != b"Z"
+        except OSError:
+            return False
+
+    deadline = time.monotonic() + 10
+    while any(alive(pid) for pid in pids) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not any(alive(pid) for pid in pids)
+
+
+def test_the_program_does_not_find_the_verifiers_settings_in_its_environment(tmp_path):
+    """`TF1GRADFIX_*` variables (the step budget among them) are withdrawn before the program
+    starts (tests/test_verify_budget.py: the runner still reads them)."""
+    original, migrated = tmp_path / "original.py", tmp_path / "migrated.py"
+    tail = "import os\nprint('seen', sorted(k for k in os.environ if k.startswith('TF1GRADFIX')))"
+    original.write_text(textwrap.dedent(ORIGINAL).replace("{tail}", tail))
+    migrated.write_text(textwrap.dedent(MIGRATED).replace("{tail}", tail))
+    result = verify_pair(original, migrated, timeout=120)
+    assert result.verdict == "EQUIVALENT", result.reason
+    for side in (result.original, result.migrated):
+        assert "seen []" in side.stdout_tail, side.stdout_tail

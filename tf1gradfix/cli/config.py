@@ -187,6 +187,8 @@ def _from_pyproject(path: Path) -> Settings | None:
         match = re.search(r"\(at line (\d+), column \d+\)", str(exc))
         message = str(exc)[: match.start()].strip() if match else str(exc)
         raise ConfigError(path, f"invalid TOML: {message}", int(match.group(1)) if match else None) from None
+    except RecursionError:
+        raise ConfigError(path, "invalid TOML: nested too deeply to read") from None
     tool = data.get("tool", {})
     table = tool.get("tf1gradfix") if isinstance(tool, dict) else None
     if table is not None and not isinstance(table, dict):

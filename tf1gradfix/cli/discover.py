@@ -48,7 +48,7 @@ def _excluded(path: Path, patterns: tuple[str, ...]) -> bool:
 
 
 def discover(paths: list[str], exclude: tuple[str, ...] = (),
-             gitignore: bool = True) -> tuple[list[str], list[FileError]]:
+             gitignore: bool = True, skipped: list[str] | None = None) -> tuple[list[str], list[FileError]]:
     """Expand `paths` into Python files, in a stable order.
 
     Returns (files, errors). A file named explicitly is always taken;
@@ -58,7 +58,8 @@ def discover(paths: list[str], exclude: tuple[str, ...] = (),
     a silent skip. A file reached twice (`a.py`, `./a.py`, a link to it) is
     taken once, under the first spelling. `gitignore`: in a git repository,
     what its `.gitignore` files leave out is not walked into (a file named
-    explicitly is still taken).
+    explicitly is still taken). `skipped` receives the named files that
+    `exclude` leaves out, so that the run can say so.
     """
     files: list[str] = []
     errors: list[FileError] = []
@@ -89,6 +90,8 @@ def discover(paths: list[str], exclude: tuple[str, ...] = (),
             errors.append(FileError(raw, "not a regular file; not read"))
         elif not _excluded(path, exclude):
             add(str(path), (info.st_dev, info.st_ino))
+        elif skipped is not None:
+            skipped.append(raw)
     return files, errors
 
 

@@ -311,7 +311,11 @@ def _run_files(args: argparse.Namespace) -> int:
     ignore = (args.ignore if args.ignore is not None else settings.ignore)
     exclude = tuple(args.exclude) + settings.exclude
     mode = _mode(args)
-    files, errors = discover(args.paths, exclude, settings.respect_gitignore)
+    skipped: list[str] = []
+    files, errors = discover(args.paths, exclude, settings.respect_gitignore, skipped)
+    if skipped and not args.quiet:
+        print(f"tf1gradfix: {', '.join(skipped)}: named but excluded (exclude = {list(exclude)}); not read",
+              file=sys.stderr)
     if not files and not errors:   # (as ruff: a warning on stderr, not an error)
         print("tf1gradfix: No Python files found under the given paths", file=sys.stderr)
         return EXIT_CLEAN
@@ -606,6 +610,8 @@ def _prove(args, outcomes, findings, errors, summary) -> int:
         return proof
     if args.exit_zero:
         return EXIT_CLEAN
+    if (args.diff or args.check) and any(o.changed for o in outcomes):
+        return EXIT_FINDINGS   # (as without --verify: something would change)
     return EXIT_FINDINGS if any(not f.fixed for f in findings) else EXIT_CLEAN
 
 

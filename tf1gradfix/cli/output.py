@@ -63,9 +63,11 @@ def _github_property(text: str) -> str:
 
 def github_lines(findings: list[Finding], errors: list[FileError]) -> list[str]:
     lines = []
-    for f in findings:
+    for f in findings:   # (a notebook's finding: the notebook's file, its cell in the title)
+        title = f"{f.code} (cell {cell_of(f)})" if cell_of(f) else f.code
         lines.append(
-            f"::warning file={_github_property(f.path)},line={f.line},col={f.col},title={f.code}::{_github_escape(f.code + ' ' + f.message)}"
+            f"::warning file={_github_property(file_of(f))},line={f.line},col={f.col},title={_github_property(title)}"
+            f"::{_github_escape(f.code + ' ' + f.message)}"
         )
     for e in errors:
         location = f"file={_github_property(e.path)}" + (f",line={e.line}" if e.line else "")
@@ -79,8 +81,9 @@ def render(fmt: str, findings: list[Finding], errors: list[FileError], summary: 
     if fmt == "json":
         import json  # (here: a text run need not import it)
 
-        document = {
-            "findings": [f.to_json() for f in findings],
+        document = {   # (a notebook's finding: the notebook's path, and its cell apart)
+            "findings": [{**f.to_json(), **({"path": file_of(f), "cell": cell_of(f)} if cell_of(f) else {})}
+                         for f in findings],
             "errors": [e.to_json() for e in errors],
             "summary": summary,
         }
@@ -204,11 +207,19 @@ _CELL = ".ipynb:cell "
 
 def file_of(finding: Finding) -> str:
     """The file a finding is in (a notebook's findings name their cell too: `x.ipynb:cell 4`)."""
-    return finding.path.rsplit(":cell ", 1)[0] if _CELL in finding.path else finding.path
+    return split_cell(finding.path)[0]
 
 
 def cell_of(finding: Finding) -> int | None:
-    return int(finding.path.rsplit(":cell ", 1)[1]) if _CELL in finding.path else None
+    return split_cell(finding.path)[1]
+
+
+def split_cell(path: str) -> tuple[str, int | None]:
+    """(the file, the cell) of a place: `x.ipynb:cell 4` is cell 4 of x.ipynb."""
+    if _CELL not in path:
+        return path, None
+    file, cell = path.rsplit(":cell ", 1)
+    return file, int(cell)
 
 
 def blockers(findings: list[Finding]) -> dict[str, list[Finding]]:

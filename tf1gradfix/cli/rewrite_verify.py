@@ -43,8 +43,16 @@ class ProofRow:
 
 
 def _slug(path: str, root: str) -> str:
-    """Report file stem: the path below the files' common folder, made file-name safe."""
-    return re.sub(r"[^A-Za-z0-9_.-]+", "_", os.path.relpath(path, root)).strip("_.") or "program"
+    """Report file stem: the path below the files' common folder, made file-name safe; where
+    that loses characters (`a/b.py` and `a_b.py`, `ü.py` and `ä.py`), a digest of the path
+    keeps the stems of two files apart."""
+    relative = os.path.relpath(path, root)
+    slug = re.sub(r"[^A-Za-z0-9_.-]+", "_", relative).strip("_.") or "program"
+    if slug == relative:
+        return slug
+    import hashlib
+
+    return f"{slug}-{hashlib.sha256(relative.encode('utf-8', 'surrogateescape')).hexdigest()[:8]}"
 
 
 def _why(exc: Exception) -> str:
@@ -72,7 +80,7 @@ def prove_and_write(changed: list[tuple[str, bytes]], *, write: bool, report_dir
 
     rows: list[ProofRow] = []
     results = []
-    out, reports_failed = open_report_dir(report_dir)
+    out, reports_failed = open_report_dir(report_dir, [p for p, _ in changed] + [str(p) for p, _ in refused])
     root = os.path.commonpath([os.path.dirname(os.path.abspath(p)) for p, _ in changed]) if changed else "."
     for path, new_source in changed:
         original = Path(path)
@@ -138,16 +146,23 @@ def _write_together(files: list) -> None:
 def _programs(original: Path, new_source: bytes, made: list[Path]) -> tuple[Path, Path]:
     """(the original program, the candidate) to run, next to the original: a notebook runs
     as its code cells in order, on both sides (notebooks.script)."""
+    return (as_program(original, None, "original", made),
+            as_program(original, new_source, "candidate", made, always=True))
+
+
+def as_program(path: Path, data: bytes | None, kind: str, made: list[Path], always: bool = False) -> Path:
+    """The script that runs `path` (its content `data`, or its own): a notebook's code cells
+    in order (notebooks.script), written beside it; a script as it is (unless `always`).
+    Raises ValueError for a notebook that is no notebook."""
     from tf1gradfix.run import notebooks
 
-    def sibling(kind: str, data: bytes) -> Path:
-        made.append(Path(stopping.new_file(str(original.parent), f".{original.stem}.tf1gradfix-{kind}-", ".py", data)))
-        return made[-1]
-
-    if not notebooks.is_notebook(str(original)):
-        return original, sibling("candidate", new_source)
-    old = read_source(original)[0]
-    return sibling("original", notebooks.script(old)), sibling("candidate", notebooks.script(new_source))
+    notebook = notebooks.is_notebook(str(path))
+    if not notebook and not always:
+        return path
+    data = read_source(path)[0] if data is None else data
+    made.append(Path(stopping.new_file(str(path.parent), f".{path.stem}.tf1gradfix-{kind}-", ".py",
+                                       notebooks.script(data) if notebook else data)))
+    return made[-1]
 
 
 def _forget(made: list[Path]) -> None:
@@ -158,15 +173,19 @@ def _forget(made: list[Path]) -> None:
 
 # -- reports of a run over several files (also `verify --base`) ---------------------------
 
-def open_report_dir(report_dir: str | None) -> tuple[Path | None, bool]:
-    """(the folder, or None; whether it failed). A folder that cannot be made is one line:
-    the proofs still run and are printed, and the exit code says it."""
+def open_report_dir(report_dir: str | None, sources=()) -> tuple[Path | None, bool]:
+    """(the folder, or None; whether it failed). A folder that cannot be made, or that holds
+    one of the `sources` proven (its own summary.md, junit.xml would be overwritten), is one
+    line: the proofs still run and are printed, and the exit code says it."""
     out = Path(report_dir) if report_dir else None
     if out is None:
         return None, False
     try:
         if out.exists() and not out.is_dir():
             raise NotADirectoryError(0, "not a folder")
+        if out.is_dir() and any(Path(source).resolve().parent == out.resolve() for source in sources):
+            raise IsADirectoryError(0, "it holds the files being proven (their reports would overwrite the "
+                                       "folder's own files); give a folder of its own")
         out.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         print(f"tf1gradfix: --report-dir {out}: {_why(exc)}; no reports written", file=sys.stderr, flush=True)

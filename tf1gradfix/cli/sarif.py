@@ -9,6 +9,7 @@ a finding of the code.
 from __future__ import annotations
 
 from pathlib import Path
+from urllib.parse import quote
 
 from tf1gradfix import __version__
 from tf1gradfix.run.findings import FileError, Finding
@@ -19,15 +20,25 @@ _LEVEL = {True: "note", False: "warning", None: "warning"}
 
 
 def _uri(path: str) -> str:
-    """Relative paths stay relative (code scanning resolves them against the checkout)."""
+    """Relative paths stay relative (code scanning resolves them against the checkout); both
+    are percent-encoded (`#`, `?`, `%`, spaces and control characters are no URI's text)."""
     p = Path(path)
-    return p.resolve().as_uri() if p.is_absolute() else p.as_posix()
+    if p.is_absolute():
+        return p.resolve().as_uri()
+    return quote(p.as_posix().encode("utf-8", "surrogateescape"), safe="/")
 
 
 def _location(path: str, line: int | None, col: int | None) -> dict:
-    physical: dict = {"artifactLocation": {"uri": _uri(path)}}
+    """A finding's place; in a notebook, the notebook is the artifact and the cell a property
+    (`notebook.ipynb:cell 3` names no file)."""
+    from tf1gradfix.cli.output import split_cell
+
+    file, cell = split_cell(path)
+    physical: dict = {"artifactLocation": {"uri": _uri(file)}}
     if line:
         physical["region"] = {"startLine": line, **({"startColumn": col} if col else {})}
+    if cell:
+        physical.setdefault("region", {})["properties"] = {"cell": cell}
     return {"physicalLocation": physical}
 
 

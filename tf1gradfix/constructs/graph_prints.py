@@ -128,9 +128,13 @@ def _text(builder, node: cst.CSTNode) -> str:
     return builder.module.code_for_node(node)
 
 
+_LAST_MODULE: list = [None, False]   # (the module last asked about, and its answer)
+
+
 def _rebound(builder) -> bool:
-    """Does the module bind `print` itself (not the builtin)?"""
-    found = getattr(builder, "_print_rebound", None)
-    if found is None:
-        found = builder._print_rebound = any("print" in bound_names(s) for s in builder.module.body)
-    return found
+    """Does the module bind `print` itself (not the builtin)? Asked by the builder of every
+    session block of the module: answered once per module (a file of N blocks would
+    otherwise walk its N blocks N times)."""
+    if _LAST_MODULE[0] is not builder.module:
+        _LAST_MODULE[:] = [builder.module, any("print" in bound_names(s) for s in builder.module.body)]
+    return _LAST_MODULE[1]

@@ -15,7 +15,7 @@ import ast
 import functools
 
 from tf1gradfix.records import record
-from tf1gradfix.detect.chains import chain_base
+from tf1gradfix.detect.chains import chain_base, referents_shape
 from tf1gradfix.detect.scopes import ScopeMap, full_name
 from tf1gradfix.rules.catalog import ASSIGNABLE_MODULES, Catalog, Rule, _read, matches, normalize
 from tf1gradfix.rules.compiled import kept
@@ -102,6 +102,7 @@ class Names:
         self._import_names: dict[int, str | None] = {}
         self._ambiguous: set[int] = set()
         self._kinds: dict[int, str | None] = {}
+        self._by_name: dict[tuple, tuple[str | None, bool]] = {}   # (as NameResolver's)
 
     def import_name(self, node) -> str | None:
         key = id(node)
@@ -125,7 +126,19 @@ class Names:
         accesses = self.scopes.accesses.get(id(base)) if base is not None else None
         if not accesses or full is None:
             return self._plain_lookup(node)
+        key = (id(scope), base.id, full, referents_shape(accesses))
+        if key in self._by_name:
+            answer, ambiguous = self._by_name[key]
+            if ambiguous:
+                self._ambiguous.add(id(node))
+            return answer
         self._import_names[id(node)] = None   # cycle guard: `tf = tf.compat.v1` reads `tf`
+        answer = self._resolved(node, base, full, accesses)
+        self._by_name[key] = (answer, id(node) in self._ambiguous)
+        return answer
+
+    def _resolved(self, node, base, full: str, accesses) -> str | None:
+        """_lookup's answer from the referents of the read of `base` (`full`: its dotted name)."""
         rest = full[len(base.id):]
         found, foreign = set(), False
         referents = [r for access in accesses for r in access.referents]

@@ -19,3 +19,10 @@ def chain_base(node, tree):
             return None
         node = getattr(node, field)
     return node
+
+
+def referents_shape(accesses) -> tuple:
+    """What tells the referents of a read apart without walking them: a read refers to the
+    bindings of its scope made before it (a prefix of them: told by their number), or when
+    there are none to those of an enclosing scope (told by the scope of one of them)."""
+    return tuple((len(a.referents), next((r.scope is a.scope for r in a.referents), False)) for a in accesses)

@@ -19,7 +19,7 @@ import libcst as cst
 from libcst.helpers import get_full_name_for_node
 from libcst.metadata import ImportAssignment, QualifiedNameSource
 
-from tf1gradfix.detect.chains import chain_base
+from tf1gradfix.detect.chains import chain_base, referents_shape
 from tf1gradfix.cst import walk
 from tf1gradfix.rules.catalog import ASSIGNABLE_MODULES, Catalog, normalize
 
@@ -136,6 +136,10 @@ class NameResolver:
         self._kind_cache: dict[cst.CSTNode, str | None] = {}
         self._import_names: dict[cst.CSTNode, str | None] = {}
         self._ambiguous: set[cst.CSTNode] = set()
+        # (scope, name, dotted name, its referents' shape) -> (the answer, ambiguous?): reads
+        # of a name with the same referents get the same answer, and walking them for each
+        # read made a file of N `with tf.Session() as sess:` blocks cost N * N
+        self._by_name: dict[tuple, tuple[str | None, bool]] = {}
 
     def import_name(self, node: cst.CSTNode) -> str | None:
         """The raw qualified name of `node` when it comes from a TensorFlow/Keras import."""
@@ -159,7 +163,19 @@ class NameResolver:
         accesses = getattr(scope, "_accesses_by_node", {}).get(base) if base is not None else None
         if not accesses or full is None:  # (a node the scope analysis keeps no access for)
             return self._libcst_lookup(scope, node)
+        key = (scope, base.value, full, referents_shape(accesses))
+        if key in self._by_name:
+            answer, ambiguous = self._by_name[key]
+            if ambiguous:
+                self._ambiguous.add(node)
+            return answer
         self._import_names[node] = None   # cycle guard: `tf = tf.compat.v1` reads `tf`
+        answer = self._resolved(node, base, full, accesses)
+        self._by_name[key] = (answer, node in self._ambiguous)
+        return answer
+
+    def _resolved(self, node: cst.CSTNode, base, full: str, accesses) -> str | None:
+        """_lookup's answer from the referents of the read of `base` (`full`: its dotted name)."""
         rest = full[len(base.value):]
         found, foreign = set(), False
         referents = [r for access in accesses for r in access.referents]

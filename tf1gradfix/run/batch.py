@@ -175,7 +175,7 @@ def run_job(job: Job) -> Outcome:
 
 def _read(path: str, limit: int = MAX_FILE_BYTES, snapshot: bool = True) -> tuple[bytes, Snapshot | None] | FileError:
     try:
-        return read_source(path, limit, snapshot)
+        return read_source(path, limit, snapshot, lines=not notebooks.is_notebook(path))
     except SourceError as exc:
         return FileError(path, str(exc))
     except OSError as exc:

@@ -2,8 +2,10 @@
 
 The code cells are read in order as one module (a name imported in the
 first cell is the name used in the tenth), with IPython's magics and shell
-lines (`%matplotlib inline`, `!pip ...`, `%%time` cells) held out as blank
-statements so that lines keep their numbers. Findings are reported as
+lines (`%matplotlib inline`, `!pip ...`, `%%bash` cells) held out as blank
+statements so that lines keep their numbers; the Python that `%%time`,
+`%time`, `%timeit` and `%%capture` run is part of the program
+(notebook_magics.py). Findings are reported as
 `notebook.ipynb:cell N:LINE:COL`, as other notebook-aware linters do.
 
 A safe fix goes back into its own line's cell; a restructuring of the
@@ -18,13 +20,12 @@ running its code cells in order (`script`), both sides.
 
 from __future__ import annotations
 
-import re
-
 from tf1gradfix.records import record, replace
+from tf1gradfix.run import notebook_magics
 from tf1gradfix.run.findings import CodeFilter, FileError, Finding
+from tf1gradfix.run.source_io import long_line
 
 SUFFIX = ".ipynb"
-_MAGIC = re.compile(r"^\s*([%!?]|[\w.]+\?\s*$)")
 
 
 @record
@@ -39,20 +40,38 @@ def is_notebook(path: str) -> bool:
 
 
 def _source_lines(cell: dict) -> list[str]:
+    """A code cell's lines; ValueError for a source that is no text (nbformat: a string or a
+    list of strings)."""
     source = cell.get("source", "")
-    text = "".join(source) if isinstance(source, list) else str(source)
-    return text.splitlines(keepends=True)
+    if isinstance(source, list) and all(isinstance(part, str) for part in source):
+        source = "".join(source)
+    if not isinstance(source, str):
+        raise ValueError("a code cell's source is not text")
+    return _lines(source)
 
 
-def _joined(cells: list[_Cell]) -> str:
-    """The code cells as one module; a magic line (or a whole `%%` cell) becomes `pass`."""
-    out = []
-    for cell in cells:
-        whole = bool(cell.lines) and cell.lines[0].lstrip().startswith("%%")
-        for line in cell.lines:
-            body = line.rstrip("\r\n")
-            out.append("pass\n" if whole or _MAGIC.match(body) else body + "\n")
-    return "".join(out)
+def _lines(text: str) -> list[str]:
+    """`text`'s lines as Python reads them: split at \\n, \\r\\n and \\r only, never at a U+2028
+    or a form feed inside a string (str.splitlines would)."""
+    from tf1gradfix.run.engine import split_lines
+
+    return [line.decode("utf-8", "surrogatepass") for line in split_lines(text.encode("utf-8", "surrogatepass"))]
+
+
+def _joined(cells: list[_Cell]) -> notebook_magics.Joined:
+    """The code cells as one module (notebook_magics.join)."""
+    return notebook_magics.join([cell.lines for cell in cells])
+
+
+def _language(notebook: dict) -> str:
+    """The notebook's kernel language, lower case ("" when it does not say)."""
+    meta = notebook.get("metadata") if isinstance(notebook, dict) else None
+    meta = meta if isinstance(meta, dict) else {}
+    for key, field_name in (("kernelspec", "language"), ("language_info", "name")):
+        value = meta.get(key)
+        if isinstance(value, dict) and isinstance(value.get(field_name), str):
+            return value[field_name].lower()
+    return ""
 
 
 def _layout(text: str, notebook: dict):
@@ -82,16 +101,30 @@ def process(path: str, data: bytes, codes: CodeFilter, fix: bool = True, restruc
         notebook = json.loads(text)
         raw_cells = notebook["cells"]
         assert isinstance(raw_cells, list)
+    except RecursionError:
+        result.error = FileError(path, "not a Jupyter notebook (nbformat 4 JSON): nested too deeply to read")
+        return result
     except (UnicodeDecodeError, ValueError, KeyError, TypeError, AssertionError) as exc:
         result.error = FileError(path, f"not a Jupyter notebook (nbformat 4 JSON): {exc}")
         return result
+    if _language(notebook) not in ("python", ""):
+        return result   # (an R or Julia notebook holds no Python to check)
     cells, line = [], 1
     for number, raw in enumerate(raw_cells, start=1):
         if isinstance(raw, dict) and raw.get("cell_type") == "code":
-            lines = _source_lines(raw)
+            try:
+                lines = _source_lines(raw)
+            except ValueError as exc:
+                result.error = FileError(f"{path}:cell {number}", f"not a Jupyter notebook (nbformat 4 JSON): {exc}")
+                return result
             cells.append(_Cell(number, lines, line))
             line += len(lines)
-    module = _joined(cells)
+    joined = _joined(cells)
+    module = joined.text
+    too_long = long_line(module.encode("utf-8"))
+    if too_long:
+        result.error = FileError(path, f"in its code cells, {too_long}")
+        return result
     inner = process_source(path, module.encode("utf-8"), codes, fix=fix, restructure=restructure, check=check)
     if inner.error is not None:
         cell, at = _place(cells, inner.error.line)
@@ -100,15 +133,18 @@ def process(path: str, data: bytes, codes: CodeFilter, fix: bool = True, restruc
     placed = []
     for finding in inner.findings:
         cell, at = _place(cells, finding.line)
-        placed.append(replace(finding, path=f"{path}:cell {cell.index}" if cell else path, line=at or finding.line))
+        shift = len(joined.prefix.get(finding.line - 1, "")) if finding.line and finding.col else 0   # (`%time `)
+        placed.append(replace(finding, path=f"{path}:cell {cell.index}" if cell else path, line=at or finding.line,
+                              col=finding.col + shift if shift else finding.col))
     result.findings = placed
     if inner.new_source is None:
         return result
     layout = _layout(text, notebook)
-    new_lines = inner.new_source.decode("utf-8").splitlines(keepends=True)
-    old_lines = module.splitlines(keepends=True)
+    cells_text = [line.rstrip("\r\n") + "\n" for cell in cells for line in cell.lines]
+    new_lines = _lines(inner.new_source.decode("utf-8"))
+    old_lines = _lines(module)
     if layout is not None and any(f.fixed and f.safety != "safe" for f in inner.findings):   # (restructured)
-        placed_cells = _restructured(cells, old_lines, new_lines)
+        placed_cells = _restructured(cells, joined, new_lines)
         if isinstance(placed_cells, tuple):
             return _refused(path, data, codes, *placed_cells)
         for cell, lines in zip(cells, placed_cells):
@@ -124,6 +160,10 @@ def process(path: str, data: bytes, codes: CodeFilter, fix: bool = True, restruc
         result.error = FileError(path, f"notebook not rewritten: {why}; fix it by hand or save it from Jupyter first")
         result.findings = [replace(f, fixed=False) for f in placed]
         return result
+    for n, magic in joined.prefix.items():   # (a fixed line magic's Python: its magic in front again)
+        indent = len(new_lines[n]) - len(new_lines[n].lstrip())
+        new_lines[n] = new_lines[n][:indent] + magic + new_lines[n][indent:]
+        old_lines[n] = cells_text[n]
     for cell in cells:
         raw = raw_cells[cell.index - 1]
         edited = [new if new != old else keep
@@ -139,14 +179,20 @@ def process(path: str, data: bytes, codes: CodeFilter, fix: bool = True, restruc
     return result
 
 
-def _restructured(cells: list[_Cell], old: list[str], new: list[str]):
+def _restructured(cells: list[_Cell], joined: notebook_magics.Joined, new: list[str]):
     """Each cell's new source lines, or (cell, reason) where the program does not map back."""
     from tf1gradfix.run import notebook_cells
 
+    old = _lines(joined.text)
     cell_of = [n for n, cell in enumerate(cells) for _ in cell.lines]
     originals = [line for cell in cells for line in cell.lines]
-    magic = {i for i, line in enumerate(old) if line == "pass\n" and originals[i].rstrip("\r\n") != "pass"}
-    placed = notebook_cells.split(old, cell_of, magic, new, [cell.index for cell in cells])
+    touched = notebook_magics.touched(joined, "".join(new))
+    if touched is not None:
+        at, text, name = touched
+        return cells[cell_of[at]], (f"the IPython line `{text.strip()}` uses `{name}`, which the rewrite "
+                                    "removes, and IPython's syntax is not rewritten")
+    magic = set(joined.held)
+    placed = notebook_cells.split(old, cell_of, magic, new, [cell.index for cell in cells], joined.prefix)
     if isinstance(placed, tuple):
         return cells[placed[0]], placed[1]
     out = []
@@ -154,9 +200,12 @@ def _restructured(cells: list[_Cell], old: list[str], new: list[str]):
         if [text for text, _ in lines] == old[cell.first - 1:cell.first - 1 + len(cell.lines)]:
             out.append(cell.lines)   # (untouched, byte for byte)
             continue
+        header = cell.first - 1 if cell.first - 1 in magic and cell.lines[0].lstrip().startswith("%%") else None
+        if header is not None:   # (a `%%time` line heads its cell: new code goes below it)
+            lines = [line for line in lines if line[1] == header] + [line for line in lines if line[1] != header]
         body = "".join(originals[i].rstrip("\r\n") + "\n" if i in magic else text for text, i in lines)
         body = body.strip("\n") + ("\n" if cell.lines and cell.lines[-1].endswith("\n") else "")
-        out.append(body.splitlines(keepends=True))
+        out.append(_lines(body))
     return out
 
 
@@ -173,17 +222,18 @@ def _refused(path: str, data: bytes, codes: CodeFilter, cell: _Cell, why: str):
 
 
 def script(data: bytes) -> bytes:
-    """The program a notebook runs, for the verifier: its code cells in order, IPython lines
-    as `pass` (as they are read for the findings). Raises ValueError for what is no notebook."""
+    """The program a notebook runs, for the verifier: its code cells in order, the Python
+    of `%time`-like magics as Python and other IPython lines as `pass` (as they are read
+    for the findings). Raises ValueError for what is no notebook."""
     import json  # (in the functions: see process)
 
     try:
         raw_cells = json.loads(data.decode("utf-8"))["cells"]
         cells = [_Cell(n, _source_lines(raw), 0) for n, raw in enumerate(raw_cells, start=1)
                  if isinstance(raw, dict) and raw.get("cell_type") == "code"]
-    except (UnicodeDecodeError, KeyError, TypeError) as exc:
-        raise ValueError(f"not a Jupyter notebook: {exc}") from None
-    return _joined(cells).encode("utf-8")
+    except (UnicodeDecodeError, KeyError, TypeError, RecursionError) as exc:
+        raise ValueError(f"not a Jupyter notebook: {exc or 'nested too deeply to read'}") from None
+    return _joined(cells).text.encode("utf-8")
 
 
 def _place(cells: list[_Cell], line: int | None) -> tuple[_Cell | None, int | None]:

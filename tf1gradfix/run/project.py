@@ -224,8 +224,14 @@ _DEFINITIONS = (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.ClassDef)
 
 
 def _module_refusal(path: str, tree: ast.Module, project: Project) -> tuple | None:
-    """Why a module cannot be read in place of its import, if it cannot."""
-    stems = {_stem(m) for m in project.modules}
+    """Why a module cannot be read in place of its import, if it cannot: its import of another
+    module of the folder (the script's or not) would stay an import of that file as it is."""
+    folder = os.path.dirname(os.path.abspath(path))
+    try:
+        siblings = {name[:-3] for name in os.listdir(folder) if name.endswith(".py")}
+    except OSError:
+        siblings = set()
+    stems = ({_stem(m) for m in project.modules} | siblings) - {_stem(path)}
     for node in ast.walk(tree):
         other = next((name for name in stems if _imports(node, name)), None)
         if other is not None:   # (its import would stay one of the original module, TF1)

@@ -61,9 +61,12 @@ def long_line(data: bytes) -> str | None:
     return None
 
 
-def read_source(path: str, limit: int = MAX_FILE_BYTES, snapshot: bool = True) -> tuple[bytes, Snapshot | None]:
+def read_source(path: str, limit: int = MAX_FILE_BYTES, snapshot: bool = True,
+                lines: bool = True) -> tuple[bytes, Snapshot | None]:
     """The bytes of a regular file within the limits, checked before anything is read,
     and what the file was (None without `snapshot`: a run that writes nothing needs no digest).
+    `lines`: check the line length (a notebook's is checked on its code: an image output is
+    one long line of its JSON).
 
     Opened non-blocking so a file swapped for a FIFO after the check cannot hang the run.
     """
@@ -79,7 +82,7 @@ def read_source(path: str, limit: int = MAX_FILE_BYTES, snapshot: bool = True) -
         data = handle.read(limit + 1)
     if len(data) > limit:
         raise SourceError(f"file too large: more than {limit} bytes (setting max-file-size); left as it is")
-    why = long_line(data)
+    why = long_line(data) if lines else None
     if why:
         raise SourceError(why)
     return data, Snapshot.of(info, data) if snapshot else None

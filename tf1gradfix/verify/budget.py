@@ -25,6 +25,8 @@ import os
 import re
 import shutil
 
+from tf1gradfix.verify import settings
+
 STEPS_ENV = "TF1GRADFIX_STEPS"
 DEFAULT_REWRITE_STEPS = 100     # rewrite --verify; reasoning in TOLERANCES.md
 COPY_FILE_LIMIT = 1 << 20       # files up to 1 MiB are copied into a side's folder, bigger ones linked
@@ -73,7 +75,7 @@ def _same(a, b) -> bool:
 
 
 def limit_from_env() -> int | None:
-    value = os.environ.get(STEPS_ENV, "")
+    value = settings.get(STEPS_ENV, "")
     return int(value) if value.isdigit() and int(value) > 0 else None
 
 

@@ -102,10 +102,27 @@ def run(args: argparse.Namespace) -> int:
 
         return base.run(args)
     args.original, args.migrated = args.paths
-    result = verify_pair(Path(args.original), Path(args.migrated),
-                         rtol=args.rtol, atol=args.atol, timeout=args.timeout,
-                         steps=args.steps, program_args=getattr(args, "program_args", ()),
-                         lockstep_mode=args.lockstep)
+    programs = {Path(p).resolve() for p in args.paths}
+    clobbered = [p for p in (args.json, args.junit, args.markdown, args.plot) if p and Path(p).resolve() in programs]
+    if clobbered:
+        print(f"tf1gradfix verify: a report would overwrite a program being verified: {clobbered[0]}", file=sys.stderr)
+        return 2
+    from tf1gradfix.cli.rewrite_verify import _forget, as_program
+    from tf1gradfix.run.source_io import SourceError
+
+    made: list[Path] = []
+    try:   # (a notebook runs as its code cells, on either side)
+        original, migrated = (as_program(Path(args.original), None, "original", made),
+                              as_program(Path(args.migrated), None, "migrated", made))
+        result = verify_pair(original, migrated, rtol=args.rtol, atol=args.atol, timeout=args.timeout,
+                             steps=args.steps, program_args=getattr(args, "program_args", ()),
+                             lockstep_mode=args.lockstep)
+    except (ValueError, SourceError, OSError) as exc:
+        print(f"tf1gradfix verify: {exc}", file=sys.stderr)
+        return 2
+    finally:
+        _forget(made)
+    result.original.script, result.migrated.script = args.original, args.migrated
     print(report.summary(result))
     report.write_reports(result, json=args.json, junit=args.junit,
                          markdown=args.markdown, plot=args.plot)
@@ -121,9 +138,14 @@ def _unusable(path: str) -> str | None:
         return f"{path}: no such file"
     if os.path.isdir(path):
         return f"{path}: a folder (give two files, or --base REF for a tree)"
+    from tf1gradfix.run import notebooks
+
     try:
         with open(path, "rb") as handle:
-            ast.parse(handle.read(), filename=path)
+            data = handle.read()
+        if notebooks.is_notebook(path):   # (a notebook runs as its code cells)
+            data = notebooks.script(data)
+        ast.parse(data, filename=path)
     except SyntaxError as exc:
         return f"{path}:{exc.lineno or 0}: syntax error: {exc.msg}"
     except (OSError, ValueError) as exc:

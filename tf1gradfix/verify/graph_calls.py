@@ -33,6 +33,8 @@ import contextlib
 import functools
 import os
 
+from tf1gradfix.verify import settings
+
 EAGER_ENV = "TF1GRADFIX_EAGER_FUNCTIONS"
 _FIRST, _EAGER = "first", "eager"
 
@@ -84,7 +86,7 @@ class GraphCalls:
         self.plan: Plan | None = None   # the trace in progress
         self.counts = {"graph": 0, "eager": 0}
         self.kept_eager: dict = {}  # function name -> why
-        self.off = os.environ.get(EAGER_ENV) == "1"
+        self.off = settings.get(EAGER_ENV) == "1"
 
     # -- recording while a copy is traced ------------------------------------
     def tracing(self) -> bool:

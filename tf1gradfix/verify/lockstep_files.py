@@ -27,6 +27,8 @@ import time
 
 import numpy as np
 
+from tf1gradfix.verify import settings
+
 ENV = "TF1GRADFIX_LOCKSTEP"              # "1": the runner runs in lockstep
 TOLERANCES_ENV = "TF1GRADFIX_LOCKSTEP_TOLERANCES"   # "rtol atol": the migrated side compares each step
 FOLDER = "lockstep"
@@ -37,7 +39,7 @@ POLL = 0.01
 
 
 def active() -> bool:
-    return os.environ.get(ENV) == "1"
+    return settings.get(ENV) == "1"
 
 
 def folder(trace_dir: str) -> str:

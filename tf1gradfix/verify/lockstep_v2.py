@@ -37,6 +37,7 @@ from tf1gradfix.rules.catalog import _read
 from tf1gradfix.verify import budget, cell_weights, compare
 from tf1gradfix.verify import lockstep_files as files
 from tf1gradfix.verify import runner_common as rc
+from tf1gradfix.verify import settings
 
 KERAS_OPTIONS = ("clipnorm", "clipvalue", "global_clipnorm", "gradient_accumulation_steps", "loss_scale_factor")
 
@@ -48,7 +49,7 @@ TABLE_ENV = "TF1GRADFIX_LOCKSTEP_TABLE"   # another table (a TOML path): how tes
 @functools.lru_cache(maxsize=None)
 def table() -> dict:
     """(v1 optimizer class, Keras optimizer class) -> its row of optimizer_state.toml."""
-    other = os.environ.get(TABLE_ENV)
+    other = settings.get(TABLE_ENV)
     if other:
         import tomllib
 
@@ -96,7 +97,7 @@ class Lockstep:
     def __init__(self, tracer, wait: float):
         self.tracer, self.tf, self.wait = tracer, tracer.tf, wait
         self.folder = files.folder(tracer.trace.dir)
-        rtol, atol = os.environ.get(files.TOLERANCES_ENV, "").split() or ("0.001", "1e-6")
+        rtol, atol = settings.get(files.TOLERANCES_ENV, "").split() or ("0.001", "1e-6")
         self.rtol, self.atol = float(rtol), float(atol)
         self.base: tuple | None = None   # (K, arrays, meta): the original's state before the step in progress
         self.trains: dict = {}      # id(tf.function) -> whether its last call trained

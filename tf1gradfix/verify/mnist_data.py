@@ -28,12 +28,13 @@ from __future__ import annotations
 
 import collections
 import functools
-import os
 import sys
 import types
 import weakref
 
 import numpy
+
+from tf1gradfix.verify import settings
 
 SCALE_ENV = "TF1GRADFIX_MNIST_SCALE"
 SOURCE_URL = "https://storage.googleapis.com/cvdf-datasets/mnist/"
@@ -45,7 +46,7 @@ MODULES = ("tensorflow.examples", "tensorflow.examples.tutorials", "tensorflow.e
 @functools.lru_cache(maxsize=1)
 def raw_arrays():
     """((train images, train labels), (test images, test labels)), as load_data gives them."""
-    scale = float(os.environ.get(SCALE_ENV, "0.1"))
+    scale = float(settings.get(SCALE_ENV, "0.1"))
     rng = numpy.random.RandomState(1998)
     templates = rng.randint(0, 256, (10, 28, 28))
 

@@ -26,7 +26,7 @@ from pathlib import Path
 
 from tf1gradfix.verify import budget
 from tf1gradfix.verify import compare as cmp_mod
-from tf1gradfix.verify import lockstep, lockstep_files, pool, progress
+from tf1gradfix.verify import lockstep, lockstep_files, output_cap, pool, progress
 from tf1gradfix.verify import aligned_random, initial_values, random_ops, stopping, usage_errors
 from tf1gradfix.verify.runner_common import ORIGINAL_DONE, VERIFIER_PID
 
@@ -34,7 +34,7 @@ EQUIVALENT, DIVERGED = "EQUIVALENT", "DIVERGED"
 ORIGINAL_FAILED, MIGRATED_FAILED, NOT_COMPARABLE = "ORIGINAL_FAILED", "MIGRATED_FAILED", "NOT_COMPARABLE"
 EXIT_CODES = {EQUIVALENT: 0, DIVERGED: 1, ORIGINAL_FAILED: 2, MIGRATED_FAILED: 2, NOT_COMPARABLE: 2}
 DEFAULT_TIMEOUT = 300.0
-STDOUT_CAP = 4 * 1024 * 1024   # bytes of stdout parsed for printed numbers
+STDOUT_CAP = output_cap.COMPARED   # bytes of stdout parsed for printed numbers
 TAIL = 3000                    # characters of stderr kept for the report
 _PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])
 RUNNERS = {"original": "tf1gradfix.verify.runner_v1", "migrated": "tf1gradfix.verify.runner_v2"}
@@ -243,14 +243,16 @@ def _exception_line(tb: str) -> str:
     return lines[-1] if lines else (tb.strip().splitlines()[-1] if tb.strip() else "exception")
 
 
-def _side_status(side: SideResult, events: list, timed_out: bool, killed: bool, timeout: float) -> None:
+def _side_status(side: SideResult, events: list, timed_out: bool, killed: tuple[str, str] | None,
+                 timeout: float) -> None:
+    """`killed`: (status, reason) of a side the verifier stopped, else None."""
     end = next((e for e in reversed(events) if e["kind"] == "end"), None)
     started = any(e["kind"] == "start" for e in events)
     rc = side.returncode
     if timed_out:
         side.status, side.reason = "timeout", f"timed out after {timeout:g} s"
     elif killed:
-        side.status, side.reason = "killed", "stopped because the original failed"
+        side.status, side.reason = killed
     elif end is not None:
         # The process's own status is the truth: atexit handlers and threads
         # still run after the trace's end event and can change it.
@@ -278,20 +280,21 @@ def _side_status(side: SideResult, events: list, timed_out: bool, killed: bool, 
 
 
 def _sides_again(original: Path, migrated: Path, timeout: float, steps, program_args, swap, trace_dir: str,
-                 more_env: dict) -> tuple[dict, dict, dict, dict]:
+                 more_env: dict, original_swap=None) -> tuple[dict, dict, dict, dict]:
     """Both programs run once more into `trace_dir` (a lockstep run, lockstep.py, with
     `more_env`): (sides, events, stdout heads, plot snapshots), by role."""
-    sides, timed_out, killed = _run_both(original, migrated, trace_dir, timeout, steps, program_args, swap, more_env)
+    sides, timed_out, killed = _run_both(original, migrated, trace_dir, timeout, steps, program_args, swap, more_env,
+                                         original_swap)
     events = {r: load_events(os.path.join(trace_dir, f"{r}.events.jsonl")) for r in sides}
     for role, side in sides.items():
-        _side_status(side, events[role], role in timed_out, role in killed, timeout)
+        _side_status(side, events[role], role in timed_out, killed.get(role), timeout)
     out = {r: _read_head(os.path.join(trace_dir, f"{r}.stdout")) for r in sides}
     plots = {r: (_load_json(os.path.join(trace_dir, f"{r}.plots.json")) or {}).get("snapshots") for r in sides}
     return sides, events, out, plots
 
 
 def _run_both(original: Path, migrated: Path, trace_dir: str, timeout: float, steps=None, program_args=(),
-              swap=None, more_env=None):
+              swap=None, more_env=None, original_swap=None):
     sides = {"original": SideResult("original", str(original)),
              "migrated": SideResult("migrated", str(migrated))}
     work = stopping.temp_dir("tf1gradfix-cwd-")   # each side writes into its own view of its folder
@@ -300,15 +303,19 @@ def _run_both(original: Path, migrated: Path, trace_dir: str, timeout: float, st
         return ["--cwd", budget.side_folder(str(script.parent), os.path.join(work, role)), "--", *program_args]
     pool.prepare([(True, _env(True, timeout)), (False, _env(False, timeout))])
     migrated_args = extra("migrated", migrated)
+    original_args = extra("original", original)
     if swap:   # a project: the migrated script runs in its view, which holds the migrated modules
         migrated = _swapped(migrated, migrated_args[1], swap)
+    if original_swap:   # (verify --base: the original runs with its modules as they were)
+        original = _swapped(original, original_args[1], original_swap)
     more_env = more_env or {}
     procs = {"original": _start(RUNNERS["original"], original, trace_dir, "original", timeout, True,
-                                extra("original", original), steps, more_env.get("original")),
+                                original_args, steps, more_env.get("original")),
              "migrated": _start(RUNNERS["migrated"], migrated, trace_dir, "migrated", timeout, False,
                                 migrated_args, steps, more_env.get("migrated"))}
     start = time.monotonic()
-    timed_out, killed = set(), set()
+    timed_out: set[str] = set()
+    killed: dict[str, tuple[str, str]] = {}   # (role -> the status and reason of a side stopped by the verifier)
     try:
         _wait(procs, sides, start, timeout, trace_dir, timed_out, killed)
     except BaseException:
@@ -338,6 +345,9 @@ def _swapped(script: Path, view: str, swap: dict) -> Path:
         target.unlink(missing_ok=True)   # (a big file of the view is a symlink to the user's)
         target.write_bytes(data)
     return Path(view) / script.name
+
+
+_STOPPED = ("killed", "stopped because the original failed")
 
 
 def _wait(procs, sides, start, timeout, trace_dir, timed_out, killed) -> None:
@@ -376,10 +386,15 @@ def _poll(procs, sides, start, timeout, trace_dir, timed_out, killed, shown) -> 
         if orig.returncode is not None and procs["migrated"].returncode is None and "original" not in timed_out:
             if _original_failed(trace_dir, orig.returncode):
                 _kill(procs["migrated"])
-                killed.add("migrated")
+                killed["migrated"] = _STOPPED
         if "original" in timed_out and procs["migrated"].returncode is None:
             _kill(procs["migrated"])
-            killed.add("migrated")
+            killed["migrated"] = _STOPPED
+        for role, proc in procs.items():
+            flood = output_cap.flooded(trace_dir, role) if proc.returncode is None else None
+            if flood:
+                _kill(proc)
+                killed[role] = ("failed", flood)
         time.sleep(0.02)
 
 
@@ -402,13 +417,15 @@ def _original_failed(trace_dir: str, returncode: int) -> bool:
 def verify_pair(original: Path, migrated: Path, *, rtol: float = cmp_mod.DEFAULT_RTOL,
                 atol: float = cmp_mod.DEFAULT_ATOL, timeout: float = DEFAULT_TIMEOUT,
                 keep_trace: Path | None = None, steps: int | None = None, program_args=(),
-                swap: dict | None = None, lockstep_mode: str = "auto") -> VerifyResult:
+                swap: dict | None = None, lockstep_mode: str = "auto",
+                original_swap: dict | None = None) -> VerifyResult:
     """Run both programs concurrently, compare their traces, return the verdict.
 
     ``steps``: stop both after that many training steps (budget.py);
     ``program_args``: the sys.argv[1:] both programs get;
     ``swap``: a project's migrated modules (file name -> bytes), which the migrated
     program imports in place of those of its folder;
+    ``original_swap``: the same for the original program (its modules at a base commit);
     ``lockstep_mode``: "auto" runs the pair again in lockstep when the plain run
     diverged only by drift (lockstep.py), "off" never, "always" whenever it can.
     """
@@ -428,10 +445,11 @@ def verify_pair(original: Path, migrated: Path, *, rtol: float = cmp_mod.DEFAULT
         return VerifyResult(NOT_COMPARABLE, budget.TF_MISSING, o, m, **common)
     trace_dir = stopping.temp_dir("tf1gradfix-verify-")
     try:
-        sides, timed_out, killed = _run_both(original, migrated, trace_dir, timeout, steps, program_args, swap)
+        sides, timed_out, killed = _run_both(original, migrated, trace_dir, timeout, steps, program_args, swap,
+                                             original_swap=original_swap)
         ev = {r: load_events(os.path.join(trace_dir, f"{r}.events.jsonl")) for r in sides}
         for role, side in sides.items():
-            _side_status(side, ev[role], role in timed_out, role in killed, timeout)
+            _side_status(side, ev[role], role in timed_out, killed.get(role), timeout)
         result = VerifyResult("", "", sides["original"], sides["migrated"], **common)
         result.mapping = [{**{k: e[k] for k in ("original", "migrated", "shape", "trainable")},
                            "matched_by": e.get("matched_by", "name")}
@@ -441,8 +459,11 @@ def verify_pair(original: Path, migrated: Path, *, rtol: float = cmp_mod.DEFAULT
         result.budget = budget.of_run(ev)
         _decide(result, trace_dir, ev, rtol, atol)
         lockstep.after_plain_run(result, lockstep_mode, partial(_sides_again, original, migrated, timeout, steps,
-                                                                program_args, swap))
+                                                                program_args, swap, original_swap=original_swap))
         usage_errors.explain(result)
+        past_cap = output_cap.uncompared(trace_dir) if result.verdict == EQUIVALENT else None
+        if past_cap:
+            result.verdict, result.reason = NOT_COMPARABLE, past_cap
         budget.after_verdict(result, original, migrated)
         if keep_trace is not None:
             shutil.copytree(trace_dir, keep_trace, dirs_exist_ok=True)

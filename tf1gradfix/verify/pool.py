@@ -6,7 +6,8 @@ semantics with legacy Keras; plain TF2) imports TensorFlow once, creates no
 session, graph, op or thread pool of its own, and then forks one child per
 program. Each child is a clean copy of that state: whatever the program does
 (variables, graphs, seeds, `sys.modules`, files it opens) dies with it, and
-the next program starts from the zygote again. Forking a process that has
+the next program starts from the zygote again (and what a program forked
+out of its process group is killed once no run is left). Forking a process that has
 only imported TensorFlow is safe on Linux (the import starts no thread that
 holds a lock across the fork; measured: every fixture gives the same trace
 as in a fresh process, tests/test_verify_pool.py); sessions and thread pools
@@ -36,11 +37,13 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 
 from tf1gradfix.verify.runner_common import VERIFIER_PID
 
 NO_POOL = "TF1GRADFIX_NO_POOL"
 RUN_REPLY_WAIT = 60.0   # seconds a zygote has to fork a run (it answers in milliseconds when well)
+REAP_WAIT = 10.0        # seconds a zygote has to report a killed run's end before it is killed itself
 # Environment read when an interpreter or TensorFlow starts: a zygote serves
 # only runs whose values of these equal its own.
 _STARTUP_PREFIXES = ("TF_", "KERAS", "CUDA", "OMP_", "OPENBLAS", "MKL", "PYTHON")
@@ -71,6 +74,7 @@ class PooledRun:
 
     def exited(self) -> bool:
         if self._status is None:
+            self._zygote.resume()
             self._zygote.pump()
             self._status = self._zygote.statuses.get(self.pid)
         return self._status is not None
@@ -79,8 +83,12 @@ class PooledRun:
         return self.returncode if self.returncode is not None else (self.wait() if self.exited() else None)
 
     def wait(self, timeout=None):
+        """The run's status, once its zygote reported it; a zygote that does not within
+        REAP_WAIT (a program stopped or hung it) is killed, and the run counts as killed."""
+        deadline = time.monotonic() + REAP_WAIT
         while not self.exited():
-            if not self._zygote.alive():
+            if not self._zygote.alive() or time.monotonic() > deadline:
+                _discard(self._zygote)
                 self._status = -signal.SIGKILL
                 break
             self._zygote.pump(0.05)
@@ -121,6 +129,28 @@ class _Zygote:
 
     def alive(self) -> bool:
         return self.proc.poll() is None
+
+    def resume(self) -> None:
+        """Continue the zygote if a program stopped it (`os.kill(os.getppid(), SIGSTOP)`):
+        stopped, it would report no run's end."""
+        try:
+            with open(f"/proc/{self.proc.pid}/stat", "rb") as handle:
+                state = handle.read().rsplit(b")", 1)[1].split()[0]
+        except (OSError, IndexError):
+            return
+        if state in (b"T", b"t"):
+            try:
+                os.kill(self.proc.pid, signal.SIGCONT)
+            except OSError:
+                pass
+
+    def kill(self) -> None:
+        """End the zygote now (it may be stopped: SIGKILL ends a stopped process too)."""
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except OSError:
+            pass
+        self.proc.wait()
 
     def send(self, message: dict) -> None:
         try:
@@ -183,11 +213,18 @@ class _Zygote:
         try:
             self.proc.wait(timeout=5)
         except subprocess.TimeoutExpired:
-            os.killpg(self.proc.pid, signal.SIGKILL)
-            self.proc.wait()
+            self.kill()
 
 
 _ZYGOTES: dict[bool, _Zygote] = {}
+
+
+def _discard(zygote: _Zygote) -> None:
+    """A zygote that no longer answers: killed, and the next run starts a new one."""
+    for key, known in list(_ZYGOTES.items()):
+        if known is zygote:
+            del _ZYGOTES[key]
+    zygote.kill()
 
 
 def _zygote(legacy: bool, env: dict) -> _Zygote | None:
@@ -303,6 +340,23 @@ def child(job):
         except Exception:
             pass
     os._exit(code & 0xFF)
+def end_strays():
+    """Kill what the programs left that left their process group too (`setpgid(0, 0)` in a
+    fork): orphans come to us, the subreaper; with no run left, none of them is a run's."""
+    me = str(os.getpid()).encode()
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as handle:
+                fields = handle.read().rsplit(b")", 1)[1].split()
+        except OSError:
+            continue
+        if fields[1] == me:
+            try:
+                os.kill(int(entry), signal.SIGKILL)
+            except OSError:
+                pass
 children = {}     # pid -> reported?
 say({"ready": True})
 stdin = sys.stdin.buffer
@@ -334,6 +388,8 @@ while True:
                 except ChildProcessError:
                     pass
                 children.pop(job["pid"], None)
+                if not children:
+                    end_strays()
     for pid, reported in list(children.items()):
         if reported:
             continue

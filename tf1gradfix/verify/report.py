@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
@@ -113,6 +114,20 @@ def _lockstep_lines(result) -> list:
         out.append(f"    first divergence: {ls.comparison.first.describe()}")
     out.extend(f"    note: {note}" for note in ls.comparison.notes)
     return out
+
+
+_NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff\ud800-\udfff]")
+
+
+def _xml_safe(root: ET.Element) -> None:
+    """Characters XML 1.0 cannot hold (control characters in a file name or a program's
+    output) as `\\xNN` escapes, so the report stays well-formed."""
+    def clean(text):
+        return _NOT_XML.sub(lambda m: f"\\x{ord(m.group()):02x}", text) if text else text
+    for element in root.iter():
+        element.text, element.tail = clean(element.text), clean(element.tail)
+        for key, value in element.attrib.items():
+            element.attrib[key] = clean(value)
 
 
 def to_junit(result) -> ET.ElementTree:
@@ -312,6 +327,7 @@ def write_reports(results, *, json=None, junit=None, markdown=None, plot=None, r
             root.append(_refused_suite(refused))
         tree = ET.ElementTree(root)
         ET.indent(tree)
+        _xml_safe(root)
         text = ET.tostring(root, encoding="unicode", xml_declaration=True) + "\n"
         attempt("JUnit report", junit, lambda: _write_text(junit, text))
     if markdown is not None:

@@ -36,7 +36,7 @@ import traceback
 
 import numpy as np
 
-from tf1gradfix.verify import budget, loop_cut
+from tf1gradfix.verify import budget, loop_cut, settings
 
 SEED = 0
 INIT_FILE = "init.json"
@@ -172,6 +172,7 @@ def run_user_script(script: str, trace: Trace, before_exit=None, argv=(), cwd=No
     final variable values are captured even when the script fails.
     """
     exit_with_verifier()
+    settings.withdraw()   # (the program does not find the verifier's settings in its environment)
     script = os.path.abspath(script)
     folder = os.path.dirname(script)
     os.chdir(cwd or folder)

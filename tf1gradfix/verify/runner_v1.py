@@ -19,6 +19,7 @@ import weakref
 
 from tf1gradfix.verify import aligned_random, budget, contrib_v1, lockstep_files, lockstep_v1, mnist_data, random_ops
 from tf1gradfix.verify import runner_common as rc
+from tf1gradfix.verify import settings
 
 _WALK_BUDGET = 20000  # graph ops visited per cached ancestor walk
 
@@ -56,7 +57,7 @@ class V1Tracer(rc.Reentrancy):
         self.draws = aligned_random.GraphDraws(trace)
         self.randomness = random_ops.GraphRandomness(self, self.draws)
         self.budget = budget.StepCounter(budget.limit_from_env())   # a training step is one run
-        self.lockstep = lockstep_v1.StateRecorder(self, float(os.environ.get("TF1GRADFIX_INIT_WAIT", "300"))) \
+        self.lockstep = lockstep_v1.StateRecorder(self, float(settings.get("TF1GRADFIX_INIT_WAIT", "300"))) \
             if lockstep_files.active() else None
 
     # -- keys and names -------------------------------------------------

@@ -25,6 +25,7 @@ from tf1gradfix.rules import contrib
 from tf1gradfix.verify import aligned_random, budget, cell_weights, graph_calls, lockstep_files, lockstep_v2, mnist_data
 from tf1gradfix.verify import initial_values, random_ops
 from tf1gradfix.verify import runner_common as rc
+from tf1gradfix.verify import settings
 
 KERAS_OPTIMIZER_MODULE = "keras.src.optimizers.base_optimizer"
 LEAF_ALIASES = contrib.variable_aliases()   # Keras variable name -> the TF1 names of the same weight
@@ -578,10 +579,10 @@ def main(argv: list[str]) -> int:
 
     tf.random.set_seed(rc.SEED)
     mnist_data.install_v2(tf)   # (the synthetic MNIST the original reads)
-    if os.environ.get(graph_calls.EAGER_ENV) == "1":
+    if settings.get(graph_calls.EAGER_ENV) == "1":
         tf.config.run_functions_eagerly(True)
     trace = rc.Trace(trace_dir, "migrated")
-    tracer = V2Tracer(tf, trace, wait=float(os.environ.get("TF1GRADFIX_INIT_WAIT", "300")))
+    tracer = V2Tracer(tf, trace, wait=float(settings.get("TF1GRADFIX_INIT_WAIT", "300")))
     tracer.install()
     trace.event("start", side="migrated", script=os.path.abspath(script))
     with tf.variable_creator_scope(tracer.creator):
