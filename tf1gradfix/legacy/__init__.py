@@ -1,0 +1,53 @@
+"""Legacy training bugs (TFG8xx): what a TF1 program trains, freezes or draws that its
+author most likely did not mean (a `tf.stop_gradient` added after the loss, a frozen
+variable listed for training, a listed variable the loss never reaches, an evaluation
+drawing the training's random numbers, a mask left off one update, a clipped list
+never applied).
+
+Each rule reads the program model the rewrite built (loss slices, var_lists, trainable
+flags, runs), not the text. They are reported, never fixed: the rewrite keeps TF1's
+behaviour exactly (that is what it proves), and each message says how to get the
+intended behaviour in the TF2 code.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from tf1gradfix.legacy import evaluation_draws, frozen_listed, late_stop, unapplied_clip, unmasked_update, unreached_listed
+from tf1gradfix.legacy.slices import updates
+from tf1gradfix.rules.catalog import load
+
+Diagnostic = tuple[int, int, str, str, str]
+
+# code -> the rule reading the graph (program, updates, qualified) -> [(node, fields)]
+GRAPH_RULES: dict[str, Callable] = {
+    "TFG801": late_stop.find,
+    "TFG802": frozen_listed.find,
+    "TFG803": unreached_listed.find,
+    "TFG805": unmasked_update.find,
+    "TFG806": unapplied_clip.find,
+}
+# code -> the rule reading the runs too (program, updates, sites, qualified, span) -> [(node, fields)]
+RUN_RULES: dict[str, Callable] = {
+    "TFG804": evaluation_draws.find,
+}
+
+
+def graph_findings(program, qualified, position) -> list[Diagnostic]:
+    """The findings of the graph the block built (`position`: a CST node -> (line, col))."""
+    done = updates(program, qualified)
+    return [_diagnostic(code, position(node), fields)
+            for code, rule in GRAPH_RULES.items() for node, fields in rule(program, done, qualified)]
+
+
+def run_findings(program, sites, qualified, position, span) -> list[Diagnostic]:
+    """The findings of the runs of that graph (`sites`: model.sites.Site, in host order;
+    `span`: a CST node -> its first and last line)."""
+    done = updates(program, qualified)
+    return [_diagnostic(code, position(node), fields)
+            for code, rule in RUN_RULES.items() for node, fields in rule(program, done, sites, qualified, span)]
+
+
+def _diagnostic(code: str, where: tuple[int, int], fields: dict) -> Diagnostic:
+    return (*where, code, load().by_code[code].message.format(**fields), "manual")

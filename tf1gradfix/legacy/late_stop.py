@@ -1,0 +1,41 @@
+"""TFG801: `tf.stop_gradient` applied after the loss was built from the unstopped tensor.
+
+`a2 = tf.stop_gradient(a2)` on the line after `loss = f(a1 - a2)` stops nothing: the
+loss already reads the first `a2`, so the variables behind it keep training. Reported
+where the stopped value is a name the stop rebinds, or one no update reads: a stop a
+later loss reads may be meant for that loss only.
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from tf1gradfix.legacy.slices import label, reads
+from tf1gradfix.model.nodes import Tensor
+from tf1gradfix.model.slicing import closure
+
+
+def find(program, updates, qualified) -> list[tuple[cst.CSTNode, dict]]:
+    out = []
+    for stop in program.nodes:
+        call = stop.value
+        if not isinstance(stop, Tensor) or not isinstance(call, cst.Call) or not call.args \
+                or qualified(call.func) != "tensorflow.stop_gradient":
+            continue
+        stopped = reads(program, stop, call.args[0].value)
+        if len(stopped) != 1:
+            continue
+        source = next(iter(stopped))
+        rebinds = bool(set(stop.names) & set(program.nodes[source].names))
+        if not rebinds and any(stop.index in u.loss for u in updates):
+            continue
+        behind = closure(program, [source])
+        for update in updates:
+            built = [i for i in update.loss if i < stop.index and source in program.nodes[i].deps]
+            trained = [i for i in update.trained if i in behind and program.nodes[i].trained()]
+            if not update.applies or source not in update.loss or stop.index in update.loss or not built or not trained:
+                continue
+            out.append((call, {"stopped": program.nodes[source].names[0], "loss": program.nodes[max(built)].names[0],
+                               "variables": label(program, trained), "method": update.node.method}))
+            break
+    return out

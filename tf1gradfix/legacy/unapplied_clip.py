@@ -1,0 +1,42 @@
+"""TFG806: `tf.clip_by_global_norm` whose clipped list is not the one applied.
+
+`clipped, norm = tf.clip_by_global_norm(grads, 5.0)` then
+`opt.apply_gradients(zip(grads, params))`: TF1 computes the clipped list and
+applies the unclipped gradients.
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from tf1gradfix.cst.syntax import loads
+from tf1gradfix.legacy.slices import reads
+from tf1gradfix.model.nodes import GRADIENT_NODES
+from tf1gradfix.model.slicing import closure
+
+CLIPS = ("tensorflow.clip_by_global_norm",)
+
+
+def find(program, updates, qualified) -> list[tuple[cst.CSTNode, dict]]:
+    out = []
+    for clip in program.nodes:
+        call = clip.value
+        if not isinstance(call, cst.Call) or qualified(call.func) not in CLIPS or not call.args or not clip.names:
+            continue
+        clipped = clip.names[0]
+        inputs = {i for i in closure(program, reads(program, clip, call.args[0].value))
+                  if isinstance(program.nodes[i], GRADIENT_NODES)}
+        for update in updates:
+            if update.node.method != "apply_gradients" or not inputs & update.loss:
+                continue
+            readers = [program.nodes[i] for i in update.loss | {update.node.index} if clip.index in program.nodes[i].deps]
+            if any(clipped in loads(_read_part(r)) for r in readers):
+                continue
+            out.append((update.node.call, {"clipped": clipped}))
+    return out
+
+
+def _read_part(node) -> cst.CSTNode:
+    """What a reader of the clip reads it in (an update: the pairs it applies)."""
+    return node.bound.get("grads_and_vars", node.value) if hasattr(node, "bound") else node.value
+
