@@ -17,7 +17,7 @@ import libcst as cst
 
 from tf1gradfix.cst.syntax import bound_args
 from tf1gradfix.cst.walk import walk
-from tf1gradfix.model.nodes import Placeholder, TrainOp, Update
+from tf1gradfix.model.nodes import Computed, Placeholder, TrainOp, Update
 from tf1gradfix.model.slicing import closure
 from tf1gradfix.rules.catalog import _read
 
@@ -54,8 +54,8 @@ def _slice(program, site) -> set[int]:
 
 def _draws(program, node, site, qualified) -> list[cst.Call]:
     """The calls of `node`'s statement that draw numbers its value depends on in the run of `site`."""
-    if not isinstance(node.value, cst.CSTNode):
-        return []
+    if not isinstance(node, Computed) or not isinstance(node.value, cst.CSTNode):
+        return []   # (a variable's initializer draws once, when the variables are initialized)
     out = []
     for call in walk(node.value):
         if type(call) is not cst.Call:
