@@ -89,10 +89,24 @@ def _value(program, node, expr, site) -> float | None:
     placeholder = next((program.nodes[d] for d in node.deps if expr.value in program.nodes[d].names), None)
     if not isinstance(placeholder, Placeholder):
         return None
-    if site.feed is None:   # (a feed dict bound to a name: not read here)
-        return None
-    given = site.feed.get(expr.value, placeholder.default)
+    feed = site.feed if site.feed is not None else _bound_feed(program, site.feed_name)
+    given = feed.get(expr.value, placeholder.default) if feed is not None else None
     return float(given.evaluated_value) if isinstance(given, (cst.Float, cst.Integer)) else None
+
+
+def _bound_feed(program, name: str | None) -> dict[str, cst.BaseExpression] | None:
+    """A feed dict bound to `name` (`feeds = {x: ..., keep: 0.8}`): its values where every
+    binding of the name writes the same text for a key (a key they differ on is left out)."""
+    found: dict[str, set[str]] = {}
+    values: dict[str, cst.BaseExpression] = {}
+    for node in walk(program.owner):
+        if type(node) is cst.Assign and isinstance(node.value, cst.Dict) and any(
+                isinstance(t.target, cst.Name) and t.target.value == name for t in node.targets):
+            for e in node.value.elements:
+                if isinstance(e, cst.DictElement) and isinstance(e.key, cst.Name):
+                    found.setdefault(e.key.value, set()).add(cst.Module([]).code_for_node(e.value))
+                    values[e.key.value] = e.value
+    return {key: values[key] for key, texts in found.items() if len(texts) == 1} if found else None
 
 
 def _before(evaluation: tuple[int, int], training: tuple[int, int], loops: list[tuple[int, int]]) -> bool:
