@@ -54,6 +54,7 @@ class Restructured:
     new_module: cst.Module | None
     diagnostics: list[Diagnostic] = field(default_factory=list)
     no_session: bool = False
+    legacy: tuple[legacy.Found, ...] = ()   # the legacy training bugs of the diagnostics, with their variables
 
     def __post_init__(self) -> None:
         if self.new_module is None and not self.no_session and not any(d[4] == "manual" for d in self.diagnostics):
@@ -89,17 +90,19 @@ def _restructure(module: cst.Module, wrapper: MetadataWrapper, plan=None, rename
                 return _restructure(desugared, AnalysisWrapper(desugared), plan)
         except Refusal as refusal:
             return Restructured(None, [(*_position(meta, r.node), r.code, r.message, "manual")
-                                       for r in getattr(refusal, "all", [refusal])] + _legacy(meta))
+                                       for r in getattr(refusal, "all", [refusal])] + _legacy(meta),
+                                legacy=tuple(dict.fromkeys(getattr(meta, "legacy", ()))))
         except Exception as exc:  # noqa: BLE001 - a bug here must never cost the user's file
             return Restructured(None, [diagnostic(1, 1, "internal_error", error=f"{type(exc).__name__}: {exc}")])
     if new is None:   # (no session to start from: _Rewrite.run)
         return Restructured(None, no_session=True)
-    return Restructured(new, list(getattr(meta, "notes", ())) + _legacy(meta))   # info notes of the model (TFG206)
+    return Restructured(new, list(getattr(meta, "notes", ())) + _legacy(meta),   # info notes of the model (TFG206)
+                        legacy=tuple(dict.fromkeys(getattr(meta, "legacy", ()))))
 
 
 def _legacy(meta) -> list[Diagnostic]:
     """The legacy training bugs found in the graphs read (tf1gradfix/legacy), once each."""
-    return list(dict.fromkeys(getattr(meta, "legacy", ())))
+    return [found.diagnostic() for found in dict.fromkeys(getattr(meta, "legacy", ()))]
 
 
 def _span(meta, node) -> tuple[int, int]:

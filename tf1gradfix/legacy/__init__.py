@@ -12,15 +12,16 @@ intended behaviour in the TF2 code.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Callable
 
 from tf1gradfix.legacy import evaluation_draws, frozen_listed, late_stop, unapplied_clip, unmasked_update, unreached_listed
-from tf1gradfix.legacy.slices import updates
+from tf1gradfix.legacy.slices import tf1_names, updates
 from tf1gradfix.rules.catalog import load
 
 Diagnostic = tuple[int, int, str, str, str]
 
-# code -> the rule reading the graph (program, updates, qualified) -> [(node, fields)]
+# code -> the rule reading the graph (program, updates, qualified) -> [(node, fields, variables)]
 GRAPH_RULES: dict[str, Callable] = {
     "TFG801": late_stop.find,
     "TFG802": frozen_listed.find,
@@ -28,26 +29,41 @@ GRAPH_RULES: dict[str, Callable] = {
     "TFG805": unmasked_update.find,
     "TFG806": unapplied_clip.find,
 }
-# code -> the rule reading the runs too (program, updates, sites, qualified, span) -> [(node, fields)]
+# code -> the rule reading the runs too (program, updates, sites, qualified, span) -> [(node, fields, variables)]
 RUN_RULES: dict[str, Callable] = {
     "TFG804": evaluation_draws.find,
 }
 
 
-def graph_findings(program, qualified, position) -> list[Diagnostic]:
+@dataclass(frozen=True)
+class Found:
+    """One legacy bug: where, the rule's message, and the TF1 names of the variables it
+    concerns (what the verifier's evidence is read for, legacy/evidence.py)."""
+
+    line: int
+    col: int
+    code: str
+    message: str
+    variables: tuple[str, ...] = ()
+
+    def diagnostic(self) -> Diagnostic:
+        return (self.line, self.col, self.code, self.message, "manual")
+
+
+def graph_findings(program, qualified, position) -> list[Found]:
     """The findings of the graph the block built (`position`: a CST node -> (line, col))."""
     done = updates(program, qualified)
-    return [_diagnostic(code, position(node), fields)
-            for code, rule in GRAPH_RULES.items() for node, fields in rule(program, done, qualified)]
+    return [_found(code, position(node), fields, tf1_names(program, variables))
+            for code, rule in GRAPH_RULES.items() for node, fields, variables in rule(program, done, qualified)]
 
 
-def run_findings(program, sites, qualified, position, span) -> list[Diagnostic]:
+def run_findings(program, sites, qualified, position, span) -> list[Found]:
     """The findings of the runs of that graph (`sites`: model.sites.Site, in host order;
     `span`: a CST node -> its first and last line)."""
     done = updates(program, qualified)
-    return [_diagnostic(code, position(node), fields)
-            for code, rule in RUN_RULES.items() for node, fields in rule(program, done, sites, qualified, span)]
+    return [_found(code, position(node), fields, tf1_names(program, variables))
+            for code, rule in RUN_RULES.items() for node, fields, variables in rule(program, done, sites, qualified, span)]
 
 
-def _diagnostic(code: str, where: tuple[int, int], fields: dict) -> Diagnostic:
-    return (*where, code, load().by_code[code].message.format(**fields), "manual")
+def _found(code: str, where: tuple[int, int], fields: dict, variables: tuple[str, ...]) -> Found:
+    return Found(*where, code, load().by_code[code].message.format(**fields), variables)

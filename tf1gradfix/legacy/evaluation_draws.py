@@ -27,7 +27,7 @@ def table() -> dict:
     return _read("legacy.toml")
 
 
-def find(program, updates, sites, qualified, span) -> list[tuple[cst.CSTNode, dict]]:
+def find(program, updates, sites, qualified, span) -> list[tuple[cst.CSTNode, dict, list[int]]]:
     """`span`: a CST node -> its (first, last) line."""
     training = [s for s in sites if any(isinstance(program.nodes[program.final[f]], (TrainOp, Update)) for f in s.fetches)]
     if not training:
@@ -44,7 +44,7 @@ def find(program, updates, sites, qualified, span) -> list[tuple[cst.CSTNode, di
             continue
         i, call = drawn[0]
         out.append((site.call, {"op": qualified(call.func).replace("tensorflow", "tf", 1),
-                                "value": program.nodes[i].names[0], "line": span(call)[0]}))
+                                "value": program.nodes[i].names[0], "line": span(call)[0]}, []))
     return out
 
 

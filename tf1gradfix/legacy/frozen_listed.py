@@ -13,7 +13,7 @@ from tf1gradfix.legacy.slices import label
 from tf1gradfix.model.nodes import Variable
 
 
-def find(program, updates, qualified) -> list[tuple[cst.CSTNode, dict]]:
+def find(program, updates, qualified) -> list[tuple[cst.CSTNode, dict, list[int]]]:
     out = []
     for update in updates:
         if "var_list" not in update.node.bound:
@@ -21,5 +21,6 @@ def find(program, updates, qualified) -> list[tuple[cst.CSTNode, dict]]:
         frozen = [i for i in update.trained if isinstance(program.nodes[i], Variable) and not program.nodes[i].trainable
                   and not program.nodes[i].global_step]
         if frozen:
-            out.append((update.node.bound["var_list"], {"variables": label(program, frozen), "method": update.node.method}))
+            out.append((update.node.bound["var_list"], {"variables": label(program, frozen), "method": update.node.method},
+                        frozen))
     return out

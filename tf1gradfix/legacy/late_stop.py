@@ -15,7 +15,7 @@ from tf1gradfix.model.nodes import Tensor
 from tf1gradfix.model.slicing import closure
 
 
-def find(program, updates, qualified) -> list[tuple[cst.CSTNode, dict]]:
+def find(program, updates, qualified) -> list[tuple[cst.CSTNode, dict, list[int]]]:
     out = []
     for stop in program.nodes:
         call = stop.value
@@ -36,6 +36,6 @@ def find(program, updates, qualified) -> list[tuple[cst.CSTNode, dict]]:
             if not update.applies or source not in update.loss or stop.index in update.loss or not built or not trained:
                 continue
             out.append((call, {"stopped": program.nodes[source].names[0], "loss": program.nodes[max(built)].names[0],
-                               "variables": label(program, trained), "method": update.node.method}))
+                               "variables": label(program, trained), "method": update.node.method}, trained))
             break
     return out

@@ -100,3 +100,8 @@ def _members(program: Program, expr: cst.BaseExpression, before: int, qualified)
 def label(program: Program, indices) -> str:
     """Nodes as the program names them: `w`, `b`."""
     return ", ".join(f"`{program.nodes[i].names[0]}`" if program.nodes[i].names else f"#{i}" for i in indices)
+
+
+def tf1_names(program: Program, indices) -> tuple[str, ...]:
+    """The TF1 names (`scope/w`) of variables, where the model knows them."""
+    return tuple(n.full_name for n in (program.nodes[i] for i in indices) if isinstance(n, Variable) and n.full_name)

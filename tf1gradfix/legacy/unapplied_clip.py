@@ -17,7 +17,7 @@ from tf1gradfix.model.slicing import closure
 CLIPS = ("tensorflow.clip_by_global_norm",)
 
 
-def find(program, updates, qualified) -> list[tuple[cst.CSTNode, dict]]:
+def find(program, updates, qualified) -> list[tuple[cst.CSTNode, dict, list[int]]]:
     out = []
     for clip in program.nodes:
         call = clip.value
@@ -32,7 +32,7 @@ def find(program, updates, qualified) -> list[tuple[cst.CSTNode, dict]]:
             readers = [program.nodes[i] for i in update.loss | {update.node.index} if clip.index in program.nodes[i].deps]
             if any(clipped in loads(_read_part(r)) for r in readers):
                 continue
-            out.append((update.node.call, {"clipped": clipped}))
+            out.append((update.node.call, {"clipped": clipped}, update.trained))
     return out
 
 

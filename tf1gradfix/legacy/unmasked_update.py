@@ -13,7 +13,7 @@ from tf1gradfix.legacy.slices import reads
 from tf1gradfix.model.nodes import ComputeGradients, Tensor, Variable
 
 
-def find(program, updates, qualified) -> list[tuple[cst.CSTNode, dict]]:
+def find(program, updates, qualified) -> list[tuple[cst.CSTNode, dict, list[int]]]:
     masked: dict[int, int] = {}   # variable -> the update masking its gradient
     for update in updates:
         if update.node.method == "apply_gradients":
@@ -27,7 +27,7 @@ def find(program, updates, qualified) -> list[tuple[cst.CSTNode, dict]]:
                  and i not in _masked(program, update.node, update.node.bound.get("grads_and_vars"), updates, qualified)]
         for i in plain:
             out.append((update.node.call, {"variable": program.nodes[i].names[0], "method": update.node.method,
-                                           "masking": program.nodes[masked[i]].names[0]}))
+                                           "masking": program.nodes[masked[i]].names[0]}, [i]))
     return out
 
 

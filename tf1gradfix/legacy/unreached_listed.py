@@ -13,7 +13,7 @@ import libcst as cst
 from tf1gradfix.legacy.slices import label
 
 
-def find(program, updates, qualified) -> list[tuple[cst.CSTNode, dict]]:
+def find(program, updates, qualified) -> list[tuple[cst.CSTNode, dict, list[int]]]:
     out = []
     for update in updates:
         if update.listed is None:
@@ -25,5 +25,5 @@ def find(program, updates, qualified) -> list[tuple[cst.CSTNode, dict]]:
                     if n.index in update.loss and n.index not in update.listed and n.index < update.node.index]
         missed = f"; the loss reaches {label(program, left_out)}, which the list leaves out" if left_out else ""
         out.append((update.node.bound["var_list"], {"variables": label(program, unreached), "method": update.node.method,
-                                                    "missed": missed}))
+                                                    "missed": missed}, unreached))
     return out
