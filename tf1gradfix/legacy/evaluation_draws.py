@@ -34,7 +34,7 @@ def find(program, updates, sites, qualified, span) -> list[tuple[cst.CSTNode, di
         return []
     trained_slice = set().union(*(_slice(program, s) for s in training))
     loops = [span(n) for n in walk(program.owner) if type(n) in (cst.For, cst.While)]
-    out = []
+    out: list[tuple[cst.CSTNode, dict, list[int]]] = []
     for site in sites:
         if site in training:
             continue

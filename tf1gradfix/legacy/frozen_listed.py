@@ -14,7 +14,7 @@ from tf1gradfix.model.nodes import Variable
 
 
 def find(program, updates, qualified) -> list[tuple[cst.CSTNode, dict, list[int]]]:
-    out = []
+    out: list[tuple[cst.CSTNode, dict, list[int]]] = []
     for update in updates:
         if "var_list" not in update.node.bound:
             continue

@@ -16,7 +16,7 @@ from tf1gradfix.model.slicing import closure
 
 
 def find(program, updates, qualified) -> list[tuple[cst.CSTNode, dict, list[int]]]:
-    out = []
+    out: list[tuple[cst.CSTNode, dict, list[int]]] = []
     for stop in program.nodes:
         call = stop.value
         if not isinstance(stop, Tensor) or not isinstance(call, cst.Call) or not call.args \

@@ -84,7 +84,7 @@ def explicit_list(program: Program, node: OptimizerCall, qualified) -> list[int]
     if isinstance(given, cst.Name):
         bound = [program.nodes[d] for d in reads(program, node, given)]
         written = bound[0].value if len(bound) == 1 else None
-    if not isinstance(written, (cst.List, cst.Tuple)):
+    if given is None or not isinstance(written, (cst.List, cst.Tuple)):
         return None
     return _members(program, given, node.index, qualified)
 

@@ -18,7 +18,7 @@ CLIPS = ("tensorflow.clip_by_global_norm",)
 
 
 def find(program, updates, qualified) -> list[tuple[cst.CSTNode, dict, list[int]]]:
-    out = []
+    out: list[tuple[cst.CSTNode, dict, list[int]]] = []
     for clip in program.nodes:
         call = clip.value
         if not isinstance(call, cst.Call) or qualified(call.func) not in CLIPS or not call.args or not clip.names:

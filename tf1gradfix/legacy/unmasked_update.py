@@ -19,7 +19,7 @@ def find(program, updates, qualified) -> list[tuple[cst.CSTNode, dict, list[int]
         if update.node.method == "apply_gradients":
             for variable in _masked(program, update.node, update.node.bound.get("grads_and_vars"), updates, qualified):
                 masked.setdefault(variable, update.node.index)
-    out = []
+    out: list[tuple[cst.CSTNode, dict, list[int]]] = []
     for update in updates:
         if not update.applies:
             continue

@@ -14,7 +14,7 @@ from tf1gradfix.legacy.slices import label
 
 
 def find(program, updates, qualified) -> list[tuple[cst.CSTNode, dict, list[int]]]:
-    out = []
+    out: list[tuple[cst.CSTNode, dict, list[int]]] = []
     for update in updates:
         if update.listed is None:
             continue
