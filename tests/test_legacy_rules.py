@@ -4,6 +4,7 @@ INVALID programs of rules/codes.toml, read by the restructuring (no TensorFlow).
 from __future__ import annotations
 
 import libcst as cst
+import numpy as np
 import pytest
 
 from tf1gradfix.emit.restructure import restructure
@@ -32,3 +33,45 @@ def test_example(code: str, kind: str, i: int, text: str):
         assert code not in found, found
     else:
         assert found.count(code) == 1, found
+
+
+def _trace(folder, initial: dict, final: dict) -> str:
+    import json
+
+    from tf1gradfix.verify.runner_common import encode_array
+
+    for name, values in (("init.json", initial), ("original.final.json", final)):
+        (folder / name).write_text(json.dumps({"variables": {
+            k: {"value": encode_array(np.asarray(v, dtype=np.float32)), "trainable": True} for k, v in values.items()}}))
+    return str(folder)
+
+
+def _example(code: str, kind: str = "invalid") -> str:
+    return getattr(load().by_code[code], kind)[0].lstrip("\n")
+
+
+def test_evidence_reads_the_original_run(tmp_path):
+    """What the TF1 run showed, per bug: how far the frozen variable moved, how many gradient
+    computations gave the listed variable none, how many draws ran in runs updating nothing."""
+    from tf1gradfix.legacy import evidence
+
+    frozen = tmp_path / "frozen.py"
+    frozen.write_text(_example("TFG802"))
+    trace = _trace(tmp_path, {"w": [[1.0], [1.0]], "scale": 2.0}, {"w": [[0.5], [0.25]], "scale": 1.75})
+    assert evidence.measured(frozen, trace, []) == [
+        "line 6: TFG802: in TF1 `scale` moved by up to 0.25 (mean 0.25) over the run"]
+    unreached = tmp_path / "unreached.py"
+    unreached.write_text(_example("TFG803"))
+    events = [{"kind": "compute", "none": ["bias"]}, {"kind": "compute", "none": ["bias"]}, {"kind": "compute"}]
+    trace = _trace(tmp_path, {"bias": [0.0]}, {"bias": [0.0]})
+    assert evidence.measured(unreached, trace, events) == [
+        "line 7: TFG803: in TF1 `bias` got no gradient in 2 of 3 gradient computations and moved by 0"]
+    drawing = tmp_path / "drawing.py"
+    drawing.write_text(_example("TFG804"))
+    events = [{"kind": "aligned", "ops": 1, "draws": 6, "training": 6, "evaluating": 3}]
+    assert evidence.measured(drawing, trace, events) == [
+        "line 12: TFG804: TF1 drew random numbers 6 times, 3 of them in runs that update no variable "
+        "(each moved on the stream the training steps draw from)"]
+    clean = tmp_path / "clean.py"
+    clean.write_text(_example("TFG802", "valid"))
+    assert evidence.measured(clean, trace, events) == []
