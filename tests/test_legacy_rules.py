@@ -75,3 +75,22 @@ def test_evidence_reads_the_original_run(tmp_path):
     clean = tmp_path / "clean.py"
     clean.write_text(_example("TFG802", "valid"))
     assert evidence.measured(clean, trace, events) == []
+
+
+def test_check_reports_them_when_selected():
+    """A plain `check` reads with Python's parser only (no program model, no legacy rule);
+    `check --select TFG8` (or one of its codes) builds the model for them."""
+    from tf1gradfix.run.engine import process_source
+    from tf1gradfix.run.findings import CodeFilter
+
+    data = _example("TFG802").encode()
+    plain = process_source("x.py", data, CodeFilter(), check=True)
+    assert not [f for f in plain.findings if f.code.startswith("TFG8")]
+    for select in (("TFG8",), ("TFG802",), ("TFG80", "TFG1")):
+        found = process_source("x.py", data, CodeFilter(select=select), check=True).findings
+        assert [(f.line, f.code, f.safety, f.fixed) for f in found if f.code.startswith("TFG8")] == [
+            (6, "TFG802", "manual", False)], select
+    ignored = process_source("x.py", data, CodeFilter(select=("TFG8",), ignore=("TFG802",)), check=True)
+    assert ignored.findings == []
+    silenced = data.replace(b"var_list=[w, scale])", b"var_list=[w, scale])  # tf1gradfix: ignore[TFG802]")
+    assert process_source("x.py", silenced, CodeFilter(select=("TFG8",)), check=True).findings == []

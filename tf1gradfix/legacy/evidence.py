@@ -12,7 +12,7 @@ import json
 import os
 from pathlib import Path
 
-from tf1gradfix.legacy import Found
+from tf1gradfix.legacy import Found, read
 
 # code -> what its evidence is read from the trace
 EVIDENCE = {"TFG801": "moved", "TFG802": "moved", "TFG803": "no_gradient", "TFG804": "draws",
@@ -35,15 +35,11 @@ def measured(original: Path, trace_dir: str, events: list[dict]) -> list[str]:
 
 
 def _found(original: Path) -> list[Found]:
-    import libcst as cst
-
-    from tf1gradfix.emit.restructure import restructure
-
     try:
-        module = cst.parse_module(original.read_bytes())
-    except (OSError, cst.ParserSyntaxError):
+        data = original.read_bytes()
+    except OSError:
         return []
-    return list(restructure(module, str(original)).legacy)
+    return read(data, str(original))
 
 
 def _variables(path: str) -> dict:
