@@ -2,8 +2,9 @@
 
 `a2 = tf.stop_gradient(a2)` on the line after `loss = f(a1 - a2)` stops nothing: the
 loss already reads the first `a2`, so the variables behind it keep training. Reported
-where the stopped value is a name the stop rebinds, or one no update reads: a stop a
-later loss reads may be meant for that loss only.
+where no update reads the stopped value: a stop a later loss reads is meant for that
+loss (a GAN's discriminator loss reads the generator's output stopped, its generator
+loss the same output unstopped).
 """
 
 from __future__ import annotations
@@ -26,8 +27,7 @@ def find(program, updates, qualified) -> list[tuple[cst.CSTNode, dict, list[int]
         if len(stopped) != 1:
             continue
         source = next(iter(stopped))
-        rebinds = bool(set(stop.names) & set(program.nodes[source].names))
-        if not rebinds and any(stop.index in u.loss for u in updates):
+        if any(stop.index in u.loss for u in updates):
             continue
         behind = closure(program, [source])
         for update in updates:
