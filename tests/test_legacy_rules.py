@@ -52,8 +52,10 @@ def _example(code: str, kind: str = "invalid") -> str:
 
 def test_evidence_reads_the_original_run(tmp_path):
     """What the TF1 run showed, per bug: how far the frozen variable moved, how many gradient
-    computations gave the listed variable none, how many draws ran in runs updating nothing."""
+    computations gave the listed variable none, how many draws ran in runs updating nothing,
+    how often the gradients applied were above the clip norm."""
     from tf1gradfix.legacy import evidence
+    from tf1gradfix.verify.runner_common import encode_array
 
     frozen = tmp_path / "frozen.py"
     frozen.write_text(_example("TFG802"))
@@ -72,6 +74,13 @@ def test_evidence_reads_the_original_run(tmp_path):
     assert evidence.measured(drawing, trace, events) == [
         "line 12: TFG804: TF1 drew random numbers 6 times, 3 of them in runs that update no variable "
         "(each moved on the stream the training steps draw from)"]
+    clipping = tmp_path / "clipping.py"
+    clipping.write_text(_example("TFG806"))
+    applied = [[[3.0], [4.0]], [[0.3], [0.4]], [[0.0], [2.0]]]   # norms 5, 0.5, 2 against the clip norm 1.0
+    events = [{"kind": "apply", "grads": {"w": encode_array(np.asarray(g, dtype=np.float32))}} for g in applied]
+    assert evidence.measured(clipping, trace, events) == [
+        "line 8: TFG806: in TF1 the gradients applied to `w` had a global norm above 1 in 2 of their 3 updates "
+        "(largest 5): clipping scales such gradients down"]
     clean = tmp_path / "clean.py"
     clean.write_text(_example("TFG802", "valid"))
     assert evidence.measured(clean, trace, events) == []

@@ -45,6 +45,7 @@ class Found:
     code: str
     message: str
     variables: tuple[str, ...] = ()
+    limit: float | None = None    # a number the rule read that the evidence is measured against (a clip norm)
 
     def diagnostic(self) -> Diagnostic:
         return (self.line, self.col, self.code, self.message, "manual")
@@ -80,4 +81,4 @@ def read(data: bytes, path: str) -> list[Found]:
 
 
 def _found(code: str, where: tuple[int, int], fields: dict, variables: tuple[str, ...]) -> Found:
-    return Found(*where, code, load().by_code[code].message.format(**fields), variables)
+    return Found(*where, code, load().by_code[code].message.format(**fields), variables, fields.get("limit"))

@@ -16,7 +16,7 @@ from tf1gradfix.legacy import Found, read
 
 # code -> what its evidence is read from the trace
 EVIDENCE = {"TFG801": "moved", "TFG802": "moved", "TFG803": "no_gradient", "TFG804": "draws",
-            "TFG805": "moved", "TFG806": "moved"}
+            "TFG805": "moved", "TFG806": "unclipped"}
 
 
 def measured(original: Path, trace_dir: str, events: list[dict]) -> list[str]:
@@ -90,4 +90,26 @@ def _draws(found: Found, values: dict, events: list[dict]) -> str:
             f"no variable (each moved on the stream the training steps draw from)")
 
 
-_READERS = {"moved": _moved, "no_gradient": _no_gradient, "draws": _draws}
+def _unclipped(found: Found, values: dict, events: list[dict]) -> str:
+    """How often the gradients applied had a global norm above the clip norm (each would have been scaled)."""
+    import numpy as np
+
+    from tf1gradfix.verify.runner_common import decode_array
+
+    if found.limit is None or not found.variables:
+        return _moved(found, values, events)
+    norms = []
+    for e in events:
+        grads = e.get("grads", {}) if e.get("kind") == "apply" else {}
+        if grads and all(name in grads for name in found.variables):
+            norms.append(float(np.sqrt(sum(np.sum(decode_array(grads[name]).astype(np.float64) ** 2)
+                                           for name in found.variables))))
+    if not norms:
+        return ""
+    over = [n for n in norms if n > found.limit]
+    return (f"in TF1 the gradients applied to {', '.join(f'`{n}`' for n in found.variables)} had a global norm "
+            f"above {found.limit:g} in {len(over)} of their {len(norms)} updates (largest {max(norms):.6g}): "
+            f"clipping scales such gradients down")
+
+
+_READERS = {"moved": _moved, "no_gradient": _no_gradient, "draws": _draws, "unclipped": _unclipped}

@@ -15,7 +15,7 @@ import libcst as cst
 from tf1gradfix.constructs import var_lists
 from tf1gradfix.cst.syntax import Refusal, loads
 from tf1gradfix.model.graph import Program
-from tf1gradfix.model.nodes import ComputeGradients, Gradients, Node, OptimizerCall, TrainOp, Variable
+from tf1gradfix.model.nodes import ComputeGradients, Gradients, Node, OptimizerCall, TrainOp, Variable, VarList
 from tf1gradfix.model.slicing import closure
 
 
@@ -72,7 +72,12 @@ def _given(program: Program, slice_: set[int], qualified) -> set[int]:
             members = _members(program, given, i, qualified) if given is not None else None
             out |= set(members) if members is not None else {n.index for n in program.trainable() if n.index < i}
         elif isinstance(node, Gradients):
-            out |= {d for d in node.deps if set(program.nodes[d].names) & set(node.xs)}
+            for d in node.deps:
+                xs = program.nodes[d]
+                if isinstance(xs, VarList) and node.listed in xs.names:   # `tf.gradients(loss, params)`
+                    out |= {e.node for e in xs.members}
+                elif set(xs.names) & set(node.xs):
+                    out.add(d)
     return out
 
 

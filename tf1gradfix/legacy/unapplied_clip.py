@@ -32,7 +32,9 @@ def find(program, updates, qualified) -> list[tuple[cst.CSTNode, dict, list[int]
             readers = [program.nodes[i] for i in update.loss | {update.node.index} if clip.index in program.nodes[i].deps]
             if any(clipped in loads(_read_part(r)) for r in readers):
                 continue
-            out.append((update.node.call, {"clipped": clipped}, update.trained))
+            norm = call.args[1].value if len(call.args) > 1 else None
+            limit = float(norm.evaluated_value) if isinstance(norm, (cst.Float, cst.Integer)) else None
+            out.append((update.node.call, {"clipped": clipped, "limit": limit}, update.trained))
     return out
 
 
