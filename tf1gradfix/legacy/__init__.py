@@ -53,17 +53,31 @@ class Found:
 
 def graph_findings(program, qualified, position) -> list[Found]:
     """The findings of the graph the block built (`position`: a CST node -> (line, col))."""
-    done = updates(program, qualified)
-    return [_found(code, position(node), fields, tf1_names(program, variables))
-            for code, rule in GRAPH_RULES.items() for node, fields, variables in rule(program, done, qualified)]
+    return _guarded(lambda done: [_found(code, position(node), fields, tf1_names(program, variables))
+                                  for code, rule in GRAPH_RULES.items()
+                                  for node, fields, variables in rule(program, done, qualified)], program, qualified)
 
 
 def run_findings(program, sites, qualified, position, span) -> list[Found]:
     """The findings of the runs of that graph (`sites`: model.sites.Site, in host order;
     `span`: a CST node -> its first and last line)."""
-    done = updates(program, qualified)
-    return [_found(code, position(node), fields, tf1_names(program, variables))
-            for code, rule in RUN_RULES.items() for node, fields, variables in rule(program, done, sites, qualified, span)]
+    return _guarded(lambda done: [_found(code, position(node), fields, tf1_names(program, variables))
+                                  for code, rule in RUN_RULES.items()
+                                  for node, fields, variables in rule(program, done, sites, qualified, span)],
+                    program, qualified)
+
+
+STRICT = False   # (the tests set it: a rule's own error is raised instead of costing only its findings)
+
+
+def _guarded(find, program, qualified) -> list[Found]:
+    """The rules never cost a file its rewrite: a model they cannot read gives no finding."""
+    try:
+        return find(updates(program, qualified))
+    except Exception:  # noqa: BLE001 - a report on top of the rewrite, never a reason to refuse it
+        if STRICT:
+            raise
+        return []
 
 
 def read(data: bytes, path: str) -> list[Found]:
