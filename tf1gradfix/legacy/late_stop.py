@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from tf1gradfix.cst.syntax import arg
 from tf1gradfix.legacy.slices import label, reads
 from tf1gradfix.model.nodes import Tensor
 from tf1gradfix.model.slicing import closure
@@ -20,10 +21,9 @@ def find(program, updates, qualified) -> list[tuple[cst.CSTNode, dict, list[int]
     out: list[tuple[cst.CSTNode, dict, list[int]]] = []
     for stop in program.nodes:
         call = stop.value
-        if not isinstance(stop, Tensor) or not isinstance(call, cst.Call) or not call.args \
-                or qualified(call.func) != "tensorflow.stop_gradient":
+        if not isinstance(stop, Tensor) or not isinstance(call, cst.Call) or qualified(call.func) != "tensorflow.stop_gradient":
             continue
-        stopped = reads(program, stop, call.args[0].value)
+        stopped = reads(program, stop, arg(call, 0, "input"))
         if len(stopped) != 1:
             continue
         source = next(iter(stopped))

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import libcst as cst
 
-from tf1gradfix.cst.syntax import loads
+from tf1gradfix.cst.syntax import arg, loads
 from tf1gradfix.legacy.slices import reads
-from tf1gradfix.model.nodes import GRADIENT_NODES
+from tf1gradfix.model.nodes import GRADIENT_NODES, OptimizerCall
 from tf1gradfix.model.slicing import closure
 
 CLIPS = ("tensorflow.clip_by_global_norm",)
@@ -21,10 +21,10 @@ def find(program, updates, qualified) -> list[tuple[cst.CSTNode, dict, list[int]
     out: list[tuple[cst.CSTNode, dict, list[int]]] = []
     for clip in program.nodes:
         call = clip.value
-        if not isinstance(call, cst.Call) or qualified(call.func) not in CLIPS or not call.args or not clip.names:
+        if not isinstance(call, cst.Call) or qualified(call.func) not in CLIPS or not clip.names:
             continue
         clipped = clip.names[0]
-        inputs = {i for i in closure(program, reads(program, clip, call.args[0].value))
+        inputs = {i for i in closure(program, reads(program, clip, arg(call, 0, "t_list")))
                   if isinstance(program.nodes[i], GRADIENT_NODES)}
         for update in updates:
             if update.node.method != "apply_gradients" or not inputs & update.loss:
@@ -32,7 +32,7 @@ def find(program, updates, qualified) -> list[tuple[cst.CSTNode, dict, list[int]
             readers = [program.nodes[i] for i in update.loss | {update.node.index} if clip.index in program.nodes[i].deps]
             if any(clipped in loads(_read_part(r)) for r in readers):
                 continue
-            norm = call.args[1].value if len(call.args) > 1 else None
+            norm = arg(call, 1, "clip_norm")
             limit = float(norm.evaluated_value) if isinstance(norm, (cst.Float, cst.Integer)) else None
             out.append((update.node.call, {"clipped": clipped, "limit": limit}, update.trained))
     return out
@@ -40,5 +40,5 @@ def find(program, updates, qualified) -> list[tuple[cst.CSTNode, dict, list[int]
 
 def _read_part(node) -> cst.CSTNode:
     """What a reader of the clip reads it in (an update: the pairs it applies)."""
-    return node.bound.get("grads_and_vars", node.value) if hasattr(node, "bound") else node.value
+    return node.bound.get("grads_and_vars", node.value) if isinstance(node, OptimizerCall) else node.value
 
