@@ -33,14 +33,18 @@ def find(program, updates, sites, qualified, span) -> list[tuple[cst.CSTNode, di
     if not training:
         return []
     trained_slice = set().union(*(_slice(program, s) for s in training))
-    loops = [span(n) for n in walk(program.owner) if type(n) in (cst.For, cst.While)]
+    loops: list[tuple[int, int]] | None = None   # (positions cost a printing of the module: only where needed)
     out: list[tuple[cst.CSTNode, dict, list[int]]] = []
     for site in sites:
         if site in training:
             continue
         drawn = [(i, call) for i in sorted(_slice(program, site) & trained_slice)
                  for call in _draws(program, program.nodes[i], site, qualified)]
-        if not drawn or not any(_before(span(site.call), span(t.call), loops) for t in training):
+        if not drawn:
+            continue
+        if loops is None:
+            loops = [span(n) for n in walk(program.owner) if type(n) in (cst.For, cst.While)]
+        if not any(_before(span(site.call), span(t.call), loops) for t in training):
             continue
         i, call = drawn[0]
         out.append((site.call, {"op": qualified(call.func).replace("tensorflow", "tf", 1),
