@@ -17,7 +17,7 @@ import libcst as cst
 
 from tf1gradfix.cst.syntax import bound_args
 from tf1gradfix.cst.walk import walk
-from tf1gradfix.model.nodes import Computed, Placeholder, TrainOp, Update
+from tf1gradfix.model.nodes import Computed, Placeholder, TrainOp
 from tf1gradfix.model.slicing import closure
 from tf1gradfix.rules.catalog import _read
 
@@ -29,7 +29,7 @@ def table() -> dict:
 
 def find(program, updates, sites, qualified, span) -> list[tuple[cst.CSTNode, dict, list[int]]]:
     """`span`: a CST node -> its (first, last) line."""
-    training = [s for s in sites if any(isinstance(program.nodes[program.final[f]], (TrainOp, Update)) for f in s.fetches)]
+    training = [s for s in sites if any(isinstance(program.nodes[program.final[f]], TrainOp) for f in s.fetches)]
     if not training:
         return []
     trained_slice = set().union(*(_slice(program, s) for s in training))
