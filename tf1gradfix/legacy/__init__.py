@@ -15,24 +15,26 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
-from tf1gradfix.legacy import evaluation_draws, frozen_listed, late_stop, unapplied_clip, unmasked_update, unreached_listed
+from tf1gradfix.legacy import (bypassed_stop, evaluation_draws, frozen_listed, late_stop, unapplied_clip, unmasked_update,
+                               unreached_listed)
 from tf1gradfix.legacy.slices import tf1_names, updates
 from tf1gradfix.rules.catalog import load
 
 Diagnostic = tuple[int, int, str, str, str]
 
-# code -> the rule reading the graph (program, updates, qualified) -> [(node, fields, variables)]
-GRAPH_RULES: dict[str, Callable] = {
-    "TFG801": late_stop.find,
-    "TFG802": frozen_listed.find,
-    "TFG803": unreached_listed.find,
-    "TFG805": unmasked_update.find,
-    "TFG806": unapplied_clip.find,
-}
-# code -> the rule reading the runs too (program, updates, sites, qualified, span) -> [(node, fields, variables)]
-RUN_RULES: dict[str, Callable] = {
-    "TFG804": evaluation_draws.find,
-}
+# (code, a rule reading the graph: (program, updates, qualified) -> [(node, fields, variables)])
+GRAPH_RULES: tuple[tuple[str, Callable], ...] = (
+    ("TFG801", late_stop.find),
+    ("TFG802", frozen_listed.find),
+    ("TFG803", unreached_listed.find),
+    ("TFG805", unmasked_update.find),   # a mask between compute_gradients and apply_gradients
+    ("TFG805", bypassed_stop.find),     # an entry-wise stop_gradient
+    ("TFG806", unapplied_clip.find),
+)
+# (code, a rule reading the runs too: (program, updates, sites, qualified, span) -> [(node, fields, variables)])
+RUN_RULES: tuple[tuple[str, Callable], ...] = (
+    ("TFG804", evaluation_draws.find),
+)
 
 
 @dataclass(frozen=True)
@@ -54,7 +56,7 @@ class Found:
 def graph_findings(program, qualified, position) -> list[Found]:
     """The findings of the graph the block built (`position`: a CST node -> (line, col))."""
     return _guarded(lambda done: [_found(code, position(node), fields, tf1_names(program, variables))
-                                  for code, rule in GRAPH_RULES.items()
+                                  for code, rule in GRAPH_RULES
                                   for node, fields, variables in rule(program, done, qualified)], program, qualified)
 
 
@@ -62,7 +64,7 @@ def run_findings(program, sites, qualified, position, span) -> list[Found]:
     """The findings of the runs of that graph (`sites`: model.sites.Site, in host order;
     `span`: a CST node -> its first and last line)."""
     return _guarded(lambda done: [_found(code, position(node), fields, tf1_names(program, variables))
-                                  for code, rule in RUN_RULES.items()
+                                  for code, rule in RUN_RULES
                                   for node, fields, variables in rule(program, done, sites, qualified, span)],
                     program, qualified)
 
