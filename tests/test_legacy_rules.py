@@ -74,6 +74,11 @@ def test_evidence_reads_the_original_run(tmp_path):
     assert evidence.measured(drawing, trace, events) == [
         "line 12: TFG804: TF1 drew random numbers 6 times, 3 of them in runs that update no variable "
         "(each moved on the stream the training steps draw from)"]
+    masking = tmp_path / "masking.py"
+    masking.write_text(_example("TFG805"))
+    trace = _trace(tmp_path, {"emb": [[1.0], [1.0]]}, {"emb": [[0.5], [1.0]]})
+    assert evidence.measured(masking, trace, []) == [
+        "line 9: TFG805: in TF1 1 of the 2 entries of `emb` kept their initial value (the others moved by up to 0.5)"]
     clipping = tmp_path / "clipping.py"
     clipping.write_text(_example("TFG806"))
     applied = [[[3.0], [4.0]], [[0.3], [0.4]], [[0.0], [2.0]]]   # norms 5, 0.5, 2 against the clip norm 1.0

@@ -16,7 +16,7 @@ from tf1gradfix.legacy import Found, read
 
 # code -> what its evidence is read from the trace
 EVIDENCE = {"TFG801": "moved", "TFG802": "moved", "TFG803": "no_gradient", "TFG804": "draws",
-            "TFG805": "moved", "TFG806": "unclipped"}
+            "TFG805": "kept", "TFG806": "unclipped"}
 
 
 def measured(original: Path, trace_dir: str, events: list[dict]) -> list[str]:
@@ -50,8 +50,8 @@ def _variables(path: str) -> dict:
         return {}
 
 
-def _change(name: str, values: dict) -> tuple[float, float] | None:
-    """The largest and the mean absolute change of a variable's entries over the run."""
+def _changes(name: str, values: dict):
+    """The absolute change of each of a variable's entries over the run (None: not traced)."""
     import numpy as np
 
     from tf1gradfix.verify.runner_common import decode_array
@@ -60,7 +60,25 @@ def _change(name: str, values: dict) -> tuple[float, float] | None:
     if start is None or end is None:
         return None
     change = np.abs(decode_array(end["value"]).astype(np.float64) - decode_array(start["value"]).astype(np.float64))
-    return (float(change.max()), float(change.mean())) if change.size else None
+    return change if change.size else None
+
+
+def _change(name: str, values: dict) -> tuple[float, float] | None:
+    """The largest and the mean absolute change of a variable's entries over the run."""
+    change = _changes(name, values)
+    return None if change is None else (float(change.max()), float(change.mean()))
+
+
+def _kept(found: Found, values: dict, events: list[dict]) -> str:
+    """How many entries of a masked variable kept their initial value (a mask applied to
+    every update would keep at least those it zeroes)."""
+    parts = []
+    for name in found.variables:
+        change = _changes(name, values)
+        if change is not None:
+            parts.append(f"{int((change == 0).sum())} of the {change.size} entries of `{name}` kept their initial value "
+                         f"(the others moved by up to {change.max():.6g})")
+    return "in TF1 " + "; ".join(parts) if parts else ""
 
 
 def _moved(found: Found, values: dict, events: list[dict]) -> str:
@@ -112,4 +130,4 @@ def _unclipped(found: Found, values: dict, events: list[dict]) -> str:
             f"clipping scales such gradients down")
 
 
-_READERS = {"moved": _moved, "no_gradient": _no_gradient, "draws": _draws, "unclipped": _unclipped}
+_READERS = {"moved": _moved, "no_gradient": _no_gradient, "draws": _draws, "unclipped": _unclipped, "kept": _kept}
