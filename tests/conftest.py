@@ -18,6 +18,9 @@ def pytest_configure(config):
     """`check` keeps results in a cache folder; tests (and the CLI runs they start)
     use a fresh one, never the user's."""
     os.environ.setdefault("TF1GRADFIX_CACHE_DIR", tempfile.mkdtemp(prefix="tf1gradfix-test-cache-"))
+    from tf1gradfix import legacy
+
+    legacy.STRICT = True   # (a legacy rule's error fails the test instead of giving no finding)
 
 
 def pytest_addoption(parser):

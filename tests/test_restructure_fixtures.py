@@ -65,6 +65,9 @@ def test_restructured_is_equivalent(scenario: Path):
 
     result = orchestrate.verify_pair(scenario / "input.py", scenario / "expected.py")
     assert result.verdict == orchestrate.EQUIVALENT, (result.verdict, result.reason)
+    # a legacy training bug's fixture: the verifier shows what TF1 did, in numbers, for each
+    found = sorted({d[2] for d in _restructured(scenario).diagnostics if d[2].startswith("TFG8")})
+    assert sorted({line.split(": ")[1] for line in result.legacy}) == found, result.legacy
     # The verifier compares printed numbers; lines without any must be the same text
     # (a fetched string tensor prints as bytes on both sides).
     words_o, words_m = _lines_without_numbers(result.original.stdout_tail), _lines_without_numbers(result.migrated.stdout_tail)

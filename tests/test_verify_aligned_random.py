@@ -60,8 +60,24 @@ def test_graph_draws_follow_creation_order_not_execution_order():
     np.testing.assert_array_equal(draws.draw(0, "normal", [2], np.float32),
                                   ar.values("normal", [2], np.float32, ("op", 0, 0)))
     draws.summary()
-    assert draws.trace.events[-1] == {"kind": "aligned", "ops": 2, "draws": 5, "training": 3}
+    assert draws.trace.events[-1] == {"kind": "aligned", "ops": 2, "draws": 5, "training": 3, "evaluating": 0}
     assert [e["name"] for e in draws.trace.events if e["kind"] == "aligned_op"] == ["op0", "op1"]
+
+
+def test_graph_draws_count_those_of_runs_that_update_nothing():
+    """A gradient probe is a training run for the numbering, but it updates no variable:
+    its draws are counted apart (the evidence of TFG804), and the numbers stay the same."""
+    draws = _graph_draws([10, 5])
+    draws.begin_run(True, 0, [0], updating=False)
+    probe = draws.draw(0, "uniform", [2], np.float32)
+    draws.end_run()
+    np.testing.assert_array_equal(probe, ar.values("uniform", [2], np.float32, (("train", 0), 0)))
+    draws.begin_run(True, 0, [0])
+    draws.draw(0, "uniform", [2], np.float32)
+    draws.end_run()
+    draws.draw(1, "normal", [2], np.float32)   # (outside a run: an initializer's)
+    draws.summary()
+    assert draws.trace.events[-1] == {"kind": "aligned", "ops": 2, "draws": 3, "training": 2, "evaluating": 1}
 
 
 def test_eager_index_is_execution_order_within_a_segment():

@@ -16,6 +16,7 @@ from typing import Any, cast
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider, ScopeProvider
 
+from tf1gradfix import legacy
 from tf1gradfix.constructs import (abandoned_sessions, builders, class_initializers, class_settings, contrib,
                                    input_methods, layer_methods, mnist_loader, model_classes, optimizers, placeholders,
                                    schedules, sections, session_options, session_params, summaries, unbuilt_methods,
@@ -53,6 +54,7 @@ class Restructured:
     new_module: cst.Module | None
     diagnostics: list[Diagnostic] = field(default_factory=list)
     no_session: bool = False
+    legacy: tuple[legacy.Found, ...] = ()   # the legacy training bugs of the diagnostics, with their variables
 
     def __post_init__(self) -> None:
         if self.new_module is None and not self.no_session and not any(d[4] == "manual" for d in self.diagnostics):
@@ -88,12 +90,29 @@ def _restructure(module: cst.Module, wrapper: MetadataWrapper, plan=None, rename
                 return _restructure(desugared, AnalysisWrapper(desugared), plan)
         except Refusal as refusal:
             return Restructured(None, [(*_position(meta, r.node), r.code, r.message, "manual")
-                                       for r in getattr(refusal, "all", [refusal])])
+                                       for r in getattr(refusal, "all", [refusal])] + _legacy(meta),
+                                legacy=tuple(dict.fromkeys(getattr(meta, "legacy", ()))))
         except Exception as exc:  # noqa: BLE001 - a bug here must never cost the user's file
             return Restructured(None, [diagnostic(1, 1, "internal_error", error=f"{type(exc).__name__}: {exc}")])
     if new is None:   # (no session to start from: _Rewrite.run)
         return Restructured(None, no_session=True)
-    return Restructured(new, list(getattr(meta, "notes", ())))   # info notes of the model (TFG206)
+    return Restructured(new, list(getattr(meta, "notes", ())) + _legacy(meta),   # info notes of the model (TFG206)
+                        legacy=tuple(dict.fromkeys(getattr(meta, "legacy", ()))))
+
+
+def _legacy(meta) -> list[Diagnostic]:
+    """The legacy training bugs found in the graphs read (tf1gradfix/legacy), once each."""
+    return [found.diagnostic() for found in dict.fromkeys(getattr(meta, "legacy", ()))]
+
+
+def _span(meta, node) -> tuple[int, int]:
+    """The first and last line of `node`."""
+    try:
+        p = meta.get_metadata(PositionProvider, node)
+        return p.start.line, p.end.line
+    except (KeyError, AttributeError):
+        line = _position(meta, node)[0]
+        return line, line
 
 
 def _position(meta, node) -> tuple[int, int]:
@@ -338,6 +357,8 @@ class _Rewrite:
             builder.host_settings = self.plan.decisions.named(self.plan.attributes, model_classes.init_of(cls))
         builder.loader_calls = frozenset(id(c) for c in self.loader.calls) if self.loader is not None else frozenset()
         program = builder.build(owner, body, helpers, alias, collect=True)
+        self.meta.legacy = [*getattr(self.meta, "legacy", ()),   # (reported whether the rewrite is made or not)
+                            *legacy.graph_findings(program, self.meta.names.qualified, lambda n: _position(self.meta, n))]
         self.taken |= program.invented   # (names the model gave values: not the emitter's to give again)
         try:   # (every blocker of the graph statements and the host code in one run: ModelBuilder.build)
             if cls is None:   # (a session that only initializes, left for another: it goes)
@@ -363,6 +384,8 @@ class _Rewrite:
             if builder.writers is not None:
                 scan.skip = set(builder.writers.statements)
             scan.run()
+            self.meta.legacy += legacy.run_findings(program, scan.sites, self.meta.names.qualified,
+                                                    lambda n: _position(self.meta, n), lambda n: _span(self.meta, n))
         except Refusal as refusal:
             raise Refusals.joined(cast(list, program.refused), refusal) from None
         if program.refused:

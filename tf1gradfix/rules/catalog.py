@@ -46,6 +46,8 @@ class Rule:
     renames: bool = False
     reported_by: str | None = None  # a stage that reports it (no matcher), e.g. "restructure"
     split_from: str | None = None   # the code it was part of: that code still selects and ignores it
+    valid: tuple[str, ...] = ()     # programs it must not report (a stage's rule: tests run it on each)
+    invalid: tuple[str, ...] = ()   # programs it must report, each once
 
 
 @record(frozen=True)
@@ -151,6 +153,8 @@ def load() -> Catalog:
                 renames=bool(raw.get("renames", False)),
                 reported_by=raw.get("reported_by"),
                 split_from=raw.get("split_from"),
+                valid=tuple(raw.get("valid", ())),
+                invalid=tuple(raw.get("invalid", ())),
             )
         )
     # Renames proven by identity (generated: the TF1 object *is* the TF2 one), then the hand table's.

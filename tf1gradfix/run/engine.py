@@ -239,6 +239,8 @@ def _without_libcst(result: FileResult, display: str, data: bytes, codes: CodeFi
                                        _label(hit.rule.safety, not decided), fixable if decided else None))
     result.findings += removed_names(display, data, codes, {(h.line, h.col) for h in hits},
                                      fixed=False if decided else None)
+    if check and session:   # (the legacy training bugs: read off the program model, only when selected)
+        result.findings += _legacy(display, data, codes, silenced)
     if not session and restructure:   # (its safe fixes are written all the same: `fix` stays)
         result.findings += _sessionless(display, tree, text, hits, others, codes, silenced)
     result.findings.sort(key=lambda f: (f.line, f.col, f.code))
@@ -262,6 +264,22 @@ def _without_libcst(result: FileResult, display: str, data: bytes, codes: CodeFi
         elif new_source != text:
             result.new_source = new_source   # (`check` only counts it as a change)
     return result
+
+
+def _legacy(display: str, data: bytes, codes: CodeFilter, silenced) -> list[Finding]:
+    """`check --select TFG8...`: the legacy training bugs (tf1gradfix/legacy), which need
+    the program model; they are read only where the selection names them itself (`TFG8`,
+    `TFG802`), so a plain `check` never imports LibCST."""
+    from tf1gradfix.rules import catalog
+    from tf1gradfix.run.findings import is_suppressed
+
+    if not any(len(s) >= 4 and rule.code.startswith(s) and codes.wants(rule.code)
+               for rule in catalog.load().rules if rule.reported_by == "legacy" for s in codes.select):
+        return []
+    from tf1gradfix import legacy
+
+    return [Finding(display, f.line, f.col, f.code, f.message, "manual", False) for f in legacy.read(data, display)
+            if codes.wants(f.code) and not is_suppressed(f.line, f.code, silenced)]
 
 
 def _sessionless_of(display: str, data: bytes, codes: CodeFilter, silenced, found_none: bool) -> list[Finding]:

@@ -148,6 +148,8 @@ class Stream:
         self.draws = 0
         self.training = 0              # draws in training steps
         self.sites: dict = {}          # site -> draws
+        self.updating = True           # the run drawing now updates variables (the original side says which)
+        self.evaluating = 0            # draws in runs that update none (a gradient probe, a metric)
         self.segment, self.next_index = None, 0
 
     def index(self, segment) -> int:
@@ -160,6 +162,7 @@ class Stream:
     def count(self, site, what: dict, segment) -> None:
         self.draws += 1
         self.training += segment[0] == "train"
+        self.evaluating += not self.updating
         if site not in self.sites:
             self.sites[site] = 0
             if len(self.sites) <= MAX_SITES:
@@ -167,7 +170,8 @@ class Stream:
         self.sites[site] += 1
 
     def summary(self) -> None:
-        self.trace.event("aligned", ops=len(self.sites), draws=self.draws, training=self.training)
+        self.trace.event("aligned", ops=len(self.sites), draws=self.draws, training=self.training,
+                         evaluating=self.evaluating)
 
     def install(self, make) -> None:
         """Replace every primitive by ``make(kind, orig, stateless)``."""
@@ -244,10 +248,12 @@ class GraphDraws(Stream):
     def site_of(self, op):
         return self.by_op.get((id(op.graph), op.name))
 
-    def begin_run(self, training: bool, steps: int, sites) -> None:
-        """A traced run is about to start: the ``sites`` it reaches, in creation order, get indices."""
+    def begin_run(self, training: bool, steps: int, sites, updating: bool = True) -> None:
+        """A traced run is about to start: the ``sites`` it reaches, in creation order, get indices.
+        `updating`: it applies updates (a run computing gradients only is training here too)."""
         segment = ("train" if training else "other", steps)
         with self.lock:
+            self.updating = updating
             base = self.next_index if segment == self.segment else 0
             ordered = sorted(set(sites), key=lambda s: self.created[s])
             self.segment, self.next_index = segment, base + len(ordered)
@@ -255,7 +261,7 @@ class GraphDraws(Stream):
 
     def end_run(self) -> None:
         with self.lock:
-            self.ranks = {}
+            self.ranks, self.updating = {}, True
 
     def draw(self, site, kind, shape, dtype, *bounds):
         with self.lock:

@@ -80,6 +80,7 @@ class VerifyResult:
     elapsed: float = 0.0
     random_numbers: dict = field(default_factory=dict)   # role -> {"ops", "draws"} drawn aligned
     functions: dict = field(default_factory=dict)   # the migration's tf.function calls run as graphs / eagerly
+    legacy: list = field(default_factory=list)   # the original's legacy training bugs, with what its run showed
     lockstep: lockstep.LockstepResult | None = None  # the second, lockstep run (lockstep.py), when one was made
     budget: dict | None = None      # the --steps cut (budget.of_run); None when the programs ran whole
 
@@ -107,6 +108,7 @@ class VerifyResult:
             "proved_by": lockstep.proved_by(self),
             "lockstep": self.lockstep.to_json() if self.lockstep else None,
             "budget": self.budget, "headline": self.headline,
+            "legacy_training_bugs": self.legacy,
         }
 
 
@@ -458,6 +460,7 @@ def verify_pair(original: Path, migrated: Path, *, rtol: float = cmp_mod.DEFAULT
                             for e in ev["migrated"] if e["kind"] in ("unmatched", "mismatch")]
         result.budget = budget.of_run(ev)
         _decide(result, trace_dir, ev, rtol, atol)
+        result.legacy = _legacy_evidence(original, trace_dir, ev["original"])
         lockstep.after_plain_run(result, lockstep_mode, partial(_sides_again, original, migrated, timeout, steps,
                                                                 program_args, swap, original_swap=original_swap))
         usage_errors.explain(result)
@@ -472,6 +475,17 @@ def verify_pair(original: Path, migrated: Path, *, rtol: float = cmp_mod.DEFAULT
         stopping.forget(trace_dir)
     result.elapsed = time.monotonic() - t0
     return result
+
+
+def _legacy_evidence(original: Path, trace_dir: str, events: list) -> list[str]:
+    """The original's legacy training bugs (TFG8xx) with the numbers its run showed; what
+    cannot be read says nothing (it never costs the verdict)."""
+    from tf1gradfix.legacy import evidence
+
+    try:
+        return evidence.measured(original, trace_dir, events)
+    except Exception:  # noqa: BLE001 - evidence is a note, the verdict stands without it
+        return []
 
 
 def check_limits(rtol: float, atol: float, timeout: float) -> None:

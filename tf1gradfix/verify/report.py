@@ -80,6 +80,7 @@ def summary(result) -> str:
         for note in c.notes:
             out.append(f"  note: {note}")
     out.extend(_lockstep_lines(result))
+    out.extend(f"  legacy training bug, kept as TF1 ran it: {line}" for line in getattr(result, "legacy", ()))
     out.append(f"  time: {result.elapsed:.1f} s (original {result.original.elapsed:.1f} s, "
                f"migrated {result.migrated.elapsed:.1f} s, run concurrently)")
     return "\n".join(out)
@@ -202,6 +203,8 @@ def to_markdown(result) -> str:
     lines += _lockstep_markdown(result)
     aligned = aligned_random.describe(getattr(result, "random_numbers", {}))
     lines += [""] + ([f"Random numbers: {aligned}.", ""] if aligned else [])
+    legacy = getattr(result, "legacy", ())
+    lines += ["Legacy training bugs, kept as TF1 ran them:", *(f"- {line}" for line in legacy), ""] if legacy else []
     lines += [f"Tolerances: rtol={result.rtol:g}, atol={result.atol:g}."]
     return "\n".join(lines) + "\n"
 

@@ -216,7 +216,7 @@ class V1Tracer(rc.Reentrancy):
         step = self.budget.steps + 1
         if training and self.lockstep is not None:
             self.lockstep.guarded(self.lockstep.before_run, sess, step)
-        self.draws.begin_run(training, self.budget.steps, sites)
+        self.draws.begin_run(training, self.budget.steps, sites, updating=bool(applies))
         try:
             if extra or preds:
                 result, values = self.orig_run(sess, (fetches, extra + preds), feed_dict, options, run_metadata)
