@@ -319,10 +319,12 @@ class TapeEmitter:
             persistent = "persistent=True" if count > 1 else ""
             lines.append(f"with {self.tf}.GradientTape({persistent}) as {self.tape}:")
             lines.append(_indent("\n".join(name_scopes.joined(forward_lines, self.tf)) or "pass"))
+            updates: list[str] = []   # (several train ops: applied after every gradient, constructs/train_together.py)
             for i in grads:
                 node = self.p.nodes[i]
-                generated = self._gradient_lines(node)
+                generated = self._gradient_lines(node, sig.trains if len(sig.trains) > 1 else [], updates)
                 lines += generated if type(node) is Tensor else self.fit(generated)   # (a user statement as written)
+            lines += self.fit(updates)
         else:
             lines += name_scopes.joined(forward_lines, self.tf)
         # assignments (a target network's sync): the statements as written, in source order
@@ -388,8 +390,13 @@ class TapeEmitter:
             after[i] = lines + after.get(i, [])
         return list(dict.fromkeys(top)), after
 
-    def _gradient_lines(self, node: Node) -> list[str]:
+    def _gradient_lines(self, node: Node, together: list[TrainOp] | None = None,
+                        updates: list[str] | None = None) -> list[str]:
+        """`together`: the train ops of a run of several; a train op's update then goes to
+        `updates`, written after every gradient, and its locals are numbered."""
         name = node.names[0] if node.names else None
+        rank = next((k for k, t in enumerate(together or []) if t is node), None)
+        suffix = f"_{rank + 1}" if rank else ""
         if isinstance(node, Gradients):
             return [gradient_calls.gradient_text(self, node)]
         if isinstance(node, Tensor):
@@ -404,7 +411,7 @@ class TapeEmitter:
             loss = bound["loss"]
             assert isinstance(loss, cst.Name)   # (model.checks)
             variables = self._var_list(node, loss)   # (one list per optimizer: model.checks.check_var_lists)
-            vname = self.local("variables")
+            vname = self.local("variables" + suffix)
             lines = [f"{vname} = {graph_collections.list_expression(variables)}"]   # (one list of one loop's: its comprehension)
             if isinstance(node, ComputeGradients):
                 pairs = f"list(zip({self.tape}.gradient({loss.value}, {vname}), {vname}))"
@@ -413,7 +420,7 @@ class TapeEmitter:
                 # `g, v = zip(*opt.compute_gradients(loss))`: the pairs take the call's place
                 stmt = node.stmt.deep_replace(node.call, cst.parse_expression(pairs))
                 return lines + [self.code(stmt.with_changes(leading_lines=())).strip()]
-            gname = self.local("grads")
+            gname = self.local("grads" + suffix)
             lines.append(f"{gname} = {self.tape}.gradient({loss.value}, {vname})")
             if isinstance(node, TrainOp) and node.clip is not None:   # (optimize_loss: clipped by the global norm)
                 lines.append(f"{gname}, _ = {self.tf}.clip_by_global_norm({gname}, {self.code(node.clip)})")
@@ -421,13 +428,16 @@ class TapeEmitter:
         else:
             lines = []
             pairs = self.code(bound["grads_and_vars"])
-        lines += self._learning_rate(opt, opt_name)
+        applied = self._learning_rate(opt, opt_name)
         kept = "  # tf1gradfix: ignore[TFG204] a v1 optimizer, updating when called" if self.state.kept(opt) else ""
         grad = f"{self.tf}.convert_to_tensor(g)" if dense else "g"
-        lines.append(f"{opt_name}.apply_gradients([({grad}, v) for g, v in {pairs} if g is not None]){kept}")
+        applied.append(f"{opt_name}.apply_gradients([({grad}, v) for g, v in {pairs} if g is not None]){kept}")
         if node.step is not None:   # v1 counts an update after applying it
-            lines.append(f"{node.step}.assign_add(1)")
-        return lines
+            applied.append(f"{node.step}.assign_add(1)")
+        if rank is not None and updates is not None:
+            updates += applied
+            return lines
+        return lines + applied
 
     def _sparse_form(self, node: OptimizerCall, opt: Optimizer) -> bool:
         """Whether the update's gradients are densified before `apply_gradients`.

@@ -20,7 +20,7 @@ import libcst as cst
 from libcst.metadata import ScopeProvider
 
 from tf1gradfix.constructs import (builder_layers, builder_loops, builders, graph_collections, layer_methods, layers, optimizers,
-                                   var_lists, variables)
+                                   train_together, var_lists, variables)
 from tf1gradfix.cst.syntax import Refusal, bound_names, free_names, literal_index, loads, matches
 from tf1gradfix.cst.walk import walk
 from tf1gradfix.model.graph import Program
@@ -95,6 +95,9 @@ def check_steps(program: Program, sigs: list[Signature], qualified, found: list 
             if isinstance(node, OptimizerCall):
                 _update(program, node, qualified, found)
         kept(found, graph_collections.check_run, program, sig.nodes)
+        if len(sig.trains) > 1:
+            kept(found, train_together.check, program, sig.sites[0].call, sig.trains,
+                 [program.node(f) for f in sig.fetches], qualified, closure)
 
 
 def _update(program: Program, node: OptimizerCall, qualified, found: list | None) -> None:

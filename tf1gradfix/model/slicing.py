@@ -28,6 +28,7 @@ class Signature:
     nodes: list[int] = field(default_factory=list)      # slice, source order
     params: list[str] = field(default_factory=list)     # placeholders, call order
     train: TrainOp | None = None
+    trains: list[TrainOp] = field(default_factory=list)   # all fetched (several: constructs/train_together.py)
     returns: list[str] = field(default_factory=list)    # fetched values that reach Python
     inline: bool = False       # only variables/static values: no function needed
     flags: dict[str, str] = field(default_factory=dict)   # mode flag -> "True"/"False" in this function
@@ -117,9 +118,8 @@ def _slice(program: Program, sig: Signature, site: Site) -> None:
         raise Refusal.of(site.call, "fed_tensor_with_gradients", name=sorted(sig.fed_values)[0])
     updates.check_run(program, site.call, fetched)
     trains = [n for n in fetched if isinstance(n, TrainOp)]
-    if len(trains) > 1:
-        raise Refusal.of(site.call, "two_train_ops")
     sig.train = trains[0] if trains else None
+    sig.trains = trains   # (several: checked by model.checks, constructs/train_together.py)
     # A TF1 (reference) variable fetched with its own update shares the variable's buffer, so the
     # run returns the value after the update. Allowed for the step counter the train op increments
     # (`_, step = sess.run([train, global_step])`): the function returns it after `assign_add`.
