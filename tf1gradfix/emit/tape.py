@@ -395,7 +395,7 @@ class TapeEmitter:
         """`together`: the train ops of a run of several; a train op's update then goes to
         `updates`, written after every gradient, and its locals are numbered."""
         name = node.names[0] if node.names else None
-        rank = next((k for k, t in enumerate(together or []) if t is node), None)
+        rank = next((k for k, t in enumerate(sorted(together or [], key=lambda t: t.index)) if t is node), None)
         suffix = f"_{rank + 1}" if rank else ""
         if isinstance(node, Gradients):
             return [gradient_calls.gradient_text(self, node)]

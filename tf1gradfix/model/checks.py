@@ -96,8 +96,7 @@ def check_steps(program: Program, sigs: list[Signature], qualified, found: list 
                 _update(program, node, qualified, found)
         kept(found, graph_collections.check_run, program, sig.nodes)
         if len(sig.trains) > 1:
-            kept(found, train_together.check, program, sig.sites[0].call, sig.trains,
-                 [program.node(f) for f in sig.fetches], qualified, closure)
+            kept(found, train_together.check, program, sig.sites[0].call, sig.trains, qualified, closure)
 
 
 def _update(program: Program, node: OptimizerCall, qualified, found: list | None) -> None:
