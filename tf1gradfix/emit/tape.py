@@ -27,7 +27,8 @@ from tf1gradfix.emit import name_scopes
 from tf1gradfix.cst.syntax import literal_index, loads, matches
 from tf1gradfix.cst.walk import walk
 from tf1gradfix.model.sites import Site
-from tf1gradfix.model.slicing import Signature, closure, gradient_dependent, reached_variables, variable_text
+from tf1gradfix.model.slicing import (Signature, closure, gradient_dependent, inner_gradients, reached_variables,
+                                      variable_text)
 
 IND = "    "
 
@@ -305,17 +306,20 @@ class TapeEmitter:
             needed = self._needed(sig, set(hnodes))
             targets = [r if r in needed else "_" for r in hreturns]
             forward_lines.append(f"{', '.join(targets)} = {hname}({', '.join(hparams)})")
+        inner = inner_gradients(self.p, sig.nodes)   # (a gradient penalty: taken on a tape inside the tape)
         depth = 2 if any(i in post for i in sig.nodes) else 1   # (in the tape's block, or the function's)
         for i in own:
-            forward_lines.append(self.stmt_text(self.p.nodes[i], depth))
+            forward_lines.append(self.stmt_text(self.p.nodes[i], depth + bool(inner)))
             forward_lines += watch_after.get(i, [])
         grads = [i for i in sig.nodes if i in post]
+        if inner:
+            forward_lines, grads = self._inner_block(sig, forward_lines, grads, inner)
         # (no `x = tf.cast(x, dtype)`: the input_signature converts a fed array to the
         # placeholder's dtype, as TF1's feed did, and refuses a tensor of another dtype)
         lines: list[str] = self.fit(self._restored_shapes(sig) + [f"{k} = {v}" for k, v in sig.flags.items()]
                                     + self._variable_lists(sig))
         if grads:
-            count = sum(1 for i in grads if self.p.nodes[i].differentiates())
+            count = sum(1 for i in grads if self.p.nodes[i].differentiates() and i not in inner)
             persistent = "persistent=True" if count > 1 else ""
             lines.append(f"with {self.tf}.GradientTape({persistent}) as {self.tape}:")
             lines.append(_indent("\n".join(name_scopes.joined(forward_lines, self.tf)) or "pass"))
@@ -335,6 +339,32 @@ class TapeEmitter:
             lines.append("pass")
         header = f"{self.spec(sig.params)}\ndef {sig.name}({self.params_text(sig.params)}):\n"
         return header + _indent("\n".join(lines))
+
+    def _inner_block(self, sig: Signature, forward: list[str], grads: list[int], inner: list[int]):
+        """(the outer tape's lines, the gradient nodes after it) for a slice with second-order
+        gradients: the forward code on an inner tape (watching what the outer watches), the
+        inner gradients taken on it and what the outer differentiations read of them, all
+        recorded by the outer tape, as TF1's gradient of a gradient."""
+        tape = self.local("inner_tape")
+        outer = [i for i in grads if self.p.nodes[i].differentiates() and i not in inner]
+        read = closure(self.p, [d for i in outer for d in self.p.nodes[i].deps])
+        inside = [i for i in grads if i not in inner and i in read and type(self.p.nodes[i]) is Tensor
+                  and not closure(self.p, list(self.p.nodes[i].deps)) & set(outer)]
+        watched = [w for line in forward for w in [line] + (
+            [tape + line[len(self.tape):]] if line.startswith(f"{self.tape}.watch(") else [])]
+        targets: dict[int, str | None] = {}   # (targets computed in the call: bound in the inner block, recorded)
+        for k, i in enumerate(inner):
+            ys = cast(Gradients, self.p.nodes[i]).ys
+            targets[i] = None if isinstance(ys, cst.Name) else self.local(f"inner_target{'_' + str(k + 1) if k else ''}")
+            if targets[i] is not None:
+                watched.append(layout.fit(f"{targets[i]} = {self.code(ys)}", self.indent + 12))
+        persistent = "persistent=True" if len(inner) > 1 else ""
+        lines = [f"with {self.tf}.GradientTape({persistent}) as {tape}:",
+                 _indent("\n".join(name_scopes.joined(watched, self.tf)) or "pass")]
+        lines += self.fit([gradient_calls.gradient_text(self, cast(Gradients, self.p.nodes[i]), tape, targets[i])
+                           for i in inner], 2)
+        lines += [self.stmt_text(self.p.nodes[i], 2) for i in inside]
+        return lines, [i for i in grads if i not in inner and i not in inside]
 
     def _returned(self, name: str) -> str:
         """What a function returns for a fetch: the name, or the loss an optimize_loss train op gives."""

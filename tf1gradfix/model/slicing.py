@@ -13,7 +13,7 @@ from typing import Any, cast
 import libcst as cst
 from tf1gradfix.constructs import builders, layer_statistics, updates, variable_loops
 from tf1gradfix.model.graph import Program
-from tf1gradfix.model.nodes import (GRADIENT_NODES, BuilderModule, Layer, LayerLoop, Node,
+from tf1gradfix.model.nodes import (GRADIENT_NODES, BuilderModule, Gradients, Layer, LayerLoop, Node,
                                     Placeholder, Static, TrainOp, Update, Variable, VariableGroup)
 from tf1gradfix.model.sites import Site
 from tf1gradfix.cst.syntax import Refusal
@@ -108,8 +108,11 @@ def _slice(program: Program, sig: Signature, site: Site) -> None:
         unsupported = node.refusal_if_run()
         if unsupported is not None:
             raise unsupported
-        if node.differentiates() and any(isinstance(program.nodes[j], GRADIENT_NODES) for j in closure(program, node.deps)):
-            # the tape would have to record the inner gradient: nested tapes, which the rewrite does not write
+        if node.differentiates() and any(isinstance(program.nodes[j], GRADIENT_NODES) and program.nodes[j].differentiates()
+                                         and any(isinstance(program.nodes[k], GRADIENT_NODES)
+                                                 for k in closure(program, program.nodes[j].deps))
+                                         for j in closure(program, node.deps)):
+            # (second order is written with an inner tape, emit.tape.inner_gradients; third is not)
             raise Refusal.of(node.value, "gradient_of_gradient")
     sig.nodes = sorted(members)
     if any(_from_variables(program, n) for n in sig.fed_values) and \
@@ -141,6 +144,14 @@ def _slice(program: Program, sig: Signature, site: Site) -> None:
     defaults = [p for p in order if _placeholder(program, p).default is not None
                 and (p in sig.fed or any(ph.names[0] == p for ph in placeholders))]
     sig.params = plain + [n for n in sig.fed_values] + defaults
+
+
+def inner_gradients(program: Program, members: list[int]) -> list[int]:
+    """`tf.gradients` nodes of a slice that another differentiation of it is taken through
+    (a gradient penalty): the outer tape must record them, taken on a tape of their own."""
+    outer = [i for i in members if program.nodes[i].differentiates()]
+    return [i for i in members if isinstance(program.nodes[i], Gradients)
+            and any(i in closure(program, program.nodes[j].deps) for j in outer if j != i)]
 
 
 def gradient_dependent(program: Program, members: list[int]) -> set[int]:
