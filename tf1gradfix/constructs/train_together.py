@@ -38,14 +38,14 @@ def check(program, call: cst.CSTNode, trains: list[TrainOp], qualified, closure)
     for train in trains:
         if train.stats or train.result is not None or train.clip is not None:
             raise Refusal.of(call, "two_train_ops_form", op=train.names[0])
-        updated = _updated(program, train, qualified, closure)
-        if updated is None:
+        keys = updated(program, train, qualified, closure)
+        if keys is None:
             raise Refusal.of(call, "two_train_ops_unknown_variables", op=train.names[0])
-        for key in updated:
+        for key in keys:
             other = next((seen[k] for k in seen if _overlap(k, key)), None)
             if other is not None:
                 raise Refusal.of(call, "two_train_ops", variable=_label(program, key), first=other, second=train.names[0])
-        for key in updated:
+        for key in keys:
             seen[key] = train.names[0]
 
 
@@ -59,9 +59,10 @@ def _label(program, key: Key) -> str:
     return name if key[1] is None else f"{name}.{key[1]}"
 
 
-def _updated(program, train: TrainOp, qualified, closure) -> set[Key] | None:
-    """The variables `train` updates: its var_list, the trainable variables its loss reaches,
-    or (apply_gradients) those of the compute_gradients its pairs come from."""
+def updated(program, train, qualified, closure) -> set[Key] | None:
+    """The variables `train` (a train op or compute_gradients) updates: its var_list, the
+    trainable variables its loss reaches, or (apply_gradients) those of the compute_gradients
+    its pairs come from; None where that is not read."""
     if train.method == "apply_gradients":
         sources = [program.nodes[i] for i in closure(program, list(train.deps))
                    if isinstance(program.nodes[i], ComputeGradients)]

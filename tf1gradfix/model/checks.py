@@ -101,17 +101,21 @@ def check_steps(program: Program, sigs: list[Signature], qualified, found: list 
 
 def _update(program: Program, node: OptimizerCall, qualified, found: list | None) -> None:
     """An optimizer's update: its optimizer, then its loss and its variables."""
-    kept(found, _optimizer, program, node)
+    kept(found, _optimizer, program, node, qualified)
     kept(found, _loss, program, node, qualified)
 
 
-def _optimizer(program: Program, node: OptimizerCall) -> None:
+def _optimizer(program: Program, node: OptimizerCall, qualified) -> None:
     opt = program.nodes[node.optimizer]
     assert isinstance(opt, Optimizer)
     row = optimizers.optimizer_table().get(opt.cls, {})
     if row.get("sparse", True) is False and any(matches(q, "sparse_gradients")
                                                 for j in closure(program, [node.index]) for q in program.nodes[j].called()):
-        raise Refusal.of(opt.call, "optimizer_sparse_lazy", optimizer=opt.cls)
+        # (lazy only for a table the update gets slices of: one it does not update is no matter)
+        tables = optimizers.sparse_tables(program, node, qualified, closure)
+        listed = train_together.updated(program, node, qualified, closure) if tables else set()
+        if tables is None or listed is None or tables & {key[0] for key in listed}:
+            raise Refusal.of(opt.call, "optimizer_sparse_lazy", optimizer=opt.cls)
     if row.get("v1_slots") and any(isinstance(n, LayerNode) and n.weights and not (
             isinstance(n, BuilderModule) and n.method_of is not None) for n in program.nodes):   # (tf.Variables, see layer_methods)
         raise Refusal.of(opt.call, "kept_optimizer_with_layers", optimizer=opt.cls)
