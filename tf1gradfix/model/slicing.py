@@ -108,11 +108,12 @@ def _slice(program: Program, sig: Signature, site: Site) -> None:
         unsupported = node.refusal_if_run()
         if unsupported is not None:
             raise unsupported
-        if node.differentiates() and any(isinstance(program.nodes[j], GRADIENT_NODES) and program.nodes[j].differentiates()
-                                         and any(isinstance(program.nodes[k], GRADIENT_NODES)
-                                                 for k in closure(program, program.nodes[j].deps))
-                                         for j in closure(program, node.deps)):
-            # (second order is written with an inner tape, emit.tape.inner_gradients; third is not)
+        inner = [j for j in closure(program, node.deps) if isinstance(program.nodes[j], GRADIENT_NODES)] \
+            if node.differentiates() else []
+        # (an update through a gradient is written with an inner tape, emit.tape.inner_gradients; a tf.gradients
+        # of a gradient, which the verifier does not follow, or one more order is not)
+        if inner and isinstance(node, Gradients) or \
+                any(isinstance(program.nodes[k], GRADIENT_NODES) for j in inner for k in closure(program, program.nodes[j].deps)):
             raise Refusal.of(node.value, "gradient_of_gradient")
     sig.nodes = sorted(members)
     if any(_from_variables(program, n) for n in sig.fed_values) and \
