@@ -20,7 +20,7 @@ from tf1gradfix.model.graph import Program
 from tf1gradfix.constructs.variable_loops import loop_statement
 from tf1gradfix.model.nodes import (ComputeGradients, Computed, Gradients, Layer, LayerCall, LayerLoop, LayerLoopCall, LayerSite, Node,
                                     Optimizer,
-                                    OptimizerCall, Placeholder, RnnRun, StateTuple, Summary, Tensor, TrainOp, Update,
+                                    OptimizerCall, Placeholder, RnnRun, StateTuple, Summary, Tensor, TrainGroup, TrainOp, Update,
                                     Variable, VariableSite, VarList, ZeroState)
 from tf1gradfix.cst import layout
 from tf1gradfix.emit import name_scopes
@@ -326,6 +326,8 @@ class TapeEmitter:
             updates: list[str] = []   # (several train ops: applied after every gradient, constructs/train_together.py)
             for i in grads:
                 node = self.p.nodes[i]
+                if isinstance(node, TrainGroup):   # (its train ops are among the nodes: written there)
+                    continue
                 generated = self._gradient_lines(node, sig.trains if len(sig.trains) > 1 else [], updates)
                 lines += generated if type(node) is Tensor else self.fit(generated)   # (a user statement as written)
             lines += self.fit(updates)
@@ -537,7 +539,7 @@ class TapeEmitter:
             if isinstance(target, (cst.Tuple, cst.List)) and len(target.elements) == len(site.fetches):
                 kept = []
                 for element, fetch in zip(target.elements, site.fetches):
-                    if not isinstance(self.p.node(fetch), (TrainOp, Update)):   # (a train op's is unread: model.checks)
+                    if not isinstance(self.p.node(fetch), (TrainOp, TrainGroup, Update)):   # (a train op's is unread: model.checks)
                         kept.append(self.code(element.value))
                 if not kept:
                     return parent, cst.Expr(cst.parse_expression(self._invoke(site)))
@@ -546,7 +548,7 @@ class TapeEmitter:
         if isinstance(parent, cst.Subscript) and parent.value is site.call and site.structure != "single":
             index = literal_index(parent)
             if index is not None and -len(site.fetches) <= index < len(site.fetches) \
-                    and not isinstance(self.p.node(site.fetches[index]), (TrainOp, Update)):
+                    and not isinstance(self.p.node(site.fetches[index]), (TrainOp, TrainGroup, Update)):
                 position = sig.returns.index(site.fetches[index])   # `sess.run([op, t])[1]`: t's value
                 call = self._invoke(site)
                 value = f"{call}.numpy()" if len(sig.returns) == 1 else f"{call}[{position}].numpy()"

@@ -25,7 +25,8 @@ from tf1gradfix.cst.syntax import Refusal, bound_names, free_names, literal_inde
 from tf1gradfix.cst.walk import walk
 from tf1gradfix.model.graph import Program
 from tf1gradfix.model.nodes import (BuilderModule, ComputeGradients, Gradients, Layer, LayerLoop, LayerNode, Optimizer, OptimizerCall,
-                                    Placeholder, RnnCell, RnnRun, Static, Tensor, TrainOp, Update, Variable)
+                                    Placeholder, RnnCell, RnnRun, Static, Tensor, TrainGroup, TrainOp, Update,
+                                    Variable)
 from tf1gradfix.model.slicing import Signature, closure, gradient_dependent, reached_variables, signatures
 
 
@@ -192,14 +193,14 @@ def _check_result(program: Program, site, meta) -> None:
         target = parent.targets[0].target
         if isinstance(target, (cst.Tuple, cst.List)) and len(target.elements) == len(site.fetches):
             for element, fetch in zip(target.elements, site.fetches):
-                if isinstance(program.node(fetch), (TrainOp, Update)) \
+                if isinstance(program.node(fetch), (TrainOp, TrainGroup, Update)) \
                         and not (isinstance(element.value, cst.Name) and discarded(meta, element.value)):
                     raise Refusal.of(element.value, "train_result_used")
             return
     if isinstance(parent, cst.Subscript) and parent.value is site.call and site.structure != "single":
         index = literal_index(parent)
         if index is not None and -len(site.fetches) <= index < len(site.fetches) \
-                and not isinstance(program.node(site.fetches[index]), (TrainOp, Update)):
+                and not isinstance(program.node(site.fetches[index]), (TrainOp, TrainGroup, Update)):
             return
     raise Refusal.of(site.call, "train_fetch_result_used")
 

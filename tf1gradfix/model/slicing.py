@@ -14,7 +14,7 @@ import libcst as cst
 from tf1gradfix.constructs import builders, layer_statistics, updates, variable_loops
 from tf1gradfix.model.graph import Program
 from tf1gradfix.model.nodes import (GRADIENT_NODES, BuilderModule, Gradients, Layer, LayerLoop, Node,
-                                    Placeholder, Static, TrainOp, Update, Variable, VariableGroup)
+                                    Placeholder, Static, TrainGroup, TrainOp, Update, Variable, VariableGroup)
 from tf1gradfix.model.sites import Site
 from tf1gradfix.cst.syntax import Refusal
 
@@ -121,7 +121,8 @@ def _slice(program: Program, sig: Signature, site: Site) -> None:
         # TF1's gradient ops were built through the fed value's computation and still run it
         raise Refusal.of(site.call, "fed_tensor_with_gradients", name=sorted(sig.fed_values)[0])
     updates.check_run(program, site.call, fetched)
-    trains = [n for n in fetched if isinstance(n, TrainOp)]
+    trains = [n for n in fetched if isinstance(n, TrainOp)] + \
+        [cast(TrainOp, program.nodes[i]) for n in fetched if isinstance(n, TrainGroup) for i in n.members]
     sig.train = trains[0] if trains else None
     sig.trains = trains   # (several: checked by model.checks, constructs/train_together.py)
     # A TF1 (reference) variable fetched with its own update shares the variable's buffer, so the
@@ -133,7 +134,7 @@ def _slice(program: Program, sig: Signature, site: Site) -> None:
         raise Refusal.of(site.call, "variable_fetched_with_update")
     # (an optimize_loss train op gives its loss: the function returns it, emit.tape)
     sig.returns = [name for name, n in zip(sig.fetches, fetched)
-                   if not isinstance(n, (TrainOp, Update)) or isinstance(n, TrainOp) and n.result is not None]
+                   if not isinstance(n, (TrainOp, TrainGroup, Update)) or isinstance(n, TrainOp) and n.result is not None]
     sig.inline = all(isinstance(n, (Variable, Static)) for n in fetched) and not sig.fed
     placeholders = [n for n in (program.nodes[i] for i in sig.nodes)
                     if isinstance(n, Placeholder) and not n.mode_flag]   # (a flag is a literal in each function)
