@@ -230,6 +230,33 @@ def test_a_rewrite_whose_plain_run_drifts_is_proven_in_lockstep(scenario):
     assert result.to_json()["proved_by"] == "lockstep"
 
 
+@pytest.mark.tf
+def test_overlapping_var_lists_map_each_optimizer_to_its_own_slots():
+    """Three Adams, one over the others' variables and one it gets no gradient for
+    (fixtures/rewrite/infogan_overlapping_var_lists): each Keras optimizer's slots are its
+    own original's (`w/Adam_2`), not the first original holding a slot of the variable."""
+    from tf1gradfix.verify.orchestrate import EQUIVALENT, verify_pair
+
+    folder = ROOT / "fixtures" / "rewrite" / "infogan_overlapping_var_lists"
+    result = verify_pair(folder / "input.py", folder / "expected.py", lockstep_mode="always")
+    assert result.verdict == EQUIVALENT and result.lockstep.status == "agreed", result.reason
+    assert result.lockstep.comparison.stats["step change"].compared >= 15 * 4
+
+
+def test_an_optimizer_is_matched_to_the_original_with_its_variables():
+    entries = [{"slots": {"c/h": {"m": "c/h/Adam_2"}, "c/o": {}, "g/w": {"m": "g/w/Adam"}}},   # c/o: no gradient
+               {"slots": {"c/h": {"m": "c/h/Adam"}, "c/o": {"m": "c/o/Adam"}}},
+               {"slots": {"c/h": {"m": "c/h/Adam_4"}, "c/o": {"m": "c/o/Adam_2"}}}]
+    step = lockstep_v2.Lockstep.__new__(lockstep_v2.Lockstep)
+    step.originals = {}
+    first, second, wide = object(), object(), object()
+    assert step.original_of(wide, entries, {"c/h", "g/w"}) == 0
+    step.originals[id(first)] = step.original_of(first, entries, {"c/h", "c/o"})
+    assert step.originals[id(first)] == 1   # (not 0, which lists c/o without a slot)
+    assert step.original_of(second, entries, {"c/h", "c/o"}) == 2   # (the next one not taken)
+    assert step.slot_label({"optimizers": entries}, "c/h", "m", first) == "c/h/Adam"
+
+
 def _proof_cases():
     from test_optimizer_table import ROWS
 

@@ -574,13 +574,17 @@ def test_one_gradient_taken_from_a_list_is_the_gradient_for_that_tensor():
     assert "    g = tape.gradient(loss, w)\n" in code
 
 
-def test_a_loss_computed_from_a_gradient_is_refused():
+def test_a_loss_computed_from_a_gradient_takes_it_on_an_inner_tape():
+    """A gradient penalty: the outer tape records the inner gradient (second order); proven
+    on fixtures/rewrite/wgan_gradient_penalty."""
     source = STEPPED.format(run="sess.run(train_op, {x: np.ones([3, 2])})").replace(
         "train_op = tf.train.GradientDescentOptimizer(0.1).minimize(loss, global_step=step)",
         "g = tf.gradients(loss, [x])[0]\npenalty = loss + tf.reduce_sum(tf.square(g))\n"
         "train_op = tf.train.GradientDescentOptimizer(0.1).minimize(penalty, global_step=step)")
-    result = rewrite(source)
-    assert result.new_module is None and "second order" in result.diagnostics[0][3]
+    code = rewrite(source).new_module.code
+    inner = code.index("with tf.GradientTape() as inner_tape:")
+    assert code.index("with tf.GradientTape() as tape:") < inner < code.index("g = inner_tape.gradient(loss, x)") \
+        < code.index("tape.gradient(penalty, variables)"), code
 
 
 @pytest.mark.parametrize("default, dtype", [("0.5", "float32"), ("7", "int32"), ("-2_147_483_648", "int32"),

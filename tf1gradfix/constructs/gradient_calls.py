@@ -189,16 +189,18 @@ def _unconnected(builder, given) -> str | None:
     return None if text == "none" else text
 
 
-def gradient_text(emitter, node: Gradients) -> str:
-    """`target = tape.gradient(ys, xs[, output_gradients=..., unconnected_gradients=...])`."""
+def gradient_text(emitter, node: Gradients, tape: str | None = None, ys: str | None = None) -> str:
+    """`target = tape.gradient(ys, xs[, output_gradients=..., unconnected_gradients=...])`
+    (`tape`, `ys`: an inner tape's name and the name its block bound the targets to, for a
+    gradient another is taken through)."""
     xs = node.xs
-    args = [emitter.code(node.ys), node.listed if node.listed is not None else
+    args = [ys or emitter.code(node.ys), node.listed if node.listed is not None else
             xs[0] if isinstance(node.target, cst.Name) and node.single else f"[{', '.join(xs)}]"]
     if node.grad_ys is not None:
         args.append(f"output_gradients={emitter.code(node.grad_ys)}")
     if node.unconnected == "zero":
         args.append(f"unconnected_gradients={emitter.tf}.UnconnectedGradients.ZERO")
-    return f"{emitter.code(node.target)} = {emitter.tape}.gradient({', '.join(args)})"
+    return f"{emitter.code(node.target)} = {tape or emitter.tape}.gradient({', '.join(args)})"
 
 
 def stop_lines(program, sig_nodes, closure, tf: str) -> dict[int, list[str]]:

@@ -11,14 +11,39 @@ import libcst as cst
 
 from tf1gradfix.constructs import global_step, grad_pairs, gradient_calls, optimizers
 from tf1gradfix.cst.syntax import Refusal, bound_args, matches
-from tf1gradfix.model.nodes import ComputeGradients, Optimizer, Statement, TrainOp, Variable
+from tf1gradfix.model.nodes import ComputeGradients, Optimizer, Statement, TrainGroup, TrainOp, Variable
 
 METHODS = ("minimize", "compute_gradients", "apply_gradients")
 
 
 def build(builder, s: Statement) -> bool:
     """A `TrainOp` or `ComputeGradients` node; False if the value calls no optimizer method."""
-    return _alias(builder, s) or _model(builder, s.item, s.names, s.value, s.deps)
+    return _alias(builder, s) or _group(builder, s) or _model(builder, s.item, s.names, s.value, s.deps)
+
+
+def _group(builder, s: Statement) -> bool:
+    """`train = tf.group(opt.apply_gradients(a), opt.minimize(loss), named_train_op)`: each
+    optimizer call a train op of its own (named as the program does not), the group a
+    `TrainGroup` whose run runs them together, as a run fetching them all would."""
+    value = s.value
+    if not (isinstance(value, cst.Call) and s.one is not None and builder.qualified(value.func) == "tensorflow.group"
+            and value.args and all(a.keyword is None and not a.star for a in value.args)):
+        return False
+    args = [a.value for a in value.args]
+    named = [builder.program.node(e.value) if isinstance(e, cst.Name) else None for e in args]
+    if not all(isinstance(n, TrainOp) or isinstance(e, cst.Call) and _optimizer_call(builder, e)
+               and cast(cst.Attribute, e.func).attr.value != "compute_gradients" for e, n in zip(args, named)):
+        return False
+    members = []
+    for e, node in zip(args, named):
+        if not isinstance(node, TrainOp):
+            fresh = builder.invent("train_op")
+            _model(builder, s.item, (fresh,), e, builder.deps_of(e))
+            node = builder.program.node(fresh)
+        members.append(cast(TrainOp, node).index)
+    builder.add(s.item, TrainGroup, s.names, value, set(s.deps) | set(members), members=tuple(members))
+    builder.program.checked.add(id(value))   # (tf.group of them: written as the run of them)
+    return True
 
 
 def _alias(builder, s: Statement) -> bool:

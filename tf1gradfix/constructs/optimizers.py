@@ -7,8 +7,11 @@ import fnmatch
 import functools
 from typing import cast
 
-from tf1gradfix.cst.syntax import Refusal, bound_args, loads, schedule_table
-from tf1gradfix.model.nodes import Optimizer, Placeholder, Statement, Static
+import libcst as cst
+
+from tf1gradfix.cst.syntax import Refusal, bound_args, loads, matches, schedule_table
+from tf1gradfix.cst.walk import walk
+from tf1gradfix.model.nodes import Optimizer, Placeholder, Statement, Static, Variable
 from tf1gradfix.rules.catalog import _read
 
 # Statuses whose target takes a learning rate set before every update (a fed one).
@@ -68,3 +71,25 @@ def check_settings(program, node: Optimizer, schedule, lr, qualified) -> bool:
         fed = True
     check(node, fed)
     return fed
+
+
+def sparse_tables(program, node, qualified, closure) -> set[int] | None:
+    """The variables an update's gradients reach as slices: the tables its loss looks rows
+    up in (`tf.gather(E, ids)`, graph_ops.toml `sparse_gradients`); None where a lookup's
+    table is not a variable the program names (computed, or in a helper's body)."""
+    tables: set[int] = set()
+    for j in closure(program, [node.index]):
+        member = program.nodes[j]
+        wanted = [q for q in member.called() if matches(q, "sparse_gradients")]
+        calls = [c for c in walk(member.stmt) if type(c) is cst.Call and matches(qualified(c.func), "sparse_gradients")] \
+            if wanted and member.stmt is not None else []
+        if len(calls) != len(wanted):
+            return None
+        for call in calls:
+            params = call.args[0].value if call.args and call.args[0].keyword is None else \
+                next((a.value for a in call.args if a.keyword is not None and a.keyword.value == "params"), None)
+            table = program.node(params.value) if isinstance(params, cst.Name) else None
+            if not isinstance(table, Variable):
+                return None
+            tables.add(table.index)
+    return tables

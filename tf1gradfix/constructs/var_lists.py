@@ -257,7 +257,9 @@ def _filtered(program, comp: cst.ListComp, before: int, qualified) -> list[Liste
     source = members(program, loop.iter, before, qualified)
     if source is None:
         return None
-    if any(e.tf1 is None or isinstance(program.nodes[e.node], BuilderModule) for e in source):   # (`enc.w`, `*enc.made...`)
+    source = [part for e in source for part in (_builder_entries(program, e) or [e])]   # (a builder's, variable by variable)
+    if any(e.tf1 is None or isinstance(program.nodes[e.node], BuilderModule) and e.weight is None and e.text is None
+           for e in source):   # (`*enc.made...`: made call by call, named by the calls)
         raise Refusal.of(comp, "collection_filter_builder")
     if not loop.ifs:
         return source
@@ -271,6 +273,29 @@ def _filtered(program, comp: cst.ListComp, before: int, qualified) -> list[Liste
         if verdict:
             chosen.append(entry)
     return chosen
+
+
+def _builder_entries(program, entry: Listed) -> list[Listed] | None:
+    """A builder function's module listed variable by variable, each under TF1's name
+    (`SCOPE/w:0`, `SCOPE/dense/kernel:0`) and written as its attribute (`disc.w`,
+    `disc.dense.kernel`), in the order TF1 made them (builder_layers.variables_text);
+    None where its names are not fixed: no scope of its own, a scope given by the caller,
+    a model class's method, layers made call by call, a layer's `trainable` setting (its
+    `tf.get_variable`s take none: builders.py)."""
+    node = program.nodes[entry.node]
+    if not isinstance(node, BuilderModule) or entry.tf1 is not None or node.scope is None or node.method_of is not None \
+            or node.scope_parameter is not None or node.made_on_call:
+        return None
+    at = {id(s): i for i, s in enumerate(node.inner)}
+    made = [(at[id(v[4])], 0, Listed(node.index, None, f"{node.scope}/{v[1]}:0", None, f"{node.var}.{builders.attribute_name(v[0])}"))
+            for v in node.variables]
+    for k, site in enumerate(node.layers):
+        weights = _weights(site.row, site.bound)
+        if weights is None or any(w in site.row.get("unordered", ()) for w, _ in weights[1:]) or "trainable" in site.bound:
+            return None
+        made += [(site.at, 1 + k, Listed(node.index, None, f"{node.scope}/{site.label}/{leaf}:0", weight,
+                                         f"{node.var}.{site.attribute}.{weight}")) for weight, leaf in weights]
+    return [listed for *_, listed in sorted(made, key=lambda m: m[:2])]
 
 
 def _optimizer(program, node: OptimizerCall) -> Optimizer:

@@ -20,14 +20,15 @@ from tf1gradfix.model.graph import Program
 from tf1gradfix.constructs.variable_loops import loop_statement
 from tf1gradfix.model.nodes import (ComputeGradients, Computed, Gradients, Layer, LayerCall, LayerLoop, LayerLoopCall, LayerSite, Node,
                                     Optimizer,
-                                    OptimizerCall, Placeholder, RnnRun, StateTuple, Summary, Tensor, TrainOp, Update,
+                                    OptimizerCall, Placeholder, RnnRun, StateTuple, Summary, Tensor, TrainGroup, TrainOp, Update,
                                     Variable, VariableSite, VarList, ZeroState)
 from tf1gradfix.cst import layout
 from tf1gradfix.emit import name_scopes
 from tf1gradfix.cst.syntax import literal_index, loads, matches
 from tf1gradfix.cst.walk import walk
 from tf1gradfix.model.sites import Site
-from tf1gradfix.model.slicing import Signature, closure, gradient_dependent, reached_variables, variable_text
+from tf1gradfix.model.slicing import (Signature, closure, gradient_dependent, inner_gradients, reached_variables,
+                                      variable_text)
 
 IND = "    "
 
@@ -305,24 +306,31 @@ class TapeEmitter:
             needed = self._needed(sig, set(hnodes))
             targets = [r if r in needed else "_" for r in hreturns]
             forward_lines.append(f"{', '.join(targets)} = {hname}({', '.join(hparams)})")
+        inner = inner_gradients(self.p, sig.nodes)   # (a gradient penalty: taken on a tape inside the tape)
         depth = 2 if any(i in post for i in sig.nodes) else 1   # (in the tape's block, or the function's)
         for i in own:
-            forward_lines.append(self.stmt_text(self.p.nodes[i], depth))
+            forward_lines.append(self.stmt_text(self.p.nodes[i], depth + bool(inner)))
             forward_lines += watch_after.get(i, [])
         grads = [i for i in sig.nodes if i in post]
+        if inner:
+            forward_lines, grads = self._inner_block(sig, forward_lines, grads, inner)
         # (no `x = tf.cast(x, dtype)`: the input_signature converts a fed array to the
         # placeholder's dtype, as TF1's feed did, and refuses a tensor of another dtype)
         lines: list[str] = self.fit(self._restored_shapes(sig) + [f"{k} = {v}" for k, v in sig.flags.items()]
                                     + self._variable_lists(sig))
         if grads:
-            count = sum(1 for i in grads if self.p.nodes[i].differentiates())
+            count = sum(1 for i in grads if self.p.nodes[i].differentiates() and i not in inner)
             persistent = "persistent=True" if count > 1 else ""
             lines.append(f"with {self.tf}.GradientTape({persistent}) as {self.tape}:")
             lines.append(_indent("\n".join(name_scopes.joined(forward_lines, self.tf)) or "pass"))
+            updates: list[str] = []   # (several train ops: applied after every gradient, constructs/train_together.py)
             for i in grads:
                 node = self.p.nodes[i]
-                generated = self._gradient_lines(node)
+                if isinstance(node, TrainGroup):   # (its train ops are among the nodes: written there)
+                    continue
+                generated = self._gradient_lines(node, sig.trains if len(sig.trains) > 1 else [], updates)
                 lines += generated if type(node) is Tensor else self.fit(generated)   # (a user statement as written)
+            lines += self.fit(updates)
         else:
             lines += name_scopes.joined(forward_lines, self.tf)
         # assignments (a target network's sync): the statements as written, in source order
@@ -333,6 +341,32 @@ class TapeEmitter:
             lines.append("pass")
         header = f"{self.spec(sig.params)}\ndef {sig.name}({self.params_text(sig.params)}):\n"
         return header + _indent("\n".join(lines))
+
+    def _inner_block(self, sig: Signature, forward: list[str], grads: list[int], inner: list[int]):
+        """(the outer tape's lines, the gradient nodes after it) for a slice with second-order
+        gradients: the forward code on an inner tape (watching what the outer watches), the
+        inner gradients taken on it and what the outer differentiations read of them, all
+        recorded by the outer tape, as TF1's gradient of a gradient."""
+        tape = self.local("inner_tape")
+        outer = [i for i in grads if self.p.nodes[i].differentiates() and i not in inner]
+        read = closure(self.p, [d for i in outer for d in self.p.nodes[i].deps])
+        inside = [i for i in grads if i not in inner and i in read and type(self.p.nodes[i]) is Tensor
+                  and not closure(self.p, list(self.p.nodes[i].deps)) & set(outer)]
+        watched = [w for line in forward for w in [line] + (
+            [tape + line[len(self.tape):]] if line.startswith(f"{self.tape}.watch(") else [])]
+        targets: dict[int, str | None] = {}   # (targets computed in the call: bound in the inner block, recorded)
+        for k, i in enumerate(inner):
+            ys = cast(Gradients, self.p.nodes[i]).ys
+            targets[i] = None if isinstance(ys, cst.Name) else self.local(f"inner_target{'_' + str(k + 1) if k else ''}")
+            if targets[i] is not None:
+                watched.append(layout.fit(f"{targets[i]} = {self.code(ys)}", self.indent + 12))
+        persistent = "persistent=True" if len(inner) > 1 else ""
+        lines = [f"with {self.tf}.GradientTape({persistent}) as {tape}:",
+                 _indent("\n".join(name_scopes.joined(watched, self.tf)) or "pass")]
+        lines += self.fit([gradient_calls.gradient_text(self, cast(Gradients, self.p.nodes[i]), tape, targets[i])
+                           for i in inner], 2)
+        lines += [self.stmt_text(self.p.nodes[i], 2) for i in inside]
+        return lines, [i for i in grads if i not in inner and i not in inside]
 
     def _returned(self, name: str) -> str:
         """What a function returns for a fetch: the name, or the loss an optimize_loss train op gives."""
@@ -388,8 +422,13 @@ class TapeEmitter:
             after[i] = lines + after.get(i, [])
         return list(dict.fromkeys(top)), after
 
-    def _gradient_lines(self, node: Node) -> list[str]:
+    def _gradient_lines(self, node: Node, together: list[TrainOp] | None = None,
+                        updates: list[str] | None = None) -> list[str]:
+        """`together`: the train ops of a run of several; a train op's update then goes to
+        `updates`, written after every gradient, and its locals are numbered."""
         name = node.names[0] if node.names else None
+        rank = next((k for k, t in enumerate(sorted(together or [], key=lambda t: t.index)) if t is node), None)
+        suffix = f"_{rank + 1}" if rank else ""
         if isinstance(node, Gradients):
             return [gradient_calls.gradient_text(self, node)]
         if isinstance(node, Tensor):
@@ -404,7 +443,7 @@ class TapeEmitter:
             loss = bound["loss"]
             assert isinstance(loss, cst.Name)   # (model.checks)
             variables = self._var_list(node, loss)   # (one list per optimizer: model.checks.check_var_lists)
-            vname = self.local("variables")
+            vname = self.local("variables" + suffix)
             lines = [f"{vname} = {graph_collections.list_expression(variables)}"]   # (one list of one loop's: its comprehension)
             if isinstance(node, ComputeGradients):
                 pairs = f"list(zip({self.tape}.gradient({loss.value}, {vname}), {vname}))"
@@ -413,7 +452,7 @@ class TapeEmitter:
                 # `g, v = zip(*opt.compute_gradients(loss))`: the pairs take the call's place
                 stmt = node.stmt.deep_replace(node.call, cst.parse_expression(pairs))
                 return lines + [self.code(stmt.with_changes(leading_lines=())).strip()]
-            gname = self.local("grads")
+            gname = self.local("grads" + suffix)
             lines.append(f"{gname} = {self.tape}.gradient({loss.value}, {vname})")
             if isinstance(node, TrainOp) and node.clip is not None:   # (optimize_loss: clipped by the global norm)
                 lines.append(f"{gname}, _ = {self.tf}.clip_by_global_norm({gname}, {self.code(node.clip)})")
@@ -421,13 +460,16 @@ class TapeEmitter:
         else:
             lines = []
             pairs = self.code(bound["grads_and_vars"])
-        lines += self._learning_rate(opt, opt_name)
+        applied = self._learning_rate(opt, opt_name)
         kept = "  # tf1gradfix: ignore[TFG204] a v1 optimizer, updating when called" if self.state.kept(opt) else ""
         grad = f"{self.tf}.convert_to_tensor(g)" if dense else "g"
-        lines.append(f"{opt_name}.apply_gradients([({grad}, v) for g, v in {pairs} if g is not None]){kept}")
+        applied.append(f"{opt_name}.apply_gradients([({grad}, v) for g, v in {pairs} if g is not None]){kept}")
         if node.step is not None:   # v1 counts an update after applying it
-            lines.append(f"{node.step}.assign_add(1)")
-        return lines
+            applied.append(f"{node.step}.assign_add(1)")
+        if rank is not None and updates is not None:
+            updates += applied
+            return lines
+        return lines + applied
 
     def _sparse_form(self, node: OptimizerCall, opt: Optimizer) -> bool:
         """Whether the update's gradients are densified before `apply_gradients`.
@@ -497,7 +539,7 @@ class TapeEmitter:
             if isinstance(target, (cst.Tuple, cst.List)) and len(target.elements) == len(site.fetches):
                 kept = []
                 for element, fetch in zip(target.elements, site.fetches):
-                    if not isinstance(self.p.node(fetch), (TrainOp, Update)):   # (a train op's is unread: model.checks)
+                    if not isinstance(self.p.node(fetch), (TrainOp, TrainGroup, Update)):   # (a train op's is unread: model.checks)
                         kept.append(self.code(element.value))
                 if not kept:
                     return parent, cst.Expr(cst.parse_expression(self._invoke(site)))
@@ -506,7 +548,7 @@ class TapeEmitter:
         if isinstance(parent, cst.Subscript) and parent.value is site.call and site.structure != "single":
             index = literal_index(parent)
             if index is not None and -len(site.fetches) <= index < len(site.fetches) \
-                    and not isinstance(self.p.node(site.fetches[index]), (TrainOp, Update)):
+                    and not isinstance(self.p.node(site.fetches[index]), (TrainOp, TrainGroup, Update)):
                 position = sig.returns.index(site.fetches[index])   # `sess.run([op, t])[1]`: t's value
                 call = self._invoke(site)
                 value = f"{call}.numpy()" if len(sig.returns) == 1 else f"{call}[{position}].numpy()"

@@ -20,12 +20,13 @@ import libcst as cst
 from libcst.metadata import ScopeProvider
 
 from tf1gradfix.constructs import (builder_layers, builder_loops, builders, graph_collections, layer_methods, layers, optimizers,
-                                   var_lists, variables)
+                                   train_together, var_lists, variables)
 from tf1gradfix.cst.syntax import Refusal, bound_names, free_names, literal_index, loads, matches
 from tf1gradfix.cst.walk import walk
 from tf1gradfix.model.graph import Program
 from tf1gradfix.model.nodes import (BuilderModule, ComputeGradients, Gradients, Layer, LayerLoop, LayerNode, Optimizer, OptimizerCall,
-                                    Placeholder, RnnCell, RnnRun, Static, Tensor, TrainOp, Update, Variable)
+                                    Placeholder, RnnCell, RnnRun, Static, Tensor, TrainGroup, TrainOp, Update,
+                                    Variable)
 from tf1gradfix.model.slicing import Signature, closure, gradient_dependent, reached_variables, signatures
 
 
@@ -95,21 +96,27 @@ def check_steps(program: Program, sigs: list[Signature], qualified, found: list 
             if isinstance(node, OptimizerCall):
                 _update(program, node, qualified, found)
         kept(found, graph_collections.check_run, program, sig.nodes)
+        if len(sig.trains) > 1:
+            kept(found, train_together.check, program, sig.sites[0].call, sig.trains, qualified, closure)
 
 
 def _update(program: Program, node: OptimizerCall, qualified, found: list | None) -> None:
     """An optimizer's update: its optimizer, then its loss and its variables."""
-    kept(found, _optimizer, program, node)
+    kept(found, _optimizer, program, node, qualified)
     kept(found, _loss, program, node, qualified)
 
 
-def _optimizer(program: Program, node: OptimizerCall) -> None:
+def _optimizer(program: Program, node: OptimizerCall, qualified) -> None:
     opt = program.nodes[node.optimizer]
     assert isinstance(opt, Optimizer)
     row = optimizers.optimizer_table().get(opt.cls, {})
     if row.get("sparse", True) is False and any(matches(q, "sparse_gradients")
                                                 for j in closure(program, [node.index]) for q in program.nodes[j].called()):
-        raise Refusal.of(opt.call, "optimizer_sparse_lazy", optimizer=opt.cls)
+        # (lazy only for a table the update gets slices of: one it does not update is no matter)
+        tables = optimizers.sparse_tables(program, node, qualified, closure)
+        listed = train_together.updated(program, node, qualified, closure) if tables else set()
+        if tables is None or listed is None or tables & {key[0] for key in listed}:
+            raise Refusal.of(opt.call, "optimizer_sparse_lazy", optimizer=opt.cls)
     if row.get("v1_slots") and any(isinstance(n, LayerNode) and n.weights and not (
             isinstance(n, BuilderModule) and n.method_of is not None) for n in program.nodes):   # (tf.Variables, see layer_methods)
         raise Refusal.of(opt.call, "kept_optimizer_with_layers", optimizer=opt.cls)
@@ -186,14 +193,14 @@ def _check_result(program: Program, site, meta) -> None:
         target = parent.targets[0].target
         if isinstance(target, (cst.Tuple, cst.List)) and len(target.elements) == len(site.fetches):
             for element, fetch in zip(target.elements, site.fetches):
-                if isinstance(program.node(fetch), (TrainOp, Update)) \
+                if isinstance(program.node(fetch), (TrainOp, TrainGroup, Update)) \
                         and not (isinstance(element.value, cst.Name) and discarded(meta, element.value)):
                     raise Refusal.of(element.value, "train_result_used")
             return
     if isinstance(parent, cst.Subscript) and parent.value is site.call and site.structure != "single":
         index = literal_index(parent)
         if index is not None and -len(site.fetches) <= index < len(site.fetches) \
-                and not isinstance(program.node(site.fetches[index]), (TrainOp, Update)):
+                and not isinstance(program.node(site.fetches[index]), (TrainOp, TrainGroup, Update)):
             return
     raise Refusal.of(site.call, "train_fetch_result_used")
 

@@ -484,6 +484,16 @@ class VarList(Node):
 
 # what a graph value cannot be computed from, summarized, or rebound over
 OPS = (TrainOp, Init, Optimizer, Update)
+@dataclass(eq=False, kw_only=True)
+class TrainGroup(Node):
+    """`tf.group(opt.apply_gradients(...), ...)` of train ops: a run of it runs them
+    together (constructs/train_together.py)."""
+
+    kind: ClassVar[str] = "train_group"
+    steps: ClassVar[bool] = True
+    members: tuple[int, ...]      # the train ops, in the group's order
+
+
 GRADIENT_NODES = (ComputeGradients, Gradients, TrainOp)
 
 

@@ -12,7 +12,7 @@ import libcst as cst
 from tf1gradfix.constructs import builder_layers, dropout, fed_tensors, savers, updates, var_lists
 from tf1gradfix.model.graph import Item, Program
 from tf1gradfix.model.nodes import (ComputeGradients, Gradients, Init, Listed, Node, Optimizer, Placeholder, Static, Tensor,
-                                    TrainOp, Saver, Update, Variable, VariableGroup, VarList)
+                                    TrainGroup, TrainOp, Saver, Update, Variable, VariableGroup, VarList)
 from tf1gradfix.cst.syntax import Refusal, arg, bound_names, free_names, fresh_name, graph_ops, loads, matches
 from tf1gradfix.cst.walk import children, walk
 
@@ -256,7 +256,7 @@ class HostScan:
             self.variable_lists[call] = savers.save_text(cast(str, receiver), call, self._sessions, self.graph_names(),
                                                          cst.Module([]).code_for_node)
             return True
-        if method == "run" and isinstance(node, (TrainOp, Init, Update)):
+        if method == "run" and isinstance(node, (TrainOp, TrainGroup, Init, Update)):
             self._check_session_kw(call, ("feed_dict", "session"))
             self._add_site(call, func.value, arg(call, 0, "feed_dict"))
             return True

@@ -13,8 +13,8 @@ from typing import Any, cast
 import libcst as cst
 from tf1gradfix.constructs import builders, layer_statistics, updates, variable_loops
 from tf1gradfix.model.graph import Program
-from tf1gradfix.model.nodes import (GRADIENT_NODES, BuilderModule, Layer, LayerLoop, Node,
-                                    Placeholder, Static, TrainOp, Update, Variable, VariableGroup)
+from tf1gradfix.model.nodes import (GRADIENT_NODES, BuilderModule, Gradients, Layer, LayerLoop, Node,
+                                    Placeholder, Static, TrainGroup, TrainOp, Update, Variable, VariableGroup)
 from tf1gradfix.model.sites import Site
 from tf1gradfix.cst.syntax import Refusal
 
@@ -28,6 +28,7 @@ class Signature:
     nodes: list[int] = field(default_factory=list)      # slice, source order
     params: list[str] = field(default_factory=list)     # placeholders, call order
     train: TrainOp | None = None
+    trains: list[TrainOp] = field(default_factory=list)   # all fetched (several: constructs/train_together.py)
     returns: list[str] = field(default_factory=list)    # fetched values that reach Python
     inline: bool = False       # only variables/static values: no function needed
     flags: dict[str, str] = field(default_factory=dict)   # mode flag -> "True"/"False" in this function
@@ -107,8 +108,12 @@ def _slice(program: Program, sig: Signature, site: Site) -> None:
         unsupported = node.refusal_if_run()
         if unsupported is not None:
             raise unsupported
-        if node.differentiates() and any(isinstance(program.nodes[j], GRADIENT_NODES) for j in closure(program, node.deps)):
-            # the tape would have to record the inner gradient: nested tapes, which the rewrite does not write
+        inner = [j for j in closure(program, node.deps) if isinstance(program.nodes[j], GRADIENT_NODES)] \
+            if node.differentiates() else []
+        # (an update through a gradient is written with an inner tape, emit.tape.inner_gradients; a tf.gradients
+        # of a gradient, which the verifier does not follow, or one more order is not)
+        if inner and isinstance(node, Gradients) or \
+                any(isinstance(program.nodes[k], GRADIENT_NODES) for j in inner for k in closure(program, program.nodes[j].deps)):
             raise Refusal.of(node.value, "gradient_of_gradient")
     sig.nodes = sorted(members)
     if any(_from_variables(program, n) for n in sig.fed_values) and \
@@ -116,10 +121,10 @@ def _slice(program: Program, sig: Signature, site: Site) -> None:
         # TF1's gradient ops were built through the fed value's computation and still run it
         raise Refusal.of(site.call, "fed_tensor_with_gradients", name=sorted(sig.fed_values)[0])
     updates.check_run(program, site.call, fetched)
-    trains = [n for n in fetched if isinstance(n, TrainOp)]
-    if len(trains) > 1:
-        raise Refusal.of(site.call, "two_train_ops")
+    trains = [n for n in fetched if isinstance(n, TrainOp)] + \
+        [cast(TrainOp, program.nodes[i]) for n in fetched if isinstance(n, TrainGroup) for i in n.members]
     sig.train = trains[0] if trains else None
+    sig.trains = trains   # (several: checked by model.checks, constructs/train_together.py)
     # A TF1 (reference) variable fetched with its own update shares the variable's buffer, so the
     # run returns the value after the update. Allowed for the step counter the train op increments
     # (`_, step = sess.run([train, global_step])`): the function returns it after `assign_add`.
@@ -129,7 +134,7 @@ def _slice(program: Program, sig: Signature, site: Site) -> None:
         raise Refusal.of(site.call, "variable_fetched_with_update")
     # (an optimize_loss train op gives its loss: the function returns it, emit.tape)
     sig.returns = [name for name, n in zip(sig.fetches, fetched)
-                   if not isinstance(n, (TrainOp, Update)) or isinstance(n, TrainOp) and n.result is not None]
+                   if not isinstance(n, (TrainOp, TrainGroup, Update)) or isinstance(n, TrainOp) and n.result is not None]
     sig.inline = all(isinstance(n, (Variable, Static)) for n in fetched) and not sig.fed
     placeholders = [n for n in (program.nodes[i] for i in sig.nodes)
                     if isinstance(n, Placeholder) and not n.mode_flag]   # (a flag is a literal in each function)
@@ -141,6 +146,14 @@ def _slice(program: Program, sig: Signature, site: Site) -> None:
     defaults = [p for p in order if _placeholder(program, p).default is not None
                 and (p in sig.fed or any(ph.names[0] == p for ph in placeholders))]
     sig.params = plain + [n for n in sig.fed_values] + defaults
+
+
+def inner_gradients(program: Program, members: list[int]) -> list[int]:
+    """`tf.gradients` nodes of a slice that another differentiation of it is taken through
+    (a gradient penalty): the outer tape must record them, taken on a tape of their own."""
+    outer = [i for i in members if program.nodes[i].differentiates()]
+    return [i for i in members if isinstance(program.nodes[i], Gradients)
+            and any(i in closure(program, program.nodes[j].deps) for j in outer if j != i)]
 
 
 def gradient_dependent(program: Program, members: list[int]) -> set[int]:

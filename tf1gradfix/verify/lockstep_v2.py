@@ -103,6 +103,7 @@ class Lockstep:
         self.trains: dict = {}      # id(tf.function) -> whether its last call trained
         self.optimizers: list = []  # the optimizers the migration applied, checked against the table
         self.rows: dict = {}        # id(optimizer) -> its row (None: a kept v1 optimizer)
+        self.originals: dict = {}   # id(optimizer) -> the index of its original in the state's optimizers
         self.grads: tuple | None = None  # (K, arrays, meta): the gradients the original applied in step K
         self.applies = 0            # updates of the step in progress
         self.built: set = set()     # optimizers whose state was checked after their first update
@@ -186,19 +187,21 @@ class Lockstep:
                     prefix, _, leaf = name[: -len(cell_weights.MARK)].rpartition("/")
                     cells.setdefault((prefix, v1_slot), {})[leaf] = value
                 else:
-                    out[self.slot_label(meta, name, v1_slot)] = value
+                    out[self.slot_label(meta, name, v1_slot, opt)] = value
         for (prefix, v1_slot), leaves in cells.items():
             folded = self.tracer.cells.by_prefix(prefix).fold(leaves, False)
             if folded is None:
                 raise Refused(f"the optimizer does not train every weight of the cell {prefix}")
-            out.update({self.slot_label(meta, n, v1_slot): v for n, v in folded.items()})
+            out.update({self.slot_label(meta, n, v1_slot, opt): v for n, v in folded.items()})
         return out
 
-    @staticmethod
-    def slot_label(meta: dict, variable: str, slot: str) -> str:
-        for opt in meta.get("optimizers", []):
-            if slot in opt["slots"].get(variable, {}):
-                return opt["slots"][variable][slot]
+    def slot_label(self, meta: dict, variable: str, slot: str, opt=None) -> str:
+        """The original's slot variable of `variable` kept by `opt`'s original optimizer."""
+        entries = meta.get("optimizers", [])
+        index = self.originals.get(id(opt))
+        for entry in entries if index is None else [entries[index]]:
+            if slot in entry["slots"].get(variable, {}):
+                return entry["slots"][variable][slot]
         raise Refused(f"the original has no slot {slot!r} for {variable}")
 
     @staticmethod
@@ -225,7 +228,7 @@ class Lockstep:
             for i, var in enumerate(opt._trainable_variables):
                 name = tracer.source_name(var, i)
                 for v1_slot, attr in row["slots"].items():
-                    labels = {n: self.slot_label(meta, n, v1_slot) for n in self.original_names(name)}
+                    labels = {n: self.slot_label(meta, n, v1_slot, opt) for n in self.original_names(name)}
                     value = self.keras_layout(name, {n: arrays[label] for n, label in labels.items()}, False)
                     slot = getattr(opt, attr)[i]
                     slot.assign(np.asarray(value * self.scale(opt, row, v1_slot)).astype(slot.dtype))
@@ -306,9 +309,11 @@ class Lockstep:
         """The original optimizer of these variables, and the row that maps its state to `opt`'s."""
         meta = self.base[2]
         wanted = {n for name in names for n in self.original_names(name)}
-        originals = [o for o in meta.get("optimizers", []) if wanted <= set(o["slots"])]
-        if not originals:
+        index = self.original_of(opt, meta.get("optimizers", []), wanted)
+        if index is None:
             raise Refused(f"no optimizer of the original updates {', '.join(sorted(wanted)[:4])}")
+        self.originals[id(opt)] = index
+        originals = [meta["optimizers"][index]]
         v1 = originals[0]["class"]
         kind = type(opt).__name__
         if not type(opt).__module__.startswith("keras"):
@@ -323,6 +328,17 @@ class Lockstep:
             self.check_keras(opt, row, originals[0], wanted)
             self.rows[id(opt)] = row
         self.optimizers.append(opt)
+
+    def original_of(self, opt, entries: list, wanted: set) -> int | None:
+        """The original optimizer `opt` stands for. Two optimizers may both update a
+        variable (overlapping var_lists: each keeps its own slots for it, `w/Adam` and
+        `w/Adam_2`), and one may list variables it never gets a gradient for (no slots
+        there): the one whose slotted variables are exactly `wanted`, else the first not
+        yet taken by another of the migration's optimizers that covers them."""
+        taken = {k for o, k in self.originals.items() if o != id(opt)}
+        fits = [k for k, o in enumerate(entries) if wanted <= set(o["slots"])]
+        exact = lambda k: {v for v, slots in entries[k]["slots"].items() if slots} == wanted   # noqa: E731
+        return min(fits, key=lambda k: (not exact(k), k in taken, k), default=None)
 
     def check_keras(self, opt, row: dict, original: dict, wanted: set) -> None:
         for attr in KERAS_OPTIONS:

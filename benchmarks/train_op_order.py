@@ -1,0 +1,134 @@
+"""What TF1 computes when one `sess.run` fetches ops it does not order.
+
+Two measurements, under TF1 graph semantics (reference variables, as
+`disable_v2_behavior()` gives, the verifier's original side):
+
+1. `sess.run([d_train, g_train])` of a GAN: after each run, the variables are
+   compared (all 4 steps of a run) with the three orders a TF2 step could write: both gradient sets
+   from the values before the run ("before"), the discriminator's update first
+   ("d_first"), the generator's first ("g_first"). "none" is a result none of
+   them gives (some ops read a variable while the other update writes it).
+2. `sess.run([train, clip])` of a WGAN critic, `clip` the list of
+   `p.assign(tf.clip_by_value(p, -c, c))`: is every weight within the clip
+   after the run ("clipped after")?
+
+Usage: python benchmarks/train_op_order.py [SEEDS]   (about a minute for 10)
+"""
+
+from __future__ import annotations
+
+import collections
+import os
+import sys
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+
+import numpy as np  # noqa: E402
+import tensorflow.compat.v1 as tf  # noqa: E402
+
+tf.disable_v2_behavior()
+tf.logging.set_verbosity(tf.logging.ERROR)
+
+OPTIMIZERS = {"sgd": lambda: tf.train.GradientDescentOptimizer(0.05),
+              "adam": lambda: tf.train.AdamOptimizer(0.05, beta1=0.5)}
+
+
+def _mlp(x, weights):
+    for k, w in enumerate(weights):
+        x = tf.matmul(x, w)
+        x = tf.nn.relu(x) if k < len(weights) - 1 else x
+    return x
+
+
+def _gan(seed: int, width: int, depth: int, optimizer: str, order: str | None):
+    """One GAN graph; order None: both train ops in one run, else the gradients computed
+    first (fed back through placeholders) and applied in that order."""
+    tf.reset_default_graph()
+    rs = np.random.RandomState(seed)
+    z = tf.placeholder(tf.float32, [None, width])
+    real = tf.placeholder(tf.float32, [None, width])
+    gen = [tf.Variable(rs.randn(width, width).astype(np.float32) * 0.3) for _ in range(depth)]
+    dis = [tf.Variable(rs.randn(width, width).astype(np.float32) * 0.3) for _ in range(depth - 1)]
+    dis.append(tf.Variable(rs.randn(width, 1).astype(np.float32) * 0.3))
+    fake = tf.tanh(_mlp(z, gen))
+    d_real, d_fake = _mlp(real, dis), _mlp(fake, dis)
+    d_loss = tf.reduce_mean(tf.nn.softplus(-d_real) + tf.nn.softplus(d_fake))
+    g_loss = tf.reduce_mean(tf.nn.softplus(-d_fake))
+    d_opt, g_opt = OPTIMIZERS[optimizer](), OPTIMIZERS[optimizer]()
+    if order is None:
+        step = [d_opt.minimize(d_loss, var_list=dis), g_opt.minimize(g_loss, var_list=gen)]
+        return z, real, gen + dis, lambda sess, feed: sess.run(step, feed)
+    d_grads, g_grads = tf.gradients(d_loss, dis), tf.gradients(g_loss, gen)
+    d_in = [tf.placeholder(tf.float32, v.shape) for v in dis]
+    g_in = [tf.placeholder(tf.float32, v.shape) for v in gen]
+    d_apply, g_apply = d_opt.apply_gradients(zip(d_in, dis)), g_opt.apply_gradients(zip(g_in, gen))
+
+    def run(sess, feed):
+        if order == "before":
+            dg, gg = sess.run([d_grads, g_grads], feed)
+            sess.run([d_apply, g_apply], {**dict(zip(d_in, dg)), **dict(zip(g_in, gg))})
+        elif order == "d_first":
+            sess.run(d_apply, dict(zip(d_in, sess.run(d_grads, feed))))
+            sess.run(g_apply, dict(zip(g_in, sess.run(g_grads, feed))))
+        else:
+            sess.run(g_apply, dict(zip(g_in, sess.run(g_grads, feed))))
+            sess.run(d_apply, dict(zip(d_in, sess.run(d_grads, feed))))
+    return z, real, gen + dis, run
+
+
+def _trajectory(seed, width, depth, optimizer, order, steps=4):
+    z, real, variables, run = _gan(seed, width, depth, optimizer, order)
+    sess = tf.Session()
+    sess.run(tf.global_variables_initializer())
+    rs = np.random.RandomState(seed + 1000)
+    out = []
+    for _ in range(steps):
+        run(sess, {z: rs.randn(16, width), real: rs.randn(16, width) + 1.0})
+        out.append(sess.run(variables))
+    sess.close()
+    return out
+
+
+def _close(a, b) -> bool:
+    return all(np.allclose(x, y, rtol=1e-4, atol=1e-6) for x, y in zip(a, b))
+
+
+def two_train_ops(seeds: int) -> None:
+    for width, depth in ((3, 1), (64, 4)):
+        for optimizer in OPTIMIZERS:
+            counts: collections.Counter = collections.Counter()
+            for seed in range(seeds):
+                one = _trajectory(seed, width, depth, optimizer, None)
+                orders = {o: _trajectory(seed, width, depth, optimizer, o) for o in ("before", "d_first", "g_first")}
+                # (the whole trajectory: a step computed otherwise shows in every later one)
+                matched = [o for o, t in orders.items() if all(_close(a, b) for a, b in zip(one, t))]
+                counts[matched[0] if matched else "none"] += 1
+            print(f"two train ops, width {width} depth {depth} {optimizer}: 4 steps match {dict(counts)}")
+
+
+def clipping(seeds: int) -> None:
+    counts: collections.Counter = collections.Counter()
+    for seed in range(seeds):
+        for width in (3, 64):
+            tf.reset_default_graph()
+            rs = np.random.RandomState(seed)
+            x = tf.placeholder(tf.float32, [None, width])
+            weights = [tf.Variable(rs.randn(width, width).astype(np.float32) * 0.05) for _ in range(2)]
+            weights.append(tf.Variable(rs.randn(width, 1).astype(np.float32) * 0.05))
+            loss = -tf.reduce_mean(_mlp(x, weights))
+            train = tf.train.RMSPropOptimizer(0.01).minimize(loss, var_list=weights)
+            clip = [p.assign(tf.clip_by_value(p, -0.06, 0.06)) for p in weights]
+            sess = tf.Session()
+            sess.run(tf.global_variables_initializer())
+            for _ in range(4):
+                sess.run([train, clip], {x: rs.randn(32, width)})
+                inside = all(np.all(np.abs(v) <= 0.06 + 1e-7) for v in sess.run(weights))
+                counts[(width, "clipped after" if inside else "updated after the clip")] += 1
+            sess.close()
+    print(f"train op and clipping in one run: {dict(sorted(counts.items()))}")
+
+
+if __name__ == "__main__":
+    n = int(sys.argv[1]) if len(sys.argv) > 1 else 10
+    two_train_ops(n)
+    clipping(n)
