@@ -19,13 +19,21 @@ SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 _LEVEL = {True: "note", False: "warning", None: "warning"}
 
 
-def _uri(path: str) -> str:
-    """Relative paths stay relative (code scanning resolves them against the checkout); both
-    are percent-encoded (`#`, `?`, `%`, spaces and control characters are no URI's text)."""
+SRCROOT = "%SRCROOT%"   # (the base id code scanning maps to the checkout)
+
+
+def _artifact(path: str) -> dict:
+    """A path under the run's folder is relative to `%SRCROOT%` (declared in the run's
+    originalUriBaseIds), so a report made in CI resolves in any checkout; a path outside it
+    stays an absolute file URI. Both are percent-encoded (`#`, `?`, `%`, spaces and control
+    characters are no URI's text)."""
     p = Path(path)
     if p.is_absolute():
-        return p.resolve().as_uri()
-    return quote(p.as_posix().encode("utf-8", "surrogateescape"), safe="/")
+        try:
+            p = p.resolve().relative_to(Path.cwd().resolve())
+        except ValueError:
+            return {"uri": p.resolve().as_uri()}
+    return {"uri": quote(p.as_posix().encode("utf-8", "surrogateescape"), safe="/"), "uriBaseId": SRCROOT}
 
 
 def _location(path: str, line: int | None, col: int | None) -> dict:
@@ -34,7 +42,7 @@ def _location(path: str, line: int | None, col: int | None) -> dict:
     from tf1gradfix.cli.output import split_cell
 
     file, cell = split_cell(path)
-    physical: dict = {"artifactLocation": {"uri": _uri(file)}}
+    physical: dict = {"artifactLocation": _artifact(file)}
     if line:
         physical["region"] = {"startLine": line, **({"startColumn": col} if col else {})}
     if cell:
@@ -68,6 +76,7 @@ def sarif_document(findings: list[Finding], errors: list[FileError]) -> dict:
         "version": "2.1.0",
         "runs": [{
             "tool": {"driver": {"name": "tf1gradfix", "version": __version__, "rules": rules}},
+            "originalUriBaseIds": {SRCROOT: {"uri": Path.cwd().resolve().as_uri() + "/"}},
             "invocations": [{"executionSuccessful": not errors, "toolExecutionNotifications": notifications}],
             "results": results,
         }],
