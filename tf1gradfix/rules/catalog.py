@@ -59,6 +59,8 @@ class Catalog:
     by_code: dict[str, Rule] = field(default_factory=dict)
     exact_symbols: dict[str, tuple[Rule, str]] = field(default_factory=dict)
     glob_symbols: tuple[tuple[str, Rule], ...] = ()
+    # TF2 names of renames a file that stays TF1 cannot take (renames.toml: restructured_only)
+    restructured_only: frozenset[str] = frozenset()
 
     def rule(self, code: str) -> Rule | None:
         """The rule with this code, or with this name (`explain placeholder`)."""
@@ -162,6 +164,8 @@ def load() -> Catalog:
                for table, key in (("tf1_same_object.toml", "same_object"), ("renames.toml", "renames"))
                for k, v in _read(table)[key].items()}
     kinds_table = _read("kinds.toml")
+    only = frozenset(f"tensorflow.{renames[f'tensorflow.{k}'][len('tensorflow.'):]}"
+                     for k in _read("renames.toml").get("restructured_only", ()))
     exact, globs = _index_symbols(rules, renames)
     return Catalog(
         rules=tuple(rules),
@@ -171,6 +175,7 @@ def load() -> Catalog:
         by_code={r.code: r for r in rules},
         exact_symbols=exact,
         glob_symbols=globs,
+        restructured_only=only,
     )
 
 

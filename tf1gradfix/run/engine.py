@@ -8,6 +8,9 @@ from __future__ import annotations
 
 import re
 
+from tf1gradfix.detect.keywords import SAFE
+from tf1gradfix.emit.keyword_renames import EVERY, renamed as keyword_renamed
+from tf1gradfix.run.keyword_findings import CODE as KEYWORD_CODE, keyword_findings
 from tf1gradfix.records import field, record, replace
 from tf1gradfix.run.findings import CodeFilter, FileError, Finding
 from tf1gradfix.run.source_io import decode_error
@@ -232,13 +235,17 @@ def _without_libcst(result: FileResult, display: str, data: bytes, codes: CodeFi
         code = hit.rule.code
         if not codes.wants(code) or is_suppressed(hit.line, code, silenced):
             continue
-        fixable = fix and hit.replacement is not None and hit.rule.safety == "safe"
+        breaks = _breaks_tf1(hit, catalog_module.load())
+        fixable = fix and hit.replacement is not None and hit.rule.safety == "safe" and not breaks
         if fixable:
             plans.append((hit.node, hit.replacement))
-        result.findings.append(Finding(display, hit.line, hit.col, code, hit.message,
-                                       _label(hit.rule.safety, not decided), fixable if decided else None))
+        safety = ("manual" if decided else "proven") if breaks else hit.rule.safety
+        result.findings.append(Finding(display, hit.line, hit.col, code, _kept_note(hit.message, breaks),
+                                       _label(safety, not decided), fixable if decided else None))
     result.findings += removed_names(display, data, codes, {(h.line, h.col) for h in hits},
                                      fixed=False if decided else None)
+    result.findings += keyword_findings(display, text, tree if text is data else None, codes, silenced,
+                                        False if decided else None, fix)
     if check and session:   # (the legacy training bugs: read off the program model, only when selected)
         result.findings += _legacy(display, data, codes, silenced)
     if not session and restructure:   # (its safe fixes are written all the same: `fix` stays)
@@ -263,6 +270,11 @@ def _without_libcst(result: FileResult, display: str, data: bytes, codes: CodeFi
             result.findings = _unfixed(result.findings)
         elif new_source != text:
             result.new_source = new_source   # (`check` only counts it as a change)
+    if fix and result.error is None and any(f.code == KEYWORD_CODE and f.fixed for f in result.findings):
+        base = result.new_source if result.new_source is not None else text
+        new_source = keyword_renamed(base)
+        if new_source != base and _unparsable(new_source) is None:
+            result.new_source = new_source
     return result
 
 
@@ -394,18 +406,21 @@ def _analyzed(result: FileResult, display: str, data: bytes, codes: CodeFilter, 
         code = hit.rule.code
         if shaped is None and (not codes.wants(code) or is_suppressed(hit.line, code, silenced)):
             continue  # (a restructured file gets every rename: it must run on TF2)
-        fixable = fix and hit.replacement is not None and hit.rule.safety == "safe"
+        breaks = shaped is None and _breaks_tf1(hit, catalog)
+        fixable = fix and hit.replacement is not None and hit.rule.safety == "safe" and not breaks
         if fixable:
             replacements[hit.node] = hit.replacement
         if shaped is None:
-            result.findings.append(Finding(display, hit.line, hit.col, code, hit.message,
-                                           _label(hit.rule.safety, False), fixable))
+            result.findings.append(Finding(display, hit.line, hit.col, code, _kept_note(hit.message, breaks),
+                                           _label("manual" if breaks else hit.rule.safety, False), fixable))
     # (every rule hit counts as reported there, a silenced one too)
     result.findings += removed_names(display, data, codes, {(h.line, h.col) for h in found},
                                      fixed=fix and shaped is not None)
+    result.findings += keyword_findings(display, data, None, codes, silenced, shaped is not None, fix)
+    keywords_fixed = any(f.code == KEYWORD_CODE and f.fixed for f in result.findings)
     result.findings.sort(key=lambda f: (f.line, f.col, f.code))
 
-    if replacements or (shaped is not None and fix):
+    if replacements or (shaped is not None and fix) or keywords_fixed:
         # (a module no rename touches prints as the bytes it was parsed from: LibCST round-trips exactly)
         new_source = renamed_source(module, replacements) if replacements else parsed
         edited = None if shaped is not None else _lines_of(h for h in hits if h.node in replacements)
@@ -416,6 +431,8 @@ def _analyzed(result: FileResult, display: str, data: bytes, codes: CodeFilter, 
                                      "edit; file left unchanged", changed)
             result.findings = _unfixed(result.findings)
             return result
+        if shaped is not None or keywords_fixed:   # (a restructured program must run on TF2: every keyword)
+            new_source = keyword_renamed(new_source, EVERY if shaped is not None else frozenset({SAFE}))
         problem = _unparsable(new_source)
         gone = _names_tf2_lacks(new_source, data) if problem is None and shaped is not None else None
         if gone is not None:
@@ -637,6 +654,17 @@ def _label(safety: str, restructured: bool) -> str:
     if restructured:
         return "proven" if safety == "manual" else safety
     return "manual" if safety == "proven" else safety
+
+
+def _breaks_tf1(hit, catalog) -> bool:
+    """A rename whose TF2 name a file that stays TF1 cannot take (renames.toml: restructured_only)."""
+    return hit.replacement is not None and f"tensorflow.{'.'.join(hit.replacement[1])}" in catalog.restructured_only
+
+
+def _kept_note(message: str, breaks: bool) -> str:
+    if not breaks:
+        return message
+    return message + " (written when the program is restructured: tf.compat.v1 has no such function, or another one)"
 
 
 def _unfixed(findings: list[Finding]) -> list[Finding]:
