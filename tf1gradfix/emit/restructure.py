@@ -102,7 +102,7 @@ def _restructure(module: cst.Module, wrapper: MetadataWrapper, plan=None, rename
 
 def _legacy(meta) -> list[Diagnostic]:
     """The legacy training bugs found in the graphs read (tf1gradfix/legacy), once each."""
-    return [found.diagnostic() for found in dict.fromkeys(getattr(meta, "legacy", ()))]
+    return [found.as_diagnostic() for found in dict.fromkeys(getattr(meta, "legacy", ()))]
 
 
 def _span(meta, node) -> tuple[int, int]:

@@ -49,7 +49,7 @@ class Found:
     variables: tuple[str, ...] = ()
     limit: float | None = None    # a number the rule read that the evidence is measured against (a clip norm)
 
-    def diagnostic(self) -> Diagnostic:
+    def as_diagnostic(self) -> Diagnostic:
         return (self.line, self.col, self.code, self.message, "manual")
 
 
