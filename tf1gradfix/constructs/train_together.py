@@ -28,7 +28,7 @@ from tf1gradfix.constructs import var_lists
 from tf1gradfix.cst.syntax import Refusal
 from tf1gradfix.model.nodes import ComputeGradients, Layer, TrainOp, Variable
 
-Key = tuple[int, "str | None"]   # a variable node, or a layer's node and its weight (None: all of them)
+Key = tuple[int, "str | None"]   # a variable node, or a layer's (builder's) node and its weight (None: all of them)
 
 
 def check(program, call: cst.CSTNode, trains: list[TrainOp], qualified, closure) -> None:
@@ -56,7 +56,7 @@ def _overlap(a: Key, b: Key) -> bool:
 def _label(program, key: Key) -> str:
     node = program.nodes[key[0]]
     name = node.names[0] if node.names else "?"
-    return name if key[1] is None else f"{name}.{key[1]}"
+    return name if key[1] is None else key[1].removesuffix(":0") if ":" in key[1] else f"{name}.{key[1]}"
 
 
 def updated(program, train, qualified, closure) -> set[Key] | None:
@@ -86,4 +86,6 @@ def _listed(program, node, qualified, closure) -> set[Key] | None:
     listed = var_lists.members(program, given, node.index, qualified)
     if listed is None:
         return None
-    return {(e.node, e.weight if e.site is None else f"{e.weight}#{e.iteration}") for e in listed}
+    # (a layer's or a builder's weight by its TF1 name where known: such a node holds several)
+    return {(e.node, None if isinstance(program.nodes[e.node], Variable) else
+             e.tf1 or (e.weight if e.site is None else f"{e.weight}#{e.iteration}")) for e in listed}
