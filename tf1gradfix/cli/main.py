@@ -434,11 +434,13 @@ def _projects(files: list[str], mode: str) -> list:
 def _with_projects(outcomes, projects, files, mode, codes_for, limit):
     """`outcomes` with those of each project's files, in the order of `files` (a module two
     scripts import, refused for both, is reported once)."""
-    from tf1gradfix.run import project
+    from tf1gradfix.run import project, project_groups
 
     made = {}
-    for each in projects:
-        for outcome in project.outcomes(each, mode, codes_for(each.script), limit):
+    for group in project_groups.groups(projects):
+        found = (project.outcomes(group[0], mode, codes_for(group[0].script), limit) if len(group) == 1
+                 else project_groups.outcomes(group, mode, codes_for, limit))
+        for outcome in found:
             made.setdefault(outcome.path, outcome)
     order = {path: index for index, path in enumerate(files)}
     return sorted([*outcomes, *made.values()], key=lambda o: order.get(o.path, -1))
@@ -505,6 +507,7 @@ def _prove_and_write(args, outcomes, write: bool, refusal, all_outcomes=()):
     return rewrite_verify.prove_and_write(
         [(o.path, o.new_source) for o in outcomes],
         companions={o.path: o.companions for o in outcomes if o.companions},
+        groups={o.path: o.group for o in outcomes if o.group},
         write=write,
         report_dir=args.report_dir,
         rtol=args.rtol if args.rtol is not None else verify_defaults.DEFAULT_RTOL,
@@ -569,11 +572,13 @@ def _companions_follow(pending, outcomes, written) -> None:
     from tf1gradfix.records import replace
 
     by_path = {o.path: o for o in outcomes}
+    followed = set()   # (a module several scripts share follows them once: they are written all or none)
     for outcome in pending:
         for path in outcome.companions or {}:
             module = by_path.get(path)
-            if module is None:
+            if module is None or path in followed:
                 continue
+            followed.add(path)
             module.changed = outcome.path in written
             if module.changed:
                 continue

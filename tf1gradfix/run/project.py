@@ -130,15 +130,17 @@ def _folder_projects(folder: str, paths: list[str]) -> tuple[list[Project], dict
                     project.refusal = project.refusal or _import_refusal(path, stmt, name, read[modules[name]], again,
                                                                          found.tree)
         if project.modules:
-            ours = {os.path.abspath(p) for p in (path, *project.modules)}
-            for module in project.modules:
-                name = os.path.basename(module)[:-3]
-                others = [p for p in _importers(folder, name, read) if os.path.abspath(p) not in ours]
-                if others and project.refusal is None:
-                    stmt = project.imports[project.modules.index(module)]
-                    project.refusal = (path, diagnostic(stmt.lineno, stmt.col_offset + 1, "project_module_shared",
-                                                        module=name, other=os.path.basename(others[0])))
             projects.append(project)
+    scripts = {os.path.abspath(p.script) for p in projects}   # (a module they share is migrated for all: project_groups)
+    for project in projects:
+        ours = {os.path.abspath(p) for p in (project.script, *project.modules)}
+        for module in project.modules:
+            name = os.path.basename(module)[:-3]
+            others = [p for p in _importers(folder, name, read) if os.path.abspath(p) not in ours | scripts]
+            if others and project.refusal is None:
+                stmt = project.imports[project.modules.index(module)]
+                project.refusal = (project.script, diagnostic(stmt.lineno, stmt.col_offset + 1, "project_module_shared",
+                                                              module=name, other=os.path.basename(others[0])))
     return projects, read
 
 
@@ -369,6 +371,15 @@ def outcomes(project: Project, mode: str, codes: CodeFilter, limit: int) -> list
     """The outcome of each file of `project` (script first), in `mode` (batch.py): both
     files are changed, or neither. A proof (plain rewrite, --verify) is asked of the
     script's outcome, which carries its modules' new bytes (`companions`)."""
+    read = read_files(project, mode, limit)
+    if isinstance(read, list):
+        return read
+    return finish(project, processed(project, read[0], codes), mode, codes, *read)
+
+
+def read_files(project: Project, mode: str, limit: int) -> tuple[dict, dict] | list:
+    """(path -> bytes, path -> snapshot) of the project's files, or the outcomes of a file
+    that cannot be read."""
     from tf1gradfix.run import batch
 
     paths = [project.script, *project.modules]
@@ -378,10 +389,25 @@ def outcomes(project: Project, mode: str, codes: CodeFilter, limit: int) -> list
         if isinstance(read, FileError):
             return [batch.Outcome(p, error=read if p == path else None) for p in paths]
         datas[path], snapshots[path] = read
+    return datas, snapshots
+
+
+def processed(project: Project, datas: dict, codes: CodeFilter) -> Result:
+    """`process`, with a bug of ours reported as the script's internal error."""
+    from tf1gradfix.run import batch
+
     try:
-        result = process(project, datas, codes)
+        return process(project, datas, codes)
     except Exception as exc:  # noqa: BLE001 - a bug of ours must not cost the user a file or the run
-        return [batch.Outcome(p, error=batch.internal_error(p, exc) if p == project.script else None) for p in paths]
+        paths = [project.script, *project.modules]
+        return Result(paths, {p: [] for p in paths}, {project.script: batch.internal_error(project.script, exc)}, {})
+
+
+def finish(project: Project, result: Result, mode: str, codes: CodeFilter, datas: dict, snapshots: dict) -> list:
+    """The outcomes of the project's files from its `result`, in `mode`."""
+    from tf1gradfix.run import batch
+
+    paths = [project.script, *project.modules]
     out = [batch.Outcome(p, result.findings[p], result.errors.get(p)) for p in paths]
     if result.refused:
         for outcome in out:
