@@ -6,8 +6,9 @@ that script's runs need: a training script gets `train_step`, an evaluation scri
 `compute_loss_accuracy`. The shared module holds all of them: the largest migration,
 plus each definition another script's migration adds (a method of a class, a function,
 an import). A definition both wrote differently is kept as the largest has it, unless
-the other script calls it by name: then the scripts need two modules, and the group is
-refused. Each script is then proven with the one module. Python's parser only.
+the other script calls it with other parameters (other feeds): then the scripts need two
+modules, and the group is refused. Each script is then proven with the one module.
+Python's parser only.
 """
 
 from __future__ import annotations
@@ -83,7 +84,8 @@ def _add(lines: list[str], other: Version, base_script: str) -> list[str] | Conf
             found = _add_members(mine, stmt, their_lines, calls, other.script, base_script, inserts)
             if found is not None:
                 return found
-        elif ast.dump(stmt) != ast.dump(mine) and _called(stmt.name, calls):
+        elif (isinstance(stmt, ast.ClassDef) != isinstance(mine, ast.ClassDef) or _other_call(mine, stmt)) \
+                and _called(stmt.name, calls):
             return Conflict(stmt.name, other.script, base_script)
     for at, text in sorted(inserts, key=lambda item: -item[0]):
         lines[at:at] = text.splitlines(keepends=True)
@@ -101,9 +103,18 @@ def _add_members(mine: ast.ClassDef, theirs: ast.ClassDef, their_lines: list[str
         have = members.get(stmt.name)
         if have is None:
             inserts.append((mine.end_lineno, "\n" + _text(their_lines, stmt)))
-        elif ast.dump(have) != ast.dump(stmt) and (stmt.name != "__init__" and _called(stmt.name, calls)):
+        elif stmt.name != "__init__" and _other_call(have, stmt) and _called(stmt.name, calls):
             return Conflict(f"{mine.name}.{stmt.name}", script, base_script)
     return None
+
+
+def _other_call(mine: ast.stmt, theirs: ast.stmt) -> bool:
+    """Whether the two forms of a function are called otherwise (other parameters: other
+    feeds). The same parameters under the same name compute the same fetches, whichever
+    helper a body calls (the one that shares the forward code, or its own copy of it):
+    the base's is kept, and the proof of each script with it says whether that holds."""
+    return ast.dump(mine.args) != ast.dump(theirs.args) or \
+        [ast.dump(d) for d in mine.decorator_list] != [ast.dump(d) for d in theirs.decorator_list]
 
 
 def _text(lines: list[str], stmt: ast.stmt) -> str:
