@@ -11,6 +11,7 @@ swapped in (`diverged/`: a wrong migration of a module, which the proof must cat
 from __future__ import annotations
 
 import shutil
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -412,3 +413,34 @@ def test_each_file_is_analyzed_alone_at_most_once(case, analyses, tmp_path, caps
     assert counted == expected, out
     if case != "proven":   # (the module got its safe fix alone)
         assert "tf.math.log(" in (folder / "model.py").read_text(encoding="utf-8"), out
+
+
+@pytest.mark.parametrize("command", [["--verify"], []], ids=["verify", "plain"])
+@pytest.mark.parametrize("failing", [None, "score.py"])
+def test_a_group_is_written_once_every_script_is_proven(failing, command, tmp_path, capsys, monkeypatch):
+    """`rewrite --verify` and plain `rewrite`: each script of the group is proven with the one module; a script
+    not EQUIVALENT leaves every file of the group as it was (the proof stubbed: each
+    script's verdict as given)."""
+    from tf1gradfix.cli.main import main
+    from tf1gradfix.verify import orchestrate
+
+    swapped = []
+
+    def verdict(original, migrated, swap=None, **_):
+        swapped.append((Path(original).name, sorted(swap or {})))
+        side = orchestrate.SideResult("original", str(original), status="ok")
+        name = "DIVERGED" if Path(original).name == failing else "EQUIVALENT"
+        return orchestrate.VerifyResult(name, "as given", side, replace(side, role="migrated"))
+
+    monkeypatch.setattr(orchestrate, "verify_pair", verdict)
+    monkeypatch.setattr("tf1gradfix.verify.budget.tensorflow_missing", lambda: False)
+    folder, before = _group_folder(tmp_path)
+    assert main(["rewrite", *command, str(folder)]) == (1 if failing else 0)
+    out = capsys.readouterr().out
+    assert sorted(swapped) == [("score.py", ["network.py"]), ("train.py", ["network.py"])]
+    after = {name: (folder / name).read_bytes() for name in _names(folder)}
+    if failing:
+        assert after == before
+        assert f"{folder / 'train.py'} with {folder / 'network.py'}: EQUIVALENT (left unchanged)" in out, out
+    else:
+        assert after == {name: (ROOT / "shared_regressor" / "expected" / name).read_bytes() for name in after}
