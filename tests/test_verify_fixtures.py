@@ -5,8 +5,9 @@ table name in ``expect.toml`` is the TF2 version's stem.  Correct migrations
 must come out EQUIVALENT and the deliberately wrong ones DIVERGED, otherwise
 the verifier proves nothing.  Optional keys per entry: ``rtol``, ``atol``,
 ``timeout``, ``original`` (another original file), ``reason_contains``, ``steps``
-(a step budget: the verdict must then be labelled partial when EQUIVALENT) and
-``whole_verdict`` (the verdict of the same pair run whole, without ``steps``).
+(a step budget: the verdict must then be labelled partial when EQUIVALENT),
+``whole_verdict`` (the verdict of the same pair run whole, without ``steps``) and
+``args`` (the program arguments both sides get).
 
 A TF2 version is either a whole file ``NAME.py`` or, where it differs from
 a correct program by a few lines, a patch ``NAME.patch``: a unified diff
@@ -87,7 +88,8 @@ def test_fixture_verdict(folder: Path, name: str, entry: dict, tmp_path: Path):
     result = verify_pair(original, migrated,
                          rtol=entry.get("rtol", compare.DEFAULT_RTOL),
                          atol=entry.get("atol", compare.DEFAULT_ATOL),
-                         timeout=entry.get("timeout", 180.0), steps=entry.get("steps"))
+                         timeout=entry.get("timeout", 180.0), steps=entry.get("steps"),
+                         program_args=entry.get("args", ()))
     summary = report.summary(result)
     if "steps" in entry and result.verdict == "EQUIVALENT":
         assert result.budget and result.budget["partial"], summary

@@ -76,7 +76,8 @@ def _merged(group: list, results: list, reads: list) -> dict | tuple:
                     for i, (p, r) in enumerate(zip(group, results)) if module in p.modules]
         found = module_merge.merge(versions)
         if isinstance(found, module_merge.Conflict):
-            return (module, diagnostic(*_line_of(reads, module, found.name), "project_module_forms",
+            line, col = _line_of(reads, module, found.name)
+            return (module, diagnostic(line, col, "project_module_forms",
                                        module=os.path.basename(module)[:-3], name=found.name,
                                        script=os.path.basename(found.script), other=os.path.basename(found.other)))
         merged[module] = found
