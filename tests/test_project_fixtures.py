@@ -444,3 +444,29 @@ def test_a_group_is_written_once_every_script_is_proven(failing, command, tmp_pa
         assert f"{folder / 'train.py'} with {folder / 'network.py'}: EQUIVALENT (left unchanged)" in out, out
     else:
         assert after == {name: (ROOT / "shared_regressor" / "expected" / name).read_bytes() for name in after}
+
+
+@pytest.mark.parametrize("config", ["pyproject.toml", "setup.cfg"])
+def test_each_entry_point_is_proven_with_its_own_arguments(config, tmp_path, capsys, monkeypatch):
+    """`entry-points` in the settings gives a script its arguments; the others get the
+    command line's (after `--`)."""
+    from tf1gradfix.cli.main import main
+    from tf1gradfix.verify import orchestrate
+
+    given = {}
+
+    def verdict(original, migrated, swap=None, program_args=(), **_):
+        given[Path(original).name] = list(program_args)
+        side = orchestrate.SideResult("original", str(original), status="ok")
+        return orchestrate.VerifyResult("EQUIVALENT", "as given", side, replace(side, role="migrated"))
+
+    monkeypatch.setattr(orchestrate, "verify_pair", verdict)
+    folder, _ = _group_folder(tmp_path)
+    if config == "pyproject.toml":
+        text = '[tool.tf1gradfix.entry-points]\n"score.py" = ["--grid", "5", "--name=held out"]\n'
+    else:
+        text = "[tf1gradfix]\nentry-points =\n    score.py: --grid 5 '--name=held out'\n"
+    (folder / config).write_text(text, encoding="utf-8")
+    monkeypatch.chdir(folder)
+    assert main(["rewrite", "--verify", ".", "--", "--steps", "3"]) == 0, capsys.readouterr().out
+    assert given == {"score.py": ["--grid", "5", "--name=held out"], "train.py": ["--steps", "3"]}

@@ -305,6 +305,7 @@ def _run_files(args: argparse.Namespace) -> int:
     if not args.paths:
         args.paths = ["."]   # as ruff: no path means the current folder
     settings = load_settings()
+    args.settings = settings   # (the proofs read each entry point's arguments from it)
     if args.verbose:
         print(f"tf1gradfix: settings from {settings.source or 'defaults (no [tf1gradfix] section found)'}", file=sys.stderr)
     select = args.select or settings.select
@@ -516,8 +517,15 @@ def _prove_and_write(args, outcomes, write: bool, refusal, all_outcomes=()):
         unwritable=refusal,
         steps=args.steps if args.steps is not None else DEFAULT_REWRITE_STEPS,
         program_args=args.program_args,
+        arguments={o.path: a for o in outcomes if (a := _arguments_for(args, o.path)) is not None},
         refused=refused_files(all_outcomes) if args.report_dir else (),
     )
+
+
+def _arguments_for(args, path: str):
+    """The arguments the settings' `entry-points` give the script proven (None: the command line's)."""
+    settings = getattr(args, "settings", None)
+    return settings.arguments_for(path) if settings is not None else None
 
 
 def refused_files(outcomes) -> list[tuple[str, str]]:

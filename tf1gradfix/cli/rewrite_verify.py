@@ -70,13 +70,14 @@ def _snapshot(path: str):
 @stopping.guarded
 def prove_and_write(changed: list[tuple[str, bytes]], *, write: bool, report_dir: str | None,
                     rtol: float, atol: float, timeout: float, unwritable, steps=None,
-                    program_args=(), refused=(), companions=None, groups=None) -> list[ProofRow]:
+                    program_args=(), refused=(), companions=None, groups=None, arguments=None) -> list[ProofRow]:
     """Verify each (path, rewritten source); write the EQUIVALENT ones when `write`.
     `refused`: (path, why) of the files not restructured, for the summary reports.
     `companions`: path -> {module path: (new bytes, snapshot)} of a project's script: the
     script is proven with those modules swapped in, and written with them or not at all.
     `groups`: path -> the scripts sharing a module with it (project_groups): each is proven,
-    and they are written together once all are EQUIVALENT, or none is."""
+    and they are written together once all are EQUIVALENT, or none is. `arguments`: path ->
+    the program arguments of that entry point (settings), in place of `program_args`."""
     from tf1gradfix.verify import report
     from tf1gradfix.verify.orchestrate import verify_pair
 
@@ -99,7 +100,7 @@ def prove_and_write(changed: list[tuple[str, bytes]], *, write: bool, report_dir
         try:
             modules = (companions or {}).get(path) or {}
             result = verify_pair(program, candidate, rtol=rtol, atol=atol, timeout=timeout,
-                                 steps=steps, program_args=program_args,
+                                 steps=steps, program_args=(arguments or {}).get(path, program_args),
                                  swap={Path(p).name: data for p, (data, _) in modules.items()} or None)
         finally:
             _forget(made)
