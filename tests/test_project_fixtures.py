@@ -5,7 +5,8 @@ Each `input/` folder is rewritten as one project: every file equals its copy in
 `expected/`, the findings equal `expected.diag` (one `file:line:col: CODE [*] message`
 per line), and the expected folder is left as it is by a second rewrite. A refusal in
 either file leaves both intact; the proofs run the script with the migrated modules
-swapped in (`diverged/`: a wrong migration of a module, which the proof must catch).
+swapped in (`diverged/`: a wrong migration of a module, which the proof must catch, whole or
+as a patch against its expected migration).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from fixture_patch import apply
 
 from tf1gradfix.cli.output import finding_line
 from tf1gradfix.run import project, project_groups
@@ -251,6 +253,9 @@ def test_projects_are_proven_and_a_diverged_module_is_caught(tmp_path, capsys):
         migrated = tmp_path / f"candidate_{scenario.name}.py"
         shutil.copy(scenario / "expected" / "train.py", migrated)
         wrong = {path.name: path.read_bytes() for path in (scenario / "diverged").glob("*.py")}
+        wrong.update({f"{path.stem}.py": apply((scenario / "expected" / f"{path.stem}.py").read_text(encoding="utf-8"),
+                                               path.read_text(encoding="utf-8")).encode()
+                      for path in (scenario / "diverged").glob("*.patch")})   # (a patch against expected/)
         result = verify_pair(scenario / "input" / "train.py", migrated, swap=wrong)
         assert result.verdict == DIVERGED and result.first_divergence is not None, (scenario.name, result.reason)
     # the shared module wrong only in what score.py runs: score.py's own proof catches it
