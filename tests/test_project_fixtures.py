@@ -475,3 +475,17 @@ def test_each_entry_point_is_proven_with_its_own_arguments(config, tmp_path, cap
     monkeypatch.chdir(folder)
     assert main(["rewrite", "--verify", ".", "--", "--steps", "3"]) == 0, capsys.readouterr().out
     assert given == {"score.py": ["--grid", "5", "--name=held out"], "train.py": ["--steps", "3"]}
+
+
+def test_a_merge_that_fails_is_an_internal_error_with_every_file_intact(tmp_path, capsys, monkeypatch):
+    from tf1gradfix.cli.main import main
+    from tf1gradfix.run import module_merge
+
+    def broken(versions):
+        raise SyntaxError("a merge of ours that does not parse")
+
+    monkeypatch.setattr(module_merge, "merge", broken)
+    folder, before = _group_folder(tmp_path)
+    assert main(["rewrite", "--no-verify", str(folder)]) == 2
+    assert {name: (folder / name).read_bytes() for name in _names(folder)} == before
+    assert "internal error" in capsys.readouterr().out

@@ -39,7 +39,12 @@ def outcomes(group: list, mode: str, codes_for, limit: int) -> list:
         return [o for r in reads for o in (r if isinstance(r, list) else [])]
     results = [project.processed(p, r[0], codes_for(p.script)) for p, r in zip(group, reads)]
     blocked = [p.script for p, r in zip(group, results) if r.refused or r.errors or p.script not in r.new]
-    merged = {} if blocked else _merged(group, results, reads)
+    try:
+        merged = {} if blocked else _merged(group, results, reads)
+    except Exception as exc:  # noqa: BLE001 - a bug of ours must not cost the user a file or the run
+        first = group[0].script
+        return [batch.Outcome(p, error=batch.internal_error(first, exc) if p == first else None)
+                for p in dict.fromkeys(q for each in group for q in (each.script, *each.modules))]
     if blocked or isinstance(merged, tuple):
         results = [_refused(p, r, reads[i][0], codes_for(p.script), blocked, merged if isinstance(merged, tuple)
                             else None) for i, (p, r) in enumerate(zip(group, results))]
