@@ -489,3 +489,28 @@ def test_a_merge_that_fails_is_an_internal_error_with_every_file_intact(tmp_path
     assert main(["rewrite", "--no-verify", str(folder)]) == 2
     assert {name: (folder / name).read_bytes() for name in _names(folder)} == before
     assert "internal error" in capsys.readouterr().out
+
+
+def test_a_module_importing_a_module_that_makes_variables_is_refused(tmp_path, capsys):
+    """model.py calls `dense` of layers.py, which makes a variable on each call: read in place
+    of train.py's import, model.py would still call TF1's layers.py (given or not); every file
+    is left as it was."""
+    from tf1gradfix.cli.main import main
+
+    folder = tmp_path / "project"
+    folder.mkdir()
+    (folder / "layers.py").write_text("import tensorflow as tf\n\n\ndef dense(x, n, name):\n"
+                                      "    w = tf.get_variable(name, [int(x.shape[-1]), n])\n    return tf.matmul(x, w)\n")
+    (folder / "model.py").write_text("import tensorflow as tf\nfrom layers import dense\n\n\nclass Net:\n"
+                                     "    def __init__(self):\n        self.x = tf.placeholder(tf.float32, [None, 3])\n"
+                                     "        self.out = dense(self.x, 2, \"out\")\n")
+    (folder / "train.py").write_text("import numpy as np\nimport tensorflow as tf\nfrom model import Net\n\nnet = Net()\n"
+                                     "with tf.Session() as sess:\n    sess.run(tf.global_variables_initializer())\n"
+                                     "    print(sess.run(net.out, {net.x: np.ones([2, 3])}))\n")
+    before = {name: (folder / name).read_bytes() for name in _names(folder)}
+    for given in ([str(folder)], [str(folder / "model.py"), str(folder / "train.py")]):
+        assert main(["rewrite", "--no-verify", *given]) == 1
+        out = capsys.readouterr().out
+        assert {name: (folder / name).read_bytes() for name in _names(folder)} == before
+        assert f"{folder / 'model.py'}:2:1: TFG923 [manual] module `model` imports `layers`, another module of the " \
+               "folder that builds graph code or makes variables" in out, out
