@@ -14,6 +14,13 @@ DIR holds prepared projects (each repository copied out, with its data) and a
     arguments = ["--epochs", "20"]  # the program arguments (after `--`)
     entry-points = ["train.py"]     # the scripts a user runs, relative to folder
 
+or, where each entry point takes its own arguments, a table of them (written to
+the copy's settings as `[tool.tf1gradfix.entry-points]`, relative to `cwd`):
+
+    [project.entry-points]
+    "train.py" = ["--epochs", "1"]
+    "eval.py" = ["--split", "test"]
+
 Each project is copied to a temporary folder (DIR is never touched) and
 `tf1gradfix rewrite --verify --report-dir R FOLDER -- ARGUMENTS` runs once over it.
 Printed per entry point: whether it was restructured, its verdict, and the first
@@ -78,6 +85,14 @@ def measure(root: Path, spec: dict, steps: int, timeout: float) -> ProjectRow:
         folder = Path(tmp) / spec["folder"]
         cwd = Path(tmp) / spec.get("cwd", spec["folder"])
         reports = Path(tmp) / ".reports"
+        entries = spec.get("entry-points", [])
+        if isinstance(entries, dict):   # (each entry point its own arguments: the project's settings)
+            settings = cwd / "pyproject.toml"
+            if settings.exists():
+                return ProjectRow(spec["name"], 0.0, 2, [], f"{settings} exists: entry-point arguments not written")
+            settings.write_text("[tool.tf1gradfix.entry-points]\n" + "".join(
+                f"{json.dumps(script)} = {json.dumps(list(args))}\n" for script, args in entries.items()),
+                encoding="utf-8")
         env = dict(os.environ)
         paths = [str(Path(tmp) / p) for p in spec.get("pythonpath", [])]
         env["PYTHONPATH"] = os.pathsep.join(paths + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
@@ -99,7 +114,8 @@ def _files(folder: Path, spec: dict, document: dict, summary: list[dict]) -> lis
     def rel(path: str) -> str:
         return os.path.relpath(os.path.abspath(path), folder)
 
-    entries = list(spec.get("entry-points", []))
+    entries = [os.path.relpath(os.path.join(spec.get("cwd", spec["folder"]), e), spec["folder"])
+               if isinstance(spec.get("entry-points"), dict) else e for e in spec.get("entry-points", [])]
     rows: dict[str, FileRow] = {e: FileRow(e, True, "unchanged") for e in entries}
     for item in summary:
         path = rel(item["path"])
@@ -120,6 +136,11 @@ def _files(folder: Path, spec: dict, document: dict, summary: list[dict]) -> lis
     fixed = {rel(f["path"]) for f in findings if f.get("fixed")}
     for path in sorted(fixed - set(rows)):
         rows[path] = FileRow(path, False, "renamed")
+    for row in list(rows.values()):   # (a module proven and written with its scripts)
+        for module in row.together:
+            rows[module] = FileRow(module, False, f"migrated with {row.path}" if module not in rows
+                                   or not rows[module].outcome.startswith("migrated with")
+                                   else f"{rows[module].outcome}, {row.path}", written=row.written)
     return [rows[e] for e in entries] + sorted((r for r in rows.values() if not r.entry), key=lambda r: r.path)
 
 
