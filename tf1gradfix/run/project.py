@@ -234,9 +234,11 @@ def _module_refusal(path: str, tree: ast.Module, project: Project) -> tuple | No
     except OSError:
         siblings = set()
     stems = ({_stem(m) for m in project.modules} | siblings) - {_stem(path)}
+    earlier = project.modules[:project.modules.index(path)] if path in project.modules else []
     for node in ast.walk(tree):
         other = next((name for name in stems if _imports(node, name)), None)
-        if other is not None:   # (its import would stay one of the original module, TF1)
+        if other is not None and not _nested_import(node, tree, other, earlier):
+            # (its import would stay one of the original module, TF1)
             return (path, diagnostic(node.lineno, node.col_offset + 1, "project_nested_import",
                                      module=_stem(path), other=other))
     for stmt in tree.body:
@@ -246,6 +248,17 @@ def _module_refusal(path: str, tree: ast.Module, project: Project) -> tuple | No
             continue   # (a constant: `BATCH = 32`)
         return (path, diagnostic(stmt.lineno, stmt.col_offset + 1, "project_module_runs_code", module=_stem(path)))
     return None
+
+
+def _nested_import(node: ast.AST, tree: ast.Module, name: str, earlier: list[str]) -> bool:
+    """`from other import a, b` at the module's top level, on one line, of names a module
+    read before it defines (project_text.nested): read as one module, the names are bound."""
+    module = next((m for m in earlier if _stem(m) == name), None)
+    if module is None or not isinstance(node, ast.ImportFrom) or node not in tree.body or node.lineno != node.end_lineno:
+        return False
+    data = _read(module)
+    defined = layout.top_names(ast.parse(data)) if data is not None else {}
+    return all(a.asname is None and a.name in defined for a in node.names)
 
 
 def _stem(path: str) -> str:
@@ -271,8 +284,11 @@ def _clash(project: Project, trees: dict[str, ast.Module]) -> tuple | None:
                                                 layout.top_names(trees[module])) or []}
     seen = {name: (project.script, stmt) for name, stmt in layout.top_names(trees[project.script]).items()
             if name not in imported}
+    linked = {id(stmt) for _, stmt in layout.nested(project, trees)}   # (a module's import of an earlier one)
     for module in project.modules:
         for name, stmt in layout.top_names(trees[module]).items():
+            if id(stmt) in linked:
+                continue
             if name in seen:
                 other = seen[name][1]
                 if _binding(stmt, name) is not None and _binding(stmt, name) == _binding(other, name):
@@ -316,7 +332,8 @@ def process(project: Project, datas: dict[str, bytes], codes: CodeFilter) -> Res
             out.findings[p] += safe[p][1]
         return _safe_only(out, safe)
     script, cut = layout.unqualified(project, datas[project.script], trees, split_lines)
-    combined, where = layout.combined(project, {**datas, project.script: script}, split_lines)
+    combined, where = layout.combined(project, {**datas, project.script: script}, split_lines,
+                                      layout.nested(project, trees))
     result = process_source(project.script, combined, codes, fix=True)
     for finding in result.findings:
         path, line = where(finding.line)
