@@ -495,10 +495,11 @@ def test_a_merge_that_fails_is_an_internal_error_with_every_file_intact(tmp_path
     assert "internal error" in capsys.readouterr().out
 
 
-def test_a_module_importing_a_module_that_makes_variables_is_refused(tmp_path, capsys):
-    """model.py calls `dense` of layers.py, which makes a variable on each call: read in place
-    of train.py's import, model.py would still call TF1's layers.py (given or not); every file
-    is left as it was."""
+def test_a_module_importing_a_module_that_makes_variables_is_refused_without_it(tmp_path, capsys):
+    """model.py calls `dense` of layers.py, which makes a variable on each call: given without
+    layers.py, model.py read in place of train.py's import would still call TF1's layers.py;
+    every file is left as it was. The folder is one project of the three (refused here for a
+form of builder of layers.py's own)."""
     from tf1gradfix.cli.main import main
 
     folder = tmp_path / "project"
@@ -512,9 +513,33 @@ def test_a_module_importing_a_module_that_makes_variables_is_refused(tmp_path, c
                                      "with tf.Session() as sess:\n    sess.run(tf.global_variables_initializer())\n"
                                      "    print(sess.run(net.out, {net.x: np.ones([2, 3])}))\n")
     before = {name: (folder / name).read_bytes() for name in _names(folder)}
-    for given in ([str(folder)], [str(folder / "model.py"), str(folder / "train.py")]):
-        assert main(["rewrite", "--no-verify", *given]) == 1
-        out = capsys.readouterr().out
-        assert {name: (folder / name).read_bytes() for name in _names(folder)} == before
-        assert f"{folder / 'model.py'}:2:1: TFG923 [manual] module `model` imports `layers`, another module of the " \
-               "folder that builds graph code or makes variables" in out, out
+    assert main(["rewrite", "--no-verify", str(folder / "model.py"), str(folder / "train.py")]) == 1
+    out = capsys.readouterr().out
+    assert {name: (folder / name).read_bytes() for name in _names(folder)} == before
+    assert f"{folder / 'model.py'}:2:1: TFG923 [manual] module `model` imports `layers`, another module of the " \
+           "folder that builds graph code or makes variables" in out, out
+    # the folder: layers.py is read with the project, and its own blocker is the one reported
+    assert main(["rewrite", "--no-verify", str(folder)]) == 1
+    out = capsys.readouterr().out
+    assert {name: (folder / name).read_bytes() for name in _names(folder)} == before
+    assert f"{folder / 'layers.py'}:4:1: TFG915 [manual] builder function `dense`" in out, out
+    assert "imports `layers`" not in out, out
+
+
+def test_a_module_only_another_module_imports_is_migrated_with_it(tmp_path, capsys):
+    """train.py imports net.py alone; net.py's `from blocks import affine` brings blocks.py
+    into the project, read before net.py: the three files as when train.py imports both."""
+    from tf1gradfix.cli.main import main
+
+    scenario = ROOT / "nested_blocks"
+    folder = tmp_path / "project"
+    shutil.copytree(scenario / "input", folder)
+    line = "from blocks import affine\n"
+    train = (folder / "train.py").read_text(encoding="utf-8")
+    assert line in train
+    (folder / "train.py").write_text(train.replace(line, ""), encoding="utf-8")
+    assert main(["rewrite", "--no-verify", str(folder)]) == 0, capsys.readouterr().out
+    for name in ("blocks.py", "net.py"):
+        assert (folder / name).read_bytes() == (scenario / "expected" / name).read_bytes(), name
+    expected = (scenario / "expected" / "train.py").read_text(encoding="utf-8").replace(line, "")
+    assert (folder / "train.py").read_text(encoding="utf-8") == expected

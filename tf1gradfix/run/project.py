@@ -33,7 +33,7 @@ class Info:
 class Project:
     script: str
     modules: list[str] = field(default_factory=list)   # paths, in the order the script imports them
-    imports: list[ast.stmt] = field(default_factory=list)   # the script's import of each
+    imports: list[ast.stmt | None] = field(default_factory=list)   # the script's import of each (None: a module's)
     refusal: tuple | None = None   # (path, diagnostic): why it cannot be migrated
 
 
@@ -130,6 +130,7 @@ def _folder_projects(folder: str, paths: list[str]) -> tuple[list[Project], dict
                     project.refusal = project.refusal or _import_refusal(path, stmt, name, read[modules[name]], again,
                                                                          found.tree)
         if project.modules:
+            _add_nested(project, modules, read)
             projects.append(project)
     scripts = {os.path.abspath(p.script) for p in projects}   # (a module they share is migrated for all: project_groups)
     for project in projects:
@@ -138,7 +139,7 @@ def _folder_projects(folder: str, paths: list[str]) -> tuple[list[Project], dict
             name = os.path.basename(module)[:-3]
             others = [p for p in _importers(folder, name, read) if os.path.abspath(p) not in ours | scripts]
             if others and project.refusal is None:
-                stmt = project.imports[project.modules.index(module)]
+                stmt = next(s for s in project.imports[project.modules.index(module):] if s is not None)
                 project.refusal = (project.script, diagnostic(stmt.lineno, stmt.col_offset + 1, "project_module_shared",
                                                               module=name, other=os.path.basename(others[0])))
     return projects, read
@@ -248,6 +249,22 @@ def _module_refusal(path: str, tree: ast.Module, project: Project) -> tuple | No
             continue   # (a constant: `BATCH = 32`)
         return (path, diagnostic(stmt.lineno, stmt.col_offset + 1, "project_module_runs_code", module=_stem(path)))
     return None
+
+
+def _add_nested(project: Project, modules: dict[str, str], read: dict[str, Info | None]) -> None:
+    """The modules the project's modules import with `from other import name` and the script
+    does not, each before the first module importing it (no import of the script: None)."""
+    k = 0
+    while k < len(project.modules):
+        found = read.get(project.modules[k])
+        names = [stmt.module for stmt in (found.tree.body if found is not None else ())
+                 if isinstance(stmt, ast.ImportFrom) and stmt.level == 0 and stmt.module in modules]
+        new = [modules[n] for n in dict.fromkeys(names) if modules[n] not in project.modules]
+        if new:   # (read first, then looked at again: they may import others)
+            project.modules[k:k] = new
+            project.imports[k:k] = [None] * len(new)
+            continue
+        k += 1
 
 
 def _nested_import(node: ast.AST, tree: ast.Module, name: str, earlier: list[str]) -> bool:

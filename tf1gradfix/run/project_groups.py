@@ -106,7 +106,7 @@ def _refused(each, result, datas: dict, codes, blocked: list[str], conflict: tup
         line, col, code, message, safety = conflict[1]
         result.findings[conflict[0]].append(Finding(conflict[0], line, col, code, message, safety, False))
     if each.script not in blocked and conflict is None:
-        stmt = each.imports[0]
+        stmt = next(s for s in each.imports if s is not None)
         line, col, code, message, safety = diagnostic(
             stmt.lineno, stmt.col_offset + 1, "project_group_blocked",
             other=", ".join(os.path.basename(b) for b in blocked))

@@ -163,7 +163,11 @@ def combined(project, datas: dict[str, bytes], split_lines, imports=()):
     where: list[tuple[str, int]] = []   # index: combined line - 1
     at = 0
     for index, (module, stmt) in enumerate(zip(project.modules, project.imports)):
-        start, end = stmt.lineno - 1, stmt.end_lineno
+        if stmt is None:   # (imported by a module only: read just before it, where the script imports that)
+            stmt = next(s for s in project.imports[index:] if s is not None)
+            start, end = stmt.lineno - 1, stmt.lineno - 1
+        else:
+            start, end = stmt.lineno - 1, stmt.end_lineno
         pieces += script[at:start]
         where += [(project.script, n + 1) for n in range(at, start)]
         body = split_lines(datas[module].removeprefix(_BOM))
@@ -208,7 +212,7 @@ def check_parts(project, parts: dict, datas: dict[str, bytes], cut: bool = False
     new_script = []
     for k, chunk in enumerate(parts["script"]):
         new_script += chunk
-        if k < len(project.imports):   # the script's own import, as it was
+        if k < len(project.imports) and project.imports[k] is not None:   # the script's own import, as it was
             stmt = project.imports[k]
             new_script += script_lines[stmt.lineno - 1:stmt.end_lineno]
     result = {}
@@ -238,6 +242,8 @@ def check_parts(project, parts: dict, datas: dict[str, bytes], cut: bool = False
         if path != project.script:
             defined = top_names(tree)
             stmt = project.imports[project.modules.index(path)]
+            if stmt is None:   # (imported by a module: its import is checked as the module's, nested)
+                continue
             if isinstance(stmt, ast.Import):   # (the names the script reads as `model.NAME`)
                 used = {n.attr for n in ast.walk(python_tree(result[project.script])) if isinstance(n, ast.Attribute)
                         and isinstance(n.value, ast.Name) and n.value.id == bound_name(stmt)}
