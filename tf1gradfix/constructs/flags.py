@@ -21,20 +21,13 @@ import ast
 
 import libcst as cst
 
+from tf1gradfix.detect.ast_rules import dotted
+from tf1gradfix.detect.names import dotted as cst_dotted
 from tf1gradfix.model.refusals import diagnostic
 
 _OLD_KEYWORDS = {"flag_name": "name", "default_value": "default", "docstring": "help"}
 _DEFINES = ("DEFINE_string", "DEFINE_boolean", "DEFINE_bool", "DEFINE_float", "DEFINE_integer")
 _PARSER = "lambda argv: absl.flags.FLAGS(argv, known_only=True)"
-
-
-def _dotted(node) -> str | None:
-    if isinstance(node, ast.Name):
-        return node.id
-    if isinstance(node, ast.Attribute):
-        base = _dotted(node.value)
-        return f"{base}.{node.attr}" if base else None
-    return None
 
 
 class _Reading:
@@ -47,21 +40,21 @@ class _Reading:
         self.values: set[str] = set()        # names bound to FLAGS (`FLAGS = flags.FLAGS`)
         for stmt in tree.body:
             if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
-                value = _dotted(stmt.value)
+                value = dotted(stmt.value)
                 if value in self.modules or value in self.flag_names:
                     self.flag_names.add(stmt.targets[0].id)
                 elif value is not None and self._is_flags_object(value):
                     self.values.add(stmt.targets[0].id)
 
-    def _is_flags_object(self, dotted: str) -> bool:
-        head, _, last = dotted.rpartition(".")
+    def _is_flags_object(self, name: str) -> bool:
+        head, _, last = name.rpartition(".")
         return last == "FLAGS" and (head in self.modules or head in self.flag_names)
 
     def uses(self, tree: ast.Module) -> bool:
-        return any(_dotted(n) in self.modules | self.runs for n in ast.walk(tree) if isinstance(n, ast.Attribute))
+        return any(dotted(n) in self.modules | self.runs for n in ast.walk(tree) if isinstance(n, ast.Attribute))
 
     def is_define(self, call: ast.Call) -> bool:
-        func = _dotted(call.func)
+        func = dotted(call.func)
         head, _, last = (func or "").rpartition(".")
         return last in _DEFINES and (head in self.modules or head in self.flag_names)
 
@@ -69,7 +62,7 @@ class _Reading:
         """`FLAGS.x` (or `flags.FLAGS.x`, `tf.app.flags.FLAGS.x`) read somewhere in `node`."""
         for n in ast.walk(node):
             if isinstance(n, ast.Attribute) and isinstance(n.ctx, ast.Load):
-                base = _dotted(n.value)
+                base = dotted(n.value)
                 if base is not None and (base in self.values or self._is_flags_object(base)):
                     return True
         return False
@@ -102,7 +95,7 @@ def absl_form(source: bytes, original: bytes) -> tuple[bytes, tuple | None]:
     parse_at, refusal = _parse_point(tree, reading)
     if refusal is not None:
         return source, diagnostic(where[0], where[1], "flags_form", detail=refusal)
-    runs = [n for n in ast.walk(tree) if isinstance(n, ast.Call) and _dotted(n.func) in reading.runs]
+    runs = [n for n in ast.walk(tree) if isinstance(n, ast.Call) and dotted(n.func) in reading.runs]
     if any(not n.args and not any(k.arg == "main" for k in n.keywords) for n in runs) and \
             not any(isinstance(s, (ast.FunctionDef, ast.Assign)) and "main" in _names_bound(s) for s in tree.body):
         return source, diagnostic(where[0], where[1], "flags_form", detail="`app.run()` calls `__main__.main`, which this file "
@@ -155,7 +148,7 @@ def _line_in(original: bytes, reading: _Reading) -> tuple[int, int]:
     except SyntaxError:
         return 1, 1
     for node in ast.walk(tree):
-        if isinstance(node, ast.Attribute) and _dotted(node) in reading.modules | reading.runs:
+        if isinstance(node, ast.Attribute) and dotted(node) in reading.modules | reading.runs:
             return node.lineno, node.col_offset + 1
     return 1, 1
 
@@ -165,32 +158,23 @@ class _ToAbsl(cst.CSTTransformer):
         self.reading = reading
 
     def leave_Attribute(self, original: cst.Attribute, updated: cst.Attribute) -> cst.BaseExpression:
-        dotted = _cst_dotted(original)
-        if dotted in self.reading.modules:
+        name = cst_dotted(original)
+        if name in self.reading.modules:
             return cst.parse_expression("absl.flags")
         return updated
 
     def leave_Call(self, original: cst.Call, updated: cst.Call) -> cst.BaseExpression:
-        dotted = _cst_dotted(original.func)
-        if dotted in self.reading.runs:
+        name = cst_dotted(original.func)
+        if name in self.reading.runs:
             args = list(updated.args)
             if not any(a.keyword is None or a.keyword.value == "main" for a in args):
                 args.insert(0, cst.Arg(cst.Name("main")))
             args.append(cst.Arg(cst.parse_expression(_PARSER), keyword=cst.Name("flags_parser"),
                                 equal=cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace(""))))
             return updated.with_changes(func=cst.parse_expression("absl.app.run"), args=args)
-        head, _, last = (dotted or "").rpartition(".")
+        head, _, last = (name or "").rpartition(".")
         if last in _DEFINES and (head in self.reading.modules or head in self.reading.flag_names):
             return updated.with_changes(args=[a.with_changes(keyword=cst.Name(_OLD_KEYWORDS[a.keyword.value]))
                                               if a.keyword is not None and a.keyword.value in _OLD_KEYWORDS else a
                                               for a in updated.args])
         return updated
-
-
-def _cst_dotted(node) -> str | None:
-    if isinstance(node, cst.Name):
-        return node.value
-    if isinstance(node, cst.Attribute):
-        base = _cst_dotted(node.value)
-        return f"{base}.{node.attr.value}" if base else None
-    return None

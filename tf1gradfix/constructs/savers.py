@@ -84,13 +84,7 @@ def restore_text(program, node: Saver, saver: str, call: cst.Call, sessions, gra
     """`saver_restore(path)` for `saver.restore(sess, path)`: each variable the Saver holds
     assigned the value the checkpoint keeps under its TF1 name (restorer_text). Only a
     Saver of variables: TF2's layers and optimizers name their weights and slots otherwise."""
-    sess, path = arg(call, 0, "sess"), arg(call, 1, "save_path")
-    given = {a.keyword.value for a in call.args if a.keyword is not None}
-    if not (isinstance(sess, cst.Name) and sess.value in sessions) or path is None or len(call.args) != 2 \
-            or given - {"sess", "save_path"}:
-        raise Refusal.of(call, "saver_form", what="a restore other than `restore(sess, path)`")
-    if set(loads(path)) & graph_names:
-        raise Refusal.of(path, "saver_form", what="a path computed from graph values")
+    path = _path_of(call, "restore", sessions, graph_names)
     if any(type(c) is cst.Call and isinstance(c.func, cst.Attribute) and c.func.attr.value == "save"
            and isinstance(c.func.value, cst.Name) and c.func.value.value == saver for c in walk(program.owner)):
         raise Refusal.of(call, "saver_form", what="both `save` and `restore` (a TF2 checkpoint names objects; "
@@ -127,11 +121,17 @@ def _slotless(node) -> bool:
 
 def save_text(saver: str, call: cst.Call, sessions, graph_names, code) -> str:
     """`saver.write(path)` for `saver.save(sess, path)`."""
+    return f"{saver}.write({code(_path_of(call, 'save', sessions, graph_names))})"
+
+
+def _path_of(call: cst.Call, method: str, sessions, graph_names) -> cst.BaseExpression:
+    """The path of `saver.save(sess, path)` or `saver.restore(sess, path)`: a session of the
+    program and a path of host values, nothing else."""
     sess, path = arg(call, 0, "sess"), arg(call, 1, "save_path")
     given = {a.keyword.value for a in call.args if a.keyword is not None}
     if not (isinstance(sess, cst.Name) and sess.value in sessions) or path is None or len(call.args) != 2 \
             or given - {"sess", "save_path"}:
-        raise Refusal.of(call, "saver_form", what="a save other than `save(sess, path)`")
+        raise Refusal.of(call, "saver_form", what=f"a {method} other than `{method}(sess, path)`")
     if set(loads(path)) & graph_names:
         raise Refusal.of(path, "saver_form", what="a path computed from graph values")
-    return f"{saver}.write({code(path)})"
+    return path
