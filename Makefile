@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install demo test test-fast bench coverage fuzz-verify clean
+.PHONY: install demo test test-fast bench coverage projects fuzz-verify clean
 
 $(STAMP): setup.cfg pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -31,6 +31,11 @@ bench: $(STAMP)
 coverage: $(STAMP)
 	@test -n "$(CORPUS)" || { echo "usage: make coverage CORPUS=DIR [RUNNABLE=FILE]" >&2; exit 2; }
 	$(BIN)/python benchmarks/coverage.py "$(CORPUS)" $(if $(RUNNABLE),--runnable "$(RUNNABLE)") $(COVERAGE_ARGS)
+
+# make projects PROJECTS=DIR [PROJECTS_ARGS="--steps 20 --only NAME --json out.json"]: DIR/projects.toml names them
+projects: $(STAMP)
+	@test -n "$(PROJECTS)" || { echo "usage: make projects PROJECTS=DIR (prepared projects and DIR/projects.toml)" >&2; exit 2; }
+	$(BIN)/python benchmarks/projects.py "$(PROJECTS)" $(PROJECTS_ARGS)
 
 fuzz-verify: $(STAMP)
 	$(BIN)/python benchmarks/fuzz_verify.py $(FUZZ_ARGS)

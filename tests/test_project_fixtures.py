@@ -5,18 +5,21 @@ Each `input/` folder is rewritten as one project: every file equals its copy in
 `expected/`, the findings equal `expected.diag` (one `file:line:col: CODE [*] message`
 per line), and the expected folder is left as it is by a second rewrite. A refusal in
 either file leaves both intact; the proofs run the script with the migrated modules
-swapped in (`diverged/`: a wrong migration of a module, which the proof must catch).
+swapped in (`diverged/`: a wrong migration of a module, which the proof must catch, whole or
+as a patch against its expected migration).
 """
 
 from __future__ import annotations
 
 import shutil
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from fixture_patch import apply
 
 from tf1gradfix.cli.output import finding_line
-from tf1gradfix.run import project
+from tf1gradfix.run import project, project_groups
 from tf1gradfix.run.engine import process_source
 from tf1gradfix.run.findings import CodeFilter
 
@@ -29,18 +32,21 @@ def _names(folder: Path) -> list[str]:
 
 
 def rewrite(folder: Path, monkeypatch) -> tuple[dict, str]:
-    """(file name -> rewritten bytes, the findings) of the folder's one project."""
+    """(file name -> rewritten bytes, the findings) of the folder's one project, or its one
+    group of scripts sharing a module (each file's findings once)."""
     monkeypatch.chdir(folder)
-    planned = project.plan(_names(folder))
+    planned = project_groups.groups(project.plan(_names(folder)))
     assert len(planned) == 1, planned
-    outcomes = project.outcomes(planned[0], "propose", CodeFilter(), 10 ** 7)
+    outcomes = (project.outcomes(planned[0][0], "propose", CodeFilter(), 10 ** 7) if len(planned[0]) == 1
+                else project_groups.outcomes(planned[0], "propose", lambda _: CodeFilter(), 10 ** 7))
     assert all(o.error is None for o in outcomes), [o.error for o in outcomes]
-    script = outcomes[0]
     new = {name: (folder / name).read_bytes() for name in _names(folder)}
-    if script.new_source is not None:
-        new[script.path] = script.new_source
-        new.update({path: data for path, (data, _) in (script.companions or {}).items()})
-    diag = "".join(finding_line(f) + "\n" for o in outcomes for f in o.findings)
+    for script in outcomes:
+        if script.new_source is not None:
+            new[script.path] = script.new_source
+            new.update({path: data for path, (data, _) in (script.companions or {}).items()})
+    once = {o.path: o for o in reversed(outcomes)}
+    diag = "".join(finding_line(f) + "\n" for o in outcomes if once[o.path] is o for f in o.findings)
     return new, diag
 
 
@@ -126,17 +132,104 @@ def test_a_refused_project_still_gets_each_files_safe_fixes(tmp_path, capsys):
     assert "TFG401 [*safe] `tf.log` is `tf.math.log`" in out and "not restructured" in out, out
 
 
-def test_a_module_two_scripts_import_is_migrated_with_neither(tmp_path, capsys):
+def test_a_module_two_scripts_import_is_migrated_once_for_both(tmp_path, capsys):
+    """Two scripts sharing the module: one migration of it, with the steps of both."""
+    from tf1gradfix.cli.main import main
+
+    folder = tmp_path / "project"
+    shutil.copytree(ROOT / "shared_regressor" / "input", folder)
+    assert main(["rewrite", "--no-verify", str(folder)]) == 0, capsys.readouterr().out
+    for name in _names(folder):
+        assert (folder / name).read_bytes() == (ROOT / "shared_regressor" / "expected" / name).read_bytes(), name
+
+
+def test_a_module_also_imported_by_a_file_without_a_session_is_migrated_with_none(tmp_path, capsys):
+    """A file importing the module that is not migrated with it (it runs a session it is
+    handed) would keep calling the TF1 form: every file is left as it was."""
     from tf1gradfix.cli.main import main
 
     folder = tmp_path / "project"
     shutil.copytree(ROOT / "classifier_class" / "input", folder)
-    shutil.copy(folder / "train.py", folder / "train_again.py")
+    (folder / "report.py").write_text("from model import Classifier\n\n\ndef report(sess, model, points):\n"
+                                      "    return sess.run(model.probability, {model.features: points})\n")
     before = {name: (folder / name).read_bytes() for name in _names(folder)}
     assert main(["rewrite", "--no-verify", str(folder)]) == 1
     out = capsys.readouterr().out
     assert {name: (folder / name).read_bytes() for name in _names(folder)} == before
-    assert "module `model` is also imported by train_again.py" in out and "imported by train.py" in out
+    assert "module `model` is also imported by report.py, which opens no session of its own" in out, out
+
+
+def _group_folder(tmp_path, score_old=None, score_new=None):
+    folder = tmp_path / "project"
+    shutil.copytree(ROOT / "shared_regressor" / "input", folder)
+    if score_old is not None:
+        text = (folder / "score.py").read_text(encoding="utf-8")
+        assert score_old in text
+        (folder / "score.py").write_text(text.replace(score_old, score_new), encoding="utf-8")
+    return folder, {name: (folder / name).read_bytes() for name in _names(folder)}
+
+
+def test_a_blocker_in_one_script_of_a_group_leaves_every_file_intact(tmp_path, capsys):
+    """score.py fetches a tensor by name: it is refused, and train.py, which alone would be
+    migrated, is left as it is, with the reason, in the same run."""
+    from tf1gradfix.cli.main import main
+
+    folder, before = _group_folder(tmp_path, "[net.worst, net.prediction]", '[net.worst, "Squeeze:0"]')
+    assert main(["rewrite", "--no-verify", str(folder)]) == 1
+    out = capsys.readouterr().out
+    assert {name: (folder / name).read_bytes() for name in _names(folder)} == before
+    assert f"{folder / 'train.py'}:5:1: TFG923 [manual] shares a model module with score.py, which is not " \
+           "restructured" in out, out
+    assert any(row.startswith(f"{folder / 'score.py'}: not restructured") for row in out.splitlines()), out
+
+
+_BASE = b"""import tensorflow as tf
+
+
+class Net(tf.Module):
+    def __init__(self):
+        self.optimizer = tf.keras.optimizers.SGD(0.1)
+
+    def forward(self, x):
+        return 2 * x
+
+    def train_step(self, x, y):
+        return self.forward(x) - y
+
+    def compute_error(self, x, y):
+        return self.forward(x) - y
+"""
+
+
+def test_a_shared_module_holds_the_steps_of_every_script():
+    """The largest migration is the base; another's methods it lacks are added to its class,
+    its imports too; a method both wrote with the same parameters is the base's."""
+    from tf1gradfix.run import module_merge
+
+    other = (b"import numpy as np\nimport tensorflow as tf\n\n\nclass Net(tf.Module):\n"
+             b"    def __init__(self):\n        optimizer = tf.keras.optimizers.SGD(0.1)\n\n"
+             b"    def compute_error(self, x, y):\n        return 2 * x - y\n\n"
+             b"    @tf.function\n    def compute_scale(self, x):\n        return np.float32(2) * x\n")
+    merged = module_merge.merge([module_merge.Version("score.py", other, b"net.compute_error(a, b)\nnet.compute_scale(a)"),
+                                 module_merge.Version("train.py", _BASE, b"net.train_step(a, b)")])
+    text = merged.decode()
+    assert text.startswith("import tensorflow as tf\nimport numpy as np\n"), text
+    assert "self.optimizer = " in text and "return self.forward(x) - y\n\n    @tf.function\n" \
+        "    def compute_scale(self, x):\n        return np.float32(2) * x\n" in text, text
+    assert text.count("def compute_error") == 1
+    compile(merged, "merged.py", "exec")
+
+
+def test_a_step_two_scripts_call_with_other_parameters_is_a_conflict():
+    from tf1gradfix.run import module_merge
+
+    other = _BASE.replace(b"def compute_error(self, x, y):\n        return self.forward(x) - y",
+                          b"def compute_error(self, x):\n        return self.forward(x)")
+    versions = [module_merge.Version("train.py", _BASE + b"\n    def more(self):\n        pass\n", b"net.train_step(a, b)"),
+                module_merge.Version("score.py", other, b"net.compute_error(a)")]
+    assert module_merge.merge(versions) == module_merge.Conflict("Net.compute_error", "score.py", "train.py")
+    versions[1] = module_merge.Version("score.py", other, b"net.forward(a)")   # (not called: the base's kept)
+    assert module_merge.merge(versions) == versions[0].module
 
 
 @pytest.mark.tf
@@ -149,19 +242,36 @@ def test_projects_are_proven_and_a_diverged_module_is_caught(tmp_path, capsys):
     for scenario in PROJECTS:
         folder = tmp_path / scenario.name
         shutil.copytree(scenario / "input", folder)
+        planned = next(p for p in project.plan([str(folder / name) for name in _names(folder)])
+                       if Path(p.script).name == "train.py")
         assert main(["rewrite", "--verify", str(folder)]) == 0, capsys.readouterr().out
-        module = next(name for name in _names(folder) if name != "train.py")
-        assert f"{folder / 'train.py'} with {folder / module}: {EQUIVALENT} (written)" in capsys.readouterr().out
+        modules = ", ".join(planned.modules)
+        assert f"{folder / 'train.py'} with {modules}: {EQUIVALENT} (written)" in capsys.readouterr().out
         for name in _names(folder):
             assert (folder / name).read_bytes() == (scenario / "expected" / name).read_bytes(), name
     diverged = [scenario for scenario in PROJECTS if (scenario / "diverged").is_dir()]
-    assert {"classifier_class", "session_handed"} <= {scenario.name for scenario in diverged}
+    assert {"classifier_class", "session_handed", "shared_regressor", "nested_blocks"} <= {s.name for s in diverged}
     for scenario in diverged:
         migrated = tmp_path / f"candidate_{scenario.name}.py"
         shutil.copy(scenario / "expected" / "train.py", migrated)
-        wrong = {"model.py": (scenario / "diverged" / "model.py").read_bytes()}
+        wrong = {path.name: path.read_bytes() for path in (scenario / "expected").glob("*.py")
+                 if path.name != "train.py"}   # (the other migrated modules, as they are)
+        wrong.update({path.name: path.read_bytes() for path in (scenario / "diverged").glob("*.py")})
+        wrong.update({f"{path.stem}.py": apply((scenario / "expected" / f"{path.stem}.py").read_text(encoding="utf-8"),
+                                               path.read_text(encoding="utf-8")).encode()
+                      for path in (scenario / "diverged").glob("*.patch")})   # (a patch against expected/)
         result = verify_pair(scenario / "input" / "train.py", migrated, swap=wrong)
         assert result.verdict == DIVERGED and result.first_divergence is not None, (scenario.name, result.reason)
+    # the shared module wrong only in what score.py runs: score.py's own proof catches it
+    scenario = ROOT / "shared_regressor"
+    right = (scenario / "expected" / "network.py").read_text(encoding="utf-8")
+    worst = "        worst = tf.reduce_max(tf.abs(prediction - targets))\n"
+    assert right.count(worst) == 1
+    wrong = {"network.py": right.replace(worst, worst.replace("reduce_max", "reduce_mean")).encode()}
+    migrated = tmp_path / "candidate_score.py"
+    shutil.copy(scenario / "expected" / "score.py", migrated)
+    result = verify_pair(scenario / "input" / "score.py", migrated, swap=wrong)
+    assert result.verdict == DIVERGED and "worst" in result.reason, result.reason
 
 
 def test_rewrite_of_the_files_of_a_project_writes_both(tmp_path, capsys):
@@ -312,3 +422,124 @@ def test_each_file_is_analyzed_alone_at_most_once(case, analyses, tmp_path, caps
     assert counted == expected, out
     if case != "proven":   # (the module got its safe fix alone)
         assert "tf.math.log(" in (folder / "model.py").read_text(encoding="utf-8"), out
+
+
+@pytest.mark.parametrize("command", [["--verify"], []], ids=["verify", "plain"])
+@pytest.mark.parametrize("failing", [None, "score.py"])
+def test_a_group_is_written_once_every_script_is_proven(failing, command, tmp_path, capsys, monkeypatch):
+    """`rewrite --verify` and plain `rewrite`: each script of the group is proven with the one module; a script
+    not EQUIVALENT leaves every file of the group as it was (the proof stubbed: each
+    script's verdict as given)."""
+    from tf1gradfix.cli.main import main
+    from tf1gradfix.verify import orchestrate
+
+    swapped = []
+
+    def verdict(original, migrated, swap=None, **_):
+        swapped.append((Path(original).name, sorted(swap or {})))
+        side = orchestrate.SideResult("original", str(original), status="ok")
+        name = "DIVERGED" if Path(original).name == failing else "EQUIVALENT"
+        return orchestrate.VerifyResult(name, "as given", side, replace(side, role="migrated"))
+
+    monkeypatch.setattr(orchestrate, "verify_pair", verdict)
+    monkeypatch.setattr("tf1gradfix.verify.budget.tensorflow_missing", lambda: False)
+    folder, before = _group_folder(tmp_path)
+    assert main(["rewrite", *command, str(folder)]) == (1 if failing else 0)
+    out = capsys.readouterr().out
+    assert sorted(swapped) == [("score.py", ["network.py"]), ("train.py", ["network.py"])]
+    after = {name: (folder / name).read_bytes() for name in _names(folder)}
+    if failing:
+        assert after == before
+        assert f"{folder / 'train.py'} with {folder / 'network.py'}: EQUIVALENT (left unchanged)" in out, out
+    else:
+        assert after == {name: (ROOT / "shared_regressor" / "expected" / name).read_bytes() for name in after}
+
+
+@pytest.mark.parametrize("config", ["pyproject.toml", "setup.cfg"])
+def test_each_entry_point_is_proven_with_its_own_arguments(config, tmp_path, capsys, monkeypatch):
+    """`entry-points` in the settings gives a script its arguments; the others get the
+    command line's (after `--`)."""
+    from tf1gradfix.cli.main import main
+    from tf1gradfix.verify import orchestrate
+
+    given = {}
+
+    def verdict(original, migrated, swap=None, program_args=(), **_):
+        given[Path(original).name] = list(program_args)
+        side = orchestrate.SideResult("original", str(original), status="ok")
+        return orchestrate.VerifyResult("EQUIVALENT", "as given", side, replace(side, role="migrated"))
+
+    monkeypatch.setattr(orchestrate, "verify_pair", verdict)
+    folder, _ = _group_folder(tmp_path)
+    if config == "pyproject.toml":
+        text = '[tool.tf1gradfix.entry-points]\n"score.py" = ["--grid", "5", "--name=held out"]\n'
+    else:
+        text = "[tf1gradfix]\nentry-points =\n    score.py: --grid 5 '--name=held out'\n"
+    (folder / config).write_text(text, encoding="utf-8")
+    monkeypatch.chdir(folder)
+    assert main(["rewrite", "--verify", ".", "--", "--steps", "3"]) == 0, capsys.readouterr().out
+    assert given == {"score.py": ["--grid", "5", "--name=held out"], "train.py": ["--steps", "3"]}
+
+
+def test_a_merge_that_fails_is_an_internal_error_with_every_file_intact(tmp_path, capsys, monkeypatch):
+    from tf1gradfix.cli.main import main
+    from tf1gradfix.run import module_merge
+
+    def broken(versions):
+        raise SyntaxError("a merge of ours that does not parse")
+
+    monkeypatch.setattr(module_merge, "merge", broken)
+    folder, before = _group_folder(tmp_path)
+    assert main(["rewrite", "--no-verify", str(folder)]) == 2
+    assert {name: (folder / name).read_bytes() for name in _names(folder)} == before
+    assert "internal error" in capsys.readouterr().out
+
+
+def test_a_module_importing_a_module_that_makes_variables_is_refused_without_it(tmp_path, capsys):
+    """model.py calls `dense` of layers.py, which makes a variable on each call: given without
+    layers.py, model.py read in place of train.py's import would still call TF1's layers.py;
+    every file is left as it was. The folder is one project of the three (refused here for a
+form of builder of layers.py's own)."""
+    from tf1gradfix.cli.main import main
+
+    folder = tmp_path / "project"
+    folder.mkdir()
+    (folder / "layers.py").write_text("import tensorflow as tf\n\n\ndef dense(x, n, name):\n"
+                                      "    w = tf.get_variable(name, [int(x.shape[-1]), n])\n    return tf.matmul(x, w)\n")
+    (folder / "model.py").write_text("import tensorflow as tf\nfrom layers import dense\n\n\nclass Net:\n"
+                                     "    def __init__(self):\n        self.x = tf.placeholder(tf.float32, [None, 3])\n"
+                                     "        self.out = dense(self.x, 2, \"out\")\n")
+    (folder / "train.py").write_text("import numpy as np\nimport tensorflow as tf\nfrom model import Net\n\nnet = Net()\n"
+                                     "with tf.Session() as sess:\n    sess.run(tf.global_variables_initializer())\n"
+                                     "    print(sess.run(net.out, {net.x: np.ones([2, 3])}))\n")
+    before = {name: (folder / name).read_bytes() for name in _names(folder)}
+    assert main(["rewrite", "--no-verify", str(folder / "model.py"), str(folder / "train.py")]) == 1
+    out = capsys.readouterr().out
+    assert {name: (folder / name).read_bytes() for name in _names(folder)} == before
+    assert f"{folder / 'model.py'}:2:1: TFG923 [manual] module `model` imports `layers`, another module of its " \
+           "folder" in out, out
+    # the folder: layers.py is read with the project, and its own blocker is the one reported
+    assert main(["rewrite", "--no-verify", str(folder)]) == 1
+    out = capsys.readouterr().out
+    assert {name: (folder / name).read_bytes() for name in _names(folder)} == before
+    assert f"{folder / 'layers.py'}:4:1: TFG915 [manual] builder function `dense`" in out, out
+    assert "imports `layers`" not in out, out
+
+
+def test_a_module_only_another_module_imports_is_migrated_with_it(tmp_path, capsys):
+    """train.py imports net.py alone; net.py's `from blocks import affine` brings blocks.py
+    into the project, read before net.py: the three files as when train.py imports both."""
+    from tf1gradfix.cli.main import main
+
+    scenario = ROOT / "nested_blocks"
+    folder = tmp_path / "project"
+    shutil.copytree(scenario / "input", folder)
+    line = "from blocks import affine\n"
+    train = (folder / "train.py").read_text(encoding="utf-8")
+    assert line in train
+    (folder / "train.py").write_text(train.replace(line, ""), encoding="utf-8")
+    assert main(["rewrite", "--no-verify", str(folder)]) == 0, capsys.readouterr().out
+    for name in ("blocks.py", "net.py"):
+        assert (folder / name).read_bytes() == (scenario / "expected" / name).read_bytes(), name
+    expected = (scenario / "expected" / "train.py").read_text(encoding="utf-8").replace(line, "")
+    assert (folder / "train.py").read_text(encoding="utf-8") == expected

@@ -21,6 +21,8 @@ from tf1gradfix.model import refusals
 from tf1gradfix.rules.catalog import load
 from tf1gradfix.run.engine import process_source
 from tf1gradfix.run.findings import CodeFilter, is_suppressed, suppressions
+from tf1gradfix.run import project_groups  # noqa: F401 - imported before `reported` patches its `diagnostic`
+from tf1gradfix.constructs import flags  # noqa: F401 - the same
 
 ROOT = Path(__file__).resolve().parent.parent
 CASES = tomllib.loads((ROOT / "tests" / "refusal_cases.toml").read_text(encoding="utf-8"))
@@ -134,13 +136,15 @@ def reported(monkeypatch, tmp_path):
             monkeypatch.setattr(owner, name, fail)
         raised.clear()
         if isinstance(program, dict):   # a project: file name -> text (run/project.py)
-            from tf1gradfix.run import project
+            from tf1gradfix.run import project, project_groups
 
             for name, text in program.items():
                 (tmp_path / name).write_text(text, encoding="utf-8")
             paths = sorted(str(tmp_path / name) for name in (listed or program))   # (`listed`: the files given)
-            findings = [f for each in project.plan(paths) for f in project.outcomes(each, "diff", CodeFilter(), 10 ** 7)
-                        for f in f.findings]
+            findings = [f for group in project_groups.groups(project.plan(paths))
+                        for o in (project.outcomes(group[0], "diff", CodeFilter(), 10 ** 7) if len(group) == 1 else
+                                  project_groups.outcomes(group, "diff", lambda _: CodeFilter(), 10 ** 7))
+                        for f in o.findings]
         else:
             findings = process_source("case.py", program.encode(), CodeFilter()).findings
         shown = {(f.code, f.message) for f in findings}

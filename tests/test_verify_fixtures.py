@@ -5,8 +5,10 @@ table name in ``expect.toml`` is the TF2 version's stem.  Correct migrations
 must come out EQUIVALENT and the deliberately wrong ones DIVERGED, otherwise
 the verifier proves nothing.  Optional keys per entry: ``rtol``, ``atol``,
 ``timeout``, ``original`` (another original file), ``reason_contains``, ``steps``
-(a step budget: the verdict must then be labelled partial when EQUIVALENT) and
-``whole_verdict`` (the verdict of the same pair run whole, without ``steps``).
+(a step budget: the verdict must then be labelled partial when EQUIVALENT),
+``whole_verdict`` (the verdict of the same pair run whole, without ``steps``),
+``args`` (the program arguments both sides get) and ``beside`` (a folder the patched
+program is written into, for the files it reads next to itself, and removed from after).
 
 A TF2 version is either a whole file ``NAME.py`` or, where it differs from
 a correct program by a few lines, a patch ``NAME.patch``: a unified diff
@@ -82,18 +84,25 @@ def test_fixture_verdict(folder: Path, name: str, entry: dict, tmp_path: Path):
     original = folder / entry.get("original", "original.py")
     migrated = folder / f"{name}.py"
     if not migrated.is_file():   # NAME.patch: the program is written out, its base applied
-        migrated = tmp_path / f"{name}.py"
+        beside = entry.get("beside")   # (a folder whose files the program reads next to it: a checkpoint)
+        migrated = (folder / beside / f".{name}.fixture.py") if beside else tmp_path / f"{name}.py"
         migrated.write_text(counterpart_text(folder, name, entry), encoding="utf-8")
-    result = verify_pair(original, migrated,
-                         rtol=entry.get("rtol", compare.DEFAULT_RTOL),
-                         atol=entry.get("atol", compare.DEFAULT_ATOL),
-                         timeout=entry.get("timeout", 180.0), steps=entry.get("steps"))
+    try:
+        result = verify_pair(original, migrated,
+                             rtol=entry.get("rtol", compare.DEFAULT_RTOL),
+                             atol=entry.get("atol", compare.DEFAULT_ATOL),
+                             timeout=entry.get("timeout", 180.0), steps=entry.get("steps"),
+                             program_args=entry.get("args", ()))
+        whole = verify_pair(original, migrated, timeout=entry.get("timeout", 180.0)) \
+            if "whole_verdict" in entry else None
+    finally:
+        if entry.get("beside"):
+            migrated.unlink(missing_ok=True)
     summary = report.summary(result)
     if "steps" in entry and result.verdict == "EQUIVALENT":
         assert result.budget and result.budget["partial"], summary
         assert summary.startswith(f"EQUIVALENT within the first {result.budget['steps_compared']} training steps")
-    if "whole_verdict" in entry:
-        whole = verify_pair(original, migrated, timeout=entry.get("timeout", 180.0))
+    if whole is not None:
         assert whole.verdict == entry["whole_verdict"], report.summary(whole)
         assert whole.budget is None
     assert result.verdict == entry["verdict"], f"{entry.get('why', '')}\n{summary}"

@@ -35,6 +35,18 @@ class Settings:
     respect_gitignore: bool = True    # folders are walked without what .gitignore leaves out
     source: str | None = None  # which file the settings came from
     root: str | None = None    # its folder: per-file-ignores patterns are relative to it
+    entry_points: dict[str, tuple[str, ...]] = field(default_factory=dict)   # script -> its arguments when proven
+
+    def arguments_for(self, path: str) -> tuple[str, ...] | None:
+        """The program arguments `entry-points` gives the script (its path relative to the
+        settings file's folder), or None: the command line's (after `--`)."""
+        if self.root is None or not self.entry_points:
+            return None
+        try:
+            relative = Path(path).resolve().relative_to(self.root).as_posix()
+        except (ValueError, OSError):
+            return None
+        return self.entry_points.get(relative)
 
     def ignores_for(self, path: str) -> tuple[str, ...]:
         """Patterns match the path relative to the settings file's folder (as ruff's do),
@@ -52,7 +64,7 @@ class Settings:
         return tuple(extra)
 
 
-KEYS = ("select", "ignore", "exclude", "max-file-size", "per-file-ignores", "respect-gitignore")
+KEYS = ("select", "ignore", "exclude", "max-file-size", "per-file-ignores", "respect-gitignore", "entry-points")
 
 
 def _codes(value, key: str, fail) -> tuple[str, ...]:
@@ -104,6 +116,17 @@ def _settings(table, source: Path, text: str) -> Settings:
         fail("per-file-ignores", f"`per-file-ignores` must be a table of glob = codes, not {per_file!r}")
     for pattern, codes in per_file.items():
         settings.per_file_ignores[pattern.strip()] = _codes(codes, "per-file-ignores", fail)
+    entries = table.get("entry-points", {})
+    if not isinstance(entries, dict) or not all(isinstance(v, (list, str)) for v in entries.values()):
+        fail("entry-points", f"`entry-points` must be a table of script = [arguments], not {entries!r}")
+    for script, arguments in entries.items():
+        if isinstance(arguments, str):   # (an INI line: `train.py: --epochs 1`)
+            import shlex
+
+            arguments = shlex.split(arguments)
+        if not all(isinstance(a, str) for a in arguments):
+            fail("entry-points", f"`entry-points`: the arguments of {script!r} must be strings, not {arguments!r}")
+        settings.entry_points[Path(script.strip()).as_posix()] = tuple(arguments)
     return settings
 
 
@@ -169,6 +192,12 @@ def _from_setup_cfg(path: Path) -> Settings | None:
         if ":" not in line:
             raise ConfigError(path, f"per-file-ignores: {line.strip()!r} is not `glob: CODES`", _line_of(text, "per-file-ignores"))
     table["per-file-ignores"] = dict(line.split(":", 1) for line in lines)
+    # `entry-points` is one "script: ARGUMENTS" per line.
+    entries = [line for line in table.pop("entry-points", "").splitlines() if line.strip()]
+    if any(":" not in line for line in entries):
+        raise ConfigError(path, "entry-points: each line is `script: ARGUMENTS`", _line_of(text, "entry-points"))
+    if entries:
+        table["entry-points"] = {k.strip(): v for k, v in (line.split(":", 1) for line in entries)}
     return _settings(table, path, text)
 
 

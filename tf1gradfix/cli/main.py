@@ -305,6 +305,7 @@ def _run_files(args: argparse.Namespace) -> int:
     if not args.paths:
         args.paths = ["."]   # as ruff: no path means the current folder
     settings = load_settings()
+    args.settings = settings   # (the proofs read each entry point's arguments from it)
     if args.verbose:
         print(f"tf1gradfix: settings from {settings.source or 'defaults (no [tf1gradfix] section found)'}", file=sys.stderr)
     select = args.select or settings.select
@@ -434,11 +435,13 @@ def _projects(files: list[str], mode: str) -> list:
 def _with_projects(outcomes, projects, files, mode, codes_for, limit):
     """`outcomes` with those of each project's files, in the order of `files` (a module two
     scripts import, refused for both, is reported once)."""
-    from tf1gradfix.run import project
+    from tf1gradfix.run import project, project_groups
 
     made = {}
-    for each in projects:
-        for outcome in project.outcomes(each, mode, codes_for(each.script), limit):
+    for group in project_groups.groups(projects):
+        found = (project.outcomes(group[0], mode, codes_for(group[0].script), limit) if len(group) == 1
+                 else project_groups.outcomes(group, mode, codes_for, limit))
+        for outcome in found:
             made.setdefault(outcome.path, outcome)
     order = {path: index for index, path in enumerate(files)}
     return sorted([*outcomes, *made.values()], key=lambda o: order.get(o.path, -1))
@@ -505,6 +508,7 @@ def _prove_and_write(args, outcomes, write: bool, refusal, all_outcomes=()):
     return rewrite_verify.prove_and_write(
         [(o.path, o.new_source) for o in outcomes],
         companions={o.path: o.companions for o in outcomes if o.companions},
+        groups={o.path: o.group for o in outcomes if o.group},
         write=write,
         report_dir=args.report_dir,
         rtol=args.rtol if args.rtol is not None else verify_defaults.DEFAULT_RTOL,
@@ -513,8 +517,15 @@ def _prove_and_write(args, outcomes, write: bool, refusal, all_outcomes=()):
         unwritable=refusal,
         steps=args.steps if args.steps is not None else DEFAULT_REWRITE_STEPS,
         program_args=args.program_args,
+        arguments={o.path: a for o in outcomes if (a := _arguments_for(args, o.path)) is not None},
         refused=refused_files(all_outcomes) if args.report_dir else (),
     )
+
+
+def _arguments_for(args, path: str):
+    """The arguments the settings' `entry-points` give the script proven (None: the command line's)."""
+    settings = getattr(args, "settings", None)
+    return settings.arguments_for(path) if settings is not None else None
 
 
 def refused_files(outcomes) -> list[tuple[str, str]]:
@@ -569,11 +580,13 @@ def _companions_follow(pending, outcomes, written) -> None:
     from tf1gradfix.records import replace
 
     by_path = {o.path: o for o in outcomes}
+    followed = set()   # (a module several scripts share follows them once: they are written all or none)
     for outcome in pending:
         for path in outcome.companions or {}:
             module = by_path.get(path)
-            if module is None:
+            if module is None or path in followed:
                 continue
+            followed.add(path)
             module.changed = outcome.path in written
             if module.changed:
                 continue

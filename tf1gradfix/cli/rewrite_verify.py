@@ -70,16 +70,20 @@ def _snapshot(path: str):
 @stopping.guarded
 def prove_and_write(changed: list[tuple[str, bytes]], *, write: bool, report_dir: str | None,
                     rtol: float, atol: float, timeout: float, unwritable, steps=None,
-                    program_args=(), refused=(), companions=None) -> list[ProofRow]:
+                    program_args=(), refused=(), companions=None, groups=None, arguments=None) -> list[ProofRow]:
     """Verify each (path, rewritten source); write the EQUIVALENT ones when `write`.
     `refused`: (path, why) of the files not restructured, for the summary reports.
     `companions`: path -> {module path: (new bytes, snapshot)} of a project's script: the
-    script is proven with those modules swapped in, and written with them or not at all."""
+    script is proven with those modules swapped in, and written with them or not at all.
+    `groups`: path -> the scripts sharing a module with it (project_groups): each is proven,
+    and they are written together once all are EQUIVALENT, or none is. `arguments`: path ->
+    the program arguments of that entry point (settings), in place of `program_args`."""
     from tf1gradfix.verify import report
     from tf1gradfix.verify.orchestrate import verify_pair
 
     rows: list[ProofRow] = []
     results = []
+    proven: dict = {}   # a group's script, EQUIVALENT: (its row, the files written with it)
     out, reports_failed = open_report_dir(report_dir, [p for p, _ in changed] + [str(p) for p, _ in refused])
     root = os.path.commonpath([os.path.dirname(os.path.abspath(p)) for p, _ in changed]) if changed else "."
     for path, new_source in changed:
@@ -96,7 +100,7 @@ def prove_and_write(changed: list[tuple[str, bytes]], *, write: bool, report_dir
         try:
             modules = (companions or {}).get(path) or {}
             result = verify_pair(program, candidate, rtol=rtol, atol=atol, timeout=timeout,
-                                 steps=steps, program_args=program_args,
+                                 steps=steps, program_args=(arguments or {}).get(path, program_args),
                                  swap={Path(p).name: data for p, (data, _) in modules.items()} or None)
         finally:
             _forget(made)
@@ -106,7 +110,10 @@ def prove_and_write(changed: list[tuple[str, bytes]], *, write: bool, report_dir
         results.append(result)
         row = ProofRow(path, result.verdict, result.reason, False, budget=result.budget)
         row.together = tuple(modules)
-        if write and result.verdict == EQUIVALENT:
+        if write and result.verdict == EQUIVALENT and path in (groups or {}):
+            proven[path] = (row, [(Path(p), data, shot) for p, (data, shot) in modules.items()]
+                            + [(original, new_source, snapshot)])
+        elif write and result.verdict == EQUIVALENT:
             refusal = unwritable(original) or next(
                 (f"{p} {why}" for p in modules if (why := unwritable(Path(p)))), None)
             if refusal:
@@ -122,10 +129,38 @@ def prove_and_write(changed: list[tuple[str, bytes]], *, write: bool, report_dir
         report_pair(out, row, result, root)
         rows.append(row)
         print(report.summary(result), flush=True)
+    _write_groups(rows, proven, groups or {}, unwritable)
     reports_failed = report_summary(out, results, rows, refused) or reports_failed
     for row in rows:
         row.reports_failed = row.reports_failed or reports_failed
     return rows
+
+
+def _write_groups(rows: list[ProofRow], proven: dict, groups: dict, unwritable) -> None:
+    """Write each group of scripts sharing a module whose every script is EQUIVALENT, with
+    their modules (each once); a group with one script not proven is written not at all."""
+    verdicts = {row.path: row.verdict for row in rows}
+    for group in dict.fromkeys(tuple(groups[path]) for path in proven):
+        members = [path for path in group if path in proven]
+        missing = [path for path in group if path not in proven]
+        if missing:
+            why = ", ".join(f"{os.path.basename(p)} {verdicts.get(p, NOT_VERIFIED)}" for p in missing)
+            for path in members:
+                proven[path][0].reason += f"; not written: it shares a module with {why}"
+            continue
+        files = {str(path): (path, data, shot) for member in members for path, data, shot in proven[member][1]}
+        refusal = next((f"{p} {why}" for p in files if (why := unwritable(Path(p)))), None)
+        try:
+            if refusal:
+                raise OSError(0, refusal)
+            with stopping.deferred():
+                _write_together(list(files.values()))
+        except OSError as exc:
+            for path in members:
+                proven[path][0].reason += f"; not written: {_why(exc)}"
+            continue
+        for path in members:
+            proven[path][0].written = True
 
 
 def _write_together(files: list) -> None:

@@ -13,7 +13,8 @@ no graph to enter); the `tf.Graph()` statement goes with its `with`s. A
 `with tf.device` could hold them, and TF2 places ops by itself (soft placement)
 without changing their numbers.
 
-A session of that graph (`tf.Session(graph=g)`) is a session like any other.
+A session of that graph (`tf.Session(graph=g)`) is a session like any other, and
+`with sess.as_default():` of a session of the module only makes it the default one.
 A graph that is used for anything else (`finalize()`, a summary writer,
 `get_operation_by_name`), a graph made elsewhere, or a second graph stays
 refused: there the graph is more than a container.
@@ -119,6 +120,25 @@ def without_graph(builder, call: cst.Call) -> cst.Call:
     args = [a for a in call.args if not (a.keyword is not None and a.keyword.value == "graph"
                                          and isinstance(a.value, cst.Name) and a.value.value in builder.graphs)]
     return call if len(args) == len(call.args) else call.with_changes(args=args)
+
+
+def entered_session(builder, stmt: cst.With) -> str | None:
+    """`S` of `with S.as_default():` where `S` is a session of the module (`S =
+    tf.Session(...)`, `with tf.Session() as S`): it only makes `S` the default session,
+    which TF2 does not have; its statements run as if unindented."""
+    name = entered_graph(stmt)
+    if name is None:
+        return None
+    for node in walk(builder.module):
+        if type(node) is cst.Assign and len(node.targets) == 1 and isinstance(node.targets[0].target, cst.Name) \
+                and node.targets[0].target.value == name.value and isinstance(node.value, cst.Call) \
+                and matches(builder.qualified(node.value.func), "sessions"):
+            return name.value
+        if type(node) is cst.WithItem and node.asname is not None and isinstance(node.asname.name, cst.Name) \
+                and node.asname.name.value == name.value and isinstance(node.item, cst.Call) \
+                and matches(builder.qualified(node.item.func), "sessions"):
+            return name.value
+    return None
 
 
 def kind(builder, stmt: cst.With) -> str | None:

@@ -8,17 +8,27 @@ same objects (`tf.train.Checkpoint(w=w, dense=dense, optimizer=optimizer)`),
 and `saver.save(sess, path)` becomes `saver.write(path)`, which writes the
 files under that prefix (`PATH.index`, `PATH.data-*`) and returns it, as `save`
 did; the `PATH.meta` graph and the `checkpoint` list TF1 also wrote are not
-written (TF2 has no graph to export). Reading a checkpoint
-back (`restore`) is refused: a TF2 checkpoint names objects, not graph names,
-so it does not read what a TF1 program wrote, and what a restore would change
-is not proven by running the two programs.
+written (TF2 has no graph to export).
+
+`saver.restore(sess, path)` of a Saver of variables reads what TF1 wrote: the
+Saver becomes a function `saver_restore(path)` assigning each variable the
+value the checkpoint keeps under the variable's TF1 name (`tf.train.load_checkpoint`),
+and a name the checkpoint lacks raises, as TF1's restore did: no variable is
+skipped. The proof restores the same checkpoint on both sides and compares
+every value. Layers' weights and optimizer slots (other than none: gradient
+descent) are named otherwise by TF2, and a Saver that saves (object-based) and
+restores (by TF1's names) in one program could not read its own checkpoints:
+both refused.
 """
 
 from __future__ import annotations
 
+import json
+
 import libcst as cst
 
-from tf1gradfix.cst.syntax import Refusal, arg, loads
+from tf1gradfix.cst.syntax import Refusal, arg, bound_names, loads
+from tf1gradfix.cst.walk import walk
 from tf1gradfix.model.nodes import (Layer, LayerNode, Optimizer, OptimizerCall, Saver, Statement,
                                     Variable, VariableGroup)
 
@@ -70,13 +80,58 @@ def checkpoint_text(node: Saver, program, tf: str, names) -> str:
     return f"{node.names[0]} = {tf}.train.Checkpoint({', '.join(parts)})"
 
 
+def restore_text(program, node: Saver, saver: str, call: cst.Call, sessions, graph_names, code) -> str:
+    """`saver_restore(path)` for `saver.restore(sess, path)`: each variable the Saver holds
+    assigned the value the checkpoint keeps under its TF1 name (restorer_text). Only a
+    Saver of variables: TF2's layers and optimizers name their weights and slots otherwise."""
+    path = _path_of(call, "restore", sessions, graph_names)
+    if any(type(c) is cst.Call and isinstance(c.func, cst.Attribute) and c.func.attr.value == "save"
+           and isinstance(c.func.value, cst.Name) and c.func.value.value == saver for c in walk(program.owner)):
+        raise Refusal.of(call, "saver_form", what="both `save` and `restore` (a TF2 checkpoint names objects; "
+                                                  "TF1's restore reads names)")
+    members = [m for m in (program.nodes[i] for i in node.members) if not _slotless(m)]
+    if any(not isinstance(m, Variable) or m.full_name is None for m in members):
+        raise Refusal.of(call, "saver_form", what="a restore of layers' weights or optimizer slots (TF2 names them "
+                                                  "otherwise than the checkpoint TF1 wrote)")
+    if f"{saver}_restore" in {n for stmt in walk(program.owner) if isinstance(stmt, cst.BaseStatement)
+                              for n in bound_names(stmt)}:
+        raise Refusal.of(call, "saver_form", what=f"a restore where `{saver}_restore` is taken")
+    node.restores = True
+    return f"{saver}_restore({code(path)})"
+
+
+def restorer_text(node: Saver, program, tf: str) -> str:
+    """The function `saver.restore` becomes: TF1's checkpoint read by the names TF1 saved
+    each variable under; a name the checkpoint lacks raises (NotFoundError), as TF1's
+    restore did, so no variable is ever skipped."""
+    members = [m for m in (program.nodes[i] for i in node.members) if not _slotless(m)]
+    saver = node.names[0]
+    lines = [f"def {saver}_restore(path):",
+             f'    """Restores {", ".join(m.names[0] for m in members)} from the TF1 checkpoint `path`, '
+             'by the names TF1 saved them under."""',
+             f"    checkpoint = {tf}.train.load_checkpoint(path)"]
+    lines += [f"    {m.names[0]}.assign(checkpoint.get_tensor({json.dumps(m.full_name)}))" for m in members]
+    return "\n".join(lines)
+
+
+def _slotless(node) -> bool:
+    """An optimizer TF1 checkpointed nothing of: plain gradient descent has no slots."""
+    return isinstance(node, Optimizer) and node.cls.rsplit(".", 1)[-1] == "GradientDescentOptimizer"
+
+
 def save_text(saver: str, call: cst.Call, sessions, graph_names, code) -> str:
     """`saver.write(path)` for `saver.save(sess, path)`."""
+    return f"{saver}.write({code(_path_of(call, 'save', sessions, graph_names))})"
+
+
+def _path_of(call: cst.Call, method: str, sessions, graph_names) -> cst.BaseExpression:
+    """The path of `saver.save(sess, path)` or `saver.restore(sess, path)`: a session of the
+    program and a path of host values, nothing else."""
     sess, path = arg(call, 0, "sess"), arg(call, 1, "save_path")
     given = {a.keyword.value for a in call.args if a.keyword is not None}
     if not (isinstance(sess, cst.Name) and sess.value in sessions) or path is None or len(call.args) != 2 \
             or given - {"sess", "save_path"}:
-        raise Refusal.of(call, "saver_form", what="a save other than `save(sess, path)`")
+        raise Refusal.of(call, "saver_form", what=f"a {method} other than `{method}(sess, path)`")
     if set(loads(path)) & graph_names:
         raise Refusal.of(path, "saver_form", what="a path computed from graph values")
-    return f"{saver}.write({code(path)})"
+    return path

@@ -1,5 +1,6 @@
 """Session options: `tf.Session(config=...)`, `tf.ConfigProto(...)`, `tf.GPUOptions(...)`
-and `config.gpu_options.allow_growth = True`. They decide device placement, threads
+and `config.gpu_options.allow_growth = True`, with literal values or settings read from
+an object (`log_device_placement=FLAGS.log_device_placement`). They decide device placement, threads
 and GPU memory, never the numbers, and TF2 has no session to give them to: the
 rewrite drops them with the session, with an info note (TFG103). An options
 object read anywhere else (printed, passed to a function) keeps the refusal.
@@ -56,7 +57,7 @@ class SessionOptions:
         for a in expr.args:
             value = a.value
             if a.star or not (_literal(value) or isinstance(value, cst.Name) and value.value in names
-                              or self.is_options(value, names)):
+                              or _setting(value) or self.is_options(value, names)):
                 return False
         return True
 
@@ -82,3 +83,11 @@ def _literal(expr: cst.BaseExpression) -> bool:
         expr = expr.expression
     return isinstance(expr, (cst.Integer, cst.Float, cst.SimpleString)) \
         or isinstance(expr, cst.Name) and expr.value in LITERALS
+
+
+def _setting(expr: cst.BaseExpression) -> bool:
+    """A setting read from an object, as `FLAGS.log_device_placement`: an attribute of a
+    name, nothing called (an option's value decides placement and logging only)."""
+    while isinstance(expr, cst.Attribute):
+        expr = expr.value
+    return isinstance(expr, cst.Name) and expr.value not in LITERALS

@@ -106,6 +106,10 @@ class Assembler:
             if text is None and node.global_step:   # (the statement the rewrite wrote for the global step)
                 text = cst.Module([]).code_for_node(item.stmt.with_changes(leading_lines=())).strip()
             return item.stmt if text is None else self._statement(text, item.stmt)
+        if isinstance(node, Saver) and node.restores:
+            blank = [cst.EmptyLine()] * (1 if self.indent else 2)   # (a function among statements, as black spaces it)
+            return cst.parse_statement(savers.restorer_text(node, self.p, self.p.tf_alias) + "\n").with_changes(
+                leading_lines=[*item.stmt.leading_lines, *blank])
         if isinstance(node, Saver):
             return self._statement(savers.checkpoint_text(node, self.p, self.p.tf_alias, self._name_of), item.stmt)
         if isinstance(node, LayerLoop):

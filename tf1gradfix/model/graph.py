@@ -244,6 +244,9 @@ class ModelBuilder:
         if not isinstance(call, cst.Call):
             return None, None
         q = self.qualified(call.func)
+        session = graph_contexts.entered_session(self, stmt)
+        if session is not None:
+            return "session", session
         if enters_new_graph(stmt, self.qualified) or graph_contexts.kind(self, stmt) == "graph":
             return "graph", None   # TF2 has no graphs to enter, and places ops itself
         if q == "tensorflow.control_dependencies" and item.asname is None and len(call.args) == 1 \

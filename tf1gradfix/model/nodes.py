@@ -128,6 +128,7 @@ class Saver(Node):
 
     kind: ClassVar[str] = "saver"
     members: list[int]
+    restores: bool = False   # `saver.restore(sess, path)`: restored by TF1's names (savers.restore_text)
 
 
 @dataclass(eq=False, kw_only=True)

@@ -250,9 +250,16 @@ class HostScan:
             self._check_session_kw(call, ("feed_dict", "session"))
             self._add_site(call, func.value, feed)
             return True
+        if isinstance(node, Saver) and method == "restore":
+            self.variable_lists[call] = savers.restore_text(self.p, node, cast(str, receiver), call, self._sessions,
+                                                            self.graph_names(), cst.Module([]).code_for_node)
+            return True
         if isinstance(node, Saver):
             if method != "save":
                 raise Refusal.of(call, "saver_method", name=receiver, method=method)
+            if node.restores:
+                raise Refusal.of(call, "saver_form", what="both `save` and `restore` (a TF2 checkpoint names "
+                                 "objects; TF1's restore reads names)")
             self.variable_lists[call] = savers.save_text(cast(str, receiver), call, self._sessions, self.graph_names(),
                                                          cst.Module([]).code_for_node)
             return True

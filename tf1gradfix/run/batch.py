@@ -47,6 +47,7 @@ class Outcome:
     safe_source: bytes | None = None  # GUARDED: the file with its safe fixes only (None: none apply)
     safe_later: Callable[[], bytes | None] | None = None   # GUARDED, a project's file: makes safe_source (safe_source_of)
     companions: dict | None = None   # a project's script: its modules' path -> (new bytes, snapshot), written with it
+    group: tuple = ()   # scripts sharing a module with this one: proven each, written all or none (project_groups)
 
 
 def safe_source_of(outcome: Outcome) -> bytes | None:

@@ -546,6 +546,7 @@ def _restructured(wrapper, display, codes, result, silenced, catalog, renames, f
     from tf1gradfix.detect.detector import detect
     from tf1gradfix.run.findings import is_suppressed, suppressions
     from tf1gradfix.emit.renames import renamed_source
+    from tf1gradfix.constructs import flags
     from tf1gradfix.emit.restructure import HANDLED, restructure
     from tf1gradfix.model.refusals import diagnostic
 
@@ -562,7 +563,10 @@ def _restructured(wrapper, display, codes, result, silenced, catalog, renames, f
     new = None
     if shaped.new_module is not None:
         source = renamed_source(shaped.new_module, renames) if renames else printing.source_bytes(shaped.new_module)
-        if not prefilter.load().possible(source, resolve=True).codes:
+        source, refusal = flags.absl_form(source, wrapper.module.code.encode(wrapper.module.encoding))
+        if refusal is not None:
+            diagnostics.append(refusal)
+        elif not prefilter.load().possible(source, resolve=True).codes:
             # No rule can fire on the rewritten text: nothing is left and nothing
             # needs a rename, so it is not parsed and analyzed again.
             new = (shaped.new_module, [], source)

@@ -33,7 +33,7 @@ class Info:
 class Project:
     script: str
     modules: list[str] = field(default_factory=list)   # paths, in the order the script imports them
-    imports: list[ast.stmt] = field(default_factory=list)   # the script's import of each
+    imports: list[ast.stmt | None] = field(default_factory=list)   # the script's import of each (None: a module's)
     refusal: tuple | None = None   # (path, diagnostic): why it cannot be migrated
 
 
@@ -130,15 +130,18 @@ def _folder_projects(folder: str, paths: list[str]) -> tuple[list[Project], dict
                     project.refusal = project.refusal or _import_refusal(path, stmt, name, read[modules[name]], again,
                                                                          found.tree)
         if project.modules:
-            ours = {os.path.abspath(p) for p in (path, *project.modules)}
-            for module in project.modules:
-                name = os.path.basename(module)[:-3]
-                others = [p for p in _importers(folder, name, read) if os.path.abspath(p) not in ours]
-                if others and project.refusal is None:
-                    stmt = project.imports[project.modules.index(module)]
-                    project.refusal = (path, diagnostic(stmt.lineno, stmt.col_offset + 1, "project_module_shared",
-                                                        module=name, other=os.path.basename(others[0])))
+            _add_nested(project, modules, read)
             projects.append(project)
+    scripts = {os.path.abspath(p.script) for p in projects}   # (a module they share is migrated for all: project_groups)
+    for project in projects:
+        ours = {os.path.abspath(p) for p in (project.script, *project.modules)}
+        for module in project.modules:
+            name = os.path.basename(module)[:-3]
+            others = [p for p in _importers(folder, name, read) if os.path.abspath(p) not in ours | scripts]
+            if others and project.refusal is None:
+                stmt = next(s for s in project.imports[project.modules.index(module):] if s is not None)
+                project.refusal = (project.script, diagnostic(stmt.lineno, stmt.col_offset + 1, "project_module_shared",
+                                                              module=name, other=os.path.basename(others[0])))
     return projects, read
 
 
@@ -232,9 +235,11 @@ def _module_refusal(path: str, tree: ast.Module, project: Project) -> tuple | No
     except OSError:
         siblings = set()
     stems = ({_stem(m) for m in project.modules} | siblings) - {_stem(path)}
+    earlier = project.modules[:project.modules.index(path)] if path in project.modules else []
     for node in ast.walk(tree):
         other = next((name for name in stems if _imports(node, name)), None)
-        if other is not None:   # (its import would stay one of the original module, TF1)
+        if other is not None and not _nested_import(node, tree, other, earlier):
+            # (its import would stay one of the original module, TF1)
             return (path, diagnostic(node.lineno, node.col_offset + 1, "project_nested_import",
                                      module=_stem(path), other=other))
     for stmt in tree.body:
@@ -244,6 +249,33 @@ def _module_refusal(path: str, tree: ast.Module, project: Project) -> tuple | No
             continue   # (a constant: `BATCH = 32`)
         return (path, diagnostic(stmt.lineno, stmt.col_offset + 1, "project_module_runs_code", module=_stem(path)))
     return None
+
+
+def _add_nested(project: Project, modules: dict[str, str], read: dict[str, Info | None]) -> None:
+    """The modules the project's modules import with `from other import name` and the script
+    does not, each before the first module importing it (no import of the script: None)."""
+    k = 0
+    while k < len(project.modules):
+        found = read.get(project.modules[k])
+        names = [stmt.module for stmt in (found.tree.body if found is not None else ())
+                 if isinstance(stmt, ast.ImportFrom) and stmt.level == 0 and stmt.module in modules]
+        new = [modules[n] for n in dict.fromkeys(names) if modules[n] not in project.modules]
+        if new:   # (read first, then looked at again: they may import others)
+            project.modules[k:k] = new
+            project.imports[k:k] = [None] * len(new)
+            continue
+        k += 1
+
+
+def _nested_import(node: ast.AST, tree: ast.Module, name: str, earlier: list[str]) -> bool:
+    """`from other import a, b` at the module's top level, on one line, of names a module
+    read before it defines (project_text.nested): read as one module, the names are bound."""
+    module = next((m for m in earlier if _stem(m) == name), None)
+    if module is None or not isinstance(node, ast.ImportFrom) or node not in tree.body or node.lineno != node.end_lineno:
+        return False
+    data = _read(module)
+    defined = layout.top_names(ast.parse(data)) if data is not None else {}
+    return all(a.asname is None and a.name in defined for a in node.names)
 
 
 def _stem(path: str) -> str:
@@ -269,8 +301,11 @@ def _clash(project: Project, trees: dict[str, ast.Module]) -> tuple | None:
                                                 layout.top_names(trees[module])) or []}
     seen = {name: (project.script, stmt) for name, stmt in layout.top_names(trees[project.script]).items()
             if name not in imported}
+    linked = {id(stmt) for _, stmt in layout.nested(project, trees)}   # (a module's import of an earlier one)
     for module in project.modules:
         for name, stmt in layout.top_names(trees[module]).items():
+            if id(stmt) in linked:
+                continue
             if name in seen:
                 other = seen[name][1]
                 if _binding(stmt, name) is not None and _binding(stmt, name) == _binding(other, name):
@@ -314,7 +349,8 @@ def process(project: Project, datas: dict[str, bytes], codes: CodeFilter) -> Res
             out.findings[p] += safe[p][1]
         return _safe_only(out, safe)
     script, cut = layout.unqualified(project, datas[project.script], trees, split_lines)
-    combined, where = layout.combined(project, {**datas, project.script: script}, split_lines)
+    combined, where = layout.combined(project, {**datas, project.script: script}, split_lines,
+                                      layout.nested(project, trees))
     result = process_source(project.script, combined, codes, fix=True)
     for finding in result.findings:
         path, line = where(finding.line)
@@ -369,6 +405,15 @@ def outcomes(project: Project, mode: str, codes: CodeFilter, limit: int) -> list
     """The outcome of each file of `project` (script first), in `mode` (batch.py): both
     files are changed, or neither. A proof (plain rewrite, --verify) is asked of the
     script's outcome, which carries its modules' new bytes (`companions`)."""
+    read = read_files(project, mode, limit)
+    if isinstance(read, list):
+        return read
+    return finish(project, processed(project, read[0], codes), mode, codes, *read)
+
+
+def read_files(project: Project, mode: str, limit: int) -> tuple[dict, dict] | list:
+    """(path -> bytes, path -> snapshot) of the project's files, or the outcomes of a file
+    that cannot be read."""
     from tf1gradfix.run import batch
 
     paths = [project.script, *project.modules]
@@ -378,10 +423,25 @@ def outcomes(project: Project, mode: str, codes: CodeFilter, limit: int) -> list
         if isinstance(read, FileError):
             return [batch.Outcome(p, error=read if p == path else None) for p in paths]
         datas[path], snapshots[path] = read
+    return datas, snapshots
+
+
+def processed(project: Project, datas: dict, codes: CodeFilter) -> Result:
+    """`process`, with a bug of ours reported as the script's internal error."""
+    from tf1gradfix.run import batch
+
     try:
-        result = process(project, datas, codes)
+        return process(project, datas, codes)
     except Exception as exc:  # noqa: BLE001 - a bug of ours must not cost the user a file or the run
-        return [batch.Outcome(p, error=batch.internal_error(p, exc) if p == project.script else None) for p in paths]
+        paths = [project.script, *project.modules]
+        return Result(paths, {p: [] for p in paths}, {project.script: batch.internal_error(project.script, exc)}, {})
+
+
+def finish(project: Project, result: Result, mode: str, codes: CodeFilter, datas: dict, snapshots: dict) -> list:
+    """The outcomes of the project's files from its `result`, in `mode`."""
+    from tf1gradfix.run import batch
+
+    paths = [project.script, *project.modules]
     out = [batch.Outcome(p, result.findings[p], result.errors.get(p)) for p in paths]
     if result.refused:
         for outcome in out:

@@ -9,6 +9,7 @@ import os
 import re
 
 _BEGIN, _END = b"__tf1gradfix_module_begin__", b"__tf1gradfix_module_end__"
+_NESTED = b"__tf1gradfix_nested_import__"   # a module's import of an earlier module, while they are read as one
 _BOM = b"\xef\xbb\xbf"
 _MARKER = re.compile(rb"^(__tf1gradfix_module_(?:begin|end)__) = (\d+)[ \t]*(?:\r\n|\r|\n)?\Z")
 
@@ -114,7 +115,47 @@ def qualified(project, text: bytes, modules: dict) -> bytes | None:
     return b"".join(lines)
 
 
-def combined(project, datas: dict[str, bytes], split_lines):
+def nested(project, trees: dict) -> list[tuple[str, ast.ImportFrom]]:
+    """Each module's `from other import a, b` of a module before it in the project (its code
+    is read first, so the names are bound already): (module, statement), in order. One line
+    each, names the other module defines, no alias (project._module_refusal checks)."""
+    out = []
+    for k, module in enumerate(project.modules):
+        earlier = {os.path.basename(m)[:-3] for m in project.modules[:k]}
+        out += [(module, stmt) for stmt in trees[module].body
+                if isinstance(stmt, ast.ImportFrom) and stmt.level == 0 and stmt.module in earlier]
+    return out
+
+
+def _without_nested(module: str, body: list[bytes], imports: list, first: int) -> list[bytes]:
+    """The module's lines with each nested import's line a marker (`first`: the index of its
+    first import among all of them), so the module's code is read without importing the
+    original module again."""
+    out = list(body)
+    for k, (path, stmt) in enumerate(imports):
+        if path == module:
+            ending = body[stmt.lineno - 1][len(body[stmt.lineno - 1].rstrip(b"\r\n")):]
+            out[stmt.lineno - 1] = _NESTED + b" = %d" % (first + k) + (ending or b"\n")
+    return out
+
+
+def restore_nested(module: str, text: bytes, imports: list, original: bytes, split_lines) -> bytes | None:
+    """The module's rewritten text with each marker its import line again (None: a marker
+    is not where the rewrite should have kept it, once)."""
+    lines = split_lines(text)
+    old = split_lines(original.removeprefix(_BOM))
+    for k, (path, stmt) in enumerate(imports):
+        if path != module:
+            continue
+        marker = _NESTED + b" = %d" % k
+        found = [i for i, line in enumerate(lines) if line.rstrip(b"\r\n") == marker]
+        if len(found) != 1:
+            return None
+        lines[found[0]] = old[stmt.lineno - 1]
+    return b"".join(lines)
+
+
+def combined(project, datas: dict[str, bytes], split_lines, imports=()):
     """(the script with each import replaced by its module between markers; combined line ->
     (path, line))."""
     script = split_lines(datas[project.script])
@@ -122,12 +163,17 @@ def combined(project, datas: dict[str, bytes], split_lines):
     where: list[tuple[str, int]] = []   # index: combined line - 1
     at = 0
     for index, (module, stmt) in enumerate(zip(project.modules, project.imports)):
-        start, end = stmt.lineno - 1, stmt.end_lineno
+        if stmt is None:   # (imported by a module only: read just before it, where the script imports that)
+            stmt = next(s for s in project.imports[index:] if s is not None)
+            start, end = stmt.lineno - 1, stmt.lineno - 1
+        else:
+            start, end = stmt.lineno - 1, stmt.end_lineno
         pieces += script[at:start]
         where += [(project.script, n + 1) for n in range(at, start)]
         body = split_lines(datas[module].removeprefix(_BOM))
         if body and not body[-1].endswith((b"\n", b"\r")):
             body[-1] += b"\n"
+        body = _without_nested(module, body, [(p, s) for p, s in imports], 0)
         pieces += [_BEGIN + b" = %d\n" % index, *body, _END + b" = %d\n" % index]
         where += [(project.script, stmt.lineno)] + [(module, n + 1) for n in range(len(body))] + [(project.script, stmt.lineno)]
         at = end
@@ -166,13 +212,18 @@ def check_parts(project, parts: dict, datas: dict[str, bytes], cut: bool = False
     new_script = []
     for k, chunk in enumerate(parts["script"]):
         new_script += chunk
-        if k < len(project.imports):   # the script's own import, as it was
+        if k < len(project.imports) and project.imports[k] is not None:   # the script's own import, as it was
             stmt = project.imports[k]
             new_script += script_lines[stmt.lineno - 1:stmt.end_lineno]
     result = {}
+    imports = nested(project, {m: python_tree(datas[m]) for m in project.modules})
     for module, lines in zip(project.modules, parts["modules"]):
         data = datas[module]
         text = b"".join(lines)
+        if imports:
+            text = restore_nested(module, text, imports, data, split_lines)
+            if text is None:
+                return f"the rewrite moved an import of {os.path.basename(module)}"
         if data.startswith(_BOM):   # (a BOM starts its file, not the combined module's middle)
             text = _BOM + text
         if not data.endswith((b"\n", b"\r")) and text.endswith(b"\n") and text[:-1] == data:
@@ -191,6 +242,8 @@ def check_parts(project, parts: dict, datas: dict[str, bytes], cut: bool = False
         if path != project.script:
             defined = top_names(tree)
             stmt = project.imports[project.modules.index(path)]
+            if stmt is None:   # (imported by a module: its import is checked as the module's, nested)
+                continue
             if isinstance(stmt, ast.Import):   # (the names the script reads as `model.NAME`)
                 used = {n.attr for n in ast.walk(python_tree(result[project.script])) if isinstance(n, ast.Attribute)
                         and isinstance(n.value, ast.Name) and n.value.id == bound_name(stmt)}

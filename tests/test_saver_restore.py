@@ -1,0 +1,50 @@
+"""`saver.restore(sess, path)` of a Saver of variables: read by TF1's names
+(constructs/savers.py; proven on fixtures/rewrite/saver_restore_by_name, whose wrong
+counterparts skip a variable and rename a key). The forms still refused, with the reason."""
+
+from __future__ import annotations
+
+import pytest
+
+from tf1gradfix.run.engine import process_source
+from tf1gradfix.run.findings import CodeFilter
+
+HEAD = """import numpy as np
+import tensorflow as tf
+
+x = tf.placeholder(tf.float32, [None, 3])
+w = tf.Variable(tf.zeros([3, 1]), name="w")
+guess = tf.matmul(x, w)
+"""
+
+
+def _rewrite(body: str):
+    return process_source("case.py", (HEAD + body).encode(), CodeFilter())
+
+
+def test_a_restore_of_variables_reads_tf1_names():
+    result = _rewrite('saver = tf.train.Saver()\nwith tf.Session() as sess:\n    saver.restore(sess, "trained")\n'
+                      '    print(sess.run(guess, {x: np.ones([1, 3])}))\n')
+    text = result.new_source.decode()
+    assert 'checkpoint = tf.train.load_checkpoint(path)\n    w.assign(checkpoint.get_tensor("w"))\n' in text, text
+    assert 'saver_restore("trained")' in text and "Saver" not in text
+
+
+@pytest.mark.parametrize("body,why", [
+    ('dense = tf.layers.dense(x, 2, name="dense")\nsaver = tf.train.Saver()\nwith tf.Session() as sess:\n'
+     '    saver.restore(sess, "trained")\n    print(sess.run(dense, {x: np.ones([1, 3])}))\n',
+     "a restore of layers' weights or optimizer slots"),
+    ('saver = tf.train.Saver()\nwith tf.Session() as sess:\n    sess.run(tf.global_variables_initializer())\n'
+     '    saver.save(sess, "out")\n    saver.restore(sess, "out")\n    print(sess.run(guess, {x: np.ones([1, 3])}))\n',
+     "both `save` and `restore`"),
+    ('saver = tf.train.Saver()\nwith tf.Session() as sess:\n    saver.restore(sess, "trained")\n'
+     '    saver.save(sess, "out")\n    print(sess.run(guess, {x: np.ones([1, 3])}))\n',
+     "both `save` and `restore`"),
+    ('loss = tf.reduce_sum(guess)\nstep = tf.train.AdamOptimizer(0.1).minimize(loss)\nsaver = tf.train.Saver()\n'
+     'with tf.Session() as sess:\n    saver.restore(sess, "trained")\n    print(sess.run([loss, step], {x: np.ones([1, 3])})[0])\n',
+     "a restore of layers' weights or optimizer slots"),
+])
+def test_restores_tf2_would_name_otherwise_are_refused(body, why):
+    result = _rewrite(body)
+    assert result.new_source is None
+    assert any(f.code == "TFG921" and why in f.message for f in result.findings), [f.message for f in result.findings]
