@@ -403,10 +403,8 @@ class ModelBuilder:
         if graph_contexts.is_binding(self, stmt):
             item.drop = True   # `g = tf.Graph()` of the graph entered: it goes with its `with`s
             return
-        if len(stmt.body) != 1:
-            if any(self.calls(s) for s in stmt.body):
-                raise Refusal.of(stmt, "several_statements_line")
-            return
+        # (lines of several statements were split before the program was read: statement_forms)
+        assert len(stmt.body) == 1, "a line of several statements reached the model"
         small = stmt.body[0]
         if isinstance(small, cst.Expr) and isinstance(small.value, cst.Call):
             func = small.value.func
@@ -461,6 +459,10 @@ class ModelBuilder:
             return
         if names is None:
             raise Refusal.of(small, "graph_value_target")
+        for name in sorted(set(names) & set(loads(value))):
+            i = self.program.final.get(name)   # (`reg = 0.0` ... `reg = reg + tf.nn.l2_loss(w)`)
+            if i is None or isinstance(self.program.nodes[i], Static):
+                raise Refusal.of(small, "host_name_rebound_to_graph", name=name)
         if self.loader_calls and any(id(call) in self.loader_calls for call, _ in self.calls(value)):
             raise Refusal.of(small, "mnist_loader_in_graph")   # (host code only is kept where it is)
         self._graph_statement(item, small, names, value, deps, tf_calls)
