@@ -28,7 +28,7 @@ import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
 
 REASONS = frozenset({"augmented_assignment"})
-ATTEMPTS = 4   # (each reading may reach refused lines the previous one stopped before)
+ATTEMPTS = 12   # (a reading stops before statements reading a refused one: a chain of them takes a reading each)
 
 # Operands printed after `x op` without parentheses: binding as tightly as a call.
 _ATOMS = (cst.Name, cst.Call, cst.Attribute, cst.Subscript, cst.Integer, cst.Float, cst.SimpleString)
