@@ -311,7 +311,8 @@ class TapeEmitter:
         for i in own:
             forward_lines.append(self.stmt_text(self.p.nodes[i], depth + bool(inner)))
             forward_lines += watch_after.get(i, [])
-        grads = [i for i in sig.nodes if i in post]
+        # (an assignment reading a gradient, `tf.assign(w, w - lr * g)`, goes with the other assignments below)
+        grads = [i for i in sig.nodes if i in post and not isinstance(self.p.nodes[i], Update)]
         if inner:
             forward_lines, grads = self._inner_block(sig, forward_lines, grads, inner)
         # (no `x = tf.cast(x, dtype)`: the input_signature converts a fed array to the
