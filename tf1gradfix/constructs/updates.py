@@ -74,32 +74,19 @@ def _names(target) -> list[str]:
 
 
 def check_run(program, site_call, fetched) -> None:
-    """An update fetched with other values: TF1 runs one graph, so each other value is either
-    computed before the assignment (the assigned value is computed from it: `[loss,
-    tf.assign(w, w - lr * g)]` with `g` the gradient of `loss`), or a variable, whose fetch
-    shares the variable's buffer and reads it after the update (measured: verify/TOLERANCES.md).
-    The function computes them in that order. Any other value may be read before or after."""
+    """An update fetched with other values: each must be computed before the assignment, which
+    TF1 ensures for what the assigned value is computed from (`[loss, tf.assign(w, w - lr * g)]`
+    with `g` the gradient of `loss`); the function computes them in that order. Any other value,
+    a variable above all, may be read before or after it (measured: verify/TOLERANCES.md)."""
     done = [n for n in fetched if isinstance(n, Update)]
     if not done or len(done) == len(fetched):
         return
     before = computed_before(program, done)
     for node in fetched:
-        if isinstance(node, Variable) and resource_variable(node):
-            raise Refusal.of(site_call, "assign_fetched_with_others")
-        if isinstance(node, (Update, Variable, Static)):
+        if isinstance(node, (Update, Static)):
             continue
-        if not (isinstance(node, Computed) and node.index in before and not aliases_variable(program, node)):
+        if not (isinstance(node, (Computed, Gradients)) and node.index in before and not aliases_variable(program, node)):
             raise Refusal.of(site_call, "assign_fetched_with_others")
-
-
-def resource_variable(node: Variable) -> bool:
-    """Made as a resource variable (`use_resource=True`), whose fetch is a copy read at a time
-    TF1 leaves open (it read it before the update in every measured run, with no order that
-    ensures it: verify/TOLERANCES.md)."""
-    call = node.value
-    return isinstance(call, cst.Call) and any(a.keyword is not None and a.keyword.value == "use_resource"
-                                              and cst.Module([]).code_for_node(a.value) not in ("False", "None")
-                                              for a in call.args)
 
 
 def computed_before(program, done: list[Update]) -> set[int]:
