@@ -368,7 +368,7 @@ class HostScan:
                 raise Refusal.of(fetch, "fetch_unknown", code=cst.Module([]).code_for_node(fetch))
             if isinstance(node, Init):
                 return "init", []
-            if isinstance(node, (Optimizer, ComputeGradients, VarList)):
+            if isinstance(node, (Optimizer, VarList)):
                 raise Refusal.of(fetch, "fetch_kind", kind=node.kind)
             return "single", [cast(str, name)]
         if isinstance(fetch, (cst.List, cst.Tuple)) and fetch.elements:
