@@ -74,3 +74,41 @@ def test_compute_gradients_pairs_fetched_with_their_update_are_refused():
     assert result.new_source is None
     assert [f.message for f in result.findings if f.code == "TFG912"] == [
         "a variable fetched in the same run as its update (order undefined)"]
+
+
+AFTER = """\
+import numpy as np
+import tensorflow as tf
+x = tf.placeholder(tf.float32, [None, 2])
+w = tf.Variable(tf.ones([2, 1]), name="w")
+out = tf.matmul(x, w)
+loss = tf.reduce_sum(tf.square(out))
+train = tf.train.GradientDescentOptimizer(0.1).minimize(loss)
+{before}
+with tf.Session() as sess:
+    sess.run(tf.global_variables_initializer())
+    sess.run(train, {{x: np.ones([3, 2])}})
+    {after}
+    print(sess.run({fetched}, {{x: np.ones([3, 2])}}))
+"""
+
+
+def _after(before: str, after: str, fetched: str):
+    source = AFTER.format(before=before, after=after, fetched=fetched).encode()
+    result = process_source("input.py", source, CodeFilter())
+    return result.new_source, [f.message for f in result.findings if f.code.startswith("TFG9")]
+
+
+def test_a_tensor_made_after_a_run_is_computed_by_the_later_runs():
+    new, refused = _after("cut = 0.5", "big = tf.reduce_mean(tf.cast(out > cut, tf.float32))", "big")
+    assert refused == [] and new is not None and b"    big = tf.reduce_mean" in new
+
+
+@pytest.mark.parametrize("before,after,fetched", [
+    ("cut = 0.5", "out = tf.abs(out)", "out"),                 # rebinds a graph name an earlier run may mean
+    ("cut = [0.5]", "big = tf.reduce_mean(out) > cut[0]", "big"),   # a host value a list: changed in place later?
+    ("cut = 0.5", "v = tf.Variable(tf.zeros([1]), name='v')", "v"),   # a variable made after the initializer ran
+])
+def test_other_graph_code_after_a_run_stays_refused(before, after, fetched):
+    new, refused = _after(before, after, fetched)
+    assert new is None and "graph built after the graph already ran" in refused
