@@ -43,19 +43,20 @@ def restructured(module: cst.Module, analyse: Callable[[cst.Module], Any]):
     where it holds several statements on a line or its refusals name an augmented assignment;
     diagnostics at `module`'s lines."""
     lines: set[int] = set()
-    shaped = None if _several_on_a_line(module) else analyse(module)
+    shaped: Any = None if _several_on_a_line(module) else analyse(module)
     for _ in range(ATTEMPTS):
         if shaped is not None:
             if shaped.reshape <= lines:
                 break
             lines |= shaped.reshape
         plain, origin = plain_form(module, lines)
-        if plain is None:
+        if plain is None:   # (never on the first reading of a line of several statements: it is split)
             break
         shaped = analyse(plain)
         back = [origin(d[0]) for d in shaped.diagnostics]
         shaped = replace(shaped, diagnostics=[(line, *d[1:]) for line, d in zip(back, shaped.diagnostics)],
                          reshape=frozenset(origin(line) for line in shaped.reshape))
+    assert shaped is not None
     return replace(shaped, reshape=frozenset())
 
 
@@ -98,7 +99,7 @@ class _Plain(cst.CSTTransformer):
         self.anchors: list[tuple[int, int]] = []   # (new line, old line) from which lines count alike
         self.changed = False
 
-    def on_leave(self, original: cst.CSTNode, updated: cst.CSTNode):  # type: ignore[override]
+    def on_leave(self, original: cst.CSTNode, updated: cst.CSTNode):
         if not isinstance(original, cst.SimpleStatementLine):
             return updated
         span = self.positions[original]
@@ -130,20 +131,21 @@ class _Plain(cst.CSTTransformer):
 
 def _written_out(small: cst.BaseSmallStatement) -> cst.BaseSmallStatement:
     """`x op= y` as `x = x op (y)` where that is what it means for a graph value; else `small`."""
-    target = small.target if isinstance(small, cst.AugAssign) else None
-    if target is None or isinstance(small.value, _CONTAINERS) \
-            or not (isinstance(target, cst.Name) or isinstance(target, cst.Attribute) and isinstance(target.value, cst.Name)):
+    if not isinstance(small, cst.AugAssign) or isinstance(small.value, _CONTAINERS):
+        return small
+    target = small.target
+    if not (isinstance(target, cst.Name) or isinstance(target, cst.Attribute) and isinstance(target.value, cst.Name)):
         return small
     value = small.value
     if not isinstance(value, _ATOMS) and not (value.lpar and value.rpar):
         value = value.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
-    op = _BINARY[type(small.operator)]()
-    return cst.Assign(targets=[cst.AssignTarget(target=small.target)],
+    op: cst.BaseBinaryOp = _BINARY[type(small.operator)]()
+    return cst.Assign(targets=[cst.AssignTarget(target=target)],
                       value=cst.BinaryOperation(left=target.deep_clone(), operator=op, right=value),
                       semicolon=small.semicolon)
 
 
-_BINARY = {
+_BINARY: dict[type, type] = {
     cst.AddAssign: cst.Add, cst.SubtractAssign: cst.Subtract, cst.MultiplyAssign: cst.Multiply,
     cst.DivideAssign: cst.Divide, cst.FloorDivideAssign: cst.FloorDivide, cst.ModuloAssign: cst.Modulo,
     cst.PowerAssign: cst.Power, cst.MatrixMultiplyAssign: cst.MatrixMultiply,
