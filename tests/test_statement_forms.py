@@ -26,6 +26,13 @@ def test_written_out_keeps_the_operand_whole_and_its_order():
     assert plain.code == "x = x - (a - b)\ny = y / 2.0\nz.w = z.w + f(v)\nq += [t]\nd[k] += t\n"
 
 
+def test_a_chained_assignment_of_names_is_one_binding_then_aliases():
+    plain, origin = plain_form(cst.parse_module("a = b = f(1)\nc = 2; d = e = g(3)  # t\nh = 4\n"), {1, 2})
+    assert plain is not None
+    assert plain.code == "a = f(1)\nb = a\nc = 2\nd = g(3)\ne = d  # t\nh = 4\n"
+    assert [origin(line) for line in range(1, 7)] == [1, 1, 2, 2, 2, 3]
+
+
 def test_split_lines_map_back_to_the_users_lines():
     source = ("a = f(1,\n      2); b = 3   # note\n# between\nc = 4; d = 5; e = 6\n"
               "g = 7\n")

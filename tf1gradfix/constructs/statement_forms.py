@@ -5,6 +5,8 @@ The model moves graph code statement by statement, so it refuses both
 (`several_statements_line`, `augmented_assignment`). They mean exactly:
 
 * `a; b` on a line: `a` then `b`, each on its own line (Python runs them so);
+* `a = b = y` of a graph value: `a = y`, then `b = a` (Python binds both to the
+  one object `y` gave, left to right);
 * `x op= y` with `x` a name (or `a.x`) bound to a graph value: `x = x op (y)`. A
   tf.Tensor (and a TF1 Variable, whose `__iadd__` returns `self + other`) has
   no in-place operators, so Python falls back to the binary one in TF1 and
@@ -22,12 +24,12 @@ from __future__ import annotations
 from bisect import bisect_right
 from collections.abc import Callable
 from dataclasses import replace
-from typing import Any
+from typing import Any, cast
 
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
 
-REASONS = frozenset({"augmented_assignment"})
+REASONS = frozenset({"augmented_assignment", "chained_assignment"})
 ATTEMPTS = 12   # (a reading stops before statements reading a refused one: a chain of them takes a reading each)
 
 # Operands printed after `x op` without parentheses: binding as tightly as a call.
@@ -106,17 +108,18 @@ class _Plain(cst.CSTTransformer):
         if span.start.line not in self.lines and len(original.body) == 1:
             return updated
         assert isinstance(updated, cst.SimpleStatementLine)
-        body = [_written_out(s) if self.positions[o].start.line in self.lines else s
-                for o, s in zip(original.body, updated.body)]
-        if len(body) == 1 and body[0] is updated.body[0]:
+        pieces = [(o, n) for o, s in zip(original.body, updated.body)
+                  for n in (_written_out(s) if self.positions[o].start.line in self.lines else [s])]
+        if len(pieces) == 1 and pieces[0][1] is updated.body[0]:
             return updated
         self.changed = True
-        if len(body) == 1:
-            return updated.with_changes(body=body)
+        if len(pieces) == 1:
+            return updated.with_changes(body=[pieces[0][1]])
         out, extra = [], 0
-        for i, (old, small) in enumerate(zip(original.body, body)):
-            if i and self.positions[old].start.line == self.positions[original.body[i - 1]].end.line:
-                extra += 1   # (it starts on the line the one before ends on: one line further down now)
+        for i, (old, small) in enumerate(pieces):
+            before = pieces[i - 1][0] if i else None
+            if before is old or before is not None and self.positions[old].start.line == self.positions[before].end.line:
+                extra += 1   # (a line of its own where it shared one: one line further down now)
             at = self.positions[old].start.line
             self.anchors.append((at + self.shift + extra, at))
             small = small.with_changes(semicolon=cst.MaybeSentinel.DEFAULT)
@@ -129,20 +132,26 @@ class _Plain(cst.CSTTransformer):
         return cst.FlattenSentinel(out)
 
 
-def _written_out(small: cst.BaseSmallStatement) -> cst.BaseSmallStatement:
-    """`x op= y` as `x = x op (y)` where that is what it means for a graph value; else `small`."""
+def _written_out(small: cst.BaseSmallStatement) -> list[cst.BaseSmallStatement]:
+    """`x op= y` as `x = x op (y)`, `a = b = y` as `a = y` and `b = a`, where that is what they
+    mean for a graph value; else `small`."""
+    if isinstance(small, cst.Assign) and len(small.targets) > 1 and all(isinstance(t.target, cst.Name) for t in small.targets):
+        first = cast(cst.Name, small.targets[0].target)
+        return [small.with_changes(targets=[small.targets[0]], semicolon=cst.MaybeSentinel.DEFAULT),
+                *(cst.Assign(targets=[cst.AssignTarget(target=t.target)], value=cst.Name(first.value))
+                  for t in small.targets[1:])]
     if not isinstance(small, cst.AugAssign) or isinstance(small.value, _CONTAINERS):
-        return small
+        return [small]
     target = small.target
     if not (isinstance(target, cst.Name) or isinstance(target, cst.Attribute) and isinstance(target.value, cst.Name)):
-        return small
+        return [small]
     value = small.value
     if not isinstance(value, _ATOMS) and not (value.lpar and value.rpar):
         value = value.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
     op: cst.BaseBinaryOp = _BINARY[type(small.operator)]()
-    return cst.Assign(targets=[cst.AssignTarget(target=target)],
-                      value=cst.BinaryOperation(left=target.deep_clone(), operator=op, right=value),
-                      semicolon=small.semicolon)
+    return [cst.Assign(targets=[cst.AssignTarget(target=target)],
+                       value=cst.BinaryOperation(left=target.deep_clone(), operator=op, right=value),
+                       semicolon=small.semicolon)]
 
 
 _BINARY: dict[type, type] = {
