@@ -463,7 +463,7 @@ def test_assignment_ops_become_functions_called_where_they_ran(sync, run, body):
 
 @pytest.mark.parametrize("sync, run, message", [
     ("sync = target.assign(online)", "print(sess.run([sync, loss], {x: np.ones([3, 2])}))",
-     "an assignment op fetched with other values in one run (order undefined)"),
+     "an assignment op fetched with a value it is not computed from (order undefined)"),
     ("sync = target.assign(online)", "value = sess.run(sync)",
      "the fetch result of a train or assignment op used other than by unpacking or indexing"),
     ("sync = loss.assign(online)", "sess.run(sync)", "`.assign` on something other than a variable"),

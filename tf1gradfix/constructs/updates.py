@@ -15,7 +15,7 @@ import libcst as cst
 
 from tf1gradfix.cst.syntax import Refusal, bound_args, graph_ops, loads
 from tf1gradfix.cst.walk import TargetedTransformer, walk
-from tf1gradfix.model.nodes import Statement, Update, Variable
+from tf1gradfix.model.nodes import Computed, Gradients, Statement, Static, Update, Variable
 
 ASSIGNS = ("assign", "assign_add", "assign_sub")
 
@@ -74,10 +74,51 @@ def _names(target) -> list[str]:
 
 
 def check_run(program, site_call, fetched) -> None:
-    """An update runs alone: with other fetches TF1 leaves the order open."""
-    updates = [isinstance(n, Update) for n in fetched]
-    if any(updates) and not all(updates):
-        raise Refusal.of(site_call, "assign_fetched_with_others")
+    """An update fetched with other values: each must be computed before the assignment, which
+    TF1 ensures for what the assigned value is computed from (`[loss, tf.assign(w, w - lr * g)]`
+    with `g` the gradient of `loss`); the function computes them in that order. Any other value,
+    a variable above all, may be read before or after it (measured: verify/TOLERANCES.md)."""
+    done = [n for n in fetched if isinstance(n, Update)]
+    if not done or len(done) == len(fetched):
+        return
+    before = computed_before(program, done)
+    for node in fetched:
+        if isinstance(node, (Update, Static)):
+            continue
+        if not (isinstance(node, (Computed, Gradients)) and node.index in before and not aliases_variable(program, node)):
+            raise Refusal.of(site_call, "assign_fetched_with_others")
+
+
+def computed_before(program, done: list[Update]) -> set[int]:
+    """The nodes TF1 must compute before the assignments `done` run: what their values are
+    computed from. A gradient needs its ys (TF1 takes their shape), not its xs' values."""
+    seen: set[int] = set()
+    stack = [d for n in done for d in n.deps]
+    while stack:
+        i = stack.pop()
+        if i in seen:
+            continue
+        seen.add(i)
+        node = program.nodes[i]
+        if isinstance(node, Gradients):
+            read = set(loads(node.ys)) | set(loads(node.grad_ys) if node.grad_ys is not None else ())
+            stack.extend(d for d in node.deps if set(program.nodes[d].names) & read)
+        else:
+            stack.extend(node.deps)
+    return seen
+
+
+def aliases_variable(program, node) -> bool:
+    """Whether `node`'s value may be a variable's own buffer, which TF1's in-place assignment
+    changes after it is computed: a variable indexed (`w[0]`), or an op that may hand its
+    input's buffer on (rules/graph_ops.toml buffer_aliases) called in a statement reading one."""
+    value = node.value
+    while isinstance(value, cst.Subscript):
+        value = value.value
+    if isinstance(value, cst.Name) and isinstance(program.node(value.value), Variable):
+        return True
+    reads = any(isinstance(program.nodes[d], Variable) for d in node.deps)
+    return reads and any(q in graph_ops()["buffer_aliases"]["ops"] for q in node.called())
 
 
 def method_form(stmt: cst.CSTNode, qualified) -> cst.CSTNode:

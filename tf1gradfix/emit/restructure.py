@@ -19,8 +19,8 @@ from libcst.metadata import MetadataWrapper, PositionProvider, ScopeProvider
 from tf1gradfix import legacy
 from tf1gradfix.constructs import (abandoned_sessions, builders, class_initializers, class_settings, contrib,
                                    input_methods, layer_methods, mnist_loader, model_classes, optimizers, placeholders,
-                                   schedules, sections, session_options, session_params, summaries, unbuilt_methods,
-                                   variable_factories, variables)
+                                   schedules, sections, session_options, session_params, statement_forms, summaries,
+                                   unbuilt_methods, variable_factories, variables)
 from tf1gradfix.model import owners as owners_model
 from tf1gradfix.model.checks import (check_moved, check_program, check_results, check_state, check_steps, check_var_lists,
                                      class_names, kept, sliced)
@@ -55,6 +55,7 @@ class Restructured:
     diagnostics: list[Diagnostic] = field(default_factory=list)
     no_session: bool = False
     legacy: tuple[legacy.Found, ...] = ()   # the legacy training bugs of the diagnostics, with their variables
+    reshape: frozenset[int] = frozenset()   # lines refused for their statement form alone (statement_forms)
 
     def __post_init__(self) -> None:
         if self.new_module is None and not self.no_session and not any(d[4] == "manual" for d in self.diagnostics):
@@ -74,7 +75,9 @@ def restructure(module: cst.Module, path: str, wrapper: MetadataWrapper | None =
     """`wrapper`: the module's MetadataWrapper, to share resolved metadata with detection.
     `renames`: rename plans of chains of `module` (fix_renames), applied where
     the rewrite copies their code; the new module is to be printed with them too."""
-    return _restructure(module, wrapper or AnalysisWrapper(module), renames=renames or {})
+    return statement_forms.restructured(
+        module, lambda plain: _restructure(plain, AnalysisWrapper(plain)) if plain is not module
+        else _restructure(module, wrapper or AnalysisWrapper(module), renames=renames or {}))
 
 
 def _restructure(module: cst.Module, wrapper: MetadataWrapper, plan=None, renames=None) -> Restructured:
@@ -89,9 +92,11 @@ def _restructure(module: cst.Module, wrapper: MetadataWrapper, plan=None, rename
                 desugared, plan = model_classes.desugar(module, found.cls, found.decisions, found.unbuilt)
                 return _restructure(desugared, AnalysisWrapper(desugared), plan)
         except Refusal as refusal:
-            return Restructured(None, [(*_position(meta, r.node), r.code, r.message, "manual")
-                                       for r in getattr(refusal, "all", [refusal])] + _legacy(meta),
-                                legacy=tuple(dict.fromkeys(getattr(meta, "legacy", ()))))
+            refused = getattr(refusal, "all", [refusal])
+            return Restructured(None, [(*_position(meta, r.node), r.code, r.message, "manual") for r in refused]
+                                + _legacy(meta), legacy=tuple(dict.fromkeys(getattr(meta, "legacy", ()))),
+                                reshape=frozenset(_position(meta, r.node)[0] for r in refused
+                                                  if r.reason in statement_forms.REASONS))
         except Exception as exc:  # noqa: BLE001 - a bug here must never cost the user's file
             return Restructured(None, [diagnostic(1, 1, "internal_error", error=f"{type(exc).__name__}: {exc}")])
     if new is None:   # (no session to start from: _Rewrite.run)

@@ -311,7 +311,8 @@ class TapeEmitter:
         for i in own:
             forward_lines.append(self.stmt_text(self.p.nodes[i], depth + bool(inner)))
             forward_lines += watch_after.get(i, [])
-        grads = [i for i in sig.nodes if i in post]
+        # (an assignment reading a gradient, `tf.assign(w, w - lr * g)`, goes with the other assignments below)
+        grads = [i for i in sig.nodes if i in post and not isinstance(self.p.nodes[i], Update)]
         if inner:
             forward_lines, grads = self._inner_block(sig, forward_lines, grads, inner)
         # (no `x = tf.cast(x, dtype)`: the input_signature converts a fed array to the
@@ -585,6 +586,8 @@ class TapeEmitter:
             return call
         if lists and count == 1:   # `sess.run(grads)`: a list of arrays, like TF1's
             single = f"[g.numpy() for g in {call}]"   # (`_, s = sess.run([train, merged])`: the one kept value)
+            if isinstance(self.p.node(lists[0]), ComputeGradients):   # (pairs: a list of (gradient, value) tuples)
+                single = f"{self.tf}.nest.map_structure(lambda g: g.numpy(), {call})"
             return single if site.structure == "single" or len(site.fetches) > 1 else _structure(site.structure, [single])
         if lists:   # a list among other values: each value converted where it is
             each = f"{self.tf}.nest.map_structure(lambda g: g.numpy(), t) for t in {call}"
@@ -610,8 +613,9 @@ class TapeEmitter:
 
 
 def _list_valued(node: Node | None) -> bool:
-    """A fetched value that is a list in TF1 too: a gradient list, a summary's values."""
-    return isinstance(node, Gradients) and not node.single or isinstance(node, Summary)
+    """A fetched value that is a list in TF1 too: a gradient list, a summary's values, the
+    (gradient, variable) pairs of `compute_gradients` (TF1 gave the variables' values)."""
+    return isinstance(node, Gradients) and not node.single or isinstance(node, (Summary, ComputeGradients))
 
 
 def _structure(structure: str, items: list[str]) -> str:

@@ -29,7 +29,7 @@ from tf1gradfix.cst.syntax import (Refusal, arg, bound_names, enters_new_graph, 
 from tf1gradfix.cst.walk import walk
 from tf1gradfix.rules.catalog import host_value
 from tf1gradfix.model.tf1_names import GraphNames, VariableScopes
-from tf1gradfix.model.nodes import BuilderModule, Node, Saver, Statement, Static, Variable, VariableGroup
+from tf1gradfix.model.nodes import BuilderModule, Computed, Node, Saver, Statement, Static, Variable, VariableGroup
 
 N = TypeVar("N", bound=Node)
 
@@ -406,10 +406,8 @@ class ModelBuilder:
         if graph_contexts.is_binding(self, stmt):
             item.drop = True   # `g = tf.Graph()` of the graph entered: it goes with its `with`s
             return
-        if len(stmt.body) != 1:
-            if any(self.calls(s) for s in stmt.body):
-                raise Refusal.of(stmt, "several_statements_line")
-            return
+        # (lines of several statements were split before the program was read: statement_forms)
+        assert len(stmt.body) == 1, "a line of several statements reached the model"
         small = stmt.body[0]
         if isinstance(small, cst.Expr) and isinstance(small.value, cst.Call):
             func = small.value.func
@@ -464,9 +462,16 @@ class ModelBuilder:
             return
         if names is None:
             raise Refusal.of(small, "graph_value_target")
+        # (`reg = 0.0` ... `reg = reg + tf.nn.l2_loss(w)`: a name kept where it was, rebound in a function)
+        kept_before = [n for n in sorted(set(names) & set(loads(value)))
+                       if (i := self.program.final.get(n)) is None or isinstance(self.program.nodes[i], Static)]
         if self.loader_calls and any(id(call) in self.loader_calls for call, _ in self.calls(value)):
             raise Refusal.of(small, "mnist_loader_in_graph")   # (host code only is kept where it is)
         self._graph_statement(item, small, names, value, deps, tf_calls)
+        for name in kept_before:
+            if (i := self.program.final.get(name)) is not None and isinstance(self.program.nodes[i], Computed) \
+                    and not isinstance(self.program.nodes[i], Static):   # (computed in a function now)
+                raise Refusal.of(small, "host_name_rebound_to_graph", name=name)
 
     def _runs_graph(self, value: cst.BaseExpression) -> bool:
         """`sess.run(...)`, `t.eval()`, `op.run()`: host code executing the graph."""

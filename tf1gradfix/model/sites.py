@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any, cast
 
 import libcst as cst
-from tf1gradfix.constructs import builder_layers, dropout, fed_tensors, savers, updates, var_lists
+from tf1gradfix.constructs import builder_layers, dropout, fed_tensors, graph_extensions, savers, updates, var_lists
 from tf1gradfix.model.graph import Item, Program
 from tf1gradfix.model.nodes import (ComputeGradients, Gradients, Init, Listed, Node, Optimizer, Placeholder, Static, Tensor,
                                     TrainGroup, TrainOp, Saver, Update, Variable, VariableGroup, VarList)
@@ -78,7 +78,8 @@ class HostScan:
         poisoned = set(self.p.poisoned or ())   # (names of refused graph statements: see ModelBuilder.build)
         for position, item in enumerate(self.p.items):
             if item.node is not None or item.drop:
-                if item.node is not None and self.first_site_item is not None and not savers.made_after_runs(item.node):
+                if item.node is not None and self.first_site_item is not None and not savers.made_after_runs(item.node) \
+                        and not graph_extensions.extends(self.p, position):
                     raise Refusal.of(item.stmt, "graph_after_run")
                 continue
             if poisoned and not poisoned.isdisjoint(loads(item.stmt)):
@@ -375,7 +376,7 @@ class HostScan:
                 raise Refusal.of(fetch, "fetch_unknown", code=cst.Module([]).code_for_node(fetch))
             if isinstance(node, Init):
                 return "init", []
-            if isinstance(node, (Optimizer, ComputeGradients, VarList)):
+            if isinstance(node, (Optimizer, VarList)):
                 raise Refusal.of(fetch, "fetch_kind", kind=node.kind)
             return "single", [cast(str, name)]
         if isinstance(fetch, (cst.List, cst.Tuple)) and fetch.elements:

@@ -1,0 +1,114 @@
+"""Values fetched with an assignment (constructs/updates.py check_run): what TF1 computes
+before the assignment is rewritten in that order, anything else stays refused. The measured
+order: verify/TOLERANCES.md; the proof: fixtures/rewrite/fetched_with_update."""
+
+from __future__ import annotations
+
+import pytest
+
+from tf1gradfix.run.engine import process_source
+from tf1gradfix.run.findings import CodeFilter
+
+PROGRAM = """\
+import numpy as np
+import tensorflow as tf
+x = tf.placeholder(tf.float32, [None, 2])
+w = tf.Variable(tf.ones([2, 1]), name="w")
+loss = tf.reduce_sum(tf.square(tf.matmul(x, w)))
+g = tf.gradients(loss, w)[0]
+shown = {shown}
+step = tf.assign(w, w - 0.1 * g)
+with tf.Session() as sess:
+    sess.run(tf.global_variables_initializer())
+    {targets}, _ = sess.run([{fetched}, step], {{x: np.ones([3, 2])}})
+    print({targets})
+"""
+
+
+def _refusals(shown: str, fetched: str) -> list[str]:
+    targets = ", ".join(f"value{i}" for i, _ in enumerate(fetched.split(",")))
+    source = PROGRAM.format(shown=shown, fetched=fetched, targets=targets).encode()
+    result = process_source("input.py", source, CodeFilter())
+    return [f.message for f in result.findings if f.code == "TFG912"]
+
+
+@pytest.mark.parametrize("fetched", ["loss", "g", "loss, g"])
+def test_what_the_assigned_value_is_computed_from_is_fetched_before_it(fetched):
+    assert _refusals("loss * 2.0", fetched) == []
+
+
+@pytest.mark.parametrize("shown,fetched", [
+    ("loss * 2.0", "shown"),             # computed from the loss, but nothing the assignment needs
+    ("tf.identity(w)", "shown"),         # may be the variable's own buffer, assigned in place
+    ("loss * 2.0", "w"),                 # TF1's repeated runs disagree (verify/TOLERANCES.md)
+])
+def test_anything_else_fetched_with_the_assignment_is_refused(shown, fetched):
+    assert _refusals(shown, fetched) == ["an assignment op fetched with a value it is not computed from (order undefined)"]
+
+
+PAIRS = """\
+import numpy as np
+import tensorflow as tf
+x = tf.placeholder(tf.float32, [None, 2])
+w = tf.Variable(tf.ones([2, 1]), name="w")
+loss = tf.reduce_sum(tf.square(tf.matmul(x, w)))
+opt = tf.train.GradientDescentOptimizer(0.1)
+pairs = opt.compute_gradients(loss)
+train = opt.apply_gradients(pairs)
+with tf.Session() as sess:
+    sess.run(tf.global_variables_initializer())
+    {line}
+"""
+
+
+def test_compute_gradients_pairs_fetched_alone_come_back_as_tuples_of_arrays():
+    source = PAIRS.format(line="print(sess.run(pairs, {x: np.ones([3, 2])}))").encode()
+    result = process_source("input.py", source, CodeFilter())
+    assert result.new_source is not None
+    assert b"print(tf.nest.map_structure(lambda g: g.numpy(), compute_pairs(np.ones([3, 2]))))" in result.new_source
+
+
+def test_compute_gradients_pairs_fetched_with_their_update_are_refused():
+    source = PAIRS.format(line="_, seen = sess.run([train, pairs], {x: np.ones([3, 2])})").encode()
+    result = process_source("input.py", source, CodeFilter())
+    assert result.new_source is None
+    assert [f.message for f in result.findings if f.code == "TFG912"] == [
+        "a variable fetched in the same run as its update (order undefined)"]
+
+
+AFTER = """\
+import numpy as np
+import tensorflow as tf
+x = tf.placeholder(tf.float32, [None, 2])
+w = tf.Variable(tf.ones([2, 1]), name="w")
+out = tf.matmul(x, w)
+loss = tf.reduce_sum(tf.square(out))
+train = tf.train.GradientDescentOptimizer(0.1).minimize(loss)
+{before}
+with tf.Session() as sess:
+    sess.run(tf.global_variables_initializer())
+    sess.run(train, {{x: np.ones([3, 2])}})
+    {after}
+    print(sess.run({fetched}, {{x: np.ones([3, 2])}}))
+"""
+
+
+def _after(before: str, after: str, fetched: str):
+    source = AFTER.format(before=before, after=after, fetched=fetched).encode()
+    result = process_source("input.py", source, CodeFilter())
+    return result.new_source, [f.message for f in result.findings if f.code.startswith("TFG9")]
+
+
+def test_a_tensor_made_after_a_run_is_computed_by_the_later_runs():
+    new, refused = _after("cut = 0.5", "big = tf.reduce_mean(tf.cast(out > cut, tf.float32))", "big")
+    assert refused == [] and new is not None and b"    big = tf.reduce_mean" in new
+
+
+@pytest.mark.parametrize("before,after,fetched", [
+    ("cut = 0.5", "out = tf.abs(out)", "out"),                 # rebinds a graph name an earlier run may mean
+    ("cut = [0.5]", "big = tf.reduce_mean(out) > cut[0]", "big"),   # a host value a list: changed in place later?
+    ("cut = 0.5", "v = tf.Variable(tf.zeros([1]), name='v')", "v"),   # a variable made after the initializer ran
+])
+def test_other_graph_code_after_a_run_stays_refused(before, after, fetched):
+    new, refused = _after(before, after, fetched)
+    assert new is None and "graph built after the graph already ran" in refused

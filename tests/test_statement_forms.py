@@ -1,0 +1,83 @@
+"""Plain statement forms (constructs/statement_forms.py): lines of several statements are
+split, augmented assignments of graph values written out, and what is still refused is
+reported at the user's own line. The proof of a rewrite: fixtures/rewrite/statement_forms_l2
+and its wrong counterparts in fixtures/verify/statement_forms_l2."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from tf1gradfix.constructs.statement_forms import plain_form
+from tf1gradfix.run.engine import process_source
+from tf1gradfix.run.findings import CodeFilter
+
+HEAD = "import numpy as np\nimport tensorflow as tf\n"
+
+
+def _refusals(source: str) -> list[tuple[int, str]]:
+    result = process_source("input.py", source.encode(), CodeFilter())
+    return [(f.line, f.message) for f in result.findings if f.code.startswith("TFG9")]
+
+
+def test_written_out_keeps_the_operand_whole_and_its_order():
+    module = cst.parse_module("x -= a - b\ny /= 2.0\nz.w += f(v)\nq += [t]\nd[k] += t\n")
+    plain, _ = plain_form(module, {1, 2, 3, 4, 5})
+    assert plain is not None
+    assert plain.code == "x = x - (a - b)\ny = y / 2.0\nz.w = z.w + f(v)\nq += [t]\nd[k] += t\n"
+
+
+def test_a_chained_assignment_of_names_is_one_binding_then_aliases():
+    plain, origin = plain_form(cst.parse_module("a = b = f(1)\nc = 2; d = e = g(3)  # t\nh = 4\n"), {1, 2})
+    assert plain is not None
+    assert plain.code == "a = f(1)\nb = a\nc = 2\nd = g(3)\ne = d  # t\nh = 4\n"
+    assert [origin(line) for line in range(1, 7)] == [1, 1, 2, 2, 2, 3]
+
+
+def test_split_lines_map_back_to_the_users_lines():
+    source = ("a = f(1,\n      2); b = 3   # note\n# between\nc = 4; d = 5; e = 6\n"
+              "g = 7\n")
+    plain, origin = plain_form(cst.parse_module(source), set())
+    assert plain is not None
+    assert plain.code == "a = f(1,\n      2)\nb = 3   # note\n# between\nc = 4\nd = 5\ne = 6\ng = 7\n"
+    lines = plain.code.splitlines()
+    found = {text.split(" ")[0]: origin(i + 1) for i, text in enumerate(lines) if " = " in text}
+    assert found == {"a": 1, "b": 2, "c": 4, "d": 4, "e": 4, "g": 5}
+
+
+def test_a_refusal_after_split_lines_names_the_users_line():
+    source = HEAD + (
+        "x = tf.placeholder(tf.float32, [None, 2]); w = tf.Variable(tf.ones([2, 1]), name='w')\n"
+        "y = tf.matmul(x, w); parts = [y]\n"
+        "parts += [tf.reduce_sum(w)]\n"
+        "with tf.Session() as sess:\n"
+        "    sess.run(tf.global_variables_initializer()); print(sess.run(parts, {x: [[1.0, 2.0]]}))\n")
+    assert _refusals(source) == [(5, "augmented assignment of a graph value into a container or an item")]
+
+
+def test_a_host_start_rebound_to_a_graph_value_is_refused_at_its_line():
+    source = HEAD + (
+        "x = tf.placeholder(tf.float32, [None, 2])\nw = tf.Variable(tf.ones([2, 1]), name='w')\n"
+        "total = 0.0\ntotal += tf.reduce_sum(tf.matmul(x, w))\n"
+        "with tf.Session() as sess:\n    sess.run(tf.global_variables_initializer())\n"
+        "    print(sess.run(total, {x: [[1.0, 2.0]]}))\n")
+    assert _refusals(source) == [(6, "`total` holds a host or constant value and is rebound to a graph value "
+                                     "computed from it")]
+
+
+def test_a_refused_file_with_split_lines_stays_byte_for_byte():
+    source = HEAD + ("x = tf.placeholder(tf.float32, [None, 2]); w = tf.Variable(tf.ones([2, 1]), name='w')\n"
+                     "q = tf.FIFOQueue(3, tf.float32); y = tf.matmul(x, w)\n"
+                     "with tf.Session() as sess:\n    sess.run(tf.global_variables_initializer())\n"
+                     "    print(sess.run(y, {x: [[1.0, 2.0]]}))\n")
+    result = process_source("input.py", source.encode(), CodeFilter())
+    assert result.new_source is None or b"Session" in result.new_source and b"; w = tf.Variable" in result.new_source
+    assert any(f.code.startswith("TFG9") and f.line == 4 for f in result.findings)
+
+
+def test_host_augmented_assignments_in_the_run_loop_are_left_as_written():
+    source = HEAD + ("x = tf.placeholder(tf.float32, [None, 2])\nw = tf.Variable(tf.ones([2, 1]), name='w')\n"
+                     "y = tf.reduce_sum(tf.matmul(x, w))\n"
+                     "total = np.zeros(1)\nwith tf.Session() as sess:\n    sess.run(tf.global_variables_initializer())\n"
+                     "    for i in range(3):\n        total += sess.run(y, {x: [[1.0, 2.0]]})\n    print(total)\n")
+    result = process_source("input.py", source.encode(), CodeFilter())
+    assert result.new_source is not None and b"total += " in result.new_source

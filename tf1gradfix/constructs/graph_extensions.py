@@ -1,0 +1,59 @@
+"""Graph code after a run: the graph extended for the runs that follow.
+
+TF1 builds and runs in program order: a statement after a `sess.run` adds ops
+that only later runs can fetch (`preds = tf.nn.softmax(logits)` after the
+training loop, for the evaluation). The rewrite computes each run from the
+graph statements its fetches need, so such a statement is read like one made
+before the runs, where that changes nothing:
+
+* it computes a tensor (no variable, layer, optimizer or update: those would be
+  made, or run, at another time than TF1 made them);
+* it binds names no other graph statement binds (an earlier run fetching the
+  name still means the value it had then);
+* the host names it reads are bound nowhere in the program's host code, or once,
+  before it, to an immutable literal (TF1 took their value when the statement
+  ran; a function reads them when called).
+"""
+
+from __future__ import annotations
+
+import ast
+
+import libcst as cst
+
+from tf1gradfix.cst.syntax import bound_names, loads
+from tf1gradfix.model.nodes import Tensor
+
+
+def extends(program, position: int) -> bool:
+    """May the graph statement at `position` of `program.items`, after a run, be read as if made before?"""
+    item = program.items[position]
+    node = item.node
+    if type(node) is not Tensor:
+        return False
+    others = [i for i in program.items if i.node is not None and i is not item]
+    if any(set(node.names) & set(i.node.names) for i in others):
+        return False
+    graph = {name for i in program.items if i.node is not None for name in i.node.names} | set(program.sessions)
+    read = set(loads(node.value)) - graph
+    binders: dict[str, list[int]] = {}
+    for at, other in enumerate(program.items):
+        if other.node is None and not isinstance(other.stmt, (cst.FunctionDef, cst.ClassDef)) and not _imports(other.stmt):
+            for name in bound_names(other.stmt) & read:
+                binders.setdefault(name, []).append(at)
+    return all(len(at) == 1 and at[0] < position and _constant(program.items[at[0]].stmt) for at in binders.values())
+
+
+def _imports(stmt: cst.BaseStatement) -> bool:
+    return isinstance(stmt, cst.SimpleStatementLine) and all(isinstance(s, (cst.Import, cst.ImportFrom)) for s in stmt.body)
+
+
+def _constant(stmt: cst.BaseStatement) -> bool:
+    """`name = <literal>`: a value nothing can change in place, the same when a function reads it."""
+    if not (isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 and isinstance(stmt.body[0], cst.Assign)):
+        return False
+    try:
+        value = ast.literal_eval(cst.Module([]).code_for_node(stmt.body[0].value).strip())
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        return False
+    return isinstance(value, (int, float, complex, str, bytes, bool, type(None), tuple, frozenset))
