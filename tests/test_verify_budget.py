@@ -333,3 +333,31 @@ def test_a_partial_verdict_is_labelled_in_every_report():
     ended = budget.of_run({"original": [{"kind": "cut", "steps": 5}], "migrated": []})
     assert ended["ended_at_cut"] == ["original"] and "what the program does after that was not run" in \
         budget.cut_reason(ended)
+
+
+def test_the_loops_of_the_folders_modules_are_guarded_too(tmp_path, monkeypatch):
+    """A project trains in a module of its folder: the budget ends that loop, the script goes on."""
+    import sys
+
+    from tf1gradfix.verify import loop_cut
+
+    (tmp_path / "trainer_mod_x.py").write_text(
+        "from tf1gradfix.verify import loop_cut\n"
+        "def train(log):\n"
+        "    for i in range(10):\n"
+        "        if len(log) == 4 and loop_cut.cut(4):\n"
+        "            raise loop_cut.Cut\n"
+        "        log.append(i)\n"
+        "    log.append('trained')\n")
+    script = tmp_path / "main_x.py"
+    script.write_text("import trainer_mod_x\nlog = []\ntrainer_mod_x.train(log)\nlog.append('evaluated')\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    hook = loop_cut.GuardImports(str(tmp_path))
+    monkeypatch.setattr(sys, "meta_path", [hook, *sys.meta_path])
+    try:
+        log = loop_cut.run_as_main(loop_cut.compile_script(str(script)), str(script))["log"]
+    finally:
+        sys.modules.pop("trainer_mod_x", None)
+    assert log == [0, 1, 2, 3, "trained", "evaluated"]
+    assert not list(tmp_path.glob("__pycache__/trainer_mod_x*"))    # guarded code is never cached
+    assert hook.find_spec("json", None) is None                      # the standard library is left alone

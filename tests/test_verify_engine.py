@@ -388,8 +388,8 @@ def test_duplicate_names_map_like_tf1(tmp_path):
     """
     tf2 = """
     import tensorflow as tf
-    a = tf.Variable(5.0, name="w")
-    b = tf.Variable(6.0, name="w")
+    a = tf.Variable(1.0, name="w")
+    b = tf.Variable(2.0, name="w")
     print(a.numpy(), b.numpy())
     """
     result = verify_pair(_write(tmp_path, "o.py", tf1), _write(tmp_path, "m.py", tf2),

@@ -286,7 +286,7 @@ def cut_reason(about: dict | None) -> str:
     steps = about["steps_compared"]
     if about["ended_at_cut"]:
         return (f"; partial: the --steps budget ended the {' and the '.join(about['ended_at_cut'])} after "
-                f"{steps} steps, outside any loop of the script: what the program does after that was not run")
+                f"{steps} steps, outside any loop of its folder's code: what the program does after that was not run")
     if about.get("could_not_continue"):
         return (f"; partial: the --steps budget ended the training loop after {steps} steps, and the program "
                 f"could not go on after it: both sides {about['could_not_continue']}; not compared: what the "

@@ -17,7 +17,8 @@ side reads what its variable holds by itself and checks it here:
 * an initial value read from another variable, or of a kind the original
   could not tell: not checked (counted as such).
 
-Pure NumPy: the runner calls :func:`check`, the parent reads the events.
+No TensorFlow import: the original's runner asks :func:`drawn` (a walk of the
+variable's graph), the migrated runner :func:`own_check`, the parent reads the events.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ import math
 
 import numpy as np
 
+from tf1gradfix.verify import random_ops
 from tf1gradfix.verify.compare import DEFAULT_ATOL, DEFAULT_RTOL
 
 ALPHA = 1e-6      # false-alarm rate of the distribution test, per variable (TOLERANCES.md)
@@ -135,6 +137,35 @@ def _short(a: np.ndarray) -> str:
 def _moments(a: np.ndarray) -> str:
     a = a.astype(np.float64)
     return f"mean {a.mean():.3g}, std {a.std():.3g}, range [{a.min():.3g}, {a.max():.3g}] over {a.size} values"
+
+
+# -- original side: what made the initial value --------------------------------------
+
+_READS_VARIABLE = {"VariableV2", "VarHandleOp", "ReadVariableOp", "Variable"}
+# Numbers drawn: random ops, stateless ones too (a seeded initializer; the migration's seed
+# gives other numbers), and the host-side draws aligned_random put in place of random ops.
+_DRAWS = {"PyFunc", "PyFuncStateless", "EagerPyFunc"}
+
+
+def drawn(var) -> bool | None:
+    """Does ``var``'s initial value come from a random op (True), from none (False), or from
+    another variable (None: its value is that variable's, not checked)?"""
+    try:
+        todo, seen = [var.initial_value.op], set()
+    except Exception:  # noqa: BLE001 - a variable without an initial value op
+        return None
+    random = False
+    while todo and len(seen) < 5000:
+        op = todo.pop()
+        if op.name in seen:
+            continue
+        seen.add(op.name)
+        if op.type in _READS_VARIABLE:
+            return None
+        random = random or random_ops.is_random_op(op.type) or op.type in _DRAWS or op.type.startswith(
+            ("StatelessRandom", "StatelessTruncated", "StatelessParameterized"))
+        todo.extend(t.op for t in op.inputs)
+    return random
 
 
 # -- parent side -------------------------------------------------------------------

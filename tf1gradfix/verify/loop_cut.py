@@ -8,15 +8,20 @@ shorter, and every loop it ran in ends at its next iteration.  What follows
 the loop (an evaluation, the final prints and plots, saving) runs on both
 sides and is compared like any other output.
 
-A run outside any guarded loop (a loop in another module, a step written out
-by hand) cannot be cut that way: the side then ends at once, as it did before
-(budget.stop_here), and the report says what was not run.
+The modules of the script's own folder (a project's model and training
+modules) are imported with their loops guarded too (:class:`GuardImports`).
+A run outside any guarded loop (a loop in an installed package, a step
+written out by hand) cannot be cut that way: the side then ends at once, as
+it did before (budget.stop_here), and the report says what was not run.
 """
 
 from __future__ import annotations
 
 import ast
 import builtins
+import importlib.abc
+import importlib.machinery
+import os
 import sys
 import types
 
@@ -72,6 +77,39 @@ def compile_script(script: str):
         return None
     _LOOPS[script] = loops
     return code
+
+
+class _GuardedLoader(importlib.machinery.SourceFileLoader):
+    """A module of the program's folder, compiled with its loops guarded (never through __pycache__)."""
+
+    def get_code(self, fullname):
+        code = compile_script(self.path)
+        return code if code is not None else super().get_code(fullname)
+
+    def exec_module(self, module):
+        setattr(module, NAME, sys.modules[__name__])
+        super().exec_module(module)
+
+
+class GuardImports(importlib.abc.MetaPathFinder):
+    """Modules found under ``folder`` (not in an installed environment inside it) load guarded.
+
+    Only the path finder is asked, so other import hooks of the runner are not re-entered.
+    """
+
+    def __init__(self, folder: str):
+        self.folder = os.path.join(os.path.realpath(folder), "")
+
+    def find_spec(self, name, path, target=None):
+        spec = importlib.machinery.PathFinder.find_spec(name, path, target)
+        if spec is None or type(spec.loader) is not importlib.machinery.SourceFileLoader:
+            return None
+        origin = os.path.realpath(spec.origin or "")
+        if not origin.startswith(self.folder) or any(
+                part in ("site-packages", "dist-packages") for part in origin[len(self.folder):].split(os.sep)):
+            return None
+        spec.loader = _GuardedLoader(spec.loader.name, spec.loader.path)
+        return spec
 
 
 def run_as_main(code, script: str) -> dict:

@@ -181,6 +181,8 @@ def run_user_script(script: str, trace: Trace, before_exit=None, argv=(), cwd=No
     use_plot_backend()
     status, code = "ok", 0
     guarded = loop_cut.compile_script(script) if budget.limit_from_env() is not None else None
+    if guarded is not None:   # the folder's modules too: a project trains in them
+        sys.meta_path.insert(0, loop_cut.GuardImports(folder))
     try:
         if guarded is None:
             runpy.run_path(script, run_name="__main__")

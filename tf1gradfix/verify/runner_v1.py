@@ -17,7 +17,8 @@ import sys
 import threading
 import weakref
 
-from tf1gradfix.verify import aligned_random, budget, contrib_v1, lockstep_files, lockstep_v1, mnist_data, random_ops
+from tf1gradfix.verify import aligned_random, budget, contrib_v1, initial_values, lockstep_files, lockstep_v1, mnist_data
+from tf1gradfix.verify import random_ops
 from tf1gradfix.verify import runner_common as rc
 from tf1gradfix.verify import settings
 
@@ -393,7 +394,7 @@ class V1Tracer(rc.Reentrancy):
                 except Exception:  # noqa: BLE001
                     pass
         return {self.label(sess.graph, v.name): {"value": rc.encode_array(val), "trainable": v.name in trainable,
-                                                 **({"random": drawn(v)} if initial else {})}
+                                                 **({"random": initial_values.drawn(v)} if initial else {})}
                 for v, val in pairs}
 
     def new_variables(self, sess) -> list:
@@ -442,33 +443,6 @@ class V1Tracer(rc.Reentrancy):
                                                    "note": "the original never initialized its variables"})
         else:   # the migrated side stops waiting for variables of graphs not built yet
             self.trace.write_atomic(rc.INIT_FILE, {"variables": self.init_values, "partial": False, "final": True})
-
-
-_READS_VARIABLE = {"VariableV2", "VarHandleOp", "ReadVariableOp", "Variable"}
-# Numbers drawn: random ops, stateless ones too (a seeded initializer; the migration's seed
-# gives other numbers), and the host-side draws aligned_random put in place of random ops.
-_DRAWS = {"PyFunc", "PyFuncStateless", "EagerPyFunc"}
-
-
-def drawn(var) -> bool | None:
-    """Does ``var``'s initial value come from a random op (True), from none (False), or from
-    another variable (None: its value is that variable's, not checked; initial_values.py)?"""
-    try:
-        todo, seen = [var.initial_value.op], set()
-    except Exception:  # noqa: BLE001 - a variable without an initial value op
-        return None
-    random = False
-    while todo and len(seen) < 5000:
-        op = todo.pop()
-        if op.name in seen:
-            continue
-        seen.add(op.name)
-        if op.type in _READS_VARIABLE:
-            return None
-        random = random or random_ops.is_random_op(op.type) or op.type in _DRAWS or op.type.startswith(
-            ("StatelessRandom", "StatelessTruncated", "StatelessParameterized"))
-        todo.extend(t.op for t in op.inputs)
-    return random
 
 
 def alias_tensorflow(v1, script: str) -> None:
