@@ -123,11 +123,14 @@ def without_graph(builder, call: cst.Call) -> cst.Call:
 
 
 def entered_session(builder, stmt: cst.With) -> str | None:
-    """`S` of `with S.as_default():` where `S` is a session of the module (`S =
+    """`S` of `with S.as_default():` where `S` is the module's one session (`S =
     tf.Session(...)`, `with tf.Session() as S`): it only makes `S` the default session,
     which TF2 does not have; its statements run as if unindented."""
     name = entered_graph(stmt)
     if name is None:
+        return None
+    made = [node for node in walk(builder.module) if type(node) is cst.Call and matches(builder.qualified(node.func), "sessions")]
+    if len(made) != 1:   # (another session could be the default one: which session computes is then not ours to drop)
         return None
     for node in walk(builder.module):
         if type(node) is cst.Assign and len(node.targets) == 1 and isinstance(node.targets[0].target, cst.Name) \
