@@ -202,7 +202,7 @@ def blocking_codes() -> frozenset[str]:
     return frozenset(r.code for r in load().rules if r.reported_by == "restructure" and r.safety == "manual")
 
 
-_CELL = ".ipynb:cell "
+from tf1gradfix.run.findings import _CELL, split_cell  # noqa: F401  (a place's cell, read here too)
 
 
 def file_of(finding: Finding) -> str:
@@ -212,14 +212,6 @@ def file_of(finding: Finding) -> str:
 
 def cell_of(finding: Finding) -> int | None:
     return split_cell(finding.path)[1]
-
-
-def split_cell(path: str) -> tuple[str, int | None]:
-    """(the file, the cell) of a place: `x.ipynb:cell 4` is cell 4 of x.ipynb."""
-    if _CELL not in path:
-        return path, None
-    file, cell = path.rsplit(":cell ", 1)
-    return file, int(cell)
 
 
 def blockers(findings: list[Finding]) -> dict[str, list[Finding]]:

@@ -12,7 +12,7 @@ from pathlib import Path
 from urllib.parse import quote
 
 from tf1gradfix import __version__
-from tf1gradfix.run.findings import FileError, Finding
+from tf1gradfix.run.findings import FileError, Finding, split_cell
 
 SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 # fixed by this run / needs work, or (`check` of a session program, fixed None) `rewrite` decides
@@ -39,8 +39,6 @@ def _artifact(path: str) -> dict:
 def _location(path: str, line: int | None, col: int | None) -> dict:
     """A finding's place; in a notebook, the notebook is the artifact and the cell a property
     (`notebook.ipynb:cell 3` names no file)."""
-    from tf1gradfix.cli.output import split_cell
-
     file, cell = split_cell(path)
     physical: dict = {"artifactLocation": _artifact(file)}
     if line:

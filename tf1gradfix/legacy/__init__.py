@@ -82,19 +82,5 @@ def _guarded(find, program, qualified) -> list[Found]:
         return []
 
 
-def read(data: bytes, path: str) -> list[Found]:
-    """The legacy bugs of a file's source, found by reading it as the rewrite does (LibCST,
-    no TensorFlow); none where it does not parse."""
-    import libcst as cst
-
-    from tf1gradfix.emit.restructure import restructure
-
-    try:
-        module = cst.parse_module(data)
-    except (cst.ParserSyntaxError, UnicodeDecodeError, SyntaxError):
-        return []
-    return list(restructure(module, path).legacy)
-
-
 def _found(code: str, where: tuple[int, int], fields: dict, variables: tuple[str, ...]) -> Found:
     return Found(*where, code, load().by_code[code].message.format(**fields), variables, fields.get("limit"))

@@ -12,7 +12,8 @@ import json
 import os
 from pathlib import Path
 
-from tf1gradfix.legacy import Found, read
+from tf1gradfix.legacy import Found
+from tf1gradfix.legacy.reading import read
 
 # code -> what its evidence is read from the trace
 EVIDENCE = {"TFG801": "moved", "TFG802": "moved", "TFG803": "no_gradient", "TFG804": "draws",

@@ -288,9 +288,9 @@ def _legacy(display: str, data: bytes, codes: CodeFilter, silenced) -> list[Find
     if not any(len(s) >= 4 and rule.code.startswith(s) and codes.wants(rule.code)
                for rule in catalog.load().rules if rule.reported_by == "legacy" for s in codes.select):
         return []
-    from tf1gradfix import legacy
+    from tf1gradfix.legacy.reading import read as read_legacy
 
-    return [Finding(display, f.line, f.col, f.code, f.message, "manual", False) for f in legacy.read(data, display)
+    return [Finding(display, f.line, f.col, f.code, f.message, "manual", False) for f in read_legacy(data, display)
             if codes.wants(f.code) and not is_suppressed(f.line, f.code, silenced)]
 
 

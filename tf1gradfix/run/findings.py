@@ -88,3 +88,14 @@ def is_suppressed(finding_line: int, code: str, table: dict[int, frozenset[str] 
         return False
     codes = table[finding_line]
     return codes is None or code_matches(code, codes)
+
+
+_CELL = ".ipynb:cell "
+
+
+def split_cell(path: str) -> tuple[str, int | None]:
+    """(the file, the cell) of a place: `x.ipynb:cell 4` is cell 4 of x.ipynb."""
+    if _CELL not in path:
+        return path, None
+    file, cell = path.rsplit(":cell ", 1)
+    return file, int(cell)

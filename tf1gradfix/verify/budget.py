@@ -202,29 +202,6 @@ def runner_args(argv: list[str]) -> tuple[str, str, str | None, list[str]]:
     return rest[0], rest[1], cwd, args
 
 
-def stop_here(trace, counter: StepCounter, record) -> None:
-    """End this side at the budget: record its variables, leave an end event, exit at once.
-
-    os._exit, not an exception: the user's code must not catch it, and
-    nothing after the cut (its finally blocks included) may run.
-    """
-    import traceback
-
-    from tf1gradfix.verify import loop_cut
-
-    if loop_cut.cut(counter.steps):   # the loop around this run ends; the program goes on
-        trace.event("cut", steps=counter.steps, calls=counter.calls, loop=loop_cut.CUTS[-1][2])
-        raise loop_cut.Cut
-    trace.event("cut", steps=counter.steps, calls=counter.calls)
-    from tf1gradfix.verify import runner_common
-    runner_common.record_plots(trace, final=False)
-    try:
-        record()
-    except Exception:  # noqa: BLE001
-        trace.event("note", text="could not record values at the cut:\n" + traceback.format_exc()[-1500:])
-    leave_now(trace)
-
-
 def leave_now(trace) -> None:
     """The program's output flushed, an end event written, and the side ended at once
     (os._exit: nothing of the user's runs after, not even a finally block)."""

@@ -12,7 +12,7 @@ The modules of the script's own folder (a project's model and training
 modules) are imported with their loops guarded too (:class:`GuardImports`).
 A run outside any guarded loop (a loop in an installed package, a step
 written out by hand) cannot be cut that way: the side then ends at once, as
-it did before (budget.stop_here), and the report says what was not run.
+it did before (runner_common.stop_here), and the report says what was not run.
 """
 
 from __future__ import annotations

@@ -286,3 +286,23 @@ def parse_args(argv: list[str]) -> tuple[str, str]:
         sys.stderr.write("usage: python -m tf1gradfix.verify.runner_vN TRACE_DIR SCRIPT\n")
         raise SystemExit(64)
     return argv[0], argv[1]
+
+
+def stop_here(trace, counter: budget.StepCounter, record) -> None:
+    """End this side at the budget: record its variables, leave an end event, exit at once.
+
+    os._exit, not an exception: the user's code must not catch it, and
+    nothing after the cut (its finally blocks included) may run.
+    """
+    import traceback
+
+    if loop_cut.cut(counter.steps):   # the loop around this run ends; the program goes on
+        trace.event("cut", steps=counter.steps, calls=counter.calls, loop=loop_cut.CUTS[-1][2])
+        raise loop_cut.Cut
+    trace.event("cut", steps=counter.steps, calls=counter.calls)
+    record_plots(trace, final=False)
+    try:
+        record()
+    except Exception:  # noqa: BLE001
+        trace.event("note", text="could not record values at the cut:\n" + traceback.format_exc()[-1500:])
+    budget.leave_now(trace)

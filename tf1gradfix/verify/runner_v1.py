@@ -213,7 +213,7 @@ class V1Tracer(rc.Reentrancy):
             self.note(f"run {self.run_index}: not traced ({type(exc).__name__}: {exc})")
             extra, layout, checks, preds, sites = [], [], [], [], []
         if self.budget.due(training):
-            budget.stop_here(self.trace, self.budget, self.at_exit)
+            rc.stop_here(self.trace, self.budget, self.at_exit)
         step = self.budget.steps + 1
         if training and self.lockstep is not None:
             self.lockstep.guarded(self.lockstep.before_run, sess, step)

@@ -401,7 +401,7 @@ class V2Tracer(rc.Reentrancy):
     def unit_call(self, orig_call, fn, args, kwds):
         """An outermost tf.function call: one step if it trains, one call (see budget.py)."""
         if self.budget.due(False):
-            budget.stop_here(self.trace, self.budget, self.at_exit)
+            rc.stop_here(self.trace, self.budget, self.at_exit)
         if self.lockstep is not None:
             self.lockstep.before_call(fn)
         steps = self.budget.steps
@@ -428,7 +428,7 @@ class V2Tracer(rc.Reentrancy):
     def before_graph_call(self, trains: bool) -> None:
         """A graph call that trains begins a step: stop first if the budget is spent."""
         if trains and self.budget.due(True):
-            budget.stop_here(self.trace, self.budget, self.at_exit)
+            rc.stop_here(self.trace, self.budget, self.at_exit)
 
     def after_graph_call(self, plan, values: list) -> None:
         """Write the events a graph call recorded, as an eager call would have."""
@@ -452,7 +452,7 @@ class V2Tracer(rc.Reentrancy):
             self.budget.last = (kind, loss)
         if begins:
             if self.budget.due(True):
-                budget.stop_here(self.trace, self.budget, self.at_exit)
+                rc.stop_here(self.trace, self.budget, self.at_exit)
             self.budget.steps += 1
 
     def patch_keras(self, module) -> None:
