@@ -304,7 +304,8 @@ def test_edit_saved_during_the_proof_is_kept(tmp_path, capsys, monkeypatch):
     def proof_while_the_user_types(original, candidate, **_kwargs):
         with open(original, "ab") as handle:
             handle.write(edit)
-        return SimpleNamespace(verdict="EQUIVALENT", reason="same", migrated=SimpleNamespace(script=str(candidate)))
+        return SimpleNamespace(verdict="EQUIVALENT", reason="same", migrated=SimpleNamespace(script=str(candidate)),
+                               budget=None)
 
     monkeypatch.setattr(orchestrate, "verify_pair", proof_while_the_user_types)
     monkeypatch.setattr(report, "summary", lambda result: result.verdict)

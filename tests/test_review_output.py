@@ -243,7 +243,15 @@ def _rewritten_lines_black_changes(source: str) -> list[str] | None:
 @pytest.mark.parametrize("path,source,out", PAIRS, ids=IDS)
 def test_black_changes_nothing_the_rewrite_wrote(path, source, out):
     changed = _rewritten_lines_black_changes(source)
+    if any(str(path).endswith(known) for known in JOINED_BY_BLACK):   # (known, open: strict, so a fix shows here)
+        assert changed, f"{path}: black now leaves it as written: drop it from JOINED_BY_BLACK"
+        return
     assert changed is None or changed == []
+
+
+# A call black split over lines that a keyword rename makes short enough to fit on one:
+# black joins it again, the rewrite keeps the user's split (renames are byte edits).
+JOINED_BY_BLACK = ("flags_read_at_import/input.py",)
 
 
 def test_a_long_generated_statement_is_split_as_black_splits_it():

@@ -108,10 +108,24 @@ def absl_form(source: bytes, original: bytes) -> tuple[bytes, tuple | None]:
     lines = module.visit(_ToAbsl(reading)).code.splitlines(keepends=True)   # (no line added or removed)
     at = _after_imports(tree)
     if parse_at is not None:
-        lines.insert(parse_at - 1, "absl.flags.FLAGS(sys.argv)   # (TF1's FLAGS parsed the arguments at this first read)\n")
+        lines.insert(parse_at - 1, "absl.flags.FLAGS(sys.argv)  # (TF1's FLAGS parsed the arguments at this first read)\n")
     added = ["absl.app"] * bool(runs) + ["absl.flags"] + ["sys"] * (parse_at is not None and not has_sys)
     lines[at:at] = [f"import {name}\n" for name in added]
-    return "".join(lines).encode(module.encoding), None
+    return "".join(map(_as_black_splits, lines)).encode(module.encoding), None
+
+
+def _as_black_splits(line: str) -> str:
+    """A call the parser argument made longer than black's 88 columns, split as black
+    splits it (its arguments on one line of their own), so a black user's diff stays clean."""
+    body = line.rstrip("\n")
+    if _PARSER not in body or len(body) <= 88 or not body.endswith(")") or "#" in body:
+        return line
+    indent = body[:len(body) - len(body.lstrip())]
+    head, _, args = body.strip().partition("(")
+    inner = f"{indent}    {args[:-1]}"
+    if len(inner) > 88:
+        return line
+    return f"{indent}{head}(\n{inner}\n{indent})\n"
 
 
 def _names_bound(stmt: ast.stmt) -> set[str]:

@@ -12,16 +12,17 @@ from __future__ import annotations
 
 import ast
 import tomllib
-from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
+
+from tf1gradfix.records import record
 
 TABLE = Path(__file__).resolve().parents[1] / "rules" / "keyword_renames.toml"
 SAFE, RESTRUCTURED = "safe", "restructured"
 _TF1_ROOTS = ("compat.v1.",)   # (tf.compat.v1.reduce_sum is TF1's reduce_sum: the table's key)
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class KeywordHit:
     line: int          # 1-based, of the keyword
     col: int           # 1-based, in characters
