@@ -16,6 +16,7 @@ from pathlib import Path
 from tf1gradfix.cli.main import main as cli
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "fixtures" / "rewrite"
+FIXTURE_FILES = {"input.py", "expected.py", "expected.diag", "__pycache__"}
 
 
 def run(workdir: Path) -> int:
@@ -27,6 +28,9 @@ def run(workdir: Path) -> int:
     examples.mkdir(parents=True)
     for source in sources:
         shutil.copyfile(source, examples / f"{source.parent.name}.py")
+        for data in source.parent.iterdir():   # (what an example reads beside it: a checkpoint folder)
+            if data.name not in FIXTURE_FILES and data.is_dir():
+                shutil.copytree(data, examples / data.name, dirs_exist_ok=True)
     print(f"== {len(sources)} example programs copied to {examples}\n")
     print("== tf1gradfix check examples/")
     cli(["check", str(examples)])
