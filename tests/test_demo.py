@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from tf1gradfix.cli.demo import _all_proven
+from tf1gradfix.cli.demo import EXAMPLES, _all_proven, copy_examples
 
 
 def _reports(tmp_path, verdicts):
@@ -18,3 +18,14 @@ def test_refused_examples_do_not_count_and_an_unproven_one_does(tmp_path):
     assert _all_proven(_reports(tmp_path, ["EQUIVALENT", "NOT_RESTRUCTURED", "EQUIVALENT"]))
     assert not _all_proven(_reports(tmp_path, ["EQUIVALENT", "NOT_RESTRUCTURED", "DIVERGED"]))
     assert not _all_proven(_reports(tmp_path, ["NOT_RESTRUCTURED"]))
+
+
+def test_every_example_gets_the_folders_it_reads(tmp_path):
+    sources = sorted(EXAMPLES.glob("*/input.py"))
+    copy_examples(sources, tmp_path / "examples")
+    for source in sources:
+        assert (tmp_path / "examples" / f"{source.parent.name}.py").read_bytes() == source.read_bytes()
+        for data in source.parent.iterdir():
+            if data.is_dir() and data.name != "__pycache__":
+                assert (tmp_path / "examples" / data.name).is_dir(), data
+    assert (tmp_path / "examples" / "checkpoints").is_dir()   # (saver_restore_by_name restores from it)

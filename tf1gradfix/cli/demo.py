@@ -25,12 +25,7 @@ def run(workdir: Path) -> int:
         print(f"tf1gradfix demo: no examples under {EXAMPLES} (run it from a source checkout)", file=sys.stderr)
         return 2
     examples = workdir / "examples"
-    examples.mkdir(parents=True)
-    for source in sources:
-        shutil.copyfile(source, examples / f"{source.parent.name}.py")
-        for data in source.parent.iterdir():   # (what an example reads beside it: a checkpoint folder)
-            if data.name not in FIXTURE_FILES and data.is_dir():
-                shutil.copytree(data, examples / data.name, dirs_exist_ok=True)
+    copy_examples(sources, examples)
     print(f"== {len(sources)} example programs copied to {examples}\n")
     print("== tf1gradfix check examples/")
     cli(["check", str(examples)])
@@ -39,6 +34,16 @@ def run(workdir: Path) -> int:
     print(f"\n== reports (JSON, JUnit, Markdown, loss plots): {workdir / 'reports'}")
     # Exit 1 here only means some examples are deliberately left for manual work.
     return 0 if code in (0, 1) and _all_proven(workdir / "reports") else 2
+
+
+def copy_examples(sources: list[Path], examples: Path) -> None:
+    """Each example as `<scenario>.py`, with the folders it reads beside it (a checkpoint)."""
+    examples.mkdir(parents=True)
+    for source in sources:
+        shutil.copyfile(source, examples / f"{source.parent.name}.py")
+        for data in source.parent.iterdir():
+            if data.name not in FIXTURE_FILES and data.is_dir():
+                shutil.copytree(data, examples / data.name, dirs_exist_ok=True)
 
 
 def _all_proven(reports: Path) -> bool:
