@@ -81,3 +81,10 @@ def test_the_advice_for_a_missing_tensorflow_fits_where_the_run_is(monkeypatch):
     assert install_advice() == "pip install 'tf1gradfix[verify]'"
     monkeypatch.setenv("PRE_COMMIT", "1")   # (pre-commit sets it for every hook it runs)
     assert "additional_dependencies" in install_advice() and "pip install" not in install_advice()
+
+
+def test_report_counts_say_one_thing_and_several_things():
+    from tf1gradfix.verify.report import counted
+
+    assert [counted(1, "step"), counted(2, "step"), counted(0, "gradient")] == ["1 step", "2 steps", "0 gradients"]
+    assert [counted(1, "line of text"), counted(3, "line of text")] == ["1 line of text", "3 lines of text"]

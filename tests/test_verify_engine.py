@@ -247,7 +247,7 @@ def test_reports_for_several_pairs(tmp_path):
 def test_terminal_summary_lists_kinds_and_first_divergence(tmp_path):
     text = report.summary(_result(tmp_path))
     assert text.startswith("DIVERGED: step 2, gradient of w")
-    assert "compared: 5 steps, 10 gradients, 1 variables, 1 printed numbers" in text
+    assert "compared: 5 steps, 10 gradients, 1 variable, 1 printed number" in text
     assert "first divergence: step 2, gradient of w" in text
     assert "w -> w [2]" in text
 

@@ -36,6 +36,14 @@ def _tail(text: str, lines: int = 15) -> str:
     return "\n".join(kept[-lines:])
 
 
+def counted(n: int, thing: str) -> str:
+    """`1 step`, `2 steps`, `1 line of text`, `3 lines of text`: the plural where it belongs."""
+    if n == 1:
+        return f"1 {thing}"
+    head, sep, tail = thing.partition(" of ")
+    return f"{n} {head}s{sep}{tail}"
+
+
 def summary(result) -> str:
     """The terminal summary: verdict, what was compared, worst errors, first divergence."""
     out = [f"{result.headline}: {result.reason}",
@@ -62,10 +70,11 @@ def summary(result) -> str:
         out.append(f"  random numbers: {aligned}")
     c = result.comparison
     if c is not None:
-        shown = "".join(f", {c.stats[k].compared} {what}" for k, what in
-                        (("printed text", "lines of text"), ("plotted value", "plotted arrays")) if c.stats[k].compared)
-        out.append(f"  compared: {c.steps} steps, {c.gradients} gradients, {c.variables} variables, "
-                   f"{c.printed_numbers} printed numbers{shown} (rtol={result.rtol:g}, atol={result.atol:g})")
+        shown = "".join(f", {counted(c.stats[k].compared, what)}" for k, what in
+                        (("printed text", "line of text"), ("plotted value", "plotted array")) if c.stats[k].compared)
+        out.append(f"  compared: {counted(c.steps, 'step')}, {counted(c.gradients, 'gradient')}, "
+                   f"{counted(c.variables, 'variable')}, {counted(c.printed_numbers, 'printed number')}{shown} "
+                   f"(rtol={result.rtol:g}, atol={result.atol:g})")
         for kind in KINDS:
             st = c.stats[kind]
             if st.compared:
