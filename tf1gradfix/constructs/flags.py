@@ -24,6 +24,7 @@ import libcst as cst
 from tf1gradfix.detect.ast_rules import dotted
 from tf1gradfix.detect.names import dotted as cst_dotted
 from tf1gradfix.model.refusals import diagnostic
+from tf1gradfix.cst.layout import fit
 
 _OLD_KEYWORDS = {"flag_name": "name", "default_value": "default", "docstring": "help"}
 _DEFINES = ("DEFINE_string", "DEFINE_boolean", "DEFINE_bool", "DEFINE_float", "DEFINE_integer")
@@ -115,18 +116,14 @@ def absl_form(source: bytes, original: bytes) -> tuple[bytes, tuple | None]:
 
 
 def _as_black_splits(line: str) -> str:
-    """A call the parser argument made longer than black's 88 columns, split as black
-    splits it (its arguments on one line of their own), so a black user's diff stays clean."""
+    """A call the parser argument made longer than black's 88 columns, laid out as black
+    lays it out (cst/layout.py), so a black user's diff stays clean."""
+    if _PARSER not in line:
+        return line
     body = line.rstrip("\n")
-    if _PARSER not in body or len(body) <= 88 or not body.endswith(")") or "#" in body:
-        return line
-    indent = body[:len(body) - len(body.lstrip())]
-    head, _, args = body.strip().partition("(")
-    inner = f"{indent}    {args[:-1]}"
-    if len(inner) > 88:
-        return line
-    return f"{indent}{head}(\n{inner}\n{indent})\n"
-
+    indent = len(body) - len(body.lstrip())
+    laid = fit(body.strip(), indent)
+    return "".join(" " * indent + part + "\n" for part in laid.split("\n"))
 
 def _names_bound(stmt: ast.stmt) -> set[str]:
     if isinstance(stmt, ast.FunctionDef):

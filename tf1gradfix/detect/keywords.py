@@ -19,7 +19,6 @@ from tf1gradfix.records import record
 
 TABLE = Path(__file__).resolve().parents[1] / "rules" / "keyword_renames.toml"
 SAFE, RESTRUCTURED = "safe", "restructured"
-_TF1_ROOTS = ("compat.v1.",)   # (tf.compat.v1.reduce_sum is TF1's reduce_sum: the table's key)
 
 
 @record(frozen=True)
@@ -41,86 +40,33 @@ def table() -> dict[str, dict[str, tuple[str, str]]]:
             for name, keywords in raw.items()}
 
 
-def _aliases(tree: ast.AST) -> dict[str, str]:
-    """Local names bound to TensorFlow namespaces -> the prefix they stand for (`` for tf itself)."""
-    bound: dict[str, str] = {}
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            for alias in node.names:
-                if alias.name == "tensorflow" or alias.name.startswith("tensorflow."):
-                    if alias.asname:
-                        bound[alias.asname] = alias.name[len("tensorflow."):] + "." if "." in alias.name else ""
-                    elif alias.name == "tensorflow":
-                        bound["tensorflow"] = ""
-        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module and (
-                node.module == "tensorflow" or node.module.startswith("tensorflow.")):
-            base = node.module[len("tensorflow."):] + "." if "." in node.module else ""
-            for alias in node.names:
-                bound[alias.asname or alias.name] = base + alias.name + "."
-    return bound
-
-
-def _dotted(node: ast.AST) -> str | None:
-    parts = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if not isinstance(node, ast.Name):
-        return None
-    parts.append(node.id)
-    return ".".join(reversed(parts))
-
-
-def _function(call: ast.Call, aliases: dict[str, str]) -> str | None:
-    text = _dotted(call.func)
-    if text is None:
-        return None
-    head, _, rest = text.partition(".")
-    if head not in aliases:
-        return None
-    name = (aliases[head] + rest) if rest else aliases[head].rstrip(".")
-    for root in _TF1_ROOTS:
-        if name.startswith(root):
-            name = name[len(root):]
-    return name or None
-
-
-def _line_starts(source: bytes) -> list[int]:
-    starts, at = [0], 0
-    for line in source.splitlines(keepends=True):
-        at += len(line)
-        starts.append(at)
-    return starts
-
-
 def hits(source: bytes, tree: ast.AST | None = None) -> list[KeywordHit]:
     """Every old keyword of a table function called in `source` (UTF-8), in source order.
-    A call that already gives the new keyword is left alone (TF2 would still reject it:
-    the caller reports it, no rename can fix it)."""
+    Names are resolved as every rule resolves them (ast_rules.Names: imports, aliases,
+    shadowing). A call that already gives the new keyword is left alone (TF2 would still
+    reject it: no rename can fix it)."""
+    from tf1gradfix.detect.ast_rules import Names, line_starts
+    from tf1gradfix.detect.prefilter import python_tree
+    from tf1gradfix.rules.catalog import load
+
     renames = table()
-    if tree is None:
-        try:
-            tree = ast.parse(source)
-        except (SyntaxError, ValueError):
-            return []
-    aliases = _aliases(tree)
-    if not aliases:
+    tree = tree if tree is not None else python_tree(source)
+    if tree is None or b"tensorflow" not in source:
         return []
-    starts = _line_starts(source)
+    names, starts = Names(tree, load(), source), line_starts(source)
     found = []
     for node in ast.walk(tree):
         if not isinstance(node, ast.Call) or not node.keywords:
             continue
-        name = _function(node, aliases)
-        entry = renames.get(name) if name else None
+        qualified = names.qualified(node.func)
+        entry = renames.get(qualified[len("tensorflow."):]) if qualified and qualified.startswith("tensorflow.") else None
         if not entry:
             continue
         given = {kw.arg for kw in node.keywords}
         for kw in node.keywords:
             if kw.arg in entry and entry[kw.arg][0] not in given:
                 new, reach = entry[kw.arg]
-                offset = starts[kw.lineno - 1] + kw.col_offset
-                col = len(source[starts[kw.lineno - 1]:offset].decode("utf-8", "replace")) + 1
-                found.append(KeywordHit(kw.lineno, col, offset, f"tf.{name}", kw.arg, new, reach))
+                offset = starts[kw.lineno] + kw.col_offset
+                col = len(source[starts[kw.lineno]:offset].decode("utf-8", "replace")) + 1
+                found.append(KeywordHit(kw.lineno, col, offset, qualified.replace("tensorflow", "tf", 1), kw.arg, new, reach))
     return sorted(found, key=lambda h: h.offset)
-
