@@ -39,6 +39,7 @@ class TapeEmitter:
         self.qualified = meta.names.qualified
         self.tf = program.tf_alias
         self.optimizer_names: dict[int, str] = {}
+        self.built_here: set[int] = set()   # optimizers a step function already builds (_build_shared)
         self.fed_lr: set[int] = set()   # optimizers whose learning rate is fed
         self.scheduled: dict[int, str] = {}   # optimizers built with a schedule -> the Keras schedule
         self.scheduled_rates: set[int] = set()   # their v1 schedule tensors (`rate = optimizer.learning_rate`)
@@ -297,6 +298,7 @@ class TapeEmitter:
 
     def function_text(self, sig: Signature, helper) -> str:
         hname, hnodes, hparams, hreturns = helper
+        self.built_here = set()
         post = gradient_dependent(self.p, sig.nodes)
         forward = self._forward(sig)
         own = [i for i in forward if i not in set(hnodes)]
@@ -496,8 +498,9 @@ class TapeEmitter:
         their order does not matter; model.checks.check_var_lists admits only made variables)."""
         lists = [self._var_list(n, cast(cst.Name, n.bound["loss"])) for n in self.p.nodes
                  if isinstance(n, OptimizerCall) and n.optimizer == opt.index and n.differentiates()]
-        if len({frozenset(texts) for texts in lists}) < 2:
+        if len({frozenset(texts) for texts in lists}) < 2 or opt.index in self.built_here:
             return []
+        self.built_here.add(opt.index)
         union = list(dict.fromkeys(t for texts in lists for t in texts))
         return [f"if not {opt_name}.built:\n    {opt_name}.build({graph_collections.list_expression(union)})"]
 
