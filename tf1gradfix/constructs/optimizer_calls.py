@@ -24,12 +24,15 @@ def build(builder, s: Statement) -> bool:
 def _group(builder, s: Statement) -> bool:
     """`train = tf.group(opt.apply_gradients(a), opt.minimize(loss), named_train_op)`: each
     optimizer call a train op of its own (named as the program does not), the group a
-    `TrainGroup` whose run runs them together, as a run fetching them all would."""
+    `TrainGroup` whose run runs them together, as a run fetching them all would. Its
+    `name=` names the graph op only, which TF2 has none of (a fetch by that name is
+    refused where runs are read)."""
     value = s.value
     if not (isinstance(value, cst.Call) and s.one is not None and builder.qualified(value.func) == "tensorflow.group"
-            and value.args and all(a.keyword is None and not a.star for a in value.args)):
+            and any(a.keyword is None for a in value.args)
+            and all(not a.star and (a.keyword is None or a.keyword.value == "name") for a in value.args)):
         return False
-    args = [a.value for a in value.args]
+    args = [a.value for a in value.args if a.keyword is None]
     named = [builder.program.node(e.value) if isinstance(e, cst.Name) else None for e in args]
     if not all(isinstance(n, TrainOp) or isinstance(e, cst.Call) and _optimizer_call(builder, e)
                and cast(cst.Attribute, e.func).attr.value != "compute_gradients" for e, n in zip(args, named)):

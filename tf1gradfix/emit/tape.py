@@ -39,6 +39,7 @@ class TapeEmitter:
         self.qualified = meta.names.qualified
         self.tf = program.tf_alias
         self.optimizer_names: dict[int, str] = {}
+        self.built_here: set[int] = set()   # optimizers a step function already builds (_build_shared)
         self.fed_lr: set[int] = set()   # optimizers whose learning rate is fed
         self.scheduled: dict[int, str] = {}   # optimizers built with a schedule -> the Keras schedule
         self.scheduled_rates: set[int] = set()   # their v1 schedule tensors (`rate = optimizer.learning_rate`)
@@ -297,6 +298,7 @@ class TapeEmitter:
 
     def function_text(self, sig: Signature, helper) -> str:
         hname, hnodes, hparams, hreturns = helper
+        self.built_here = set()
         post = gradient_dependent(self.p, sig.nodes)
         forward = self._forward(sig)
         own = [i for i in forward if i not in set(hnodes)]
@@ -461,7 +463,7 @@ class TapeEmitter:
         else:
             lines = []
             pairs = self.code(bound["grads_and_vars"])
-        applied = self._learning_rate(opt, opt_name)
+        applied = self._learning_rate(opt, opt_name) + self._build_shared(opt, opt_name)
         kept = "  # tf1gradfix: ignore[TFG204] a v1 optimizer, updating when called" if self.state.kept(opt) else ""
         grad = f"{self.tf}.convert_to_tensor(g)" if dense else "g"
         applied.append(f"{opt_name}.apply_gradients([({grad}, v) for g, v in {pairs} if g is not None]){kept}")
@@ -489,6 +491,18 @@ class TapeEmitter:
         if mode is True:
             return False
         return any(matches(q, "sparse_gradients") for i in closure(self.p, [node.index]) for q in self.p.nodes[i].called())
+
+    def _build_shared(self, opt: Optimizer, opt_name: str) -> list[str]:
+        """One optimizer over several variable lists: a Keras optimizer rejects variables it
+        was not built with, so it is built with all of them at its first update (slots are per variable, so
+        their order does not matter; model.checks.check_var_lists admits only made variables)."""
+        lists = [self._var_list(n, cast(cst.Name, n.bound["loss"])) for n in self.p.nodes
+                 if isinstance(n, OptimizerCall) and n.optimizer == opt.index and n.differentiates()]
+        if len({frozenset(texts) for texts in lists}) < 2 or opt.index in self.built_here:
+            return []
+        self.built_here.add(opt.index)
+        union = list(dict.fromkeys(t for texts in lists for t in texts))
+        return [f"if not {opt_name}.built:\n    {opt_name}.build({graph_collections.list_expression(union)})"]
 
     def _learning_rate(self, opt: Optimizer, opt_name: str) -> list[str]:
         """`optimizer.learning_rate = lr` before a fed rate's update. TF1's update kernels take

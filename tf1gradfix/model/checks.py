@@ -141,9 +141,13 @@ def _var_list(program: Program, node: OptimizerCall, qualified) -> None:
 
 def check_var_lists(program: Program, sigs: list[Signature], qualified, found: list | None = None) -> None:
     """A Keras optimizer is built for the variables of its first update and rejects
-    others later; a v1 optimizer trains any list it is given. (An update whose loss or
-    var_list check_steps refused trains no list here.)"""
+    others later; a v1 optimizer trains any list it is given. One optimizer over several
+    lists of variables the program makes itself is built for all of them before its first
+    update (emit/tape.py), so it keeps one step count as TF1's kept one set of beta powers;
+    a layer's weights exist only once the layer is called, so lists of layers stay refused.
+    (An update whose loss or var_list check_steps refused trains no list here.)"""
     trained_by: dict[int, set] = {}
+    plain: dict[int, bool] = {}
     for sig in sigs:
         if sig.inline:
             continue
@@ -157,8 +161,25 @@ def check_var_lists(program: Program, sigs: list[Signature], qualified, found: l
             if not optimizers.optimizer_table().get(opt.cls, {}).get("target", "").startswith("keras."):
                 continue
             trained = _trained(program, node, qualified)
-            if trained is not None and trained_by.setdefault(opt.index, trained) != trained:
+            if trained is None:
+                continue
+            plain[opt.index] = plain.get(opt.index, True) and _made_variables(program, node, qualified)
+            if trained_by.setdefault(opt.index, trained) != trained and not plain[opt.index]:
                 refuse(found, Refusal.of(opt.call, "optimizer_var_lists_differ"))
+
+
+def _made_variables(program: Program, node: OptimizerCall, qualified) -> bool:
+    """Whether everything an update trains is a variable the program makes itself (no
+    layer's weights, no builder's, no loop's), so it exists before any update runs."""
+    given = node.bound.get("var_list")
+    if given is not None:
+        members = var_lists.members(program, given, node.index, qualified) or []
+        return all(isinstance(program.nodes[e.node], Variable) and e.weight is None and e.site is None
+                   for e in members)
+    loss = node.bound["loss"]
+    listed = program.trainable() if isinstance(node, ComputeGradients) else \
+        reached_variables(program, program.final[cast(cst.Name, loss).value])
+    return all(isinstance(n, Variable) for n in listed)
 
 
 def _trained(program: Program, node: OptimizerCall, qualified) -> set | None:
