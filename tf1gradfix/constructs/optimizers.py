@@ -11,7 +11,7 @@ import libcst as cst
 
 from tf1gradfix.cst.syntax import Refusal, bound_args, loads, matches, schedule_table
 from tf1gradfix.cst.walk import walk
-from tf1gradfix.model.nodes import Optimizer, Placeholder, Statement, Static, Variable
+from tf1gradfix.model.nodes import Optimizer, OptimizerCall, Placeholder, Statement, Static, Summary, Update, Variable
 from tf1gradfix.rules.catalog import _read
 
 # Statuses whose target takes a learning rate set before every update (a fed one).
@@ -61,6 +61,10 @@ def check_settings(program, node: Optimizer, schedule, lr, qualified) -> bool:
             raise Refusal.of(schedule.value, "schedule_without_step")
         fed = True
     computed = {d for d in node.deps if not isinstance(program.nodes[d], (Static, Placeholder))}
+    held = _rate_variable(program, node, lr)
+    if held is not None:   # read at every update, as the fed rate is: TF1 read the variable there
+        computed.discard(held.index)
+        fed = True
     if computed - {schedule.index if schedule else None}:
         raise Refusal.of(node.value, "optimizer_setting_from_graph")
     placeholders = {n.index for n in program.nodes if isinstance(n, Placeholder)}
@@ -71,6 +75,20 @@ def check_settings(program, node: Optimizer, schedule, lr, qualified) -> bool:
         fed = True
     check(node, fed)
     return fed
+
+
+def _rate_variable(program, node: Optimizer, lr) -> Variable | None:
+    """The variable a learning rate names (`lr = tf.Variable(0.1, trainable=False)`,
+    assigned between epochs), when no other setting reads it; None otherwise. A trainable
+    one only where nothing but optimizers, assignments and summaries read it (no loss reaches it, so
+    no update trains it)."""
+    held = program.node(lr.value) if isinstance(lr, cst.Name) else None
+    if not isinstance(held, Variable):
+        return None
+    if held.trainable and any(held.index in n.deps and not isinstance(n, (Optimizer, OptimizerCall, Update, Summary)) for n in program.nodes):
+        return None
+    others = [a for a in node.call.args if a.value is not lr]
+    return None if any(lr.value in loads(a.value) for a in others) else held
 
 
 def sparse_tables(program, node, qualified, closure) -> set[int] | None:

@@ -35,7 +35,7 @@ def is_update(builder, value: cst.BaseExpression, deps) -> bool:
         ref = bound.get("ref")
         node = program.node(ref.value) if isinstance(ref, cst.Name) else None
         listed = isinstance(ref, cst.Name) and ref.value in targets   # (`[tf.assign(t, o) for t, o in zip(...)]`)
-        if not (isinstance(node, Variable) or listed) or set(bound) != {"ref", "value"}:
+        if not (isinstance(node, Variable) or listed) or set(bound) - {"name"} != {"ref", "value"}:   # (`name=` names a graph op only)
             raise Refusal.of(call, "assign_op_form", api=builder.qualified(call.func))
     assigns = [c for c, _ in builder.calls(value)
                if isinstance(c.func, cst.Attribute) and c.func.attr.value in ASSIGNS and c not in functional]
@@ -127,7 +127,8 @@ def method_form(stmt: cst.CSTNode, qualified) -> cst.CSTNode:
     for node in _calls(stmt):
         method = functions().get(qualified(node.func) or "")
         if method is not None:
-            ref, value = bound_args(node, ["ref", "value"], node).values()
+            bound = bound_args(node, ["ref", "value", "validate_shape", "use_locking", "name"], node)
+            ref, value = bound["ref"], bound["value"]   # (`name=` dropped: it named a graph op; is_update)
             calls[node] = cst.Call(cst.Attribute(ref, cst.Name(method)), [cst.Arg(value)])
     if not calls:
         return stmt
@@ -183,3 +184,31 @@ def in_place(program, fetch: cst.BaseExpression, feed) -> str | None:
     code = cst.Module([]).code_for_node
     text = ", ".join(code(e) for e in elements)   # (laid out anew: the fetch's own layout fitted a deeper block)
     return text if not isinstance(fetch, (cst.List, cst.Tuple)) else f"({text},)" if isinstance(fetch, cst.Tuple) else f"[{text}]"
+
+
+def host_assign(program, fetch: cst.BaseExpression, feed, qualified) -> str | None:
+    """`sess.run(tf.assign(lr, base * decay ** epoch))` or `sess.run(lr.assign(...))` in host
+    code: an assignment built in the run itself, of a value computed by the host (and from
+    variables), which the run computes and assigns at once. In TF2 it is the assignment,
+    run eagerly where TF1 ran it (None where the run is not one such assignment)."""
+    if feed is not None or not isinstance(fetch, cst.Call):
+        return None
+    method = functions().get(qualified(fetch.func) or "")
+    if method is not None:
+        bound = bound_args(fetch, ["ref", "value", "validate_shape", "use_locking", "name"], fetch)
+        if set(bound) - {"name"} != {"ref", "value"}:
+            return None
+        ref, value = bound["ref"], bound["value"]
+    elif isinstance(fetch.func, cst.Attribute) and fetch.func.attr.value in ASSIGNS and len(fetch.args) == 1 \
+            and fetch.args[0].keyword is None:
+        method, ref, value = fetch.func.attr.value, fetch.func.value, fetch.args[0].value
+    else:
+        return None
+    if not (isinstance(ref, cst.Name) and isinstance(program.node(ref.value), Variable)):
+        return None
+    read = {n for n in loads(value) if n in program.final or n in program.sessions or n in program.helpers}
+    tf_calls = [c for c in walk(value) if type(c) is cst.Call and (qualified(c.func) or "").startswith("tensorflow")]
+    if tf_calls or any(not isinstance(program.node(n), Variable) for n in read):
+        return None
+    return f"{ref.value}.{method}({cst.Module([]).code_for_node(value)})"
+

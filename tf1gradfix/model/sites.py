@@ -315,6 +315,10 @@ class HostScan:
         if done is not None:   # `__init__` copying a target network: the assignments, in place
             self.variable_lists[call] = done
             return
+        assigned = updates.host_assign(self.p, fetch, feed, self.meta.names.qualified) if self.host is None else None
+        if assigned is not None:   # `sess.run(tf.assign(lr, value))`: the assignment, where TF1 ran it
+            self.variable_lists[call] = assigned if isinstance(self.parent(call), cst.Expr) else f"{assigned}.numpy()"
+            return
         listed = self.p.node(fetch.value) if isinstance(fetch, cst.Name) and self.host is None else None
         if isinstance(listed, VarList) and feed is None:
             # `sess.run(g_vars)`: the values of the variables it lists, in its order
