@@ -19,8 +19,8 @@ from libcst.metadata import MetadataWrapper, PositionProvider, ScopeProvider
 from tf1gradfix import legacy
 from tf1gradfix.constructs import (abandoned_sessions, builders, class_initializers, class_settings, contrib,
                                    input_methods, layer_methods, mnist_loader, model_classes, optimizers, placeholders,
-                                   schedules, sections, session_options, session_params, statement_forms, summaries,
-                                   unbuilt_methods, variable_factories, variables)
+                                   schedules, sections, session_functions, session_options, session_params, statement_forms,
+                                   summaries, unbuilt_methods, variable_factories, variables)
 from tf1gradfix.model import owners as owners_model
 from tf1gradfix.model.checks import (check_moved, check_program, check_results, check_state, check_steps, check_var_lists,
                                      class_names, kept, sliced)
@@ -345,6 +345,8 @@ class _Rewrite:
             self.meta.origins = self.plan.origins   # (positions of statements written anew: model.graph)
             helpers.update(self.plan.helpers(cls))   # (methods that never read `self`, called as functions)
         helpers.update({s.name.value: s for s in body if isinstance(s, cst.FunctionDef)})
+        for name in session_functions.running(helpers, body, self.meta.names.qualified):
+            del helpers[name]   # (host code of the block's session: sites.HostScan)
         builder = ModelBuilder(self.meta, self.meta.names, self.module)
         if self.scan.session_arguments:   # (`tf.Session(config=...)`: its options go with it)
             builder.options = session_options.SessionOptions(scope if cls is None else cls, self.meta.names.qualified)

@@ -9,7 +9,8 @@ from dataclasses import dataclass, field
 from typing import Any, cast
 
 import libcst as cst
-from tf1gradfix.constructs import builder_layers, dropout, fed_tensors, graph_extensions, savers, updates, var_lists
+from tf1gradfix.constructs import (builder_layers, dropout, fed_tensors, graph_extensions, savers, session_functions, updates,
+                                   var_lists)
 from tf1gradfix.model.graph import Item, Program
 from tf1gradfix.model.nodes import (ComputeGradients, Gradients, Init, Listed, Node, Optimizer, Placeholder, Static, Tensor,
                                     TrainGroup, TrainOp, Saver, Update, Variable, VariableGroup, VarList)
@@ -108,6 +109,12 @@ class HostScan:
             self._scan(item.stmt, host.init_sessions | {name for name, first in first_bound.items() if first < position})
 
     def _host_item(self, item, position: int, names: set[str], first_bound: dict[str, int]) -> None:
+        if isinstance(item.stmt, cst.FunctionDef) and session_functions.runs_session(self.p, item.stmt, position):
+            local = session_functions.local_names(item.stmt)
+            for stmt in cast(cst.IndentedBlock, item.stmt.body).body:   # its runs: sites, as the loop's that calls it
+                self._item, self._sessions = Item(stmt), self.p.sessions - local
+                self._scan(stmt, names - local)
+            return
         if isinstance(item.stmt, (cst.FunctionDef, cst.ClassDef)):
             self._definition(item.stmt, names)
             return
