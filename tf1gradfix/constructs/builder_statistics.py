@@ -18,10 +18,11 @@ from __future__ import annotations
 import libcst as cst
 
 from tf1gradfix.constructs.builder_layers import parameters
+from tf1gradfix.constructs import layers as layers_module
 from tf1gradfix.constructs.layers import updates_in_place
 from tf1gradfix.cst.syntax import Refusal, bound_args
 from tf1gradfix.cst.walk import walk
-from tf1gradfix.model.nodes import BuilderLayer, BuilderModule
+from tf1gradfix.model.nodes import BuilderLayer, BuilderModule, Placeholder
 
 
 def check(program, sig, site) -> None:
@@ -47,7 +48,7 @@ def check(program, sig, site) -> None:
             if not calls:   # (reached other than by a call: which of its calls train is not seen here)
                 raise Refusal.of(node.stmt, "builder_called_inside", function="this statement", builder=module.var)
             for call in calls:
-                for layer in _training(module, call):
+                for layer in _training(module, call, site):
                     in_place = updates_in_place(layer.row, layer.bound)   # (updated in the run, as in Keras)
                     if node.index in members:
                         if not in_place and (not collected or node.index >= cut):
@@ -66,8 +67,10 @@ def _normalizing(module: BuilderModule) -> bool:
     return any(layer.row.get("statistics") for layer in module.layers)
 
 
-def _training(module: BuilderModule, call: cst.Call) -> list[BuilderLayer]:
-    """The module's statistics layers this call of the builder runs with `training=True`."""
+def _training(module: BuilderModule, call: cst.Call, site) -> list[BuilderLayer]:
+    """The module's statistics layers this call of the builder runs with `training=True`
+    in the run `site`: a flag passed as `True`, `False`, or a placeholder this run feeds
+    one of them (`{is_training: True}`; the step function binds it to that value)."""
     given = parameters(module.builder)
     order = [p.name.value for p in module.builder.params.params]
     passed = bound_args(call, order, call)
@@ -80,9 +83,25 @@ def _training(module: BuilderModule, call: cst.Call) -> list[BuilderLayer]:
         value: cst.BaseExpression | None = flag
         if flag.value not in ("True", "False"):
             value = passed.get(flag.value, given.get(flag.value))
+        if isinstance(value, cst.Name) and site.feed is not None and value.value in site.feed:
+            value = site.feed[value.value]   # (a placeholder: what this run feeds it)
         if not (isinstance(value, cst.Name) and value.value in ("True", "False")):
             raise Refusal.of(value if value is not None else call, "builder_training_argument",
                              function=module.var, name=flag.value)
         if value.value == "True":
             out.append(layer)
     return out
+
+
+def mode_flags(builder, module: BuilderModule, call: cst.Call) -> None:
+    """A bool placeholder a call of the builder passes on as a batch normalization's
+    `training=` is a mode flag (constructs/layers.py): each step function binds it to the
+    literal its runs feed, so the Keras layer is given a Python bool."""
+    order = [p.name.value for p in module.builder.params.params]
+    passed = bound_args(call, order, call)
+    for layer in module.layers:
+        flag = dict(layer.call_args).get("training")
+        value = passed.get(flag.value) if layer.row.get("statistics") and isinstance(flag, cst.Name) else None
+        node = builder.program.node(value.value) if isinstance(value, cst.Name) else None
+        if isinstance(node, Placeholder) and layers_module.is_bool(builder, node):
+            node.mode_flag = True

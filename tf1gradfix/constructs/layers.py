@@ -105,13 +105,13 @@ def _mode(builder, q: str, param: str, expr: cst.BaseExpression) -> cst.BaseExpr
     if isinstance(expr, cst.Name) and expr.value in ("True", "False"):
         return expr
     flag = builder.program.node(expr.value) if isinstance(expr, cst.Name) else None
-    if not isinstance(flag, Placeholder) or not _is_bool(builder, flag):
+    if not isinstance(flag, Placeholder) or not is_bool(builder, flag):
         raise Refusal.of(expr, "layer_training_form", api=q, param=param)
     flag.mode_flag = True
     return expr
 
 
-def _is_bool(builder, flag: Placeholder) -> bool:
+def is_bool(builder, flag: Placeholder) -> bool:
     dtype, default = flag.dtype, flag.default
     if default is not None:
         return isinstance(default, cst.Name) and default.value in ("True", "False")

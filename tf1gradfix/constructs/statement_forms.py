@@ -7,6 +7,11 @@ The model moves graph code statement by statement, so it refuses both
 * `a; b` on a line: `a` then `b`, each on its own line (Python runs them so);
 * `a = b = y` of a graph value: `a = y`, then `b = a` (Python binds both to the
   one object `y` gave, left to right);
+* a layer call nested in an expression (`h = tf.nn.relu(tf.layers.dense(x, 8))`):
+  the layer call on a line of its own before it (`h_dense = tf.layers.dense(x, 8)`,
+  then `h = tf.nn.relu(h_dense)`), in the order Python calls them, and only while no
+  other call of the statement would have run before it (an op made first keeps its
+  place in the graph, and its op seed);
 * `x op= y` with `x` a name (or `a.x`) bound to a graph value: `x = x op (y)`. A
   tf.Tensor (and a TF1 Variable, whose `__iadd__` returns `self + other`) has
   no in-place operators, so Python falls back to the binary one in TF1 and
@@ -29,7 +34,10 @@ from typing import Any, cast
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
 
-REASONS = frozenset({"augmented_assignment", "chained_assignment"})
+from tf1gradfix.constructs import layer_hoist
+from tf1gradfix.cst.walk import walk
+
+REASONS = frozenset({"augmented_assignment", "chained_assignment", "layer_in_expression"})
 ATTEMPTS = 12   # (a reading stops before statements reading a refused one: a chain of them takes a reading each)
 
 # Operands printed after `x op` without parentheses: binding as tightly as a call.
@@ -79,7 +87,7 @@ def plain_form(module: cst.Module, lines: set[int]) -> tuple[cst.Module | None, 
     from its lines back to `module`'s. None where nothing changes."""
     wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
     positions = wrapper.resolve(PositionProvider)
-    plain = _Plain(positions, lines)
+    plain = _Plain(positions, lines, {n.value for n in walk(module) if type(n) is cst.Name})
     new = module.visit(plain)
     if not plain.changed:
         return None, lambda line: line
@@ -94,9 +102,9 @@ def plain_form(module: cst.Module, lines: set[int]) -> tuple[cst.Module | None, 
 
 
 class _Plain(cst.CSTTransformer):
-    def __init__(self, positions, lines: set[int]):
+    def __init__(self, positions, lines: set[int], taken: set[str]):
         super().__init__()
-        self.positions, self.lines = positions, lines
+        self.positions, self.lines, self.taken = positions, lines, taken
         self.shift = 0          # lines the splits so far added
         self.anchors: list[tuple[int, int]] = []   # (new line, old line) from which lines count alike
         self.changed = False
@@ -105,11 +113,11 @@ class _Plain(cst.CSTTransformer):
         if not isinstance(original, cst.SimpleStatementLine):
             return updated
         span = self.positions[original]
-        if span.start.line not in self.lines and len(original.body) == 1:
+        if not self._marked(original) and len(original.body) == 1:
             return updated
         assert isinstance(updated, cst.SimpleStatementLine)
         pieces = [(o, n) for o, s in zip(original.body, updated.body)
-                  for n in (_written_out(s) if self.positions[o].start.line in self.lines else [s])]
+                  for n in (_written_out(s, self.taken) if self._marked(o) else [s])]
         if len(pieces) == 1 and pieces[0][1] is updated.body[0]:
             return updated
         self.changed = True
@@ -132,9 +140,18 @@ class _Plain(cst.CSTTransformer):
         return cst.FlattenSentinel(out)
 
 
-def _written_out(small: cst.BaseSmallStatement) -> list[cst.BaseSmallStatement]:
+    def _marked(self, node: cst.CSTNode) -> bool:
+        """Does a refusal's line fall within `node` (a nested call's line may be a later one)?"""
+        span = self.positions[node]
+        return any(line in self.lines for line in range(span.start.line, span.end.line + 1))
+
+
+def _written_out(small: cst.BaseSmallStatement, taken: set[str]) -> list[cst.BaseSmallStatement]:
     """`x op= y` as `x = x op (y)`, `a = b = y` as `a = y` and `b = a`, where that is what they
-    mean for a graph value; else `small`."""
+    mean for a graph value; nested layer calls on lines of their own; else `small`."""
+    hoisted = layer_hoist.hoisted(small, taken)
+    if hoisted is not None:
+        return hoisted
     if isinstance(small, cst.Assign) and len(small.targets) > 1 and all(isinstance(t.target, cst.Name) for t in small.targets):
         first = cast(cst.Name, small.targets[0].target)
         return [small.with_changes(targets=[small.targets[0]], semicolon=cst.MaybeSentinel.DEFAULT),

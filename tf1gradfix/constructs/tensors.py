@@ -81,6 +81,8 @@ def checked_calls(builder, tf_calls) -> Refusal | None:
             unsupported = Refusal.of(call, "random_op_seed", api=q)
         elif q == "tensorflow.train.Saver":   # (its own reason: what TF2 checkpoints with)
             unsupported = Refusal.of(call, "saver")
+        elif q in layers.layer_table():   # (a layer's own statement makes it: statement_forms hoists it there)
+            unsupported = Refusal.of(call, "layer_in_expression", api=q)
         elif matches(q, "refuse") and q not in schedule_table() and not matches(q, "aligned_random"):
             unsupported = Refusal.of(call, "api_unsupported", api=q)
     return unsupported

@@ -17,7 +17,7 @@ from typing import Any, TypeVar, cast
 import libcst as cst
 from libcst.metadata import PositionProvider
 
-from tf1gradfix.constructs import (builder_loops, builders, gradient_calls, graph_contexts, graph_loops, graph_prints,
+from tf1gradfix.constructs import (builder_loops, builder_statistics, builders, gradient_calls, graph_contexts, graph_loops, graph_prints,
                                    input_methods, loop_layers, nested_calls, rnn_stacks, summaries, summary_loops,
                                    variable_factories, variable_loops)
 from tf1gradfix.constructs.tensors import queue_refusal
@@ -359,6 +359,7 @@ class ModelBuilder:
                     for call in walk(expr):   # (each call: the same layers, builder_loops)
                         if type(call) is cst.Call and isinstance(call.func, cst.Name) and call.func.value == name:
                             builder_loops.check_call(self, made, call)
+                            builder_statistics.mode_flags(self, made, call)
             if self.class_layers is not None:   # (a model class's layer method: each call's scope)
                 self.class_layers.record(self, expr)
         for name in names:
