@@ -352,6 +352,20 @@ class Static(Computed):
 
 
 @dataclass(eq=False, kw_only=True)
+class Dataset(Static):
+    """A tf.data pipeline built from host values: the same object in TF2 (constructs/datasets.py)."""
+
+    kind: ClassVar[str] = "dataset"
+
+
+@dataclass(eq=False, kw_only=True)
+class DataIterator(Static):
+    """`dataset.make_one_shot_iterator()`: `iter(dataset)` in TF2, made once (constructs/datasets.py)."""
+
+    kind: ClassVar[str] = "iterator"
+
+
+@dataclass(eq=False, kw_only=True)
 class Summary(Tensor):
     """A summary op or a merge: the list of the values it summarizes."""
 
