@@ -24,6 +24,7 @@ from typing import cast
 import libcst as cst
 
 from tf1gradfix.cst.syntax import Refusal, bound_args
+from tf1gradfix.cst.walk import TargetedTransformer, walk
 from tf1gradfix.constructs import rnn_stacks
 from tf1gradfix.model.nodes import RnnCell, RnnRun, RnnStack, StateTuple, Statement, Static, ZeroState
 from tf1gradfix.rules.catalog import _read
@@ -63,7 +64,6 @@ def build(builder, s: Statement) -> bool:
         return True
     if _layer_states(builder, s):
         return True
-    _check_fields(builder, s)
     if cells and _zero_state(builder, s, cells[0]):
         return True
     if cells:
@@ -92,16 +92,30 @@ def _layer_states(builder, s: Statement) -> bool:
     return True
 
 
-def _check_fields(builder, s: Statement) -> None:
-    """Refusal for `state.c` / `state.h` of an LSTM state the rewrite holds stacked."""
+def record_fields(builder, s: Statement) -> None:
+    """`state.c` / `state.h` of an LSTM state the rewrite holds stacked, as TF1's
+    `LSTMStateTuple` also reads them: `state[0]` / `state[1]` (fields_indexed writes them)."""
     states = {name for i in s.deps for name in _lstm_states(builder.program, builder.program.nodes[i])}
     for node in _attributes(s.value):
         base = node.value
         while isinstance(base, cst.Subscript):   # (`state[-1].h` of a stack's state)
             base = base.value
         if isinstance(base, cst.Name) and base.value in states and node.attr.value in ("c", "h"):
-            raise Refusal.of(node, "rnn_state_field", name=builder.module.code_for_node(node.value),
-                             field=node.attr.value, index="0" if node.attr.value == "c" else "1")
+            builder.program.state_fields[id(node)] = 0 if node.attr.value == "c" else 1
+
+
+def fields_indexed(node: cst.CSTNode, fields: dict[int, int]) -> cst.CSTNode:
+    """`node` with the fields record_fields found written as indices of the stacked state."""
+    targets = {n: cst.Subscript(value=n.value, slice=[cst.SubscriptElement(cst.Index(cst.Integer(str(fields[id(n)]))))])
+               for n in walk(node) if type(n) is cst.Attribute and id(n) in fields}
+    if not targets:
+        return node
+
+    class Indexed(TargetedTransformer):
+        def on_leave(self, original, updated):
+            return self.targets.get(original, updated)
+
+    return cast(cst.CSTNode, node.visit(Indexed(targets)))
 
 
 def _lstm_states(program, node) -> list[str]:

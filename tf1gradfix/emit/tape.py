@@ -143,7 +143,9 @@ class TapeEmitter:
         """The text of user code the steps compute (a statement, a layer's or an RNN's input,
         what gradients are taken of): each of its calls the model checked as a tensor's
         (constructs/nested_calls.py) written as in a statement of its own, a dropout with
-        `rate=`, a v1 loss as the mean it computes."""
+        `rate=`, a v1 loss as the mean it computes, an LSTM state's field as its index."""
+        if self.p.state_fields:   # (`state.h` of a state the rewrite stacks: `state[1]`)
+            node = rnn_cells.fields_indexed(node, self.p.state_fields)
         calls = [q for c in walk(node) if type(c) is cst.Call and (q := self.qualified(c.func)) is not None]
         if calls:
             node = losses.rewritten_statement(node, calls, self.qualified, self.raw_code, self.tf)

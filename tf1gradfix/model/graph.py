@@ -17,9 +17,9 @@ from typing import Any, TypeVar, cast
 import libcst as cst
 from libcst.metadata import PositionProvider
 
-from tf1gradfix.constructs import (builder_loops, builder_statistics, builders, gradient_calls, graph_contexts, graph_loops, graph_prints,
-                                   input_methods, loop_layers, nested_calls, rnn_stacks, summaries, summary_loops,
-                                   variable_factories, variable_loops)
+from tf1gradfix.constructs import (builder_loops, builder_statistics, builders, gradient_calls, graph_contexts, graph_loops,
+                                   graph_prints, input_methods, loop_layers, nested_calls, rnn_cells, rnn_stacks, summaries,
+                                   summary_loops, variable_factories, variable_loops)
 from tf1gradfix.constructs.tensors import queue_refusal
 from tf1gradfix.constructs.class_settings import branch as settled_branch
 from tf1gradfix.model import registry
@@ -76,6 +76,7 @@ class Program:
     checked: set[int] = field(default_factory=set)   # ids of calls (and helper names) checked as a tensor's (nested_calls)
     invented: set[str] = field(default_factory=set)  # names the model gave values the program does not name
     as_written: dict[int, cst.CSTNode] = field(default_factory=dict)   # id of a line the model wrote anew -> the user's
+    state_fields: dict[int, int] = field(default_factory=dict)   # id of `state.c`/`state.h` of a stacked LSTM state -> index
 
     def node(self, name: str) -> Node | None:
         i = self.final.get(name)
@@ -495,6 +496,7 @@ class ModelBuilder:
         call = value if isinstance(value, cst.Call) else None
         q = self.qualified(call.func) if call is not None else None
         statement = Statement(item, small, names, value, deps, tf_calls, call, q)
+        rnn_cells.record_fields(self, statement)   # (`state.h` of a state the rewrite stacks: `state[1]`)
         for construct in registry.REGISTRY:
             if construct.build(self, statement):
                 break
