@@ -72,6 +72,7 @@ def test_a_dropout_it_cannot_write_is_refused(graph, reason):
     "h = x + tf.random_normal(tf.shape(x), stddev=0.1)",
     "h = x * tf.random_uniform(tf.shape(x))",
     "h = x + tf.truncated_normal([1, 4])",
+    "h = x + tf.cast(tf.multinomial(tf.zeros([2, 3]), 4)[:, :1], tf.float32)",
 ])
 def test_aligned_random_ops_run_in_the_steps(graph):
     text, refusals = rewrite(graph)
@@ -82,7 +83,6 @@ def test_aligned_random_ops_run_in_the_steps(graph):
 
 @pytest.mark.parametrize("graph", [
     "h = tf.random_shuffle(x)",
-    "h = x + tf.cast(tf.multinomial(tf.zeros([2, 3]), 4)[:, :1], tf.float32)",
     "h = x * tf.random_gamma([1], 2.0)",
     "h = x * tf.random.poisson([1], 2.0)",
 ])
@@ -125,3 +125,15 @@ def test_a_random_op_with_an_op_seed_is_refused(call):
     assert any("with an op seed" in f.message and f.line == 4 for f in result.findings), result.findings
     unseeded = process_source("plain.py", source.replace(call, "tf.random_normal([3])").encode(), CodeFilter())
     assert unseeded.new_source is not None and b"Session" not in unseeded.new_source
+
+
+@pytest.mark.parametrize("graph", [
+    "h = x + tf.cast(tf.multinomial(tf.zeros([2, 3]), 4, seed=3)[:, :1], tf.float32)",
+    "h = x + tf.cast(tf.multinomial(tf.zeros([2, 3]), 4, None, None, tf.int32)[:, :1], tf.float32)",
+])
+def test_a_multinomial_categorical_cannot_take_as_written_is_refused(graph):
+    """A seed (TF2 draws other numbers for it), or a third positional argument (the seed in
+    multinomial, the dtype in categorical)."""
+    text, refusals = rewrite(graph)
+    assert text is None and any("op seed" in r for r in refusals), refusals
+

@@ -95,3 +95,17 @@ def test_tally_and_report_line():
     assert "migrated an unknown number of draws by 1 random op" in line
     assert "migrated none" in ar.describe({"original": both["original"], "migrated": ar.tally([])})
     assert ar.describe({"original": ar.tally([]), "migrated": ar.tally([])}) == ""
+
+
+def test_categorical_samples_follow_the_softmax_and_the_key():
+    logits = np.log(np.array([[0.7, 0.2, 0.1], [0.05, 0.05, 0.9]]))
+    many = ar.categorical(np.repeat(logits, 1, axis=0), 20000, np.int64, ("train", 0))
+    assert many.shape == (2, 20000) and many.dtype == np.int64
+    for row, want in zip(many, np.exp(logits)):
+        assert np.abs(np.bincount(row, minlength=3) / row.size - want).max() < 0.02
+    again = ar.categorical(logits, 20000, np.int64, ("train", 0))
+    assert (again == many).all()                      # one key, the same samples on both sides
+    other = ar.categorical(logits, 20000, np.int64, ("train", 1))
+    assert (other != many).any()                      # the next draw of the run, other samples
+    flipped = ar.categorical(logits[:, ::-1], 20000, np.int64, ("train", 0))
+    assert (flipped != many).any()                    # the samples depend on the logits

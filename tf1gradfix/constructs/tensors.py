@@ -18,11 +18,18 @@ def build(builder, s: Statement) -> bool:
     return True
 
 
-def _seeded(call: cst.Call) -> bool:
-    """An op seed (`seed=7`, the fifth argument of random_uniform/normal/truncated_normal): a
-    program that fixes it expects those very numbers, which TF2's generators do not draw
-    (the verifier aligns the draws of both sides, so it could not show the difference)."""
-    seed = arg(call, 4, "seed")
+# where an aligned random op takes its seed (random_uniform/normal/truncated_normal: the fifth)
+SEED_AT = {"tensorflow.multinomial": 2, "tensorflow.random.categorical": 3}
+
+
+def _seeded(call: cst.Call, q: str) -> bool:
+    """An op seed (`seed=7`): a program that fixes it expects those very numbers, which TF2's
+    generators do not draw (the verifier aligns the draws of both sides, so it could not show
+    the difference). A multinomial given more than its logits and count positionally is
+    refused too: categorical, its TF2 name, takes the dtype third."""
+    seed = arg(call, SEED_AT.get(q, 4), "seed")
+    if q == "tensorflow.multinomial" and sum(a.keyword is None for a in call.args) > 2:
+        return True
     return seed is not None and not (isinstance(seed, cst.Name) and seed.value == "None")
 
 
@@ -77,7 +84,7 @@ def checked_calls(builder, tf_calls) -> Refusal | None:
             losses.check(call, q, builder.module.code_for_node)
         elif q == dropout.SYMBOL:   # refused only if some run needs it
             unsupported = dropout.refusal(call, tf_calls) or unsupported
-        elif matches(q, "aligned_random") and _seeded(call):
+        elif matches(q, "aligned_random") and _seeded(call, q):
             unsupported = Refusal.of(call, "random_op_seed", api=q)
         elif q == "tensorflow.train.Saver":   # (its own reason: what TF2 checkpoints with)
             unsupported = Refusal.of(call, "saver")

@@ -15,6 +15,10 @@ seeds or op creation:
 
     key = (segment, index), numbers = NumPy PCG64(hash(key, kind, shape, dtype))
 
+(a categorical draw, ``tf.multinomial``/``tf.random.categorical``, takes the
+Gumbel-max argmax of its logits plus noise made from such uniform numbers: the
+same distribution, and the same samples for the same logits on both sides)
+
 * the *segment* is ``("train", n)`` for the draws of training step n+1 (a
   ``Session.run`` that trains; an eager op run under a ``GradientTape``) and
   ``("other", n)`` for draws outside training after n steps (evaluation,
@@ -31,7 +35,7 @@ initializer, or while a variable is created), ops inside ``tf.while_loop`` or
 a function graph (``tf.data``, ``defun``), the migrated side's graph code,
 stateless draws the program seeds itself (pure functions of their seed, the
 same on both sides; only a Keras layer's own seed stream is replaced), and
-the other random ops (``tf.random.shuffle``, ``categorical``, ``gamma``,
+the other random ops (``tf.random.shuffle``, ``gamma``,
 ``poisson``, ``tf.random.Generator``, dataset shuffles).  Where the orders
 differ (a graph built in another order than the TF2 code runs, a
 ``tf.cond`` branch not taken ahead of one taken), the numbers differ and the
@@ -62,6 +66,7 @@ PRIMITIVES = {
     ("gen_stateless_random_ops_v2", "stateless_random_normal_v2"): "normal",
     ("gen_stateless_random_ops_v2", "stateless_truncated_normal_v2"): "truncated_normal",
     ("gen_stateless_random_ops_v2", "stateless_random_uniform_int_v2"): "uniform_int",
+    ("gen_random_ops", "multinomial"): "categorical",   # tf.multinomial, tf.random.categorical
 }
 MAX_SITES = 200          # random ops reported one by one
 
@@ -87,6 +92,20 @@ def values(kind: str, shape, dtype, key: tuple, low=None, high=None) -> np.ndarr
                 break
             out[bad] = rng.standard_normal(int(bad.sum()), dtype=work)
     return out.astype(dtype)
+
+
+def categorical(logits, num_samples, dtype, key: tuple) -> np.ndarray:
+    """Samples of each row's categorical distribution (``tf.random.categorical``) drawn
+    from the key's uniform numbers U by the Gumbel-max rule: argmax over the classes of
+    logits - log(-log U), which picks class k with probability softmax(logits)[k]. Both
+    sides draw so, so a sample depends on the row's logits and its place in the run only."""
+    logits = np.asarray(logits, np.float64)
+    rows, classes = logits.shape
+    count = int(np.asarray(num_samples))
+    uniform = values("uniform", (rows, count, classes), np.float64, key)
+    with np.errstate(divide="ignore"):
+        gumbel = -np.log(-np.log(uniform))
+    return np.argmax(logits[:, None, :] + gumbel, axis=-1).astype(dtype)
 
 
 def _keras_frame() -> bool:
@@ -222,12 +241,18 @@ class GraphDraws(Stream):
         from tensorflow.python.framework import dtypes, ops, tensor_util
         from tensorflow.python.ops import script_ops
 
-        shape = ops.convert_to_tensor(a["shape"])
-        if kind == "uniform_int":
+        if kind == "categorical":   # (inputs: the logits and the sample count; the draw: categorical)
+            logits = ops.convert_to_tensor(a["logits"])
+            count = ops.convert_to_tensor(a["num_samples"], dtype=dtypes.int32)
+            shape = count   # (unused for the shape; set from the logits below)
+            dtype, inputs = dtypes.as_dtype(a["output_dtype"]), [logits, count]
+        elif kind == "uniform_int":
+            shape = ops.convert_to_tensor(a["shape"])
             low = ops.convert_to_tensor(a["minval"])
             high = ops.convert_to_tensor(a["maxval"], dtype=low.dtype)
             dtype, inputs = low.dtype, [shape, low, high]
         else:
+            shape = ops.convert_to_tensor(a["shape"])
             dtype, inputs = dtypes.as_dtype(a["dtype"]), [shape]
         site = len(self.created)
         np_dtype = dtype.as_numpy_dtype
@@ -237,7 +262,10 @@ class GraphDraws(Stream):
 
         out = script_ops.numpy_function(draw, inputs, dtype, stateful=True, name=a.get("name"))
         try:
-            out.set_shape(tensor_util.constant_value_as_shape(shape))
+            if kind == "categorical":
+                out.set_shape([inputs[0].shape[0], tensor_util.constant_value(inputs[1])])
+            else:
+                out.set_shape(tensor_util.constant_value_as_shape(shape))
         except (ValueError, TypeError):
             pass
         self.created.append(out.op._id)  # noqa: SLF001 - creation order
@@ -275,6 +303,8 @@ class GraphDraws(Stream):
                 segment = self.segment
                 key = (segment, index)
             self.count(site, {"kind_of": kind, "name": self.names.get(site, "")}, segment)
+        if kind == "categorical":   # (`shape`: the logits, `bounds`: the sample count)
+            return categorical(shape, bounds[0], dtype, key)
         return values(kind, shape, dtype, key, *bounds)
 
 
@@ -300,14 +330,19 @@ class EagerDraws(Stream):
                 self.tracer.graph_calls.refuse("it draws random numbers (aligned only eagerly)")
                 return orig(*args, **kwargs)
             a = _arguments(orig, args, kwargs)
-            bounds = (np.asarray(a["minval"]), np.asarray(a["maxval"])) if kind == "uniform_int" else ()
-            dtype = bounds[0].dtype if bounds else dtypes.as_dtype(a["dtype"]).as_numpy_dtype
+            if kind == "categorical":
+                dtype = dtypes.as_dtype(a["output_dtype"]).as_numpy_dtype
+            else:
+                bounds = (np.asarray(a["minval"]), np.asarray(a["maxval"])) if kind == "uniform_int" else ()
+                dtype = bounds[0].dtype if bounds else dtypes.as_dtype(a["dtype"]).as_numpy_dtype
             segment = ("train" if record.could_possibly_record() else "other", self.tracer.budget.steps)
             frame = random_ops._user_frame()
             where = f"{frame.f_code.co_filename}:{frame.f_lineno}" if frame is not None else ""
             with self.lock:
                 key = (segment, self.index(segment))
                 self.count((kind, where), {"kind_of": kind, "where": where.rpartition("/")[2]}, segment)
+            if kind == "categorical":
+                return constant_op.constant(categorical(np.asarray(a["logits"]), a["num_samples"], dtype, key))
             return constant_op.constant(values(kind, np.asarray(a["shape"]), dtype, key, *bounds))
         return primitive
 

@@ -6,9 +6,9 @@ own random ops do not: a TF1 graph derives each op's stream from the graph
 seed and the op's seed/position, TF2 eager ops and Keras 3 layers
 (``Dropout`` draws through a ``SeedGenerator`` and stateless kernels) use
 other generators.  aligned_random.py replaces the common primitives
-(uniform, normal, truncated normal, uniform int: dropout, ``tf.random.*``,
-noise layers) with one stream both sides share; this module finds the
-random ops that remain (``tf.random.shuffle``, ``categorical``, ...,
+(uniform, normal, truncated normal, uniform int, categorical: dropout,
+``tf.random.*``, noise layers, sampling) with one stream both sides share; this module finds the
+random ops that remain (``tf.random.shuffle``, ``gamma``, ...,
 and primitives left in place, e.g. in a ``tf.while_loop``).
 
 The rule (README, TOLERANCES.md): such a random op that runs after the
