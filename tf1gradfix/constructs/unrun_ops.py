@@ -14,7 +14,7 @@ from __future__ import annotations
 import libcst as cst
 import libcst.helpers
 
-from tf1gradfix.cst.syntax import matches
+from tf1gradfix.cst.syntax import loads, matches
 from tf1gradfix.cst.walk import walk
 
 LOOKUPS = {"get_tensor_by_name", "get_operation_by_name", "as_graph_def", "get_operations", "as_graph_element"}
@@ -47,13 +47,12 @@ def _plain_args(builder, call: cst.Call) -> bool:
             if isinstance(node, (cst.Call, cst.BinaryOperation, cst.UnaryOperation, cst.Subscript, cst.Lambda,
                                  cst.BooleanOperation, cst.Comparison, cst.IfExp, cst.GeneratorExp, cst.ListComp)):
                 return False
-            if isinstance(node, cst.Name) and a.value is node and node.value not in builder.program.final \
-                    and node.value not in _bound_before(builder):
-                return False
+        if any(name not in builder.program.final and name not in _bound(builder) for name in loads(a.value)):
+            return False
     return True
 
 
-def _bound_before(builder) -> set[str]:
+def _bound(builder) -> set[str]:
     """Names any statement of the module binds (a name never bound would raise in TF1)."""
     if not hasattr(builder, "_unrun_bound"):
         builder._unrun_bound = _module_bound(builder.module)
