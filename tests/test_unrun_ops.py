@@ -28,7 +28,7 @@ with tf.Session() as sess:
 def _run(statement: str, tail: str = ""):
     result = process_source("input.py", PROGRAM.format(statement=statement, tail=tail).encode(), CodeFilter())
     refusals = [(f.line, f.message) for f in result.findings if f.code.startswith("TFG9")]
-    notes = [f.message for f in result.findings if f.code == "TFG108"]
+    notes = [f.message for f in result.findings if f.code == "TFG209"]
     return result, refusals, notes
 
 

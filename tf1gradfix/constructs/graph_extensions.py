@@ -21,7 +21,7 @@ import ast
 
 import libcst as cst
 
-from tf1gradfix.cst.syntax import bound_names, loads
+from tf1gradfix.cst.syntax import Refusal, bound_names, loads
 from tf1gradfix.model.nodes import Tensor
 
 
@@ -57,3 +57,43 @@ def _constant(stmt: cst.BaseStatement) -> bool:
     except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
         return False
     return isinstance(value, (int, float, complex, str, bytes, bool, type(None), tuple, frozenset))
+
+
+class Unrun:
+    """Graph statements after a run that `extends` does not read as made before: TF1
+    built them for later runs. With no later run and no host code reading them, TF1
+    built them and never ran them (the tail of an exercise script): they go. Otherwise
+    refused at the first of them."""
+
+    def __init__(self) -> None:
+        self.pending: list = []
+
+    def built(self, item) -> None:
+        self.pending.append(item)
+
+    def host(self, item, runs: bool) -> None:
+        """A host statement after them: a run, or a read of a name they bind, refuses them."""
+        bound = {name for p in self.pending for name in p.node.names}
+        if self.pending and (runs or bound & set(loads(item.stmt))):
+            raise Refusal.of(self.pending[0].stmt, "graph_after_run")
+
+    def close(self, program) -> list[cst.BaseStatement]:
+        """Drops them, unless one binds a name another graph statement binds: the
+        program's graph would then hold the later value under the name an earlier
+        run fetched."""
+        for item in self.pending:
+            if any(set(item.node.names) & set(other.node.names) for other in program.items
+                   if other.node is not None and other is not item):
+                raise Refusal.of(item.stmt, "graph_after_run")
+        for item in self.pending:
+            item.drop = True
+        return [item.stmt for item in self.pending]
+
+
+NOTE = ("graph statement after the program's last run dropped: nothing later runs or reads it, so TF1 built "
+        "it and never ran it")
+
+
+def note_unrun(builder, statements) -> None:
+    for stmt in statements:
+        builder.note(stmt, "TFG209", NOTE)

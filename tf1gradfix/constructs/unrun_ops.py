@@ -25,7 +25,7 @@ def model(builder, item, call: cst.Call, q: str) -> bool:
     if not q.startswith("tensorflow.") or not _inert(q) or not _plain_args(builder, call) or _reaches_by_name(builder):
         return False
     item.drop = True
-    builder.note(call, "TFG108", f"`{q.replace('tensorflow.', builder.program.tf_alias + '.', 1)}(...)` dropped: its "
+    builder.note(call, "TFG209", f"`{q.replace('tensorflow.', builder.program.tf_alias + '.', 1)}(...)` dropped: its "
                  "result is kept by no name, so TF1 built the op and never ran it; TF2 would run it at once")
     return True
 
