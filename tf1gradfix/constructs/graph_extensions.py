@@ -22,7 +22,9 @@ import ast
 import libcst as cst
 
 from tf1gradfix.cst.syntax import Refusal, bound_names, loads
-from tf1gradfix.model.nodes import Tensor
+from tf1gradfix.model.nodes import Computed, Static, Tensor, Update
+
+INERT = (Tensor, Static, Update, Computed)   # exact types: nothing made when built (no layer call, summary, RNN)
 
 
 def extends(program, position: int) -> bool:
@@ -62,13 +64,17 @@ def _constant(stmt: cst.BaseStatement) -> bool:
 class Unrun:
     """Graph statements after a run that `extends` does not read as made before: TF1
     built them for later runs. With no later run and no host code reading them, TF1
-    built them and never ran them (the tail of an exercise script): they go. Otherwise
-    refused at the first of them."""
+    built them and never ran them (the tail of an exercise script): they go, and a
+    name they rebind means again what it meant before them (`rebinds`: the scan is
+    then made again). Otherwise refused at the first of them; so are statements that
+    make something when built (a variable, a layer, an optimizer's slots)."""
 
     def __init__(self) -> None:
         self.pending: list = []
 
     def built(self, item) -> None:
+        if type(item.node) not in INERT:
+            raise Refusal.of(item.stmt, "graph_after_run")
         self.pending.append(item)
 
     def host(self, item, runs: bool) -> None:
@@ -77,17 +83,21 @@ class Unrun:
         if self.pending and (runs or bound & set(loads(item.stmt))):
             raise Refusal.of(self.pending[0].stmt, "graph_after_run")
 
-    def close(self, program) -> list[cst.BaseStatement]:
-        """Drops them, unless one binds a name another graph statement binds: the
-        program's graph would then hold the later value under the name an earlier
-        run fetched."""
-        for item in self.pending:
-            if any(set(item.node.names) & set(other.node.names) for other in program.items
-                   if other.node is not None and other is not item):
-                raise Refusal.of(item.stmt, "graph_after_run")
+    def close(self, program) -> tuple[list[cst.BaseStatement], bool]:
+        """Drops them; gives their statements, and whether one rebound a name of the
+        graph (`program.final` then names the binding before them)."""
+        rebinds = False
         for item in self.pending:
             item.drop = True
-        return [item.stmt for item in self.pending]
+        for item in self.pending:
+            for name in item.node.names:
+                before = [i.node.index for i in program.items if i.node is not None and not i.drop and name in i.node.names]
+                rebinds |= bool(before)
+                if before:
+                    program.final[name] = max(before)
+                else:
+                    program.final.pop(name, None)
+        return [item.stmt for item in self.pending], rebinds
 
 
 NOTE = ("graph statement after the program's last run dropped: nothing later runs or reads it, so TF1 built "

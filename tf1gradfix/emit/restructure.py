@@ -392,7 +392,14 @@ class _Rewrite:
             if builder.writers is not None:
                 scan.skip = set(builder.writers.statements)
             scan.run()
-            graph_extensions.note_unrun(builder, scan.unrun)
+            unrun = scan.unrun
+            if scan.rescan:   # (graph code after the last run rebound a name the runs fetched)
+                scan = HostScan(program, self.meta, nested, host)
+                scan.unrun_done = set(unrun)
+                if builder.writers is not None:
+                    scan.skip = set(builder.writers.statements)
+                scan.run()
+            graph_extensions.note_unrun(builder, unrun)
             self.meta.legacy += legacy.run_findings(program, scan.sites, self.meta.names.qualified,
                                                     lambda n: _position(self.meta, n), lambda n: _span(self.meta, n))
         except Refusal as refusal:
