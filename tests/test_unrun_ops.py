@@ -55,3 +55,8 @@ def test_an_op_statement_with_effects_or_reached_otherwise_stays_refused(stateme
     result, refusals, notes = _run(statement, tail)
     assert refusals and result.new_source is None, refusals
     assert notes == []
+
+
+def test_a_call_that_acts_when_called_is_not_dropped_as_an_op():
+    result, refusals, notes = _run("tf.set_random_seed(3)")
+    assert notes == [] and "set_seed(3)" in result.new_source.decode()

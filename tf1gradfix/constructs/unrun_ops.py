@@ -31,12 +31,9 @@ def model(builder, item, call: cst.Call, q: str) -> bool:
 
 
 def _inert(q: str) -> bool:
-    """An op that does nothing until run: not one that creates state, fills a collection or draws numbers."""
-    if matches(q, "unrun_ops"):
-        return True
-    return not (matches(q, "refuse") or matches(q, "graph_wide") or matches(q, "not_tensors")
-                or matches(q, "aligned_random") or matches(q, "sessions") or matches(q, "initializers")
-                or q in ("tensorflow.Variable", "tensorflow.get_variable"))
+    """An op known to do nothing until run (graph_ops.toml `unrun_ops`, `pure`): no
+    call that creates state, fills a collection, draws numbers or acts on the host."""
+    return matches(q, "unrun_ops") or matches(q, "pure")
 
 
 def _plain_args(builder, call: cst.Call) -> bool:
