@@ -22,6 +22,7 @@ import ast
 import libcst as cst
 
 from tf1gradfix.cst.syntax import Refusal, bound_names, loads
+from tf1gradfix.cst.walk import walk
 from tf1gradfix.model.nodes import Computed, Static, Tensor, Update
 
 INERT = (Tensor, Static, Update, Computed)   # exact types: nothing made when built (no layer call, summary, RNN)
@@ -77,10 +78,15 @@ class Unrun:
             raise Refusal.of(item.stmt, "graph_after_run")
         self.pending.append(item)
 
-    def host(self, item, runs: bool) -> None:
-        """A host statement after them: a run, or a read of a name they bind, refuses them."""
+    def host(self, item, runs: bool, program) -> None:
+        """A host statement after them: a run, a read of a name they bind, or a call of
+        the program's own functions or classes (which may run them) refuses them."""
+        if not self.pending:
+            return
         bound = {name for p in self.pending for name in p.node.names}
-        if self.pending and (runs or bound & set(loads(item.stmt))):
+        defined = {i.stmt.name.value for i in program.items if isinstance(i.stmt, (cst.FunctionDef, cst.ClassDef))}
+        called = {n.func.value for n in walk(item.stmt) if isinstance(n, cst.Call) and isinstance(n.func, cst.Name)}
+        if runs or bound & set(loads(item.stmt)) or called & (defined | set(program.helpers)):
             raise Refusal.of(self.pending[0].stmt, "graph_after_run")
 
     def close(self, program) -> tuple[list[cst.BaseStatement], bool]:

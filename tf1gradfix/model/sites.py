@@ -97,7 +97,7 @@ class HostScan:
                     raise
                 self.p.refused.append(refusal)   # (collected: the next statements are scanned on)
                 poisoned |= bound_names(item.stmt)
-            unrun.host(item, len(self.sites) + len(self.removed) > before)
+            unrun.host(item, len(self.sites) + len(self.removed) > before, self.p)
         self.unrun, self.rescan = unrun.close(self.p)   # (noted by the restructuring; rescan: names rebound)
 
     def _init_host(self, first_bound: dict[str, int]) -> None:
