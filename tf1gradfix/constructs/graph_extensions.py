@@ -21,8 +21,11 @@ import ast
 
 import libcst as cst
 
-from tf1gradfix.cst.syntax import bound_names, loads
-from tf1gradfix.model.nodes import Tensor
+from tf1gradfix.cst.syntax import Refusal, bound_names, loads
+from tf1gradfix.cst.walk import walk
+from tf1gradfix.model.nodes import Computed, Static, Tensor, Update
+
+INERT = (Tensor, Static, Update, Computed)   # exact types: nothing made when built (no layer call, summary, RNN)
 
 
 def extends(program, position: int) -> bool:
@@ -57,3 +60,56 @@ def _constant(stmt: cst.BaseStatement) -> bool:
     except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
         return False
     return isinstance(value, (int, float, complex, str, bytes, bool, type(None), tuple, frozenset))
+
+
+class Unrun:
+    """Graph statements after a run that `extends` does not read as made before: TF1
+    built them for later runs. With no later run and no host code reading them, TF1
+    built them and never ran them (the tail of an exercise script): they go, and a
+    name they rebind means again what it meant before them (`rebinds`: the scan is
+    then made again). Otherwise refused at the first of them; so are statements that
+    make something when built (a variable, a layer, an optimizer's slots)."""
+
+    def __init__(self) -> None:
+        self.pending: list = []
+
+    def built(self, item) -> None:
+        if type(item.node) not in INERT:
+            raise Refusal.of(item.stmt, "graph_after_run")
+        self.pending.append(item)
+
+    def host(self, item, runs: bool, program) -> None:
+        """A host statement after them: a run, a read of a name they bind, or a call of
+        the program's own functions or classes (which may run them) refuses them."""
+        if not self.pending:
+            return
+        bound = {name for p in self.pending for name in p.node.names}
+        defined = {i.stmt.name.value for i in program.items if isinstance(i.stmt, (cst.FunctionDef, cst.ClassDef))}
+        called = {n.func.value for n in walk(item.stmt) if isinstance(n, cst.Call) and isinstance(n.func, cst.Name)}
+        if runs or bound & set(loads(item.stmt)) or called & (defined | set(program.helpers)):
+            raise Refusal.of(self.pending[0].stmt, "graph_after_run")
+
+    def close(self, program) -> tuple[list[cst.BaseStatement], bool]:
+        """Drops them; gives their statements, and whether one rebound a name of the
+        graph (`program.final` then names the binding before them)."""
+        rebinds = False
+        for item in self.pending:
+            item.drop = True
+        for item in self.pending:
+            for name in item.node.names:
+                before = [i.node.index for i in program.items if i.node is not None and not i.drop and name in i.node.names]
+                rebinds |= bool(before)
+                if before:
+                    program.final[name] = max(before)
+                else:
+                    program.final.pop(name, None)
+        return [item.stmt for item in self.pending], rebinds
+
+
+NOTE = ("graph statement after the program's last run dropped: nothing later runs or reads it, so TF1 built "
+        "it and never ran it")
+
+
+def note_unrun(builder, statements) -> None:
+    for stmt in statements:
+        builder.note(stmt, "TFG209", NOTE)

@@ -18,9 +18,10 @@ from libcst.metadata import MetadataWrapper, PositionProvider, ScopeProvider
 
 from tf1gradfix import legacy
 from tf1gradfix.constructs import (abandoned_sessions, builders, class_initializers, class_settings, contrib,
-                                   input_methods, layer_methods, mnist_loader, model_classes, optimizers, placeholders,
-                                   schedules, sections, session_functions, session_options, session_params, statement_forms,
-                                   summaries, unbuilt_methods, variable_factories, variables)
+                                   graph_extensions, input_methods, layer_methods, mnist_loader, model_classes,
+                                   optimizers, placeholders, schedules, sections, session_functions, session_options,
+                                   session_params, statement_forms, summaries, unbuilt_methods, variable_factories,
+                                   variables)
 from tf1gradfix.model import owners as owners_model
 from tf1gradfix.model.checks import (check_moved, check_program, check_results, check_state, check_steps, check_var_lists,
                                      class_names, kept, sliced)
@@ -391,6 +392,14 @@ class _Rewrite:
             if builder.writers is not None:
                 scan.skip = set(builder.writers.statements)
             scan.run()
+            unrun = scan.unrun
+            if scan.rescan:   # (graph code after the last run rebound a name the runs fetched)
+                scan = HostScan(program, self.meta, nested, host)
+                scan.unrun_done = set(unrun)
+                if builder.writers is not None:
+                    scan.skip = set(builder.writers.statements)
+                scan.run()
+            graph_extensions.note_unrun(builder, unrun)
             self.meta.legacy += legacy.run_findings(program, scan.sites, self.meta.names.qualified,
                                                     lambda n: _position(self.meta, n), lambda n: _span(self.meta, n))
         except Refusal as refusal:

@@ -19,7 +19,7 @@ from libcst.metadata import PositionProvider
 
 from tf1gradfix.constructs import (builder_loops, builder_statistics, builders, gradient_calls, graph_contexts, graph_loops,
                                    graph_prints, input_methods, loop_layers, nested_calls, rnn_cells, rnn_stacks, summaries,
-                                   summary_loops, variable_factories, variable_loops)
+                                   summary_loops, unrun_ops, variable_factories, variable_loops)
 from tf1gradfix.constructs.tensors import queue_refusal
 from tf1gradfix.constructs.class_settings import branch as settled_branch
 from tf1gradfix.model import registry
@@ -428,6 +428,8 @@ class ModelBuilder:
                 item.drop = True
             elif summaries.model(self, item, None, small.value, q):
                 pass
+            elif q is not None and unrun_ops.model(self, item, small.value, q):
+                pass   # `tf.assign(w, 0.0)` kept by no name: TF1 built it and never ran it
             elif q is not None and not matches(q, "keep"):
                 raise Refusal.of(small, "graph_statement_no_result", api=q)
             elif q is None and graph_prints.model(self, item, small.value):

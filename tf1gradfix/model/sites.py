@@ -51,6 +51,9 @@ class HostScan:
         self.removed: set[cst.CSTNode] = set()   # `sess.close()`, `sess.run(init)` statements
         self.variable_lists: dict[cst.Call, str] = {}   # `tf.trainable_variables()` in host code -> the list
         self.first_site_item: int | None = None
+        self.unrun: list[cst.BaseStatement] = []   # graph statements after the last run, dropped: never run
+        self.unrun_done: set[cst.BaseStatement] = set()   # (dropped by an earlier scan of the same program)
+        self.rescan = False   # one of them rebound a graph name: scan again with the name's earlier binding
         self._parents: dict[int, dict[cst.CSTNode, cst.CSTNode]] = {}
         self.inits = 0
         self.expressions: dict[str, str] = {}   # fetched expression (code) -> its model name
@@ -77,14 +80,16 @@ class HostScan:
             return
         self._feed_bindings([item.stmt for item in self.p.items if item.node is None])
         poisoned = set(self.p.poisoned or ())   # (names of refused graph statements: see ModelBuilder.build)
+        unrun = graph_extensions.Unrun()   # graph statements after a run, refused if a later run follows
         for position, item in enumerate(self.p.items):
             if item.node is not None or item.drop:
-                if item.node is not None and self.first_site_item is not None and not savers.made_after_runs(item.node) \
+                if item.node is not None and item.stmt not in self.unrun_done and self.first_site_item is not None and not savers.made_after_runs(item.node) \
                         and not graph_extensions.extends(self.p, position):
-                    raise Refusal.of(item.stmt, "graph_after_run")
+                    unrun.built(item)
                 continue
             if poisoned and not poisoned.isdisjoint(loads(item.stmt)):
                 continue   # (it reads what a refused statement would have bound: a blocker already)
+            before = len(self.sites) + len(self.removed)
             try:
                 self._host_item(item, position, names, first_bound)
             except Refusal as refusal:
@@ -92,6 +97,8 @@ class HostScan:
                     raise
                 self.p.refused.append(refusal)   # (collected: the next statements are scanned on)
                 poisoned |= bound_names(item.stmt)
+            unrun.host(item, len(self.sites) + len(self.removed) > before, self.p)
+        self.unrun, self.rescan = unrun.close(self.p)   # (noted by the restructuring; rescan: names rebound)
 
     def _init_host(self, first_bound: dict[str, int]) -> None:
         """A model class's `__init__`'s own host statements: like a graph block's, they may
