@@ -63,7 +63,7 @@ def _module_bound(module: cst.Module) -> set[str]:
             out.add(node.target.value)
         elif isinstance(node, (cst.Import, cst.ImportFrom)) and not isinstance(node.names, cst.ImportStar):
             out |= {(al.asname.name.value if al.asname and isinstance(al.asname.name, cst.Name)
-                     else cst.helpers.get_full_name_for_node(al.name).split(".")[0]) for al in node.names}
+                     else (cst.helpers.get_full_name_for_node(al.name) or "").split(".")[0]) for al in node.names}
         elif isinstance(node, (cst.FunctionDef, cst.ClassDef)):
             out.add(node.name.value)
         elif isinstance(node, cst.For) and isinstance(node.target, cst.Name):
