@@ -24,13 +24,13 @@ from tf1gradfix.cst.walk import walk
 def moved(module: cst.Module) -> cst.Module | None:
     """`module` with the build calls that follow the one construction of a class moved
     into its `__init__`, or None when there is none to move."""
-    classes = {s.name.value: s for s in module.body if isinstance(s, cst.ClassDef)}
-    found = [hit for hit in (_site(module, name, cls) for name, cls in classes.items()) if hit is not None]
-    if not found:
-        return None
-    for block, index, calls, cls in found:
-        module = _apply(module, block, index, calls, cls)
-    return module
+    changed = False
+    for name in [s.name.value for s in module.body if isinstance(s, cst.ClassDef)]:
+        cls = next(s for s in module.body if isinstance(s, cst.ClassDef) and s.name.value == name)
+        hit = _site(module, name, cls)   # (on the module as changed so far: nodes are replaced)
+        if hit is not None:
+            module, changed = _apply(module, *hit), True
+    return module if changed else None
 
 
 def _site(module: cst.Module, name: str, cls: cst.ClassDef):
@@ -69,9 +69,10 @@ def _apply(module: cst.Module, block, index: int, calls: list[str], cls: cst.Cla
     added = [cst.SimpleStatementLine([cst.Expr(cst.Call(cst.Attribute(cst.Name(self_name), cst.Name(m))))])
              for m in calls]
     new_init = init.with_changes(body=init.body.with_changes(body=(*init.body.body, *added)))
-    body = list(block.body)
+    new_cls = cls.deep_replace(init, new_init)
+    body = [new_cls if s is cls else s for s in block.body]   # (the class itself, when the block is the module)
     new_block = block.with_changes(body=(*body[:index + 1], *body[index + 1 + len(calls):]))
-    return module.visit(_Swap({id(block): new_block, id(cls): cls.deep_replace(init, new_init)}))
+    return module.visit(_Swap({id(block): new_block, id(cls): new_cls}))
 
 
 class _Swap(cst.CSTTransformer):
