@@ -12,6 +12,8 @@ nowhere else (nor derived from, nor named otherwise), and its `__init__` has no
 `return` that would skip the call. `moved` gives the module read so (the host
 call dropped, `self.<method>()` appended to `__init__`), or None; the rewrite
 reads it in place of the original, which it keeps when that reading is refused.
+Other forms of such a call are named (`apart`), with what keeps them apart, where
+the reading as written is refused for the method they call.
 """
 
 from __future__ import annotations
@@ -60,6 +62,35 @@ def _site(module: cst.Module, name: str, cls: cst.ClassDef):
                 calls.append(method)
             return (block, i, calls, cls) if calls else None
     return None
+
+
+def apart(module: cst.Module) -> list[tuple[cst.CSTNode, str, str, str, str]]:
+    """(statement, `inst.method()`, class, method, what keeps it from `__init__`) for each
+    statement calling a method of an instance of a class of `module` without arguments,
+    where `moved` leaves it: why it is not read as the end of `__init__`."""
+    out = []
+    for cls in [s for s in module.body if isinstance(s, cst.ClassDef)]:
+        name, init = cls.name.value, _init(cls)
+        methods = {s.name.value for s in cls.body.body if isinstance(s, cst.FunctionDef)} - {"__init__"}
+        named = sum(isinstance(n, cst.Name) and n.value == name for n in walk(module))
+        for block in walk(module):
+            if not isinstance(block, (cst.Module, cst.IndentedBlock)):
+                continue
+            body = list(block.body)
+            for i, stmt in enumerate(body):
+                instance = _construction(stmt, name)
+                calls = [(j, m) for j, s in enumerate(body) if j > i and (m := _build_call(s, instance)) in methods] \
+                    if instance else []
+                takes = {s.name.value for s in cls.body.body if isinstance(s, cst.FunctionDef) and not _no_parameters(s)}
+                for j, method in calls:
+                    between = j - i - 1 - sum(1 for k, _ in calls if i < k < j)
+                    why = ("but the class is named elsewhere too (constructed again or passed on)" if named != 2 else
+                           "but `__init__` may return before its end" if init is None or any(
+                               isinstance(n, cst.Return) for n in walk(init.body, skip=(cst.FunctionDef, cst.Lambda)))
+                           else f"but `{method}` takes parameters" if method in takes
+                           else f"with {between} other statement(s) run between them")
+                    out.append((body[j], f"{instance}.{method}()", name, method, why))
+    return out
 
 
 def _apply(module: cst.Module, block, index: int, calls: list[str], cls: cst.ClassDef) -> cst.Module:

@@ -10,7 +10,7 @@ Never imports TensorFlow, never runs the file.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, cast
 
 import libcst as cst
@@ -83,9 +83,24 @@ def restructure(module: cst.Module, path: str, wrapper: MetadataWrapper | None =
         shaped = statement_forms.restructured(built, lambda plain: _restructure(plain, AnalysisWrapper(plain)))
         if shaped.new_module is not None:
             return shaped
-    return statement_forms.restructured(
+    shaped = statement_forms.restructured(
         module, lambda plain: _restructure(plain, AnalysisWrapper(plain)) if plain is not module
         else _restructure(module, wrapper or AnalysisWrapper(module), renames=renames or {}))
+    return shaped if built is not None or shaped.new_module is not None else _apart(module, shaped)
+
+
+def _apart(module: cst.Module, shaped: Restructured) -> Restructured:
+    """A refusal naming a method a script calls after the class's construction, with
+    why that call is not read as the end of `__init__` (host_builds) at its line."""
+    named = [d for d in shaped.diagnostics if d[2] == "TFG904"]
+    found = [hit for hit in host_builds.apart(module)
+             if any(f"`{hit[3]}`" in d[3] or f"`{hit[3]}()`" in d[3] for d in named)]
+    if not found:
+        return shaped
+    positions = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
+    return replace(shaped, diagnostics=[
+        diagnostic(positions[stmt].start.line, positions[stmt].start.column + 1, "build_call_apart",
+                   call=call, cls=cls, why=why) for stmt, call, cls, _, why in found] + list(shaped.diagnostics))
 
 
 def _restructure(module: cst.Module, wrapper: MetadataWrapper, plan=None, renames=None) -> Restructured:
