@@ -17,7 +17,7 @@ import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider, ScopeProvider
 
 from tf1gradfix import legacy
-from tf1gradfix.constructs import (abandoned_sessions, builders, class_initializers, class_settings, contrib, host_builds,
+from tf1gradfix.constructs import (abandoned_sessions, builders, class_bases, class_initializers, class_settings, contrib, host_builds,
                                    input_methods, layer_methods, mnist_loader, model_classes, optimizers, placeholders,
                                    schedules, sections, session_functions, session_options, session_params, statement_forms,
                                    summaries, unbuilt_methods, variable_factories, variables)
@@ -76,9 +76,11 @@ def restructure(module: cst.Module, path: str, wrapper: MetadataWrapper | None =
     `renames`: rename plans of chains of `module` (fix_renames), applied where
     the rewrite copies their code; the new module is to be printed with them too.
     A module whose script builds a model's graph by calling a method after its
-    construction is read with the call in `__init__` first (host_builds); its
+    construction is read with the call in `__init__` first (host_builds), a class
+    with a plain base of the file with the base folded in (class_bases); its
     refusal gives way to the reading of the module as written."""
-    built = host_builds.moved(module)
+    based = class_bases.folded(module)
+    built = host_builds.moved(based or module) or based
     if built is not None:
         shaped = statement_forms.restructured(built, lambda plain: _restructure(plain, AnalysisWrapper(plain)))
         if shaped.new_module is not None:
