@@ -10,15 +10,15 @@ Never imports TensorFlow, never runs the file.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, cast
 
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider, ScopeProvider
 
 from tf1gradfix import legacy
-from tf1gradfix.constructs import (abandoned_sessions, builders, class_initializers, class_settings, contrib,
-                                   graph_extensions, input_methods, layer_methods, mnist_loader, model_classes,
+from tf1gradfix.constructs import (abandoned_sessions, builders, class_bases, class_initializers, class_settings, contrib,
+                                   graph_extensions, host_builds, input_methods, layer_methods, mnist_loader, model_classes,
                                    optimizers, placeholders, schedules, sections, session_functions, session_options,
                                    session_params, statement_forms, summaries, unbuilt_methods, variable_factories,
                                    variables)
@@ -75,10 +75,35 @@ class _Meta(cst.MetadataDependent):
 def restructure(module: cst.Module, path: str, wrapper: MetadataWrapper | None = None, renames=None) -> Restructured:
     """`wrapper`: the module's MetadataWrapper, to share resolved metadata with detection.
     `renames`: rename plans of chains of `module` (fix_renames), applied where
-    the rewrite copies their code; the new module is to be printed with them too."""
-    return statement_forms.restructured(
+    the rewrite copies their code; the new module is to be printed with them too.
+    A module whose script builds a model's graph by calling a method after its
+    construction is read with the call in `__init__` first (host_builds), a class
+    with a plain base of the file with the base folded in (class_bases); its
+    refusal gives way to the reading of the module as written."""
+    based = class_bases.folded(module)
+    built = host_builds.moved(based or module) or based
+    if built is not None:
+        shaped = statement_forms.restructured(built, lambda plain: _restructure(plain, AnalysisWrapper(plain)))
+        if shaped.new_module is not None:
+            return shaped
+    shaped = statement_forms.restructured(
         module, lambda plain: _restructure(plain, AnalysisWrapper(plain)) if plain is not module
         else _restructure(module, wrapper or AnalysisWrapper(module), renames=renames or {}))
+    return shaped if built is not None or shaped.new_module is not None else _apart(module, shaped)
+
+
+def _apart(module: cst.Module, shaped: Restructured) -> Restructured:
+    """A refusal naming a method a script calls after the class's construction, with
+    why that call is not read as the end of `__init__` (host_builds) at its line."""
+    named = [d for d in shaped.diagnostics if d[2] == "TFG904"]
+    found = [hit for hit in host_builds.apart(module)
+             if any(f"`{hit[3]}`" in d[3] or f"`{hit[3]}()`" in d[3] for d in named)]
+    if not found:
+        return shaped
+    positions = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
+    return replace(shaped, diagnostics=[
+        diagnostic(positions[stmt].start.line, positions[stmt].start.column + 1, "build_call_apart",
+                   call=call, cls=cls, why=why) for stmt, call, cls, _, why in found] + list(shaped.diagnostics))
 
 
 def _restructure(module: cst.Module, wrapper: MetadataWrapper, plan=None, renames=None) -> Restructured:
