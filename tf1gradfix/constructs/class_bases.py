@@ -24,8 +24,9 @@ def folded(module: cst.Module) -> cst.Module | None:
     body, changed = list(module.body), False
     for index, cls in enumerate(body):
         base = _plain_base(cls, classes, module) if isinstance(cls, cst.ClassDef) else None
-        if base is None:
-            continue
+        if base is None or not isinstance(cls, cst.ClassDef) or not isinstance(cls.body, cst.IndentedBlock) \
+                or not isinstance(base.body, cst.IndentedBlock):
+            continue   # (a class of one line: nothing to fold)
         own = set().union(*(bound_names(s) for s in cls.body.body))
         if any(bound_names(s) & own and not bound_names(s) <= own for s in base.body.body):
             continue   # (a statement binding names the class redefines and others)

@@ -64,7 +64,7 @@ def _site(module: cst.Module, name: str, cls: cst.ClassDef):
     return None
 
 
-def apart(module: cst.Module) -> list[tuple[cst.CSTNode, str, str, str, str]]:
+def apart(module: cst.Module) -> list[tuple[cst.BaseStatement, str, str, str, str]]:
     """(statement, `inst.method()`, class, method, what keeps it from `__init__`) for each
     statement calling a method of an instance of a class of `module` without arguments,
     where `moved` leaves it: why it is not read as the end of `__init__`."""
