@@ -213,12 +213,26 @@ def _import_refusal(path: str, stmt: ast.stmt, name: str, module: Info, again: b
     second import of it). `import model` is followed when the script only reads
     `model.NAME` of names the module defines, and never binds `model` otherwise."""
     defined = layout.top_names(module.tree)
+    if layout.is_star(stmt):
+        if not again and script is not None and _star_reads(script, module.tree):
+            return None
+        return (path, diagnostic(stmt.lineno, stmt.col_offset + 1, "project_import_form", module=name))
     if isinstance(stmt, ast.Import) and not again and len(stmt.names) == 1 and script is not None \
             and layout.attribute_uses(script, stmt.names[0].asname or name, defined) is not None:
         return None
     if again or not isinstance(stmt, ast.ImportFrom) or any(a.asname or a.name not in defined for a in stmt.names):
         return (path, diagnostic(stmt.lineno, stmt.col_offset + 1, "project_import_form", module=name))
     return None
+
+
+def _star_reads(reader: ast.Module, module: ast.Module) -> bool:
+    """`from module import *` can be read as the module's code in its place: the module
+    does not spell its names with `__all__`, and the reader reads none of the private
+    names (`_scale`) that code binds and the star import does not."""
+    if layout.star_names(module) is None:
+        return False
+    private = {name for name in layout.top_names(module) if name.startswith("_")}
+    return not any(isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load) and n.id in private for n in ast.walk(reader))
 
 
 # Statements a model module may hold at its top level: what importing it runs is then
@@ -274,7 +288,10 @@ def _nested_import(node: ast.AST, tree: ast.Module, name: str, earlier: list[str
     if module is None or not isinstance(node, ast.ImportFrom) or node not in tree.body or node.lineno != node.end_lineno:
         return False
     data = _read(module)
-    defined = layout.top_names(ast.parse(data)) if data is not None else {}
+    other = ast.parse(data) if data is not None else None
+    if other is not None and layout.is_star(node):
+        return _star_reads(tree, other)
+    defined = layout.top_names(other) if other is not None else {}
     return all(a.asname is None and a.name in defined for a in node.names)
 
 
@@ -295,6 +312,8 @@ def _clash(project: Project, trees: dict[str, ast.Module]) -> tuple | None:
     """A name the module binds that the script (or another module) binds otherwise: one
     namespace for both would change what it means."""
     imported = {a.name for stmt in project.imports if isinstance(stmt, ast.ImportFrom) for a in stmt.names}
+    imported |= {name for module, stmt in zip(project.modules, project.imports) if layout.is_star(stmt)
+                 for name in layout.star_names(trees[module]) or ()}
     imported |= {a.asname or a.name for stmt in project.imports if isinstance(stmt, ast.Import) for a in stmt.names}
     imported |= {n.attr for module, stmt in zip(project.modules, project.imports) if isinstance(stmt, ast.Import)
                  for n in layout.attribute_uses(trees[project.script], layout.bound_name(stmt),

@@ -47,6 +47,20 @@ def top_names(tree: ast.Module) -> dict[str, ast.stmt]:
     return out
 
 
+def star_names(tree: ast.Module) -> set[str] | None:
+    """The names `from module import *` binds (its public top-level names), or None where
+    the module spells them with `__all__`: read as one module, its code binds all of its
+    names, which only holds for a star import of its public ones."""
+    names = top_names(tree)
+    if "__all__" in names:
+        return None
+    return {name for name in names if not name.startswith("_") and name != "*"}
+
+
+def is_star(stmt: ast.stmt | None) -> bool:
+    return isinstance(stmt, ast.ImportFrom) and len(stmt.names) == 1 and stmt.names[0].name == "*"
+
+
 def bound_name(stmt: ast.Import) -> str:
     return stmt.names[0].asname or stmt.names[0].name
 
@@ -247,6 +261,10 @@ def check_parts(project, parts: dict, datas: dict[str, bytes], cut: bool = False
             if isinstance(stmt, ast.Import):   # (the names the script reads as `model.NAME`)
                 used = {n.attr for n in ast.walk(python_tree(result[project.script])) if isinstance(n, ast.Attribute)
                         and isinstance(n.value, ast.Name) and n.value.id == bound_name(stmt)}
+            elif is_star(stmt):   # (the module's public names the script reads)
+                public = star_names(python_tree(datas[path])) or set()
+                used = {n.id for n in ast.walk(python_tree(result[project.script]))
+                        if isinstance(n, ast.Name) and n.id in public}
             else:
                 used = {a.name for a in stmt.names}
             lost = sorted(name for name in used if name not in defined)
