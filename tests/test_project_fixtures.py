@@ -250,7 +250,7 @@ def test_projects_are_proven_and_a_diverged_module_is_caught(tmp_path, capsys):
         for name in _names(folder):
             assert (folder / name).read_bytes() == (scenario / "expected" / name).read_bytes(), name
     diverged = [scenario for scenario in PROJECTS if (scenario / "diverged").is_dir()]
-    assert {"classifier_class", "session_handed", "shared_regressor", "nested_blocks", "star_pieces"} \
+    assert {"classifier_class", "session_handed", "shared_regressor", "nested_blocks", "star_pieces", "dotted_cells"} \
         <= {s.name for s in diverged}
     for scenario in diverged:
         migrated = tmp_path / f"candidate_{scenario.name}.py"
@@ -570,3 +570,25 @@ def test_a_star_import_not_read_as_the_module_in_its_place_is_refused(tmp_path, 
     assert {name: (folder / name).read_bytes() for name in _names(folder)} == before
     where = "curve.py" if file == "kit.py" else file   # (the refusal is at the star import)
     assert f"{folder / where}:{line}:1: TFG923 [manual]" in out and "files left intact" in out, out
+
+
+@pytest.mark.parametrize("old,new", [
+    ("        lower = cells.gated(", "        kit = cells\n        lower = kit.gated("),   # the module as a value
+    ("import cells\n", "import cells as pieces\n"),                                  # an alias
+    ("import cells\n", "import cells\ngated = None\n"),                              # a name of cells bound here too
+])
+def test_a_module_importing_another_by_name_otherwise_than_as_other_name_is_refused(tmp_path, capsys, old, new):
+    """`import cells` in a model module is read as cells' code before it only where the
+    module reads `cells.NAME` and nothing else, under that name; every file stays intact."""
+    from tf1gradfix.cli.main import main
+
+    folder = tmp_path / "project"
+    shutil.copytree(ROOT / "dotted_cells" / "input", folder)
+    text = (folder / "tower.py").read_text(encoding="utf-8")
+    assert old in text
+    (folder / "tower.py").write_text(text.replace(old, new, 1), encoding="utf-8")
+    before = {name: (folder / name).read_bytes() for name in _names(folder)}
+    assert main(["rewrite", "--no-verify", str(folder)]) == 1
+    out = capsys.readouterr().out
+    assert {name: (folder / name).read_bytes() for name in _names(folder)} == before
+    assert "TFG923" in out and "files left intact" in out, out

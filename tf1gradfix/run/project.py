@@ -271,8 +271,8 @@ def _add_nested(project: Project, modules: dict[str, str], read: dict[str, Info 
     k = 0
     while k < len(project.modules):
         found = read.get(project.modules[k])
-        names = [stmt.module for stmt in (found.tree.body if found is not None else ())
-                 if isinstance(stmt, ast.ImportFrom) and stmt.level == 0 and stmt.module in modules]
+        names = [name for stmt in (found.tree.body if found is not None else ()) for name in _imported(stmt)
+                 if name in modules]
         new = [modules[n] for n in dict.fromkeys(names) if modules[n] not in project.modules]
         if new:   # (read first, then looked at again: they may import others)
             project.modules[k:k] = new
@@ -285,12 +285,15 @@ def _nested_import(node: ast.AST, tree: ast.Module, name: str, earlier: list[str
     """`from other import a, b` at the module's top level, on one line, of names a module
     read before it defines (project_text.nested): read as one module, the names are bound."""
     module = next((m for m in earlier if _stem(m) == name), None)
-    if module is None or not isinstance(node, ast.ImportFrom) or node not in tree.body or node.lineno != node.end_lineno:
+    if module is None or not isinstance(node, (ast.ImportFrom, ast.Import)) or node not in tree.body or node.lineno != node.end_lineno:
         return False
     data = _read(module)
     other = ast.parse(data) if data is not None else None
     if other is not None and layout.is_star(node):
         return _star_reads(tree, other)
+    if other is not None and isinstance(node, ast.Import):   # (`import other`, read as `other.NAME` only)
+        return len(node.names) == 1 and node.names[0].asname is None \
+            and layout.attribute_uses(tree, name, layout.top_names(other)) is not None
     defined = layout.top_names(other) if other is not None else {}
     return all(a.asname is None and a.name in defined for a in node.names)
 
@@ -368,12 +371,17 @@ def process(project: Project, datas: dict[str, bytes], codes: CodeFilter) -> Res
             out.findings[p] += safe[p][1]
         return _safe_only(out, safe)
     script, cut = layout.unqualified(project, datas[project.script], trees, split_lines)
-    combined, where = layout.combined(project, {**datas, project.script: script}, split_lines,
-                                      layout.nested(project, trees))
+    read = {project.script: script}
+    cuts = {project.script: cut}
+    for module in project.modules:   # (its `import other` read as the other's code before it)
+        pairs = layout.nested_pairs(module, project, trees)
+        if pairs:
+            read[module], cuts[module] = layout.cut_names(datas[module], trees[module], pairs, split_lines)
+    combined, where = layout.combined(project, {**datas, **read}, split_lines, layout.nested(project, trees))
     result = process_source(project.script, combined, codes, fix=True)
     for finding in result.findings:
         path, line = where(finding.line)
-        col = finding.col if path != project.script else layout.column(cut.get(line, []), finding.col)
+        col = layout.column(cuts[path].get(line, []), finding.col) if path in cuts else finding.col
         out.findings[path].append(replace(finding, path=path, line=line, col=col))
     if result.error is not None:
         path, line = where(result.error.line) if result.error.line else (project.script, None)
