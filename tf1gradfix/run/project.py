@@ -250,8 +250,12 @@ def _module_refusal(path: str, tree: ast.Module, project: Project) -> tuple | No
         siblings = set()
     stems = ({_stem(m) for m in project.modules} | siblings) - {_stem(path)}
     earlier = project.modules[:project.modules.index(path)] if path in project.modules else []
+    ours = {_stem(m) for m in project.modules}
     for node in ast.walk(tree):
         other = next((name for name in stems if _imports(node, name)), None)
+        if other is not None and other not in ours and node in tree.body \
+                and _plain_names(os.path.join(folder, other + ".py"), node) is not None:
+            continue   # (a module of host code alone: its import stays, the same for both)
         if other is not None and not _nested_import(node, tree, other, earlier):
             # (its import would stay one of the original module, TF1)
             return (path, diagnostic(node.lineno, node.col_offset + 1, "project_nested_import",
@@ -298,6 +302,36 @@ def _nested_import(node: ast.AST, tree: ast.Module, name: str, earlier: list[str
     return all(a.asname is None and a.name in defined for a in node.names)
 
 
+def _plain_names(path: str, stmt: ast.stmt) -> set[str] | None:
+    """The names an import of the module at `path` binds, when that module holds no graph
+    code and opens no session (`utils.py` of printing and data helpers: its import stays
+    as it is and means the same in the migration); None otherwise, or for a star import of
+    a module with `__all__`."""
+    data = _read(path)
+    found = info(path, data) if data is not None else None
+    if data is None or found is not None and (found.session or found.builds):
+        return None
+    if not layout.is_star(stmt):
+        return set(layout.top_names(ast.Module(body=[stmt], type_ignores=[])))
+    try:
+        return layout.star_names(ast.parse(data))
+    except (SyntaxError, ValueError, RecursionError):
+        return None
+
+
+def _star_bound(path: str, tree: ast.Module) -> dict[str, ast.stmt]:
+    """The top-level names of the file at `path`, with those each star import of a module
+    of host code of its folder binds (`from utils import *`: utils' public names)."""
+    out = dict(layout.top_names(tree))
+    folder = os.path.dirname(os.path.abspath(path))
+    for stmt in tree.body:
+        if layout.is_star(stmt) and stmt.level == 0 and stmt.module:
+            sibling = os.path.join(folder, stmt.module + ".py")
+            for name in (_plain_names(sibling, stmt) or ()) if os.path.isfile(sibling) else ():
+                out.setdefault(name, stmt)
+    return out
+
+
 def _stem(path: str) -> str:
     return os.path.basename(path)[:-3]
 
@@ -306,6 +340,8 @@ def _binding(stmt: ast.stmt, name: str):
     """What an import binds `name` to, comparable across files (None: not an import)."""
     if isinstance(stmt, ast.Import):
         return next((("import", a.name) for a in stmt.names if (a.asname or a.name.partition(".")[0]) == name), None)
+    if layout.is_star(stmt):   # (a name `_star_bound` found it binds)
+        return ("from", stmt.level, stmt.module, name)
     if isinstance(stmt, ast.ImportFrom):
         return next((("from", stmt.level, stmt.module, a.name) for a in stmt.names if (a.asname or a.name) == name), None)
     return None
@@ -321,11 +357,11 @@ def _clash(project: Project, trees: dict[str, ast.Module]) -> tuple | None:
     imported |= {n.attr for module, stmt in zip(project.modules, project.imports) if isinstance(stmt, ast.Import)
                  for n in layout.attribute_uses(trees[project.script], layout.bound_name(stmt),
                                                 layout.top_names(trees[module])) or []}
-    seen = {name: (project.script, stmt) for name, stmt in layout.top_names(trees[project.script]).items()
+    seen = {name: (project.script, stmt) for name, stmt in _star_bound(project.script, trees[project.script]).items()
             if name not in imported}
     linked = {id(stmt) for _, stmt in layout.nested(project, trees)}   # (a module's import of an earlier one)
     for module in project.modules:
-        for name, stmt in layout.top_names(trees[module]).items():
+        for name, stmt in _star_bound(module, trees[module]).items():
             if id(stmt) in linked:
                 continue
             if name in seen:
