@@ -147,6 +147,8 @@ def _collection(program, call: cst.Call, q, before: int, qualified, layers: bool
             continue
         if isinstance(node, BuilderModule) and node.scope is None:
             raise Refusal.of(call, "collection_of_builder_scopes", function=node.var)
+        if isinstance(node, BuilderModule) and node.lazy:
+            raise Refusal.of(call, "collection_of_builder_first_call", function=node.var)
         if isinstance(node, BuilderModule):   # a builder function's module: all its variables are `SCOPE/...`
             module_scope = cast(str, node.scope) + "/"
             if module_scope.startswith(prefix):
