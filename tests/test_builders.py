@@ -61,8 +61,6 @@ def test_a_variable_named_like_a_module_attribute_is_stored_under_another_attrib
      '        w = tf.get_variable("w", [3, 2])\n        return tf.matmul(inputs, w)', "other than a string name"),
     ('    with tf.variable_scope("block", reuse=again):\n'
      '        w = tf.get_variable("w", [3, 2], regularizer=tf.nn.l2_loss)\n        return tf.matmul(inputs, w)', "regularizer"),
-    ('    with tf.variable_scope("block", reuse=again):\n'
-     '        n = 2\n        w = tf.get_variable("w", [3, n])\n        return tf.matmul(inputs, w)', "created from `n`"),
 ])
 def test_builders_the_rewrite_cannot_follow_are_refused_with_the_line(body, why):
     result = rewrite(body)
@@ -81,6 +79,16 @@ def test_host_code_listing_the_variables_gets_the_list_in_creation_order():
     code = rewrite_source(source).new_module.code
     # block's variables were made first: it is called inside outer(...)
     assert "print(len([block.w, outer.v]))" in code
+
+
+def test_a_weight_of_a_fixed_scope_shaped_by_the_call_is_made_on_the_first_call():
+    """TF1's `tf.get_variable` made it on the first call, with that call's values; later
+    calls (reuse) read it."""
+    code = rewrite('    with tf.variable_scope("block", reuse=again):\n'
+                   '        n = 2\n        w = tf.get_variable("w", [3, n])\n        return tf.matmul(inputs, w)').new_module.code
+    assert 'w = self.variable(\n            "block/w", lambda: tf.keras.initializers.GlorotUniform()([3, n])\n' in code, code
+    assert "variables = [*block.made.values()]" in code
+    compile(code, "rewritten.py", "exec")
 
 
 def rewrite_source(source: str):

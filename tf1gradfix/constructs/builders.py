@@ -94,6 +94,7 @@ def node(builder, helper: cst.FunctionDef) -> BuilderModule:
     variables: list[BuilderVariable] = []
     layers: list = []
     dropped = []
+    lazy = None   # (the first variable made from a call's values: made on the first call, by a function alone)
     taken = set(MODULE_ATTRIBUTES | {"made", "variable"})   # (attribute names a layer may not take)
     for at, stmt in enumerate(inner):
         if builder_layers.reuse_statement(builder, stmt, scope_object) or graph_prints.in_builder(builder, stmt, graph | {v[0] for v in variables}):
@@ -133,8 +134,8 @@ def node(builder, helper: cst.FunctionDef) -> BuilderModule:
         if label is None:
             raise Refusal.of(call, "variable_name_not_literal")
         reads = set(loads(call)) & (params | local)
-        if reads and not per_call:   # created once: its shape and initializer must not depend on a call's arguments
-            raise Refusal.of(call, "builder_variable_from_changing", variable=label, name=sorted(reads)[0])
+        if reads and not per_call:   # made on the first call, with its values, as TF1's `tf.get_variable` made it
+            lazy = lazy or (call, label, sorted(reads)[0])
         variables.append((small.targets[0].target.value, label, call, bound, stmt))
     if not variables and not layers:
         raise Refusal.of(helper, "builder_get_variable_unfollowed", function=helper.name.value)
@@ -155,8 +156,10 @@ def node(builder, helper: cst.FunctionDef) -> BuilderModule:
         if counted is not None:   # (its updates are checked, and its helper written, for layers made once)
             raise Refusal.of(counted.call, "builder_statistics_on_call", api=symbol_of(counted.row),
                              function=helper.name.value)
+    if lazy and (layers or builder.class_layers is not None or helper not in builder.module.body):
+        raise Refusal.of(lazy[0], "builder_variable_from_changing", variable=lazy[1], name=lazy[2])
     return builder.append(BuilderModule(
-        index=-1, names=(), stmt=helper, value=None, builder=helper, scope=None if per_call else scope,
+        index=-1, names=(), stmt=helper, value=None, builder=helper, scope=None if per_call else scope, lazy=bool(lazy),
         scope_parameter=scope if per_call else None, variables=variables, inner=inner, weights=True, trainable=True,
         var=helper.name.value, layers=layers, dropped=dropped, made_on_call=made_on_call,
         shaping=builder_loops.shaping(helper, layers, computed_from, graph) if made_on_call else ()))
@@ -212,7 +215,7 @@ def variables_text(node: BuilderModule) -> str:
     if node.method_of is not None:   # a model class's layer method
         from tf1gradfix.constructs import layer_methods
         return layer_methods.variables_text(node, node.single)
-    if node.scope_parameter is not None:   # a layer function's: made call by call
+    if node.scope_parameter is not None or node.lazy:   # a layer function's: made call by call
         return f"*{node.var}.made.values()"
     if node.layers:
         return builder_layers.variables_text(node, attribute_name)
@@ -230,7 +233,7 @@ def class_statements(node: BuilderModule, name: str, tf: str, initial_value, gap
     docstring = first[0] if first and is_docstring(first[0]) else None
     scope_comments = [ln for ln in (first[1] if docstring else first[0]).leading_lines if ln.comment is not None] \
         if node.scope is not None or node.scope_parameter is not None else []   # (no scope: they stay where they are)
-    if node.scope_parameter is not None:   # (`__call__`'s statements: in a class of the module or of a function)
+    if node.scope_parameter is not None or node.lazy:   # (`__call__`'s statements: in a class of the module or of a function)
         text, body = _per_call_statements(node, name, tf, initial_value, 8 if gap == 2 else 12)
     else:
         attribute = {v[0]: attribute_name(v[0]) for v in node.variables}
@@ -296,7 +299,8 @@ def _per_call_statements(node: BuilderModule, name: str, tf: str, initial_value,
             continue
         if id(stmt) in made:
             local, label, call, bound, _ = made[id(stmt)]
-            line = layout.fit(f"{local} = self.variable(f\"{{{scope}}}/{label}\", lambda: {initial_value(call, bound)})", column)
+            key = f"f\"{{{scope}}}/{label}\"" if scope is not None else f"\"{node.scope}/{label}\""
+            line = layout.fit(f"{local} = self.variable({key}, lambda: {initial_value(call, bound)})", column)
             stmt = stmt.with_changes(body=[cast(cst.SimpleStatementLine, cst.parse_statement(line + "\n")).body[0]])
         body.append(stmt)
     return text, body

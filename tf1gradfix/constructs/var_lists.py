@@ -147,6 +147,8 @@ def _collection(program, call: cst.Call, q, before: int, qualified, layers: bool
             continue
         if isinstance(node, BuilderModule) and node.scope is None:
             raise Refusal.of(call, "collection_of_builder_scopes", function=node.var)
+        if isinstance(node, BuilderModule) and node.lazy:
+            raise Refusal.of(call, "collection_of_builder_first_call", function=node.var)
         if isinstance(node, BuilderModule):   # a builder function's module: all its variables are `SCOPE/...`
             module_scope = cast(str, node.scope) + "/"
             if module_scope.startswith(prefix):
@@ -284,7 +286,7 @@ def _builder_entries(program, entry: Listed) -> list[Listed] | None:
     `tf.get_variable`s take none: builders.py)."""
     node = program.nodes[entry.node]
     if not isinstance(node, BuilderModule) or entry.tf1 is not None or node.scope is None or node.method_of is not None \
-            or node.scope_parameter is not None or node.made_on_call:
+            or node.scope_parameter is not None or node.made_on_call or node.lazy:
         return None
     at = {id(s): i for i, s in enumerate(node.inner)}
     made = [(at[id(v[4])], 0, Listed(node.index, None, f"{node.scope}/{v[1]}:0", None, f"{node.var}.{builders.attribute_name(v[0])}"))

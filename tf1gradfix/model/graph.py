@@ -387,8 +387,11 @@ class ModelBuilder:
         return self.makes_variables[name]
 
     def _helper_deps(self, helper: cst.FunctionDef) -> set[int]:
-        out = set()
+        out = self._inner_builders(helper)
+        followed = {n.builder.name.value for n in (self.program.nodes[i] for i in out) if isinstance(n, BuilderModule)}
         for name in sorted(free_names(helper)):   # (sorted: the reason names the same value every run)
+            if name in followed:
+                continue
             if name in self.program.helpers and name != helper.name.value and self._builder(name):
                 where = next((n for n in walk(helper.body) if type(n) is cst.Name and n.value == name), helper)
                 raise Refusal.of(where, "builder_called_inside", function=helper.name.value, builder=name)
@@ -399,6 +402,26 @@ class ModelBuilder:
                 if self.class_layers is not None:   # (a model class's method: `self.<attr>`, a graph value)
                     self.class_layers.reads_graph(helper, name)
                 raise Refusal.of(helper, "function_reads_graph_global", function=helper.name.value, name=name)
+        return out
+
+    def _inner_builders(self, helper: cst.FunctionDef) -> set[int]:
+        """The builders a function that makes no variables of its own calls (`autoencoder`
+        calling `encoder` and `decoder`), in Python's call order, as if called where it is:
+        their weights, made once under each call's scope. Only builders of one scope each
+        call names, whose weights do not depend on the call's values (else refused as before)."""
+        if self._builder(helper.name.value) or self.class_layers is not None:   # (a model class's methods: refused)
+            return set()
+        out: set[int] = set()
+        for name in builders.called_first(helper.body, self.program.helpers):
+            if name == helper.name.value or not self._builder(name):
+                continue
+            made = builders.node(self, self.program.helpers[name])
+            if made.made_on_call or made.scope is None and made.scope_parameter is None:
+                continue   # (refused by _helper_deps: builder_called_inside)
+            for call in walk(helper.body):
+                if type(call) is cst.Call and isinstance(call.func, cst.Name) and call.func.value == name:
+                    builder_loops.check_call(self, made, call)
+            out |= {made.index} | self._helper_deps(self.program.helpers[name])
         return out
 
     def _classify(self, item: Item) -> None:

@@ -295,6 +295,7 @@ class BuilderModule(LayerNode):
     single: bool = True           # ... the class's only one making variables
     method_calls: list[tuple[int, str, cst.Call]] = field(default_factory=list)   # ... (node index, scope, call)
     made_on_call: bool = False    # its layers are made on the call reaching them (builder_loops.py)
+    lazy: bool = False            # its variables (of its one fixed scope) made on its first call: TF1's
     shaping: tuple[str, ...] = ()   # ... the parameters their number and settings come from
     call_sites: list[cst.Call] = field(default_factory=list)   # its calls so far (builder_loops.check_call)
     call_texts: tuple[str | None, ...] | None = None   # ... the first one's arguments for `shaping`

@@ -9,8 +9,8 @@ from dataclasses import dataclass, field
 from typing import Any, cast
 
 import libcst as cst
-from tf1gradfix.constructs import (builder_layers, dropout, fed_tensors, graph_extensions, savers, session_functions, updates,
-                                   var_lists)
+from tf1gradfix.constructs import (builder_layers, dropout, fed_tensors, graph_extensions, initializers, savers,
+                                   session_functions, updates, var_lists)
 from tf1gradfix.model.graph import Item, Program
 from tf1gradfix.model.nodes import (ComputeGradients, Gradients, Init, Listed, Node, Optimizer, Placeholder, Static, Tensor,
                                     TrainGroup, TrainOp, Saver, Update, Variable, VariableGroup, VarList)
@@ -340,7 +340,7 @@ class HostScan:
             return
         structure, fetches = self._fetches(fetch)
         if structure == "init":
-            if feed is not None:
+            if feed is not None and not initializers.feed_unread(self.p, feed):
                 raise Refusal.of(call, "initializer_run_fed")
             self._remove_statement(call)
             # TF2 initializes once, at creation: a re-initialization cannot simply go

@@ -213,12 +213,26 @@ def _import_refusal(path: str, stmt: ast.stmt, name: str, module: Info, again: b
     second import of it). `import model` is followed when the script only reads
     `model.NAME` of names the module defines, and never binds `model` otherwise."""
     defined = layout.top_names(module.tree)
+    if layout.is_star(stmt):
+        if not again and script is not None and _star_reads(script, module.tree):
+            return None
+        return (path, diagnostic(stmt.lineno, stmt.col_offset + 1, "project_import_form", module=name))
     if isinstance(stmt, ast.Import) and not again and len(stmt.names) == 1 and script is not None \
             and layout.attribute_uses(script, stmt.names[0].asname or name, defined) is not None:
         return None
     if again or not isinstance(stmt, ast.ImportFrom) or any(a.asname or a.name not in defined for a in stmt.names):
         return (path, diagnostic(stmt.lineno, stmt.col_offset + 1, "project_import_form", module=name))
     return None
+
+
+def _star_reads(reader: ast.Module, module: ast.Module) -> bool:
+    """`from module import *` can be read as the module's code in its place: the module
+    does not spell its names with `__all__`, and the reader reads none of the private
+    names (`_scale`) that code binds and the star import does not."""
+    if layout.star_names(module) is None:
+        return False
+    private = {name for name in layout.top_names(module) if name.startswith("_")}
+    return not any(isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load) and n.id in private for n in ast.walk(reader))
 
 
 # Statements a model module may hold at its top level: what importing it runs is then
@@ -236,8 +250,12 @@ def _module_refusal(path: str, tree: ast.Module, project: Project) -> tuple | No
         siblings = set()
     stems = ({_stem(m) for m in project.modules} | siblings) - {_stem(path)}
     earlier = project.modules[:project.modules.index(path)] if path in project.modules else []
+    ours = {_stem(m) for m in project.modules}
     for node in ast.walk(tree):
         other = next((name for name in stems if _imports(node, name)), None)
+        if other is not None and other not in ours and node in tree.body \
+                and _plain_names(os.path.join(folder, other + ".py"), node) is not None:
+            continue   # (a module of host code alone: its import stays, the same for both)
         if other is not None and not _nested_import(node, tree, other, earlier):
             # (its import would stay one of the original module, TF1)
             return (path, diagnostic(node.lineno, node.col_offset + 1, "project_nested_import",
@@ -257,8 +275,8 @@ def _add_nested(project: Project, modules: dict[str, str], read: dict[str, Info 
     k = 0
     while k < len(project.modules):
         found = read.get(project.modules[k])
-        names = [stmt.module for stmt in (found.tree.body if found is not None else ())
-                 if isinstance(stmt, ast.ImportFrom) and stmt.level == 0 and stmt.module in modules]
+        names = [name for stmt in (found.tree.body if found is not None else ()) for name in _imported(stmt)
+                 if name in modules]
         new = [modules[n] for n in dict.fromkeys(names) if modules[n] not in project.modules]
         if new:   # (read first, then looked at again: they may import others)
             project.modules[k:k] = new
@@ -271,11 +289,47 @@ def _nested_import(node: ast.AST, tree: ast.Module, name: str, earlier: list[str
     """`from other import a, b` at the module's top level, on one line, of names a module
     read before it defines (project_text.nested): read as one module, the names are bound."""
     module = next((m for m in earlier if _stem(m) == name), None)
-    if module is None or not isinstance(node, ast.ImportFrom) or node not in tree.body or node.lineno != node.end_lineno:
+    if module is None or not isinstance(node, (ast.ImportFrom, ast.Import)) or node not in tree.body or node.lineno != node.end_lineno:
         return False
     data = _read(module)
-    defined = layout.top_names(ast.parse(data)) if data is not None else {}
+    other = ast.parse(data) if data is not None else None
+    if other is not None and layout.is_star(node):
+        return _star_reads(tree, other)
+    if other is not None and isinstance(node, ast.Import):   # (`import other`, read as `other.NAME` only)
+        return len(node.names) == 1 and node.names[0].asname is None \
+            and layout.attribute_uses(tree, name, layout.top_names(other)) is not None
+    defined = layout.top_names(other) if other is not None else {}
     return all(a.asname is None and a.name in defined for a in node.names)
+
+
+def _plain_names(path: str, stmt: ast.stmt) -> set[str] | None:
+    """The names an import of the module at `path` binds, when that module holds no graph
+    code and opens no session (`utils.py` of printing and data helpers: its import stays
+    as it is and means the same in the migration); None otherwise, or for a star import of
+    a module with `__all__`."""
+    data = _read(path)
+    found = info(path, data) if data is not None else None
+    if data is None or found is not None and (found.session or found.builds):
+        return None
+    if not layout.is_star(stmt):
+        return set(layout.top_names(ast.Module(body=[stmt], type_ignores=[])))
+    try:
+        return layout.star_names(ast.parse(data))
+    except (SyntaxError, ValueError, RecursionError):
+        return None
+
+
+def _star_bound(path: str, tree: ast.Module) -> dict[str, ast.stmt]:
+    """The top-level names of the file at `path`, with those each star import of a module
+    of host code of its folder binds (`from utils import *`: utils' public names)."""
+    out = dict(layout.top_names(tree))
+    folder = os.path.dirname(os.path.abspath(path))
+    for stmt in tree.body:
+        if layout.is_star(stmt) and stmt.level == 0 and stmt.module:
+            sibling = os.path.join(folder, stmt.module + ".py")
+            for name in (_plain_names(sibling, stmt) or ()) if os.path.isfile(sibling) else ():
+                out.setdefault(name, stmt)
+    return out
 
 
 def _stem(path: str) -> str:
@@ -286,6 +340,8 @@ def _binding(stmt: ast.stmt, name: str):
     """What an import binds `name` to, comparable across files (None: not an import)."""
     if isinstance(stmt, ast.Import):
         return next((("import", a.name) for a in stmt.names if (a.asname or a.name.partition(".")[0]) == name), None)
+    if layout.is_star(stmt):   # (a name `_star_bound` found it binds)
+        return ("from", stmt.level, stmt.module, name)
     if isinstance(stmt, ast.ImportFrom):
         return next((("from", stmt.level, stmt.module, a.name) for a in stmt.names if (a.asname or a.name) == name), None)
     return None
@@ -295,15 +351,17 @@ def _clash(project: Project, trees: dict[str, ast.Module]) -> tuple | None:
     """A name the module binds that the script (or another module) binds otherwise: one
     namespace for both would change what it means."""
     imported = {a.name for stmt in project.imports if isinstance(stmt, ast.ImportFrom) for a in stmt.names}
+    imported |= {name for module, stmt in zip(project.modules, project.imports) if layout.is_star(stmt)
+                 for name in layout.star_names(trees[module]) or ()}
     imported |= {a.asname or a.name for stmt in project.imports if isinstance(stmt, ast.Import) for a in stmt.names}
     imported |= {n.attr for module, stmt in zip(project.modules, project.imports) if isinstance(stmt, ast.Import)
                  for n in layout.attribute_uses(trees[project.script], layout.bound_name(stmt),
                                                 layout.top_names(trees[module])) or []}
-    seen = {name: (project.script, stmt) for name, stmt in layout.top_names(trees[project.script]).items()
+    seen = {name: (project.script, stmt) for name, stmt in _star_bound(project.script, trees[project.script]).items()
             if name not in imported}
     linked = {id(stmt) for _, stmt in layout.nested(project, trees)}   # (a module's import of an earlier one)
     for module in project.modules:
-        for name, stmt in layout.top_names(trees[module]).items():
+        for name, stmt in _star_bound(module, trees[module]).items():
             if id(stmt) in linked:
                 continue
             if name in seen:
@@ -349,12 +407,17 @@ def process(project: Project, datas: dict[str, bytes], codes: CodeFilter) -> Res
             out.findings[p] += safe[p][1]
         return _safe_only(out, safe)
     script, cut = layout.unqualified(project, datas[project.script], trees, split_lines)
-    combined, where = layout.combined(project, {**datas, project.script: script}, split_lines,
-                                      layout.nested(project, trees))
+    read = {project.script: script}
+    cuts = {project.script: cut}
+    for module in project.modules:   # (its `import other` read as the other's code before it)
+        pairs = layout.nested_pairs(module, project, trees)
+        if pairs:
+            read[module], cuts[module] = layout.cut_names(datas[module], trees[module], pairs, split_lines)
+    combined, where = layout.combined(project, {**datas, **read}, split_lines, layout.nested(project, trees))
     result = process_source(project.script, combined, codes, fix=True)
     for finding in result.findings:
         path, line = where(finding.line)
-        col = finding.col if path != project.script else layout.column(cut.get(line, []), finding.col)
+        col = layout.column(cuts[path].get(line, []), finding.col) if path in cuts else finding.col
         out.findings[path].append(replace(finding, path=path, line=line, col=col))
     if result.error is not None:
         path, line = where(result.error.line) if result.error.line else (project.script, None)

@@ -47,6 +47,20 @@ def top_names(tree: ast.Module) -> dict[str, ast.stmt]:
     return out
 
 
+def star_names(tree: ast.Module) -> set[str] | None:
+    """The names `from module import *` binds (its public top-level names), or None where
+    the module spells them with `__all__`: read as one module, its code binds all of its
+    names, which only holds for a star import of its public ones."""
+    names = top_names(tree)
+    if "__all__" in names:
+        return None
+    return {name for name in names if not name.startswith("_") and name != "*"}
+
+
+def is_star(stmt: ast.stmt | None) -> bool:
+    return isinstance(stmt, ast.ImportFrom) and len(stmt.names) == 1 and stmt.names[0].name == "*"
+
+
 def bound_name(stmt: ast.Import) -> str:
     return stmt.names[0].asname or stmt.names[0].name
 
@@ -55,13 +69,19 @@ def unqualified(project, data: bytes, trees: dict, split_lines) -> tuple[bytes, 
     """The script with `model.NAME` read as `NAME` for each module it imports as `import
     model` (what the module's code in place of the import binds); line -> [(column, size)]
     of each cut, for the findings' columns."""
+    pairs = [(bound_name(stmt), trees[module]) for module, stmt in zip(project.modules, project.imports)
+             if isinstance(stmt, ast.Import)]
+    return cut_names(data, trees[project.script], pairs, split_lines)
+
+
+def cut_names(data: bytes, tree: ast.Module, pairs: list, split_lines) -> tuple[bytes, dict]:
+    """`data` with `bound.` cut before each NAME `tree` reads as `bound.NAME`, for each
+    (bound, module tree) of `pairs`; line -> [(column, size)] of each cut."""
     cuts: dict[int, list] = {}
     lines = split_lines(data)
-    for module, stmt in zip(project.modules, project.imports):
-        if not isinstance(stmt, ast.Import):
-            continue
-        bound = bound_name(stmt).encode()
-        for node in attribute_uses(trees[project.script], bound_name(stmt), top_names(trees[module])) or []:
+    for name, module in pairs:
+        bound = name.encode()
+        for node in attribute_uses(tree, name, top_names(module)) or []:
             line, col = node.value.lineno, node.value.col_offset
             if lines[line - 1][col:col + len(bound) + 1] == bound + b".":   # (else `model . Net`: left as it is, refused)
                 cuts.setdefault(line, []).append((col, len(bound) + 1))
@@ -86,6 +106,16 @@ def qualified(project, text: bytes, modules: dict) -> bytes | None:
     """`text` (the rewritten script) with `model.` put back before each name of a module
     imported as `import model`; None when a name cannot be told apart from the script's own."""
     from tf1gradfix.detect.prefilter import python_tree
+
+    pairs = [(bound_name(stmt), python_tree(modules[module])) for module, stmt in zip(project.modules, project.imports)
+             if isinstance(stmt, ast.Import)]
+    return requalified(text, pairs)
+
+
+def requalified(text: bytes, pairs: list) -> bytes | None:
+    """`text` with `bound.` put back before each name a (bound, module tree) of `pairs`
+    defines (not one it imports); None when such a name is also bound in `text`."""
+    from tf1gradfix.detect.prefilter import python_tree
     from tf1gradfix.run.engine import split_lines
 
     tree = python_tree(text)
@@ -97,17 +127,14 @@ def qualified(project, text: bytes, modules: dict) -> bytes | None:
     bound_here |= {(a.asname or a.name).partition(".")[0] for n in ast.walk(tree)
                    if isinstance(n, (ast.Import, ast.ImportFrom)) for a in n.names}
     inserts: dict[int, list] = {}
-    for module, stmt in zip(project.modules, project.imports):
-        if not isinstance(stmt, ast.Import):
-            continue
-        tree_of = python_tree(modules[module])
-        names = {name for name, bound in top_names(tree_of).items()
-                 if not isinstance(bound, (ast.Import, ast.ImportFrom))} if tree_of is not None else set()
+    for bound, tree_of in pairs:
+        names = {name for name, stmt in top_names(tree_of).items()
+                 if not isinstance(stmt, (ast.Import, ast.ImportFrom))} if tree_of is not None else set()
         for node in ast.walk(tree):
             if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id in names:
                 if node.id in bound_here:
                     return None
-                inserts.setdefault(node.lineno, []).append((node.col_offset, bound_name(stmt).encode() + b"."))
+                inserts.setdefault(node.lineno, []).append((node.col_offset, bound.encode() + b"."))
     lines = split_lines(text)
     for line, found in inserts.items():
         for col, prefix in sorted(found, reverse=True):
@@ -115,16 +142,25 @@ def qualified(project, text: bytes, modules: dict) -> bytes | None:
     return b"".join(lines)
 
 
-def nested(project, trees: dict) -> list[tuple[str, ast.ImportFrom]]:
-    """Each module's `from other import a, b` of a module before it in the project (its code
-    is read first, so the names are bound already): (module, statement), in order. One line
-    each, names the other module defines, no alias (project._module_refusal checks)."""
+def nested(project, trees: dict) -> list[tuple[str, ast.ImportFrom | ast.Import]]:
+    """Each module's `from other import a, b` (or `import other`, read as `other.NAME`) of a
+    module before it in the project (its code is read first, so the names are bound
+    already): (module, statement), in order. One line each, names the other module defines,
+    no alias (project._module_refusal checks)."""
     out = []
     for k, module in enumerate(project.modules):
         earlier = {os.path.basename(m)[:-3] for m in project.modules[:k]}
         out += [(module, stmt) for stmt in trees[module].body
-                if isinstance(stmt, ast.ImportFrom) and stmt.level == 0 and stmt.module in earlier]
+                if isinstance(stmt, ast.ImportFrom) and stmt.level == 0 and stmt.module in earlier
+                or isinstance(stmt, ast.Import) and len(stmt.names) == 1 and stmt.names[0].name in earlier]
     return out
+
+
+def nested_pairs(module: str, project, trees: dict) -> list[tuple[str, ast.Module]]:
+    """(bound, tree of the module it names) of each `import other` of `module` (nested)."""
+    stems = {os.path.basename(m)[:-3]: m for m in project.modules}
+    return [(bound_name(stmt), trees[stems[bound_name(stmt)]]) for path, stmt in nested(project, trees)
+            if path == module and isinstance(stmt, ast.Import)]
 
 
 def _without_nested(module: str, body: list[bytes], imports: list, first: int) -> list[bytes]:
@@ -216,7 +252,8 @@ def check_parts(project, parts: dict, datas: dict[str, bytes], cut: bool = False
             stmt = project.imports[k]
             new_script += script_lines[stmt.lineno - 1:stmt.end_lineno]
     result = {}
-    imports = nested(project, {m: python_tree(datas[m]) for m in project.modules})
+    originals = {m: python_tree(datas[m]) for m in project.modules}
+    imports = nested(project, originals)
     for module, lines in zip(project.modules, parts["modules"]):
         data = datas[module]
         text = b"".join(lines)
@@ -224,6 +261,11 @@ def check_parts(project, parts: dict, datas: dict[str, bytes], cut: bool = False
             text = restore_nested(module, text, imports, data, split_lines)
             if text is None:
                 return f"the rewrite moved an import of {os.path.basename(module)}"
+            pairs = [(bound, python_tree(result[p])) for p in result for bound, _ in
+                     nested_pairs(module, project, originals) if os.path.basename(p)[:-3] == bound]
+            text = requalified(text, pairs) if pairs else text
+            if text is None:
+                return f"a name of a module {os.path.basename(module)} imports is also bound by it"
         if data.startswith(_BOM):   # (a BOM starts its file, not the combined module's middle)
             text = _BOM + text
         if not data.endswith((b"\n", b"\r")) and text.endswith(b"\n") and text[:-1] == data:
@@ -247,6 +289,10 @@ def check_parts(project, parts: dict, datas: dict[str, bytes], cut: bool = False
             if isinstance(stmt, ast.Import):   # (the names the script reads as `model.NAME`)
                 used = {n.attr for n in ast.walk(python_tree(result[project.script])) if isinstance(n, ast.Attribute)
                         and isinstance(n.value, ast.Name) and n.value.id == bound_name(stmt)}
+            elif is_star(stmt):   # (the module's public names the script reads)
+                public = star_names(python_tree(datas[path])) or set()
+                used = {n.id for n in ast.walk(python_tree(result[project.script]))
+                        if isinstance(n, ast.Name) and n.id in public}
             else:
                 used = {a.name for a in stmt.names}
             lost = sorted(name for name in used if name not in defined)
