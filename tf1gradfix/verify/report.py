@@ -381,7 +381,7 @@ def _refused_suite(refused) -> ET.Element:
     suite = ET.Element("testsuite", name="tf1gradfix: not restructured", tests=str(len(refused)),
                        failures="0", errors="0", skipped=str(len(refused)))
     for path, why in refused:
-        case = ET.SubElement(suite, "testcase", classname=shown(path), name="rewrite")
+        case = ET.SubElement(suite, "testcase", classname=shown(path), name=shown(path))
         ET.SubElement(case, "skipped", message=f"not restructured (left unchanged): {why}")
     return suite
 
