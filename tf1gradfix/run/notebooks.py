@@ -147,10 +147,14 @@ def process(path: str, data: bytes, codes: CodeFilter, fix: bool = True, restruc
         placed_cells = _restructured(cells, joined, new_lines)
         if isinstance(placed_cells, tuple):
             return _refused(path, data, codes, *placed_cells)
+        emptied = []
         for cell, lines in zip(cells, placed_cells):
             if lines != cell.lines:
                 raw = raw_cells[cell.index - 1]
                 raw["source"] = lines if isinstance(raw.get("source"), list) else "".join(lines)
+                if not "".join(lines).strip():   # (its outputs were the old code's: the cell goes)
+                    emptied.append(raw)
+        notebook["cells"] = [raw for raw in raw_cells if not any(raw is e for e in emptied)]
         settings, end = layout
         result.new_source = (json.dumps(notebook, **settings) + end).encode("utf-8")
         return result
@@ -234,6 +238,36 @@ def script(data: bytes) -> bytes:
     except (UnicodeDecodeError, KeyError, TypeError, RecursionError) as exc:
         raise ValueError(f"not a Jupyter notebook: {exc or 'nested too deeply to read'}") from None
     return _joined(cells).text.encode("utf-8")
+
+
+def cell_diff(path: str, old: bytes, new: bytes) -> str:
+    """`--diff` of a notebook as ruff shows it: a Python diff per code cell that changed,
+    `a/NB.ipynb:cell N` with N counted among the code cells; a removed cell diffs to nothing."""
+    import difflib
+    import json
+
+    def sources(data: bytes) -> list[str]:
+        return ["".join(cell["source"]) if isinstance(cell.get("source"), list) else cell.get("source", "")
+                for cell in json.loads(data.decode("utf-8"))["cells"] if cell.get("cell_type") == "code"]
+
+    before, after = sources(old), sources(new)
+    out = []
+
+    def diff(number: int, a: str, b: str) -> None:
+        lines = [line if line.endswith("\n") else line + "\n"
+                 for line in difflib.unified_diff(_lines(a), _lines(b), f"a/{path}:cell {number}",
+                                                  f"b/{path}:cell {number}")]
+        out.extend(lines)
+
+    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, before, after, autojunk=False).get_opcodes():
+        if tag == "equal":
+            continue
+        pairs = list(zip(range(i1, i2), range(j1, j2)))
+        for i, j in pairs:
+            diff(i + 1, before[i], after[j])
+        for i in range(i1 + len(pairs), i2):
+            diff(i + 1, before[i], "")
+    return "".join(out)
 
 
 def _place(cells: list[_Cell], line: int | None) -> tuple[_Cell | None, int | None]:
