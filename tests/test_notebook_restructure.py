@@ -105,18 +105,18 @@ def test_a_notebook_whose_statements_would_move_across_cells_is_left_intact(fold
     (folder / "train.ipynb").write_bytes(before.encode())
     code, out, _ = run(capsys, "rewrite", "--no-verify", "train.ipynb")
     assert (folder / "train.ipynb").read_bytes() == before.encode() and code == 1
-    assert ("train.ipynb: not restructured (still TF1 graph code) because of cell 4 line 1: TFG905 the restructured "
-            "program does not map back onto the notebook's cells: a statement of this cell would move below cell 6"
+    assert ("train.ipynb: not restructured (still TF1 graph code) because of cell 3 line 1: TFG905 the restructured "
+            "program does not map back onto the notebook's cells: a statement of this cell would move below cell 5"
             in out)
     assert "TFG101 [manual]" in out and "[*" not in out
     _, out, _ = run(capsys, "rewrite", "--check", "--format", "json", "train.ipynb")
-    assert [(b["cell"], b["code"]) for b in json.loads(out)["not_restructured"]["train.ipynb"]] == [(4, "TFG905")]
+    assert [(b["cell"], b["code"]) for b in json.loads(out)["not_restructured"]["train.ipynb"]] == [(3, "TFG905")]
 
 
 def test_check_leaves_a_session_notebook_to_rewrite(folder, capsys):
     (folder / "train.ipynb").write_text(notebook())
     code, out, _ = run(capsys, "check", "train.ipynb")
-    assert code == 1 and "train.ipynb:cell 4:1:5: TFG101 [rewrite decides] " in out and "[*" not in out
+    assert code == 1 and "train.ipynb:cell 3:1:5: TFG101 [rewrite decides] " in out and "[*" not in out
     assert "in session programs" in out.splitlines()[-1]
 
 

@@ -30,9 +30,10 @@ SUFFIX = ".ipynb"
 
 @record
 class _Cell:
-    index: int          # 1-based among all cells (what a notebook UI shows)
+    index: int          # 1-based among all cells (its place in the JSON)
     lines: list[str]    # the cell's source, each line with its own ending
     first: int          # its first line in the joined module
+    number: int = 0     # 1-based among the code cells: the `cell N` shown, as ruff counts
 
 
 def is_notebook(path: str) -> bool:
@@ -115,9 +116,9 @@ def process(path: str, data: bytes, codes: CodeFilter, fix: bool = True, restruc
             try:
                 lines = _source_lines(raw)
             except ValueError as exc:
-                result.error = FileError(f"{path}:cell {number}", f"not a Jupyter notebook (nbformat 4 JSON): {exc}")
+                result.error = FileError(f"{path}:cell {len(cells) + 1}", f"not a Jupyter notebook (nbformat 4 JSON): {exc}")
                 return result
-            cells.append(_Cell(number, lines, line))
+            cells.append(_Cell(number, lines, line, len(cells) + 1))
             line += len(lines)
     joined = _joined(cells)
     module = joined.text
@@ -128,13 +129,13 @@ def process(path: str, data: bytes, codes: CodeFilter, fix: bool = True, restruc
     inner = process_source(path, module.encode("utf-8"), codes, fix=fix, restructure=restructure, check=check)
     if inner.error is not None:
         cell, at = _place(cells, inner.error.line)
-        result.error = replace(inner.error, path=f"{path}:cell {cell.index}" if cell else path, line=at)
+        result.error = replace(inner.error, path=f"{path}:cell {cell.number}" if cell else path, line=at)
         return result
     placed = []
     for finding in inner.findings:
         cell, at = _place(cells, finding.line)
         shift = len(joined.prefix.get(finding.line - 1, "")) if finding.line and finding.col else 0   # (`%time `)
-        placed.append(replace(finding, path=f"{path}:cell {cell.index}" if cell else path, line=at or finding.line,
+        placed.append(replace(finding, path=f"{path}:cell {cell.number}" if cell else path, line=at or finding.line,
                               col=finding.col + shift if shift else finding.col))
     result.findings = placed
     if inner.new_source is None:
@@ -196,7 +197,7 @@ def _restructured(cells: list[_Cell], joined: notebook_magics.Joined, new: list[
         return cells[cell_of[at]], (f"the IPython line `{text.strip()}` uses `{name}`, which the rewrite "
                                     "removes, and IPython's syntax is not rewritten")
     magic = set(joined.held)
-    placed = notebook_cells.split(old, cell_of, magic, new, [cell.index for cell in cells], joined.prefix)
+    placed = notebook_cells.split(old, cell_of, magic, new, [cell.number for cell in cells], joined.prefix)
     if isinstance(placed, tuple):
         return cells[placed[0]], placed[1]
     out = []
@@ -220,7 +221,7 @@ def _refused(path: str, data: bytes, codes: CodeFilter, cell: _Cell, why: str):
     result = process(path, data, codes, restructure=False)
     line, col, code, message, safety = diagnostic(1, 1, "notebook_cells", why=why)
     result.findings = [replace(f, fixed=False) for f in result.findings] + [
-        Finding(f"{path}:cell {cell.index}", line, col, code, message, safety, False)]
+        Finding(f"{path}:cell {cell.number}", line, col, code, message, safety, False)]
     result.new_source = None
     return result
 
