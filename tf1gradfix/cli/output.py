@@ -129,7 +129,7 @@ def summary_sentence(summary: dict, verb: str) -> str:
     if summary.get("fixed"):
         parts.append(f"{summary['fixed']} {verb}")
     if summary.get("manual"):
-        parts.append(f"{summary['manual']} need manual work")
+        parts.append(f"{summary['manual']} need{'s' if summary['manual'] == 1 else ''} manual work")
     if summary.get("proof_needed"):
         parts.append(f"{summary['proof_needed']} fixable with proof, not written")
     if summary.get("undecided"):
