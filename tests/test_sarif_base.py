@@ -43,4 +43,4 @@ def test_rules_link_their_help_and_the_tool_its_project_only_when_declared(tmp_p
         (run,) = json.loads(capsys.readouterr().out)["runs"]
         driver = run["tool"]["driver"]
         assert driver.get("informationUri") == url and driver["version"]
-        assert {rule.get("helpUri") for rule in driver["rules"]} == {url and f"{url}#rules"}
+        assert {rule.get("helpUri") for rule in driver["rules"]} == {url and f"{url}/blob/HEAD/docs/rules.md"}

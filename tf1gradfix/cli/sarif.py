@@ -76,7 +76,7 @@ def sarif_document(findings: list[Finding], errors: list[FileError]) -> dict:
             entry.update(name=rule.name, shortDescription={"text": rule.title},
                          fullDescription={"text": " ".join(rule.explanation.split()) or rule.title},
                          help={"text": f"tf1gradfix explain {code}"}, properties={"safety": rule.safety},
-                         **({"helpUri": f"{url}#rules"} if url else {}))   # (the README's rule table)
+                         **({"helpUri": f"{url}/blob/HEAD/docs/rules.md"} if url else {}))   # (the rule table)
         rules.append(entry)
     index = {code: i for i, code in enumerate(codes)}
     results = [{"ruleId": f.code, "ruleIndex": index[f.code], "level": _LEVEL[f.fixed],
