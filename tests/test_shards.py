@@ -36,3 +36,36 @@ def test_a_bad_shard_is_a_usage_error(bad, capsys):
     with pytest.raises(SystemExit) as stop:
         main(["rewrite", "--shard", bad, "."])
     assert stop.value.code == 2 and "K/N" in capsys.readouterr().err
+
+
+def test_verify_base_proves_only_its_share(tmp_path, monkeypatch, capsys):
+    import subprocess
+
+    from tf1gradfix.verify import orchestrate
+    from tf1gradfix.verify.orchestrate import SideResult, VerifyResult
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr("tf1gradfix.verify.budget.tensorflow_missing", lambda: False)
+    proven = []
+
+    def verified(original, candidate, **_):
+        proven.append(str(candidate))
+        return VerifyResult("EQUIVALENT", "compared", SideResult("original", str(original)),
+                            SideResult("migrated", str(candidate)))
+    monkeypatch.setattr(orchestrate, "verify_pair", verified)
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@example.com"]
+    subprocess.run([*git, "init", "-q"], check=True)
+    for folder in ("one", "two", "three"):
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / "m.py").write_text("print(1)\n")
+    subprocess.run([*git, "add", "-A"], check=True)
+    subprocess.run([*git, "commit", "-q", "-m", "x"], check=True)
+    for folder in ("one", "two", "three"):
+        (tmp_path / folder / "m.py").write_text("print(2)\n")
+    shares = []
+    for k in (1, 2):
+        proven.clear()
+        main(["verify", "--base", "HEAD", "--shard", f"{k}/2"])
+        shares.append(sorted(proven))
+    assert sorted(shares[0] + shares[1]) == ["one/m.py", "three/m.py", "two/m.py"] and all(shares)
+    assert main(["verify", "a.py", "b.py", "--shard", "1/2"]) == 2
