@@ -53,3 +53,14 @@ def test_stderr_tail_drops_the_tools_own_lines_and_keeps_the_programs():
         "ValueError: the program's own error",
     ])
     assert report._tail(stderr).splitlines() == stderr.splitlines()[4:]
+
+
+def test_check_junit_classname_is_the_file_a_notebook_cell_included(tmp_path, monkeypatch, capsys):
+    from tf1gradfix.cli.main import main
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "a.py").write_text("import tensorflow as tf\ny = tf.log(2.0)\n")
+    main(["check", "-j", "1", "--format", "junit", "pkg/a.py"])
+    (case,) = ET.fromstring(capsys.readouterr().out).iter("testcase")
+    assert case.get("classname") == "pkg/a.py"
