@@ -64,3 +64,11 @@ def test_check_junit_classname_is_the_file_a_notebook_cell_included(tmp_path, mo
     main(["check", "-j", "1", "--format", "junit", "pkg/a.py"])
     (case,) = ET.fromstring(capsys.readouterr().out).iter("testcase")
     assert case.get("classname") == "pkg/a.py"
+
+
+def test_a_printed_line_with_one_number_says_number():
+    from tf1gradfix.verify.compare import compare_printed
+
+    cmp = Comparison()
+    compare_printed(cmp, "loss 0.5\n", "loss 0.5 0.25\n", 1e-5, 1e-8)
+    assert "original line 1 prints 1 number, migrated line 1 prints 2" in cmp.first.reason
