@@ -59,9 +59,10 @@ def test_explain_shows_before_and_after():
     assert render_explanation("TFG000") is None
 
 
-def test_readme_rule_list_is_generated_from_the_tables():
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    assert render_rules("markdown") in readme, "README rule list is stale: paste `tf1gradfix rules --format markdown`"
+def test_rule_list_is_generated_from_the_tables():
+    rules = (ROOT / "docs" / "rules.md").read_text(encoding="utf-8")
+    assert render_rules("markdown") in rules, "docs/rules.md rule list is stale: paste `tf1gradfix rules --format markdown`"
+    assert "(docs/rules.md)" in (ROOT / "README.md").read_text(encoding="utf-8")
 
 
 @pytest.mark.tf

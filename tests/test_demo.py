@@ -29,3 +29,20 @@ def test_every_example_gets_the_folders_it_reads(tmp_path):
             if data.is_dir() and data.name != "__pycache__":
                 assert (tmp_path / "examples" / data.name).is_dir(), data
     assert (tmp_path / "examples" / "checkpoints").is_dir()   # (saver_restore_by_name restores from it)
+
+
+def test_the_demo_ends_with_a_short_summary_not_pages(tmp_path, monkeypatch, capsys):
+    from tf1gradfix.cli import demo
+
+    def chatty(argv):
+        print("a line of the command\n" * 500)
+        if argv[0] == "rewrite":
+            _reports(tmp_path / "work" / "reports", ["EQUIVALENT", "NOT_RESTRUCTURED", "EQUIVALENT"])
+        return 1
+    (tmp_path / "work" / "reports").mkdir(parents=True)
+    monkeypatch.setattr(demo, "cli", chatty)
+    assert demo.run(tmp_path / "work") == 0
+    out = capsys.readouterr().out.splitlines()
+    assert len(out) <= 5, out
+    assert out[-3] == "3 files: 2 EQUIVALENT, 1 NOT_RESTRUCTURED"
+    assert "a line of the command" in (tmp_path / "work" / "demo.log").read_text()

@@ -83,14 +83,15 @@ def test_a_session_notebook_is_restructured_cell_by_cell(folder, capsys, dump):
     settings = dict(indent=1, sort_keys=True, ensure_ascii=False)
     settings.update(dump)
     assert json.dumps(json.loads(after), **settings) + "\n" == after   # (the layout it was saved in)
-    assert without_sources(after) == without_sources(before)           # outputs, metadata, markdown
+    kept = without_sources(before)
+    del kept["cells"][4]   # (the session and its initializer: the cell, emptied, is removed with its outputs)
+    assert without_sources(after) == kept                              # outputs, metadata, markdown
     cells = sources(after)
     assert cells[:2] == sources(before)[:2]   # (the markdown, and the imports with their magic line)
     assert cells[2] == sources(before)[2].replace("tf.set_random_seed", "tf.random.set_seed")
     assert cells[3].startswith('w = tf.Variable(') and "def train_step(x, y):" in cells[3]
-    assert cells[4] == ""   # (the session and its initializer: gone)
-    assert cells[5].startswith("for step in range(20):\n    value = train_step(data_x, data_y).numpy()")
-    assert cells[6] == "print(compute_loss(data_x, data_y).numpy())"
+    assert cells[4].startswith("for step in range(20):\n    value = train_step(data_x, data_y).numpy()")
+    assert cells[5] == "print(compute_loss(data_x, data_y).numpy())"
     for cell in cells[2:]:
         ast.parse(cell)   # each cell runs alone, as whole statements
     script = process_source("t.py", notebooks.script(before.encode()), CodeFilter()).new_source.decode()
@@ -104,18 +105,18 @@ def test_a_notebook_whose_statements_would_move_across_cells_is_left_intact(fold
     (folder / "train.ipynb").write_bytes(before.encode())
     code, out, _ = run(capsys, "rewrite", "--no-verify", "train.ipynb")
     assert (folder / "train.ipynb").read_bytes() == before.encode() and code == 1
-    assert ("train.ipynb: not restructured (still TF1 graph code) because of cell 4 line 1: TFG905 the restructured "
-            "program does not map back onto the notebook's cells: a statement of this cell would move below cell 6"
+    assert ("train.ipynb: not restructured (still TF1 graph code) because of cell 3 line 1: TFG905 the restructured "
+            "program does not map back onto the notebook's cells: a statement of this cell would move below cell 5"
             in out)
     assert "TFG101 [manual]" in out and "[*" not in out
     _, out, _ = run(capsys, "rewrite", "--check", "--format", "json", "train.ipynb")
-    assert [(b["cell"], b["code"]) for b in json.loads(out)["not_restructured"]["train.ipynb"]] == [(4, "TFG905")]
+    assert [(b["cell"], b["code"]) for b in json.loads(out)["not_restructured"]["train.ipynb"]] == [(3, "TFG905")]
 
 
 def test_check_leaves_a_session_notebook_to_rewrite(folder, capsys):
     (folder / "train.ipynb").write_text(notebook())
     code, out, _ = run(capsys, "check", "train.ipynb")
-    assert code == 1 and "train.ipynb:cell 4:1:5: TFG101 [rewrite decides] " in out and "[*" not in out
+    assert code == 1 and "train.ipynb:cell 3:1:5: TFG101 [rewrite decides] " in out and "[*" not in out
     assert "in session programs" in out.splitlines()[-1]
 
 
@@ -188,3 +189,14 @@ def test_a_session_block_in_its_own_cell_is_flattened_in_that_cell(folder, capsy
     assert "with tf.GradientTape() as tape:" in after[3] and "def train_step(x, y):" in after[3]
     assert after[4] == ("for step in range(5):\n    value = train_step(data_x, data_y).numpy()\n"
                         "    print(step, value)\nprint(w.numpy())")
+
+
+def test_diff_of_a_notebook_is_python_per_code_cell_numbered_as_ruff(folder, capsys):
+    (folder / "train.ipynb").write_text(notebook())
+    code, out, _ = run(capsys, "rewrite", "--diff", "--no-verify", "train.ipynb")
+    assert '"cell_type"' not in out and '"source"' not in out   # (no JSON)
+    heads = [line for line in out.splitlines() if line.startswith("--- a/")]
+    # code cells 2..6 of 6 changed (the markdown cell is not counted); cell 4, emptied, diffs to nothing
+    assert heads == [f"--- a/train.ipynb:cell {n}" for n in (2, 3, 4, 5, 6)]
+    assert "-tf.set_random_seed(0)\n+tf.random.set_seed(0)" in out
+    assert "-sess = tf.Session()" in out

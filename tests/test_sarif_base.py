@@ -30,3 +30,17 @@ def test_a_file_outside_the_run_folder_keeps_its_absolute_uri(tmp_path, monkeypa
     (run,) = json.loads(capsys.readouterr().out)["runs"]
     artifact = run["results"][0]["locations"][0]["physicalLocation"]["artifactLocation"]
     assert artifact == {"uri": (tmp_path / "elsewhere.py").resolve().as_uri()}
+
+
+def test_rules_link_their_help_and_the_tool_its_project_only_when_declared(tmp_path, monkeypatch, capsys):
+    from tf1gradfix.cli import sarif
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "train.py").write_text(TF1)
+    for url in ("https://example.org/tf1gradfix", None):
+        monkeypatch.setattr(sarif, "project_url", lambda url=url: url)
+        main(["check", "-j", "1", "--format", "sarif", "train.py"])
+        (run,) = json.loads(capsys.readouterr().out)["runs"]
+        driver = run["tool"]["driver"]
+        assert driver.get("informationUri") == url and driver["version"]
+        assert {rule.get("helpUri") for rule in driver["rules"]} == {url and f"{url}/blob/HEAD/docs/rules.md"}

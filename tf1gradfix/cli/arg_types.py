@@ -41,3 +41,11 @@ def positive_int(text: str) -> int:
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be 1 or more, not {text!r}")
     return value
+
+
+def shard(text: str) -> tuple[int, int]:
+    """`K/N`: the K-th of N shares of a tree (1 <= K <= N), for a CI matrix."""
+    k, sep, n = text.partition("/")
+    if not sep or not (k.strip().isdigit() and n.strip().isdigit()) or not 1 <= int(k) <= int(n):
+        raise argparse.ArgumentTypeError(f"must be K/N with 1 <= K <= N (2/4: the second of four), not {text!r}")
+    return int(k), int(n)

@@ -3,11 +3,15 @@
 Copies every fixtures/rewrite/<scenario>/input.py into a scratch folder,
 reports what `check` finds, then runs `rewrite --verify`: each rewrite is
 proven against its original before it is written, and the reports land in
-the scratch folder. Exit 0 when every rewrite that was attempted is proven.
+the scratch folder. What the commands print goes to a log there; the terminal
+gets a short summary (files, verdict counts, where the reports and the log are).
+Exit 0 when every rewrite that was attempted is proven.
 """
 
 from __future__ import annotations
 
+import contextlib
+import json
 import shutil
 import sys
 import tempfile
@@ -26,14 +30,30 @@ def run(workdir: Path) -> int:
         return 2
     examples = workdir / "examples"
     copy_examples(sources, examples)
-    print(f"== {len(sources)} example programs copied to {examples}\n")
-    print("== tf1gradfix check examples/")
-    cli(["check", str(examples)])
-    print("\n== tf1gradfix rewrite --verify examples/ (each rewrite is written only when proven EQUIVALENT)")
-    code = cli(["rewrite", "--verify", "--report-dir", str(workdir / "reports"), str(examples)])
-    print(f"\n== reports (JSON, JUnit, Markdown, loss plots): {workdir / 'reports'}")
+    log = workdir / "demo.log"
+    print(f"tf1gradfix demo: {len(sources)} example programs in {examples}; checking them, then "
+          f"`rewrite --verify` (each rewrite written only when proven EQUIVALENT: a few minutes)", flush=True)
+    with open(log, "w", encoding="utf-8") as out, contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
+        print("== tf1gradfix check examples/")
+        cli(["check", str(examples)])
+        print("\n== tf1gradfix rewrite --verify examples/")
+        code = cli(["rewrite", "--verify", "--report-dir", str(workdir / "reports"), str(examples)])
+    print(summary_lines(workdir / "reports", log))
     # Exit 1 here only means some examples are deliberately left for manual work.
     return 0 if code in (0, 1) and _all_proven(workdir / "reports") else 2
+
+
+def summary_lines(reports: Path, log: Path) -> str:
+    """What the demo ends with: files per verdict and where to read the rest."""
+    summary = reports / "summary.json"
+    rows = json.loads(summary.read_text(encoding="utf-8")) if summary.exists() else []
+    counts: dict = {}
+    for row in rows:
+        counts[row["verdict"]] = counts.get(row["verdict"], 0) + 1
+    verdicts = ", ".join(f"{n} {verdict}" for verdict, n in sorted(counts.items(), key=lambda kv: -kv[1]))
+    return "\n".join([f"{len(rows)} file{'s' if len(rows) != 1 else ''}: {verdicts or 'no verdict'}",
+                      f"reports (Markdown, JUnit, JSON, loss plots): {reports}",
+                      f"everything check and rewrite printed: {log}"])
 
 
 def copy_examples(sources: list[Path], examples: Path) -> None:
@@ -47,8 +67,6 @@ def copy_examples(sources: list[Path], examples: Path) -> None:
 
 
 def _all_proven(reports: Path) -> bool:
-    import json
-
     summary = reports / "summary.json"
     if not summary.exists():
         return False

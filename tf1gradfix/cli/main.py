@@ -17,7 +17,7 @@ from contextlib import contextmanager, nullcontext
 from tf1gradfix import __version__
 from tf1gradfix.run.batch import (BUG_HINT, CHECK, DIFF, GUARDED, PREVIEW, PROPOSE, WRITE, Job, run_all, run_source,
                                   safe_source_of, unwritable, worker_count, write_outcome)
-from tf1gradfix.cli.arg_types import nonneg_float, positive_float, positive_int
+from tf1gradfix.cli.arg_types import nonneg_float, positive_float, positive_int, shard
 from tf1gradfix.cli.config import ConfigError, load_settings
 from tf1gradfix.cli.discover import STDIN, discover
 from tf1gradfix.run.findings import CodeFilter, FileError
@@ -99,6 +99,9 @@ def _add_rewrite_options(rewrite: argparse.ArgumentParser) -> None:
     proof.add_argument("--rtol", type=nonneg_float, default=None, help="with --verify: relative tolerance")
     proof.add_argument("--atol", type=nonneg_float, default=None, help="with --verify: absolute tolerance")
     proof.add_argument("--timeout", type=positive_float, default=None, help="with --verify: seconds each program may run")
+    proof.add_argument("--shard", type=shard, metavar="K/N", default=None,
+                       help="rewrite (and prove) only the K-th of N deterministic shares of the files, "
+                            "a folder never split (one CI job per share)")
     rewrite.set_defaults(steps=None)   # (None: not given; --verify then uses the default budget)
 
 
@@ -314,6 +317,10 @@ def _run_files(args: argparse.Namespace) -> int:
     mode = _mode(args)
     skipped: list[str] = []
     files, errors = discover(args.paths, exclude, settings.respect_gitignore, skipped)
+    if getattr(args, "shard", None):
+        from tf1gradfix.cli.shards import share
+
+        files = share(files, *args.shard)
     if skipped and not args.quiet:
         print(f"tf1gradfix: {', '.join(skipped)}: named but excluded (exclude = {list(exclude)}); not read",
               file=sys.stderr)

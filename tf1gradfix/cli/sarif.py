@@ -19,6 +19,20 @@ SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 _LEVEL = {True: "note", False: "warning", None: "warning"}
 
 
+def project_url() -> str | None:
+    """The project's public address from its package metadata (setup.cfg `url` or a
+    `project_urls` entry), None when it declares none: SARIF's informationUri and helpUri
+    must be absolute, so without it they are left out rather than invented."""
+    from importlib import metadata
+
+    try:
+        meta = metadata.metadata("tf1gradfix")
+    except metadata.PackageNotFoundError:
+        return None
+    urls = [meta.get("Home-page")] + [u.split(",", 1)[-1].strip() for u in meta.get_all("Project-URL") or ()]
+    return next((u.rstrip("/") for u in urls if u and u.startswith(("https://", "http://"))), None)
+
+
 SRCROOT = "%SRCROOT%"   # (the base id code scanning maps to the checkout)
 
 
@@ -52,6 +66,7 @@ def sarif_document(findings: list[Finding], errors: list[FileError]) -> dict:
     from tf1gradfix.rules.catalog import load
 
     catalog = load()
+    url = project_url()
     codes = list(dict.fromkeys(f.code for f in findings))
     rules = []
     for code in codes:
@@ -60,7 +75,8 @@ def sarif_document(findings: list[Finding], errors: list[FileError]) -> dict:
         if rule is not None:
             entry.update(name=rule.name, shortDescription={"text": rule.title},
                          fullDescription={"text": " ".join(rule.explanation.split()) or rule.title},
-                         help={"text": f"tf1gradfix explain {code}"}, properties={"safety": rule.safety})
+                         help={"text": f"tf1gradfix explain {code}"}, properties={"safety": rule.safety},
+                         **({"helpUri": f"{url}/blob/HEAD/docs/rules.md"} if url else {}))   # (the rule table)
         rules.append(entry)
     index = {code: i for i, code in enumerate(codes)}
     results = [{"ruleId": f.code, "ruleIndex": index[f.code], "level": _LEVEL[f.fixed],
@@ -73,7 +89,8 @@ def sarif_document(findings: list[Finding], errors: list[FileError]) -> dict:
         "$schema": SCHEMA,
         "version": "2.1.0",
         "runs": [{
-            "tool": {"driver": {"name": "tf1gradfix", "version": __version__, "rules": rules}},
+            "tool": {"driver": {"name": "tf1gradfix", "version": __version__, "rules": rules,
+                                **({"informationUri": url} if url else {})}},
             "originalUriBaseIds": {SRCROOT: {"uri": Path.cwd().resolve().as_uri() + "/"}},
             "invocations": [{"executionSuccessful": not errors, "toolExecutionNotifications": notifications}],
             "results": results,

@@ -112,7 +112,8 @@ def _run_source(path: str, data: bytes, mode: str, codes: CodeFilter, snapshot: 
         return outcome
     outcome.changed = True
     if mode == DIFF:
-        outcome.diff = unified_diff(shown(path), data, result.new_source)
+        diff = notebooks.cell_diff if notebooks.is_notebook(path) else unified_diff
+        outcome.diff = diff(shown(path), data, result.new_source)
     elif mode == PROPOSE or (mode == GUARDED and restructured(result.findings) and path != "-"):
         outcome.new_source = result.new_source
         outcome.snapshot = snapshot

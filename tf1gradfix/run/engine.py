@@ -239,8 +239,10 @@ def _without_libcst(result: FileResult, display: str, data: bytes, codes: CodeFi
         fixable = fix and hit.replacement is not None and hit.rule.safety == "safe" and not breaks
         if fixable:
             plans.append((hit.node, hit.replacement))
-        safety = ("manual" if decided else "proven") if breaks else hit.rule.safety
-        result.findings.append(Finding(display, hit.line, hit.col, code, _kept_note(hit.message, breaks),
+        unplanned = decided and _unplanned(hit)
+        safety = ("manual" if decided else "proven") if breaks or unplanned else hit.rule.safety
+        result.findings.append(Finding(display, hit.line, hit.col, code,
+                                       _unplanned_note(hit.message) if unplanned else _kept_note(hit.message, breaks),
                                        _label(safety, not decided), fixable if decided else None))
     result.findings += removed_names(display, data, codes, {(h.line, h.col) for h in hits},
                                      fixed=False if decided else None)
@@ -411,8 +413,10 @@ def _analyzed(result: FileResult, display: str, data: bytes, codes: CodeFilter, 
         if fixable:
             replacements[hit.node] = hit.replacement
         if shaped is None:
-            result.findings.append(Finding(display, hit.line, hit.col, code, _kept_note(hit.message, breaks),
-                                           _label("manual" if breaks else hit.rule.safety, False), fixable))
+            unplanned = _unplanned(hit)
+            result.findings.append(Finding(display, hit.line, hit.col, code,
+                                           _unplanned_note(hit.message) if unplanned else _kept_note(hit.message, breaks),
+                                           _label("manual" if breaks or unplanned else hit.rule.safety, False), fixable))
     # (every rule hit counts as reported there, a silenced one too)
     result.findings += removed_names(display, data, codes, {(h.line, h.col) for h in found},
                                      fixed=fix and shaped is not None)
@@ -663,6 +667,18 @@ def _label(safety: str, restructured: bool) -> str:
 def _breaks_tf1(hit, catalog) -> bool:
     """A rename whose TF2 name a file that stays TF1 cannot take (renames.toml: restructured_only)."""
     return hit.replacement is not None and f"tensorflow.{'.'.join(hit.replacement[1])}" in catalog.restructured_only
+
+
+def _unplanned(hit) -> bool:
+    """A safe rule's hit the rename cannot write (the name reached through a `tf.compat.v1`
+    alias or a bare imported name, whose import would change too, or one bound to something
+    else as well): it is no safe fix of this file, so it is not labelled one."""
+    return hit.rule.safety == "safe" and hit.replacement is None
+
+
+def _unplanned_note(message: str) -> str:
+    return message + (" (not written here: the name is reached through a `tf.compat.v1` alias or an imported name, "
+                      "which keeps it; rename it when the import moves to TF2)")
 
 
 def _kept_note(message: str, breaks: bool) -> str:

@@ -38,7 +38,7 @@ def split(old: list[str], cell_of: list[int], magic: set[int], new: list[str], n
     None), or (code cell, reason) when the program does
     not map back. `old`: the joined program's lines, `cell_of`: each one's code cell
     (a position), `magic`: the old lines that are IPython's (`pass` in the program),
-    `numbers`: each code cell's number among all cells, for the reason, `prefix`: the
+    `numbers`: each code cell's number among the code cells (as findings show it), for the reason, `prefix`: the
     old lines that are a line magic's Python, with their magic (`%time `)."""
     from tf1gradfix.run.notebook_magics import stand_in
 

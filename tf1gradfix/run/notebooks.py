@@ -30,9 +30,10 @@ SUFFIX = ".ipynb"
 
 @record
 class _Cell:
-    index: int          # 1-based among all cells (what a notebook UI shows)
+    index: int          # 1-based among all cells (its place in the JSON)
     lines: list[str]    # the cell's source, each line with its own ending
     first: int          # its first line in the joined module
+    number: int = 0     # 1-based among the code cells: the `cell N` shown, as ruff counts
 
 
 def is_notebook(path: str) -> bool:
@@ -115,9 +116,9 @@ def process(path: str, data: bytes, codes: CodeFilter, fix: bool = True, restruc
             try:
                 lines = _source_lines(raw)
             except ValueError as exc:
-                result.error = FileError(f"{path}:cell {number}", f"not a Jupyter notebook (nbformat 4 JSON): {exc}")
+                result.error = FileError(f"{path}:cell {len(cells) + 1}", f"not a Jupyter notebook (nbformat 4 JSON): {exc}")
                 return result
-            cells.append(_Cell(number, lines, line))
+            cells.append(_Cell(number, lines, line, len(cells) + 1))
             line += len(lines)
     joined = _joined(cells)
     module = joined.text
@@ -128,13 +129,13 @@ def process(path: str, data: bytes, codes: CodeFilter, fix: bool = True, restruc
     inner = process_source(path, module.encode("utf-8"), codes, fix=fix, restructure=restructure, check=check)
     if inner.error is not None:
         cell, at = _place(cells, inner.error.line)
-        result.error = replace(inner.error, path=f"{path}:cell {cell.index}" if cell else path, line=at)
+        result.error = replace(inner.error, path=f"{path}:cell {cell.number}" if cell else path, line=at)
         return result
     placed = []
     for finding in inner.findings:
         cell, at = _place(cells, finding.line)
         shift = len(joined.prefix.get(finding.line - 1, "")) if finding.line and finding.col else 0   # (`%time `)
-        placed.append(replace(finding, path=f"{path}:cell {cell.index}" if cell else path, line=at or finding.line,
+        placed.append(replace(finding, path=f"{path}:cell {cell.number}" if cell else path, line=at or finding.line,
                               col=finding.col + shift if shift else finding.col))
     result.findings = placed
     if inner.new_source is None:
@@ -147,10 +148,14 @@ def process(path: str, data: bytes, codes: CodeFilter, fix: bool = True, restruc
         placed_cells = _restructured(cells, joined, new_lines)
         if isinstance(placed_cells, tuple):
             return _refused(path, data, codes, *placed_cells)
+        emptied = []
         for cell, lines in zip(cells, placed_cells):
             if lines != cell.lines:
                 raw = raw_cells[cell.index - 1]
                 raw["source"] = lines if isinstance(raw.get("source"), list) else "".join(lines)
+                if not "".join(lines).strip():   # (its outputs were the old code's: the cell goes)
+                    emptied.append(raw)
+        notebook["cells"] = [raw for raw in raw_cells if not any(raw is e for e in emptied)]
         settings, end = layout
         result.new_source = (json.dumps(notebook, **settings) + end).encode("utf-8")
         return result
@@ -192,7 +197,7 @@ def _restructured(cells: list[_Cell], joined: notebook_magics.Joined, new: list[
         return cells[cell_of[at]], (f"the IPython line `{text.strip()}` uses `{name}`, which the rewrite "
                                     "removes, and IPython's syntax is not rewritten")
     magic = set(joined.held)
-    placed = notebook_cells.split(old, cell_of, magic, new, [cell.index for cell in cells], joined.prefix)
+    placed = notebook_cells.split(old, cell_of, magic, new, [cell.number for cell in cells], joined.prefix)
     if isinstance(placed, tuple):
         return cells[placed[0]], placed[1]
     out = []
@@ -216,7 +221,7 @@ def _refused(path: str, data: bytes, codes: CodeFilter, cell: _Cell, why: str):
     result = process(path, data, codes, restructure=False)
     line, col, code, message, safety = diagnostic(1, 1, "notebook_cells", why=why)
     result.findings = [replace(f, fixed=False) for f in result.findings] + [
-        Finding(f"{path}:cell {cell.index}", line, col, code, message, safety, False)]
+        Finding(f"{path}:cell {cell.number}", line, col, code, message, safety, False)]
     result.new_source = None
     return result
 
@@ -234,6 +239,36 @@ def script(data: bytes) -> bytes:
     except (UnicodeDecodeError, KeyError, TypeError, RecursionError) as exc:
         raise ValueError(f"not a Jupyter notebook: {exc or 'nested too deeply to read'}") from None
     return _joined(cells).text.encode("utf-8")
+
+
+def cell_diff(path: str, old: bytes, new: bytes) -> str:
+    """`--diff` of a notebook as ruff shows it: a Python diff per code cell that changed,
+    `a/NB.ipynb:cell N` with N counted among the code cells; a removed cell diffs to nothing."""
+    import difflib
+    import json
+
+    def sources(data: bytes) -> list[str]:
+        return ["".join(cell["source"]) if isinstance(cell.get("source"), list) else cell.get("source", "")
+                for cell in json.loads(data.decode("utf-8"))["cells"] if cell.get("cell_type") == "code"]
+
+    before, after = sources(old), sources(new)
+    out = []
+
+    def diff(number: int, a: str, b: str) -> None:
+        lines = [line if line.endswith("\n") else line + "\n"
+                 for line in difflib.unified_diff(_lines(a), _lines(b), f"a/{path}:cell {number}",
+                                                  f"b/{path}:cell {number}")]
+        out.extend(lines)
+
+    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, before, after, autojunk=False).get_opcodes():
+        if tag == "equal":
+            continue
+        pairs = list(zip(range(i1, i2), range(j1, j2)))
+        for i, j in pairs:
+            diff(i + 1, before[i], after[j])
+        for i in range(i1 + len(pairs), i2):
+            diff(i + 1, before[i], "")
+    return "".join(out)
 
 
 def _place(cells: list[_Cell], line: int | None) -> tuple[_Cell | None, int | None]:

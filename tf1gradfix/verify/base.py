@@ -135,6 +135,10 @@ def run(args) -> int:
                 raise
             found, before = {}, []   # (named files outside a repository here: asked from their folders)
         paths = list(args.paths) or list(found)
+        if getattr(args, "shard", None):   # (one CI job's share of the tree)
+            from tf1gradfix.cli.shards import share
+
+            paths = share(paths, *args.shard)
         olds = []
         for path in paths:
             relative = os.path.relpath(path)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from tf1gradfix.cli.arg_types import nonneg_float, positive_float, positive_int
+from tf1gradfix.cli.arg_types import nonneg_float, positive_float, positive_int, shard
 
 DEFAULT_RTOL = 1e-3    # keep in sync with compare.DEFAULT_RTOL (not imported: NumPy is slow to load)
 DEFAULT_ATOL = 1e-6
@@ -42,6 +42,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="prove each file against its own content at the git ref REF (for CI)")
     parser.add_argument("--report-dir", metavar="DIR",
                         help="with --base: JSON, JUnit, Markdown and plot per file, plus a summary")
+    parser.add_argument("--shard", type=shard, metavar="K/N", default=None,
+                        help="with --base: prove only the K-th of N deterministic shares of the files, "
+                             "a folder never split (one CI job per share)")
     parser.add_argument("--rtol", type=nonneg_float, default=DEFAULT_RTOL,
                         help=f"relative tolerance (default {DEFAULT_RTOL:g}, see TOLERANCES.md)")
     parser.add_argument("--atol", type=nonneg_float, default=DEFAULT_ATOL,
@@ -79,6 +82,9 @@ def run(args: argparse.Namespace) -> int:
 
     if args.base is None and len(args.paths) != 2:
         print("tf1gradfix verify: give ORIGINAL and MIGRATED, or --base REF [PATH...]", file=sys.stderr)
+        return 2
+    if args.base is None and getattr(args, "shard", None):
+        print("tf1gradfix verify: --shard goes with --base (it shares a tree's files among CI jobs)", file=sys.stderr)
         return 2
     if args.base is None and args.report_dir is not None:
         print("tf1gradfix verify: --report-dir goes with --base (one pair: --json, --junit, --markdown, --plot)",

@@ -459,7 +459,8 @@ def compare_printed(cmp: Comparison, out_o: str, out_m: str, rtol, atol, stopped
         if len(tok_o) != len(tok_m):
             cmp.divergences.append(Divergence(
                 "printed number", None, f"line {no_o}", text_o[:120], text_m[:120],
-                reason=f"original line {no_o} prints {len(tok_o)} numbers, migrated line {no_m} prints {len(tok_m)}",
+                reason=(f"original line {no_o} prints {len(tok_o)} number{'s' if len(tok_o) != 1 else ''}, "
+                        f"migrated line {no_m} prints {len(tok_m)}"),
                 order=order))
             continue
         if skeleton(text_o) != skeleton(text_m):   # the words around the numbers are output too

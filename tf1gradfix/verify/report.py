@@ -28,12 +28,31 @@ def _fmt(x) -> str:
 
 
 _NOISE = ("I0000 ", "W0000 ", "E0000 ", "WARNING: All log messages before absl")
+# the tool's own lines in a side's stderr, not the program's: runpy's warning about the
+# runner module (and the `warn(...)` line under it), TensorFlow's start-up info log
+# (`2026-01-01 12:00:00.000000: I tensorflow/...` and its CPU-instructions sequel)
+_OWN_NOISE = re.compile(r".*RuntimeWarning: 'tf1gradfix\.[\w.]+' found in sys\.modules"
+                        r"|\s*warn\(RuntimeWarning\(msg\)\)$"
+                        r"|\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d+: I (tensorflow|external)/"
+                        r"|To enable the following instructions: .* rebuild TensorFlow")
 
 
 def _tail(text: str, lines: int = 15) -> str:
-    """Last lines of a stderr, without TensorFlow's start-up log chatter."""
-    kept = [line for line in text.rstrip().splitlines() if not line.startswith(_NOISE)]
+    """Last lines of a stderr, without TensorFlow's start-up log chatter and the tool's own
+    warnings (the program's lines are all kept)."""
+    kept = [line for line in text.rstrip().splitlines()
+            if not line.startswith(_NOISE) and not _OWN_NOISE.match(line)]
     return "\n".join(kept[-lines:])
+
+
+def shown(path) -> str:
+    """A program's path as reports show it: relative to the run's folder when under it
+    (`pkg/a.py`, not the basename `a.py` two files may share), else as given."""
+    p = Path(path)
+    try:
+        return p.resolve().relative_to(Path.cwd().resolve()).as_posix() if p.is_absolute() else p.as_posix()
+    except ValueError:
+        return p.as_posix()
 
 
 def counted(n: int, thing: str) -> str:
@@ -141,12 +160,13 @@ def _xml_safe(root: ET.Element) -> None:
 
 
 def to_junit(result) -> ET.ElementTree:
-    name = f"{Path(result.original.script).name} -> {Path(result.migrated.script).name}"
+    name = f"{shown(result.original.script)} -> {shown(result.migrated.script)}"
     suite = ET.Element("testsuite", name=f"tf1gradfix verify: {name}")
+    classname = shown(result.original.script)   # one per file: CI groups a file's cases under it
     cases = []
     c = result.comparison
     if result.verdict in ("ORIGINAL_FAILED", "MIGRATED_FAILED", "NOT_COMPARABLE"):
-        case = ET.Element("testcase", classname="tf1gradfix.verify", name="run")
+        case = ET.Element("testcase", classname=classname, name="run")
         err = ET.SubElement(case, "error", message=f"{result.headline}: {result.reason}", type=result.verdict)
         failing = result.original if result.verdict == "ORIGINAL_FAILED" else result.migrated
         err.text = _tail(failing.stderr_tail, 40)
@@ -157,7 +177,7 @@ def to_junit(result) -> ET.ElementTree:
             st = c.stats.get(kind)
             if not divs and (st is None or not st.compared):
                 continue
-            case = ET.Element("testcase", classname="tf1gradfix.verify", name=kind)
+            case = ET.Element("testcase", classname=classname, name=kind)
             if divs:
                 first = min(divs, key=lambda d: d.order)
                 f = ET.SubElement(case, "failure", message=first.describe(), type="DIVERGED")
@@ -169,14 +189,14 @@ def to_junit(result) -> ET.ElementTree:
             cases.append(case)
     ls = getattr(result, "lockstep", None)
     if ls is not None and ls.comparison is not None:
-        case = ET.Element("testcase", classname="tf1gradfix.verify", name="lockstep")
+        case = ET.Element("testcase", classname=classname, name="lockstep")
         if ls.status == "diverged" and ls.comparison.first is not None:
             ET.SubElement(case, "failure", message=ls.comparison.first.describe(), type="DIVERGED")
         else:
             ET.SubElement(case, "system-out").text = f"{ls.status}: {LOCKSTEP_COMPARES}"
         cases.append(case)
     if getattr(result, "budget", None):   # a partial proof says so in CI too
-        case = ET.Element("testcase", classname="tf1gradfix.verify", name="budget")
+        case = ET.Element("testcase", classname=classname, name="budget")
         ET.SubElement(case, "system-out").text = (f"partial: compared within the first "
                                                   f"{result.budget['steps_compared']} training steps")
         props = ET.SubElement(suite, "properties")
@@ -195,13 +215,13 @@ def to_junit(result) -> ET.ElementTree:
 
 def to_markdown(result) -> str:
     icon = {"EQUIVALENT": "✅", "DIVERGED": "❌"}.get(result.verdict, "⚠️")
-    lines = [f"### {icon} {result.headline}: `{Path(result.original.script).name}` → "
-             f"`{Path(result.migrated.script).name}`", "", result.reason.replace("|", "\\|"), ""]
+    lines = [f"### {icon} {result.headline}: `{shown(result.original.script)}` → "
+             f"`{shown(result.migrated.script)}`", "", result.reason.replace("|", "\\|"), ""]
     c = result.comparison
     lines += ["| quantity | compared | max abs error | max rel error | diverged |",
               "| --- | ---: | ---: | ---: | ---: |"]
     if c is not None:
-        for kind in KINDS:
+        for kind in [k for k in KINDS if c.stats[k].compared or c.stats[k].diverged]:   # (none never recorded)
             st = c.stats[kind]
             lines.append(f"| {kind} | {st.compared} | {_fmt(st.max_abs_err)} | {_fmt(st.max_rel_err)} "
                          f"| {st.diverged} |")
@@ -268,8 +288,8 @@ def write_plot(result, path) -> None:
         ax.set_yscale("log")
     ax.set_xlabel("step")
     ax.set_ylabel("loss")
-    ax.set_title(f"{result.headline}: {Path(result.original.script).name} vs "
-                 f"{Path(result.migrated.script).name}", fontsize=10)
+    ax.set_title(f"{result.headline}: {shown(result.original.script)} vs "
+                 f"{shown(result.migrated.script)}", fontsize=10)
     if ax.get_legend_handles_labels()[0]:   # (an empty legend is a matplotlib warning)
         ax.legend()
     fig.tight_layout()
@@ -343,7 +363,8 @@ def write_reports(results, *, json=None, junit=None, markdown=None, plot=None, r
         text = ET.tostring(root, encoding="unicode", xml_declaration=True) + "\n"
         attempt("JUnit report", junit, lambda: _write_text(junit, text))
     if markdown is not None:
-        text = "\n".join([*(to_markdown(r) for r in items), *([_refused_markdown(refused)] if refused else [])])
+        text = "\n".join([*(to_markdown(r) for r in items), *([_refused_markdown(refused)] if refused else []),
+                          _totals_markdown(items, refused)])
         attempt("Markdown report", markdown, lambda: _write_text(markdown, text))
     if plot is not None:
         plot = Path(plot)
@@ -360,7 +381,7 @@ def _refused_suite(refused) -> ET.Element:
     suite = ET.Element("testsuite", name="tf1gradfix: not restructured", tests=str(len(refused)),
                        failures="0", errors="0", skipped=str(len(refused)))
     for path, why in refused:
-        case = ET.SubElement(suite, "testcase", classname="tf1gradfix.rewrite", name=str(path))
+        case = ET.SubElement(suite, "testcase", classname=shown(path), name=shown(path))
         ET.SubElement(case, "skipped", message=f"not restructured (left unchanged): {why}")
     return suite
 
@@ -369,6 +390,17 @@ def _refused_markdown(refused) -> str:
     lines = [f"## Not restructured ({len(refused)} file{'s' if len(refused) != 1 else ''}, left unchanged)", ""]
     lines += [f"- `{path}`: {why}" for path, why in refused]
     return "\n".join(lines) + "\n"
+
+
+def _totals_markdown(items, refused) -> str:
+    """The last line of a summary: how many files, and how many of each verdict."""
+    verdicts: dict = {}
+    for r in items:
+        verdicts[r.verdict] = verdicts.get(r.verdict, 0) + 1
+    if refused:
+        verdicts["not restructured"] = len(refused)
+    parts = ", ".join(f"{n} {verdict}" for verdict, n in verdicts.items())
+    return f"**Total: {counted(len(items) + len(refused), 'file')}**" + (f": {parts}" if parts else "") + ".\n"
 
 
 def _write_plot_file(result, path: Path) -> None:
