@@ -305,7 +305,7 @@ def test_edit_saved_during_the_proof_is_kept(tmp_path, capsys, monkeypatch):
         with open(original, "ab") as handle:
             handle.write(edit)
         return SimpleNamespace(verdict="EQUIVALENT", reason="same", migrated=SimpleNamespace(script=str(candidate)),
-                               budget=None)
+                               budget=None, elapsed=0.1)
 
     monkeypatch.setattr(orchestrate, "verify_pair", proof_while_the_user_types)
     monkeypatch.setattr(report, "summary", lambda result: result.verdict)
