@@ -27,7 +27,7 @@ from typing import cast
 import libcst as cst
 
 from tf1gradfix.cst.syntax import Refusal, bound_args, literal_string, target_names
-from tf1gradfix.cst.walk import TargetedTransformer, children, walk
+from tf1gradfix.cst.walk import children, replaced, walk
 from tf1gradfix.model.nodes import GRADIENT_NODES, Gradients, Placeholder, Statement, Tensor, TrainOp, VarList
 
 PARAMS = ["ys", "xs", "grad_ys", "name", "colocate_gradients_with_ops", "gate_gradients",
@@ -145,12 +145,7 @@ def _replaced(node, names: dict):
     """`node` with the calls of `names` replaced by their names (the rest kept as they are)."""
     if not names or not any(n in names for n in walk(node)):
         return node
-
-    class Replace(TargetedTransformer):
-        def on_leave(self, original, updated):
-            return self.targets.get(original, updated)
-
-    return node.visit(Replace(names))
+    return replaced(node, names)
 
 
 def note_dropped(builder, call: cst.Call, bound: dict) -> None:

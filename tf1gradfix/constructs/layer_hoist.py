@@ -20,6 +20,7 @@ from typing import cast
 import libcst as cst
 
 from tf1gradfix.constructs import layers
+from tf1gradfix.cst.walk import walk
 
 _NOT_ENTERED = (cst.Lambda, cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp, cst.IfExp, cst.BooleanOperation)
 
@@ -64,7 +65,7 @@ class _Mover(cst.CSTTransformer):
 
     def on_visit(self, node: cst.CSTNode) -> bool:
         if isinstance(node, _NOT_ENTERED):
-            if any(isinstance(n, cst.Call) for n in _descendants(node)):
+            if any(isinstance(n, cst.Call) for n in walk(node)):
                 self.blocked = True
             return False
         return True
@@ -77,14 +78,6 @@ class _Mover(cst.CSTTransformer):
         name = _fresh(f"{self.base}_{short}", self.taken)
         self.moved.append(cst.Assign(targets=[cst.AssignTarget(target=cst.Name(name))], value=updated))
         return cst.Name(name)
-
-
-def _descendants(node: cst.CSTNode):
-    stack = [node]
-    while stack:
-        current = stack.pop()
-        yield current
-        stack.extend(current.children)
 
 
 def _fresh(base: str, taken: set[str]) -> str:

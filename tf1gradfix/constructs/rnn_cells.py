@@ -24,7 +24,7 @@ from typing import cast
 import libcst as cst
 
 from tf1gradfix.cst.syntax import Refusal, bound_args
-from tf1gradfix.cst.walk import TargetedTransformer, walk
+from tf1gradfix.cst.walk import replaced, walk
 from tf1gradfix.constructs import rnn_stacks
 from tf1gradfix.model.nodes import RnnCell, RnnRun, RnnStack, StateTuple, Statement, Static, ZeroState
 from tf1gradfix.rules.catalog import _read
@@ -106,16 +106,8 @@ def record_fields(builder, s: Statement) -> None:
 
 def fields_indexed(node: cst.CSTNode, fields: dict[int, int]) -> cst.CSTNode:
     """`node` with the fields record_fields found written as indices of the stacked state."""
-    targets = {n: cst.Subscript(value=n.value, slice=[cst.SubscriptElement(cst.Index(cst.Integer(str(fields[id(n)]))))])
-               for n in walk(node) if type(n) is cst.Attribute and id(n) in fields}
-    if not targets:
-        return node
-
-    class Indexed(TargetedTransformer):
-        def on_leave(self, original, updated):
-            return self.targets.get(original, updated)
-
-    return cast(cst.CSTNode, node.visit(Indexed(targets)))
+    return replaced(node, {n: cst.Subscript(value=n.value, slice=[cst.SubscriptElement(cst.Index(cst.Integer(str(fields[id(n)]))))])
+                           for n in walk(node) if type(n) is cst.Attribute and id(n) in fields})
 
 
 def _lstm_states(program, node) -> list[str]:

@@ -14,7 +14,7 @@ from typing import cast
 import libcst as cst
 
 from tf1gradfix.cst.syntax import Refusal, bound_args, graph_ops, loads
-from tf1gradfix.cst.walk import TargetedTransformer, walk
+from tf1gradfix.cst.walk import replaced, walk
 from tf1gradfix.model.nodes import Computed, Gradients, Statement, Static, Update, Variable
 
 ASSIGNS = ("assign", "assign_add", "assign_sub")
@@ -130,14 +130,7 @@ def method_form(stmt: cst.CSTNode, qualified) -> cst.CSTNode:
             bound = bound_args(node, ["ref", "value", "validate_shape", "use_locking", "name"], node)
             ref, value = bound["ref"], bound["value"]   # (`name=` dropped: it named a graph op; is_update)
             calls[node] = cst.Call(cst.Attribute(ref, cst.Name(method)), [cst.Arg(value)])
-    if not calls:
-        return stmt
-
-    class Methods(TargetedTransformer):
-        def on_leave(self, original, updated):
-            return self.targets.get(original, updated)
-
-    return cast(cst.CSTNode, stmt.visit(Methods(calls)))
+    return replaced(stmt, calls)
 
 
 def _calls(node: cst.CSTNode) -> list[cst.Call]:

@@ -16,6 +16,8 @@ import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+from typing import cast
+
 import libcst as cst
 from libcst import MaybeSentinel
 from libcst._nodes import op as _op
@@ -296,3 +298,15 @@ def read_only_visits() -> Iterator[None]:
     finally:
         cst.CSTNode.visit = _LIBCST_VISIT
         scope_provider._ASSIGNMENT_LIKE_NODES = _ASSIGNMENT_LIKE
+
+
+class _Replacing(TargetedTransformer):
+    def on_leave(self, original, updated):
+        return self.targets.get(original, updated)
+
+
+def replaced(node: cst.CSTNode, targets: dict) -> cst.CSTNode:
+    """`node` with each node of `targets` (a dict: node -> its replacement) put in its
+    place, the rest of the tree kept as it is."""
+    return cast(cst.CSTNode, node.visit(_Replacing(targets))) if targets else node
+
