@@ -128,12 +128,12 @@ def test_internal_error_names_the_file_exits_2_and_the_run_goes_on(tmp_path, cap
 
 
 def test_crash_outside_any_file_is_one_line_and_exit_2(tmp_path, capsys, monkeypatch):
-    from tf1gradfix.cli import main as cli_module
+    from tf1gradfix.cli import file_run
 
     def broken(*_args, **_kwargs):
         raise ValueError("walk failed")
 
-    monkeypatch.setattr(cli_module, "discover", broken)
+    monkeypatch.setattr(file_run, "discover", broken)
     assert main(["check", "."]) == 2
     captured = capsys.readouterr()
     assert captured.out == ""

@@ -32,7 +32,7 @@ USAGE = ("%(prog)s [options] ORIGINAL MIGRATED [-- ARGS ...]\n"
 EPILOG = "ARGS after `--` are the programs' own command-line arguments, given to both sides."
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
+def add_options(parser: argparse.ArgumentParser) -> None:
     parser.usage = USAGE
     parser.epilog = EPILOG
     parser.add_argument("paths", nargs="*", metavar="ORIGINAL MIGRATED",
@@ -175,7 +175,7 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="tf1gradfix verify",
                                      description="Run a TF1 program and its TF2 migration side by side "
                                                  "and compare losses, gradients, updates and results.")
-    add_arguments(parser)
+    add_options(parser)
     argv, program_args = split_program_args(["verify", *(sys.argv[1:] if argv is None else argv)])
     args = parser.parse_args(argv[1:])
     args.program_args = program_args
