@@ -21,7 +21,7 @@ import pytest
 import test_verify_hostile
 
 from tf1gradfix.cli import main as cli
-from tf1gradfix.verify import compare, orchestrate
+from tf1gradfix.verify import compare, orchestrate, side_runs
 
 
 def test_a_divergence_names_an_element_that_fails_the_tolerance():
@@ -66,7 +66,7 @@ def fake_runners(tmp_path, monkeypatch):
     runners = install_fake_runners(tmp_path / "runners")
     monkeypatch.setenv("PYTHONPATH", str(tmp_path / "runners"))
     monkeypatch.setenv("TF1GRADFIX_NO_POOL", "1")   # a warm pool would import TensorFlow for nothing
-    monkeypatch.setattr(orchestrate, "RUNNERS", runners)
+    monkeypatch.setattr(side_runs, "RUNNERS", runners)
     return runners
 
 
@@ -196,8 +196,8 @@ while True:
 DRIVER = """
 import sys
 from pathlib import Path
-from tf1gradfix.verify import orchestrate
-orchestrate.RUNNERS = {runners!r}
+from tf1gradfix.verify import orchestrate, side_runs
+side_runs.RUNNERS = {runners!r}
 mode, original, migrated = sys.argv[1:]
 if mode == "verify":
     from tf1gradfix.cli.main import main

@@ -1,6 +1,6 @@
 """How the verifier names a program's error in its one-line reason."""
 
-from tf1gradfix.verify.orchestrate import _exception_line
+from tf1gradfix.verify.side_runs import exception_line as _exception_line
 from tf1gradfix.verify.runner_common import exception_summary
 
 TF_MESSAGE = """Graph execution error:

@@ -160,7 +160,7 @@ def after_plain_run(result, mode: str, sides_again) -> None:
     """Run the pair again in lockstep when the plain run diverged only by drift ("auto"), or
     whenever lockstep can follow the program ("always"; a plain divergence it cannot clear
     stays DIVERGED); "off": never. `sides_again(trace_dir, more_env)`: both programs run once
-    more (orchestrate), their (sides, events, stdout heads, plot snapshots) by role."""
+    more (side_runs.sides_again), their (sides, events, stdout heads, plot snapshots) by role."""
     if mode == "off" or result.verdict not in ("EQUIVALENT", "DIVERGED"):
         return
     why = not_eligible(result) if result.verdict == "DIVERGED" else None

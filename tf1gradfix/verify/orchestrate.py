@@ -3,68 +3,31 @@
 User code never runs in this process: each side is a process of its own
 (old side with TF1 semantics, new side plain TF2; the Keras flavour is chosen
 by an environment variable read at TensorFlow import, so they cannot share
-one interpreter), forked from a warm TensorFlow process of that side
-(pool.py) or started afresh.  Both start at once, so the wall time is roughly that of the
-slower side.  Output goes to temporary files, not pipes, so a chatty
-program can never block on a full pipe; reads are capped.
+one interpreter), started and watched by side_runs.py. Here: the pair's
+result, and the verdict drawn from what both sides left (a lockstep run,
+lockstep.py, when the plain run diverged only by drift).
 """
 
 from __future__ import annotations
 
-import json
 import math
 import os
-import re
 import shutil
-from functools import partial
-import signal
-import subprocess
-import sys
 import time
 from dataclasses import asdict, dataclass, field
+from functools import partial
 from pathlib import Path
 
 from tf1gradfix.verify import budget
 from tf1gradfix.verify import compare as cmp_mod
-from tf1gradfix.verify import lockstep, lockstep_files, output_cap, pool, progress
+from tf1gradfix.verify import lockstep, output_cap, side_runs
 from tf1gradfix.verify import aligned_random, initial_values, random_ops, stopping, usage_errors
-from tf1gradfix.verify.runner_common import ORIGINAL_DONE, VERIFIER_PID
+from tf1gradfix.verify.side_runs import SideResult
 
 EQUIVALENT, DIVERGED = "EQUIVALENT", "DIVERGED"
 ORIGINAL_FAILED, MIGRATED_FAILED, NOT_COMPARABLE = "ORIGINAL_FAILED", "MIGRATED_FAILED", "NOT_COMPARABLE"
 EXIT_CODES = {EQUIVALENT: 0, DIVERGED: 1, ORIGINAL_FAILED: 2, MIGRATED_FAILED: 2, NOT_COMPARABLE: 2}
 DEFAULT_TIMEOUT = 300.0
-STDOUT_CAP = output_cap.COMPARED   # bytes of stdout parsed for printed numbers
-TAIL = 3000                    # characters of stderr kept for the report
-_PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])
-RUNNERS = {"original": "tf1gradfix.verify.runner_v1", "migrated": "tf1gradfix.verify.runner_v2"}
-# `python -m runner` would put the runner's working folder, the program's, first
-# on sys.path, and a user's json.py there would replace the standard library's
-# in the runner's own imports. The program gets its folder on sys.path only when
-# it starts (runner_common.run_user_script), after the runner's imports.
-_BOOT = ("import sys\n"
-         "if not getattr(sys.flags, 'safe_path', False): del sys.path[0]\n"
-         "import runpy\n"
-         "runpy.run_module(sys.argv.pop(1), run_name='__main__', alter_sys=True)\n")
-
-
-@dataclass
-class SideResult:
-    role: str                       # "original" or "migrated"
-    script: str
-    status: str = "not started"     # ok | failed | exited (non-zero status) | timeout | killed
-    reason: str = ""
-    returncode: int | None = None
-    exit_code: int | None = None    # what the program itself exited with
-    elapsed: float = 0.0
-    stderr_tail: str = ""
-    stdout_tail: str = ""
-
-    @property
-    def failed(self) -> bool:
-        return self.status != "ok"
-
-
 @dataclass
 class VerifyResult:
     verdict: str
@@ -112,307 +75,6 @@ class VerifyResult:
         }
 
 
-# -- subprocesses ---------------------------------------------------------------
-
-def _env(legacy_keras: bool, timeout: float) -> dict:
-    env = dict(os.environ)
-    env["PYTHONHASHSEED"] = "0"
-    env[VERIFIER_PID] = str(os.getpid())   # the runner dies with this process (runner_common)
-    env["PYTHONUNBUFFERED"] = "1"
-    env["TF1GRADFIX_INIT_WAIT"] = str(timeout)
-    env["PYTHONPATH"] = os.pathsep.join([_PACKAGE_ROOT] + [p for p in [env.get("PYTHONPATH")] if p])
-    if legacy_keras:
-        env["TF_USE_LEGACY_KERAS"] = "1"
-    else:
-        env.pop("TF_USE_LEGACY_KERAS", None)
-    return env
-
-
-def _start(module: str, script: Path, trace_dir: str, role: str, timeout: float, env_legacy: bool,
-           extra=(), steps=None, more_env=None):
-    """``extra``: the runner's --cwd and program arguments; ``steps``: the budget (budget.py);
-    ``more_env``: variables of this run (a lockstep run's)."""
-    env = _env(env_legacy, timeout)
-    env[budget.STEPS_ENV] = str(steps or "")
-    env.update(more_env or {})
-    with stopping.deferred():   # a warm TensorFlow process forks it (pool.py), or a new one starts
-        run = pool.start(env_legacy, [module, trace_dir, str(script), *extra], env, str(script.parent),
-                         os.path.join(trace_dir, f"{role}.stdout"), os.path.join(trace_dir, f"{role}.stderr"))
-        if run is not None:
-            stopping.register(run)
-            return run
-    out = open(os.path.join(trace_dir, f"{role}.stdout"), "wb")
-    err = open(os.path.join(trace_dir, f"{role}.stderr"), "wb")
-    try:
-        proc = stopping.popen(
-            [sys.executable, "-c", _BOOT, module, trace_dir, str(script), *extra],
-            stdin=subprocess.DEVNULL, stdout=out, stderr=err, cwd=str(script.parent),
-            env=env, start_new_session=True)
-    finally:
-        out.close()
-        err.close()
-    return proc
-
-
-def _kill(proc) -> None:
-    """Kill the runner and anything it spawned: its process group (it leads its
-    own session). Called before the runner is reaped, so its pid, the group's
-    id, cannot have been reused."""
-    if proc.returncode is not None:
-        return
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        proc.kill()
-    proc.wait()
-    stopping.reaped(proc)
-
-
-def _exited(proc) -> bool:
-    """Whether the runner has exited, without reaping it (see _kill)."""
-    if proc.returncode is not None:
-        return True
-    if isinstance(proc, pool.PooledRun):   # (its zygote keeps it unreaped)
-        return proc.exited()
-    try:
-        return os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
-    except (ChildProcessError, AttributeError):   # AttributeError: a system without waitid
-        if proc.poll() is None:
-            return False
-        stopping.reaped(proc)
-        return True
-
-
-def _reap(procs) -> None:
-    """A side is over when its runner exits: what the program forked goes with it."""
-    for proc in procs.values():
-        if proc.returncode is None and _exited(proc):
-            _kill(proc)
-
-
-def _read_tail(path: str, limit: int = TAIL) -> str:
-    try:
-        with open(path, "rb") as fh:
-            fh.seek(0, os.SEEK_END)
-            fh.seek(max(0, fh.tell() - limit))
-            return fh.read().decode("utf-8", "replace")
-    except OSError:
-        return ""
-
-
-def _read_head(path: str, limit: int = STDOUT_CAP) -> str:
-    try:
-        with open(path, "rb") as fh:
-            return fh.read(limit).decode("utf-8", "replace")
-    except OSError:
-        return ""
-
-
-def load_events(path: str) -> list:
-    """Events of one side; a torn last line (killed mid-write) is dropped."""
-    events = []
-    try:
-        with open(path, encoding="utf-8") as fh:
-            for line in fh:
-                try:
-                    events.append(json.loads(line))
-                except ValueError:
-                    break
-    except OSError:
-        pass
-    return events
-
-
-def _load_json(path: str):
-    try:
-        with open(path, encoding="utf-8") as fh:
-            return json.load(fh)
-    except (OSError, ValueError):
-        return None
-
-
-_EXCEPTION_LINE = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception|Exit|Interrupt)\b.*")
-
-
-def _exception_line(tb: str) -> str:
-    """The line naming the exception. TensorFlow's messages carry the traceback of
-    the op after them, and a chained error may only say "Graph execution error:",
-    so: the last exception line that says more than a heading."""
-    lines = [ln for ln in tb.strip().splitlines() if _EXCEPTION_LINE.match(ln)]
-    telling = [ln for ln in lines if not ln.rstrip().endswith(":")]
-    if telling:
-        return telling[-1]
-    return lines[-1] if lines else (tb.strip().splitlines()[-1] if tb.strip() else "exception")
-
-
-def _side_status(side: SideResult, events: list, timed_out: bool, killed: tuple[str, str] | None,
-                 timeout: float) -> None:
-    """`killed`: (status, reason) of a side the verifier stopped, else None."""
-    end = next((e for e in reversed(events) if e["kind"] == "end"), None)
-    started = any(e["kind"] == "start" for e in events)
-    rc = side.returncode
-    if timed_out:
-        side.status, side.reason = "timeout", f"timed out after {timeout:g} s"
-    elif killed:
-        side.status, side.reason = killed
-    elif end is not None:
-        # The process's own status is the truth: atexit handlers and threads
-        # still run after the trace's end event and can change it.
-        code = end.get("code")
-        side.exit_code = rc if rc is not None and rc >= 0 else code
-        if end["status"] == "error":
-            error = next((e for e in reversed(events) if e["kind"] == "error"), {})
-            summary = error.get("exception") or _exception_line(error.get("traceback", ""))
-            side.status, side.reason = "failed", f"raised {summary}"
-        elif rc is not None and rc < 0:
-            side.status, side.reason = "failed", f"killed by signal {-rc} after its script ended"
-        elif side.exit_code:
-            how = "sys.exit" if side.exit_code == code else "set after the script ended: atexit or os._exit"
-            side.status, side.reason = "exited", f"exited with status {side.exit_code} ({how})"
-        else:
-            side.status = "ok"
-    elif not started:
-        side.status, side.reason = "failed", f"the runner could not start the program (exit code {rc})"
-    elif rc == 0:
-        side.status, side.reason, side.exit_code = "ok", "left through os._exit(0)", 0
-    elif rc is not None and rc < 0:
-        side.status, side.reason = "failed", f"killed by signal {-rc}"
-    else:
-        side.status, side.reason = "failed", f"exited with code {rc} before finishing (os._exit or a crash)"
-
-
-def _sides_again(original: Path, migrated: Path, timeout: float, steps, program_args, swap, trace_dir: str,
-                 more_env: dict, original_swap=None) -> tuple[dict, dict, dict, dict]:
-    """Both programs run once more into `trace_dir` (a lockstep run, lockstep.py, with
-    `more_env`): (sides, events, stdout heads, plot snapshots), by role."""
-    sides, timed_out, killed = _run_both(original, migrated, trace_dir, timeout, steps, program_args, swap, more_env,
-                                         original_swap)
-    events = {r: load_events(os.path.join(trace_dir, f"{r}.events.jsonl")) for r in sides}
-    for role, side in sides.items():
-        _side_status(side, events[role], role in timed_out, killed.get(role), timeout)
-    out = {r: _read_head(os.path.join(trace_dir, f"{r}.stdout")) for r in sides}
-    plots = {r: (_load_json(os.path.join(trace_dir, f"{r}.plots.json")) or {}).get("snapshots") for r in sides}
-    return sides, events, out, plots
-
-
-def _run_both(original: Path, migrated: Path, trace_dir: str, timeout: float, steps=None, program_args=(),
-              swap=None, more_env=None, original_swap=None):
-    sides = {"original": SideResult("original", str(original)),
-             "migrated": SideResult("migrated", str(migrated))}
-    work = stopping.temp_dir("tf1gradfix-cwd-")   # each side writes into its own view of its folder
-
-    def extra(role, script):
-        return ["--cwd", budget.side_folder(str(script.parent), os.path.join(work, role)), "--", *program_args]
-    pool.prepare([(True, _env(True, timeout)), (False, _env(False, timeout))])
-    migrated_args = extra("migrated", migrated)
-    original_args = extra("original", original)
-    if swap:   # a project: the migrated script runs in its view, which holds the migrated modules
-        migrated = _swapped(migrated, migrated_args[1], swap)
-    if original_swap:   # (verify --base: the original runs with its modules as they were)
-        original = _swapped(original, original_args[1], original_swap)
-    more_env = more_env or {}
-    procs = {"original": _start(RUNNERS["original"], original, trace_dir, "original", timeout, True,
-                                original_args, steps, more_env.get("original")),
-             "migrated": _start(RUNNERS["migrated"], migrated, trace_dir, "migrated", timeout, False,
-                                migrated_args, steps, more_env.get("migrated"))}
-    start = time.monotonic()
-    timed_out: set[str] = set()
-    killed: dict[str, tuple[str, str]] = {}   # (role -> the status and reason of a side stopped by the verifier)
-    try:
-        _wait(procs, sides, start, timeout, trace_dir, timed_out, killed)
-    except BaseException:
-        # Ctrl-C or any error here: the runners lead their own sessions and
-        # would not get the terminal's signal, so stop them explicitly.
-        for proc in procs.values():
-            _kill(proc)
-        raise
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
-        stopping.forget(work)
-    for role, proc in procs.items():
-        side = sides[role]
-        side.returncode = proc.returncode
-        side.elapsed = side.elapsed or time.monotonic() - start
-        side.stderr_tail = _read_tail(os.path.join(trace_dir, f"{role}.stderr"))
-        side.stdout_tail = _read_tail(os.path.join(trace_dir, f"{role}.stdout"), 1000)
-    return sides, timed_out, killed
-
-
-def _swapped(script: Path, view: str, swap: dict) -> Path:
-    """`script` copied into `view` (its side's view of its folder), with the modules of
-    `swap` (file name -> bytes) in place of the folder's: the script's imports, whose
-    folder comes first on `sys.path`, find those."""
-    for name, data in {**swap, script.name: script.read_bytes()}.items():
-        target = Path(view) / name
-        target.unlink(missing_ok=True)   # (a big file of the view is a symlink to the user's)
-        target.write_bytes(data)
-    return Path(view) / script.name
-
-
-_STOPPED = ("killed", "stopped because the original failed")
-
-
-def _wait(procs, sides, start, timeout, trace_dir, timed_out, killed) -> None:
-    """Poll both runners; enforce the timeout; stop the migration if the original failed.
-
-    Runners are reaped only by _reap / _kill (``returncode`` is read, never
-    ``poll()``), so each side's process group is killed the moment it ends."""
-    shown = progress.Progress(trace_dir)
-    try:
-        _poll(procs, sides, start, timeout, trace_dir, timed_out, killed, shown)
-    finally:
-        shown.close()
-
-
-def _poll(procs, sides, start, timeout, trace_dir, timed_out, killed, shown) -> None:
-    while True:
-        shown.tick()
-        _reap(procs)
-        if all(p.returncode is not None for p in procs.values()):
-            break
-        now = time.monotonic()
-        for role, proc in procs.items():
-            if proc.returncode is None and now - start > timeout:
-                _kill(proc)
-                timed_out.add(role)
-            elif proc.returncode is not None and not sides[role].elapsed:
-                sides[role].elapsed = now - start
-        orig = procs["original"]
-        if orig.returncode is not None and not os.path.exists(os.path.join(trace_dir, ORIGINAL_DONE)):
-            # a migrated side waiting for variables of a later graph stops waiting
-            open(os.path.join(trace_dir, ORIGINAL_DONE), "w").close()
-        done = os.path.join(trace_dir, lockstep_files.FOLDER, lockstep_files.MIGRATED_DONE)
-        if procs["migrated"].returncode is not None and os.path.isdir(os.path.dirname(done)) \
-                and not os.path.exists(done):
-            open(done, "w").close()   # an original in lockstep stops handing on its states
-        if orig.returncode is not None and procs["migrated"].returncode is None and "original" not in timed_out:
-            if _original_failed(trace_dir, orig.returncode):
-                _kill(procs["migrated"])
-                killed["migrated"] = _STOPPED
-        if "original" in timed_out and procs["migrated"].returncode is None:
-            _kill(procs["migrated"])
-            killed["migrated"] = _STOPPED
-        for role, proc in procs.items():
-            flood = output_cap.flooded(trace_dir, role) if proc.returncode is None else None
-            if flood:
-                _kill(proc)
-                killed[role] = ("failed", flood)
-        time.sleep(0.02)
-
-
-def _original_failed(trace_dir: str, returncode: int) -> bool:
-    """Whether the migration can stop: the original raised or crashed. A plain
-    non-zero exit status after a complete trace is not enough, since the
-    migration may exit with the same status (then both are compared)."""
-    events = load_events(os.path.join(trace_dir, "original.events.jsonl"))
-    end = next((e for e in reversed(events) if e["kind"] == "end"), None)
-    if end is None:
-        return returncode != 0
-    if end["status"] == "error" and budget.of_run({"original": events}) and budget.of_run({"original": events})["loop_cut"]:
-        return False   # failed after the budget's cut: the migration may fail the same way (budget.failed_after_cut)
-    return end["status"] == "error" or returncode < 0
-
-
 # -- verdict ------------------------------------------------------------------------
 
 @stopping.guarded
@@ -447,11 +109,11 @@ def verify_pair(original: Path, migrated: Path, *, rtol: float = cmp_mod.DEFAULT
         return VerifyResult(NOT_COMPARABLE, budget.TF_MISSING, o, m, **common)
     trace_dir = stopping.temp_dir("tf1gradfix-verify-")
     try:
-        sides, timed_out, killed = _run_both(original, migrated, trace_dir, timeout, steps, program_args, swap,
+        sides, timed_out, killed = side_runs.run_both(original, migrated, trace_dir, timeout, steps, program_args, swap,
                                              original_swap=original_swap)
-        ev = {r: load_events(os.path.join(trace_dir, f"{r}.events.jsonl")) for r in sides}
+        ev = {r: side_runs.load_events(os.path.join(trace_dir, f"{r}.events.jsonl")) for r in sides}
         for role, side in sides.items():
-            _side_status(side, ev[role], role in timed_out, killed.get(role), timeout)
+            side_runs.side_status(side, ev[role], role in timed_out, killed.get(role), timeout)
         result = VerifyResult("", "", sides["original"], sides["migrated"], **common)
         result.mapping = [{**{k: e[k] for k in ("original", "migrated", "shape", "trainable")},
                            "matched_by": e.get("matched_by", "name")}
@@ -461,7 +123,7 @@ def verify_pair(original: Path, migrated: Path, *, rtol: float = cmp_mod.DEFAULT
         result.budget = budget.of_run(ev)
         _decide(result, trace_dir, ev, rtol, atol)
         result.legacy = _legacy_evidence(original, trace_dir, ev["original"])
-        lockstep.after_plain_run(result, lockstep_mode, partial(_sides_again, original, migrated, timeout, steps,
+        lockstep.after_plain_run(result, lockstep_mode, partial(side_runs.sides_again, original, migrated, timeout, steps,
                                                                 program_args, swap, original_swap=original_swap))
         usage_errors.explain(result)
         past_cap = output_cap.uncompared(trace_dir) if result.verdict == EQUIVALENT else None
@@ -560,10 +222,10 @@ def _decide_run(result: VerifyResult, trace_dir: str, ev: dict, rtol: float, ato
         return
     traces, finals = {}, {}
     for role in ("original", "migrated"):
-        final = finals[role] = _load_json(os.path.join(trace_dir, f"{role}.final.json"))
-        plots = _load_json(os.path.join(trace_dir, f"{role}.plots.json"))
+        final = finals[role] = side_runs.load_json(os.path.join(trace_dir, f"{role}.final.json"))
+        plots = side_runs.load_json(os.path.join(trace_dir, f"{role}.plots.json"))
         traces[role] = {"events": ev[role], "final": final.get("variables") if final else None,
-                        "stdout": _read_head(os.path.join(trace_dir, f"{role}.stdout")),
+                        "stdout": side_runs.read_head(os.path.join(trace_dir, f"{role}.stdout")),
                         "plots": plots.get("snapshots") if plots else None}
     stopped, stop_notes = budget.prepare(traces, finals, ev, timed)
     comparison = cmp_mod.compare_traces(traces["original"], traces["migrated"], rtol, atol, stopped=stopped)

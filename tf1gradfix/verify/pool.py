@@ -24,7 +24,7 @@ group id is never reused under it, and it reaps orphans the program left
 pipe closes), killing its children's groups.
 
 Where forking is not available, or `TF1GRADFIX_NO_POOL=1`, or a zygote
-cannot start, each side is a fresh process as before (orchestrate._start).
+cannot start, each side is a fresh process as before (side_runs._start).
 No TensorFlow import here: the parent process stays TensorFlow-free.
 """
 
