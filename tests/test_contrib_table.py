@@ -524,7 +524,7 @@ print(json.dumps(out))
 
 @pytest.mark.tf
 def test_the_verifiers_batch_norm_is_tf1s_formulas():
-    """The reference model of contrib (verify/contrib_v1.py) against TF 1.15's formulas by hand: the
+    """The reference model of contrib (verify/contrib_batch_norm_v1.py) against TF 1.15's formulas by hand: the
     fused kernel on 2-D and 4-D inputs (moving variance towards n/(n-1) times the batch variance,
     epsilon at least 1.001e-5), the unfused code on 3-D ones and with fused=False, forced updates."""
     import numpy as np
