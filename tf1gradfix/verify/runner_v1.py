@@ -17,15 +17,16 @@ import sys
 import threading
 import weakref
 
-from tf1gradfix.verify import aligned_random, budget, contrib_v1, initial_values, lockstep_files, lockstep_v1, mnist_data
+from tf1gradfix.verify import aligned_random, budget, contrib_v1, lockstep_files, lockstep_v1, mnist_data
 from tf1gradfix.verify import random_ops
 from tf1gradfix.verify import runner_common as rc
 from tf1gradfix.verify import settings
+from tf1gradfix.verify.variables_v1 import V1Variables
 
 _WALK_BUDGET = 20000  # graph ops visited per cached ancestor walk
 
 
-class V1Tracer(rc.Reentrancy):
+class V1Tracer(V1Variables):
     """Patches Session/Optimizer/tf.gradients and writes the original's trace."""
 
     def __init__(self, trace: rc.Trace):
@@ -61,7 +62,7 @@ class V1Tracer(rc.Reentrancy):
         self.lockstep = lockstep_v1.StateRecorder(self, float(settings.get("TF1GRADFIX_INIT_WAIT", "300"))) \
             if lockstep_files.active() else None
 
-    # -- keys and names -------------------------------------------------
+    # -- keys ---------------------------------------------------------
     def tkey(self, t):
         if isinstance(t, self.IndexedSlices):
             t = t.values
@@ -69,31 +70,6 @@ class V1Tracer(rc.Reentrancy):
 
     def okey(self, op):
         return (id(op.graph), "^" + op.name)
-
-    def var_name(self, v, index: int, graph=None) -> str:
-        if isinstance(v, self.Variable):
-            return self.label(v.graph, v.name)
-        name = getattr(v, "name", None)
-        if graph is not None and name is not None:
-            for var in graph.get_collection("variables"):
-                if var.name == name:
-                    return self.label(graph, name)
-        return f"source[{index}]"
-
-    def label(self, graph, name: str) -> str:
-        """A variable's name in the traces: the graph's name, made unique across
-        graphs the way the TF2 program's single namespace does (w, w_1, ...)."""
-        key = (id(graph), name)
-        if key not in self.labels:
-            self.graphs_seen[id(graph)] = graph   # keeps ids from being reused
-            base = rc.strip_name(name)
-            taken = set(self.labels.values())
-            label, i = base, 0
-            while label in taken:   # (lazily: each candidate is made only when the last is taken)
-                i += 1
-                label = f"{base}_{i}"
-            self.labels[key] = label
-        return self.labels[key]
 
     # -- registration -------------------------------------------------
     def register_compute(self, ys, pairs, graph) -> None:
@@ -375,61 +351,6 @@ class V1Tracer(rc.Reentrancy):
                 payload["loss"] = rc.loss_value(losses) if nloss else None
                 payload["none"] = entry["none"]
             self.trace.event(kind, **payload)
-
-    # -- variable snapshots ---------------------------------------------
-    def read_variables(self, sess, partial: bool, only=None, initial: bool = False):
-        gvars = [v for v in sess.graph.get_collection("variables") if only is None or v in only]
-        trainable = {v.name for v in sess.graph.get_collection("trainable_variables")}
-        if not gvars:
-            return {}
-        pairs = []
-        try:
-            pairs = list(zip(gvars, self.orig_run(sess, gvars)))
-        except Exception:  # noqa: BLE001
-            if not partial:
-                return None
-            for v in gvars:
-                try:
-                    pairs.append((v, self.orig_run(sess, v)))
-                except Exception:  # noqa: BLE001
-                    pass
-        return {self.label(sess.graph, v.name): {"value": rc.encode_array(val), "trainable": v.name in trainable,
-                                                 **({"random": initial_values.drawn(v)} if initial else {})}
-                for v, val in pairs}
-
-    def new_variables(self, sess) -> list:
-        """Variables of this session's graph not read yet: a program may build
-        several graphs (one per function) and initialize each in turn."""
-        gid = id(sess.graph)
-        return [v for v in sess.graph.get_collection("variables") if (gid, v.name) not in self.snapshotted]
-
-    def maybe_snapshot_init(self, sess) -> None:
-        """Before and after every run until new variables can be read: right
-        after their initializer ran, before any update."""
-        fresh = self.new_variables(sess)
-        if fresh:
-            self.snapshot_init(sess, partial=False, only=fresh)
-
-    def snapshot_init(self, sess, partial: bool, only=None) -> bool:
-        only = self.new_variables(sess) if only is None and sess is not None else only
-        values = self.read_variables(sess, partial, only, initial=True) if sess is not None else {}
-        if values is None:
-            return False
-        gid = id(sess.graph) if sess is not None else None
-        self.snapshotted |= {(gid, v.name) for v in only or ()}
-        self.init_values.update(values)
-        self.init_done = True
-        self.trace.write_atomic(rc.INIT_FILE, {"variables": self.init_values, "partial": partial, "final": False})
-        self.trace.event("init", count=len(values), partial=partial)
-        return True
-
-    def snapshot_final(self, sess) -> None:
-        try:
-            values = self.read_variables(sess, partial=True)
-        except Exception:  # noqa: BLE001
-            return
-        if values:
-            self.trace.write_atomic("original.final.json", {"variables": values, "steps": self.budget.steps})
 
     def at_exit(self) -> None:
         self.draws.summary()
