@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 from tf1gradfix.verify import compare, lockstep, lockstep_files, lockstep_v2
-from tf1gradfix.verify.compare import Comparison, Divergence
+from tf1gradfix.verify.comparison import Comparison, Divergence
 
 ROOT = Path(__file__).resolve().parent.parent
 KERAS_OPTIMIZERS = Path(__import__("importlib").util.find_spec("keras").origin).parent / "src" / "optimizers" \

@@ -21,16 +21,16 @@ import pytest
 import test_verify_hostile
 
 from tf1gradfix.cli import main as cli
-from tf1gradfix.verify import compare, orchestrate, side_runs
+from tf1gradfix.verify import comparison, orchestrate, side_runs
 
 
 def test_a_divergence_names_an_element_that_fails_the_tolerance():
     # element 0 has the largest difference but is within rtol; element 1 fails atol + rtol*|b|
-    ok, abs_err, rel_err, index, _ = compare.check([1.0, 1e-5], [1.0005, 1.3e-5], 1e-3, 1e-6)
+    ok, abs_err, rel_err, index, _ = comparison.check([1.0, 1e-5], [1.0005, 1.3e-5], 1e-3, 1e-6)
     assert not ok and index == [1]
     assert abs_err > 1e-6 + 1e-3 * 1.3e-5
-    cmp = compare.Comparison()
-    compare._record(cmp, "gradient", [1.0, 1e-5], [1.0005, 1.3e-5], 1e-3, 1e-6, step=1, name="w", order=(0, 0))
+    cmp = comparison.Comparison()
+    comparison._record(cmp, "gradient", [1.0, 1e-5], [1.0005, 1.3e-5], 1e-3, 1e-6, step=1, name="w", order=(0, 0))
     text = cmp.first.describe()
     assert "original 1e-05 vs migrated 1.3e-05 at [1]" in text
     assert "largest difference at [0]" in text and "within tolerance" in text

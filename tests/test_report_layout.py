@@ -7,7 +7,7 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 
 from tf1gradfix.verify import report
-from tf1gradfix.verify.compare import Comparison
+from tf1gradfix.verify.comparison import Comparison
 from tf1gradfix.verify.orchestrate import SideResult, VerifyResult
 
 
@@ -67,7 +67,7 @@ def test_check_junit_classname_is_the_file_a_notebook_cell_included(tmp_path, mo
 
 
 def test_a_printed_line_with_one_number_says_number():
-    from tf1gradfix.verify.compare import compare_printed
+    from tf1gradfix.verify.compare_output import compare_printed
 
     cmp = Comparison()
     compare_printed(cmp, "loss 0.5\n", "loss 0.5 0.25\n", 1e-5, 1e-8)

@@ -127,7 +127,7 @@ REFUSED = PROGRAM.replace("feed_dict={x: [[1.0, 2.0]]}", "feed_dict=make_feed()"
 
 def test_the_summary_reports_list_the_refused_files_and_a_file_without_loss_has_no_plot(program, capsys, monkeypatch):
     from tf1gradfix.verify import orchestrate
-    from tf1gradfix.verify.compare import Comparison
+    from tf1gradfix.verify.comparison import Comparison
     from tf1gradfix.verify.orchestrate import SideResult, VerifyResult
 
     (program.parent / "refused.py").write_text(REFUSED)

@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tf1gradfix.verify import budget, command, compare
+from tf1gradfix.verify import budget, command, compare, comparison
 from tf1gradfix.verify.orchestrate import SideResult, VerifyResult, verify_pair
 from tf1gradfix.verify.runner_common import encode_array
 
@@ -316,7 +316,7 @@ def test_a_partial_verdict_is_labelled_in_every_report():
     assert about == {"steps_compared": 40, "partial": True, "loop_cut": True, "ended_at_cut": []}
     result = VerifyResult("EQUIVALENT", "12 quantities agree" + budget.cut_reason(about),
                           SideResult("original", "a.py", status="ok"), SideResult("migrated", "b.py", status="ok"),
-                          comparison=compare.Comparison(), budget=about)
+                          comparison=comparison.Comparison(), budget=about)
     assert report.summary(result).startswith("EQUIVALENT within the first 40 training steps: 12 quantities agree; "
                                              "partial: the --steps budget ended the training loop after 40 steps")
     assert report.to_markdown(result).splitlines()[0].startswith("### ✅ EQUIVALENT within the first 40 training steps")

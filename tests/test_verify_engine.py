@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 from fixture_patch import counterpart_text
-from tf1gradfix.verify import compare, report
+from tf1gradfix.verify import compare, compare_output, comparison, report
 from tf1gradfix.verify.orchestrate import SideResult, VerifyResult, verify_pair
 from tf1gradfix.verify.runner_common import decode_array, encode_array
 
@@ -69,15 +69,15 @@ def test_encode_roundtrip_keeps_bits_shape_and_nan():
 
 
 def test_check_nan_inf_and_tolerance():
-    assert compare.check([np.nan, 1.0], [np.nan, 1.0], 1e-3, 1e-6)[0]
-    assert not compare.check([np.nan], [1.0], 1e-3, 1e-6)[0]
-    assert not compare.check([1.0], [np.nan], 1e-3, 1e-6)[0]
-    assert compare.check([np.inf], [np.inf], 1e-3, 1e-6)[0]
-    assert not compare.check([np.inf], [-np.inf], 1e-3, 1e-6)[0]
-    assert compare.check([1.0], [1.0009], 1e-3, 0.0)[0]
-    ok, abs_err, rel_err, index, _ = compare.check([[1.0, 2.0]], [[1.0, 2.01]], 1e-3, 1e-6)
+    assert comparison.check([np.nan, 1.0], [np.nan, 1.0], 1e-3, 1e-6)[0]
+    assert not comparison.check([np.nan], [1.0], 1e-3, 1e-6)[0]
+    assert not comparison.check([1.0], [np.nan], 1e-3, 1e-6)[0]
+    assert comparison.check([np.inf], [np.inf], 1e-3, 1e-6)[0]
+    assert not comparison.check([np.inf], [-np.inf], 1e-3, 1e-6)[0]
+    assert comparison.check([1.0], [1.0009], 1e-3, 0.0)[0]
+    ok, abs_err, rel_err, index, _ = comparison.check([[1.0, 2.0]], [[1.0, 2.01]], 1e-3, 1e-6)
     assert not ok and index == [0, 1] and abs_err == pytest.approx(0.01) and rel_err == pytest.approx(0.01 / 2.01)
-    ok, *_, reason = compare.check([1.0, 2.0], [1.0], 1e-3, 1e-6)
+    ok, *_, reason = comparison.check([1.0, 2.0], [1.0], 1e-3, 1e-6)
     assert not ok and "shape" in reason
 
 
@@ -88,9 +88,9 @@ _floats = hnp.arrays(np.float32, hnp.array_shapes(max_dims=2, max_side=4),
 @settings(max_examples=200, deadline=None)
 @given(_floats, st.data())
 def test_check_is_reflexive_and_symmetric(a, data):
-    assert compare.check(a, a.copy(), 0.0, 0.0)[0], "a value always equals itself, NaN included"
+    assert comparison.check(a, a.copy(), 0.0, 0.0)[0], "a value always equals itself, NaN included"
     b = data.draw(hnp.arrays(np.float32, a.shape, elements=st.floats(width=32, allow_nan=True)))
-    assert compare.check(a, b, 1e-3, 1e-6)[0] == compare.check(b, a, 1e-3, 1e-6)[0]
+    assert comparison.check(a, b, 1e-3, 1e-6)[0] == comparison.check(b, a, 1e-3, 1e-6)[0]
 
 
 @settings(max_examples=200, deadline=None)
@@ -100,8 +100,8 @@ def test_few_ulps_pass_and_one_percent_fails(x, ulps):
     b = a
     for _ in range(ulps):
         b = np.nextafter(b, np.float32(np.inf))
-    assert compare.check(a, b, compare.DEFAULT_RTOL, compare.DEFAULT_ATOL)[0]
-    assert not compare.check(a, a * np.float32(1.01), compare.DEFAULT_RTOL, compare.DEFAULT_ATOL)[0]
+    assert comparison.check(a, b, comparison.DEFAULT_RTOL, comparison.DEFAULT_ATOL)[0]
+    assert not comparison.check(a, a * np.float32(1.01), comparison.DEFAULT_RTOL, comparison.DEFAULT_ATOL)[0]
 
 
 def test_identical_traces_are_equivalent_and_counted():
@@ -197,7 +197,7 @@ def test_printed_numbers_allow_last_digit_rounding_only():
 
 
 def test_printed_lines_count_and_words_with_digits():
-    assert compare.printed_numbers("w2*w3 [ 0.5 -1.]\nno numbers\nx1=3") == [
+    assert compare_output.printed_numbers("w2*w3 [ 0.5 -1.]\nno numbers\nx1=3") == [
         (1, "w2*w3 [ 0.5 -1.]", ["0.5", "-1."]), (3, "x1=3", ["3"])]
     c = compare.compare_traces(_trace([], "a 1\nb 2\n"), _trace([], "a 1\n"))
     assert "original printed 2 lines with numbers, migrated 1" in c.first.reason

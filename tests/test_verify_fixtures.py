@@ -31,7 +31,7 @@ from pathlib import Path
 import pytest
 
 from fixture_patch import counterpart_text
-from tf1gradfix.verify import compare, report
+from tf1gradfix.verify import comparison, report
 from tf1gradfix.verify.orchestrate import verify_pair
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "verify"
@@ -89,8 +89,8 @@ def test_fixture_verdict(folder: Path, name: str, entry: dict, tmp_path: Path):
         migrated.write_text(counterpart_text(folder, name, entry), encoding="utf-8")
     try:
         result = verify_pair(original, migrated,
-                             rtol=entry.get("rtol", compare.DEFAULT_RTOL),
-                             atol=entry.get("atol", compare.DEFAULT_ATOL),
+                             rtol=entry.get("rtol", comparison.DEFAULT_RTOL),
+                             atol=entry.get("atol", comparison.DEFAULT_ATOL),
                              timeout=entry.get("timeout", 180.0), steps=entry.get("steps"),
                              program_args=entry.get("args", ()))
         whole = verify_pair(original, migrated, timeout=entry.get("timeout", 180.0)) \

@@ -12,7 +12,7 @@ import tracemalloc
 import numpy as np
 import pytest
 
-from tf1gradfix.verify import compare, compare_many, pool
+from tf1gradfix.verify import compare, compare_many, comparison, pool
 
 
 class _FakeProcess:
@@ -118,7 +118,7 @@ def test_pairs_tested_together_get_what_closeness_gives_each(rtol, atol, monkeyp
     monkeypatch.setattr(compare_many, "BATCH_ELEMENTS", 7)    # several batches
     together = compare_many.closeness_many(pairs, rtol, atol)
     for (a, b), got in zip(pairs, together):
-        alone = compare.closeness(a, b, rtol, atol)
+        alone = comparison.closeness(a, b, rtol, atol)
         if got is None:
             a, b = np.asarray(a), np.asarray(b)
             assert not (compare_many.simple(a, b) and alone["ok"]), (a, b)
@@ -138,8 +138,8 @@ def test_a_long_agreeing_trace_is_compared_without_a_closeness_call_per_quantity
         return out
 
     calls = []
-    real = compare.closeness
-    monkeypatch.setattr(compare, "closeness", lambda *a, **k: calls.append(1) or real(*a, **k))
+    real = comparison.closeness
+    monkeypatch.setattr(comparison, "closeness", lambda *a, **k: calls.append(1) or real(*a, **k))
     same = compare.compare_traces({"events": events(1.0), "final": None, "stdout": ""},
                                   {"events": events(1.0), "final": None, "stdout": ""})
     assert same.equivalent and same.stats["gradient"].compared == 1000 and same.stats["loss"].compared == 500

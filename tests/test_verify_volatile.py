@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tf1gradfix.verify import compare, volatile
+from tf1gradfix.verify import compare_output, comparison, volatile
 
 
 @pytest.mark.parametrize("line,kind", [
@@ -29,8 +29,8 @@ def test_training_numbers_are_not_volatile(line):
 
 
 def _compare(out_o: str, out_m: str):
-    cmp = compare.Comparison()
-    compare.compare_printed(cmp, out_o, out_m, 1e-3, 1e-6)
+    cmp = comparison.Comparison()
+    compare_output.compare_printed(cmp, out_o, out_m, 1e-3, 1e-6)
     return cmp
 
 

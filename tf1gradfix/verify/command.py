@@ -12,7 +12,7 @@ import sys
 
 from tf1gradfix.cli.arg_types import nonneg_float, positive_float, positive_int, shard
 
-DEFAULT_RTOL = 1e-3    # keep in sync with compare.DEFAULT_RTOL (not imported: NumPy is slow to load)
+DEFAULT_RTOL = 1e-3    # keep in sync with comparison.DEFAULT_RTOL (not imported: NumPy is slow to load)
 DEFAULT_ATOL = 1e-6
 DEFAULT_TIMEOUT = 300.0
 

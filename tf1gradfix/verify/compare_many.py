@@ -1,4 +1,4 @@
-"""The element-wise test of compare.closeness for many small pairs at once.
+"""The element-wise test of comparison.closeness for many small pairs at once.
 
 A 20,000-step trace holds some 100,000 loss, gradient and update pairs of a
 few elements each, and testing them one by one costs about 25 NumPy calls

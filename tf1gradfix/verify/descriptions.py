@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import re
 
-# A number as the comparison reads printed output (verify/compare.py).
+# A number as the comparison reads printed output (verify/compare_output.py).
 NUMBER = re.compile(
     r"(?<![\w.])[-+]?(?:(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?|nan|inf)(?![\w.])",
     re.IGNORECASE)

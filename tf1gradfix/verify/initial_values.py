@@ -28,7 +28,7 @@ import math
 import numpy as np
 
 from tf1gradfix.verify import random_ops
-from tf1gradfix.verify.compare import DEFAULT_ATOL, DEFAULT_RTOL
+from tf1gradfix.verify.comparison import DEFAULT_ATOL, DEFAULT_RTOL
 
 ALPHA = 1e-6      # false-alarm rate of the distribution test, per variable (TOLERANCES.md)
 KIND = "initial value"
@@ -172,7 +172,7 @@ def drawn(var) -> bool | None:
 
 def into(cmp, events: list) -> None:
     """Count the migration's init checks in ``cmp`` and add a divergence per variable that failed."""
-    from tf1gradfix.verify.compare import Divergence, KindStats
+    from tf1gradfix.verify.comparison import Divergence, KindStats
 
     stats = cmp.stats.setdefault(KIND, KindStats())
     checks = [e for e in events if e["kind"] == "init_check"]

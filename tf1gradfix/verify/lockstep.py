@@ -32,7 +32,8 @@ import time
 from dataclasses import dataclass, field
 
 from tf1gradfix.verify import budget, graph_calls, stopping
-from tf1gradfix.verify import compare as cmp_mod
+from tf1gradfix.verify import comparison as cmp_mod
+from tf1gradfix.verify import compare_events, compare_output
 from tf1gradfix.verify import lockstep_files as files
 from tf1gradfix.verify import runner_common as rc
 
@@ -203,10 +204,10 @@ def run(result, sides_again) -> LockstepResult:
             return LockstepResult("failed", f"the {failed[0].role} {failed[0].reason}")
         stopped = {r for r in sides if budget.ended_at_cut(ev[r])}
         cmp = cmp_mod.Comparison()
-        cmp_mod.compare_events(cmp, ev["original"], ev["migrated"], rtol, atol, rc.decode_array, stopped)
+        compare_events.compare_events(cmp, ev["original"], ev["migrated"], rtol, atol, rc.decode_array, stopped)
         record_changes(cmp, ev["migrated"])
-        cmp_mod.compare_printed(cmp, out["original"], out["migrated"], rtol, atol, stopped)
-        cmp_mod.compare_plots(cmp, plots["original"], plots["migrated"], rtol, atol, rc.decode_array, stopped)
+        compare_output.compare_printed(cmp, out["original"], out["migrated"], rtol, atol, stopped)
+        compare_output.compare_plots(cmp, plots["original"], plots["migrated"], rtol, atol, rc.decode_array, stopped)
         if not cmp.stats[STEP_CHANGE].compared:
             return LockstepResult("failed", "no step's change was compared", cmp)
         return LockstepResult("diverged" if cmp.divergences else "agreed", "", cmp)

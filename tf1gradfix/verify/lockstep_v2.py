@@ -34,7 +34,7 @@ import os
 import numpy as np
 
 from tf1gradfix.rules.catalog import _read
-from tf1gradfix.verify import budget, cell_weights, compare
+from tf1gradfix.verify import budget, cell_weights, comparison
 from tf1gradfix.verify import lockstep_files as files
 from tf1gradfix.verify import runner_common as rc
 from tf1gradfix.verify import settings
@@ -82,7 +82,7 @@ def compare_change(before, after, mine, rtol: float, atol: float) -> dict:
         with np.errstate(invalid="ignore"):
             ulp = np.spacing(np.maximum(np.abs(after), np.abs(mine.astype(after.dtype)))).astype(np.float64)
         ulp = np.where(np.isfinite(ulp), ulp, 0.0)
-    c = compare.closeness(d_o, d_m, rtol, atol, extra_tol=ulp)
+    c = comparison.closeness(d_o, d_m, rtol, atol, extra_tol=ulp)
     out = {k: c.get(k) for k in ("ok", "abs_err", "rel_err", "index", "reason", "max_abs_err", "max_rel_err",
                                  "max_index", "max_ok", "rel_beyond_atol")}
     at = tuple(c["index"]) if c["index"] is not None else ()

@@ -22,6 +22,7 @@ from tf1gradfix.verify import budget
 from tf1gradfix.verify import compare as cmp_mod
 from tf1gradfix.verify import lockstep, output_cap, side_runs
 from tf1gradfix.verify import aligned_random, initial_values, random_ops, stopping, usage_errors
+from tf1gradfix.verify.comparison import DEFAULT_ATOL, DEFAULT_RTOL, Comparison
 from tf1gradfix.verify.side_runs import SideResult
 
 EQUIVALENT, DIVERGED = "EQUIVALENT", "DIVERGED"
@@ -34,11 +35,11 @@ class VerifyResult:
     reason: str
     original: SideResult
     migrated: SideResult
-    comparison: cmp_mod.Comparison | None = None
+    comparison: Comparison | None = None
     mapping: list = field(default_factory=list)       # {original, migrated, shape, trainable, matched_by}
     unmatched: list = field(default_factory=list)     # migrated variables without an original
-    rtol: float = cmp_mod.DEFAULT_RTOL
-    atol: float = cmp_mod.DEFAULT_ATOL
+    rtol: float = DEFAULT_RTOL
+    atol: float = DEFAULT_ATOL
     timeout: float = DEFAULT_TIMEOUT
     elapsed: float = 0.0
     random_numbers: dict = field(default_factory=dict)   # role -> {"ops", "draws"} drawn aligned
@@ -78,8 +79,8 @@ class VerifyResult:
 # -- verdict ------------------------------------------------------------------------
 
 @stopping.guarded
-def verify_pair(original: Path, migrated: Path, *, rtol: float = cmp_mod.DEFAULT_RTOL,
-                atol: float = cmp_mod.DEFAULT_ATOL, timeout: float = DEFAULT_TIMEOUT,
+def verify_pair(original: Path, migrated: Path, *, rtol: float = DEFAULT_RTOL,
+                atol: float = DEFAULT_ATOL, timeout: float = DEFAULT_TIMEOUT,
                 keep_trace: Path | None = None, steps: int | None = None, program_args=(),
                 swap: dict | None = None, lockstep_mode: str = "auto",
                 original_swap: dict | None = None) -> VerifyResult:

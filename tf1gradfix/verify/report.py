@@ -16,7 +16,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 from tf1gradfix.verify import aligned_random
-from tf1gradfix.verify.compare import KINDS
+from tf1gradfix.verify.comparison import KINDS
 
 
 def _fmt(x) -> str:
