@@ -1,6 +1,6 @@
 """The text of a project (project.py): the script with its modules' code in place of
 their imports, between marker statements, and the rewrite of it split back into files.
-`project` is a project.Project throughout (not imported: project.py imports this module)."""
+`project` is a project_plan.Project throughout (not imported: project_plan.py imports this module)."""
 
 from __future__ import annotations
 

@@ -1,0 +1,248 @@
+"""Which files form projects: each script that opens a session and imports, from its
+folder, a listed model module that builds graph code and opens none (project.py).
+
+Reads with Python's parser alone, and only the files whose bytes spell an import of a
+sibling (a run over a big tree parses nothing more). A project whose import cannot be
+followed (its form, a module another script of the folder shares, a module the
+command line left out) is planned with its refusal, which the rewrite reports.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+import re
+
+from tf1gradfix.model.refusals import diagnostic
+from tf1gradfix.records import field, record
+from tf1gradfix.run import project_text as layout
+
+
+@record
+class Info:
+    """What the planning reads of one file (Python's parser only)."""
+    tree: ast.Module
+    session: bool
+    builds: int | None   # line of its first graph construct a restructuring fixes, or variable made, if any
+
+
+@record
+class Project:
+    script: str
+    modules: list[str] = field(default_factory=list)   # paths, in the order the script imports them
+    imports: list[ast.stmt | None] = field(default_factory=list)   # the script's import of each (None: a module's)
+    refusal: tuple | None = None   # (path, diagnostic): why it cannot be migrated
+
+
+def info(path: str, data: bytes) -> Info | None:
+    """The file's tree, whether it opens a session and where it first builds graph code
+    (None for a file that cannot be read as part of a project: no TensorFlow, not UTF-8)."""
+    if b"tensorflow" not in data:
+        return None
+    try:
+        data.decode("utf-8")   # (the files are read as one module: one encoding)
+    except UnicodeDecodeError:
+        return None
+    from tf1gradfix.detect import ast_rules, prefilter
+    from tf1gradfix.rules import catalog
+
+    tree = prefilter.python_tree(data)
+    if tree is None:
+        return None
+    hits, session, made = ast_rules.analyze_variables(tree, data, catalog.load())
+    graph = [h.line for h in hits if h.rule.safety == "proven"]
+    if not session:   # (a module of functions making variables builds a model: `weight_variable`)
+        graph += made
+    return Info(tree, session, min(graph) if graph else None)
+
+
+def _read(path: str) -> bytes | None:
+    try:
+        with open(path, "rb") as handle:
+            return handle.read()
+    except OSError:
+        return None
+
+
+def _importers(folder: str, name: str, files: dict[str, Info | None]) -> list[str]:
+    """Files of `folder` that import module `name` (listed or not)."""
+    out = []
+    try:
+        entries = sorted(e for e in os.listdir(folder) if e.endswith(".py"))
+    except OSError:
+        return out
+    for entry in entries:
+        path = os.path.join(folder, entry)
+        key = next((p for p in files if os.path.abspath(p) == path), None)
+        tree = files[key].tree if key is not None and files[key] is not None else None
+        if tree is None:
+            data = _read(path)
+            if data is None or name.encode() not in data:
+                continue
+            try:
+                tree = ast.parse(data)
+            except (SyntaxError, ValueError, RecursionError):
+                continue
+        if any(_imports(node, name) for node in ast.walk(tree)):
+            out.append(key or path)
+    return out
+
+
+def _imports(node: ast.AST, name: str) -> bool:
+    if isinstance(node, ast.ImportFrom):
+        return node.level == 0 and node.module == name
+    return isinstance(node, ast.Import) and any(a.name == name for a in node.names)
+
+
+def plan(files: list[str]) -> list[Project]:
+    """The projects among `files`: each script that opens a session and imports, from its
+    folder, a listed module that builds graph code and opens none."""
+    folders: dict[str, list[str]] = {}
+    for path in files:
+        if path != "-" and path.endswith(".py"):
+            folders.setdefault(os.path.dirname(os.path.abspath(path)), []).append(path)
+    projects: list[Project] = []
+    for folder, paths in folders.items():
+        found, read = _folder_projects(folder, paths)
+        planned = {os.path.abspath(p) for project in found for p in (project.script, *project.modules)}
+        projects += found + _unlisted(folder, paths, planned, read)
+    return projects
+
+
+def _folder_projects(folder: str, paths: list[str]) -> tuple[list[Project], dict[str, Info | None]]:
+    """The projects among the listed files of one folder, and what was read of its files."""
+    projects: list[Project] = []
+    read = _candidates(paths) if len(paths) >= 2 else {}
+    modules = {os.path.basename(p)[:-3]: p for p, i in read.items() if i and not i.session and i.builds}
+    for path, found in read.items():
+        if found is None or not found.session:
+            continue
+        project = Project(path)
+        for stmt in found.tree.body:
+            for name in _imported(stmt):
+                if name in modules:
+                    again = modules[name] in project.modules   # (read once, where first imported)
+                    project.modules.append(modules[name]) if not again else None
+                    project.imports.append(stmt) if not again else None
+                    project.refusal = project.refusal or _import_refusal(path, stmt, name, read[modules[name]], again,
+                                                                         found.tree)
+        if project.modules:
+            _add_nested(project, modules, read)
+            projects.append(project)
+    scripts = {os.path.abspath(p.script) for p in projects}   # (a module they share is migrated for all: project_groups)
+    for project in projects:
+        ours = {os.path.abspath(p) for p in (project.script, *project.modules)}
+        for module in project.modules:
+            name = os.path.basename(module)[:-3]
+            others = [p for p in _importers(folder, name, read) if os.path.abspath(p) not in ours | scripts]
+            if others and project.refusal is None:
+                stmt = next(s for s in project.imports[project.modules.index(module):] if s is not None)
+                project.refusal = (project.script, diagnostic(stmt.lineno, stmt.col_offset + 1, "project_module_shared",
+                                                              module=name, other=os.path.basename(others[0])))
+    return projects, read
+
+
+def _unlisted(folder: str, paths: list[str], planned: set[str], read: dict[str, Info | None]) -> list[Project]:
+    """Scripts given without a module of their folder that they import and that builds part
+    of the model (`rewrite train.py`, `model.py` beside it): refused, for read alone the
+    script's calls into the module look like plain functions, though they may make
+    variables on every run. A plain byte search first: most scripts import no such module;
+    `read`: the files already read (`info`), each read once."""
+    listed = {os.path.abspath(p) for p in paths}
+    try:
+        siblings = {e[:-3]: os.path.join(folder, e) for e in sorted(os.listdir(folder))
+                    if e.endswith(".py") and e[:-3].isidentifier() and os.path.join(folder, e) not in listed}
+    except OSError:
+        return []
+    if not siblings:
+        return []
+    spelled = re.compile(rb"^[ \t]*(?:from|import)[ \t]+(" + b"|".join(re.escape(s.encode()) for s in siblings)
+                         + rb")\b", re.M)
+    out = []
+    for path in paths:
+        data = None if os.path.abspath(path) in planned else _read(path)
+        if data is None or b"tensorflow" not in data or not spelled.search(data):
+            continue
+        script = read[path] if path in read else info(path, data)
+        if script is None or not script.session:
+            continue
+        refusal = next(filter(None, (_unlisted_refusal(path, stmt, siblings, read) for stmt in script.tree.body)), None)
+        if refusal is not None:
+            out.append(Project(path, refusal=refusal))
+    return out
+
+
+def _unlisted_refusal(path: str, stmt: ast.stmt, siblings: dict[str, str], read: dict[str, Info | None]) -> tuple | None:
+    """The refusal of a script's import of an unlisted module of its folder that builds."""
+    for name in _imported(stmt):
+        module = siblings.get(name)
+        if module is not None and module not in read:
+            data = _read(module)
+            read[module] = info(module, data) if data is not None else None
+        found = read.get(module) if module is not None else None
+        if found is not None and not found.session and found.builds:
+            return (path, diagnostic(stmt.lineno, stmt.col_offset + 1, "project_module_not_listed", module=name))
+    return None
+
+
+def _imported(stmt: ast.stmt) -> list[str]:
+    """The modules a top-level import statement names (absolute imports only)."""
+    if isinstance(stmt, ast.Import):
+        return [a.name for a in stmt.names]
+    return [stmt.module] if isinstance(stmt, ast.ImportFrom) and stmt.level == 0 and stmt.module else []
+
+
+def _candidates(paths: list[str]) -> dict[str, Info | None]:
+    """The files of one folder worth analyzing (`info`): those mentioning TensorFlow, when
+    one of them spells an import of another's name (a plain byte search first: a run over
+    a big tree parses nothing more)."""
+    datas = {path: data for path in paths if (data := _read(path)) is not None and b"tensorflow" in data}
+    stems = {os.path.basename(path)[:-3].encode() for path in datas}
+    spelled = re.compile(rb"^[ \t]*(?:from|import)[ \t]+(" + b"|".join(re.escape(stem) for stem in stems) + rb")\b", re.M)
+    if len(datas) < 2 or not any(spelled.search(data) for data in datas.values()):
+        return {}
+    return {path: info(path, data) for path, data in datas.items()}
+
+
+def _import_refusal(path: str, stmt: ast.stmt, name: str, module: Info, again: bool = False,
+                    script: ast.Module | None = None) -> tuple | None:
+    """Why the script's import of the module cannot be followed, if it cannot (`again`: a
+    second import of it). `import model` is followed when the script only reads
+    `model.NAME` of names the module defines, and never binds `model` otherwise."""
+    defined = layout.top_names(module.tree)
+    if layout.is_star(stmt):
+        if not again and script is not None and _star_reads(script, module.tree):
+            return None
+        return (path, diagnostic(stmt.lineno, stmt.col_offset + 1, "project_import_form", module=name))
+    if isinstance(stmt, ast.Import) and not again and len(stmt.names) == 1 and script is not None \
+            and layout.attribute_uses(script, stmt.names[0].asname or name, defined) is not None:
+        return None
+    if again or not isinstance(stmt, ast.ImportFrom) or any(a.asname or a.name not in defined for a in stmt.names):
+        return (path, diagnostic(stmt.lineno, stmt.col_offset + 1, "project_import_form", module=name))
+    return None
+
+
+def _star_reads(reader: ast.Module, module: ast.Module) -> bool:
+    """`from module import *` can be read as the module's code in its place: the module
+    does not spell its names with `__all__`, and the reader reads none of the private
+    names (`_scale`) that code binds and the star import does not."""
+    if layout.star_names(module) is None:
+        return False
+    private = {name for name in layout.top_names(module) if name.startswith("_")}
+    return not any(isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load) and n.id in private for n in ast.walk(reader))
+
+
+def _add_nested(project: Project, modules: dict[str, str], read: dict[str, Info | None]) -> None:
+    """The modules the project's modules import with `from other import name` and the script
+    does not, each before the first module importing it (no import of the script: None)."""
+    k = 0
+    while k < len(project.modules):
+        found = read.get(project.modules[k])
+        names = [name for stmt in (found.tree.body if found is not None else ()) for name in _imported(stmt)
+                 if name in modules]
+        new = [modules[n] for n in dict.fromkeys(names) if modules[n] not in project.modules]
+        if new:   # (read first, then looked at again: they may import others)
+            project.modules[k:k] = new
+            project.imports[k:k] = [None] * len(new)
+            continue
+        k += 1
