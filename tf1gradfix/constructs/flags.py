@@ -21,7 +21,7 @@ import ast
 
 import libcst as cst
 
-from tf1gradfix.detect.ast_rules import dotted
+from tf1gradfix.detect.ast_names import dotted
 from tf1gradfix.detect.names import dotted as cst_dotted
 from tf1gradfix.model.refusals import diagnostic
 from tf1gradfix.cst.layout import fit

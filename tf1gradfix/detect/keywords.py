@@ -42,10 +42,10 @@ def table() -> dict[str, dict[str, tuple[str, str]]]:
 
 def hits(source: bytes, tree: ast.AST | None = None) -> list[KeywordHit]:
     """Every old keyword of a table function called in `source` (UTF-8), in source order.
-    Names are resolved as every rule resolves them (ast_rules.Names: imports, aliases,
+    Names are resolved as every rule resolves them (ast_names.Names: imports, aliases,
     shadowing). A call that already gives the new keyword is left alone (TF2 would still
     reject it: no rename can fix it)."""
-    from tf1gradfix.detect.ast_rules import Names, line_starts
+    from tf1gradfix.detect.ast_names import Names, line_starts
     from tf1gradfix.detect.prefilter import python_tree
     from tf1gradfix.rules.catalog import load
 

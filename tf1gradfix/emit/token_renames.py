@@ -13,7 +13,7 @@ from __future__ import annotations
 import ast
 from typing import cast
 
-from tf1gradfix.detect.ast_rules import line_starts
+from tf1gradfix.detect.ast_names import line_starts
 
 _INNER_OK = frozenset(b" \t\\\r\n.") | frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
 

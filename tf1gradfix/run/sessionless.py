@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import ast
 
-from tf1gradfix.detect.ast_rules import dotted
+from tf1gradfix.detect.ast_names import dotted
 
 # Codes of running the graph or initializing its variables, not building it (rules/codes.toml).
 _RUNNING = frozenset({"TFG103", "TFG104", "TFG105", "TFG106", "TFG107"})
