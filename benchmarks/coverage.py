@@ -48,7 +48,7 @@ from tf1gradfix.emit.restructure import HANDLED  # noqa: E402
 from tf1gradfix.cli.output import blocking_codes  # noqa: E402
 
 TF1GRADFIX = str(Path(sys.executable).parent / "tf1gradfix")
-# Codes the whole-program rewrite reports when it leaves a file intact (tf1gradfix/rules/codes.toml: reported_by = "restructure").
+# Codes the whole-program rewrite reports when it leaves a file intact (rules/codes.toml: reported_by = "restructure").
 # Codes of constructs that need a session to run: a file renamed but still holding one does not run on TF2.
 SESSION_CODES = ("TFG101", "TFG102", "TFG103", "TFG104", "TFG105", "TFG106")
 

@@ -25,7 +25,7 @@ OPTS = ["opt", "optimizer", "solver", "trainer", "sgd"]
 SESS = ["sess", "session", "s"]
 SCOPES = ["model", "net", "layer1", "block", "encoder", "regressor"]
 
-# (constructor, argument text); every optimizer of tf1gradfix/rules/optimizers.toml
+# (constructor, argument text); every optimizer of rules/optimizers.toml
 OPTIMIZERS = [
     ("GradientDescentOptimizer", ["0.1", "0.05", "learning_rate=0.2"]),
     ("MomentumOptimizer", ["0.05, momentum=0.9", "learning_rate=0.1, momentum=0.5", "0.02, 0.9, use_nesterov=True"]),

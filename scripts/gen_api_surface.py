@@ -1,4 +1,4 @@
-"""Write tf1gradfix/rules/tf2_api.txt (every public `tf.*` name of the installed TensorFlow 2) and tf1gradfix/rules/tf1_same_object.toml.
+"""Write rules/tf2_api.txt (every public `tf.*` name of the installed TensorFlow 2) and rules/tf1_same_object.toml.
 
     .venv/bin/python scripts/gen_api_surface.py            # rewrite the table
     .venv/bin/python scripts/gen_api_surface.py --check    # exit 1 if the shipped table differs
@@ -21,7 +21,7 @@ import sys
 import types
 from pathlib import Path
 
-RULES = Path(__file__).resolve().parents[1] / "tf1gradfix" / "rules"
+RULES = Path(__file__).resolve().parents[1] / "rules"
 TABLE = RULES / "tf2_api.txt"
 SAME = RULES / "tf1_same_object.toml"
 HEADER = ("# Public names of TensorFlow {version} (plain TF2, Keras {keras}), one per line, without the\n"

@@ -1,4 +1,4 @@
-"""Write tf1gradfix/rules/keyword_renames.toml from TensorFlow's own upgrade tables.
+"""Write rules/keyword_renames.toml from TensorFlow's own upgrade tables.
 
     .venv/bin/python scripts/gen_keyword_renames.py            # rewrite the table
     .venv/bin/python scripts/gen_keyword_renames.py --check    # exit 1 if the shipped table differs
@@ -26,7 +26,7 @@ import os
 import sys
 from pathlib import Path
 
-TABLE = Path(__file__).resolve().parents[1] / "tf1gradfix" / "rules" / "keyword_renames.toml"
+TABLE = Path(__file__).resolve().parents[1] / "rules" / "keyword_renames.toml"
 HEADER = ("# Keyword renames of TF1 functions, from TensorFlow {version}'s tf_upgrade_v2\n"
           "# (function_keyword_renames), each with its reach decided from the installed signatures\n"
           "# (scripts/gen_keyword_renames.py; do not edit by hand):\n"

@@ -4,7 +4,7 @@ TF1 lists a cell's own variables (an LSTM's one kernel over [inputs, state]); th
 holds their blocks in `kernel` and `recurrent_kernel`, gates reordered. The rewrite writes
 the Keras weights where TF1 listed the cell's variables, decides a name filter on TF1's
 names, and takes only statements that add up an entry-wise sum per variable
-(tf1gradfix/rules/collection_reductions.toml); the table's claims are checked with
+(rules/collection_reductions.toml); the table's claims are checked with
 TensorFlow on a kernel split as the Keras cell splits it. The fixtures
 lstm_l2_skip_biases and bigru_kernel_decay are proven EQUIVALENT (with wrong counterparts
 DIVERGED) by tests/test_restructure_fixtures.py and tests/test_verify_fixtures.py.

@@ -21,7 +21,7 @@ import pytest
 from tf1gradfix.cli.main import main
 
 ROOT = Path(__file__).resolve().parent.parent
-RULES = tomllib.loads((ROOT / "tf1gradfix" / "rules" / "codes.toml").read_text("utf-8"))["rule"]
+RULES = tomllib.loads((ROOT / "rules" / "codes.toml").read_text("utf-8"))["rule"]
 CODES = [rule["code"] for rule in RULES]
 
 LINE = re.compile(r"^(?P<path>.+?):(?P<line>\d+):(?P<col>\d+): (?P<code>TFG\d{3}) \[(?P<fixed>\*)?(?P<label>safe|proven|manual|rewrite decides)\] (?P<message>\S.*)$")

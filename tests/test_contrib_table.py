@@ -1,4 +1,4 @@
-"""Every rewritable row of tf1gradfix/rules/contrib.toml is backed by a proof.
+"""Every rewritable row of rules/contrib.toml is backed by a proof.
 
 The initializer rows carry argument lists (`cases`), the layer rows an example
 call; one small TF1 program holds a float32 and a float64 variable per case, a

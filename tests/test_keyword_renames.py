@@ -82,7 +82,7 @@ def test_renames_a_tf1_file_cannot_take_are_listed():
     tf = pytest.importorskip("tensorflow")
     import tensorflow.compat.v1 as v1
 
-    raw = tomllib.loads((ROOT / "tf1gradfix" / "rules" / "renames.toml").read_text("utf-8"))
+    raw = tomllib.loads((ROOT / "rules" / "renames.toml").read_text("utf-8"))
 
     def resolve(root, dotted):
         for part in dotted.split("."):

@@ -1,4 +1,4 @@
-"""Every row of tf1gradfix/rules/layers.toml is backed by a verification.
+"""Every row of rules/layers.toml is backed by a verification.
 
 Each row carries an example call. A small TF1 model is generated around it
 (the layer, then flatten and a dense output when needed, a squared loss,

@@ -3,7 +3,7 @@
 Without TensorFlow: the exchange files, the comparison of one step's change,
 which plain divergences are retried, and the verdicts a lockstep run gives.
 With TensorFlow (marked `tf`): the fixtures whose plain run drifts are proven
-only in lockstep, and every row of tf1gradfix/rules/optimizer_state.toml is
+only in lockstep, and every row of rules/optimizer_state.toml is
 proven on the program of tests/test_optimizer_table.py (a wrong mapping of
 the slots diverges).
 """
@@ -182,7 +182,7 @@ def test_an_unknown_lockstep_mode_is_refused(tmp_path):
 
 # -- the mapping table ----------------------------------------------------------------
 
-STATE_ROWS = tomllib.loads((ROOT / "tf1gradfix/rules/optimizer_state.toml").read_text())["state"]
+STATE_ROWS = tomllib.loads((ROOT / "rules/optimizer_state.toml").read_text())["state"]
 
 
 def test_mapping_rows_name_real_slots():
@@ -190,7 +190,7 @@ def test_mapping_rows_name_real_slots():
 
     spec = importlib.util.find_spec("tensorflow")
     training = Path(spec.origin).parent / "python" / "training" if spec and spec.origin else None
-    v1_rows = {row["v1"] for row in tomllib.loads((ROOT / "tf1gradfix/rules/optimizers.toml").read_text())["optimizer"]}
+    v1_rows = {row["v1"] for row in tomllib.loads((ROOT / "rules/optimizers.toml").read_text())["optimizer"]}
     for row in STATE_ROWS:
         assert row["v1"] in v1_rows and row["why"] and row["cases"]
         assert set(row.get("scale", {})) <= set(row["slots"])

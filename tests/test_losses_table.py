@@ -1,4 +1,4 @@
-"""Every row of tf1gradfix/rules/losses.toml is backed by a verification.
+"""Every row of rules/losses.toml is backed by a verification.
 
 Each row's example call is the loss of a small linear model trained with
 gradient descent; the real rewrite turns it into the row's TF2 expression and

@@ -223,7 +223,7 @@ def test_the_helper_gives_the_tf1_models_arrays_and_numpy_draws(tmp_path):
     import pickle
     import tomllib
 
-    row = tomllib.loads((ROOT / "tf1gradfix/rules/helpers.toml").read_text())["helper"]["mnist_data_sets"]
+    row = tomllib.loads((ROOT / "rules/helpers.toml").read_text())["helper"]["mnist_data_sets"]
     helper = "import collections\nimport numpy as np\nimport tensorflow as tf\n" + row["text"].format(
         name="read_data_sets", dataset="MnistDataSet", np="np", collections="collections", tf="tf")
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", PYTHONPATH=str(ROOT))

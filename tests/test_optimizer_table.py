@@ -1,4 +1,4 @@
-"""Every row of tf1gradfix/rules/optimizers.toml is backed by a verification.
+"""Every row of rules/optimizers.toml is backed by a verification.
 
 For each verified case of a row a small TF1 training program is generated
 with that optimizer, rewritten by the real rewrite and proven with the
@@ -6,7 +6,7 @@ verifier: EQUIVALENT, with a max relative difference that agrees with the
 row's status (exact: 0; otherwise at most 10x the recorded figure). A
 `not_equivalent` row's Keras candidate is emitted by the same rewrite (the
 row pointed at it) and must come out DIVERGED, so that claim is backed too.
-The rows of tf1gradfix/rules/schedules.toml get the same treatment with a program whose
+The rows of rules/schedules.toml get the same treatment with a program whose
 learning rate is that schedule of the global step. Each optimizer row is also
 proven on float64 variables and losses and, where its target takes a changing
 rate, on a scheduled one (float32 and float64); other rows must refuse a

@@ -2,7 +2,7 @@
 a fresh virtual environment, run from a folder outside the repository.
 
 The rule tables live in `rules/` in the repository and must ship inside the
-package as `tf1gradfix.rules`; this is where a missing table would show.
+package as `tf1gradfix/_rules`; this is where a missing table would show.
 """
 
 from __future__ import annotations
@@ -75,15 +75,15 @@ def outside(tmp_path) -> Path:
 
 
 def _codes() -> list[str]:
-    return [rule["code"] for rule in tomllib.loads((ROOT / "tf1gradfix" / "rules" / "codes.toml").read_text("utf-8"))["rule"]]
+    return [rule["code"] for rule in tomllib.loads((ROOT / "rules" / "codes.toml").read_text("utf-8"))["rule"]]
 
 
 def test_wheel_ships_the_rule_tables(wheel, source_copy):
     names = set(zipfile.ZipFile(wheel).namelist())
-    for table in ("codes.toml", "renames.toml", "kinds.toml"):
-        assert f"tf1gradfix/rules/{table}" in names
-    for table in sorted((source_copy / "tf1gradfix" / "rules").glob("*.toml")):
-        assert f"tf1gradfix/rules/{table.name}" in names, f"rules/{table.name} is not in the wheel"
+    for table in ("codes.toml", "renames.toml", "kinds.toml", "tf2_api.txt"):
+        assert f"tf1gradfix/_rules/{table}" in names
+    for table in sorted((source_copy / "rules").glob("*.toml")):
+        assert f"tf1gradfix/_rules/{table.name}" in names, f"rules/{table.name} is not in the wheel"
     for module in sorted((source_copy / "tf1gradfix").rglob("*.py")):
         assert module.relative_to(source_copy).as_posix() in names
     assert not any(n.startswith(("tests/", "fixtures/", "benchmarks/", "rules/")) for n in names), sorted(names)
@@ -97,6 +97,12 @@ def test_installed_package_is_the_wheel_not_the_checkout(venv, outside):
     location = Path(proc.stdout.strip())
     assert venv in location.parents
     assert ROOT not in location.parents
+
+
+def test_installed_package_reads_its_own_tables(venv, outside):
+    proc = _run([venv / "bin" / "python", "-c", "import tf1gradfix.rules as r; print(r.tables_folder())"], cwd=outside)
+    assert proc.returncode == 0, proc.stderr
+    assert venv in Path(proc.stdout.strip()).parents
 
 
 def test_version(venv, outside):

@@ -1,4 +1,4 @@
-"""Refusal reasons are data (tf1gradfix/rules/refusals.toml): every reason is raised
+"""Refusal reasons are data (rules/refusals.toml): every reason is raised
 somewhere, every raise names a reason with its fields, and a program reaches each one."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The weight layouts of tf1gradfix/rules/rnn_cells.toml, checked against the
+"""The weight layouts of rules/rnn_cells.toml, checked against the
 cells' own formulas (NumPy, no TensorFlow): a Keras cell whose weights the
 verifier makes from a TF1 cell's variables computes the TF1 cell's numbers, and
 folding them back gives the TF1 variables again. The `tf` test proves every

@@ -74,12 +74,14 @@ def test_what_the_key_covers():
 def test_the_tools_code_and_rules_are_in_the_key(tmp_path, monkeypatch):
     copy = tmp_path / "tf1gradfix"
     shutil.copytree(cache._PACKAGE, copy, ignore=shutil.ignore_patterns("__pycache__", "verify"))
+    shutil.copytree(cache._PACKAGE.parent / "rules", tmp_path / "rules")   # (the tables, beside the package)
     monkeypatch.setattr(cache, "_PACKAGE", copy)
     cache.fingerprint.cache_clear()
     try:
-        for edited in ("run/engine.py", "detect/detector.py", "emit/tape.py", "rules/renames.toml"):
+        for edited in ("tf1gradfix/run/engine.py", "tf1gradfix/detect/detector.py", "tf1gradfix/emit/tape.py",
+                       "rules/renames.toml"):
             before = cache.fingerprint()
-            (copy / edited).write_text((copy / edited).read_text() + "\n# changed\n")
+            (tmp_path / edited).write_text((tmp_path / edited).read_text() + "\n# changed\n")
             cache.fingerprint.cache_clear()
             assert cache.fingerprint() != before, f"{edited} is not in the cache key"
     finally:

@@ -1,6 +1,6 @@
 """Summaries made in a loop over graph values (constructs/summary_loops.py), the tags TF1
 writes them under (constructs/summaries.py), and the TF1 op names they are read from
-(tf1gradfix/rules/op_names.toml, checked in a TF1 graph by the `tf` test)."""
+(rules/op_names.toml, checked in a TF1 graph by the `tf` test)."""
 
 from __future__ import annotations
 

@@ -10,7 +10,7 @@ stand in the list for the TF1 variables whose blocks they hold (rnn_cells.toml's
 layouts), in TF1's place (where the run made them); a name filter is evaluated on TF1's
 names and must select all or none of the TF1 variables a Keras weight draws from. What
 the statement computes from the list is exact only where it adds up an entry-wise sum
-per variable (tf1gradfix/rules/collection_reductions.toml): then TF1's kernel's term is
+per variable (rules/collection_reductions.toml): then TF1's kernel's term is
 the sum of its Keras parts' terms. Any other use of such a list is refused.
 """
 

@@ -5,7 +5,7 @@ imports of contrib's modules a rewritten program no longer reads.
 contrib names its modes in upper case and picks the distribution with a bool;
 its normal is truncated with stddev sqrt(1.3 * factor / n), which Keras's
 truncated normal gives with `scale = factor * 1.3 * 0.87962566103423978**2`
-(the derivation is in tf1gradfix/rules/contrib.toml). Any argument whose value
+(the derivation is in rules/contrib.toml). Any argument whose value
 is not written as a literal the table knows is refused: the draw would depend on it."""
 
 from __future__ import annotations

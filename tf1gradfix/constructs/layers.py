@@ -5,7 +5,7 @@
 variable) and a `tensor` node (`h = <layer>(x)`, computed in the step
 functions like any forward statement). The layer's variables are those the
 tape trains when a loss reaches the layer. What each v1 layer becomes is the
-table `tf1gradfix/rules/layers.toml`; layers not in it stay refused.
+table `rules/layers.toml`; layers not in it stay refused.
 """
 
 from __future__ import annotations

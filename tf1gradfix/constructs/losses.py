@@ -1,7 +1,7 @@
 """`tf.losses.*` calls: the same number written with TF2 ops.
 
 A v1 loss with its default weights is the mean of its per-element losses,
-so the call becomes that mean in the step function (`tf1gradfix/rules/losses.toml`).
+so the call becomes that mean in the step function (`rules/losses.toml`).
 The model checks the arguments where the statement is classified; the
 text is written where the statement moves into a step function.
 """

@@ -1,5 +1,5 @@
 """`opt = tf.train.<Name>Optimizer(...)`: an optimizer. What each becomes in TF2
-is the table `tf1gradfix/rules/optimizers.toml` (emit/state.py writes it)."""
+is the table `rules/optimizers.toml` (emit/state.py writes it)."""
 
 from __future__ import annotations
 
@@ -41,7 +41,7 @@ def check(node: Optimizer, fed_lr: bool) -> None:
     scheduled, set before every update), decided before its statement is written."""
     row = optimizer_table().get(node.cls)
     if row is None or row["status"] == "manual":
-        why = row["why"] if row else "not in tf1gradfix/rules/optimizers.toml"
+        why = row["why"] if row else "not in rules/optimizers.toml"
         raise Refusal.of(node.call, "optimizer_no_rewrite", optimizer=node.cls, detail=why)
     mapped = {row["map"][v1_name] for v1_name in bound_args(node.call, row["params"], node.call) if v1_name in row["map"]}
     if fed_lr and row["status"] not in FED_LR_STATUSES:

@@ -12,7 +12,7 @@ become
 An LSTM's state is TF1's (c, h) stacked into one tensor, so `state[1]` is still
 h, a run can fetch it and feed it back as one value, and a function takes it
 as one parameter; Keras holds it as [h, c]. The cells and their settings are
-the table tf1gradfix/rules/rnn_cells.toml, whose weight layouts the verifier
+the table rules/rnn_cells.toml, whose weight layouts the verifier
 reads to start the Keras weights from the original's (verify/cell_weights.py).
 """
 

@@ -6,7 +6,7 @@
 comprehensions that filter a collection by variable name. TF1 lists a
 collection in creation order and selects a scope by `re.match` on the
 variable's name; `v.name` carries the output suffix `:0`. The collections
-and keys are tables in `tf1gradfix/rules/graph_ops.toml`.
+and keys are tables in `rules/graph_ops.toml`.
 
 A list is typed entries (`Listed`), not text: a loop's variables are lists the
 emitter names (variable_loops), so an entry of a loop is its site and iteration,

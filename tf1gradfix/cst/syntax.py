@@ -23,7 +23,7 @@ def graph_ops() -> dict:
 
 @functools.lru_cache(maxsize=None)
 def schedule_table() -> dict[str, dict]:
-    """Learning-rate schedules the optimizer stage translates (tf1gradfix/rules/schedules.toml)."""
+    """Learning-rate schedules the optimizer stage translates (rules/schedules.toml)."""
     return {name: row for row in _read("schedules.toml")["schedule"] for name in row["v1"]}
 
 

@@ -3,7 +3,7 @@
 A rewrite must never write a reference to a name TF2 lacks (it would fail
 with an AttributeError the first time that line runs), and `check` reports
 TF1-only names the rule tables do not know by name. The TF2 surface is data
-(`tf1gradfix/rules/tf2_api.txt`, generated from the installed TensorFlow by
+(`rules/tf2_api.txt`, generated from the installed TensorFlow by
 `scripts/gen_api_surface.py`), so this module never imports TensorFlow.
 
 Names are read from Python's own syntax tree: a chain counts when its base

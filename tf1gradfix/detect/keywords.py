@@ -11,13 +11,11 @@ function takes the new keyword too, so a file that stays TF1 keeps running) or
 from __future__ import annotations
 
 import ast
-import tomllib
 from functools import lru_cache
-from pathlib import Path
 
 from tf1gradfix.records import record
+from tf1gradfix.rules.catalog import _read
 
-TABLE = Path(__file__).resolve().parents[1] / "rules" / "keyword_renames.toml"
 SAFE, RESTRUCTURED = "safe", "restructured"
 
 
@@ -35,7 +33,7 @@ class KeywordHit:
 @lru_cache(maxsize=1)
 def table() -> dict[str, dict[str, tuple[str, str]]]:
     """function (without `tf.`) -> old keyword -> (new keyword, reach)."""
-    raw = tomllib.loads(TABLE.read_text("utf-8"))
+    raw = _read("keyword_renames.toml")
     return {name: {old: (entry["to"], entry["reach"]) for old, entry in keywords.items()}
             for name, keywords in raw.items()}
 

@@ -3,7 +3,7 @@
 `tf.get_variable` becomes `tf.Variable(initializer(shape), name=...)` with the
 scope-qualified name; v1 optimizers become Keras optimizers, or stay v1 where
 no Keras optimizer gives the same numbers. Both mappings are
-tables (`tf1gradfix/rules/initializers.toml`, `tf1gradfix/rules/optimizers.toml`), not code.
+tables (`rules/initializers.toml`, `rules/optimizers.toml`), not code.
 """
 
 from __future__ import annotations
@@ -244,7 +244,7 @@ class StateEmitter:
 
     def schedule(self, node: Node, indent: int) -> cst.SimpleStatementLine:
         """`lr = tf.train.exponential_decay(0.1, step, ...)` -> the Keras schedule called on the
-        same step: the same rate, computed where TF1 computed it (tf1gradfix/rules/schedules.toml)."""
+        same step: the same rate, computed where TF1 computed it (rules/schedules.toml)."""
         text = f"{node.names[0]} = {self.schedule_object(node)}({self.code(self.schedule_step(node))})"
         statement = cast(cst.SimpleStatementLine, cst.parse_statement(layout.fit(text, indent) + "\n"))
         return statement.with_changes(leading_lines=node.stmt.leading_lines)

@@ -1,5 +1,5 @@
 """Why the rewrite leaves a file intact, as data: each refusal names a reason of
-tf1gradfix/rules/refusals.toml, whose row gives its code, message, why and what to do."""
+rules/refusals.toml, whose row gives its code, message, why and what to do."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The rule catalog, loaded from the TOML tables shipped as ``tf1gradfix.rules``."""
+"""The rule catalog, loaded from the TOML tables of `rules/` (tf1gradfix/rules/__init__.py)."""
 
 from __future__ import annotations
 
@@ -116,19 +116,18 @@ def _read(name: str) -> dict:
 
 
 def _rules_text(name: str) -> str:
-    """A rule table's text: from the package folder when it is one (importlib.resources
-    costs a tenth of a cold start to import), else through importlib.resources."""
-    import tf1gradfix.rules as package
+    """A rule table's text: from the tables' folder (importlib.resources costs a tenth of
+    a cold start to import), else, for a package not on a file system, through
+    importlib.resources."""
+    from tf1gradfix.rules import tables_folder
 
-    for folder in getattr(package, "__path__", ()):
-        try:
-            with open(os.path.join(folder, name), encoding="utf-8") as handle:
-                return handle.read()
-        except OSError:
-            continue
+    folder = tables_folder()
+    if folder is not None:
+        with open(os.path.join(folder, name), encoding="utf-8") as handle:
+            return handle.read()
     from importlib import resources
 
-    return resources.files("tf1gradfix.rules").joinpath(name).read_text("utf-8")
+    return resources.files("tf1gradfix").joinpath("_rules", name).read_text("utf-8")
 
 
 @functools.lru_cache(maxsize=None)

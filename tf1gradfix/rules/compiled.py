@@ -1,10 +1,11 @@
-"""Rule tables read once and kept, like bytecode, next to them in __pycache__.
+"""Rule tables read once and kept, like bytecode, in the loaders' __pycache__.
 
 Parsing the TOML tables and the TF2 name list costs a cold `check` about
 as much as starting Python; unpickling what they were read into costs a
 tenth of that. A kept copy is named after the size and modification time
-of every table file and the tool's version, so an edited table is read
-again; an unwritable folder only means reading the tables every time.
+of every table file (rules/), of every loader and the tool's version, so an
+edited table is read again; an unwritable folder only means reading the
+tables every time.
 """
 
 from __future__ import annotations
@@ -19,11 +20,14 @@ _FOLDER = os.path.dirname(os.path.abspath(__file__))
 def _stamp() -> str:
     from tf1gradfix import __version__
 
+    from tf1gradfix.rules import tables_folder
+
     parts = [__version__]
-    for entry in sorted(os.scandir(_FOLDER), key=lambda e: e.name):
-        if entry.is_file() and entry.name.endswith((".toml", ".txt", ".py")):
-            info = entry.stat()
-            parts.append(f"{entry.name}:{info.st_size}:{info.st_mtime_ns}")
+    for folder in dict.fromkeys(filter(None, (_FOLDER, tables_folder()))):   # the loaders, the tables
+        for entry in sorted(os.scandir(folder), key=lambda e: e.name):
+            if entry.is_file() and entry.name.endswith((".toml", ".txt", ".py")):
+                info = entry.stat()
+                parts.append(f"{entry.name}:{info.st_size}:{info.st_mtime_ns}")
     digest = 0xcbf29ce484222325   # FNV-1a: stable across runs, and no extension module to load
     for byte in ";".join(parts).encode():
         digest = ((digest ^ byte) * 0x100000001b3) & 0xFFFFFFFFFFFFFFFF

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from tf1gradfix.run.findings import FileError, Finding
 
-_PACKAGE = Path(__file__).resolve().parents[1]   # tf1gradfix/, every subpackage and the rule tables
+_PACKAGE = Path(__file__).resolve().parents[1]   # tf1gradfix/, every subpackage (and an installed copy's rule tables)
 
 
 def folder() -> Path | None:
@@ -38,10 +38,15 @@ def fingerprint() -> bytes:
     import hashlib  # (in the functions: with the cache off, `check` imports none of these)
     import importlib.util
 
+    from tf1gradfix.rules import tables_folder
+
     digest = hashlib.sha256(sys.version.encode())
     libcst = importlib.util.find_spec("libcst")
     files = [Path(libcst.origin).parent / "_version.py"] if libcst and libcst.origin else []
     files += sorted(p for p in _PACKAGE.rglob("*") if p.suffix in (".py", ".toml", ".txt") and "__pycache__" not in p.parts)
+    tables = tables_folder(str(_PACKAGE))
+    if tables is not None and _PACKAGE not in Path(tables).parents:   # (a checkout's: rules/ beside the package)
+        files += sorted(p for p in Path(tables).iterdir() if p.suffix in (".toml", ".txt"))
     for path in files:
         name = path.relative_to(_PACKAGE).as_posix() if _PACKAGE in path.parents else path.name
         digest.update(name.encode() + b"\0" + path.read_bytes() + b"\0")

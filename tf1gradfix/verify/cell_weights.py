@@ -4,7 +4,7 @@ TF1's LSTM keeps one kernel over [inputs, state] with its gates in the order
 i, j, f, o; Keras's LSTMCell keeps `kernel` and `recurrent_kernel` with the
 gates i, f, c, o, and the forget bias inside its `bias`. The variables do not
 correspond by name or shape, so matching by name cannot pair them. The
-layouts of tf1gradfix/rules/rnn_cells.toml (which the rewrite reads too) say
+layouts of rules/rnn_cells.toml (which the rewrite reads too) say
 which block of which original variable each Keras weight is: a Keras weight
 starts from those blocks of the original's initial values, and the traces
 fold the Keras weights back into the original's variables, so gradients and

@@ -9,7 +9,7 @@ same draws, the same variable names (`fully_connected/weights`, `Conv/biases`,
 Where TF 2.21, which runs them here, computes otherwise than TF 1.15 did, the
 model does as 1.15 did and says so (batch_norm: the fused kernel's least epsilon,
 the 4-D-only fusing of the core layer; contrib_batch_norm_v1.py). Only the rows of
-tf1gradfix/rules/contrib.toml that the rewrite maps are modelled; any other
+rules/contrib.toml that the rewrite maps are modelled; any other
 contrib name is missing, so such a program fails on the original side.
 """
 

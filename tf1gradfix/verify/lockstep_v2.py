@@ -324,7 +324,7 @@ class Lockstep:
             row = table().get((v1, kind))
             if row is None:
                 raise Refused(f"no lockstep mapping of the state of v1 {v1} to Keras {kind} "
-                              f"(tf1gradfix/rules/optimizer_state.toml)")
+                              f"(rules/optimizer_state.toml)")
             self.check_keras(opt, row, originals[0], wanted)
             self.rows[id(opt)] = row
         self.optimizers.append(opt)
