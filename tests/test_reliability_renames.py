@@ -12,7 +12,8 @@ import sys
 
 import pytest
 
-from tf1gradfix.run.engine import MAX_DEPTH, process_source
+from tf1gradfix.run.engine import process_source
+from tf1gradfix.run.judgement import MAX_DEPTH
 from tf1gradfix.run.findings import CodeFilter
 
 

@@ -215,7 +215,7 @@ def python_tree(data: bytes) -> ast.Module | None:
     """Python's own syntax tree of `data` (None when Python cannot parse it).
 
     Kept for the last texts read: the engine compiles the rewritten text it
-    has just read the imports of (engine._unparsable).
+    has just read the imports of (rewrite_check._unparsable).
     """
     import warnings
 

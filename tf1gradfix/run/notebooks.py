@@ -54,7 +54,7 @@ def _source_lines(cell: dict) -> list[str]:
 def _lines(text: str) -> list[str]:
     """`text`'s lines as Python reads them: split at \\n, \\r\\n and \\r only, never at a U+2028
     or a form feed inside a string (str.splitlines would)."""
-    from tf1gradfix.run.engine import split_lines
+    from tf1gradfix.run.rewrite_check import split_lines
 
     return [line.decode("utf-8", "surrogatepass") for line in split_lines(text.encode("utf-8", "surrogatepass"))]
 

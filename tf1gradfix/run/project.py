@@ -166,7 +166,8 @@ def process(project: Project, datas: dict[str, bytes], codes: CodeFilter) -> Res
     """The rewrite of the whole project: the script analyzed with its modules' code in
     place of their imports; each file's findings and new bytes."""
     from tf1gradfix.detect.prefilter import python_tree
-    from tf1gradfix.run.engine import process_source, split_lines
+    from tf1gradfix.run.engine import process_source
+    from tf1gradfix.run.rewrite_check import split_lines
 
     paths = [project.script, *project.modules]
     out = Result(paths, {p: [] for p in paths}, {}, {})

@@ -116,7 +116,7 @@ def requalified(text: bytes, pairs: list) -> bytes | None:
     """`text` with `bound.` put back before each name a (bound, module tree) of `pairs`
     defines (not one it imports); None when such a name is also bound in `text`."""
     from tf1gradfix.detect.prefilter import python_tree
-    from tf1gradfix.run.engine import split_lines
+    from tf1gradfix.run.rewrite_check import split_lines
 
     tree = python_tree(text)
     if tree is None:
@@ -242,7 +242,7 @@ def check_parts(project, parts: dict, datas: dict[str, bytes], cut: bool = False
     """Each file's new bytes into `parts` (path -> bytes); why they cannot be written, if so.
     `cut`: the script was read with `model.` cut from its names (`unqualified`)."""
     from tf1gradfix.detect.prefilter import python_tree
-    from tf1gradfix.run.engine import as_written, split_lines
+    from tf1gradfix.run.rewrite_check import as_written, split_lines
 
     script_lines = split_lines(datas[project.script])
     new_script = []
