@@ -33,7 +33,8 @@ from tf1gradfix.constructs.layers import (at_call, check_layer_arguments, helper
 from tf1gradfix.cst import layout
 from tf1gradfix.cst.syntax import Refusal, bound_names, literal_string, loads
 from tf1gradfix.cst.walk import TargetedTransformer, children, walk
-from tf1gradfix.model.nodes import BuilderLayer, BuilderModule, Listed, OptimizerCall, VarList
+from tf1gradfix.model.nodes import BuilderModule, OptimizerCall, VarList
+from tf1gradfix.model.parts import BuilderLayer, Listed
 
 # where a call may run a number of times other than once per call of the builder
 _REPEATING = (cst.For, cst.While, cst.If, cst.Try, cst.FunctionDef, cst.ClassDef, cst.Lambda, cst.ListComp, cst.SetComp,

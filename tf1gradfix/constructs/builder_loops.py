@@ -27,7 +27,8 @@ import libcst as cst
 from tf1gradfix.cst import layout
 from tf1gradfix.cst.syntax import Refusal, bound_args, bound_names, loads, target_names
 from tf1gradfix.cst.walk import walk
-from tf1gradfix.model.nodes import BuilderLayer, BuilderModule, Layer, LayerLoop, Static
+from tf1gradfix.model.nodes import BuilderModule, Layer, LayerLoop, Static
+from tf1gradfix.model.parts import BuilderLayer
 
 MADE = "made"     # the module's attribute: TF1's layer name -> its Keras layer
 COUNT = "count"   # ... the layers of each kind the running call has reached

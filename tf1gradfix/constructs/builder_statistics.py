@@ -22,7 +22,8 @@ from tf1gradfix.constructs import layers as layers_module
 from tf1gradfix.constructs.layers import updates_in_place
 from tf1gradfix.cst.syntax import Refusal, bound_args
 from tf1gradfix.cst.walk import walk
-from tf1gradfix.model.nodes import BuilderLayer, BuilderModule, Placeholder
+from tf1gradfix.model.nodes import BuilderModule, Placeholder
+from tf1gradfix.model.parts import BuilderLayer
 
 
 def check(program, sig, site) -> None:

@@ -33,7 +33,8 @@ from tf1gradfix.cst.syntax import (Refusal, bound_args, bound_names, is_docstrin
                                without_defaults)
 from tf1gradfix.cst import layout
 from tf1gradfix.cst.walk import children
-from tf1gradfix.model.nodes import BuilderModule, BuilderVariable
+from tf1gradfix.model.nodes import BuilderModule
+from tf1gradfix.model.parts import BuilderVariable
 
 # attributes tf.Module has already: a variable named like one is stored under `<name>_variable`
 MODULE_ATTRIBUTES = frozenset({"name", "name_scope", "variables", "trainable_variables", "non_trainable_variables",

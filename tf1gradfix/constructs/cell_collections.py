@@ -24,7 +24,8 @@ import libcst as cst
 from tf1gradfix.constructs import rnn_stacks
 from tf1gradfix.cst.syntax import Refusal
 from tf1gradfix.cst.walk import walk
-from tf1gradfix.model.nodes import CollectionRead, Listed, RnnCell, RnnRun
+from tf1gradfix.model.nodes import RnnCell, RnnRun
+from tf1gradfix.model.parts import CollectionRead, Listed
 from tf1gradfix.rules.catalog import _read
 
 LEAVES = ("kernel", "recurrent_kernel", "bias")

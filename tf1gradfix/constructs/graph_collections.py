@@ -25,8 +25,9 @@ import libcst as cst
 from tf1gradfix.constructs import cell_collections, loop_lists, var_lists, variable_factories
 from tf1gradfix.cst.syntax import Refusal, loads
 from tf1gradfix.cst.walk import walk
-from tf1gradfix.model.nodes import (BuilderModule, CollectionRead, Computed, Layer, LayerCall, LayerLoop, LayerLoopCall,
-                                    LayerSite, Listed, RnnRun, Variable, VariableSite, VarList)
+from tf1gradfix.model.nodes import (BuilderModule, Computed, Layer, LayerCall, LayerLoop, LayerLoopCall, RnnRun,
+                                    Variable, VarList)
+from tf1gradfix.model.parts import CollectionRead, LayerSite, Listed, VariableSite
 
 NAME_READS = ("name", "op")   # what a filter reads of a listed variable
 

@@ -27,7 +27,8 @@ import libcst as cst
 
 from tf1gradfix.constructs import layers
 from tf1gradfix.cst.syntax import Refusal, literal_string, loads, matches
-from tf1gradfix.model.nodes import Layer, LayerLoop, LayerLoopCall, LayerNode, LayerSite, LoopStatement, Static, Tensor
+from tf1gradfix.model.nodes import Layer, LayerLoop, LayerLoopCall, LayerNode, Static, Tensor
+from tf1gradfix.model.parts import LayerSite, LoopStatement
 
 
 def loop_model(builder, item) -> bool:

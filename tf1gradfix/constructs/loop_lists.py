@@ -1,11 +1,12 @@
 """How a list written in the step functions names what a loop made (variables, layers'
 weights) that a variable collection listed, in TF1's order: the loop's lists zipped, or
-each by its iteration. Text only, from the typed entries (model.nodes.Listed), at emit
+each by its iteration. Text only, from the typed entries (model.parts.Listed), at emit
 time, once the emitter has named the loop's lists."""
 
 from __future__ import annotations
 
-from tf1gradfix.model.nodes import LayerLoop, Listed
+from tf1gradfix.model.nodes import LayerLoop
+from tf1gradfix.model.parts import Listed
 
 
 def listed_text(node: LayerLoop, entries: list[Listed], lists: dict) -> list[str]:

@@ -18,7 +18,7 @@ import libcst as cst
 
 from tf1gradfix.constructs import host_values, loop_layers
 from tf1gradfix.cst.syntax import Refusal, literal_string
-from tf1gradfix.model.nodes import LayerSite, LoopStatement, VariableSite
+from tf1gradfix.model.parts import LayerSite, LoopStatement, VariableSite
 
 VALID_SCOPE = re.compile(r"[A-Za-z0-9.][A-Za-z0-9_.\-/>]*")   # (TF1's own check of an op or scope name)
 

@@ -23,8 +23,8 @@ import libcst as cst
 
 from tf1gradfix.cst.syntax import Refusal, arg, literal_dtype, matches
 from tf1gradfix.cst.walk import walk
-from tf1gradfix.model.nodes import (LayerCall, LayerLoop, LayerNode, LayerSite, Placeholder, RnnRun, Statement, Tensor,
-                                    ZeroState)
+from tf1gradfix.model.nodes import LayerCall, LayerLoop, LayerNode, Placeholder, RnnRun, Statement, Tensor, ZeroState
+from tf1gradfix.model.parts import LayerSite
 
 Known = Callable[[cst.CSTNode], bool]   # whether an expression can be read where the step functions are defined
 

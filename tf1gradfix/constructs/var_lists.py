@@ -22,8 +22,9 @@ import libcst as cst
 
 from tf1gradfix.constructs import builders, cell_collections, layer_methods, layers as layer_rows
 from tf1gradfix.cst.syntax import Refusal, arg, graph_ops, literal_bool, literal_string, matches
-from tf1gradfix.model.nodes import (Bound, BuilderModule, Layer, LayerLoop, LayerSite, Listed, OptimizerCall, Optimizer, RnnCell,
-                                    Statement, TrainOp, Variable, VariableGroup, VariableSite, VarList)
+from tf1gradfix.model.nodes import (BuilderModule, Layer, LayerLoop, OptimizerCall, Optimizer, RnnCell, Statement,
+                                    TrainOp, Variable, VariableGroup, VarList)
+from tf1gradfix.model.parts import Bound, LayerSite, Listed, VariableSite
 
 _REGEX = set(".^$*+?{}[]\\|()")
 

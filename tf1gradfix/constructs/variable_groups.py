@@ -16,7 +16,8 @@ import libcst as cst
 
 from tf1gradfix.constructs import variables
 from tf1gradfix.cst.syntax import Refusal
-from tf1gradfix.model.nodes import GroupMember, Statement, VariableGroup
+from tf1gradfix.model.nodes import Statement, VariableGroup
+from tf1gradfix.model.parts import GroupMember
 
 _KEYS = (cst.SimpleString, cst.Integer)
 

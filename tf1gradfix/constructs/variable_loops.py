@@ -37,7 +37,8 @@ from tf1gradfix.constructs import graph_loops, host_values, layers, loop_layers,
 from tf1gradfix.constructs.loop_names import Scoped
 from tf1gradfix.cst.syntax import Refusal, arg, bound_names, loads, names_as_attributes
 from tf1gradfix.cst.walk import walk
-from tf1gradfix.model.nodes import LayerLoop, LayerLoopCall, LayerSite, LoopStatement, Tensor, VariableSite
+from tf1gradfix.model.nodes import LayerLoop, LayerLoopCall, Tensor
+from tf1gradfix.model.parts import LayerSite, LoopStatement, VariableSite
 
 SCOPES = {"tensorflow.name_scope": "name", "tensorflow.variable_scope": "name_or_scope"}
 

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from tf1gradfix.model.nodes import BuilderModule, Layer, LayerSite, VariableSite
+from tf1gradfix.model.nodes import BuilderModule, Layer
+from tf1gradfix.model.parts import LayerSite, VariableSite
 
 
 @dataclass

@@ -35,7 +35,8 @@ from tf1gradfix.emit.state import StateEmitter
 from tf1gradfix.emit.tape import TapeEmitter
 from tf1gradfix.emit.renames import renamed_code
 from tf1gradfix.model.graph import ModelBuilder, Program
-from tf1gradfix.model.nodes import BuilderModule, Layer, LayerLoop, LayerSite, Optimizer, Tensor
+from tf1gradfix.model.nodes import BuilderModule, Layer, LayerLoop, Optimizer, Tensor
+from tf1gradfix.model.parts import LayerSite
 from tf1gradfix.model.sites import HostScan
 from tf1gradfix.model.owners import GraphCallScan, nested_sessions
 from tf1gradfix.cst.printing import code_for_node

@@ -19,7 +19,8 @@ from tf1gradfix.constructs.layers import name_param, spread
 from tf1gradfix.rules.catalog import _read
 from tf1gradfix.emit.naming import Naming
 from tf1gradfix.model.graph import Program
-from tf1gradfix.model.nodes import Layer, LayerLoop, LayerSite, Node, Optimizer, RnnCell, Tensor, Variable, VariableSite
+from tf1gradfix.model.nodes import Layer, LayerLoop, Node, Optimizer, RnnCell, Tensor, Variable
+from tf1gradfix.model.parts import LayerSite, VariableSite
 from tf1gradfix.cst import layout
 from tf1gradfix.cst.syntax import bound_args, schedule_table
 

@@ -18,10 +18,10 @@ from tf1gradfix.constructs import (dropout, gradient_calls, graph_collections, l
                                    summaries, updates, var_lists)
 from tf1gradfix.model.graph import Program
 from tf1gradfix.constructs.variable_loops import loop_statement
-from tf1gradfix.model.nodes import (ComputeGradients, Computed, Gradients, Layer, LayerCall, LayerLoop, LayerLoopCall, LayerSite, Node,
-                                    Optimizer,
-                                    OptimizerCall, Placeholder, RnnRun, StateTuple, Summary, Tensor, TrainGroup, TrainOp, Update,
-                                    Variable, VariableSite, VarList, ZeroState)
+from tf1gradfix.model.nodes import (ComputeGradients, Computed, Gradients, Layer, LayerCall, LayerLoop, LayerLoopCall,
+                                    Node, Optimizer, OptimizerCall, Placeholder, RnnRun, StateTuple, Summary, Tensor,
+                                    TrainGroup, TrainOp, Update, Variable, VarList, ZeroState)
+from tf1gradfix.model.parts import LayerSite, VariableSite
 from tf1gradfix.cst import layout
 from tf1gradfix.emit import name_scopes
 from tf1gradfix.cst.syntax import literal_index, loads, matches

@@ -12,8 +12,9 @@ import libcst as cst
 from tf1gradfix.constructs import (builder_layers, dropout, fed_tensors, graph_extensions, initializers, savers,
                                    session_functions, updates, var_lists)
 from tf1gradfix.model.graph import Item, Program
-from tf1gradfix.model.nodes import (ComputeGradients, Gradients, Init, Listed, Node, Optimizer, Placeholder, Static, Tensor,
+from tf1gradfix.model.nodes import (ComputeGradients, Gradients, Init, Node, Optimizer, Placeholder, Static, Tensor,
                                     TrainGroup, TrainOp, Saver, Update, Variable, VariableGroup, VarList)
+from tf1gradfix.model.parts import Listed
 from tf1gradfix.cst.syntax import Refusal, arg, bound_names, free_names, fresh_name, graph_ops, loads, matches
 from tf1gradfix.cst.walk import children, walk
 
