@@ -3,8 +3,9 @@
 
 A train op makes the body a `tf.GradientTape` block (the forward slice),
 then the gradient statements in source order, then `apply_gradients` with
-None gradients filtered out. Forward code used by several functions goes into
-one helper. Values that reach Python are converted with `.numpy()`.
+None gradients filtered out (tape_updates.py). Forward code used by several
+functions goes into one helper. The calls replacing the runs are tape_calls.py's;
+values that reach Python are converted with `.numpy()`.
 """
 
 from __future__ import annotations
@@ -13,27 +14,26 @@ from typing import cast
 
 import libcst as cst
 
-from tf1gradfix.constructs.optimizers import optimizer_table
 from tf1gradfix.constructs import (dropout, gradient_calls, graph_collections, losses, placeholders, rnn_cells, rnn_stacks,
                                    summaries, updates, var_lists)
 from tf1gradfix.model.graph import Program
 from tf1gradfix.constructs.variable_loops import loop_statement
-from tf1gradfix.model.nodes import (ComputeGradients, Computed, Gradients, Layer, LayerCall, LayerLoop, LayerLoopCall,
-                                    Node, Optimizer, OptimizerCall, Placeholder, RnnRun, StateTuple, Summary, Tensor,
-                                    TrainGroup, TrainOp, Update, Variable, VarList, ZeroState)
+from tf1gradfix.model.nodes import (Computed, Gradients, Layer, LayerCall, LayerLoop, LayerLoopCall, Node, Optimizer,
+                                    OptimizerCall, Placeholder, RnnRun, StateTuple, Summary, Tensor, TrainGroup, TrainOp,
+                                    Update, Variable, VarList, ZeroState)
 from tf1gradfix.model.parts import LayerSite, VariableSite
 from tf1gradfix.cst import layout
 from tf1gradfix.emit import name_scopes
-from tf1gradfix.cst.syntax import literal_index, loads, matches
+from tf1gradfix.cst.syntax import loads
 from tf1gradfix.cst.walk import walk
-from tf1gradfix.model.sites import Site
-from tf1gradfix.model.slicing import (Signature, closure, gradient_dependent, inner_gradients, reached_variables,
-                                      variable_text)
+from tf1gradfix.emit.tape_calls import RunCalls
+from tf1gradfix.emit.tape_updates import Updates
+from tf1gradfix.model.slicing import Signature, closure, gradient_dependent, inner_gradients, reached_variables
 
 IND = "    "
 
 
-class TapeEmitter:
+class TapeEmitter(Updates, RunCalls):
     def __init__(self, program: Program, code, fresh, state, meta):
         self.p, self.raw_code, self.fresh, self.state, self.meta = program, code, fresh, state, meta
         self.qualified = meta.names.qualified
@@ -427,195 +427,6 @@ class TapeEmitter:
             after[i] = lines + after.get(i, [])
         return list(dict.fromkeys(top)), after
 
-    def _gradient_lines(self, node: Node, together: list[TrainOp] | None = None,
-                        updates: list[str] | None = None) -> list[str]:
-        """`together`: the train ops of a run of several; a train op's update then goes to
-        `updates`, written after every gradient, and its locals are numbered."""
-        name = node.names[0] if node.names else None
-        rank = next((k for k, t in enumerate(sorted(together or [], key=lambda t: t.index)) if t is node), None)
-        suffix = f"_{rank + 1}" if rank else ""
-        if isinstance(node, Gradients):
-            return [gradient_calls.gradient_text(self, node)]
-        if isinstance(node, Tensor):
-            return [self.stmt_text(node, 1)]
-        assert isinstance(node, OptimizerCall)
-        bound = node.bound
-        opt = self.p.nodes[node.optimizer]
-        assert isinstance(opt, Optimizer)
-        opt_name = self.optimizer_names[opt.index]
-        dense = self._sparse_form(node, opt)
-        if node.differentiates():
-            loss = bound["loss"]
-            assert isinstance(loss, cst.Name)   # (model.checks)
-            variables = self._var_list(node, loss)   # (one list per optimizer: model.checks.check_var_lists)
-            vname = self.local("variables" + suffix)
-            lines = [f"{vname} = {graph_collections.list_expression(variables)}"]   # (one list of one loop's: its comprehension)
-            if isinstance(node, ComputeGradients):
-                pairs = f"list(zip({self.tape}.gradient({loss.value}, {vname}), {vname}))"
-                if node.call is node.value:
-                    return lines + [f"{name} = {pairs}"]
-                # `g, v = zip(*opt.compute_gradients(loss))`: the pairs take the call's place
-                stmt = node.stmt.deep_replace(node.call, cst.parse_expression(pairs))
-                return lines + [self.code(stmt.with_changes(leading_lines=())).strip()]
-            gname = self.local("grads" + suffix)
-            lines.append(f"{gname} = {self.tape}.gradient({loss.value}, {vname})")
-            if isinstance(node, TrainOp) and node.clip is not None:   # (optimize_loss: clipped by the global norm)
-                lines.append(f"{gname}, _ = {self.tf}.clip_by_global_norm({gname}, {self.code(node.clip)})")
-            pairs = f"zip({gname}, {vname})"
-        else:
-            lines = []
-            pairs = self.code(bound["grads_and_vars"])
-        applied = self._learning_rate(opt, opt_name) + self._build_shared(opt, opt_name)
-        kept = "  # tf1gradfix: ignore[TFG204] a v1 optimizer, updating when called" if self.state.kept(opt) else ""
-        grad = f"{self.tf}.convert_to_tensor(g)" if dense else "g"
-        applied.append(f"{opt_name}.apply_gradients([({grad}, v) for g, v in {pairs} if g is not None]){kept}")
-        if node.step is not None:   # v1 counts an update after applying it
-            applied.append(f"{node.step}.assign_add(1)")
-        if rank is not None and updates is not None:
-            updates += applied
-            return lines
-        return lines + applied
-
-    def _sparse_form(self, node: OptimizerCall, opt: Optimizer) -> bool:
-        """Whether the update's gradients are densified before `apply_gradients`.
-
-        A gather-like op (`graph_ops.toml` sparse_gradients) makes its table's
-        gradient an `IndexedSlices`, often with repeated rows. TF1's sparse
-        kernels sum repeated rows first; Keras 3 applies such a gradient with
-        other arithmetic, so the first update already differs. Where TF1's
-        sparse update equals its dense one (`sparse = "densify"`), the
-        gradient is made dense; where TF1 updates only the looked-up rows
-        (`sparse = false`: lazy), no Keras update is the same and the file is
-        refused (model.checks). A kept v1 optimizer applies the slices as TF1 did.
-        """
-        row = optimizer_table().get(opt.cls, {})
-        mode = row.get("sparse", True)
-        if mode is True:
-            return False
-        return any(matches(q, "sparse_gradients") for i in closure(self.p, [node.index]) for q in self.p.nodes[i].called())
-
-    def _build_shared(self, opt: Optimizer, opt_name: str) -> list[str]:
-        """One optimizer over several variable lists: a Keras optimizer rejects variables it
-        was not built with, so it is built with all of them at its first update (slots are per variable, so
-        their order does not matter; model.checks.check_var_lists admits only made variables)."""
-        lists = [self._var_list(n, cast(cst.Name, n.bound["loss"])) for n in self.p.nodes
-                 if isinstance(n, OptimizerCall) and n.optimizer == opt.index and n.differentiates()]
-        if len({frozenset(texts) for texts in lists}) < 2 or opt.index in self.built_here:
-            return []
-        self.built_here.add(opt.index)
-        union = list(dict.fromkeys(t for texts in lists for t in texts))
-        return [f"if not {opt_name}.built:\n    {opt_name}.build({graph_collections.list_expression(union)})"]
-
-    def _learning_rate(self, opt: Optimizer, opt_name: str) -> list[str]:
-        """`optimizer.learning_rate = lr` before a fed rate's update. TF1's update kernels take
-        a scalar rate; Keras assigns its rate variable only from a value of known rank, so a
-        rate read from a placeholder of any shape (`tf.placeholder(tf.float32)`) is given its
-        rank as TF1 checks it (`tf.ensure_shape(lr, [])`: a traced function fails without)."""
-        if opt.index not in self.fed_lr:
-            return []
-        rate = self.state.learning_rate(opt)
-        text = self.code(rate)
-        if rate is not None and self._any_rank(rate):
-            text = f"{self.tf}.ensure_shape({text}, [])"
-        return [f"{opt_name}.learning_rate = {text}"]
-
-    def _any_rank(self, expr: cst.BaseExpression) -> bool:
-        """Whether `expr` reads a placeholder the signature gives no shape (itself, or through
-        the graph values it is computed from)."""
-        roots = [node.index for node in map(self.p.node, loads(expr)) if node is not None]
-        return any(isinstance(node, Placeholder) and node.names[0] not in self.fed_values
-                   and placeholders.signature_shape(node, self.known)[0] is None
-                   for node in map(self.p.nodes.__getitem__, closure(self.p, roots)))
-
-    def _var_list(self, node: OptimizerCall, loss: cst.Name) -> list[str]:
-        given = node.bound.get("var_list")
-        naming = self.state.naming
-        if given is None:
-            if isinstance(node, ComputeGradients):
-                return [variable_text(v, naming) for v in self.p.trainable()]
-            return [variable_text(v, naming) for v in reached_variables(self.p, self.p.final[loss.value])]
-        listed = var_lists.members(self.p, given, node.index, self.qualified)
-        assert listed is not None   # (model.checks)
-        return graph_collections.list_text(self.p, naming, listed)
-
-    # -- call sites ----------------------------------------------------------
-    def call_site(self, site: Site) -> tuple[cst.CSTNode, cst.CSTNode | cst.RemovalSentinel]:
-        """(original node, replacement) for one execution site."""
-        sig = cast(Signature, site.signature)   # (set for every site once the runs are sliced)
-        values = self._values(site)
-        parent = site.parent
-        has_op = len(sig.returns) != len(site.fetches)
-        if isinstance(parent, cst.Expr) and sig.train is not None and sig.train.result is not None:
-            return site.call, cst.parse_expression(self._invoke(site))   # (its loss, unread)
-        if not has_op:
-            return site.call, cst.parse_expression(values)
-        if isinstance(parent, cst.Expr):
-            return site.call, cst.parse_expression(self._invoke(site))
-        if isinstance(parent, cst.Assign) and len(parent.targets) == 1 and site.structure != "single":
-            target = parent.targets[0].target
-            if isinstance(target, (cst.Tuple, cst.List)) and len(target.elements) == len(site.fetches):
-                kept = []
-                for element, fetch in zip(target.elements, site.fetches):
-                    if not isinstance(self.p.node(fetch), (TrainOp, TrainGroup, Update)):   # (a train op's is unread: model.checks)
-                        kept.append(self.code(element.value))
-                if not kept:
-                    return parent, cst.Expr(cst.parse_expression(self._invoke(site)))
-                left = kept[0] if len(kept) == 1 else ", ".join(kept)
-                return parent, cast(cst.SimpleStatementLine, cst.parse_statement(f"{left} = {values}\n")).body[0]
-        if isinstance(parent, cst.Subscript) and parent.value is site.call and site.structure != "single":
-            index = literal_index(parent)
-            if index is not None and -len(site.fetches) <= index < len(site.fetches) \
-                    and not isinstance(self.p.node(site.fetches[index]), (TrainOp, TrainGroup, Update)):
-                position = sig.returns.index(site.fetches[index])   # `sess.run([op, t])[1]`: t's value
-                call = self._invoke(site)
-                value = f"{call}.numpy()" if len(sig.returns) == 1 else f"{call}[{position}].numpy()"
-                return parent, cst.parse_expression(value)
-        raise AssertionError("a train op's result read: refused by model.checks.check_results")
-
-    def _invoke(self, site: Site) -> str:
-        sig = cast(Signature, site.signature)   # (set for every site once the runs are sliced)
-        if site.feed_name is not None:
-            return f"{self._on(site, sig.name)}(**{site.feed_name})"
-        feed = cast("dict[str, cst.BaseExpression]", site.feed)   # (a literal feed dict when no name holds it)
-        args = []
-        for p in sig.params:
-            if p not in feed:
-                continue
-            value = self.code(feed[p])
-            args.append(value if self._default(p) is None else f"{p}={value}")
-        return f"{self._on(site, sig.name)}({', '.join(args)})"
-
-    @staticmethod
-    def _on(site: Site, name: str) -> str:
-        """`name`, or the attribute of the model instance the run named."""
-        return name if site.receiver is None else f"{site.receiver}.{name}"
-
-    def _values(self, site: Site) -> str:
-        sig = cast(Signature, site.signature)   # (set for every site once the runs are sliced)
-        if sig.inline:
-            items = [f"{self._on(site, self.attributes.get(f, f))}.numpy()" for f in site.fetches]
-            return _structure(site.structure, items)
-        lists = [r for r in sig.returns if _list_valued(self.p.node(r))]
-        call = self._invoke(site)
-        count = len(sig.returns)
-        if count == 0:
-            return call
-        if lists and count == 1:   # `sess.run(grads)`: a list of arrays, like TF1's
-            single = f"[g.numpy() for g in {call}]"   # (`_, s = sess.run([train, merged])`: the one kept value)
-            if isinstance(self.p.node(lists[0]), ComputeGradients):   # (pairs: a list of (gradient, value) tuples)
-                single = f"{self.tf}.nest.map_structure(lambda g: g.numpy(), {call})"
-            return single if site.structure == "single" or len(site.fetches) > 1 else _structure(site.structure, [single])
-        if lists:   # a list among other values: each value converted where it is
-            each = f"{self.tf}.nest.map_structure(lambda g: g.numpy(), t) for t in {call}"
-            return f"tuple({each})" if site.structure == "tuple" else f"[{each}]"
-        if count == 1:
-            single = f"{call}.numpy()"
-            if site.structure == "single" or len(site.fetches) > 1:
-                return single
-            return _structure(site.structure, [single])
-        if site.structure == "tuple":
-            return f"tuple(t.numpy() for t in {call})"
-        return f"[t.numpy() for t in {call}]"
 
     @property
     def tape(self) -> str:
@@ -626,20 +437,6 @@ class TapeEmitter:
         if base not in self.locals:
             self.locals[base] = self.fresh(base)
         return self.locals[base]
-
-
-def _list_valued(node: Node | None) -> bool:
-    """A fetched value that is a list in TF1 too: a gradient list, a summary's values, the
-    (gradient, variable) pairs of `compute_gradients` (TF1 gave the variables' values)."""
-    return isinstance(node, Gradients) and not node.single or isinstance(node, (Summary, ComputeGradients))
-
-
-def _structure(structure: str, items: list[str]) -> str:
-    if structure == "single":
-        return items[0]
-    if structure == "tuple":
-        return f"({', '.join(items)}{',' if len(items) == 1 else ''})"
-    return f"[{', '.join(items)}]"
 
 
 def _indent(text: str) -> str:
