@@ -1,0 +1,159 @@
+"""What a run fetches and which placeholders it feeds: the fetch's form and graph names (an
+expression fetched becomes a tensor of the model under a fresh name), a feed dict's keys,
+and the dicts of placeholders bound to a name before the runs that take them.
+
+Part of the host scan (sites.py's HostScan, whose fields these methods fill and read:
+they are declared here).
+"""
+
+from __future__ import annotations
+
+from typing import Any, cast
+
+import libcst as cst
+
+from tf1gradfix.constructs import dropout
+from tf1gradfix.cst.syntax import Refusal, fresh_name, loads, matches
+from tf1gradfix.model.graph import Program
+from tf1gradfix.model.nodes import Gradients, Init, Optimizer, Placeholder, Static, Tensor, Variable, VariableGroup, VarList
+
+
+class FetchesAndFeeds:
+    """The fetches and feeds of the runs (a base of HostScan)."""
+
+    p: Program
+    meta: Any
+    host: Any
+    attributes: dict[str, str]
+    _receiver: str | None
+    expressions: dict[str, str]
+    feed_dicts: dict[str, frozenset[str]]
+    feed_dict_nodes: dict[cst.Dict, list[str]]
+    feed_receivers: dict[str, str | None]
+
+    def _feed_bindings(self, statements) -> None:
+        """`feed = {x: ..., y: ...}` (or `{model.x: ...}`): dicts of placeholders bound to a name."""
+        placeholders = {n.names[0] for n in self.p.nodes if isinstance(n, Placeholder)}
+        scan = self
+
+        def placeholder(key: cst.BaseExpression) -> str | None:
+            name = scan._graph_name(key)
+            return name if name in placeholders else None
+
+        class V(cst.CSTVisitor):
+            def visit_Assign(self, node: cst.Assign) -> None:
+                if not isinstance(node.value, cst.Dict):
+                    return
+                scan._receiver = None
+                keys = [e.key for e in node.value.elements if isinstance(e, cst.DictElement)]
+                names = [placeholder(k) for k in keys]
+                if not any(names):
+                    return
+                if len(keys) != len(node.value.elements) or not all(names):
+                    raise Refusal.of(node, "feed_mixed_keys")
+                if len(node.targets) != 1 or not isinstance(node.targets[0].target, cst.Name):
+                    raise Refusal.of(node, "feed_target")
+                name, keyset = node.targets[0].target.value, frozenset(cast("list[str]", names))
+                if scan.feed_dicts.setdefault(name, keyset) != keyset \
+                        or scan.feed_receivers.setdefault(name, scan._receiver) != scan._receiver:
+                    raise Refusal.of(node, "feed_dict_varies", name=name)
+                scan.feed_dict_nodes[node.value] = cast("list[str]", names)
+
+        for stmt in statements:
+            stmt.visit(V())
+
+    def _fetches(self, fetch: cst.BaseExpression) -> tuple[str, list[str]]:
+        if isinstance(fetch, (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString)):
+            raise Refusal.of(fetch, "fetch_by_name")
+        if isinstance(fetch, cst.Call) and matches(self.meta.names.qualified(fetch.func), "initializers"):
+            return "init", []
+        name = self._graph_name(fetch)
+        if name is not None or isinstance(fetch, cst.Name):
+            node = self.p.node(name) if name is not None else None
+            if node is None:
+                raise Refusal.of(fetch, "fetch_unknown", code=cst.Module([]).code_for_node(fetch))
+            if isinstance(node, Init):
+                return "init", []
+            if isinstance(node, (Optimizer, VarList)):
+                raise Refusal.of(fetch, "fetch_kind", kind=node.kind)
+            return "single", [cast(str, name)]
+        if isinstance(fetch, (cst.List, cst.Tuple)) and fetch.elements:
+            names = []
+            for e in fetch.elements:
+                if isinstance(e.value, (cst.SimpleString, cst.ConcatenatedString)):
+                    raise Refusal.of(e.value, "fetch_by_name")
+                kind, inner = self._fetches(e.value)
+                if kind != "single":
+                    raise Refusal.of(e.value, "fetch_nested")
+                names += inner
+            return ("list" if isinstance(fetch, cst.List) else "tuple"), names
+        return "single", [self._fetched_expression(fetch)]
+
+    def _graph_name(self, expr: cst.BaseExpression) -> str | None:
+        """The graph name a fetch or feed key names: a name, or with a model class,
+        `<instance>.<attribute>` (one instance per run)."""
+        if self.host is None:
+            return expr.value if isinstance(expr, cst.Name) else None
+        if not isinstance(expr, cst.Attribute) or expr.attr.value not in self.attributes:
+            return None
+        receiver = cst.Module([]).code_for_node(expr.value)
+        if self._receiver not in (None, receiver):
+            raise Refusal.of(expr, "run_two_instances", first=self._receiver, second=receiver)
+        if set(loads(expr.value)) & self.p.sessions or not isinstance(expr.value, (cst.Name, cst.Attribute)):
+            raise Refusal.of(expr, "run_instance_form")
+        self._receiver = receiver
+        return self.attributes[expr.attr.value]
+
+    def _fetched_expression(self, expr: cst.BaseExpression) -> str:
+        """`sess.run(grads[0])`, `sess.run(tf.matmul(x, w))`: the expression becomes a
+        tensor of the model under a fresh name, computed where the run asks for it."""
+        code = cst.Module([]).code_for_node(expr)
+        if code in self.expressions:
+            return self.expressions[code]
+        read = set(loads(expr))
+        deps = {self.p.final[n] for n in read if n in self.p.final}
+        top = self.meta.names.qualified(expr.func) if isinstance(expr, cst.Call) else None
+        if not isinstance(expr, (cst.Subscript, cst.Call, cst.BinaryOperation, cst.UnaryOperation)) \
+                or isinstance(expr, cst.Call) and (top is None or matches(top, "several_results")):
+            raise Refusal.of(expr, "fetch_form")
+        if not deps or read & set(self.p.helpers) or read & self.p.sessions:
+            raise Refusal.of(expr, "fetch_form")
+        for i in deps:
+            if not isinstance(self.p.nodes[i], (Tensor, Static, Variable, VariableGroup, Placeholder, Gradients)):
+                raise Refusal.of(expr, "fetch_expression_kind", kind=self.p.nodes[i].kind)
+        calls = []
+
+        class V(cst.CSTVisitor):
+            def visit_Call(self, call: cst.Call) -> None:
+                calls.append(call)
+
+        expr.visit(V())
+        qualified = [self.meta.names.qualified(c.func) for c in calls]
+        for call, q in zip(calls, qualified):
+            if q is not None and (matches(q, "refuse") or matches(q, "aligned_random") or q == dropout.SYMBOL
+                                  or matches(q, "sessions") or matches(q, "initializers")
+                                  or q in ("tensorflow.gradients", "tensorflow.placeholder", "tensorflow.Variable",
+                                           "tensorflow.get_variable", "tensorflow.placeholder_with_default")):
+                raise Refusal.of(call, "fetch_expression_api", api=q)
+        self.p.checked.update(id(c) for c in calls)   # (as a tensor's, more strictly: constructs/nested_calls.py)
+        taken = set(loads(self.p.owner)) | set(self.p.final) | set(self.p.helpers)
+        name = fresh_name(_describe(expr), taken)
+        stmt = cst.SimpleStatementLine([cst.Assign([cst.AssignTarget(cst.Name(name))], expr)])
+        node = Tensor(index=len(self.p.nodes), names=(name,), stmt=stmt, value=expr, deps=frozenset(deps),
+                      calls=[q for q in qualified if q])
+        self.p.nodes.append(node)
+        self.p.final[name] = node.index
+        self.expressions[code] = name
+        return name
+
+
+def _describe(expr: cst.BaseExpression) -> str:
+    """A name for a fetched expression: `grads[0]` -> grads_0, `tf.matmul(...)` -> matmul."""
+    if isinstance(expr, cst.Subscript) and isinstance(expr.value, cst.Name) and len(expr.slice) == 1 \
+            and isinstance(expr.slice[0].slice, cst.Index) and isinstance(expr.slice[0].slice.value, cst.Integer):
+        return f"{expr.value.value}_{expr.slice[0].slice.value.value}"
+    if isinstance(expr, cst.Call):
+        func = expr.func.attr if isinstance(expr.func, cst.Attribute) else expr.func
+        if isinstance(func, cst.Name):
+            return func.value
+    return "fetched"
