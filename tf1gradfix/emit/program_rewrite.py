@@ -26,7 +26,8 @@ from tf1gradfix.emit.assemble import FLATTEN, Assembler, Replace
 from tf1gradfix.emit.state import StateEmitter
 from tf1gradfix.emit.tape import TapeEmitter
 from tf1gradfix.emit.renames import renamed_code
-from tf1gradfix.model.graph import ModelBuilder, Program
+from tf1gradfix.model.graph import ModelBuilder
+from tf1gradfix.model.program import Program
 from tf1gradfix.model.nodes import BuilderModule, Layer, LayerLoop, Optimizer, Tensor
 from tf1gradfix.model.parts import LayerSite
 from tf1gradfix.model.sites import HostScan

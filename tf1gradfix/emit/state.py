@@ -18,7 +18,7 @@ from tf1gradfix.constructs.variable_loops import loop_statement
 from tf1gradfix.constructs.layers import name_param, spread
 from tf1gradfix.rules.catalog import _read
 from tf1gradfix.emit.naming import Naming
-from tf1gradfix.model.graph import Program
+from tf1gradfix.model.program import Program
 from tf1gradfix.model.nodes import Layer, LayerLoop, Node, Optimizer, RnnCell, Tensor, Variable
 from tf1gradfix.model.parts import LayerSite, VariableSite
 from tf1gradfix.cst import layout

@@ -16,7 +16,7 @@ import libcst as cst
 
 from tf1gradfix.constructs import (dropout, gradient_calls, graph_collections, losses, placeholders, rnn_cells, rnn_stacks,
                                    summaries, updates, var_lists)
-from tf1gradfix.model.graph import Program
+from tf1gradfix.model.program import Program
 from tf1gradfix.constructs.variable_loops import loop_statement
 from tf1gradfix.model.nodes import (Computed, Gradients, Layer, LayerCall, LayerLoop, LayerLoopCall, Node, Optimizer,
                                     OptimizerCall, Placeholder, RnnRun, StateTuple, Summary, Tensor, TrainGroup, TrainOp,

@@ -12,7 +12,7 @@ from typing import cast
 import libcst as cst
 
 from tf1gradfix.cst.syntax import literal_index
-from tf1gradfix.model.graph import Program
+from tf1gradfix.model.program import Program
 from tf1gradfix.model.nodes import ComputeGradients, Gradients, Node, Summary, TrainGroup, TrainOp, Update
 from tf1gradfix.model.sites import Site
 from tf1gradfix.model.slicing import Signature

@@ -16,7 +16,7 @@ import libcst as cst
 from tf1gradfix.constructs import gradient_calls, graph_collections, placeholders, var_lists
 from tf1gradfix.constructs.optimizers import optimizer_table
 from tf1gradfix.cst.syntax import loads, matches
-from tf1gradfix.model.graph import Program
+from tf1gradfix.model.program import Program
 from tf1gradfix.model.nodes import (ComputeGradients, Gradients, Node, Optimizer, OptimizerCall, Placeholder, Tensor,
                                     TrainOp)
 from tf1gradfix.model.slicing import closure, reached_variables, variable_text

@@ -14,7 +14,7 @@ import libcst as cst
 
 from tf1gradfix.constructs import var_lists
 from tf1gradfix.cst.syntax import Refusal, loads
-from tf1gradfix.model.graph import Program
+from tf1gradfix.model.program import Program
 from tf1gradfix.model.nodes import ComputeGradients, Gradients, Node, OptimizerCall, TrainOp, Variable, VarList
 from tf1gradfix.model.slicing import closure
 

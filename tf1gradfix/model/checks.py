@@ -23,7 +23,7 @@ from tf1gradfix.constructs import (builder_layers, builder_loops, builders, grap
                                    train_together, var_lists, variables)
 from tf1gradfix.cst.syntax import Refusal, bound_names, free_names, literal_index, loads, matches
 from tf1gradfix.cst.walk import walk
-from tf1gradfix.model.graph import Program
+from tf1gradfix.model.program import Program
 from tf1gradfix.model.nodes import (BuilderModule, ComputeGradients, Gradients, Layer, LayerLoop, LayerNode, Optimizer, OptimizerCall,
                                     Placeholder, RnnCell, RnnRun, Static, Tensor, TrainGroup, TrainOp, Update,
                                     Variable)

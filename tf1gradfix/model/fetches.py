@@ -14,7 +14,7 @@ import libcst as cst
 
 from tf1gradfix.constructs import dropout
 from tf1gradfix.cst.syntax import Refusal, fresh_name, loads, matches
-from tf1gradfix.model.graph import Program
+from tf1gradfix.model.program import Program
 from tf1gradfix.model.nodes import Gradients, Init, Optimizer, Placeholder, Static, Tensor, Variable, VariableGroup, VarList
 
 

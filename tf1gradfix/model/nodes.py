@@ -409,7 +409,7 @@ GRADIENT_NODES = (ComputeGradients, Gradients, TrainOp)
 class Statement:
     """A graph statement `names = value` as the constructs of the registry see it."""
 
-    item: Any                     # graph.Item: the statement's place in the block
+    item: Any                     # program.Item: the statement's place in the block
     small: cst.Assign
     names: tuple[str, ...]
     value: cst.BaseExpression

@@ -11,7 +11,7 @@ from typing import Any, cast
 import libcst as cst
 from tf1gradfix.constructs import (builder_layers, fed_tensors, graph_extensions, initializers, savers,
                                    session_functions, updates, var_lists)
-from tf1gradfix.model.graph import Item, Program
+from tf1gradfix.model.program import Item, Program
 from tf1gradfix.model.nodes import (Gradients, Init, Node, Placeholder, Static, Tensor, TrainGroup, TrainOp, Saver,
                                     Update, Variable, VariableGroup, VarList)
 from tf1gradfix.model.parts import Listed

@@ -12,7 +12,7 @@ from typing import Any, cast
 
 import libcst as cst
 from tf1gradfix.constructs import builders, layer_statistics, updates, variable_loops
-from tf1gradfix.model.graph import Program
+from tf1gradfix.model.program import Program
 from tf1gradfix.model.nodes import (GRADIENT_NODES, BuilderModule, ComputeGradients, Gradients, Layer, LayerLoop, Node,
                                     Placeholder, Static, TrainGroup, TrainOp, Update, Variable, VariableGroup)
 from tf1gradfix.model.sites import Site
