@@ -8,7 +8,7 @@ import functools
 
 import libcst as cst
 
-from tf1gradfix.constructs import contrib
+from tf1gradfix.constructs import contrib, scope_reuse
 
 from tf1gradfix.cst.syntax import Refusal, bound_args, literal_bool, literal_string, without_defaults
 from tf1gradfix.model.nodes import Statement, Static, Variable
@@ -27,10 +27,20 @@ def build(builder, s: Statement) -> bool:
 
 
 def _model(builder, item, name: str, call: cst.Call, q: str, deps) -> None:
+    if q == "tensorflow.get_variable" and scope_reuse.variable(builder, item, name, call, _label(call)):
+        return   # (TF1 gave back a variable it had: `name` is bound to it)
     check_name(builder, name, call)
     bound, trainable, full, unnamed = checked(builder, item, name, call, q, deps)
     builder.add(item, Variable, (name,), call, deps, source=q, bound=bound, full_name=full, trainable=trainable,
                 unnamed=unnamed)
+
+
+def _label(call: cst.Call) -> str | None:
+    """The literal name a `tf.get_variable` call asks for, or None."""
+    first = call.args[0] if call.args and call.args[0].keyword is None and not call.args[0].star else None
+    given = first.value if first is not None else next((a.value for a in call.args if a.keyword is not None
+                                                          and a.keyword.value == "name"), None)
+    return literal_string(given) if given is not None else None
 
 
 def counted(builder) -> str:

@@ -17,9 +17,10 @@ from typing import Any, TypeVar, cast
 import libcst as cst
 from libcst.metadata import PositionProvider
 
-from tf1gradfix.constructs import (builder_loops, builder_statistics, builders, gradient_calls, graph_contexts, graph_loops,
-                                   graph_prints, input_methods, loop_layers, nested_calls, rnn_cells, rnn_stacks, summaries,
-                                   summary_loops, unrun_ops, variable_factories, variable_loops)
+from tf1gradfix.constructs import (builder_loops, builder_statistics, builders, carried_values, gradient_calls,
+                                   graph_contexts, graph_loops, graph_prints, input_methods, loop_layers, nested_calls,
+                                   rnn_cells, rnn_stacks, scope_reuse, summaries, summary_loops, unrun_ops,
+                                   variable_factories, variable_loops)
 from tf1gradfix.constructs.tensors import queue_refusal
 from tf1gradfix.constructs.class_settings import branch as settled_branch
 from tf1gradfix.model import registry
@@ -58,6 +59,7 @@ class ScopeEntry:
     label: str
     prefix: str                 # the variable scope inside it (`a/b/`)
     scope: str | None = None    # the name scope inside it (`a_1/`), once entered
+    reuse: str | None = None    # a variable scope's `reuse=` (constructs/scope_reuse.py)
 
 
 @dataclass
@@ -211,7 +213,7 @@ class ModelBuilder:
                 lead = ()
                 continue
             if isinstance(stmt, cst.With):
-                kind, info = self._with_kind(stmt)
+                kind, info = self._with_kind(stmt, prefix)
                 if kind is not None:
                     inner = list(stmt.body.body)
                     carried = tuple(lead) + tuple(stmt.leading_lines)
@@ -222,9 +224,9 @@ class ModelBuilder:
                         self._flatten(inner, prefix, carried, stats or kind == "update_ops", scope)
                     elif kind == "name_scope":   # (its name: made unique in the graph when TF1 enters it, _enter)
                         self._flatten(inner, prefix, carried, stats, (*scope, ScopeEntry(False, info, prefix)))
-                    else:
-                        self._flatten(inner, f"{prefix}{info}/", carried, stats,
-                                      (*scope, ScopeEntry(True, info, f"{prefix}{info}/")))
+                    else:   # (a variable scope: its label, the scope inside it, its reuse)
+                        label, inside, reuse = info
+                        self._flatten(inner, inside, carried, stats, (*scope, ScopeEntry(True, label, inside, reuse=reuse)))
                     lead = ()
                     continue
             small = stmt.body[0] if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 else None
@@ -237,7 +239,7 @@ class ModelBuilder:
                                            collects=bool(collection)))
             lead = ()
 
-    def _with_kind(self, stmt: cst.With):
+    def _with_kind(self, stmt: cst.With, prefix: str = ""):
         if len(stmt.items) != 1 or stmt.asynchronous is not None:
             return None, None
         item = stmt.items[0]
@@ -265,10 +267,7 @@ class ModelBuilder:
                 raise Refusal.of(stmt, "name_scope_form")
             return "name_scope", scope
         if q == "tensorflow.variable_scope":
-            scope = literal_string(arg(call, 0, "name_or_scope"))
-            if scope is None or len(call.args) != 1 or item.asname is not None:
-                raise Refusal.of(stmt, "variable_scope_form")
-            return "scope", scope
+            return "scope", scope_reuse.entered(self, stmt, call, prefix)
         return None, None
 
     def session_arguments(self, call: cst.Call, where: cst.CSTNode) -> None:
@@ -494,6 +493,12 @@ class ModelBuilder:
                        if (i := self.program.final.get(n)) is None or isinstance(self.program.nodes[i], Static)]
         if self.loader_calls and any(id(call) in self.loader_calls for call, _ in self.calls(value)):
             raise Refusal.of(small, "mnist_loader_in_graph")   # (host code only is kept where it is)
+        graph = any(not isinstance(self.program.nodes[d], Static) for d in deps) \
+            or any(not matches(q, "pure") for _, q in tf_calls)
+        position = next(k for k, i in enumerate(self.program.items) if i is item)
+        kept_before = [n for n in kept_before   # (its start moves into the functions with it: carried_values)
+                       if not ((graph or self.program.final.get(n) is not None) and carried_values.carry(self, n, position))]
+        deps = self.deps_of(value)   # (a start carried in is read now)
         self._graph_statement(item, small, names, value, deps, tf_calls)
         for name in kept_before:
             if (i := self.program.final.get(name)) is not None and isinstance(self.program.nodes[i], Computed) \
