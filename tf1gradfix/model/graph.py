@@ -19,7 +19,7 @@ from libcst.metadata import PositionProvider
 
 from tf1gradfix.constructs import (builder_loops, builder_statistics, builders, carried_values, gradient_calls,
                                    graph_contexts, graph_loops, graph_prints, input_methods, loop_layers, nested_calls,
-                                   rnn_cells, rnn_stacks, scope_reuse, summaries, summary_loops, unrun_ops,
+                                   rnn_cells, rnn_stacks, scope_reuse, summaries, summary_helpers, summary_loops, unrun_ops,
                                    variable_factories, variable_loops)
 from tf1gradfix.constructs.tensors import queue_refusal
 from tf1gradfix.constructs.class_settings import branch as settled_branch
@@ -456,6 +456,8 @@ class ModelBuilder:
                 raise Refusal.of(small, "graph_statement_no_result", api=q)
             elif q is None and graph_prints.model(self, item, small.value):
                 pass   # `print("logits:", logits)`: TF1 printed a description, dropped with a note
+            elif summary_helpers.model(self, item, small.value):
+                pass   # `variable_summaries(w)`: the summaries a function of the module makes
             elif isinstance(func, cst.Name) and func.value in self.program.helpers and any(
                     (called or "").startswith("tensorflow.") for _, called in self.calls(self.program.helpers[func.value])):
                 # a helper run for what it adds to the graph (summaries, gradients): not followed
