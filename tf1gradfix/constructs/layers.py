@@ -41,7 +41,7 @@ def model(builder, item, names, call: cst.Call | None, q: str | None, deps) -> b
     bound, source, call_args, trainable, helper = settings(builder, call, q, row, allow_reuse=True)
     label = literal_string(bound.get(name_param(row)))
     flags = {builder.program.final[e.value] for _, e in call_args if isinstance(e, cst.Name) and e.value in builder.program.final}
-    reused = scope_reuse.layer(builder, item, call, q, row, bound, label)
+    reused = scope_reuse.layer(builder, item, call, q, row, bound, label, name_param(row))
     if reused is not None:   # (TF1 gave back the earlier layer's variables)
         builder.unique_name(item.scope + label)
         scope_reuse.call_again(builder, item, names, call, reused, source, call_args, flags)

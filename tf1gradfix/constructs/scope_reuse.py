@@ -132,16 +132,15 @@ def variable(builder, item, name: str, call: cst.Call, label: str | None) -> boo
 
 # -- tf.layers ---------------------------------------------------------------------
 
-def layer(builder, item, call: cst.Call, q: str, row: dict, bound: dict, label: str | None) -> Layer | None:
+def layer(builder, item, call: cst.Call, q: str, row: dict, bound: dict, label: str | None, param: str) -> Layer | None:
     """The layer an earlier call made that this one reuses (`reuse=True`, or a reusing
     variable scope), or None where this call makes a layer. Refusal where TF1 raised, or
-    where the reused layer's settings differ from this call's."""
+    where the reused layer's settings differ from this call's. `param`: the v1 parameter naming it."""
     reuse = mode(builder, bound.get("reuse")) or inherited(item)
     if reuse is None:
         return None
     if label is None:
-        from tf1gradfix.constructs.layers import name_param   # (layers.py calls this module)
-        raise Refusal.of(call, "layer_reuse_unnamed", api=q.replace("tensorflow", "tf", 1), param=name_param(row))
+        raise Refusal.of(call, "layer_reuse_unnamed", api=q.replace("tensorflow", "tf", 1), param=param)
     full = item.prefix + label
     existing = next((n for n in builder.program.nodes if isinstance(n, LayerNode) and n.tf1_name() == full), None)
     if existing is None:

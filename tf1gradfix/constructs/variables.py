@@ -10,7 +10,7 @@ import libcst as cst
 
 from tf1gradfix.constructs import contrib, scope_reuse
 
-from tf1gradfix.cst.syntax import Refusal, bound_args, literal_bool, literal_string, without_defaults
+from tf1gradfix.cst.syntax import Refusal, bound_args, literal_bool, literal_string, matches, without_defaults
 from tf1gradfix.model.nodes import Statement, Static, Variable
 from tf1gradfix.model.tf1_names import numbered
 from tf1gradfix.rules.catalog import _read
@@ -32,7 +32,18 @@ def _model(builder, item, name: str, call: cst.Call, q: str, deps) -> None:
     check_name(builder, name, call)
     bound, trainable, full, unnamed = checked(builder, item, name, call, q, deps)
     builder.add(item, Variable, (name,), call, deps, source=q, bound=bound, full_name=full, trainable=trainable,
-                unnamed=unnamed)
+                unnamed=unnamed, resource=resource(builder, call))
+
+
+def resource(builder, call: cst.Call) -> bool:
+    """Is the variable a resource variable: `use_resource=True`, or a module that switches
+    every variable to one (rules/graph_ops.toml resource_switches)?"""
+    given = next((a.value for a in call.args if a.keyword is not None and a.keyword.value == "use_resource"), None)
+    if given is not None:
+        return not (isinstance(given, cst.Name) and given.value in ("None", "False"))
+    if not hasattr(builder, "_resource_switched"):
+        builder._resource_switched = any(matches(q, "resource_switches") for _, q in builder.calls(builder.module))
+    return builder._resource_switched
 
 
 def _label(call: cst.Call) -> str | None:
