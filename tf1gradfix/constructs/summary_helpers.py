@@ -87,15 +87,15 @@ def _walk(builder, body, scope: str, env: dict, layout: list, top: bool = False)
         if isinstance(small, cst.Assign) and len(small.targets) == 1 and isinstance(small.targets[0].target, cst.Name):
             env[small.targets[0].target.value] = _substituted(small.value, env)
             continue
-        value = small.value if isinstance(small, cst.Expr) else None
-        q = builder.qualified(value.func) if isinstance(value, cst.Call) else None
-        if q not in summaries.summary_ops():
+        call = small.value if isinstance(small, cst.Expr) and isinstance(small.value, cst.Call) else None
+        q = builder.qualified(call.func) if call is not None else None
+        if call is None or q not in summaries.summary_ops():
             return False
-        target, asked, computed = summaries.arguments(cast(cst.Call, value), cast(str, q))
+        target, asked, computed = summaries.arguments(call, cast(str, q))
         tag = literal_string(asked)
         if tag is None:
             return False
-        layout.append((target, summaries.tf1_tag(builder, tag, value, scope), _substituted(computed, env)))
+        layout.append((target, summaries.tf1_tag(builder, tag, call, scope), _substituted(computed, env)))
     return True
 
 
