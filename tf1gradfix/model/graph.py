@@ -17,10 +17,10 @@ from typing import Any, TypeVar, cast
 import libcst as cst
 from libcst.metadata import PositionProvider
 
-from tf1gradfix.constructs import (builder_loops, builder_statistics, builders, carried_values, gradient_calls,
-                                   graph_contexts, graph_loops, graph_prints, input_methods, loop_layers, nested_calls,
-                                   rnn_cells, rnn_stacks, scope_reuse, summaries, summary_helpers, summary_loops, unrun_ops,
-                                   variable_factories, variable_loops)
+from tf1gradfix.constructs import (builder_loops, builder_statistics, builders, captured_values, carried_values,
+                                   gradient_calls, graph_contexts, graph_loops, graph_prints, input_methods, loop_layers,
+                                   nested_calls, rnn_cells, rnn_stacks, scope_reuse, summaries, summary_helpers,
+                                   summary_loops, unrun_ops, variable_factories, variable_loops)
 from tf1gradfix.constructs.tensors import queue_refusal
 from tf1gradfix.constructs.class_settings import branch as settled_branch
 from tf1gradfix.model import registry
@@ -172,6 +172,8 @@ class ModelBuilder:
                 refused.append(refusal)
                 poisoned |= bound_names(item.stmt)
                 item.drop = True   # (not host code either: the host scan passes it by)
+        if not refused:   # (host data the graph captured, bound anew after it: its value then)
+            captured_values.snapshot(self)
         if collect:
             self.program.refused, self.program.poisoned = refused, poisoned
         return self.program
