@@ -43,7 +43,7 @@ def entered(builder, stmt: cst.With, call: cst.Call, prefix: str) -> tuple[str, 
         raise Refusal.of(stmt, "variable_scope_form")
     reuse = mode(builder, bound.get("reuse"))
     label = literal_string(given)
-    objects = scope_objects(builder)
+    objects = builder.scope_objects   # (OBJECT -> `NAME/` of `with tf.variable_scope("NAME") as OBJECT`)
     if label is not None and label:
         inner = f"{prefix}{label}/"
     elif isinstance(given, cst.Name) and given.value in objects:
@@ -75,13 +75,6 @@ def inherited(item) -> str | None:
     in every scope inside it (`reuse=True` over `tf.AUTO_REUSE`)."""
     modes = {e.reuse for e in item.entries if e.variable}
     return TRUE if TRUE in modes else AUTO if AUTO in modes else None
-
-
-def scope_objects(builder) -> dict[str, str]:
-    """Scope objects bound by `with tf.variable_scope("NAME") as OBJECT`: OBJECT -> `NAME/`."""
-    if not hasattr(builder, "_scope_objects"):
-        builder._scope_objects = {}
-    return builder._scope_objects
 
 
 def _only_a_scope(builder, name: str) -> bool:

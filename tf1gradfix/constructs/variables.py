@@ -41,9 +41,9 @@ def resource(builder, call: cst.Call) -> bool:
     given = next((a.value for a in call.args if a.keyword is not None and a.keyword.value == "use_resource"), None)
     if given is not None:
         return not (isinstance(given, cst.Name) and given.value in ("None", "False"))
-    if not hasattr(builder, "_resource_switched"):
-        builder._resource_switched = any(matches(q, "resource_switches") for _, q in builder.calls(builder.module))
-    return builder._resource_switched
+    if builder.resource_switched is None:
+        builder.resource_switched = any(matches(q, "resource_switches") for _, q in builder.calls(builder.module))
+    return builder.resource_switched
 
 
 def _label(call: cst.Call) -> str | None:

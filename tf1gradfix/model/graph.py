@@ -111,6 +111,8 @@ class ModelBuilder:
         self.graphs: dict[str, cst.CSTNode] = {}   # the graph the block makes and enters (graph_contexts.owned)
         self.host_settings: dict[str, object] = {}   # a model class's name -> the setting's value (host_values)
         self.loader_calls: frozenset[int] = frozenset()   # ids of the MNIST loader's calls (mnist_loader.py)
+        self.scope_objects: dict[str, str] = {}   # `with tf.variable_scope("a") as s`: "s" -> "a/" (scope_reuse.py)
+        self.resource_switched: bool | None = None   # the module makes every variable a resource one (variables.py)
 
     def note(self, node: cst.CSTNode, code: str, message: str) -> None:
         """An info diagnostic of a successful rewrite (kept on the visitor, which
