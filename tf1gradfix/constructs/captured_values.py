@@ -51,7 +51,7 @@ def snapshot(builder) -> None:
             continue   # (bound again inside the graph section: each read captured another value)
         alias = builder.invent(f"{name}_at_build")
         for pos in found:
-            _renamed(items[pos], name, alias)
+            _renamed(builder, items[pos], name, alias)
         start = items[found[0]]
         bind = type(start)(stmt=cst.parse_statement(f"{alias} = {name}\n"), prefix=start.prefix, scope=start.scope,
                            entries=start.entries)
@@ -61,10 +61,16 @@ def snapshot(builder) -> None:
         items.insert(pos, bind)
 
 
-def _renamed(item, name: str, alias: str) -> None:
-    """The item's statement (and its node's) reading `alias` for `name`."""
+def _renamed(builder, item, name: str, alias: str) -> None:
+    """The item's statement (and its node's) reading `alias` for `name`: laid out as the
+    user's was (`as_written`), its calls checked as theirs were."""
     node = item.node
     new = names_renamed(item.stmt, {name: alias})
+    program = builder.program
+    program.as_written[id(new)] = program.as_written.get(id(item.stmt), item.stmt)
+    old_calls = [c for c in walk(item.stmt) if type(c) is cst.Call]
+    new_calls = [c for c in walk(new) if type(c) is cst.Call]
+    program.checked.update(id(n) for o, n in zip(old_calls, new_calls) if id(o) in program.checked)
     if node.value is item.stmt:
         node.value = new
     else:
