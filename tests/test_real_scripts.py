@@ -272,10 +272,11 @@ def test_a_name_scope_whose_as_name_is_read_is_refused():
     assert "`tf.name_scope` other than a plain string scope" in message
 
 
-def test_a_summary_under_a_name_scope_is_refused():
-    message = _refusal(SUMMARIES + 'with tf.name_scope("s"):\n    m = tf.summary.scalar("loss", loss)\n'
-                       'with tf.Session() as sess:\n    print(sess.run(m, {x: [[1.0, 2.0]]}))\n')
-    assert "tag takes the scope's name" in message
+def test_a_summary_under_a_name_scope_is_tagged_with_the_scope():
+    shaped = _shaped(SUMMARIES + 'with tf.name_scope("s"):\n    m = tf.summary.scalar("loss", loss)\n'
+                     'with tf.Session() as sess:\n    log = tf.summary.FileWriter("logs")\n'
+                     '    log.add_summary(sess.run(m, {x: [[1.0, 2.0]]}), 0)\n')
+    assert 'tf.summary.scalar("s/loss", ' in shaped.new_module.code
 
 
 def test_name_scopes_may_all_bind_the_same_unused_as_name():

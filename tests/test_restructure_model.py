@@ -538,8 +538,19 @@ def test_the_step_counter_fetched_with_its_train_op_is_its_value_after_the_updat
     assert code.rstrip().endswith("n = train_step(np.ones([3, 2])).numpy()")
 
 
-def test_a_weight_fetched_with_its_update_is_still_refused():
+def test_a_weight_fetched_with_its_gradient_descent_update_is_its_value_after_it():
     result = rewrite(STEPPED.format(run="_, v = sess.run([train_op, w], {x: np.ones([3, 2])})"))
+    code = result.new_module.code
+    assert "    step.assign_add(1)\n    return w\n" in code
+
+
+@pytest.mark.parametrize("optimizer, made", [
+    ("MomentumOptimizer(0.1, momentum=0.9)", 'tf.Variable(tf.ones([2, 1]), name="w")'),
+    ("GradientDescentOptimizer(0.1)", 'tf.get_variable("w", [2, 1], use_resource=True)'),
+])
+def test_a_weight_fetched_with_an_update_tf1_does_not_order_is_still_refused(optimizer, made):
+    program = STEPPED.replace("GradientDescentOptimizer(0.1)", optimizer).replace('tf.Variable(tf.ones([2, 1]), name="w")', made)
+    result = rewrite(program.format(run="_, v = sess.run([train_op, w], {x: np.ones([3, 2])})"))
     assert result.new_module is None
     assert [d[3] for d in result.diagnostics] == ["a variable fetched in the same run as its update (order undefined)"]
 

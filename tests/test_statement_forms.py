@@ -54,13 +54,23 @@ def test_a_refusal_after_split_lines_names_the_users_line():
     assert _refusals(source) == [(5, "augmented assignment of a graph value into a container or an item")]
 
 
-def test_a_host_start_rebound_to_a_graph_value_is_refused_at_its_line():
+def test_a_host_start_rebound_to_a_graph_value_moves_into_the_function_with_it():
     source = HEAD + (
         "x = tf.placeholder(tf.float32, [None, 2])\nw = tf.Variable(tf.ones([2, 1]), name='w')\n"
         "total = 0.0\ntotal += tf.reduce_sum(tf.matmul(x, w))\n"
         "with tf.Session() as sess:\n    sess.run(tf.global_variables_initializer())\n"
         "    print(sess.run(total, {x: [[1.0, 2.0]]}))\n")
-    assert _refusals(source) == [(6, "`total` holds a host or constant value and is rebound to a graph value "
+    code = process_source("input.py", source.encode(), CodeFilter()).new_source.decode()
+    assert "    total = 0.0\n    total = total + tf.reduce_sum(tf.matmul(x, w))\n" in code
+
+
+def test_a_host_start_read_before_it_is_rebound_is_refused_at_its_line():
+    source = HEAD + (
+        "x = tf.placeholder(tf.float32, [None, 2])\nw = tf.Variable(tf.ones([2, 1]), name='w')\n"
+        "total = 0.0\nprint('from', total)\ntotal += tf.reduce_sum(tf.matmul(x, w))\n"
+        "with tf.Session() as sess:\n    sess.run(tf.global_variables_initializer())\n"
+        "    print(sess.run(total, {x: [[1.0, 2.0]]}))\n")
+    assert _refusals(source) == [(7, "`total` holds a host or constant value and is rebound to a graph value "
                                      "computed from it")]
 
 

@@ -23,9 +23,11 @@ import libcst as cst
 
 from tf1gradfix.cst.syntax import Refusal, bound_names, loads
 from tf1gradfix.cst.walk import walk
-from tf1gradfix.model.nodes import Computed, Static, Tensor, Update
+from tf1gradfix.cst.syntax import graph_ops
+from tf1gradfix.model.nodes import Computed, Gradients, Optimizer, Placeholder, Static, Tensor, TrainOp, Update, Variable
 
 INERT = (Tensor, Static, Update, Computed)   # exact types: nothing made when built (no layer call, summary, RNN)
+STATELESS = (Placeholder, Tensor, Static, Computed, Gradients)   # exact types: nothing TF1 must initialize
 
 
 def extends(program, position: int) -> bool:
@@ -45,6 +47,32 @@ def extends(program, position: int) -> bool:
             for name in bound_names(other.stmt) & read:
                 binders.setdefault(name, []).append(at)
     return all(len(at) == 1 and at[0] < position and _constant(program.items[at[0]].stmt) for at in binders.values())
+
+
+def before_steps(program, item, sites) -> bool:
+    """May the graph statement of `item`, made after runs, be made where it is? Where every
+    earlier run only read variables or constants (`w.eval()` after the initializer: TF2
+    reads them where they are, no step function is called yet) and the statement makes
+    nothing TF1 would need to initialize again (a placeholder, a computed value, a train
+    op of an optimizer without slots): the step functions, written after the last graph
+    statement, compute the runs that follow from the graph as it is then, as TF1 did."""
+    if any(calls_step(program, site) for site in sites):
+        return False
+    node = item.node
+    slotless = graph_ops()["slotless_optimizers"]
+    if isinstance(node, TrainOp):
+        optimizer = program.nodes[node.optimizer]
+        return isinstance(optimizer, Optimizer) and optimizer.cls in slotless and node.step is None
+    if isinstance(node, Optimizer):
+        return node.cls in slotless
+    return type(node) in STATELESS
+
+
+def calls_step(program, site) -> bool:
+    """Does the run compute something (feeds, or fetches other than variables and constants)?
+    Else it reads values where they are, with no step function (`w.eval()`)."""
+    return bool(site.feed or site.feed_name) or any(not isinstance(program.node(f), (Variable, Static))
+                                                    for f in site.fetches)
 
 
 def _imports(stmt: cst.BaseStatement) -> bool:

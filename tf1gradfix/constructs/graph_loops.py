@@ -17,9 +17,10 @@ from __future__ import annotations
 
 import libcst as cst
 
-from tf1gradfix.constructs import summaries
-from tf1gradfix.cst.syntax import Refusal, loads
-from tf1gradfix.model.nodes import Optimizer, Placeholder, Tensor, TrainOp, Variable, VarList
+from tf1gradfix.constructs import carried_values, summaries
+from tf1gradfix.cst.syntax import Refusal, loads, name_nodes
+from tf1gradfix.cst.walk import walk
+from tf1gradfix.model.nodes import Optimizer, Placeholder, Static, Tensor, TrainOp, Variable, VarList
 
 
 def model(builder, item, position: int) -> bool:
@@ -41,6 +42,11 @@ def model(builder, item, position: int) -> bool:
         if start is None:
             raise Refusal.of(loop, "graph_loop_fills_other", name=name)
         builder.add(start, Tensor, (name,), start.stmt.body[0].value, (), calls=[])
+    carried = (bound - set(loads(loop.target))) & _read(loop)
+    for name in sorted(carried - filled):   # (`l2 += tf.nn.l2_loss(w)`: its start moves with it)
+        node = program.node(name)
+        if (node is None or isinstance(node, Static)) and not carried_values.carry(builder, name, position):
+            raise Refusal.of(loop, "host_name_rebound_to_graph", name=name)
     for call, q in builder.calls(loop):
         if q is not None and (q.endswith("Optimizer") or q in ("tensorflow.Variable", "tensorflow.get_variable",
                                                                "tensorflow.placeholder", "tensorflow.gradients")
@@ -64,6 +70,12 @@ def _bound(loop: cst.For) -> set[str]:
 
     loop.body.visit(V())
     return names
+
+
+def _read(loop: cst.For) -> set[str]:
+    """Names the body reads (an augmented assignment reads its target; a plain one does not)."""
+    targets = {id(t.target) for t in walk(loop.body) if type(t) is cst.AssignTarget}
+    return {n.value for n in name_nodes(loop.body) if id(n) not in targets}
 
 
 def _appended(loop: cst.For) -> set[str]:

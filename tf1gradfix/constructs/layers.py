@@ -16,6 +16,7 @@ from typing import AbstractSet, cast
 
 import libcst as cst
 
+from tf1gradfix.constructs import scope_reuse
 from tf1gradfix.rules import contrib
 from tf1gradfix.rules.catalog import _read
 from tf1gradfix.cst.syntax import Refusal, bound_args, literal_bool, literal_string, loads
@@ -37,8 +38,15 @@ def model(builder, item, names, call: cst.Call | None, q: str | None, deps) -> b
     call, q = cast(cst.Call, call), cast(str, q)   # (a row of the table: a layer call)
     if len(names) != 1:
         raise Refusal.of(call, "layer_target", api=q)
-    bound, source, call_args, trainable, helper = settings(builder, call, q, row)
+    bound, source, call_args, trainable, helper = settings(builder, call, q, row, allow_reuse=True)
     label = literal_string(bound.get(name_param(row)))
+    flags = {builder.program.final[e.value] for _, e in call_args if isinstance(e, cst.Name) and e.value in builder.program.final}
+    reused = scope_reuse.layer(builder, item, call, q, row, bound, label, name_param(row))
+    if reused is not None:   # (TF1 gave back the earlier layer's variables)
+        builder.unique_name(item.scope + label)
+        scope_reuse.call_again(builder, item, names, call, reused, source, call_args, flags)
+        builder.own(call, but=[source, *(v for _, v in call_args)])
+        return True
     if label is not None and any(n.tf1_name() == item.prefix + label for n in builder.program.nodes
                                  if isinstance(n, LayerNode)):
         raise Refusal.of(call, "layer_named_twice", layer=item.prefix + label)
@@ -50,7 +58,6 @@ def model(builder, item, names, call: cst.Call | None, q: str | None, deps) -> b
     base = base or (label if label.isidentifier() and not keyword.iskeyword(label) else row["auto_name"].lower())
     layer = builder.add(item, Layer, (), call, (), row=row, symbol=q, bound=bound, base=base,
                         weights=row["weights"], trainable=trainable, full_name=full, helper=helper)
-    flags = {builder.program.final[e.value] for _, e in call_args if isinstance(e, cst.Name) and e.value in builder.program.final}
     builder.add(item, LayerCall, names, call, set(builder.deps_of(source)) | {layer.index} | flags,
                 calls=[q], layer=layer.index, source=source, call_args=call_args)
     builder.own(call, but=[source, *(v for _, v in call_args)])   # (its input: checked as a tensor's)
@@ -172,13 +179,14 @@ def passed_on(builder, call: cst.Call, q: str, row: dict, untrainable_refused: b
 
 
 def settings(builder, call: cst.Call, q: str, row: dict, graph_names: AbstractSet[str] = frozenset(),
-              in_loop: bool = False):
+              in_loop: bool = False, allow_reuse: bool = False):
     """(arguments, input, call-time arguments, trainable, helper class) of a layer call;
     Refusal for settings the table does not pass on, or that are computed from graph values
-    (`graph_names`: names a loop binds to graph values; `in_loop`: a loop makes the layers)."""
+    (`graph_names`: names a loop binds to graph values; `in_loop`: a loop makes the layers;
+    `allow_reuse`: graph code outside functions, where constructs/scope_reuse.py reads `reuse=`)."""
     bound, source = passed_on(builder, call, q, row)
     reuse = bound.get("reuse")
-    if reuse is not None and not (isinstance(reuse, cst.Name) and reuse.value in ("None", "False")):
+    if reuse is not None and not (isinstance(reuse, cst.Name) and reuse.value in ("None", "False")) and not allow_reuse:
         raise Refusal.of(reuse, "layer_reuse", api=q, detail=row['why'])
     call_args = at_call(row, bound, lambda param, value: _mode(builder, q, param, value))
     training = dict(call_args).get("training")

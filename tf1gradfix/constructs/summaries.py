@@ -46,9 +46,7 @@ def model(builder, item, names, call: cst.Call | None, q: str | None) -> bool:
     if q in ops:
         target, given, value = arguments(call, q)
         tag = asked_tag(builder, given, {}, Refusal.of(call, "summary_arguments", api=q))
-        if item.scope:
-            raise Refusal.of(call, "summary_in_scope")
-        layout = [(target, tf1_tag(builder, tag, call), value)]
+        layout = [(target, tf1_tag(builder, tag, call, item.scope), value)]
         deps = builder.deps_of(value)
         member = True
     else:
@@ -97,14 +95,14 @@ def asked_tag(builder, given: cst.BaseExpression, held: dict[str, str], other: R
     return op if attribute == "op.name" else f"{op}:0"
 
 
-def tf1_tag(builder, tag: str, call: cst.CSTNode) -> str:
-    """The tag TF1 writes a summary under: its name scope, the tag with the characters a
-    scope cannot hold made `_`, made unique in the graph (`w_1` after a variable `w`;
-    model/tf1_names.py). TF2 writes the tag it is given."""
+def tf1_tag(builder, tag: str, call: cst.CSTNode, scope: str = "") -> str:
+    """The tag TF1 writes a summary under: the name scope it is made in (`scope`, `a/b/`)
+    and the tag with the characters a scope cannot hold made `_`, made unique in the
+    graph (`w_1` after a variable `w`; model/tf1_names.py). TF2 writes the tag it is given."""
     cleaned = _INVALID_TAG_CHARACTERS.sub("_", tag).lstrip("/")
     if not cleaned:
         raise Refusal.of(call, "summary_tag_empty")
-    return builder.unique_name(cleaned)
+    return builder.unique_name(scope + cleaned)
 
 
 def _merged(builder, call: cst.Call, q: str):

@@ -35,8 +35,6 @@ def model(builder, item) -> bool:
         return False
     if not isinstance(loop.target, cst.Name) or loop.orelse is not None or loop.asynchronous is not None:
         raise Refusal.of(loop, "summary_loop_form")
-    if item.scope:
-        raise Refusal.of(loop, "summary_in_scope")
     name = loop.target.value
     inside = {id(n) for n in name_nodes(loop)}
     if any(n.value == name and id(n) not in inside for n in name_nodes(builder.module)):
@@ -51,7 +49,7 @@ def model(builder, item) -> bool:
             target, given, value = summaries.arguments(call, builder.qualified(call.func))
             tag = summaries.asked_tag(builder, given, {name: held.value}, Refusal.of(given, "summary_loop_tag"))
             value = held if isinstance(value, cst.Name) and value.value == name else names_renamed(value, {name: held.value})
-            layout.append((target, summaries.tf1_tag(builder, tag, call), value))
+            layout.append((target, summaries.tf1_tag(builder, tag, call, item.scope), value))
             deps |= builder.deps_of(value)
     for i in deps:
         if isinstance(builder.program.nodes[i], OPS):

@@ -8,9 +8,9 @@ import functools
 
 import libcst as cst
 
-from tf1gradfix.constructs import contrib
+from tf1gradfix.constructs import contrib, scope_reuse
 
-from tf1gradfix.cst.syntax import Refusal, bound_args, literal_bool, literal_string, without_defaults
+from tf1gradfix.cst.syntax import Refusal, bound_args, literal_bool, literal_string, matches, without_defaults
 from tf1gradfix.model.nodes import Statement, Static, Variable
 from tf1gradfix.model.tf1_names import numbered
 from tf1gradfix.rules.catalog import _read
@@ -27,10 +27,31 @@ def build(builder, s: Statement) -> bool:
 
 
 def _model(builder, item, name: str, call: cst.Call, q: str, deps) -> None:
+    if q == "tensorflow.get_variable" and scope_reuse.variable(builder, item, name, call, _label(call)):
+        return   # (TF1 gave back a variable it had: `name` is bound to it)
     check_name(builder, name, call)
     bound, trainable, full, unnamed = checked(builder, item, name, call, q, deps)
     builder.add(item, Variable, (name,), call, deps, source=q, bound=bound, full_name=full, trainable=trainable,
-                unnamed=unnamed)
+                unnamed=unnamed, resource=resource(builder, call))
+
+
+def resource(builder, call: cst.Call) -> bool:
+    """Is the variable a resource variable: `use_resource=True`, or a module that switches
+    every variable to one (rules/graph_ops.toml resource_switches)?"""
+    given = next((a.value for a in call.args if a.keyword is not None and a.keyword.value == "use_resource"), None)
+    if given is not None:
+        return not (isinstance(given, cst.Name) and given.value in ("None", "False"))
+    if builder.resource_switched is None:
+        builder.resource_switched = any(matches(q, "resource_switches") for _, q in builder.calls(builder.module))
+    return builder.resource_switched
+
+
+def _label(call: cst.Call) -> str | None:
+    """The literal name a `tf.get_variable` call asks for, or None."""
+    first = call.args[0] if call.args and call.args[0].keyword is None and not call.args[0].star else None
+    given = first.value if first is not None else next((a.value for a in call.args if a.keyword is not None
+                                                          and a.keyword.value == "name"), None)
+    return literal_string(given) if given is not None else None
 
 
 def counted(builder) -> str:

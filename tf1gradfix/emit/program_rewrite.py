@@ -373,7 +373,7 @@ class ProgramRewrite(ModuleEdits):
                                                             params)
             return self.module.visit(Replace(replacements, layout_blocks=True))
         assembler = Assembler(program, state, tape, replacements, self.module, indent)
-        assembler.first_run = scan.first_site_item
+        assembler.first_run = scan.first_site_item if scan.first_step_item is None else scan.first_step_item
         new_body = assembler.body(texts, moved, owner)
         if section is not None:
             return new_body, program

@@ -13,7 +13,7 @@ import libcst as cst
 
 from tf1gradfix.cst.syntax import literal_index
 from tf1gradfix.model.program import Program
-from tf1gradfix.model.nodes import ComputeGradients, Gradients, Node, Summary, TrainGroup, TrainOp, Update
+from tf1gradfix.model.nodes import ComputeGradients, Gradients, Node, Summary, Tensor, TrainGroup, TrainOp, Update
 from tf1gradfix.model.sites import Site
 from tf1gradfix.model.slicing import Signature
 
@@ -112,8 +112,10 @@ class RunCalls:
 
 def _list_valued(node: Node | None) -> bool:
     """A fetched value that is a list in TF1 too: a gradient list, a summary's values, the
-    (gradient, variable) pairs of `compute_gradients` (TF1 gave the variables' values)."""
-    return isinstance(node, Gradients) and not node.single or isinstance(node, (Summary, ComputeGradients))
+    (gradient, variable) pairs of `compute_gradients` (TF1 gave the variables' values), a
+    list of graph values the program made (`norms = [tf.norm(w) for w in ws]`)."""
+    return isinstance(node, Gradients) and not node.single or isinstance(node, (Summary, ComputeGradients)) \
+        or type(node) is Tensor and isinstance(node.value, (cst.List, cst.ListComp))
 
 
 def _structure(structure: str, items: list[str]) -> str:

@@ -14,7 +14,7 @@ from typing import Any, cast
 
 import libcst as cst
 
-from tf1gradfix.constructs import graph_contexts
+from tf1gradfix.constructs import graph_contexts, scope_reuse
 from tf1gradfix.constructs.class_settings import branch as settled_branch
 from tf1gradfix.cst.syntax import Refusal, arg, enters_new_graph, literal_string, matches, name_nodes
 from tf1gradfix.cst.walk import walk
@@ -63,7 +63,7 @@ class BlockReader:
                 lead = ()
                 continue
             if isinstance(stmt, cst.With):
-                kind, info = self._with_kind(stmt)
+                kind, info = self._with_kind(stmt, prefix)
                 if kind is not None:
                     inner = list(stmt.body.body)
                     carried = tuple(lead) + tuple(stmt.leading_lines)
@@ -74,9 +74,9 @@ class BlockReader:
                         self._flatten(inner, prefix, carried, stats or kind == "update_ops", scope)
                     elif kind == "name_scope":   # (its name: made unique in the graph when TF1 enters it, _enter)
                         self._flatten(inner, prefix, carried, stats, (*scope, ScopeEntry(False, info, prefix)))
-                    else:
-                        self._flatten(inner, f"{prefix}{info}/", carried, stats,
-                                      (*scope, ScopeEntry(True, info, f"{prefix}{info}/")))
+                    else:   # (a variable scope: its label, the scope inside it, its reuse)
+                        label, inside, reuse = info
+                        self._flatten(inner, inside, carried, stats, (*scope, ScopeEntry(True, label, inside, reuse=reuse)))
                     lead = ()
                     continue
             small = stmt.body[0] if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 else None
@@ -89,7 +89,7 @@ class BlockReader:
                                            collects=bool(collection)))
             lead = ()
 
-    def _with_kind(self, stmt: cst.With):
+    def _with_kind(self, stmt: cst.With, prefix: str = ""):
         if len(stmt.items) != 1 or stmt.asynchronous is not None:
             return None, None
         item = stmt.items[0]
@@ -117,10 +117,7 @@ class BlockReader:
                 raise Refusal.of(stmt, "name_scope_form")
             return "name_scope", scope
         if q == "tensorflow.variable_scope":
-            scope = literal_string(arg(call, 0, "name_or_scope"))
-            if scope is None or len(call.args) != 1 or item.asname is not None:
-                raise Refusal.of(stmt, "variable_scope_form")
-            return "scope", scope
+            return "scope", scope_reuse.entered(self, stmt, call, prefix)
         return None, None
 
     def session_arguments(self, call: cst.Call, where: cst.CSTNode) -> None:

@@ -16,8 +16,9 @@ from typing import Any, TypeVar, cast
 import libcst as cst
 from libcst.metadata import PositionProvider
 
-from tf1gradfix.constructs import (builder_loops, builder_statistics, builders, gradient_calls, graph_contexts, graph_loops,
-                                   graph_prints, input_methods, loop_layers, nested_calls, rnn_cells, rnn_stacks, summaries,
+from tf1gradfix.constructs import (builder_loops, builder_statistics, builders, captured_values, carried_values,
+                                   gradient_calls, graph_contexts, graph_loops, graph_prints, input_methods,
+                                   loop_layers, nested_calls, rnn_cells, rnn_stacks, summaries, summary_helpers,
                                    summary_loops, unrun_ops, variable_factories, variable_loops)
 from tf1gradfix.constructs.tensors import queue_refusal
 from tf1gradfix.model import registry
@@ -55,6 +56,8 @@ class ModelBuilder(BlockReader):
         self.graphs: dict[str, cst.CSTNode] = {}   # the graph the block makes and enters (graph_contexts.owned)
         self.host_settings: dict[str, object] = {}   # a model class's name -> the setting's value (host_values)
         self.loader_calls: frozenset[int] = frozenset()   # ids of the MNIST loader's calls (mnist_loader.py)
+        self.scope_objects: dict[str, str] = {}   # `with tf.variable_scope("a") as s`: "s" -> "a/" (scope_reuse.py)
+        self.resource_switched: bool | None = None   # the module makes every variable a resource one (variables.py)
 
     def note(self, node: cst.CSTNode, code: str, message: str) -> None:
         """An info diagnostic of a successful rewrite (kept on the visitor, which
@@ -116,6 +119,8 @@ class ModelBuilder(BlockReader):
                 refused.append(refusal)
                 poisoned |= bound_names(item.stmt)
                 item.drop = True   # (not host code either: the host scan passes it by)
+        if not refused:   # (host data the graph captured, bound anew after it: its value then)
+            captured_values.snapshot(self)
         if collect:
             self.program.refused, self.program.poisoned = refused, poisoned
         return self.program
@@ -296,6 +301,8 @@ class ModelBuilder(BlockReader):
                 raise Refusal.of(small, "graph_statement_no_result", api=q)
             elif q is None and graph_prints.model(self, item, small.value):
                 pass   # `print("logits:", logits)`: TF1 printed a description, dropped with a note
+            elif summary_helpers.model(self, item, small.value):
+                pass   # `variable_summaries(w)`: the summaries a function of the module makes
             elif isinstance(func, cst.Name) and func.value in self.program.helpers and any(
                     (called or "").startswith("tensorflow.") for _, called in self.calls(self.program.helpers[func.value])):
                 # a helper run for what it adds to the graph (summaries, gradients): not followed
@@ -333,6 +340,12 @@ class ModelBuilder(BlockReader):
                        if (i := self.program.final.get(n)) is None or isinstance(self.program.nodes[i], Static)]
         if self.loader_calls and any(id(call) in self.loader_calls for call, _ in self.calls(value)):
             raise Refusal.of(small, "mnist_loader_in_graph")   # (host code only is kept where it is)
+        graph = any(not isinstance(self.program.nodes[d], Static) for d in deps) \
+            or any(not matches(q, "pure") for _, q in tf_calls)
+        position = next(k for k, i in enumerate(self.program.items) if i is item)
+        kept_before = [n for n in kept_before   # (its start moves into the functions with it: carried_values)
+                       if not ((graph or self.program.final.get(n) is not None) and carried_values.carry(self, n, position))]
+        deps = self.deps_of(value)   # (a start carried in is read now)
         self._graph_statement(item, small, names, value, deps, tf_calls)
         for name in kept_before:
             if (i := self.program.final.get(name)) is not None and isinstance(self.program.nodes[i], Computed) \

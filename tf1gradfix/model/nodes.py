@@ -80,6 +80,7 @@ class Variable(Node):
     alias_of: int | None = None   # `step = tf.train.get_global_step()`: the global step's node
     global_step: bool = False     # made by a global-step call
     factory: str | None = None    # made by calling this function of the module (variable_factories.py)
+    resource: bool = False        # a resource variable (`use_resource=True`): TF1 reads it apart from its updates
 
     def trained(self) -> bool:
         return self.trainable

@@ -36,6 +36,7 @@ class ScopeEntry:
     label: str
     prefix: str                 # the variable scope inside it (`a/b/`)
     scope: str | None = None    # the name scope inside it (`a_1/`), once entered
+    reuse: str | None = None    # a variable scope's `reuse=` (constructs/scope_reuse.py)
 
 
 @dataclass

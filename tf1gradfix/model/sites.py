@@ -61,6 +61,7 @@ class HostScan(FetchesAndFeeds):
         self.expressions: dict[str, str] = {}   # fetched expression (code) -> its model name
         self.skip: set[cst.CSTNode] = set()   # statements rewritten elsewhere (summary writers)
         self._in_init = False   # scanning a model class's `__init__`
+        self.first_step_item: int | None = None   # the item of the first run calling a step function
 
     def graph_names(self) -> set[str]:
         if self.host is not None:   # host code reaches a model class's graph values as attributes only
@@ -86,7 +87,8 @@ class HostScan(FetchesAndFeeds):
         for position, item in enumerate(self.p.items):
             if item.node is not None or item.drop:
                 if item.node is not None and item.stmt not in self.unrun_done and self.first_site_item is not None and not savers.made_after_runs(item.node) \
-                        and not graph_extensions.extends(self.p, position):
+                        and not graph_extensions.extends(self.p, position) \
+                        and not graph_extensions.before_steps(self.p, item, self.sites):
                     unrun.built(item)
                 continue
             if poisoned and not poisoned.isdisjoint(loads(item.stmt)):
@@ -127,11 +129,13 @@ class HostScan(FetchesAndFeeds):
         if isinstance(item.stmt, (cst.FunctionDef, cst.ClassDef)):
             self._definition(item.stmt, names)
             return
-        before = len(self.sites) + len(self.removed)
+        before, sites_before = len(self.sites) + len(self.removed), len(self.sites)
         self._item = item
         self._scan(item.stmt, names - {name for name, first in first_bound.items() if first > position})
         if len(self.sites) + len(self.removed) > before and self.first_site_item is None:
             self.first_site_item = position
+        if self.first_step_item is None and any(graph_extensions.calls_step(self.p, s) for s in self.sites[sites_before:]):
+            self.first_step_item = position   # (the step functions are written before it)
 
     def _host(self, statements, sessions: set[str]) -> None:
         """Every statement of the host code; a function's statements one by one (a run

@@ -13,10 +13,11 @@ from typing import Any, cast
 import libcst as cst
 from tf1gradfix.constructs import builders, layer_statistics, updates, variable_loops
 from tf1gradfix.model.program import Program
-from tf1gradfix.model.nodes import (GRADIENT_NODES, BuilderModule, ComputeGradients, Gradients, Layer, LayerLoop, Node,
-                                    Placeholder, Static, TrainGroup, TrainOp, Update, Variable, VariableGroup)
+from tf1gradfix.model.nodes import (GRADIENT_NODES, BuilderModule, ComputeGradients, Gradients, Layer, LayerLoop,
+                                    Node, Optimizer, Placeholder, Static, TrainGroup, TrainOp, Update, Variable,
+                                    VariableGroup)
 from tf1gradfix.model.sites import Site
-from tf1gradfix.cst.syntax import Refusal
+from tf1gradfix.cst.syntax import Refusal, graph_ops
 
 
 
@@ -126,13 +127,16 @@ def _slice(program: Program, sig: Signature, site: Site) -> None:
     sig.train = trains[0] if trains else None
     sig.trains = trains   # (several: checked by model.checks, constructs/train_together.py)
     # A TF1 (reference) variable fetched with its own update shares the variable's buffer, so the
-    # run returns the value after the update. Allowed for the step counter the train op increments
-    # (`_, step = sess.run([train, global_step])`): the function returns it after `assign_add`.
-    # Other variables stay refused: TF1 does not order a weight's fetch against its update (measured,
-    # verify/TOLERANCES.md: with a momentum update the fetch showed the value before it in 96 runs of 500).
+    # run returns the value after the update: always for the step counter the train op increments
+    # (`_, step = sess.run([train, global_step])`), and for the optimizers measured to show the value
+    # after their update in every run (rules/graph_ops.toml fetched_after_update): the function returns
+    # it after the update. Others stay refused: TF1 does not order the fetch against their update
+    # (verify/TOLERANCES.md: with a momentum update the fetch showed the value before it in 96 runs of 500).
     step = sig.train.step if sig.train is not None else None
-    if sig.train is not None and any(isinstance(n, Variable) and n.names[0] != step or isinstance(n, ComputeGradients)
-                                     for n in fetched):   # (the pairs hold the variables' values)
+    after = graph_ops()["fetched_after_update"]
+    measured = all(cast(Optimizer, program.nodes[t.optimizer]).cls in after for t in trains)
+    if sig.train is not None and any(isinstance(n, Variable) and n.names[0] != step and (n.resource or not measured)
+                                     or isinstance(n, ComputeGradients) for n in fetched):   # (pairs: the values)
         raise Refusal.of(site.call, "variable_fetched_with_update")
     # (an optimize_loss train op gives its loss: the function returns it, emit.tape)
     sig.returns = [name for name, n in zip(sig.fetches, fetched)

@@ -1,0 +1,62 @@
+"""A sum started from a constant and grown by graph code:
+
+    l2 = 0.0                          # or tf.constant(0.0), or []
+    for w in weights:
+        l2 += tf.nn.l2_loss(w)        # (or `l2 = l2 + ...` on straight lines)
+
+TF1 ran these statements once, when the graph was built: the constant became the
+first term of an op. In TF2 the graph statements move into the step functions, and
+a name bound there is a local of the function; the start must move with them, or
+the function reads the name before binding it. The start moves when it is made of
+constants only and nothing between it and the graph code reads or binds the name.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import libcst as cst
+
+from tf1gradfix.cst.syntax import bound_names, loads
+from tf1gradfix.model.nodes import Static, Tensor
+
+
+def carry(builder, name: str, position: int) -> bool:
+    """Makes the statement that started `name` before the item at `position` a step
+    statement (a `Tensor` node, before the graph code that rebinds it); False where it
+    cannot move (another kind of start, a read in between, a static value others read)."""
+    program = builder.program
+    start = _start(builder, name, position)
+    if start is None:
+        return False
+    node = start.node
+    if node is None:
+        value = start.stmt.body[0].value
+        builder.add(start, Tensor, (name,), value, (), calls=[q for _, q in builder.calls(value) if q])
+        return True
+    if type(node) is not Static or any(node.index in n.deps for n in program.nodes):
+        return False
+    fields = {f.name: getattr(node, f.name) for f in dataclasses.fields(node) if f.init}
+    program.nodes[node.index] = start.node = Tensor(**fields)   # (same index: nothing reads it yet)
+    return True
+
+
+def _start(builder, name: str, position: int):
+    """The item `name = <constants>` before `position`, with no statement in between that
+    reads or binds `name`; None where there is none."""
+    for item in reversed(builder.program.items[:position]):
+        stmt = item.stmt
+        small = stmt.body[0] if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 else None
+        if isinstance(small, cst.Assign) and len(small.targets) == 1 and isinstance(small.targets[0].target, cst.Name) \
+                and small.targets[0].target.value == name:
+            return item if not item.drop and _constant(builder, small.value) else None
+        if name in loads(stmt) or name in bound_names(stmt):
+            return None
+    return None
+
+
+def _constant(builder, value: cst.BaseExpression) -> bool:
+    """Made of literals and TensorFlow's pure calls on them (`0.0`, `tf.constant(0.0)`, `[]`)?"""
+    tf = builder.program.tf_alias
+    calls = builder.calls(value)
+    return all(n == tf for n in loads(value)) and all(q is not None for _, q in calls) and not builder.deps_of(value)

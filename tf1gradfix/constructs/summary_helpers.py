@@ -1,0 +1,128 @@
+"""A function of the module called for the summaries it makes:
+
+    def variable_summaries(var):
+        with tf.name_scope("summaries"):
+            mean = tf.reduce_mean(var)
+            tf.summary.scalar("mean", mean)
+            tf.summary.histogram("histogram", var)
+
+    with tf.name_scope("weights"):
+        w = tf.Variable(tf.zeros([4, 8]))
+        variable_summaries(w)
+
+TF1 ran the function once, while the graph was built: it added its summary ops to
+the graph, each under the name scopes open at the call and inside the function, for
+`merge_all` to collect. That is a list of (tag, value) like the summaries written
+one by one (summaries.py): each value is the function's expression with its
+parameters replaced by the call's arguments and its locals by what they hold, and
+the tag is the one TF1 made (`weights/summaries/mean`, numbered where the graph
+held the name). In TF2 the values are computed in the step that fetches the merge;
+the function itself goes where every call of it is such a statement.
+
+Only functions made of name scopes with a string, assignments of one name, and
+summary calls; the arguments are names (a value is then computed once per summary,
+as TF1 computed it once per op that read it, with the same numbers).
+"""
+
+from __future__ import annotations
+
+from typing import cast
+
+import libcst as cst
+
+from tf1gradfix.constructs import nested_calls, summaries
+from tf1gradfix.cst.syntax import Refusal, bound_args, is_docstring, literal_string, name_nodes
+from tf1gradfix.cst.walk import replaced, walk
+from tf1gradfix.model.nodes import OPS, Summary
+
+
+def model(builder, item, call: cst.Call) -> bool:
+    """A `Summary` member for `helper(args)` at `item`; False where `helper` is not a
+    function of the module made of summaries only."""
+    func = call.func
+    helper = builder.program.helpers.get(func.value) if isinstance(func, cst.Name) else None
+    if not isinstance(helper, cst.FunctionDef) or helper.decorators or helper.asynchronous is not None:
+        return False
+    params = helper.params
+    if isinstance(params.star_arg, cst.Param) or params.star_kwarg is not None or params.posonly_params \
+            or params.kwonly_params or any(p.default is not None for p in params.params):
+        return False
+    given = bound_args(call, [p.name.value for p in params.params], call)
+    if set(given) != {p.name.value for p in params.params} \
+            or not all(isinstance(v, cst.Name) and builder.program.node(v.value) is not None for v in given.values()):
+        return False
+    layout: list = []
+    if not _walk(builder, helper.body.body, item.scope, dict(given), layout, top=True):
+        return False
+    deps = set()
+    for _, _, value in layout:
+        deps |= builder.deps_of(value)
+    for i in deps:
+        if isinstance(builder.program.nodes[i], OPS):
+            raise Refusal.of(call, "summary_of_op", kind=builder.program.nodes[i].kind)
+    node = builder.add(item, Summary, (), call, deps, calls=[], summary=layout, member=True)
+    builder.own(call)   # (the values written in the steps are checked below)
+    for _, _, value in layout:
+        nested_calls.check(builder, node, value)
+    _drop_definition(builder, helper)
+    return True
+
+
+def _walk(builder, body, scope: str, env: dict, layout: list, top: bool = False) -> bool:
+    """Appends the (op, tag, value) of the summaries `body` makes under the name scope
+    `scope` to `layout`, `env` holding what each name stands for; False for anything else."""
+    for k, stmt in enumerate(body):
+        if top and k == 0 and is_docstring(stmt):
+            continue
+        if isinstance(stmt, cst.With) and len(stmt.items) == 1 and stmt.items[0].asname is None:
+            inner = stmt.items[0].item
+            label = literal_string(inner.args[0].value) if isinstance(inner, cst.Call) and len(inner.args) == 1 else None
+            if not isinstance(inner, cst.Call) or builder.qualified(inner.func) != "tensorflow.name_scope" or not label:
+                return False
+            entered = builder.unique_name(scope + label) + "/"   # (TF1 made the scope's name unique)
+            if not _walk(builder, stmt.body.body, entered, env, layout):
+                return False
+            continue
+        small = stmt.body[0] if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 else None
+        if isinstance(small, cst.Assign) and len(small.targets) == 1 and isinstance(small.targets[0].target, cst.Name):
+            env[small.targets[0].target.value] = _substituted(small.value, env)
+            continue
+        call = small.value if isinstance(small, cst.Expr) and isinstance(small.value, cst.Call) else None
+        q = builder.qualified(call.func) if call is not None else None
+        if call is None or q not in summaries.summary_ops():
+            return False
+        target, asked, computed = summaries.arguments(call, cast(str, q))
+        tag = literal_string(asked)
+        if tag is None:
+            return False
+        layout.append((target, summaries.tf1_tag(builder, tag, call, scope), _substituted(computed, env)))
+    return True
+
+
+def _substituted(expr: cst.BaseExpression, env: dict) -> cst.BaseExpression:
+    """`expr` with each name of `env` replaced by what it stands for (in parentheses
+    where it is not one atom); other names must be the module's (checked by the caller's deps)."""
+    targets = {n: _atom(env[n.value]) for n in name_nodes(expr) if n.value in env}
+    if isinstance(expr, cst.Name) and expr in targets:
+        return targets[expr]
+    return cast(cst.BaseExpression, replaced(expr, targets))
+
+
+def _atom(expr: cst.BaseExpression) -> cst.BaseExpression:
+    if isinstance(expr, (cst.Name, cst.Attribute, cst.Call, cst.Subscript)) or expr.lpar:
+        return expr
+    return expr.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
+
+
+def _drop_definition(builder, helper: cst.FunctionDef) -> None:
+    """The function's definition goes where every use of its name is a statement calling it
+    (each one is modeled here, or the file is refused)."""
+    name = helper.name.value
+    calls = {id(stmt.body[0].value.func) for item in builder.program.items
+             for stmt in [item.stmt] if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1
+             and isinstance(stmt.body[0], cst.Expr) and isinstance(stmt.body[0].value, cst.Call)}
+    uses = [n for n in walk(builder.module) if type(n) is cst.Name and n.value == name and n is not helper.name]
+    if all(id(n) in calls for n in uses):
+        for item in builder.program.items:
+            if item.stmt is helper:
+                item.drop = True
