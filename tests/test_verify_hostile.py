@@ -109,6 +109,18 @@ def test_a_program_that_stops_its_parent_does_not_hang_the_verifier(tmp_path):
 
 
 
+def test_a_fresh_runner_stopped_by_its_program_is_continued(tmp_path, monkeypatch):
+    """Without warm processes the runner forks the program off: the parent the program
+    stops is the runner's boot process, which the verifier continues, never the verifier."""
+    from tf1gradfix.verify import pool
+
+    monkeypatch.setenv(pool.NO_POOL, "1")
+    stop = "import os, signal\nos.kill(os.getppid(), signal.SIGSTOP)"
+    result = pair(tmp_path, stop)
+    assert result.verdict == "EQUIVALENT", result.reason
+    assert result.elapsed < 90
+
+
 def test_a_warm_process_left_stopped_is_killed_at_a_deadline(tmp_path, monkeypatch):
     """Were the stopped process never continued, waiting for its report has a deadline."""
     from tf1gradfix.verify import pool

@@ -42,6 +42,21 @@ import time
 from tf1gradfix.verify.runner_common import VERIFIER_PID
 
 NO_POOL = "TF1GRADFIX_NO_POOL"
+
+
+def resume(pid: int) -> None:
+    """Continue the process `pid` if it is stopped (a program's `os.kill(os.getppid(), SIGSTOP)`
+    stops the process it was started from, which then reports nothing)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            state = handle.read().rsplit(b")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return
+    if state in (b"T", b"t"):
+        try:
+            os.kill(pid, signal.SIGCONT)
+        except OSError:
+            pass
 RUN_REPLY_WAIT = 60.0   # seconds a zygote has to fork a run (it answers in milliseconds when well)
 REAP_WAIT = 10.0        # seconds a zygote has to report a killed run's end before it is killed itself
 # Environment read when an interpreter or TensorFlow starts: a zygote serves
@@ -133,16 +148,7 @@ class _Zygote:
     def resume(self) -> None:
         """Continue the zygote if a program stopped it (`os.kill(os.getppid(), SIGSTOP)`):
         stopped, it would report no run's end."""
-        try:
-            with open(f"/proc/{self.proc.pid}/stat", "rb") as handle:
-                state = handle.read().rsplit(b")", 1)[1].split()[0]
-        except (OSError, IndexError):
-            return
-        if state in (b"T", b"t"):
-            try:
-                os.kill(self.proc.pid, signal.SIGCONT)
-            except OSError:
-                pass
+        resume(self.proc.pid)
 
     def kill(self) -> None:
         """End the zygote now (it may be stopped: SIGKILL ends a stopped process too)."""

@@ -32,8 +32,26 @@ RUNNERS = {"original": "tf1gradfix.verify.runner_v1", "migrated": "tf1gradfix.ve
 # on sys.path, and a user's json.py there would replace the standard library's
 # in the runner's own imports. The program gets its folder on sys.path only when
 # it starts (runner_common.run_user_script), after the runner's imports.
+# A fresh runner forks the program off and waits for it: the program's parent is then this
+# process, not the verifier, so a program that stops its parent stops only this one (which
+# the verifier continues, _poll). It dies with the verifier, the program with it
+# (runner_common.exit_with_verifier, told this process's pid).
 _BOOT = ("import sys\n"
          "if not getattr(sys.flags, 'safe_path', False): del sys.path[0]\n"
+         "import os, signal, time\n"
+         f"verifier = os.environ.get({VERIFIER_PID!r}, '')\n"
+         "child = os.fork() if hasattr(os, 'fork') else 0\n"
+         "if child:\n"
+         "    while True:\n"
+         "        done, status = os.waitpid(child, os.WNOHANG)\n"
+         "        if done:\n"
+         "            break\n"
+         "        if verifier.isdigit() and os.getppid() != int(verifier):\n"
+         "            os.killpg(os.getpgid(0), signal.SIGKILL)\n"
+         "        time.sleep(0.02)\n"
+         "    code = os.waitstatus_to_exitcode(status)\n"
+         "    os._exit(code if code >= 0 else 128 - code)\n"
+         f"if hasattr(os, 'fork'): os.environ[{VERIFIER_PID!r}] = str(os.getppid())\n"
          "import runpy\n"
          "runpy.run_module(sys.argv.pop(1), run_name='__main__', alter_sys=True)\n")
 
@@ -309,6 +327,9 @@ def _wait(procs, sides, start, timeout, trace_dir, timed_out, killed) -> None:
 def _poll(procs, sides, start, timeout, trace_dir, timed_out, killed, shown) -> None:
     while True:
         shown.tick()
+        for proc in procs.values():   # (a fresh runner its program stopped: pooled ones, pool.py)
+            if proc.returncode is None and not isinstance(proc, pool.PooledRun):
+                pool.resume(proc.pid)
         _reap(procs)
         if all(p.returncode is not None for p in procs.values()):
             break
