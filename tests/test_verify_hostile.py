@@ -135,14 +135,18 @@ def test_a_warm_process_left_stopped_is_killed_at_a_deadline(tmp_path, monkeypat
     assert result.elapsed < 45
 
 
-def test_a_fork_that_leaves_its_process_group_ends_with_the_verdict(tmp_path):
+@pytest.mark.parametrize("warm", [True, False], ids=["warm process", "fresh runner"])
+def test_a_fork_that_leaves_its_process_group_ends_with_the_verdict(tmp_path, monkeypatch, warm):
     import os
+    import sys
     import time
 
     from tf1gradfix.verify import pool
 
-    if not pool.enabled():
-        pytest.skip("a fresh process's strays are the system's to reap")
+    if not sys.platform.startswith("linux") or warm and not pool.enabled():
+        pytest.skip("strays are found through /proc and a subreaper (Linux)")
+    if not warm:
+        monkeypatch.setenv(pool.NO_POOL, "1")
     marks = tmp_path / "strays"
     marks.mkdir()
     stray = (f"import os, time\npid = os.fork()\nif pid == 0:\n    os.setpgid(0, 0)\n    time.sleep(600)\n    os._exit(0)\n"

@@ -35,11 +35,15 @@ RUNNERS = {"original": "tf1gradfix.verify.runner_v1", "migrated": "tf1gradfix.ve
 # A fresh runner forks the program off and waits for it: the program's parent is then this
 # process, not the verifier, so a program that stops its parent stops only this one (which
 # the verifier continues, _poll). It dies with the verifier, the program with it
-# (runner_common.exit_with_verifier, told this process's pid).
+# (runner_common.exit_with_verifier, told this process's pid), and what the program forked
+# that left its process group ends with it (a subreaper, as pool.py's warm processes).
 _BOOT = ("import sys\n"
          "if not getattr(sys.flags, 'safe_path', False): del sys.path[0]\n"
          "import os, signal, time\n"
          f"verifier = os.environ.get({VERIFIER_PID!r}, '')\n"
+         "if sys.platform.startswith('linux'):\n"
+         "    import ctypes\n"
+         "    ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0)   # PR_SET_CHILD_SUBREAPER\n"
          "child = os.fork() if hasattr(os, 'fork') else 0\n"
          "if child:\n"
          "    while True:\n"
@@ -49,6 +53,14 @@ _BOOT = ("import sys\n"
          "        if verifier.isdigit() and os.getppid() != int(verifier):\n"
          "            os.killpg(os.getpgid(0), signal.SIGKILL)\n"
          "        time.sleep(0.02)\n"
+         "    me = str(os.getpid()).encode()\n"   # (what the program forked and left its group: orphans come here)
+         "    for entry in (os.listdir('/proc') if os.path.isdir('/proc') else []):\n"
+         "        try:\n"
+         "            with open(f'/proc/{entry}/stat', 'rb') as handle:\n"
+         "                if entry.isdigit() and handle.read().rsplit(b')', 1)[1].split()[1] == me:\n"
+         "                    os.kill(int(entry), signal.SIGKILL)\n"
+         "        except (OSError, IndexError):\n"
+         "            pass\n"
          "    code = os.waitstatus_to_exitcode(status)\n"
          "    os._exit(code if code >= 0 else 128 - code)\n"
          f"if hasattr(os, 'fork'): os.environ[{VERIFIER_PID!r}] = str(os.getppid())\n"
