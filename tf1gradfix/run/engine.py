@@ -236,13 +236,15 @@ def _without_libcst(result: FileResult, display: str, data: bytes, codes: CodeFi
         if not codes.wants(code) or is_suppressed(hit.line, code, silenced):
             continue
         breaks = _breaks_tf1(hit, catalog_module.load())
-        fixable = fix and hit.replacement is not None and hit.rule.safety == "safe" and not breaks
+        replacement = _tf1_form(hit) if breaks and decided else hit.replacement
+        fixable = fix and replacement is not None and hit.rule.safety == "safe"
         if fixable:
-            plans.append((hit.node, hit.replacement))
+            plans.append((hit.node, replacement))
         unplanned = decided and _unplanned(hit)
-        safety = ("manual" if decided else "proven") if breaks or unplanned else hit.rule.safety
+        safety = "manual" if unplanned else ("proven" if breaks and not decided else hit.rule.safety)
         result.findings.append(Finding(display, hit.line, hit.col, code,
-                                       _unplanned_note(hit.message) if unplanned else _kept_note(hit.message, breaks),
+                                       _unplanned_note(hit.message) if unplanned
+                                       else _kept_note(hit.message, _tf1_form(hit) if breaks else None),
                                        _label(safety, not decided), fixable if decided else None))
     result.findings += removed_names(display, data, codes, {(h.line, h.col) for h in hits},
                                      fixed=False if decided else None)
@@ -409,14 +411,16 @@ def _analyzed(result: FileResult, display: str, data: bytes, codes: CodeFilter, 
         if shaped is None and (not codes.wants(code) or is_suppressed(hit.line, code, silenced)):
             continue  # (a restructured file gets every rename: it must run on TF2)
         breaks = shaped is None and _breaks_tf1(hit, catalog)
-        fixable = fix and hit.replacement is not None and hit.rule.safety == "safe" and not breaks
+        replacement = _tf1_form(hit) if breaks else hit.replacement
+        fixable = fix and replacement is not None and hit.rule.safety == "safe"
         if fixable:
-            replacements[hit.node] = hit.replacement
+            replacements[hit.node] = replacement
         if shaped is None:
             unplanned = _unplanned(hit)
             result.findings.append(Finding(display, hit.line, hit.col, code,
-                                           _unplanned_note(hit.message) if unplanned else _kept_note(hit.message, breaks),
-                                           _label("manual" if breaks or unplanned else hit.rule.safety, False), fixable))
+                                           _unplanned_note(hit.message) if unplanned
+                                           else _kept_note(hit.message, replacement if breaks else None),
+                                           _label("manual" if unplanned else hit.rule.safety, False), fixable))
     # (every rule hit counts as reported there, a silenced one too)
     result.findings += removed_names(display, data, codes, {(h.line, h.col) for h in found},
                                      fixed=fix and shaped is not None)
@@ -681,10 +685,24 @@ def _unplanned_note(message: str) -> str:
                       "which keeps it; rename it when the import moves to TF2)")
 
 
-def _kept_note(message: str, breaks: bool) -> str:
-    if not breaks:
+def _tf1_form(hit) -> tuple[int, list[str]] | None:
+    """The rename a file that stays TF1 takes instead: TF1's own function under
+    `tf.compat.v1` (`tf.set_random_seed` -> `tf.compat.v1.set_random_seed`), which
+    both TensorFlows have, as TensorFlow's own upgrade table writes it."""
+    if hit.replacement is None:
+        return None
+    old_parts, node, names = hit.replacement[0], hit.node, []
+    for _ in range(old_parts):   # (an `ast` or a LibCST attribute chain: the names being replaced)
+        names.append(node.attr if isinstance(node.attr, str) else node.attr.value)
+        node = node.value
+    return old_parts, ["compat", "v1", *reversed(names)]
+
+
+def _kept_note(message: str, tf1_form: tuple[int, list[str]] | None) -> str:
+    if tf1_form is None:
         return message
-    return message + " (written when the program is restructured: tf.compat.v1 has no such function, or another one)"
+    return message + (f" (written when the program is restructured: tf.compat.v1 has no such function, or another "
+                      f"one; a file that stays TF1 gets `tf.{'.'.join(tf1_form[1])}`)")
 
 
 def _unfixed(findings: list[Finding]) -> list[Finding]:

@@ -1,0 +1,203 @@
+"""Write tf1gradfix/rules/renames.toml (symbol renames and positional reorders) from TensorFlow's own upgrade tables.
+
+    .venv/bin/python scripts/gen_symbol_renames.py            # rewrite the table
+    .venv/bin/python scripts/gen_symbol_renames.py --check    # exit 1 if the shipped table differs
+
+TensorFlow's tf_upgrade_v2 (tensorflow/tools/compatibility, shipped in the wheel) keeps
+`symbol_renames` (TF1 name -> TF2 name, or -> `tf.compat.v1.NAME` where TF2 has no
+plain name) and `function_reorders` (functions whose positional order TF2 changed).
+Each entry is kept only when checking the installed TensorFlow shows it is right:
+
+- a rename is kept when TF2 lacks the TF1 name and the TF2 name *behaves the same*:
+  it is the very same Python object as TF1's, or a TF2 function with the same
+  parameters whose body is a call of TF1's (`tf.random.set_seed` calls
+  `set_random_seed`). Where the upgrade table only knows `tf.compat.v1.NAME`, the
+  TF2 name is searched among the functions of TF1's module by that same test.
+- its reach: `safe` when `tf.compat.v1` has the TF2 name too, as the same function
+  (a file that stays TF1 graph code keeps running); otherwise it is listed in
+  `restructured_only`: written into restructured programs, and spelled
+  `tf.compat.v1.NAME` (TF1's own function, which both TensorFlows have) in files
+  that stay TF1.
+- a reorder is kept when the `tf.compat.v1` function's parameters are the table's
+  names in that order; the table records the TF1 names and the first position TF2
+  no longer takes positionally the same, so a call's positional arguments from
+  there on are written as keywords (TF1's own names: right under both).
+
+Entries whose TF2 name does not exist or behaves otherwise (another function under
+the new name: dropout, losses, ...) are left out and counted on stderr: the
+constructs that translate them own their tables.
+"""
+
+from __future__ import annotations
+
+import argparse
+import inspect
+import os
+import sys
+import types
+from pathlib import Path
+
+TABLE = Path(__file__).resolve().parents[1] / "tf1gradfix" / "rules" / "renames.toml"
+HEADER = """\
+# Symbol renames (TF1 name -> TF2 name, both under the `tensorflow` root) and positional
+# reorders, from TensorFlow {version}'s tf_upgrade_v2 (symbol_renames, function_reorders),
+# each checked against the installed TensorFlow by scripts/gen_symbol_renames.py (do not
+# edit by hand; run it again for another TensorFlow version):
+#   [renames]           the TF2 name is TF1's object, or a TF2 function with TF1's
+#                       parameters that calls TF1's: same arguments, same numbers
+#   restructured_only   renames whose TF2 name tf.compat.v1 lacks (or names another
+#                       function): written into restructured programs only; a file that
+#                       stays TF1 gets TF1's own `tf.compat.v1.NAME` instead
+#   [reorders]          TF1 parameter names of functions whose positional order TF2
+#                       changed, and `from`: the first position to write as a keyword
+"""
+
+
+def _resolve(root, dotted: str):
+    obj = root
+    for part in dotted.split("."):
+        obj = getattr(obj, part, None)
+        if obj is None:
+            return None
+    return obj
+
+
+def _parameters(function) -> list[tuple[str, object]] | None:
+    try:
+        return [(p.name, p.default) for p in inspect.signature(inspect.unwrap(function)).parameters.values()]
+    except (TypeError, ValueError):
+        return None
+
+
+def _behaves_as(new, old) -> bool:
+    """`new` is `old`, or a function with `old`'s parameters whose code calls `old` by name."""
+    if new is None or old is None:
+        return False
+    new, old = inspect.unwrap(new), inspect.unwrap(old)
+    if new is old:
+        return True
+    if not (isinstance(new, types.FunctionType) and isinstance(old, types.FunctionType)):
+        return False
+    same_module = new.__module__ == old.__module__ and new.__globals__.get(old.__name__) is old
+    return same_module and old.__name__ in new.__code__.co_names and _parameters(new) == _parameters(old)
+
+
+def _delegate(tf, old_object, module_names: dict[int, str]) -> str | None:
+    """The TF2 name of a public function that behaves as `old_object`, if one does."""
+    old = inspect.unwrap(old_object)
+    if not isinstance(old, types.FunctionType):
+        return None
+    found = [name for name, value in module_names.items()
+             if _behaves_as(value, old) and inspect.unwrap(value) is not old]
+    return min(found, key=lambda n: (n.count("."), len(n), n)) if found else None
+
+
+def _tf2_functions(tf) -> dict[str, object]:
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from gen_api_surface import walk
+
+    objects: dict[str, object] = {}
+    walk(tf, objects)
+    return {name: value for name, value in objects.items() if isinstance(value, types.FunctionType)
+            and not name.startswith(("raw_ops.", "keras."))}
+
+
+def renames(tf, v1, symbol_renames: dict[str, str]) -> tuple[dict[str, str], list[str], int]:
+    tf2 = _tf2_functions(tf)
+    kept, only, dropped = {}, [], 0
+    for full_old, full_new in sorted(symbol_renames.items()):
+        old = full_old[len("tf."):]
+        old_object = _resolve(v1, old)
+        if old_object is None or _resolve(tf, old) is not None:
+            continue          # (gone from this TensorFlow, or TF2 still has the name)
+        new = full_new[len("tf."):]
+        if new.startswith("compat.v1."):
+            new = _delegate(tf, old_object, tf2)
+            if new is None:
+                continue      # (no TF2 name: the restructure owns it, or it is TF1-only)
+        if not _behaves_as(_resolve(tf, new), old_object):
+            dropped += 1
+            continue
+        kept[old] = new
+        if not _behaves_as(_resolve(v1, new), old_object):
+            only.append(old)
+    return kept, only, dropped
+
+
+def reorders(tf, v1, function_reorders: dict[str, list]) -> tuple[dict[str, tuple[list[str], int]], int]:
+    """function -> (TF1 parameter names, the first position whose TF2 parameter differs)."""
+    kept, dropped = {}, 0
+    for full, names in sorted(function_reorders.items()):
+        if not full.startswith("tf."):
+            continue
+        name = full[len("tf."):]
+        old = _resolve(v1, name)
+        params = _parameters(old) if old is not None else None
+        if params is None:
+            continue
+        tf1 = [p for p, _ in params]
+        if [n for n in names if n is not None] and tf1[:len(names)] != [n if n is not None else tf1[i]
+                                                                       for i, n in enumerate(names)]:
+            dropped += 1
+            continue
+        tf1 = tf1[:len(names)]
+        tf2_function = _resolve(tf, name) or _resolve(tf, _compat_free(name))
+        tf2 = [p for p, _ in (_parameters(tf2_function) or [])] if tf2_function is not None else []
+        start = next((i for i, p in enumerate(tf1) if i >= len(tf2) or tf2[i] != p), None)
+        if start is not None:
+            kept[name] = (tf1, start)
+    return kept, dropped
+
+
+def _compat_free(name: str) -> str:
+    from tensorflow.tools.compatibility import all_renames_v2
+
+    return all_renames_v2.symbol_renames.get(f"tf.{name}", f"tf.{name}")[len("tf."):]
+
+
+# Renames TensorFlow's table leaves to tf.compat.v1 but the restructure writes itself
+# (restructured programs only): tf.multinomial's draw is aligned with
+# tf.random.categorical's by the verifier, and a seeded or longer call is refused there.
+RESTRUCTURE_OWNED = {"multinomial": "random.categorical"}
+
+
+def build() -> tuple[str, str]:
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+    os.environ.pop("TF_USE_LEGACY_KERAS", None)
+    import tensorflow as tf
+    import tensorflow.compat.v1 as v1
+    from tensorflow.tools.compatibility import all_renames_v2, tf_upgrade_v2
+
+    spec = tf_upgrade_v2.TFAPIChangeSpec()
+    kept, only, dropped = renames(tf, v1, all_renames_v2.symbol_renames)
+    orders, unordered = reorders(tf, v1, spec.function_reorders)
+    kept.update(RESTRUCTURE_OWNED)
+    only = sorted(set(only) | set(RESTRUCTURE_OWNED))
+    lines = [HEADER.format(version=tf.__version__), "\nrestructured_only = [\n"]
+    lines += [f'    "{name}",\n' for name in only]
+    lines.append("]\n\n[renames]\n")
+    lines += [f'"{old}" = "{new}"\n' for old, new in kept.items()]
+    lines.append("\n[reorders]\n")
+    lines += [f'"{name}" = {{ names = [{", ".join(repr(n).replace(chr(39), chr(34)) for n in names)}], from = {start} }}\n'
+              for name, (names, start) in orders.items()]
+    note = (f"{len(kept)} renames ({len(only)} restructured only), {len(orders)} reorders; left out: "
+            f"{dropped} renames whose TF2 name behaves otherwise, {unordered} reorders tf.compat.v1 disagrees with")
+    return "".join(lines), note
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--check", action="store_true", help="exit 1 if the shipped table differs")
+    args = parser.parse_args(argv)
+    text, note = build()
+    if args.check:
+        same = TABLE.exists() and TABLE.read_text("utf-8") == text
+        print(f"{TABLE.name}: {'current' if same else 'differs from the installed TensorFlow'}")
+        return 0 if same else 1
+    TABLE.write_text(text, "utf-8")
+    print(f"wrote {TABLE}: {note}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
