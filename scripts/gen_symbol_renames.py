@@ -31,7 +31,9 @@ constructs that translate them own their tables.
 from __future__ import annotations
 
 import argparse
+import ast
 import inspect
+import textwrap
 import os
 import sys
 import types
@@ -69,26 +71,53 @@ def _parameters(function) -> list[tuple[str, object]] | None:
         return None
 
 
-def _behaves_as(new, old) -> bool:
-    """`new` is `old`, or a function with `old`'s parameters whose code calls `old` by name."""
+def _behaves_as(new, old, renamed: dict[str, str] | None = None) -> bool:
+    """`new` is `old`, or a function of `old`'s module whose whole body is a call of `old`
+    passing each of its own parameters through under the same name, with `old`'s parameters
+    (less the deprecated keywords the upgrade table renames) and defaults (or `old`'s None)."""
     if new is None or old is None:
         return False
-    new, old = inspect.unwrap(new), inspect.unwrap(old)
-    if new is old:
+    new, old = inspect.unwrap(new), old
+    if new is old or new is inspect.unwrap(old):
         return True
-    if not (isinstance(new, types.FunctionType) and isinstance(old, types.FunctionType)):
+    if not isinstance(new, types.FunctionType) or not callable(old):
         return False
-    same_module = new.__module__ == old.__module__ and new.__globals__.get(old.__name__) is old
-    return same_module and old.__name__ in new.__code__.co_names and _parameters(new) == _parameters(old)
+    name = next((k for k, v in new.__globals__.items() if v is old and not k.startswith("_")), None)
+    new_params, old_params = _parameters(new), _parameters(old)
+    if name is None or new_params is None or old_params is None:
+        return False
+    old_params = [(p, d) for p, d in old_params if p not in (renamed or {})]
+    if [p for p, _ in new_params] != [p for p, _ in old_params]:
+        return False
+    if any(d != od and od is not None for (_, d), (_, od) in zip(new_params, old_params)):
+        return False
+    return _only_passes_through(new, name, [p for p, _ in new_params])
 
 
-def _delegate(tf, old_object, module_names: dict[int, str]) -> str | None:
+def _only_passes_through(function, callee: str, params: list[str]) -> bool:
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(function)))
+    except (OSError, TypeError, SyntaxError):
+        return False
+    body = tree.body[0].body if tree.body and isinstance(tree.body[0], ast.FunctionDef) else []
+    if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+        body = body[1:]   # (the docstring)
+    if len(body) != 1 or not isinstance(body[0], (ast.Return, ast.Expr)):
+        return False
+    call = body[0].value
+    if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and call.func.id == callee):
+        return False
+    passed = [a.id for a in call.args if isinstance(a, ast.Name)]
+    passed += [k.arg for k in call.keywords if isinstance(k.value, ast.Name) and k.value.id == k.arg]
+    positional_ok = all(isinstance(a, ast.Name) and a.id == p for a, p in zip(call.args, params))
+    return positional_ok and sorted(passed) == sorted(params) and len(call.args) + len(call.keywords) == len(params)
+
+
+def _delegate(old_object, module_names: dict[str, object], renamed: dict[str, str]) -> str | None:
     """The TF2 name of a public function that behaves as `old_object`, if one does."""
-    old = inspect.unwrap(old_object)
-    if not isinstance(old, types.FunctionType):
-        return None
     found = [name for name, value in module_names.items()
-             if _behaves_as(value, old) and inspect.unwrap(value) is not old]
+             if value.__module__ == getattr(old_object, "__module__", None) and value is not old_object
+             and _behaves_as(value, old_object, renamed)]
     return min(found, key=lambda n: (n.count("."), len(n), n)) if found else None
 
 
@@ -102,7 +131,7 @@ def _tf2_functions(tf) -> dict[str, object]:
             and not name.startswith(("raw_ops.", "keras."))}
 
 
-def renames(tf, v1, symbol_renames: dict[str, str]) -> tuple[dict[str, str], list[str], int]:
+def renames(tf, v1, symbol_renames: dict[str, str], keyword_renames: dict) -> tuple[dict[str, str], list[str], int]:
     tf2 = _tf2_functions(tf)
     kept, only, dropped = {}, [], 0
     for full_old, full_new in sorted(symbol_renames.items()):
@@ -111,11 +140,12 @@ def renames(tf, v1, symbol_renames: dict[str, str]) -> tuple[dict[str, str], lis
         if old_object is None or _resolve(tf, old) is not None:
             continue          # (gone from this TensorFlow, or TF2 still has the name)
         new = full_new[len("tf."):]
+        renamed = keyword_renames.get(full_old, {})
         if new.startswith("compat.v1."):
-            new = _delegate(tf, old_object, tf2)
+            new = _delegate(old_object, tf2, renamed)
             if new is None:
                 continue      # (no TF2 name: the restructure owns it, or it is TF1-only)
-        if not _behaves_as(_resolve(tf, new), old_object):
+        if not _behaves_as(_resolve(tf, new), old_object, renamed):
             dropped += 1
             continue
         kept[old] = new
@@ -169,7 +199,7 @@ def build() -> tuple[str, str]:
     from tensorflow.tools.compatibility import all_renames_v2, tf_upgrade_v2
 
     spec = tf_upgrade_v2.TFAPIChangeSpec()
-    kept, only, dropped = renames(tf, v1, all_renames_v2.symbol_renames)
+    kept, only, dropped = renames(tf, v1, all_renames_v2.symbol_renames, spec.function_keyword_renames)
     orders, unordered = reorders(tf, v1, spec.function_reorders)
     kept.update(RESTRUCTURE_OWNED)
     only = sorted(set(only) | set(RESTRUCTURE_OWNED))

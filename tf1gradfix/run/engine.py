@@ -701,8 +701,8 @@ def _tf1_form(hit) -> tuple[int, list[str]] | None:
 def _kept_note(message: str, tf1_form: tuple[int, list[str]] | None) -> str:
     if tf1_form is None:
         return message
-    return message + (f" (written when the program is restructured: tf.compat.v1 has no such function, or another "
-                      f"one; a file that stays TF1 gets `tf.{'.'.join(tf1_form[1])}`)")
+    return message + (f" (in a file that stays TF1: `tf.{'.'.join(tf1_form[1])}`; tf.compat.v1 lacks the TF2 name "
+                      "or has another function under it)")
 
 
 def _unfixed(findings: list[Finding]) -> list[Finding]:
