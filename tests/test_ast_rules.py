@@ -99,7 +99,7 @@ def test_a_bracket_inside_a_renamed_chain_is_left_to_libcst():
     tree = ast.parse(data)
     plans = [(h.node, h.replacement) for h in ast_rules.detect(tree, data, catalog.load()) if h.replacement]
     assert renamed(data, plans)[1] is False
-    assert process_source("x.py", data, CodeFilter()).new_source == b"import tensorflow as tf\n(tf).random.set_seed(0)\n"
+    assert process_source("x.py", data, CodeFilter()).new_source == b"import tensorflow as tf\n(tf).compat.v1.set_random_seed(0)\n"
 
 
 def test_check_of_a_session_program_leaves_fixed_to_rewrite():
