@@ -241,7 +241,7 @@ def _without_libcst(result: FileResult, display: str, data: bytes, codes: CodeFi
         if fixable:
             plans.append((hit.node, replacement))
         unplanned = decided and _unplanned(hit)
-        safety = "manual" if unplanned else ("proven" if breaks and not decided else hit.rule.safety)
+        safety = "manual" if unplanned else hit.rule.safety   # (a file that stays TF1 gets its TF1 form)
         result.findings.append(Finding(display, hit.line, hit.col, code,
                                        _unplanned_note(hit.message) if unplanned
                                        else _kept_note(hit.message, _tf1_form(hit) if breaks else None),
