@@ -19,9 +19,11 @@ Each entry is kept only when checking the installed TensorFlow shows it is right
   `tf.compat.v1.NAME` (TF1's own function, which both TensorFlows have) in files
   that stay TF1.
 - a reorder is kept when the `tf.compat.v1` function's parameters are the table's
-  names in that order; the table records the TF1 names and the first position TF2
-  no longer takes positionally the same, so a call's positional arguments from
-  there on are written as keywords (TF1's own names: right under both).
+  names in that order; the table records the TF1 names, the first position TF2
+  no longer takes positionally the same, and TF2's parameter names, so a call's
+  positional arguments from there on are written as keywords (TF1's own names:
+  right under both, once the keyword renames give TF2's) and a keyword TF2's
+  function does not take is known before anything is written.
 
 Entries whose TF2 name does not exist or behaves otherwise (another function under
 the new name: dropout, losses, ...) are left out and counted on stderr: the
@@ -51,7 +53,8 @@ HEADER = """\
 #                       function): written into restructured programs only; a file that
 #                       stays TF1 gets TF1's own `tf.compat.v1.NAME` instead
 #   [reorders]          TF1 parameter names of functions whose positional order TF2
-#                       changed, and `from`: the first position to write as a keyword
+#                       changed, `from`: the first position to write as a keyword, and
+#                       `tf2`: TF2's parameter names (empty: TF2 has no such function)
 """
 
 
@@ -154,8 +157,9 @@ def renames(tf, v1, symbol_renames: dict[str, str], keyword_renames: dict) -> tu
     return kept, only, dropped
 
 
-def reorders(tf, v1, function_reorders: dict[str, list]) -> tuple[dict[str, tuple[list[str], int]], int]:
-    """function -> (TF1 parameter names, the first position whose TF2 parameter differs)."""
+def reorders(tf, v1, function_reorders: dict[str, list]) -> tuple[dict[str, tuple[list[str], int, list[str]]], int]:
+    """function -> (TF1 parameter names, the first position whose TF2 parameter differs,
+    TF2's parameter names)."""
     kept, dropped = {}, 0
     for full, names in sorted(function_reorders.items()):
         if not full.startswith("tf."):
@@ -175,7 +179,7 @@ def reorders(tf, v1, function_reorders: dict[str, list]) -> tuple[dict[str, tupl
         tf2 = [p for p, _ in (_parameters(tf2_function) or [])] if tf2_function is not None else []
         start = next((i for i, p in enumerate(tf1) if i >= len(tf2) or tf2[i] != p), None)
         if start is not None:
-            kept[name] = (tf1, start)
+            kept[name] = (tf1, start, tf2)
     return kept, dropped
 
 
@@ -208,11 +212,15 @@ def build() -> tuple[str, str]:
     lines.append("]\n\n[renames]\n")
     lines += [f'"{old}" = "{new}"\n' for old, new in kept.items()]
     lines.append("\n[reorders]\n")
-    lines += [f'"{name}" = {{ names = [{", ".join(repr(n).replace(chr(39), chr(34)) for n in names)}], from = {start} }}\n'
-              for name, (names, start) in orders.items()]
+    lines += [f'"{name}" = {{ names = {_strings(names)}, from = {start}, tf2 = {_strings(tf2)} }}\n'
+              for name, (names, start, tf2) in orders.items()]
     note = (f"{len(kept)} renames ({len(only)} restructured only), {len(orders)} reorders; left out: "
             f"{dropped} renames whose TF2 name behaves otherwise, {unordered} reorders tf.compat.v1 disagrees with")
     return "".join(lines), note
+
+
+def _strings(names: list[str]) -> str:
+    return "[" + ", ".join(f'"{n}"' for n in names) + "]"
 
 
 def main(argv: list[str] | None = None) -> int:

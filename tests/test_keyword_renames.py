@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from tf1gradfix.detect.arguments import reorders
 from tf1gradfix.detect.keywords import RESTRUCTURED, SAFE, table
 from tf1gradfix.emit.keyword_renames import EVERY, renamed
 from tf1gradfix.run.engine import process_source
@@ -20,8 +21,9 @@ ROOT = Path(__file__).resolve().parent.parent
 def _one_call_per_entry() -> tuple[bytes, list[tuple[str, str, str]]]:
     lines, expected = ["import tensorflow as tf", "", "def calls(x):"], []
     for name, keywords in sorted(table().items()):
+        first = reorders().get(name, ((None,),))[0][0]   # (given as a keyword, not positionally too)
         for old, (new, _reach) in sorted(keywords.items()):
-            lines.append(f"    tf.{name}(x, {old}=1)")
+            lines.append(f"    tf.{name}({old}=1)" if first in (old, new) else f"    tf.{name}(x, {old}=1)")
             expected.append((f"tf.{name}", old, new))
     return ("\n".join(lines) + "\n").encode(), expected
 

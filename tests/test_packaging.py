@@ -144,7 +144,7 @@ def test_installed_tool_checks_and_rewrites(venv, outside):
     assert proc.returncode == 1  # the session needs manual work
     assert (outside / "train.py").read_text() == source   # a session program it cannot rewrite: left intact
     assert "train.py: not restructured" in proc.stdout, proc.stdout
-    assert (outside / "ops.py").read_text() == "import tensorflow as tf\n\ntf.random.set_seed(0)\n"
+    assert (outside / "ops.py").read_text() == "import tensorflow as tf\n\ntf.compat.v1.set_random_seed(0)\n"
 
 
 def test_installed_tool_does_not_need_tensorflow(venv, outside):

@@ -62,7 +62,7 @@ def hits(source: bytes, tree: ast.AST | None = None) -> list[KeywordHit]:
         entry = renames.get(qualified[len("tensorflow."):]) if qualified and qualified.startswith("tensorflow.") else None
         if not entry:
             continue
-        given = {kw.arg for kw in node.keywords}
+        given = {kw.arg for kw in node.keywords} | _positional(qualified[len("tensorflow."):], node)
         for kw in node.keywords:
             if kw.arg in entry and entry[kw.arg][0] not in given:
                 new, reach = entry[kw.arg]
@@ -70,3 +70,14 @@ def hits(source: bytes, tree: ast.AST | None = None) -> list[KeywordHit]:
                 col = len(source[starts[kw.lineno]:offset].decode("utf-8", "replace")) + 1
                 found.append(KeywordHit(kw.lineno, col, offset, qualified.replace("tensorflow", "tf", 1), kw.arg, new, reach))
     return sorted(found, key=lambda h: h.offset)
+
+
+def _positional(name: str, call: ast.Call) -> set[str]:
+    """The TF1 parameters `call` gives positionally, where the reorder table lists them
+    (`tf.argmax(h, 1, dimension=None)`: `axis` is given, so `dimension` is not renamed)."""
+    from tf1gradfix.detect.arguments import reorders
+
+    order = reorders().get(name)
+    if order is None or any(isinstance(a, ast.Starred) for a in call.args):
+        return set()
+    return set(order[0][:len(call.args)])

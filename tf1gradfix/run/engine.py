@@ -11,6 +11,7 @@ import re
 from tf1gradfix.detect.keywords import SAFE
 from tf1gradfix.emit.keyword_renames import EVERY, renamed as keyword_renamed
 from tf1gradfix.run.keyword_findings import CODE as KEYWORD_CODE, keyword_findings
+from tf1gradfix.run.argument_findings import CODE as ARGUMENT_CODE, argument_findings, tf2_lacks_refusal
 from tf1gradfix.records import field, record, replace
 from tf1gradfix.run.findings import CodeFilter, FileError, Finding
 from tf1gradfix.run.source_io import decode_error
@@ -250,6 +251,9 @@ def _without_libcst(result: FileResult, display: str, data: bytes, codes: CodeFi
                                      fixed=False if decided else None)
     result.findings += keyword_findings(display, text, tree if text is data else None, codes, silenced,
                                         False if decided else None, fix)
+    tf1 = bool(result.findings)   # (the positional arguments of a file with no other TF1 finding are TF2's)
+    result.findings += argument_findings(display, text, tree if text is data else None, codes, silenced,
+                                         False if decided else None, fix, tf1)
     if check and session:   # (the legacy training bugs: read off the program model, only when selected)
         result.findings += _legacy(display, data, codes, silenced)
     if not session and restructure:   # (its safe fixes are written all the same: `fix` stays)
@@ -274,9 +278,10 @@ def _without_libcst(result: FileResult, display: str, data: bytes, codes: CodeFi
             result.findings = _unfixed(result.findings)
         elif new_source != text:
             result.new_source = new_source   # (`check` only counts it as a change)
-    if fix and result.error is None and any(f.code == KEYWORD_CODE and f.fixed for f in result.findings):
+    if fix and result.error is None and any(f.code in (KEYWORD_CODE, ARGUMENT_CODE) and f.fixed
+                                            for f in result.findings):
         base = result.new_source if result.new_source is not None else text
-        new_source = keyword_renamed(base)
+        new_source = keyword_renamed(base, tf1=tf1)
         if new_source != base and _unparsable(new_source) is None:
             result.new_source = new_source
     return result
@@ -425,7 +430,9 @@ def _analyzed(result: FileResult, display: str, data: bytes, codes: CodeFilter, 
     result.findings += removed_names(display, data, codes, {(h.line, h.col) for h in found},
                                      fixed=fix and shaped is not None)
     result.findings += keyword_findings(display, data, None, codes, silenced, shaped is not None, fix)
-    keywords_fixed = any(f.code == KEYWORD_CODE and f.fixed for f in result.findings)
+    tf1 = bool(result.findings) or shaped is not None
+    result.findings += argument_findings(display, data, None, codes, silenced, shaped is not None, fix, tf1)
+    keywords_fixed = any(f.code in (KEYWORD_CODE, ARGUMENT_CODE) and f.fixed for f in result.findings)
     result.findings.sort(key=lambda f: (f.line, f.col, f.code))
 
     if replacements or (shaped is not None and fix) or keywords_fixed:
@@ -440,9 +447,10 @@ def _analyzed(result: FileResult, display: str, data: bytes, codes: CodeFilter, 
             result.findings = _unfixed(result.findings)
             return result
         if shaped is not None or keywords_fixed:   # (a restructured program must run on TF2: every keyword)
-            new_source = keyword_renamed(new_source, EVERY if shaped is not None else frozenset({SAFE}))
+            new_source = keyword_renamed(new_source, EVERY if shaped is not None else frozenset({SAFE}), tf1)
         problem = _unparsable(new_source)
-        gone = _names_tf2_lacks(new_source, data) if problem is None and shaped is not None else None
+        gone = (_names_tf2_lacks(new_source, data) or tf2_lacks_refusal(new_source, data)
+                if problem is None and shaped is not None else None)
         if gone is not None:
             # A restructured program must run on TF2: never write a name it lacks.
             line, col, code, message, safety = gone
