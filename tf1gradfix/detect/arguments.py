@@ -17,10 +17,9 @@ from __future__ import annotations
 import ast
 from functools import lru_cache
 
+from tf1gradfix.detect.prefilter import DROPOUT, KEEP
 from tf1gradfix.records import record
 
-DROPOUT = "nn.dropout"
-KEEP = "keep"   # in the text of a dropout's second argument: TF1's keep_prob (`keep_prob`, `self.keep`)
 # Parameters no call can give positionally (TF1 rejects it): their functions are left alone.
 _UNPOSITIONAL = frozenset({"keyword_required"})
 # Arguments written after `1 - ` as they are; any other expression is parenthesized.

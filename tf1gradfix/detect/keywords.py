@@ -75,9 +75,15 @@ def hits(source: bytes, tree: ast.AST | None = None) -> list[KeywordHit]:
 def _positional(name: str, call: ast.Call) -> set[str]:
     """The TF1 parameters `call` gives positionally, where the reorder table lists them
     (`tf.argmax(h, 1, dimension=None)`: `axis` is given, so `dimension` is not renamed)."""
-    from tf1gradfix.detect.arguments import reorders
-
-    order = reorders().get(name)
-    if order is None or any(isinstance(a, ast.Starred) for a in call.args):
+    names = _tf1_parameters().get(name)
+    if names is None or any(isinstance(a, ast.Starred) for a in call.args):
         return set()
-    return set(order[0][:len(call.args)])
+    return set(names[:len(call.args)])
+
+
+@lru_cache(maxsize=1)
+def _tf1_parameters() -> dict[str, list[str]]:
+    """function -> TF1's parameter names, of the functions the reorder table lists."""
+    from tf1gradfix.rules.catalog import _read
+
+    return {name: entry["names"] for name, entry in _read("renames.toml").get("reorders", {}).items()}

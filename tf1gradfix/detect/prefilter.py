@@ -17,7 +17,6 @@ import ast
 import functools
 import re
 
-from tf1gradfix.detect.arguments import DROPOUT, KEEP
 from tf1gradfix.records import record
 from tf1gradfix.rules import catalog as catalog_module
 from tf1gradfix.rules.catalog import ASSIGNABLE_MODULES, Catalog, normalize
@@ -27,6 +26,11 @@ from tf1gradfix.rules.compiled import kept
 # identifier equal to, starting with or ending with one of them yields a run
 # that does too; extra runs (from strings, comments, non-ASCII names) only
 # make more rules possible, never fewer.
+# The dropout whose second argument TF1 reads as kept and TF2 as dropped, and the word
+# TF1 programs name that argument with (detect/arguments reads both from here).
+DROPOUT = "nn.dropout"
+KEEP = "keep"
+
 _TOKEN = re.compile(rb"[A-Za-z_][A-Za-z0-9_]*")
 _WILDCARDS = "*?["
 
@@ -133,9 +137,9 @@ def _call_tables() -> dict[str, tuple[str, frozenset[str]]]:
     keywords; TFG404 (detect/arguments) a `keep` word for dropout, whose positional
     argument TF1 code names so (other calls are judged only in files with other TF1
     findings, which their own rules make possible)."""
-    from tf1gradfix.detect.keywords import table
+    from tf1gradfix.rules.catalog import _read
 
-    calls = {f"tensorflow.{name}": ("TFG403", frozenset(olds)) for name, olds in table().items()}
+    calls = {f"tensorflow.{name}": ("TFG403", frozenset(olds)) for name, olds in _read("keyword_renames.toml").items()}
     calls[f"tensorflow.{DROPOUT}"] = ("TFG404", frozenset({KEEP}))
     return calls
 
