@@ -68,20 +68,25 @@ def hits(source: bytes, tree: ast.AST | None = None, tf1: bool = True) -> list[A
     positional arguments are TF2's already, as far as anything shows (`tf.shape(x,
     tf.int64)`, `tf.nn.dropout(x, 0.2)`): only `keep_prob=` and a dropout whose second
     argument's text says `keep` are TF1's."""
-    from tf1gradfix.detect.ast_rules import Names, line_starts
-    from tf1gradfix.detect.keywords import table
+    from tf1gradfix.detect.ast_rules import line_starts
+    from tf1gradfix.detect.keywords import names_of, table
     from tf1gradfix.detect.prefilter import python_tree
-    from tf1gradfix.rules.catalog import load
 
+    if b"tensorflow" not in source or not any(word in source for word in _words(tf1)):
+        return []   # (no function of the tables is spelled: no name resolution to pay for)
     tree = tree if tree is not None else python_tree(source)
-    if tree is None or b"tensorflow" not in source:
+    if tree is None:
         return []
     orders, keywords = reorders(), table()
-    names, starts = Names(tree, load(), source), line_starts(source)
+    names, starts = names_of(tree, source), line_starts(source)
     found: list[ArgumentHit] = []
+    words = frozenset(_words(tf1))
     for node in ast.walk(tree):
         if not isinstance(node, ast.Call) or not (node.args or node.keywords):
             continue
+        last = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
+        if last.encode() not in words:
+            continue   # (the last part of every name the tables judge is one of the words)
         qualified = names.qualified(node.func)
         if not qualified or not qualified.startswith("tensorflow."):
             continue
@@ -91,6 +96,13 @@ def hits(source: bytes, tree: ast.AST | None = None, tf1: bool = True) -> list[A
         elif tf1 and name in orders and orders[name][1] is not None and node.args:
             found += _reordered(node, name, orders[name], keywords.get(name, {}), source, starts)
     return sorted(found, key=lambda h: h.start)
+
+
+@lru_cache(maxsize=2)
+def _words(tf1: bool) -> tuple[bytes, ...]:
+    """The last parts of the names `hits` judges: one of them is spelled in a file it finds anything in."""
+    names = [DROPOUT, *(name for name, order in reorders().items() if order[1] is not None)] if tf1 else [DROPOUT]
+    return tuple(sorted({name.rsplit(".", 1)[-1].encode() for name in names}))
 
 
 def _reordered(call: ast.Call, name: str, order, renames, source: bytes, starts) -> list[ArgumentHit]:

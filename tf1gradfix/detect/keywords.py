@@ -45,15 +45,14 @@ def hits(source: bytes, tree: ast.AST | None = None) -> list[KeywordHit]:
     Names are resolved as every rule resolves them (ast_rules.Names: imports, aliases,
     shadowing). A call that already gives the new keyword is left alone (TF2 would still
     reject it: no rename can fix it)."""
-    from tf1gradfix.detect.ast_rules import Names, line_starts
+    from tf1gradfix.detect.ast_rules import line_starts
     from tf1gradfix.detect.prefilter import python_tree
-    from tf1gradfix.rules.catalog import load
 
     renames = table()
     tree = tree if tree is not None else python_tree(source)
     if tree is None or b"tensorflow" not in source:
         return []
-    names, starts = Names(tree, load(), source), line_starts(source)
+    names, starts = names_of(tree, source), line_starts(source)
     found = []
     for node in ast.walk(tree):
         if not isinstance(node, ast.Call) or not node.keywords:
@@ -87,3 +86,19 @@ def _tf1_parameters() -> dict[str, list[str]]:
     from tf1gradfix.rules.catalog import _read
 
     return {name: entry["names"] for name, entry in _read("renames.toml").get("reorders", {}).items()}
+
+
+_LAST_NAMES: list = []   # [(tree, source, Names)] of the last tree read
+
+
+def names_of(tree: ast.AST, source: bytes):
+    """ast_rules.Names of `tree`, kept for the last tree: the keyword and the argument
+    tables read the same file's calls one after the other."""
+    from tf1gradfix.detect.ast_rules import Names
+    from tf1gradfix.rules.catalog import load
+
+    if _LAST_NAMES and _LAST_NAMES[0][0] is tree and _LAST_NAMES[0][1] is source:
+        return _LAST_NAMES[0][2]
+    names = Names(tree, load(), source)
+    _LAST_NAMES[:] = [(tree, source, names)]
+    return names
