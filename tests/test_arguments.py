@@ -80,3 +80,28 @@ def test_a_restructured_program_giving_a_keyword_tf2_lacks_is_refused():
     result = _run(source)
     refused = [f for f in result.findings if f.code == "TFG905"]
     assert refused and refused[0].line == 6 and "`partition_strategy`" in refused[0].message
+
+
+def test_a_restructured_program_keeping_an_old_keyword_is_refused():
+    source = (b"import numpy as np\nimport tensorflow as tf\n\n"
+              b"x = tf.placeholder(tf.float32, [None, 3])\n"
+              b"w = tf.Variable(tf.ones([3, 2]), name=\"w\")\n"
+              b"best = tf.argmax(tf.matmul(x, w), 1, dimension=None)\n"
+              b"with tf.Session() as sess:\n"
+              b"    sess.run(tf.global_variables_initializer())\n"
+              b"    print(sess.run(best, feed_dict={x: np.ones((2, 3))}))\n")
+    result = _run(source)
+    refused = [f for f in result.findings if f.code == "TFG905"]
+    assert refused and refused[0].line == 6 and "`dimension`" in refused[0].message
+    assert result.new_source is None
+
+
+def test_an_old_keyword_given_with_its_new_name_is_refused_in_a_restructured_program():
+    source = (b"import numpy as np\nimport tensorflow as tf\n\n"
+              b"x = tf.placeholder(tf.float32, [None, 3])\n"
+              b"total = tf.reduce_sum(x, axis=1, reduction_indices=1)\n"
+              b"with tf.Session() as sess:\n"
+              b"    print(sess.run(total, feed_dict={x: np.ones((2, 3))}))\n")
+    result = _run(source)
+    refused = [f for f in result.findings if f.code == "TFG905"]
+    assert refused and refused[0].line == 5 and "`reduction_indices`" in refused[0].message

@@ -173,21 +173,25 @@ def _bare(call: ast.Call, index: int, source: bytes, starts) -> bool:
 
 def tf2_lacks(source: bytes) -> list[tuple[int, int, str, str]]:
     """(line, col, `tf.NAME`, keyword) of each call in `source` giving a keyword TF2's
-    function does not take, for the functions whose TF2 parameters the table holds."""
-    from tf1gradfix.detect.ast_rules import Names
+    function does not take: one not among its parameters, for the functions whose TF2
+    parameters the reorder table holds, and an old keyword of the keyword table (left
+    by the renames where the new one is given too)."""
+    from tf1gradfix.detect.keywords import names_of, table
     from tf1gradfix.detect.prefilter import python_tree
-    from tf1gradfix.rules.catalog import load
 
     tree = python_tree(source)
     if tree is None or b"tensorflow" not in source:
         return []
-    orders, out = reorders(), []
-    names = Names(tree, load(), source)
+    orders, olds, out = reorders(), table(), []
+    names = names_of(tree, source)
     for node in ast.walk(tree):
         if isinstance(node, ast.Call) and node.keywords:
             qualified = names.qualified(node.func)
-            order = orders.get(qualified[len("tensorflow."):]) if qualified and qualified.startswith("tensorflow.") else None
-            for kw in node.keywords if order else ():
-                if kw.arg is not None and kw.arg not in order[2]:
+            if not qualified or not qualified.startswith("tensorflow."):
+                continue
+            name = qualified[len("tensorflow."):]
+            takes = orders[name][2] if name in orders else None
+            for kw in node.keywords:
+                if kw.arg is not None and (kw.arg in olds.get(name, ()) or (takes is not None and kw.arg not in takes)):
                     out.append((kw.lineno, kw.col_offset + 1, qualified.replace("tensorflow", "tf", 1), kw.arg))
     return sorted(out)
