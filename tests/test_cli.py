@@ -41,7 +41,7 @@ grads = tf.gradients(y, [x])
 TF1_REWRITTEN = """\
 import tensorflow as tf
 
-tf.random.set_seed(0)
+tf.compat.v1.set_random_seed(0)
 x = tf.placeholder(tf.float32, [None, 3])
 noise = tf.random.normal([3])
 y = tf.math.log(x)
@@ -88,7 +88,7 @@ TF2 = """\
 import keras
 import tensorflow as tf
 
-tf.random.set_seed(0)
+tf.compat.v1.set_random_seed(0)
 w = tf.Variable(tf.zeros([3, 1]), name="w")
 scale = tf.Variable(2.0, trainable=False, name="scale")
 optimizer = tf.keras.optimizers.SGD(learning_rate=0.1)
@@ -201,7 +201,7 @@ def test_findings_exit_1_with_path_line_col_code_fix_mark(capsys):
     assert err == ""
     assert [(line, col, c, fixed) for _, line, col, c, fixed in findings(out)] == TF1_FINDINGS
     lines = out.splitlines()
-    assert lines[0] == "train.py:3:1: TFG401 [*safe] `tf.set_random_seed` is `tf.random.set_seed` in TF2"
+    assert lines[0] == "train.py:3:1: TFG401 [*safe] `tf.set_random_seed` is `tf.random.set_seed` in TF2 (in a file that stays TF1: `tf.compat.v1.set_random_seed`; tf.compat.v1 lacks the TF2 name or has another function under it)"
     assert lines[1].startswith("train.py:4:5: TFG101 [manual] `tf.placeholder` ")
     assert lines[2].startswith("train.py:4:5: TFG916 [manual] graph code at module level, and no session ")
     assert lines[-1] == "1 file checked: 6 findings (3 safe, 3 manual), 3 fixable, 3 need manual work; 1 file would change."
@@ -227,7 +227,7 @@ def test_rewrite_with_an_error_still_rewrites_the_good_file(capsys):
     code, out, _ = run(capsys, "rewrite", "a_broken.py", "b_good.py")
     assert code == 2
     assert broken.read_bytes() == before
-    assert good.read_text() == "import tensorflow as tf\n\ntf.random.set_seed(0)\n"
+    assert good.read_text() == "import tensorflow as tf\n\ntf.compat.v1.set_random_seed(0)\n"
     assert "b_good.py:3:1: TFG401 [*safe]" in out
 
 
@@ -265,7 +265,7 @@ def test_json_format(capsys):
     got = [(f["path"], f["line"], f["col"], f["code"], f["fixed"]) for f in data["findings"]]
     assert got == [("train.py", *f) for f in TF1_FINDINGS]
     first = data["findings"][0]
-    assert first["safety"] == "safe" and first["message"] == "`tf.set_random_seed` is `tf.random.set_seed` in TF2"
+    assert first["safety"] == "safe" and first["message"] == "`tf.set_random_seed` is `tf.random.set_seed` in TF2 (in a file that stays TF1: `tf.compat.v1.set_random_seed`; tf.compat.v1 lacks the TF2 name or has another function under it)"
     assert {f["safety"] for f in data["findings"][1:2]} == {"manual"}
     [error] = data["errors"]
     assert error["path"] == "broken.py" and error["message"].startswith("syntax error")
@@ -291,7 +291,7 @@ def test_github_format(capsys):
     assert len(lines) == len(TF1_FINDINGS)
     assert all(line.startswith("::warning file=") for line in lines), lines
     assert lines[0] == (
-        "::warning file=train.py,line=3,col=1,title=TFG401::TFG401 `tf.set_random_seed` is `tf.random.set_seed` in TF2"
+        "::warning file=train.py,line=3,col=1,title=TFG401::TFG401 `tf.set_random_seed` is `tf.random.set_seed` in TF2 (in a file that stays TF1: `tf.compat.v1.set_random_seed`; tf.compat.v1 lacks the TF2 name or has another function under it)"
     )
     assert lines[5].startswith("::warning file=train.py,line=7,col=9,title=TFG201::TFG201 `tf.gradients` only works in graphs")
 
@@ -415,8 +415,8 @@ def test_parallel_rewrite_writes_every_file(capsys, tmp_path):
     assert code == 1  # placeholders and gradients remain
     for path in sorted(tmp_path.rglob("m*.py")):
         i = int(path.stem[1:])
-        assert f"tf.random.set_seed({i})\n" in path.read_text()
-        assert "set_random_seed" not in path.read_text()
+        assert f"tf.compat.v1.set_random_seed({i})\n" in path.read_text()
+        assert f"\ntf.set_random_seed(" not in path.read_text()
     assert "30 files rewritten" in out
 
 
@@ -459,7 +459,7 @@ def test_rewrite_diff_writes_nothing(capsys):
     assert code == 1
     assert path.read_text() == TF1
     assert out.startswith("--- a/train.py\n+++ b/train.py\n@@ ")
-    assert "\n-tf.set_random_seed(0)\n+tf.random.set_seed(0)\n" in out
+    assert "\n-tf.set_random_seed(0)\n+tf.compat.v1.set_random_seed(0)\n" in out
     assert "\n-y = tf.log(x)\n" in out and "\n+y = tf.math.log(x)\n" in out
     assert "\n x = tf.placeholder(tf.float32, [None, 3])\n" in out  # context line
     assert "TFG401" not in out  # the report goes to stderr, the diff alone to stdout
@@ -545,7 +545,7 @@ def test_rewrite_of_renames_only_exits_0(capsys):
     path = write("seed.py", RENAMES_ONLY)
     code, _, _ = run(capsys, "rewrite", "seed.py")
     assert code == 0
-    assert path.read_text() == "import tensorflow as tf\n\ntf.random.set_seed(0)\n"
+    assert path.read_text() == "import tensorflow as tf\n\ntf.compat.v1.set_random_seed(0)\n"
     assert run(capsys, "check", "seed.py") == (0, ALL_PASSED, "")
 
 
@@ -554,24 +554,23 @@ def test_rewrite_keeps_the_alias(capsys):
     path = write("alias.py", source)
     code, _, _ = run(capsys, "rewrite", "alias.py")
     assert code == 0
-    assert path.read_text() == "import tensorflow as T\n\nT.random.set_seed(1)\nn = T.random.normal([2])\nl = T.math.log(n)\n"
+    assert path.read_text() == "import tensorflow as T\n\nT.compat.v1.set_random_seed(1)\nn = T.random.normal([2])\nl = T.math.log(n)\n"
 
 
 def test_rewrite_keeps_comments_and_formatting(capsys):
     source = "import tensorflow as tf\n\n# seed\ntf.set_random_seed( 0 )  # keep\ny = tf.log(\n    2.0,  # two\n)\n"
     path = write("fmt.py", source)
     run(capsys, "rewrite", "fmt.py")
-    assert path.read_text() == source.replace("tf.set_random_seed", "tf.random.set_seed").replace("tf.log", "tf.math.log")
+    assert path.read_text() == source.replace("tf.set_random_seed", "tf.compat.v1.set_random_seed").replace("tf.log", "tf.math.log")
 
 
 @pytest.mark.parametrize(
     "source",
     [
         "import tensorflow.compat.v1 as tf\n\ntf.set_random_seed(0)\n",
-        "import tensorflow as tf\n\ntf.compat.v1.set_random_seed(0)\n",
         "from tensorflow import set_random_seed\n\nset_random_seed(0)\n",
     ],
-    ids=["compat-v1-alias", "compat-v1-attribute", "from-import"],
+    ids=["compat-v1-alias", "from-import"],
 )
 def test_renames_needing_import_edits_are_reported_not_fixed(capsys, source):
     path = write("v1.py", source)
@@ -583,6 +582,18 @@ def test_renames_needing_import_edits_are_reported_not_fixed(capsys, source):
     assert code == 1  # still needs manual work
     assert path.read_text() == source
     assert "[*]" not in out
+
+
+def test_tf1_spelling_the_rewrite_writes_is_clean(capsys):
+    """`tf.compat.v1.set_random_seed` is what a file that stays TF1 is given for
+    `tf.set_random_seed` (tf.compat.v1 has no `random.set_seed`): check does not ask
+    to rename it again, and a rename it can take is still reported."""
+    path = write("v1.py", "import tensorflow as tf\n\ntf.compat.v1.set_random_seed(0)\n"
+                          "tf.compat.v1.random.set_random_seed(1)\n")
+    assert run(capsys, "check", "v1.py") == (0, ALL_PASSED, "")
+    path.write_text("import tensorflow as tf\n\ntf.compat.v1.random_normal([2])\n")
+    code, out, _ = run(capsys, "check", "v1.py")
+    assert code == 1 and "`tf.random_normal` is `tf.random.normal` in TF2" in out
 
 
 # -- configuration -------------------------------------------------------------
@@ -709,7 +720,7 @@ def test_suppressed_fix_is_not_applied(capsys):
     code, _, _ = run(capsys, "rewrite", "s.py")
     assert code == 0
     assert path.read_text() == (
-        "import tensorflow as tf\n\ntf.set_random_seed(0)  # tf1gradfix: ignore[TFG401]\ntf.random.set_seed(1)\n"
+        "import tensorflow as tf\n\ntf.set_random_seed(0)  # tf1gradfix: ignore[TFG401]\ntf.compat.v1.set_random_seed(1)\n"
     )
 
 
@@ -924,7 +935,7 @@ def test_diff_of_a_latin1_file(capsys, tmp_path):
     (tmp_path / "lat.py").write_bytes(data)
     code, out, _ = run(capsys, "rewrite", "--diff", "lat.py")
     assert code == 1
-    assert "\n # café\n-tf.set_random_seed(0)\n+tf.random.set_seed(0)\n" in out
+    assert "\n # café\n-tf.set_random_seed(0)\n+tf.compat.v1.set_random_seed(0)\n" in out
     assert (tmp_path / "lat.py").read_bytes() == data
 
 

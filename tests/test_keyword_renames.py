@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from tf1gradfix.detect.arguments import reorders
 from tf1gradfix.detect.keywords import RESTRUCTURED, SAFE, table
 from tf1gradfix.emit.keyword_renames import EVERY, renamed
 from tf1gradfix.run.engine import process_source
@@ -20,8 +21,9 @@ ROOT = Path(__file__).resolve().parent.parent
 def _one_call_per_entry() -> tuple[bytes, list[tuple[str, str, str]]]:
     lines, expected = ["import tensorflow as tf", "", "def calls(x):"], []
     for name, keywords in sorted(table().items()):
+        first = reorders().get(name, ((None,),))[0][0]   # (given as a keyword, not positionally too)
         for old, (new, _reach) in sorted(keywords.items()):
-            lines.append(f"    tf.{name}(x, {old}=1)")
+            lines.append(f"    tf.{name}({old}=1)" if first in (old, new) else f"    tf.{name}(x, {old}=1)")
             expected.append((f"tf.{name}", old, new))
     return ("\n".join(lines) + "\n").encode(), expected
 
@@ -52,11 +54,11 @@ def test_rewrite_writes_the_safe_renames_into_a_module_that_stays_tf1():
               b"    return tf.nn.softmax(s, dim=-1), tf.arg_max(h, dimension=1)\n")
     result = process_source("head.py", source, CodeFilter())
     assert result.new_source == (b"import tensorflow as tf\n\ndef head(h):\n"
-                                 b"    tf.random.set_seed(3)\n"
+                                 b"    tf.compat.v1.set_random_seed(3)\n"
                                  b"    s = tf.reduce_mean(h, axis=1, keepdims=True)\n"
                                  b"    return tf.nn.softmax(s, axis=-1), tf.arg_max(h, dimension=1)\n")
     labels = {(f.code, f.line, f.col): (f.safety, f.fixed) for f in result.findings}
-    assert labels[("TFG401", 4, 5)] == ("safe", True)   # (still written: see KNOWN below)
+    assert labels[("TFG401", 4, 5)] == ("safe", True)   # TF1's own function: tf.compat.v1 has no random.set_seed
     assert labels[("TFG403", 6, 52)] == ("manual", False)   # tf.compat.v1.arg_max takes no axis
     assert labels[("TFG403", 5, 27)] == ("safe", True)
 
@@ -75,8 +77,10 @@ def test_a_call_already_giving_the_new_keyword_is_left_alone():
 
 
 def test_renames_a_tf1_file_cannot_take_are_listed():
-    """Every hand rename whose TF2 name tf.compat.v1 lacks, or binds to another function, is
-    written only into restructured programs (renames.toml: restructured_only)."""
+    """Every rename whose TF2 name tf.compat.v1 lacks, or binds to another function, is
+    written only into restructured programs (renames.toml: restructured_only), and the
+    `tf.compat.v1.NAME` a file that stays TF1 gets instead is TF1's own function under
+    both TensorFlows."""
     import inspect
 
     tf = pytest.importorskip("tensorflow")
@@ -89,16 +93,15 @@ def test_renames_a_tf1_file_cannot_take_are_listed():
             root = getattr(root, part, None)
         return root
 
-    # Known and open: tf.compat.v1 has no random.set_seed, yet the rename is still written
-    # into files that stay TF1 (most session-less modules of the suite's own programs use it).
-    known = {"set_random_seed"}
     breaking = set()
     for old, new in raw["renames"].items():
         source, in_v1, in_tf2 = resolve(v1, old), resolve(v1, new), resolve(tf, new)
         assert in_tf2 is not None, new
         if in_v1 is None or inspect.unwrap(in_v1) is not inspect.unwrap(source):
             breaking.add(old)
-    assert breaking == set(raw["restructured_only"]) | known
+    assert breaking == set(raw["restructured_only"]) and "set_random_seed" in breaking
+    for old in breaking:
+        assert resolve(tf, f"compat.v1.{old}") is resolve(v1, old) is resolve(v1, f"compat.v1.{old}"), old
 
 
 @pytest.mark.tf
@@ -108,4 +111,14 @@ def test_the_shipped_table_is_what_the_installed_tensorflow_gives():
 
     done = subprocess.run([sys.executable, str(ROOT / "scripts" / "gen_keyword_renames.py"), "--check"],
                           capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+@pytest.mark.tf
+def test_the_shipped_symbol_renames_are_what_the_installed_tensorflow_gives():
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, str(ROOT / "scripts" / "gen_symbol_renames.py"), "--check"],
+                          capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stdout + done.stderr

@@ -125,7 +125,7 @@ def test_without_tensorflow_a_notebook_gets_its_safe_fixes_only(folder, capsys, 
     before = notebook()
     (folder / "train.ipynb").write_text(before)
     code, out, err = run(capsys, "rewrite", "train.ipynb")
-    assert (folder / "train.ipynb").read_text() == before.replace('"tf.set_random_seed(0)\\n"', '"tf.random.set_seed(0)\\n"')
+    assert (folder / "train.ipynb").read_text() == before.replace('"tf.set_random_seed(0)\\n"', '"tf.compat.v1.set_random_seed(0)\\n"')
     assert "1 file can be restructured into TF2 but got only the safe fixes" in err
     assert "TFG101 [proven]" in out and code == 1
 
@@ -153,7 +153,7 @@ def test_rewrite_writes_a_restructured_notebook_only_once_proven(folder, capsys,
         assert ran["candidate"] == notebooks.script(after.encode()).decode() and "def train_step" in after
     else:   # (the safe fix alone, as for a script whose restructuring is not proven)
         assert "def train_step" in ran["candidate"] and "def train_step" not in after
-        assert after == before.replace('"tf.set_random_seed(0)\\n"', '"tf.random.set_seed(0)\\n"')
+        assert after == before.replace('"tf.set_random_seed(0)\\n"', '"tf.compat.v1.set_random_seed(0)\\n"')
 
 
 @pytest.mark.tf

@@ -143,14 +143,16 @@ def test_installed_tool_checks_and_rewrites(venv, outside):
     assert proc.returncode == 1, proc.stderr
     lines = proc.stdout.splitlines()
     # (a session program: whether its renames are written depends on the rewrite, so check leaves them without `*`)
-    assert lines[0] == "train.py:3:1: TFG401 [safe] `tf.set_random_seed` is `tf.random.set_seed` in TF2"
+    assert lines[0] == ("train.py:3:1: TFG401 [safe] `tf.set_random_seed` is `tf.random.set_seed` in TF2 (in a file "
+                        "that stays TF1: `tf.compat.v1.set_random_seed`; tf.compat.v1 lacks the TF2 name or has another "
+                        "function under it)")
     assert [line.split()[1] for line in lines[:-1]] == ["TFG401", "TFG103", "TFG105", "TFG401"]
     (outside / "ops.py").write_text("import tensorflow as tf\n\ntf.set_random_seed(0)\n")
     proc = _run([venv / "bin" / "python", "-m", "tf1gradfix", "rewrite", "train.py", "ops.py"], cwd=outside)
     assert proc.returncode == 1  # the session needs manual work
     assert (outside / "train.py").read_text() == source   # a session program it cannot rewrite: left intact
     assert "train.py: not restructured" in proc.stdout, proc.stdout
-    assert (outside / "ops.py").read_text() == "import tensorflow as tf\n\ntf.random.set_seed(0)\n"
+    assert (outside / "ops.py").read_text() == "import tensorflow as tf\n\ntf.compat.v1.set_random_seed(0)\n"
 
 
 def test_installed_tool_does_not_need_tensorflow(venv, outside):

@@ -168,7 +168,7 @@ def test_rewrite_hook_applies_safe_fixes(hooks_repo, env, tmp_path):
     output = proc.stdout + proc.stderr
     assert proc.returncode == 1, output  # pre-commit fails a hook that modified files
     assert "files were modified by this hook" in output
-    assert (repo / "seed.py").read_text() == "import tensorflow as tf\n\ntf.random.set_seed(0)\nnoise = tf.random.normal([3])\n"
+    assert (repo / "seed.py").read_text() == "import tensorflow as tf\n\ntf.compat.v1.set_random_seed(0)\nnoise = tf.random.normal([3])\n"
     assert (repo / "clean.py").read_text() == TF2
     again = run_hook(hooks_repo, env, repo, "tf1gradfix-rewrite")
     assert again.returncode == 0, again.stdout + again.stderr

@@ -26,7 +26,7 @@ from tf1gradfix.cli.main import main
 
 ROOT = Path(__file__).resolve().parent.parent
 OLD = b"import tensorflow as tf\ntf.set_random_seed(0)\nx = tf.random_normal([2])\n"
-NEW = b"import tensorflow as tf\ntf.random.set_seed(0)\nx = tf.random.normal([2])\n"
+NEW = b"import tensorflow as tf\ntf.compat.v1.set_random_seed(0)\nx = tf.random.normal([2])\n"
 NOBODY = 65534
 
 

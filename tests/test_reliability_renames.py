@@ -112,7 +112,7 @@ def test_a_compat_v1_module_bound_by_assignment_is_found_but_not_renamed(binding
 
 def test_the_tensorflow_root_bound_by_assignment_takes_the_rename():
     result = run("import tensorflow\ntf = tensorflow\n" + SEED)
-    assert result.new_source == b"import tensorflow\ntf = tensorflow\ntf.random.set_seed(0)\n"
+    assert result.new_source == b"import tensorflow\ntf = tensorflow\ntf.compat.v1.set_random_seed(0)\n"
 
 
 def test_compat_v1_assignment_is_consistent_with_the_compat_v1_import():

@@ -29,7 +29,7 @@ with tf.Session() as sess:
     sess.run(tf.global_variables_initializer())
     print(sess.run(y, feed_dict={x: [[1.0, 2.0]]}))
 """
-SAFE_ONLY = PROGRAM.replace("tf.set_random_seed", "tf.random.set_seed").replace("tf.log", "tf.math.log")
+SAFE_ONLY = PROGRAM.replace("tf.set_random_seed", "tf.compat.v1.set_random_seed").replace("tf.log", "tf.math.log")
 
 
 @pytest.fixture

@@ -11,7 +11,7 @@ import time
 from tf1gradfix.cli.main import main
 
 OLD = b"import tensorflow as tf\ntf.set_random_seed(0)\nx = tf.random_normal([2])\n"
-NEW = b"import tensorflow as tf\ntf.random.set_seed(0)\nx = tf.random.normal([2])\n"
+NEW = b"import tensorflow as tf\ntf.compat.v1.set_random_seed(0)\nx = tf.random.normal([2])\n"
 
 
 def test_read_only_file_is_reported_and_kept(tmp_path, capsys):

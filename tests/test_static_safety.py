@@ -128,7 +128,7 @@ def test_check_and_rewrite_do_not_import_tensorflow(tmp_path):
     assert result["loaded"] == []
     assert result["tensorflow"] is False
     assert result["keras"] is False
-    assert "tf.random.set_seed(0)" in (tmp_path / "train.py").read_text()  # the rewrite did happen
+    assert "tf.compat.v1.set_random_seed(0)" in (tmp_path / "train.py").read_text()  # the rewrite did happen
     restructured = (tmp_path / "other.py").read_text()  # ... and the whole-program one too, statically
     assert "tf.GradientTape()" in restructured and "tf.Session" not in restructured
 
@@ -283,7 +283,8 @@ def test_bad_files_in_text_output_name_path_and_line(tmp_path):
     assert any(l.startswith("b_undecodable.py:2: error: cannot decode") for l in lines), lines
     assert any(l.startswith("c_binary.py:1: error: binary file") for l in lines), lines
     assert any(l.startswith("d_junk.py") and ": error: " in l for l in lines), lines
-    assert "e_good.py:3:1: TFG401 [*safe] `tf.set_random_seed` is `tf.random.set_seed` in TF2" in lines
+    assert ("e_good.py:3:1: TFG401 [*safe] `tf.set_random_seed` is `tf.random.set_seed` in TF2 (in a file that stays "
+            "TF1: `tf.compat.v1.set_random_seed`; tf.compat.v1 lacks the TF2 name or has another function under it)") in lines
 
 
 @pytest.mark.parametrize("mode", [[], ["--diff"], ["--check"]], ids=["write", "diff", "check"])
@@ -293,11 +294,11 @@ def test_rewrite_leaves_bad_files_byte_identical(tmp_path, mode):
     assert proc.returncode == 2, proc.stderr
     for name, (data, _) in BAD_FILES.items():
         assert (work / name).read_bytes() == data, name
-    expected_good = GOOD.replace(b"tf.set_random_seed", b"tf.random.set_seed") if not mode else GOOD
+    expected_good = GOOD.replace(b"tf.set_random_seed", b"tf.compat.v1.set_random_seed") if not mode else GOOD
     assert (work / "e_good.py").read_bytes() == expected_good
     assert not [p.name for p in work.iterdir() if p.name.startswith(".")]  # no temporary files left behind
     if mode == ["--diff"]:
-        assert "+tf.random.set_seed(0)" in proc.stdout
+        assert "+tf.compat.v1.set_random_seed(0)" in proc.stdout
         assert "a_syntax" not in proc.stdout and "b_undecodable" not in proc.stdout
 
 
@@ -343,7 +344,7 @@ def test_rewrite_keeps_encoding_bom_newlines_and_mode(tmp_path, capsys, monkeypa
     code, out = run_here(capsys, monkeypatch, tmp_path, "rewrite", path.name)
     assert code == 0, out
     assert out.splitlines()[-1].endswith("1 file rewritten.")
-    expected = data.replace(b"tf.set_random_seed", b"tf.random.set_seed").replace(b"tf.log(", b"tf.math.log(")
+    expected = data.replace(b"tf.set_random_seed", b"tf.compat.v1.set_random_seed").replace(b"tf.log(", b"tf.math.log(")
     assert expected != data
     assert path.read_bytes() == expected
     assert stat.S_IMODE(path.stat().st_mode) == 0o640
@@ -365,4 +366,4 @@ def test_rewrite_keeps_cr_only_newlines(tmp_path, capsys, monkeypatch):
     path = tmp_path / "cr.py"
     path.write_bytes(data)
     run_here(capsys, monkeypatch, tmp_path, "rewrite", "cr.py")
-    assert path.read_bytes() == data.replace(b"tf.set_random_seed", b"tf.random.set_seed")
+    assert path.read_bytes() == data.replace(b"tf.set_random_seed", b"tf.compat.v1.set_random_seed")

@@ -166,6 +166,8 @@ class _Detector:
         if hit is None:
             return
         rule, _pattern = hit
+        if rule.renames and self.catalog.tf1_spelling(qualified, dotted(node)):
+            return
         replacement, ambiguous = None, self.names.ambiguous(node)
         args = {"symbol": "tf" + qualified[len("tensorflow"):] if qualified.startswith("tensorflow") else qualified}
         if "{advice}" in rule.message:   # (TFG901: the contrib table's TF2 form for the name)

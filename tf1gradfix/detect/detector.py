@@ -106,6 +106,8 @@ class Detector(cst.CSTVisitor):
         if hit is None:
             return
         rule, _pattern = hit
+        if rule.renames and self.catalog.tf1_spelling(qualified, dotted(node)):
+            return
         replacement, ambiguous = None, self.names.ambiguous(node)
         message_args = {"symbol": "tf" + qualified[len("tensorflow"):] if qualified.startswith("tensorflow") else qualified}
         if "{advice}" in rule.message:

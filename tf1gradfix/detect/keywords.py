@@ -43,15 +43,14 @@ def hits(source: bytes, tree: ast.AST | None = None) -> list[KeywordHit]:
     Names are resolved as every rule resolves them (ast_names.Names: imports, aliases,
     shadowing). A call that already gives the new keyword is left alone (TF2 would still
     reject it: no rename can fix it)."""
-    from tf1gradfix.detect.ast_names import Names, line_starts
+    from tf1gradfix.detect.ast_names import line_starts
     from tf1gradfix.detect.prefilter import python_tree
-    from tf1gradfix.rules.catalog import load
 
     renames = table()
     tree = tree if tree is not None else python_tree(source)
     if tree is None or b"tensorflow" not in source:
         return []
-    names, starts = Names(tree, load(), source), line_starts(source)
+    names, starts = names_of(tree, source), line_starts(source)
     found = []
     for node in ast.walk(tree):
         if not isinstance(node, ast.Call) or not node.keywords:
@@ -60,7 +59,7 @@ def hits(source: bytes, tree: ast.AST | None = None) -> list[KeywordHit]:
         entry = renames.get(qualified[len("tensorflow."):]) if qualified and qualified.startswith("tensorflow.") else None
         if not entry:
             continue
-        given = {kw.arg for kw in node.keywords}
+        given = {kw.arg for kw in node.keywords} | _positional(qualified[len("tensorflow."):], node)
         for kw in node.keywords:
             if kw.arg in entry and entry[kw.arg][0] not in given:
                 new, reach = entry[kw.arg]
@@ -68,3 +67,36 @@ def hits(source: bytes, tree: ast.AST | None = None) -> list[KeywordHit]:
                 col = len(source[starts[kw.lineno]:offset].decode("utf-8", "replace")) + 1
                 found.append(KeywordHit(kw.lineno, col, offset, qualified.replace("tensorflow", "tf", 1), kw.arg, new, reach))
     return sorted(found, key=lambda h: h.offset)
+
+
+def _positional(name: str, call: ast.Call) -> set[str]:
+    """The TF1 parameters `call` gives positionally, where the reorder table lists them
+    (`tf.argmax(h, 1, dimension=None)`: `axis` is given, so `dimension` is not renamed)."""
+    names = _tf1_parameters().get(name)
+    if names is None or any(isinstance(a, ast.Starred) for a in call.args):
+        return set()
+    return set(names[:len(call.args)])
+
+
+@lru_cache(maxsize=1)
+def _tf1_parameters() -> dict[str, list[str]]:
+    """function -> TF1's parameter names, of the functions the reorder table lists."""
+    from tf1gradfix.rules.catalog import _read
+
+    return {name: entry["names"] for name, entry in _read("renames.toml").get("reorders", {}).items()}
+
+
+_LAST_NAMES: list = []   # [(tree, source, Names)] of the last tree read
+
+
+def names_of(tree: ast.AST, source: bytes):
+    """ast_names.Names of `tree`, kept for the last tree: the keyword and the argument
+    tables read the same file's calls one after the other."""
+    from tf1gradfix.detect.ast_names import Names
+    from tf1gradfix.rules.catalog import load
+
+    if _LAST_NAMES and _LAST_NAMES[0][0] is tree and _LAST_NAMES[0][1] is source:
+        return _LAST_NAMES[0][2]
+    names = Names(tree, load(), source)
+    _LAST_NAMES[:] = [(tree, source, names)]
+    return names

@@ -26,6 +26,11 @@ from tf1gradfix.rules.compiled import kept
 # identifier equal to, starting with or ending with one of them yields a run
 # that does too; extra runs (from strings, comments, non-ASCII names) only
 # make more rules possible, never fewer.
+# The dropout whose second argument TF1 reads as kept and TF2 as dropped, and the word
+# TF1 programs name that argument with (detect/arguments reads both from here).
+DROPOUT = "nn.dropout"
+KEEP = "keep"
+
 _TOKEN = re.compile(rb"[A-Za-z_][A-Za-z0-9_]*")
 _WILDCARDS = "*?["
 
@@ -76,6 +81,8 @@ class Prefilter:
     def __init__(self, catalog: Catalog):
         self._symbols = [(rule.code, Spelling.of(p)) for rule in catalog.rules
                          for p in rule.symbols + (tuple(catalog.renames) if rule.renames else ())]
+        self._calls = _call_tables()
+        self._call_spellings = [(name, Spelling.of(name)) for name in self._calls]
         self._methods = [(rule.code, method, rule.receiver) for rule in catalog.rules for method in rule.methods]
         self._kinds = [(kind, Spelling.of(p)) for kind, patterns in catalog.kinds.items() for p in patterns]
         self._method_results = dict(catalog.method_results)
@@ -107,6 +114,8 @@ class Prefilter:
         tokens = frozenset(t.decode("ascii") for t in _TOKEN.findall(data))
         kinds = {kind for kind, spelling in self._kinds if spelling.written_in(tokens)}
         codes = {code for code, spelling in self._symbols if spelling.written_in(tokens)}
+        codes |= {self._calls[name][0] for name, spelling in self._call_spellings
+                  if _said(self._calls[name][1], tokens) and spelling.written_in(tokens)}
         methods = tokens
         if resolve and (codes or kinds & self._receivers):
             found = imported_names(data)
@@ -115,10 +124,29 @@ class Prefilter:
                 qualified = [q for q in map(normalize, names) if q is not None]
                 kinds = {kind for kind in map(self._catalog.kind_of_call, qualified) if kind is not None}
                 codes = {hit[0].code for hit in map(self._catalog.symbol_rule, qualified) if hit is not None}
+                codes |= {self._calls[q][0] for q in qualified if q in self._calls and _said(self._calls[q][1], tokens)}
         if "optimizer" in kinds:  # `opt.minimize(...)` makes what method_results says
             kinds |= {kind for method, kind in self._method_results.items() if method in methods}
         codes |= {code for code, method, receiver in self._methods if method in methods and receiver in kinds}
         return Possible(frozenset(codes), frozenset(kinds))
+
+
+def _call_tables() -> dict[str, tuple[str, frozenset[str]]]:
+    """Functions whose calls the keyword and argument tables judge -> (code, words one of
+    which the file must spell): TFG403 (detect/keywords) needs one of the function's old
+    keywords; TFG404 (detect/arguments) a `keep` word for dropout, whose positional
+    argument TF1 code names so (other calls are judged only in files with other TF1
+    findings, which their own rules make possible)."""
+    from tf1gradfix.rules.catalog import _read
+
+    calls = {f"tensorflow.{name}": ("TFG403", frozenset(olds)) for name, olds in _read("keyword_renames.toml").items()}
+    calls[f"tensorflow.{DROPOUT}"] = ("TFG404", frozenset({KEEP}))
+    return calls
+
+
+def _said(words: frozenset[str], tokens: frozenset[str]) -> bool:
+    """A word of `words` is a token of the file (the dropout's `keep`: part of one)."""
+    return any(KEEP in t for t in tokens) if KEEP in words else not words.isdisjoint(tokens)
 
 
 def imported_names(data: bytes) -> tuple[set[str], set[str]] | None:

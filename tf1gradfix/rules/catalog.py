@@ -83,6 +83,14 @@ class Catalog:
                 return rule, pattern
         return None
 
+    def tf1_spelling(self, qualified: str, spelled: str | None) -> bool:
+        """`spelled` names `qualified` through `compat.v1.` and its rename is one a file that
+        stays TF1 cannot take (`tf.compat.v1.set_random_seed`): that spelling is the one the
+        rename writes there, runs under both TensorFlows, and needs no rename."""
+        target = self.renames.get(qualified)
+        return (target is not None and target in self.restructured_only
+                and spelled is not None and ".compat.v1." in f".{spelled}")
+
     def kind_of_call(self, qualified: str) -> str | None:
         """The kind of value a call of `qualified` returns (first table entry wins)."""
         for kind, patterns in self.kinds.items():

@@ -14,10 +14,11 @@ import re
 from tf1gradfix.detect.keywords import SAFE
 from tf1gradfix.emit.keyword_renames import EVERY, renamed as keyword_renamed
 from tf1gradfix.run.keyword_findings import CODE as KEYWORD_CODE, keyword_findings
+from tf1gradfix.run.argument_findings import CODE as ARGUMENT_CODE, argument_findings, tf2_lacks_refusal
 from tf1gradfix.records import field, record, replace
 from tf1gradfix.run.findings import CodeFilter, FileError, Finding
 from tf1gradfix.run.judgement import _python_judgement, _python_syntax_error, _syntax_error
-from tf1gradfix.run.labels import _breaks_tf1, _kept_note, _label, _unplanned, _unplanned_note, removed_names
+from tf1gradfix.run.labels import _breaks_tf1, _kept_note, _label, _tf1_form, _unplanned, _unplanned_note, removed_names
 from tf1gradfix.run.restructuring import _restructured
 from tf1gradfix.run.rewrite_check import _lines_of, _names_tf2_lacks, _unparsable, as_written
 from tf1gradfix.run.source_io import decode_error
@@ -175,18 +176,23 @@ def _without_libcst(result: FileResult, display: str, data: bytes, codes: CodeFi
         if not codes.wants(code) or is_suppressed(hit.line, code, silenced):
             continue
         breaks = _breaks_tf1(hit, catalog_module.load())
-        fixable = fix and hit.replacement is not None and hit.rule.safety == "safe" and not breaks
+        replacement = _tf1_form(hit) if breaks and decided else hit.replacement
+        fixable = fix and replacement is not None and hit.rule.safety == "safe"
         if fixable:
-            plans.append((hit.node, hit.replacement))
+            plans.append((hit.node, replacement))
         unplanned = decided and _unplanned(hit)
-        safety = ("manual" if decided else "proven") if breaks or unplanned else hit.rule.safety
+        safety = "manual" if unplanned else hit.rule.safety   # (a file that stays TF1 gets its TF1 form)
         result.findings.append(Finding(display, hit.line, hit.col, code,
-                                       _unplanned_note(hit.message) if unplanned else _kept_note(hit.message, breaks),
+                                       _unplanned_note(hit.message) if unplanned
+                                       else _kept_note(hit.message, _tf1_form(hit) if breaks else None),
                                        _label(safety, not decided), fixable if decided else None))
     result.findings += removed_names(display, data, codes, {(h.line, h.col) for h in hits},
                                      fixed=False if decided else None)
     result.findings += keyword_findings(display, text, tree if text is data else None, codes, silenced,
                                         False if decided else None, fix)
+    tf1 = bool(result.findings)   # (the positional arguments of a file with no other TF1 finding are TF2's)
+    result.findings += argument_findings(display, text, tree if text is data else None, codes, silenced,
+                                         False if decided else None, fix, tf1)
     if check and session:   # (the legacy training bugs: read off the program model, only when selected)
         result.findings += _legacy(display, data, codes, silenced)
     if not session and restructure:   # (its safe fixes are written all the same: `fix` stays)
@@ -211,9 +217,10 @@ def _without_libcst(result: FileResult, display: str, data: bytes, codes: CodeFi
             result.findings = _unfixed(result.findings)
         elif new_source != text:
             result.new_source = new_source   # (`check` only counts it as a change)
-    if fix and result.error is None and any(f.code == KEYWORD_CODE and f.fixed for f in result.findings):
+    if fix and result.error is None and any(f.code in (KEYWORD_CODE, ARGUMENT_CODE) and f.fixed
+                                            for f in result.findings):
         base = result.new_source if result.new_source is not None else text
-        new_source = keyword_renamed(base)
+        new_source = keyword_renamed(base, tf1=tf1)
         if new_source != base and _unparsable(new_source) is None:
             result.new_source = new_source
     return result
@@ -348,19 +355,23 @@ def _analyzed(result: FileResult, display: str, data: bytes, codes: CodeFilter, 
         if shaped is None and (not codes.wants(code) or is_suppressed(hit.line, code, silenced)):
             continue  # (a restructured file gets every rename: it must run on TF2)
         breaks = shaped is None and _breaks_tf1(hit, catalog)
-        fixable = fix and hit.replacement is not None and hit.rule.safety == "safe" and not breaks
+        replacement = _tf1_form(hit) if breaks else hit.replacement
+        fixable = fix and replacement is not None and hit.rule.safety == "safe"
         if fixable:
-            replacements[hit.node] = hit.replacement
+            replacements[hit.node] = replacement
         if shaped is None:
             unplanned = _unplanned(hit)
             result.findings.append(Finding(display, hit.line, hit.col, code,
-                                           _unplanned_note(hit.message) if unplanned else _kept_note(hit.message, breaks),
-                                           _label("manual" if breaks or unplanned else hit.rule.safety, False), fixable))
+                                           _unplanned_note(hit.message) if unplanned
+                                           else _kept_note(hit.message, replacement if breaks else None),
+                                           _label("manual" if unplanned else hit.rule.safety, False), fixable))
     # (every rule hit counts as reported there, a silenced one too)
     result.findings += removed_names(display, data, codes, {(h.line, h.col) for h in found},
                                      fixed=fix and shaped is not None)
     result.findings += keyword_findings(display, data, None, codes, silenced, shaped is not None, fix)
-    keywords_fixed = any(f.code == KEYWORD_CODE and f.fixed for f in result.findings)
+    tf1 = bool(result.findings) or shaped is not None
+    result.findings += argument_findings(display, data, None, codes, silenced, shaped is not None, fix, tf1)
+    keywords_fixed = any(f.code in (KEYWORD_CODE, ARGUMENT_CODE) and f.fixed for f in result.findings)
     result.findings.sort(key=lambda f: (f.line, f.col, f.code))
 
     if replacements or (shaped is not None and fix) or keywords_fixed:
@@ -375,9 +386,10 @@ def _analyzed(result: FileResult, display: str, data: bytes, codes: CodeFilter, 
             result.findings = _unfixed(result.findings)
             return result
         if shaped is not None or keywords_fixed:   # (a restructured program must run on TF2: every keyword)
-            new_source = keyword_renamed(new_source, EVERY if shaped is not None else frozenset({SAFE}))
+            new_source = keyword_renamed(new_source, EVERY if shaped is not None else frozenset({SAFE}), tf1)
         problem = _unparsable(new_source)
-        gone = _names_tf2_lacks(new_source, data) if problem is None and shaped is not None else None
+        gone = (_names_tf2_lacks(new_source, data) or tf2_lacks_refusal(new_source, data)
+                if problem is None and shaped is not None else None)
         if gone is not None:
             # A restructured program must run on TF2: never write a name it lacks.
             line, col, code, message, safety = gone

@@ -71,7 +71,21 @@ def _unplanned_note(message: str) -> str:
                       "which keeps it; rename it when the import moves to TF2)")
 
 
-def _kept_note(message: str, breaks: bool) -> str:
-    if not breaks:
+def _tf1_form(hit) -> tuple[int, list[str]] | None:
+    """The rename a file that stays TF1 takes instead: TF1's own function under
+    `tf.compat.v1` (`tf.set_random_seed` -> `tf.compat.v1.set_random_seed`), which
+    both TensorFlows have, as TensorFlow's own upgrade table writes it."""
+    if hit.replacement is None:
+        return None
+    old_parts, node, names = hit.replacement[0], hit.node, []
+    for _ in range(old_parts):   # (an `ast` or a LibCST attribute chain: the names being replaced)
+        names.append(node.attr if isinstance(node.attr, str) else node.attr.value)
+        node = node.value
+    return old_parts, ["compat", "v1", *reversed(names)]
+
+
+def _kept_note(message: str, tf1_form: tuple[int, list[str]] | None) -> str:
+    if tf1_form is None:
         return message
-    return message + " (written when the program is restructured: tf.compat.v1 has no such function, or another one)"
+    return message + (f" (in a file that stays TF1: `tf.{'.'.join(tf1_form[1])}`; tf.compat.v1 lacks the TF2 name "
+                      "or has another function under it)")
