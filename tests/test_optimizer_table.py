@@ -366,8 +366,8 @@ def test_sparse_claim_is_backed_by_the_verifier(row, case, tmp_path, monkeypatch
     if row.get("sparse") is False:
         table = {**optimizer_table(), row["v1"]: {**row, "sparse": "densify"}}
         monkeypatch.setattr(emit_state, "optimizer_table", lambda: table)
-        import tf1gradfix.emit.tape as emit_tape
-        monkeypatch.setattr(emit_tape, "optimizer_table", lambda: table)
+        import tf1gradfix.emit.tape_updates as emit_tape_updates
+        monkeypatch.setattr(emit_tape_updates, "optimizer_table", lambda: table)
         import tf1gradfix.constructs.optimizers as optimizers   # (model.checks refuses the lazy update)
         monkeypatch.setattr(optimizers, "optimizer_table", lambda: table)
         candidate = rewritten(original)
