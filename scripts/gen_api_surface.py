@@ -15,7 +15,6 @@ and NumPy or TensorFlow's implementation modules are not.
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 import types
@@ -116,18 +115,13 @@ def render() -> tuple[str, str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--check", action="store_true", help="compare with the shipped table, write nothing")
-    args = parser.parse_args(argv)
-    outputs = dict(zip((TABLE, SAME), render()))
-    if args.check:
-        stale = [p.name for p, text in outputs.items() if not p.exists() or p.read_text(encoding="utf-8") != text]
-        print(f"{', '.join(stale)} differ(s) from the installed TensorFlow" if stale else "tables are up to date")
-        return 1 if stale else 0
-    for path, text in outputs.items():
-        path.write_text(text, encoding="utf-8")
-        print(f"wrote {path} ({sum(bool(line) and not line.startswith(('#', '[')) for line in text.splitlines())} entries)")
-    return 0
+    from table_cli import main as table_main   # (scripts/: on sys.path when run as a script)
+
+    def tables():
+        outputs = dict(zip((TABLE, SAME), render()))
+        return outputs, ", ".join(f"{p.name}: {sum(bool(ln) and not ln.startswith(('#', '[')) for ln in t.splitlines())} entries"
+                                  for p, t in outputs.items())
+    return table_main(__doc__.splitlines()[0], tables, argv)
 
 
 if __name__ == "__main__":

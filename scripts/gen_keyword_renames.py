@@ -20,7 +20,6 @@ counted on stderr): writing it would be a TypeError. So are functions the instal
 
 from __future__ import annotations
 
-import argparse
 import inspect
 import os
 import sys
@@ -79,18 +78,13 @@ def build() -> tuple[str, int]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--check", action="store_true", help="exit 1 if the shipped table differs")
-    args = parser.parse_args(argv)
-    text, dropped = build()
-    if args.check:
-        same = TABLE.exists() and TABLE.read_text("utf-8") == text
-        print(f"{TABLE.name}: {'current' if same else 'differs from the installed TensorFlow'}")
-        return 0 if same else 1
-    TABLE.write_text(text, "utf-8")
-    print(f"wrote {TABLE} ({text.count(' = {')} keyword renames; {dropped} left out: "
-          "TF2's function does not take the new keyword)", file=sys.stderr)
-    return 0
+    from table_cli import main as table_main   # (scripts/: on sys.path when run as a script)
+
+    def tables():
+        text, dropped = build()
+        return {TABLE: text}, (f"{text.count(' = {')} keyword renames; {dropped} left out: "
+                               "TF2's function does not take the new keyword")
+    return table_main(__doc__.splitlines()[0], tables, argv)
 
 
 if __name__ == "__main__":

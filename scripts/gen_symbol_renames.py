@@ -32,7 +32,6 @@ constructs that translate them own their tables.
 
 from __future__ import annotations
 
-import argparse
 import ast
 import inspect
 import textwrap
@@ -224,17 +223,12 @@ def _strings(names: list[str]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--check", action="store_true", help="exit 1 if the shipped table differs")
-    args = parser.parse_args(argv)
-    text, note = build()
-    if args.check:
-        same = TABLE.exists() and TABLE.read_text("utf-8") == text
-        print(f"{TABLE.name}: {'current' if same else 'differs from the installed TensorFlow'}")
-        return 0 if same else 1
-    TABLE.write_text(text, "utf-8")
-    print(f"wrote {TABLE}: {note}", file=sys.stderr)
-    return 0
+    from table_cli import main as table_main   # (scripts/: on sys.path when run as a script)
+
+    def tables():
+        text, note = build()
+        return {TABLE: text}, note
+    return table_main(__doc__.splitlines()[0], tables, argv)
 
 
 if __name__ == "__main__":
