@@ -26,31 +26,35 @@ def carry(builder, name: str, position: int) -> bool:
     statement (a `Tensor` node, before the graph code that rebinds it); False where it
     cannot move (another kind of start, a read in between, a static value others read)."""
     program = builder.program
-    start = _start(builder, name, position)
-    if start is None:
+    first = start(program, name, position, lambda value: _constant(builder, value))
+    if first is None:
         return False
-    node = start.node
+    node = first.node
     if node is None:
-        value = start.stmt.body[0].value
-        builder.add(start, Tensor, (name,), value, (), calls=[q for _, q in builder.calls(value) if q])
+        value = first.stmt.body[0].value
+        builder.add(first, Tensor, (name,), value, (), calls=[q for _, q in builder.calls(value) if q])
         return True
     if type(node) is not Static or any(node.index in n.deps for n in program.nodes):
         return False
     fields = {f.name: getattr(node, f.name) for f in dataclasses.fields(node) if f.init}
-    program.nodes[node.index] = start.node = Tensor(**fields)   # (same index: nothing reads it yet)
+    program.nodes[node.index] = first.node = Tensor(**fields)   # (same index: nothing reads it yet)
     return True
 
 
-def _start(builder, name: str, position: int):
-    """The item `name = <constants>` before `position`, with no statement in between that
-    reads or binds `name`; None where there is none."""
-    for item in reversed(builder.program.items[:position]):
+def start(program, name: str, position: int, accepts=None):
+    """The item `name = []` (or `{}`: a list a loop fills) before `position`, with only plain
+    statements between that do not read it; `accepts(value)`: another start it may have (a
+    value of constants, `carry`). None where there is none."""
+    for item in reversed(program.items[:position]):
         stmt = item.stmt
         small = stmt.body[0] if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 else None
         if isinstance(small, cst.Assign) and len(small.targets) == 1 and isinstance(small.targets[0].target, cst.Name) \
                 and small.targets[0].target.value == name:
-            return item if not item.drop and _constant(builder, small.value) else None
-        if name in loads(stmt) or name in bound_names(stmt):
+            empty = isinstance(small.value, (cst.List, cst.Dict)) and not small.value.elements
+            held = empty if accepts is None else accepts(small.value)
+            made = item.node is None or accepts is not None and type(item.node) is Static
+            return item if held and made and not item.drop else None
+        if not isinstance(stmt, cst.SimpleStatementLine) or name in loads(stmt) or name in bound_names(stmt):
             return None
     return None
 

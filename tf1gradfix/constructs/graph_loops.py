@@ -38,7 +38,7 @@ def model(builder, item, position: int) -> bool:
         if isinstance(node, (Placeholder, Variable, Optimizer, TrainOp, VarList)):
             raise Refusal.of(loop, "graph_loop_rebinds", kind=node.kind, name=name)
     for name in sorted(filled):
-        start = empty_start(program, name, position)
+        start = carried_values.start(program, name, position)
         if start is None:
             raise Refusal.of(loop, "graph_loop_fills_other", name=name)
         builder.add(start, Tensor, (name,), start.stmt.body[0].value, (), calls=[])
@@ -90,17 +90,3 @@ def _appended(loop: cst.For) -> set[str]:
 
     loop.body.visit(V())
     return names
-
-
-def empty_start(program, name: str, position: int):
-    """The item `name = []` (or `{}`) that the loop fills, with only plain statements between."""
-    for item in reversed(program.items[:position]):
-        stmt = item.stmt
-        small = stmt.body[0] if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 else None
-        if isinstance(small, cst.Assign) and len(small.targets) == 1 and isinstance(small.targets[0].target, cst.Name) \
-                and small.targets[0].target.value == name:
-            empty = isinstance(small.value, (cst.List, cst.Dict)) and not small.value.elements
-            return item if empty and item.node is None and not item.drop else None
-        if not isinstance(stmt, cst.SimpleStatementLine) or name in loads(stmt):
-            return None
-    return None

@@ -33,7 +33,7 @@ from typing import cast
 
 import libcst as cst
 
-from tf1gradfix.constructs import graph_loops, host_values, layers, loop_layers, loop_names, tensors, variables
+from tf1gradfix.constructs import carried_values, host_values, layers, loop_layers, loop_names, tensors, variables
 from tf1gradfix.constructs.loop_names import Scoped
 from tf1gradfix.cst.syntax import Refusal, arg, bound_names, loads, names_as_attributes
 from tf1gradfix.cst.walk import walk
@@ -83,7 +83,7 @@ def model(builder, item, position: int) -> bool:
     program = builder.program
     _host_in_steps(builder, loop, statements)
     for name in sorted(body.filled):   # the lists it fills: made afresh in each step
-        start = graph_loops.empty_start(program, name, position)
+        start = carried_values.start(program, name, position)
         if start is None or name in {st.name for st in statements}:
             raise Refusal.of(loop, "variable_loop_fills_other", name=name)
         builder.add(start, Tensor, (name,), start.stmt.body[0].value, (), calls=[])
