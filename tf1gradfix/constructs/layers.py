@@ -41,12 +41,23 @@ def model(builder, item, names, call: cst.Call | None, q: str | None, deps) -> b
     bound, source, call_args, trainable, helper = settings(builder, call, q, row, allow_reuse=True)
     label = literal_string(bound.get(name_param(row)))
     flags = {builder.program.final[e.value] for _, e in call_args if isinstance(e, cst.Name) and e.value in builder.program.final}
-    reused = scope_reuse.layer(builder, item, call, q, row, bound, label, name_param(row))
-    if reused is not None:   # (TF1 gave back the earlier layer's variables)
-        builder.unique_name(item.scope + label)
-        scope_reuse.call_again(builder, item, names, call, reused, source, call_args, flags)
-        builder.own(call, but=[source, *(v for _, v in call_args)])
-        return True
+    layer = scope_reuse.layer(builder, item, call, q, row, bound, label, name_param(row))
+    if layer is not None:   # (TF1 gave back the earlier layer's variables: its name scope is numbered)
+        builder.unique_name(item.scope + cast(str, label))
+    else:
+        layer = _made(builder, item, call, q, row, bound, label, trainable, helper)
+    builder.add(item, LayerCall, names, call, set(builder.deps_of(source)) | {layer.index} | flags,
+                calls=[q], layer=layer.index, source=source, call_args=call_args)
+    builder.own(call, but=[source, *(v for _, v in call_args)])   # (its input: checked as a tensor's)
+    if layer.stmt is not item.stmt:
+        return True   # (a reused layer stays where it was made)
+    item.node = layer   # the statement's place keeps the layer; the call moves into the steps
+    return True
+
+
+def _made(builder, item, call: cst.Call, q: str, row: dict, bound: dict, label: str | None, trainable: bool,
+          helper) -> Layer:
+    """The `Layer` node of a call making a new layer."""
     if label is not None and any(n.tf1_name() == item.prefix + label for n in builder.program.nodes
                                  if isinstance(n, LayerNode)):
         raise Refusal.of(call, "layer_named_twice", layer=item.prefix + label)
@@ -56,13 +67,8 @@ def model(builder, item, names, call: cst.Call | None, q: str | None, deps) -> b
         label = full.rpartition("/")[2]
         base = label.lower()   # (the variable holding contrib's `Conv` layer: `conv`)
     base = base or (label if label.isidentifier() and not keyword.iskeyword(label) else row["auto_name"].lower())
-    layer = builder.add(item, Layer, (), call, (), row=row, symbol=q, bound=bound, base=base,
-                        weights=row["weights"], trainable=trainable, full_name=full, helper=helper)
-    builder.add(item, LayerCall, names, call, set(builder.deps_of(source)) | {layer.index} | flags,
-                calls=[q], layer=layer.index, source=source, call_args=call_args)
-    builder.own(call, but=[source, *(v for _, v in call_args)])   # (its input: checked as a tensor's)
-    item.node = layer   # the statement's place keeps the layer; the call moves into the steps
-    return True
+    return builder.add(item, Layer, (), call, (), row=row, symbol=q, bound=bound, base=base,
+                       weights=row["weights"], trainable=trainable, full_name=full, helper=helper)
 
 
 def tf1_scope(builder, item, row: dict, label: str | None, call: cst.Call) -> str:

@@ -25,7 +25,7 @@ import libcst as cst
 
 from tf1gradfix.cst.syntax import Refusal, bound_args, literal_string, name_nodes
 from tf1gradfix.cst.walk import walk
-from tf1gradfix.model.nodes import Layer, LayerCall, LayerNode, Variable
+from tf1gradfix.model.nodes import Layer, LayerNode, Variable
 
 TRUE, AUTO = "true", "auto"   # the reuse modes of a scope entry (None: not reusing)
 SCOPE_PARAMS = ["name_or_scope", "default_name", "values", "initializer", "regularizer", "caching_device",
@@ -150,9 +150,3 @@ def _settings(builder, bound: dict, row: dict) -> dict[str, str]:
     """A layer call's settings as written, but its input, its name and `reuse`."""
     skip = {row["params"][0], "name", "scope", "reuse"}
     return {p: builder.module.code_for_node(v) for p, v in bound.items() if p not in skip}
-
-
-def call_again(builder, item, names, call: cst.Call, layer_node: Layer, source, call_args, flags) -> None:
-    """The tensor node of a call of an existing layer: `h2 = <layer>(x2)`."""
-    builder.add(item, LayerCall, names, call, set(builder.deps_of(source)) | {layer_node.index} | flags,
-                calls=[layer_node.symbol], layer=layer_node.index, source=source, call_args=call_args)
