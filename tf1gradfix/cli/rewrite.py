@@ -45,6 +45,9 @@ def add_options(rewrite: argparse.ArgumentParser) -> None:
                        help="rewrite (and prove) only the K-th of N deterministic shares of the files, "
                             "a folder never split (one CI job per share)")
     rewrite.set_defaults(steps=None)   # (None: not given; --verify then uses the default budget)
+    rewrite._option_string_actions["--jobs"].help = (
+        "worker processes reading the files (default: all cores), and proofs run at once (default 1: each "
+        "runs two TensorFlow processes of some 300-500 MB; results keep the files' order)")
 
 
 def _mode(args: argparse.Namespace) -> str:
@@ -183,6 +186,7 @@ def _prove_and_write(args, outcomes, write: bool, refusal, all_outcomes=()):
         program_args=args.program_args,
         arguments={o.path: a for o in outcomes if (a := _arguments_for(args, o.path)) is not None},
         refused=refused_files(all_outcomes) if args.report_dir else (),
+        jobs=args.jobs,
     )
 
 

@@ -77,12 +77,13 @@ def _minutes(seconds: float) -> str:
     return f"{seconds:.0f} s" if seconds < 90 else f"{seconds / 60:.0f} minutes"
 
 
-def announce(count: int, timeout: float) -> None:
+def announce(count: int, timeout: float, slots: int = 1) -> None:
     """The first line of a rewrite that proves: what it will run, for how long, how to skip it."""
     if count:
         things = "program" if count == 1 else "programs"
-        print(f"tf1gradfix: proving {count} {things} by running them, about "
-              f"{_minutes(count * TYPICAL_PROOF_SECONDS)} (at most {timeout:g} s each); "
+        together = f", {slots} at a time" if slots > 1 else ""
+        print(f"tf1gradfix: proving {count} {things} by running them{together}, about "
+              f"{_minutes(-(-count // slots) * TYPICAL_PROOF_SECONDS)} (at most {timeout:g} s each); "
               f"`--no-verify` writes unproven, `--diff` writes nothing", file=sys.stderr, flush=True)
 
 
@@ -93,18 +94,42 @@ def progress(done: int, count: int, path: str, verdict: str, elapsed: float, spe
           + (f"; about {_minutes(left)} left" if done < count else ""), file=sys.stderr, flush=True)
 
 
+@dataclass
+class Proof:
+    """What proving one file gave: its content before (an edit saved meanwhile is kept), and
+    the verifier's result, or why the pair could not be run."""
+    snapshot: object
+    result: object = None
+    failure: str = ""
+
+
+class Finishing:
+    """The progress line of each proof as it ends (in the order they end, `-j N`)."""
+
+    def __init__(self, count: int, started: float, paths: list[str]):
+        self.count, self.started, self.paths, self.done = count, started, paths, 0
+
+    def __call__(self, index: int, proof) -> None:
+        self.done += 1
+        result = proof.result if isinstance(proof, Proof) else proof   # (verify --base: the result, or why not)
+        verdict, elapsed = (result.verdict, result.elapsed) if hasattr(result, "verdict") else (NOT_VERIFIED, 0.0)
+        progress(self.done, self.count, self.paths[index], verdict, elapsed, time.monotonic() - self.started)
+
+
 @stopping.guarded
 def prove_and_write(changed: list[tuple[str, bytes]], *, write: bool, report_dir: str | None,
                     rtol: float, atol: float, timeout: float, unwritable, steps=None,
-                    program_args=(), refused=(), companions=None, groups=None, arguments=None) -> list[ProofRow]:
+                    program_args=(), refused=(), companions=None, groups=None, arguments=None,
+                    jobs: int | None = None) -> list[ProofRow]:
     """Verify each (path, rewritten source); write the EQUIVALENT ones when `write`.
     `refused`: (path, why) of the files not restructured, for the summary reports.
     `companions`: path -> {module path: (new bytes, snapshot)} of a project's script: the
     script is proven with those modules swapped in, and written with them or not at all.
     `groups`: path -> the scripts sharing a module with it (project_groups): each is proven,
     and they are written together once all are EQUIVALENT, or none is. `arguments`: path ->
-    the program arguments of that entry point (settings), in place of `program_args`."""
-    from tf1gradfix.verify import report
+    the program arguments of that entry point (settings), in place of `program_args`.
+    `jobs`: proofs run at once (parallel.py); results are reported in the order of `changed`."""
+    from tf1gradfix.verify import parallel, report
     from tf1gradfix.verify.orchestrate import verify_pair
 
     rows: list[ProofRow] = []
@@ -112,19 +137,18 @@ def prove_and_write(changed: list[tuple[str, bytes]], *, write: bool, report_dir
     proven: dict = {}   # a group's script, EQUIVALENT: (its row, the files written with it)
     out, reports_failed = open_report_dir(report_dir, [p for p, _ in changed] + [str(p) for p, _ in refused])
     root = os.path.commonpath([os.path.dirname(os.path.abspath(p)) for p, _ in changed]) if changed else "."
-    announce(len(changed), timeout)
+    slots = parallel.slots(jobs, len(changed))
+    announce(len(changed), timeout, slots)
     started = time.monotonic()
-    for path, new_source in changed:
-        original = Path(path)
-        snapshot = _snapshot(path)
-        made: list[Path] = []
+
+    def prove(item: tuple[str, bytes]) -> Proof:
+        path, new_source = item
+        original, snapshot, made = Path(path), _snapshot(path), []
         try:   # fresh names (O_EXCL, random): never a file of the user's
             program, candidate = _programs(original, new_source, made)
         except (OSError, ValueError) as exc:
             _forget(made)
-            rows.append(ProofRow(path, NOT_VERIFIED, f"cannot write the candidate next to it: {_why(exc)}", False))
-            print(f"{NOT_VERIFIED}: {rows[-1].reason}\n  original: {path}", flush=True)
-            continue
+            return Proof(snapshot, None, f"cannot write the candidate next to it: {_why(exc)}")
         try:
             modules = (companions or {}).get(path) or {}
             result = verify_pair(program, candidate, rtol=rtol, atol=atol, timeout=timeout,
@@ -134,6 +158,16 @@ def prove_and_write(changed: list[tuple[str, bytes]], *, write: bool, report_dir
             _forget(made)
         if program != original:   # (a notebook: its code cells ran)
             result.original.script = path
+        return Proof(snapshot, result)
+
+    finishing = Finishing(len(changed), started, [p for p, _ in changed])
+    for (path, new_source), proof in parallel.in_order(changed, prove, slots, finishing):
+        original, snapshot, result = Path(path), proof.snapshot, proof.result
+        if result is None:
+            rows.append(ProofRow(path, NOT_VERIFIED, proof.failure, False))
+            print(f"{NOT_VERIFIED}: {rows[-1].reason}\n  original: {path}", flush=True)
+            continue
+        modules = (companions or {}).get(path) or {}
         result.migrated.script = f"{path} (rewritten)"
         results.append(result)
         row = ProofRow(path, result.verdict, result.reason, False, budget=result.budget)
@@ -157,7 +191,6 @@ def prove_and_write(changed: list[tuple[str, bytes]], *, write: bool, report_dir
         report_pair(out, row, result, root)
         rows.append(row)
         print(report.summary(result), flush=True)
-        progress(len(rows), len(changed), path, result.verdict, result.elapsed, time.monotonic() - started)
     _write_groups(rows, proven, groups or {}, unwritable)
     reports_failed = report_summary(out, results, rows, refused) or reports_failed
     for row in rows:

@@ -19,6 +19,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 from tf1gradfix.verify import stopping
@@ -121,9 +122,9 @@ def _modules_at(ref: str, path: str, source: str, before: list[str]) -> dict[str
 @stopping.guarded
 def run(args) -> int:
     """Verify each file against its content at `args.base`; print and report as rewrite --verify does."""
-    from tf1gradfix.cli.rewrite_verify import (NOT_VERIFIED, ProofRow, _forget, _why, as_program, count_line,
-                                               exit_code, open_report_dir, report_pair, report_summary)
-    from tf1gradfix.verify import report
+    from tf1gradfix.cli.rewrite_verify import (NOT_VERIFIED, Finishing, ProofRow, _forget, _why, as_program,
+                                               count_line, exit_code, open_report_dir, report_pair, report_summary)
+    from tf1gradfix.verify import parallel, report
     from tf1gradfix.verify.orchestrate import verify_pair
 
     try:
@@ -153,23 +154,30 @@ def run(args) -> int:
     out, failed = open_report_dir(args.report_dir, [p for p, *_ in olds])
     root = os.path.commonpath([os.path.dirname(os.path.abspath(p)) for p, *_ in olds])
     rows, results = [], []
-    for path, source, old, modules in olds:
+
+    def prove(item: tuple):
+        path, source, old, modules = item
         current, made = Path(path), []
         try:   # (a notebook runs as its code cells, on both sides)
             original = as_program(current, old, "base", made, always=True)
             migrated = as_program(current, None, "base", made)
         except (OSError, ValueError) as exc:
             _forget(made)
-            rows.append(ProofRow(path, NOT_VERIFIED, f"cannot write its version at {args.base} next to it: "
-                                 f"{_why(exc)}", False))
-            print(f"{NOT_VERIFIED}: {rows[-1].reason}\n  file: {path}", flush=True)
-            continue
+            return f"cannot write its version at {args.base} next to it: {_why(exc)}"
         try:
-            result = verify_pair(original, migrated, rtol=args.rtol, atol=args.atol, timeout=args.timeout,
-                                 steps=args.steps, program_args=getattr(args, "program_args", ()),
-                                 lockstep_mode=getattr(args, "lockstep", "auto"), original_swap=modules or None)
+            return verify_pair(original, migrated, rtol=args.rtol, atol=args.atol, timeout=args.timeout,
+                               steps=args.steps, program_args=getattr(args, "program_args", ()),
+                               lockstep_mode=getattr(args, "lockstep", "auto"), original_swap=modules or None)
         finally:
             _forget(made)
+
+    finishing = Finishing(len(olds), time.monotonic(), [p for p, *_ in olds])
+    for (path, source, _, _), result in parallel.in_order(olds, prove, parallel.slots(getattr(args, "jobs", None),
+                                                                                          len(olds)), finishing):
+        if isinstance(result, str):
+            rows.append(ProofRow(path, NOT_VERIFIED, result, False))
+            print(f"{NOT_VERIFIED}: {rows[-1].reason}\n  file: {path}", flush=True)
+            continue
         result.original.script, result.migrated.script = f"{source} (at {args.base})", path
         results.append(result)
         row = ProofRow(path, result.verdict, result.reason, False, budget=result.budget)

@@ -45,6 +45,9 @@ def add_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--shard", type=shard, metavar="K/N", default=None,
                         help="with --base: prove only the K-th of N deterministic shares of the files, "
                              "a folder never split (one CI job per share)")
+    parser.add_argument("-j", "--jobs", type=positive_int, default=1, metavar="N",
+                        help="with --base: prove up to N files at once (default 1; each proof runs two "
+                             "TensorFlow processes of some 300-500 MB); results keep the files' order")
     parser.add_argument("--rtol", type=nonneg_float, default=DEFAULT_RTOL,
                         help=f"relative tolerance (default {DEFAULT_RTOL:g}, see TOLERANCES.md)")
     parser.add_argument("--atol", type=nonneg_float, default=DEFAULT_ATOL,

@@ -223,26 +223,37 @@ class _Zygote:
 
 
 _ZYGOTES: dict[bool, _Zygote] = {}
+_SLOT = threading.local()
+
+
+def _zygotes() -> dict[bool, _Zygote]:
+    """The zygotes of this thread: the main thread's, or those of a slot of proofs run side by
+    side (parallel.py), so a program that hangs its zygote costs no other slot's proof."""
+    if threading.current_thread() is threading.main_thread():
+        return _ZYGOTES
+    if not hasattr(_SLOT, "zygotes"):
+        _SLOT.zygotes = {}
+    return _SLOT.zygotes
 
 
 def _discard(zygote: _Zygote) -> None:
     """A zygote that no longer answers: killed, and the next run starts a new one."""
-    for key, known in list(_ZYGOTES.items()):
+    for key, known in list(_zygotes().items()):
         if known is zygote:
-            del _ZYGOTES[key]
+            del _zygotes()[key]
     zygote.kill()
 
 
 def _zygote(legacy: bool, env: dict) -> _Zygote | None:
     """The side's zygote for this startup environment, started (not yet ready) if need be."""
     key = (legacy, sys.executable, _startup_key(env))
-    zygote = _ZYGOTES.get(legacy)
+    zygote = _zygotes().get(legacy)
     if zygote is not None and (zygote.key != key or not zygote.alive()):
-        _ZYGOTES.pop(legacy).close()
+        _zygotes().pop(legacy).close()
         zygote = None
     if zygote is None:
         try:
-            zygote = _ZYGOTES[legacy] = _Zygote(legacy, env)
+            zygote = _zygotes()[legacy] = _Zygote(legacy, env)
         except (OSError, ValueError):
             return None
     return zygote
@@ -258,7 +269,7 @@ def prepare(sides: list[tuple[bool, dict]]) -> None:
         try:
             zygote.wait_ready()
         except OSError:
-            _ZYGOTES.pop(next(k for k, v in _ZYGOTES.items() if v is zygote), None)
+            _zygotes().pop(next(k for k, v in _zygotes().items() if v is zygote), None)
 
 
 def start(legacy: bool, argv: list[str], env: dict, cwd: str, stdout: str, stderr: str) -> PooledRun | None:
@@ -271,19 +282,19 @@ def start(legacy: bool, argv: list[str], env: dict, cwd: str, stdout: str, stder
     try:
         zygote.wait_ready()
     except OSError:
-        _ZYGOTES.pop(legacy, None)
+        _zygotes().pop(legacy, None)
         return None
     run = zygote.run(argv, env, cwd, stdout, stderr)
     if run is None:
-        _ZYGOTES.pop(legacy, None)
+        _zygotes().pop(legacy, None)
         zygote.close()
     return run
 
 
 def shutdown() -> None:
-    """Stop the zygotes of this process (they also stop by themselves when it exits)."""
-    while _ZYGOTES:
-        _, zygote = _ZYGOTES.popitem()
+    """Stop the zygotes of this thread (they also stop by themselves when the process exits)."""
+    while _zygotes():
+        _, zygote = _zygotes().popitem()
         zygote.close()
 
 

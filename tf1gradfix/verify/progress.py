@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import sys
+import threading
 import time
 
 _UPDATE = b'"kind": "apply"'
@@ -21,7 +22,9 @@ _ROLES = ("original", "migrated")
 class Progress:
     def __init__(self, trace_dir: str, stream=None, delay: float = 2.0, every: float = 0.5):
         self.stream = stream if stream is not None else sys.stderr
-        self.enabled = bool(getattr(self.stream, "isatty", lambda: False)())
+        # (one proof at a time: proofs run side by side, parallel.py, each print one line as they finish)
+        self.enabled = (bool(getattr(self.stream, "isatty", lambda: False)())
+                        and threading.current_thread() is threading.main_thread())
         self.trace_dir, self.delay, self.every = trace_dir, delay, every
         self.start = time.monotonic()
         self.last = 0.0

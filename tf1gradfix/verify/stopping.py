@@ -70,7 +70,11 @@ def _on_signal(signum, _frame) -> None:
 
 @contextlib.contextmanager
 def deferred():
-    """A step that must not be cut in the middle; a stop signal takes effect after it."""
+    """A step that must not be cut in the middle; a stop signal takes effect after it.
+    (Only the main thread is interrupted by a signal: a proof's thread, parallel.py, runs on.)"""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
     _State.deferred += 1
     try:
         yield
