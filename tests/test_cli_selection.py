@@ -152,3 +152,19 @@ def test_pyproject_wins_over_setup_cfg_in_one_folder_and_nothing_is_merged(folde
     code, out, err = run(capsys, "check", "-v", "train.py")
     assert code == 1 and "settings from" in err and "pyproject.toml" in err
     assert "TFG401" in out and "TFG101" not in out   # (select from pyproject.toml; setup.cfg unread)
+
+
+@pytest.mark.parametrize("argv", [("rewrite", "--diff"), ("rewrite", "--no-verify"), ("rewrite", "--check")])
+def test_a_reason_several_lines_give_is_said_once(folder, capsys, argv):
+    """`select = ["TFG1"]` in the settings withholds the rename of three lines: the file's
+    one line of blockers names the reason once, with its lines."""
+    (folder / "pyproject.toml").write_text('[tool.tf1gradfix]\nselect = ["TFG1"]\n')
+    source = SESSION.replace("loss = tf.reduce_mean(tf.matmul(x, w))\n",
+                             "a = tf.log(tf.matmul(x, w))\nb = tf.log(a)\nloss = tf.reduce_mean(tf.log(b))\n")
+    (folder / "train.py").write_text(source)
+    _, out, err = run(capsys, *argv, "train.py")
+    for line in (out + err).splitlines():
+        sentences = [s for s in line.split("; ") if s]
+        assert len(sentences) == len(set(sentences)), line
+    (blocker,) = [line for line in (out + err).splitlines() if "not restructured" in line]
+    assert blocker.count("which is deselected") == 1 and blocker.endswith("(line 2, line 5, line 6, line 7)"), blocker

@@ -233,6 +233,26 @@ def elided(message: str) -> str:
     return re.sub(r"\b\d+\b", "N", re.sub(r"`[^`]*`", "`…`", message))
 
 
+def place(f: Finding) -> str:
+    """`line 4`, or in a notebook `cell 2 line 4`."""
+    return f"cell {cell_of(f)} line {f.line}" if cell_of(f) else f"line {f.line}"
+
+
+def by_reason(hits: list[Finding]) -> dict[str, list[str]]:
+    """Each blocking reason once (`CODE message`), with the places that give it, in the
+    order of their first place: several lines with one reason do not repeat it."""
+    places: dict[str, list[str]] = {}
+    for f in hits:
+        places.setdefault(f"{f.code} {f.message}", []).append(place(f))
+    return places
+
+
+def reasons_once(hits: list[Finding]) -> str:
+    """`; `-joined reasons, each said once; one several lines give names them."""
+    return "; ".join(reason + (f" ({', '.join(where)})" if len(where) > 1 else "")
+                     for reason, where in by_reason(hits).items())
+
+
 def blocker_lines(findings: list[Finding]) -> list[str]:
     """One line per file left as graph code, naming the blocking line(s); then, over a run of
     several such files, the reasons counted, most common first (a migration plan)."""
@@ -241,9 +261,8 @@ def blocker_lines(findings: list[Finding]) -> list[str]:
     blocked = blockers(findings)
     lines = []
     for path, hits in blocked.items():
-        where = ", ".join(f"cell {cell_of(f)} line {f.line}" if cell_of(f) else f"line {f.line}" for f in hits)
-        lines.append(f"{shown(path)}: not restructured (still TF1 graph code) because of {where}: "
-                     + "; ".join(f"{f.code} {f.message}" for f in hits))
+        where = ", ".join(place(f) for f in hits)
+        lines.append(f"{shown(path)}: not restructured (still TF1 graph code) because of {where}: {reasons_once(hits)}")
     if len(blocked) > 1:
         reasons = Counter(f"{f.code} {elided(f.message)}" for hits in blocked.values() for f in hits)
         lines.append(f"{len(blocked)} files not restructured; reasons, most common first:")

@@ -198,10 +198,11 @@ def _arguments_for(args, path: str):
 
 def refused_files(outcomes) -> list[tuple[str, str]]:
     """(path, the lines that stopped it) of each file not restructured, for the reports."""
-    from tf1gradfix.cli.output import blockers
+    from tf1gradfix.cli.output import blockers, by_reason
 
     blocked = blockers([f for o in outcomes for f in o.findings])
-    return [(path, "; ".join(f"line {f.line}: {f.code} {f.message}" for f in hits)) for path, hits in blocked.items()]
+    return [(path, "; ".join(f"{', '.join(where)}: {reason}" for reason, where in by_reason(hits).items()))
+            for path, hits in blocked.items()]
 
 
 def _guard(args, outcomes):
