@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install demo test test-fast bench coverage projects fuzz-verify clean
+.PHONY: install demo test test-fast bench coverage projects fuzz-verify release-tag clean
 
 $(STAMP): setup.cfg pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -39,6 +39,10 @@ projects: $(STAMP)
 
 fuzz-verify: $(STAMP)
 	$(BIN)/python benchmarks/fuzz_verify.py $(FUZZ_ARGS)
+
+# the annotated tag v<version> (setup.cfg) that the pre-commit snippets' `rev:` names
+release-tag:
+	$(PYTHON) scripts/release_tag.py
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info

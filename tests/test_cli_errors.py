@@ -88,3 +88,17 @@ def test_report_counts_say_one_thing_and_several_things():
 
     assert [counted(1, "step"), counted(2, "step"), counted(0, "gradient")] == ["1 step", "2 steps", "0 gradients"]
     assert [counted(1, "line of text"), counted(3, "line of text")] == ["1 line of text", "3 lines of text"]
+
+
+@pytest.mark.parametrize("argv", [["rewrite"], ["rewrite", "--verify"], ["verify", "a.py", "a.py"]])
+def test_a_hook_without_tensorflow_is_told_of_additional_dependencies(argv, tmp_path, monkeypatch, capsys):
+    """The rewrite hook (and verify's) runs in an environment pre-commit makes: `pip install`
+    there would not last, `additional_dependencies` does."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "a.py").write_text("import tensorflow as tf\nx = tf.placeholder(tf.float32, [None])\n"
+                                   "y = x * 2.0\nwith tf.Session() as sess:\n    print(sess.run(y, {x: [1.0]}))\n")
+    monkeypatch.setattr("tf1gradfix.verify.budget.tensorflow_missing", lambda: True)
+    monkeypatch.setenv("PRE_COMMIT", "1")
+    code, out, err = run(capsys, *argv, "a.py") if argv[0] == "rewrite" else run(capsys, *argv)
+    assert "additional_dependencies" in out + err and "pip install" not in out + err, out + err
+    assert code in (0, 1, 2)

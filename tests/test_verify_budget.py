@@ -187,7 +187,7 @@ def test_missing_tensorflow_is_an_environment_error(tmp_path, monkeypatch, capsy
     real = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "tensorflow" else real(name, *a))
     result = verify_pair(DEV / "original.py", DEV / "migrated.py", timeout=5)
-    assert result.verdict == "NOT_COMPARABLE" and result.reason == budget.TF_MISSING
+    assert result.verdict == "NOT_COMPARABLE" and result.reason == budget.missing_reason()
     assert command.main([str(DEV / "original.py"), str(DEV / "migrated.py")]) == 2
     err = capsys.readouterr().err
     assert err.strip() == "tf1gradfix: TensorFlow is not installed here: pip install 'tf1gradfix[verify]'"

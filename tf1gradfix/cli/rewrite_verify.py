@@ -82,7 +82,7 @@ def announce(count: int, timeout: float, slots: int = 1) -> None:
     if count:
         things = "program" if count == 1 else "programs"
         together = f", {slots} at a time" if slots > 1 else ""
-        print(f"tf1gradfix: proving {count} {things} by running them{together}, about "
+        print(f"tf1gradfix: proving {count} {things} by running {'it' if count == 1 else 'them'}{together}, about "
               f"{_minutes(-(-count // slots) * TYPICAL_PROOF_SECONDS)} (at most {timeout:g} s each); "
               f"`--no-verify` writes unproven, `--diff` writes nothing", file=sys.stderr, flush=True)
 

@@ -31,7 +31,7 @@ STEPS_ENV = "TF1GRADFIX_STEPS"
 DEFAULT_REWRITE_STEPS = 100     # rewrite --verify; reasoning in TOLERANCES.md
 COPY_FILE_LIMIT = 1 << 20       # files up to 1 MiB are copied into a side's folder, bigger ones linked
 COPY_ENTRY_LIMIT = 1000         # entries mirrored; past that, whole subfolders are linked
-TF_MISSING = "TensorFlow is not installed here: pip install 'tf1gradfix[verify]'"
+TF_MISSING = "TensorFlow is not installed here"
 HOOK_DEPENDENCIES = 'additional_dependencies: ["tensorflow-cpu==2.21.*", "tf-keras==2.21.*"]'
 
 
@@ -43,6 +43,11 @@ def install_advice() -> str:
     if os.environ.get("PRE_COMMIT") == "1":
         return f"add `{HOOK_DEPENDENCIES}` to this hook in .pre-commit-config.yaml"
     return "pip install 'tf1gradfix[verify]'"
+
+
+def missing_reason() -> str:
+    """Why nothing was proven here, with the advice that fits where the run is."""
+    return f"{TF_MISSING}: {install_advice()}"
 
 
 class StepCounter:

@@ -104,7 +104,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"tf1gradfix verify: {'; '.join(unusable)}", file=sys.stderr)
         return 2
     if budget.tensorflow_missing():
-        print(f"tf1gradfix: TensorFlow is not installed here: {budget.install_advice()}", file=sys.stderr)
+        print(f"tf1gradfix: {budget.missing_reason()}", file=sys.stderr)
         return 2
     if args.base is not None:
         from tf1gradfix.verify import base

@@ -107,7 +107,7 @@ def verify_pair(original: Path, migrated: Path, *, rtol: float = DEFAULT_RTOL,
             return VerifyResult(verdict, f"{role} program not found: {path}", o, m, **common)
     if budget.tensorflow_missing():   # an environment error, not a failure of either program
         o, m = SideResult("original", str(original)), SideResult("migrated", str(migrated))
-        return VerifyResult(NOT_COMPARABLE, budget.TF_MISSING, o, m, **common)
+        return VerifyResult(NOT_COMPARABLE, budget.missing_reason(), o, m, **common)
     trace_dir = stopping.temp_dir("tf1gradfix-verify-")
     try:
         sides, timed_out, killed = side_runs.run_both(original, migrated, trace_dir, timeout, steps, program_args, swap,
