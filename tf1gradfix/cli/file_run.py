@@ -166,12 +166,17 @@ def print_findings(run: FileRun, stream, proofs=()) -> None:
         report = statistics(run.findings, run.errors, args.format)
     else:
         report = render(args.format, run.findings, run.errors, run.summary, outcomes=run.outcomes, proofs=proofs)
-    if args.verbose:
+    print_clean(run)
+    if report:
+        print(report, file=stream)
+
+
+def print_clean(run: FileRun) -> None:
+    """With -v, each clean file (a log line: stderr)."""
+    if run.args.verbose:
         for outcome in run.outcomes:
             if not outcome.findings and outcome.error is None:
                 print(f"{shown(outcome.path)}: clean", file=sys.stderr)
-    if report:
-        print(report, file=stream)
 
 
 def print_closing(run: FileRun, stream) -> bool:

@@ -15,7 +15,7 @@ from contextlib import nullcontext
 from tf1gradfix.cli.arg_types import nonneg_float, positive_float, shard
 from tf1gradfix.cli.discover import STDIN
 from tf1gradfix.cli.file_run import (EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS, FileRun, add_file_options, gather,
-                                     print_closing, print_findings, summarize)
+                                     print_clean, print_closing, print_findings, summarize)
 from tf1gradfix.cli.output import render
 from tf1gradfix.run.batch import DIFF, GUARDED, PREVIEW, PROPOSE, WRITE, safe_source_of, unwritable, write_outcome
 from tf1gradfix.run.findings import FileError
@@ -121,6 +121,7 @@ def _prove(found: FileRun) -> int:
     args, findings, errors, summary = found.args, found.findings, found.errors, found.summary
     structured = args.format != "text"
     report = render(args.format, findings, errors, summary)
+    print_clean(found)
     if report and not structured:
         print(report)
     outcomes = found.outcomes

@@ -149,7 +149,7 @@ def run(args) -> int:
         print(f"tf1gradfix: verify --base {args.base}: {exc}", file=sys.stderr)
         return 2
     if not olds:
-        print(f"tf1gradfix: no Python file or notebook differs from {args.base}")
+        print(f"tf1gradfix: no Python file or notebook differs from {args.base}", file=sys.stderr)
         return 0
     out, failed = open_report_dir(args.report_dir, [p for p, *_ in olds])
     root = os.path.commonpath([os.path.dirname(os.path.abspath(p)) for p, *_ in olds])
