@@ -243,17 +243,20 @@ def _rewritten_lines_black_changes(source: str) -> list[str] | None:
 @pytest.mark.parametrize("path,source,out", PAIRS, ids=IDS)
 def test_black_changes_nothing_the_rewrite_wrote(path, source, out):
     changed = _rewritten_lines_black_changes(source)
-    if any(str(path).endswith(known) for known in JOINED_BY_BLACK):   # (known, open: strict, so a fix shows here)
-        assert changed, f"{path}: black now leaves it as written: drop it from JOINED_BY_BLACK"
-        return
     assert changed is None or changed == []
 
 
-# A call black split over lines that a keyword rename makes short enough to fit on one:
-# black joins it again, the rewrite keeps the user's split (renames are byte edits). The
-# same for a statement black split whose nested layer call moved to a line of its own
-# (constructs/layer_hoist.py: `tf.nn.elu(\n    hidden_batch_normalization\n)`).
-JOINED_BY_BLACK = ("flags_read_at_import/input.py", "nested_layer_calls/input.py")
+# A call black split over lines that a keyword rename makes short enough to fit on one
+# (absl's `name=` for `flag_name=`), and a statement black split whose nested layer call
+# moved to a line of its own (constructs/layer_hoist.py): joined again, as black joins them.
+@pytest.mark.parametrize("scenario,joined", [
+    ("flags_read_at_import", 'absl.flags.DEFINE_float(name="init_scale", default=0.25, help="initial weight")\n'),
+    ("nested_layer_calls", "    hidden = tf.nn.elu(hidden_batch_normalization)\n"),
+])
+def test_a_statement_black_split_that_the_rewrite_shortened_is_joined(scenario, joined):
+    source = _black((ROOT / "rewrite" / scenario / "input.py").read_text(encoding="utf-8"))
+    out = _rewrite(source)
+    assert joined in out and _black(out) == out
 
 
 def test_a_long_generated_statement_is_split_as_black_splits_it():

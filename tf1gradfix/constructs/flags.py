@@ -24,7 +24,7 @@ import libcst as cst
 from tf1gradfix.detect.ast_names import dotted
 from tf1gradfix.detect.names import dotted as cst_dotted
 from tf1gradfix.model.refusals import diagnostic
-from tf1gradfix.cst.layout import fit
+from tf1gradfix.cst.layout import fit, refit_source
 
 _OLD_KEYWORDS = {"flag_name": "name", "default_value": "default", "docstring": "help"}
 _DEFINES = ("DEFINE_string", "DEFINE_boolean", "DEFINE_bool", "DEFINE_float", "DEFINE_integer")
@@ -106,13 +106,17 @@ def absl_form(source: bytes, original: bytes) -> tuple[bytes, tuple | None]:
     if parse_at is not None and not has_sys and "sys" in bound:
         return source, diagnostic(where[0], where[1], "flags_form", detail="the name `sys` is bound otherwise in this file")
     module = cst.parse_module(source)
-    lines = module.visit(_ToAbsl(reading)).code.splitlines(keepends=True)   # (no line added or removed)
-    at = _after_imports(tree)
-    if parse_at is not None:
-        lines.insert(parse_at - 1, "absl.flags.FLAGS(sys.argv)  # (TF1's FLAGS parsed the arguments at this first read)\n")
     added = ["absl.app"] * bool(runs) + ["absl.flags"] + ["sys"] * (parse_at is not None and not has_sys)
-    lines[at:at] = [f"import {name}\n" for name in added]
-    return "".join(map(_as_black_splits, lines)).encode(module.encoding), None
+
+    def placed(code: str) -> bytes:
+        lines = code.splitlines(keepends=True)   # (no line added or removed by the visit)
+        if parse_at is not None:
+            lines.insert(parse_at - 1, "absl.flags.FLAGS(sys.argv)  # (TF1's FLAGS parsed the arguments at this first read)\n")
+        lines[_after_imports(tree):_after_imports(tree)] = [f"import {name}\n" for name in added]
+        return "".join(map(_as_black_splits, lines)).encode(module.encoding)
+
+    # (a define black split that absl's shorter keywords fit on one line: joined, as black joins it)
+    return refit_source(placed(module.code), placed(module.visit(_ToAbsl(reading)).code)), None
 
 
 def _as_black_splits(line: str) -> str:

@@ -35,6 +35,7 @@ import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
 
 from tf1gradfix.constructs import layer_hoist
+from tf1gradfix.cst import layout
 from tf1gradfix.cst.walk import walk
 
 REASONS = frozenset({"augmented_assignment", "chained_assignment", "layer_in_expression"})
@@ -135,6 +136,10 @@ class _Plain(cst.CSTTransformer):
                        else cst.SimpleStatementLine(body=[small]))
         # (the first keeps the comments above the line, the last the comment after it)
         out[-1] = out[-1].with_changes(trailing_whitespace=updated.trailing_whitespace)
+        if len(original.body) == 1:   # (a nested layer call moved out: the rest laid out as black would, if it was)
+            laid = layout.refit(original, out[-1], span.start.column)
+            extra -= _height(out[-1]) - _height(laid)
+            out[-1] = cast(cst.SimpleStatementLine, laid)
         self.shift += extra
         self.anchors.append((span.end.line + 1 + self.shift, span.end.line + 1))
         return cst.FlattenSentinel(out)
@@ -144,6 +149,10 @@ class _Plain(cst.CSTTransformer):
         """Does a refusal's line fall within `node` (a nested call's line may be a later one)?"""
         span = self.positions[node]
         return any(line in self.lines for line in range(span.start.line, span.end.line + 1))
+
+
+def _height(stmt: cst.CSTNode) -> int:
+    return cst.Module([]).code_for_node(stmt.with_changes(leading_lines=())).count("\n")
 
 
 def _written_out(small: cst.BaseSmallStatement, taken: set[str]) -> list[cst.BaseSmallStatement]:

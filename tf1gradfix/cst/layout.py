@@ -324,6 +324,24 @@ def refit_body(before: list, after: list, indent: int, before_indent: int | tupl
     return [refit(old, new, indent, before_indent) for old, new in zip(before, after)]
 
 
+def refit_source(before: bytes, after: bytes) -> bytes:
+    """`after` (`before` with byte edits that keep its statements: keywords renamed) with each
+    statement `before` held as `fit` lays it out, and `after` no longer, laid out again: a
+    call black split that a shorter keyword now fits on one line is joined, as black joins it."""
+    if before == after:
+        return after
+    try:
+        old, new = cst.parse_module(before), cst.parse_module(after)
+    except cst.ParserSyntaxError:
+        return after
+    if new.default_indent != "    " or len(old.body) != len(new.body):   # (fit's columns are black's)
+        return after
+    body = refit_body(list(old.body), list(new.body), 0)
+    if all(a is b for a, b in zip(body, new.body)):
+        return after
+    return new.with_changes(body=body).bytes
+
+
 def one_line(text: str) -> str:
     """A statement `fit` laid out, on one line again (what it says, layout aside)."""
     return fit(text, -10 ** 9)

@@ -386,7 +386,11 @@ def _analyzed(result: FileResult, display: str, data: bytes, codes: CodeFilter, 
             result.findings = _unfixed(result.findings)
             return result
         if shaped is not None or keywords_fixed:   # (a restructured program must run on TF2: every keyword)
+            unrenamed = new_source
             new_source = keyword_renamed(new_source, EVERY if shaped is not None else frozenset({SAFE}), tf1)
+            from tf1gradfix.cst.layout import refit_source
+
+            new_source = refit_source(unrenamed, new_source)   # (black's layout of a call a keyword shortened)
         problem = _unparsable(new_source)
         gone = (_names_tf2_lacks(new_source, data) or tf2_lacks_refusal(new_source, data)
                 if problem is None and shaped is not None else None)
