@@ -75,3 +75,22 @@ def test_a_comprehension_clause_too_long_for_its_line_is_split_as_black_splits_i
         '            conv2d.bias,\n            head_layer.kernel,\n            head_layer.bias,\n        ]\n'
         '        if "kernel" in w.name\n    ]\n)')
     assert layout.fit(layout.fit(text, 8), 8) == layout.fit(text, 8)
+
+
+def test_a_call_a_shorter_keyword_fits_on_one_line_is_joined_where_black_split_it():
+    from tf1gradfix.cst.layout import refit_source
+
+    before = (b"def f(x):\n    total = tf.reduce_sum(\n        x_values_of_the_large_batch, reduction_indices=[0], keep_dims=True\n"
+              b"    )\n    return total\n")
+    after = before.replace(b"reduction_indices", b"axis").replace(b"keep_dims", b"keepdims")
+    joined = refit_source(before, after)
+    assert b"    total = tf.reduce_sum(x_values_of_the_large_batch, axis=[0], keepdims=True)\n" in joined
+    assert _black_module(joined.decode()) == joined.decode()
+    own = before.replace(b"(\n        x_values", b"(x_values")   # (the user's own layout: kept)
+    assert refit_source(own, own.replace(b"reduction_indices", b"axis")) == own.replace(b"reduction_indices", b"axis")
+
+
+def _black_module(text: str) -> str:
+    import black
+
+    return black.format_str(text, mode=black.Mode())
