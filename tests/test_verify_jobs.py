@@ -108,3 +108,20 @@ def test_two_proofs_at_once_give_what_one_at_a_time_gives(tmp_path, monkeypatch,
     assert runs["1"] == runs["2"]
     assert runs["2"][0] == 1 and [row["verdict"] for row in runs["2"][2]] == ["DIVERGED", "EQUIVALENT"]
     assert sorted(p.name for p in repo.glob("*.py")) == ["probe.py", "train.py"], "no temporary file left"
+
+
+@pytest.mark.tf
+@pytest.mark.integration
+def test_rewrite_proves_two_programs_at_once_as_one_at_a_time(tmp_path, monkeypatch, capsys):
+    fixtures = FIXTURE.parent.parent / "rewrite"
+    for name in ("graph_tail_rebinds", "train_result_unused_name"):
+        shutil.copy(fixtures / name / "input.py", tmp_path / f"{name}.py")
+    monkeypatch.chdir(tmp_path)
+    runs = {}
+    for jobs in ("1", "2"):
+        code = cli.main(["rewrite", "--verify", "--check", "--steps", "5", "-j", jobs, "."])
+        captured = capsys.readouterr()
+        runs[jobs] = (code, _lines(captured.out))
+        assert len(re.findall(r"^tf1gradfix: \[\d/2\] ", captured.err, re.MULTILINE)) == 2, captured.err
+    assert runs["1"] == runs["2"]
+    assert runs["2"][1].count("  2 EQUIVALENT") == 1, runs["2"]
