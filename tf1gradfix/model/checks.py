@@ -117,9 +117,6 @@ def _optimizer(program: Program, node: OptimizerCall, qualified) -> None:
         listed = train_together.updated(program, node, qualified, closure) if tables else set()
         if tables is None or listed is None or tables & {key[0] for key in listed}:
             raise Refusal.of(opt.call, "optimizer_sparse_lazy", optimizer=opt.cls)
-    if row.get("v1_slots") and any(isinstance(n, LayerNode) and n.weights and not (
-            isinstance(n, BuilderModule) and n.method_of is not None) for n in program.nodes):   # (tf.Variables, see layer_methods)
-        raise Refusal.of(opt.call, "kept_optimizer_with_layers", optimizer=opt.cls)
 
 
 def _loss(program: Program, node: OptimizerCall, qualified) -> None:
