@@ -11,6 +11,9 @@ Two measurements, under TF1 graph semantics (reference variables, as
 2. `sess.run([train, clip])` of a WGAN critic, `clip` the list of
    `p.assign(tf.clip_by_value(p, -c, c))`: is every weight within the clip
    after the run ("clipped after")?
+3. one `AdamOptimizer` applied twice in one run (`tf.group(opt.apply_gradients(a),
+   opt.apply_gradients(b))`, a coupled GAN's shared weights): by how many steps do
+   the optimizer's beta powers advance in a run (each apply advances them once)?
 
 Usage: python benchmarks/train_op_order.py [SEEDS]   (about a minute for 10)
 """
@@ -128,7 +131,32 @@ def clipping(seeds: int) -> None:
     print(f"train op and clipping in one run: {dict(sorted(counts.items()))}")
 
 
+def adam_applied_twice(seeds: int) -> None:
+    counts: collections.Counter = collections.Counter()
+    for seed in range(seeds):
+        tf.reset_default_graph()
+        rs = np.random.RandomState(seed)
+        x = tf.constant(rs.randn(32, 8).astype(np.float32))
+        a, b = tf.Variable(rs.randn(8, 4).astype(np.float32)), tf.Variable(rs.randn(4, 1).astype(np.float32))
+        loss = tf.reduce_mean(tf.square(tf.matmul(tf.nn.relu(tf.matmul(x, a)), b)))
+        opt = tf.train.AdamOptimizer(0.01)
+        shared = [(0.5 * g, v) for g, v in opt.compute_gradients(loss, [b])]
+        step = tf.group(opt.apply_gradients(opt.compute_gradients(loss, [a])), opt.apply_gradients(shared))
+        beta1_power = opt._get_beta_accumulators()[0]
+        sess = tf.Session()
+        sess.run(tf.global_variables_initializer())
+        before = sess.run(beta1_power)
+        for _ in range(30):
+            sess.run(step)
+            after = sess.run(beta1_power)
+            counts[int(round(np.log(after / before) / np.log(0.9)))] += 1
+            before = after
+        sess.close()
+    print(f"one Adam applied twice in one run: beta powers advanced by k steps {dict(sorted(counts.items()))}")
+
+
 if __name__ == "__main__":
     n = int(sys.argv[1]) if len(sys.argv) > 1 else 10
     two_train_ops(n)
     clipping(n)
+    adam_applied_twice(n)

@@ -117,6 +117,9 @@ class ClassLayers:
                 normalizing = next((site for site in node.layers if site.row.get("statistics")), None)
                 if normalizing is not None:   # (builder_statistics follows calls of a builder function only)
                     raise Refusal.of(normalizing.call, "builder_layer_statistics", api=symbol_of(normalizing.row))
+                if node.layers:   # (methods() writes the variables of `tf.get_variable` only)
+                    raise Refusal.of(node.layers[0].call, "layer_method_layers", method=method,
+                                     api=symbol_of(node.layers[0].row))
                 clash = {MADE, variables_method(method)} & self.taken
                 if clash:
                     raise Refusal.of(call, "class_attribute_clash", attr=sorted(clash)[0])

@@ -11,7 +11,8 @@ import libcst as cst
 
 from tf1gradfix.cst.syntax import Refusal, bound_args, loads, matches, schedule_table
 from tf1gradfix.cst.walk import walk
-from tf1gradfix.model.nodes import Optimizer, OptimizerCall, Placeholder, Statement, Static, Summary, Update, Variable
+from tf1gradfix.model.nodes import (BuilderModule, LayerNode, Optimizer, OptimizerCall, Placeholder, Statement, Static, Summary,
+                                    Update, Variable)
 from tf1gradfix.rules.catalog import _read
 
 # Statuses whose target takes a learning rate set before every update (a fed one).
@@ -26,6 +27,18 @@ def optimizer_table() -> dict[str, dict]:
 def is_optimizer(q: str | None) -> bool:
     """Is `q` the name of a v1 optimizer class?"""
     return q is not None and fnmatch.fnmatchcase(q, "tensorflow.train.*Optimizer")
+
+
+def slots_of_keras_weights(program, node: Optimizer) -> bool:
+    """Does a kept v1 optimizer that makes slot variables (`v1_slots`) train weights of
+    Keras layers? It makes a slot from a variable's `get_shape`, which a Keras 3 weight
+    lacks; the `tf.Variable` under the weight (`weight.value`) has it and is the weight's
+    storage, so the update is applied to that (slots named `layer/kernel/RMSProp` as in
+    TF1). Builder modules of methods make plain `tf.Variable`s (constructs/layer_methods.py)."""
+    if not optimizer_table().get(node.cls, {}).get("v1_slots"):
+        return False
+    return any(isinstance(n, LayerNode) and n.weights and not (isinstance(n, BuilderModule) and n.method_of is not None)
+               for n in program.nodes)
 
 
 def build(builder, s: Statement) -> bool:

@@ -63,17 +63,23 @@ def restructure(module: cst.Module, path: str, wrapper: MetadataWrapper | None =
     A module whose script builds a model's graph by calling a method after its
     construction is read with the call in `__init__` first (host_builds), a class
     with a plain base of the file with the base folded in (class_bases); its
-    refusal gives way to the reading of the module as written."""
+    refusal gives way to the reading of the module as written, unless that refuses too:
+    the class's reading then names the construct that stopped it."""
     based = class_bases.folded(module)
     built = host_builds.moved(based or module) or based
+    as_built = None
     if built is not None:
-        shaped = statement_forms.restructured(built, lambda plain: _restructure(plain, AnalysisWrapper(plain)))
-        if shaped.new_module is not None:
-            return shaped
+        as_built = statement_forms.restructured(built, lambda plain: _restructure(plain, AnalysisWrapper(plain)))
+        if as_built.new_module is not None:
+            return as_built
     shaped = statement_forms.restructured(
         module, lambda plain: _restructure(plain, AnalysisWrapper(plain)) if plain is not module
         else _restructure(module, wrapper or AnalysisWrapper(module), renames=renames or {}))
-    return shaped if built is not None or shaped.new_module is not None else _apart(module, shaped)
+    if shaped.new_module is not None:
+        return shaped
+    if as_built is not None and not as_built.no_session:
+        return as_built
+    return shaped if built is not None else _apart(module, shaped)
 
 
 def _apart(module: cst.Module, shaped: Restructured) -> Restructured:

@@ -13,7 +13,7 @@ from typing import Any, cast
 
 import libcst as cst
 
-from tf1gradfix.constructs import gradient_calls, graph_collections, placeholders, var_lists
+from tf1gradfix.constructs import gradient_calls, graph_collections, optimizers, placeholders, var_lists
 from tf1gradfix.constructs.optimizers import optimizer_table
 from tf1gradfix.cst.syntax import loads, matches
 from tf1gradfix.model.program import Program
@@ -89,7 +89,10 @@ class Updates:
         applied = self._learning_rate(opt, opt_name) + self._build_shared(opt, opt_name)
         kept = "  # tf1gradfix: ignore[TFG204] a v1 optimizer, updating when called" if self.state.kept(opt) else ""
         grad = f"{self.tf}.convert_to_tensor(g)" if dense else "g"
-        applied.append(f"{opt_name}.apply_gradients([({grad}, v) for g, v in {pairs} if g is not None]){kept}")
+        # (a kept v1 optimizer's slots are made from the tf.Variable under a Keras weight: constructs/optimizers.py)
+        weight = f"v.value if isinstance(v, {self.tf}.keras.Variable) else v" \
+            if optimizers.slots_of_keras_weights(self.p, opt) else "v"
+        applied.append(f"{opt_name}.apply_gradients([({grad}, {weight}) for g, v in {pairs} if g is not None]){kept}")
         if node.step is not None:   # v1 counts an update after applying it
             applied.append(f"{node.step}.assign_add(1)")
         if rank is not None and updates is not None:
