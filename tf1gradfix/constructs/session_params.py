@@ -90,6 +90,9 @@ def session_parameters(module: cst.Module, cls: cst.ClassDef, host, sessions: se
     functions = {s.name.value: (s, 0) for s in module.body if isinstance(s, cst.FunctionDef)}
     functions.update({s.name.value: (s, 1) for s in cls.body.body
                       if isinstance(s, cst.FunctionDef) and s.name.value != "__init__"})
+    init = next((s for s in cls.body.body if isinstance(s, cst.FunctionDef) and s.name.value == "__init__"), None)
+    if init is not None:   # (the class constructed with the session: `Model(sess, ...)`)
+        functions[cls.name.value] = (init, 1)
     calls: list[tuple[cst.Call, str]] = []
     called: set[int] = set()
     references: list[cst.Name] = []
@@ -117,6 +120,22 @@ def session_parameters(module: cst.Module, cls: cst.ClassDef, host, sessions: se
         if ref.value in changed and id(ref) not in called and not _defines(ref, functions):
             raise Refusal.of(ref, "session_param_other_use", name=ref.value)
     return found
+
+
+def kept_sessions(program, param: str | None) -> set[str]:
+    """The names `__init__` keeps the session it receives in (`self.sess = sess`, read as
+    `sess_2 = sess`): they hold the session, and their statements go with the parameter."""
+    if param is None:
+        return set()
+    kept = set()
+    for item in program.items:
+        small = item.stmt.body[0] if isinstance(item.stmt, cst.SimpleStatementLine) and len(item.stmt.body) == 1 else None
+        if item.node is None and isinstance(small, cst.Assign) and len(small.targets) == 1 \
+                and isinstance(small.targets[0].target, cst.Name) and isinstance(small.value, cst.Name) \
+                and small.value.value == param:
+            kept.add(small.targets[0].target.value)
+            item.drop = True
+    return kept
 
 
 def _defines(name: cst.Name, functions) -> bool:

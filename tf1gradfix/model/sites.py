@@ -214,6 +214,12 @@ class HostScan(FetchesAndFeeds):
         func = call.func
         if not isinstance(func, cst.Attribute):
             return False
+        if func.attr.value == "run" and isinstance(func.value, cst.Call) \
+                and matches(self.meta.names.qualified(func.value.func), "initializers"):
+            # `tf.global_variables_initializer().run()` in host code: the default session's run of it
+            self._check_session_kw(call, ("feed_dict", "session"))
+            self._add_site(call, func.value, arg(call, 0, "feed_dict"))
+            return True
         held = self.host is not None and isinstance(func.value, cst.Attribute) \
             and func.value.attr.value in self.host.session_attributes   # `self.sess.run(...)`
         if not isinstance(func.value, cst.Name) and not held:
