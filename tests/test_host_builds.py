@@ -67,3 +67,13 @@ def test_two_classes_each_built_after_construction():
     code = out.code
     assert code.count("self.build()") == 1 and code.count("self.grow()") == 1
     assert "net.build()" not in code and "head.grow()" not in code
+
+
+def test_a_method_running_the_graph_ends_the_build_calls():
+    """`gan.build_model()` then `gan.train()`: train runs the session, so it is the script's
+    training, left where it is, and the calls before it still end `__init__`."""
+    source = CLASS.replace("    def grow(self):\n        self.y = self.x * 2.0\n",
+                           "    def fit(self, ):\n        tf.global_variables_initializer().run()\n")
+    out = moved(cst.parse_module(source + "net = Net(3)\nnet.build()\nnet.fit()\n"))
+    assert out is not None
+    assert "        self.build()\n" in out.code and "self.fit()" not in out.code and "net.fit()\n" in out.code

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from tf1gradfix.constructs.unbuilt_methods import RUNS
 from tf1gradfix.cst.walk import walk
 
 
@@ -57,7 +58,7 @@ def _site(module: cst.Module, name: str, cls: cst.ClassDef):
             for after in body[i + 1:]:
                 method = _build_call(after, instance)
                 if method is None or method not in methods or method == "__init__" or \
-                        not _no_parameters(methods[method]):
+                        not _no_parameters(methods[method]) or _runs(methods[method]):
                     break
                 calls.append(method)
             return (block, i, calls, cls) if calls else None
@@ -115,6 +116,13 @@ class _Swap(cst.CSTTransformer):
 
     def on_leave(self, original_node, updated_node):
         return self.by_id.get(id(original_node), updated_node)
+
+
+def _runs(method: cst.FunctionDef) -> bool:
+    """Does the method run the graph (`self.sess.run(...)`, `op.run()`, `t.eval()`)? It is then
+    the script's training or evaluation, not a part of the build."""
+    return any(type(n) is cst.Call and isinstance(n.func, cst.Attribute) and n.func.attr.value in RUNS
+               for n in walk(method.body))
 
 
 def _init(cls: cst.ClassDef) -> cst.FunctionDef | None:
