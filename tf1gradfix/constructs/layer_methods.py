@@ -161,11 +161,11 @@ def _made_calls(node: BuilderModule):
     return node.method_calls if node.scope_parameter is not None else node.method_calls[:1]
 
 
-def listed(node: BuilderModule, prefix: str, before: int) -> list[tuple[int, str]]:
-    """(node index, `self.made[...]`) of its variables made before node `before` whose
-    name starts with `prefix` (a collection's scope)."""
-    return [(index, key(node, v[1], scope)) for index, scope, _ in _made_calls(node) if index < before
-            for v in node.variables if f"{scope}/{v[1]}".startswith(prefix)]
+def listed(node: BuilderModule, prefix: str, before: int) -> list[tuple[int, str, str]]:
+    """(node index, `self.made[...]`, TF1's `v.name`) of its variables made before node
+    `before` whose name starts with `prefix` (a collection's scope)."""
+    return [(index, key(node, v[1], scope), f"{scope}/{v[1]}:0") for index, scope, _ in _made_calls(node)
+            if index < before for v in node.variables if f"{scope}/{v[1]}".startswith(prefix)]
 
 
 @dataclass

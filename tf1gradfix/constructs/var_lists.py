@@ -138,7 +138,8 @@ def _collection(program, call: cst.Call, q, before: int, qualified, layers: bool
                  or isinstance(n, (BuilderModule, Layer, LayerLoop))]
     for node in variables:
         if isinstance(node, BuilderModule) and node.method_of is not None:   # (each scope it was called with)
-            scoped += [(index, Listed(node.index, text=text)) for index, text in layer_methods.listed(node, prefix, before)]
+            scoped += [(index, Listed(node.index, tf1=tf1, text=text))
+                       for index, text, tf1 in layer_methods.listed(node, prefix, before)]
             continue
         if isinstance(node, BuilderModule) and node.scope is None and node.scope_parameter is None:
             if prefix:   # (no scope of its own: its layers are named dense, dense_1, ... at the top)
