@@ -258,12 +258,13 @@ class ProgramRewrite(ModuleEdits):
                 statements = model_classes.host_statements(self.module, cls, self.plan)
                 layer_made = layer_methods.prepared(program, builder.class_layers, statements)
                 nested = nested_sessions(statements, program, self.meta, builder)
-                params = session_params.session_parameters(self.module, cls, statements, program.sessions)
-                received = session_params.kept_sessions(program, params.removed_params.get(model_classes.init_of(cls)))
+                received = session_params.session_parameters(self.module, cls, statements, program.sessions)
+                keeping = session_params.kept_sessions(program, received.removed_params.get(
+                    cast(cst.FunctionDef, model_classes.init_of(cls))))
                 host = model_classes.ClassHost(   # (`__init__` keeping a session it is given: `self.sess = sess`)
                     statements, [it.stmt for it in program.items if it.node is None and not it.drop], init_sessions,
-                    self.plan.graph_attributes(program.final), self.plan.session_attributes(init_sessions | received),
-                    params)
+                    self.plan.graph_attributes(program.final), self.plan.session_attributes(init_sessions | keeping),
+                    received)
                 # (methods and attributes; `tf.Module`'s own are checked where they are named)
                 self.taken |= self.plan.members - model_classes.vanishing(self.plan, program) - builders.MODULE_ATTRIBUTES
             scan = HostScan(program, self.meta, nested, host)
@@ -369,8 +370,9 @@ class ProgramRewrite(ModuleEdits):
             # the session it was given goes: session_params)
             initializers = builder.class_initializers.edits(lambda call: state.initializer(call)[0])
             replacements.update(initializers)
-            given = edits.get(owner.params, owner.params)
-            params = given.visit(Replace(initializers)) if initializers else given if given is not owner.params else None
+            given = cast(cst.Parameters, edits.get(owner.params, owner.params))
+            params = cast("cst.Parameters | None", given.visit(Replace(initializers)) if initializers
+                          else given if given is not owner.params else None)
             # (its attribute names, refused before the class is written)
             chosen = class_names(self.plan, owner, init_body, cast("list[cst.FunctionDef]", methods), bool(layered),
                                  frozenset(model_classes.set_after_init(cls, self.plan)))
