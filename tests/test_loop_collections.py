@@ -186,6 +186,8 @@ ROWS = [   # (table row, its call as a test writes it, input rank, settings)
     ("tensorflow.contrib.layers.batch_norm", "tf.contrib.layers.batch_norm", 4, "center=False, scale=True"),
     ("tensorflow.contrib.layers.batch_norm", "tf.contrib.layers.batch_norm", 4, "scale=True"),
     ("tensorflow.contrib.layers.batch_norm", "tf.contrib.layers.batch_norm", 2, "scale=True"),
+    ("tensorflow.layers.conv2d_transpose", "tf.layers.conv2d_transpose", 4, "filters=2, kernel_size=2"),
+    ("tensorflow.layers.conv2d_transpose", "tf.layers.conv2d_transpose", 4, "filters=2, kernel_size=2, use_bias=False"),
 ]
 
 

@@ -182,9 +182,10 @@ def constructor_lines(node: BuilderModule, layer_text, column: int) -> str:
     return lines
 
 
-def called(stmt: cst.BaseStatement, node: BuilderModule, layer_text=None) -> cst.BaseStatement:
+def called(stmt: cst.BaseStatement, node: BuilderModule, layer_text=None, func_of=None) -> cst.BaseStatement:
     """The statement with each layer call written as a call of the module's layer (made
-    on the call: `self.layer(kind, make, ...)`, builder_loops; `layer_text` writes the layer)."""
+    on the call: `self.layer(kind, make, ...)`, builder_loops; `layer_text` writes the layer;
+    `func_of(site)`: where another class keeps it, a model class's `self.made[...]`)."""
     by_call = {site.call: site for site in node.layers}
     if not any(c in by_call for c in _calls(stmt)):
         return stmt
@@ -201,7 +202,7 @@ def called(stmt: cst.BaseStatement, node: BuilderModule, layer_text=None) -> cst
                     cst.SimpleWhitespace(""), cst.SimpleWhitespace(""))))
             args = [a.with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))) for a in args[:-1]] + args[-1:]
             func = builder_loops.layer_of(site, layer_text) if node.made_on_call \
-                else cst.Attribute(cst.Name("self"), cst.Name(site.attribute))
+                else func_of(site) if func_of is not None else cst.Attribute(cst.Name("self"), cst.Name(site.attribute))
             return updated.with_changes(func=func, args=args, whitespace_after_func=cst.SimpleWhitespace(""),
                                         whitespace_before_args=cst.SimpleWhitespace(""))
 

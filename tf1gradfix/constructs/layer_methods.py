@@ -25,7 +25,8 @@ from typing import cast
 
 import libcst as cst
 
-from tf1gradfix.constructs.layers import symbol_of
+from tf1gradfix.constructs import builder_layers
+from tf1gradfix.constructs.layers import name_param, symbol_of
 from tf1gradfix.cst import layout
 from tf1gradfix.cst.syntax import (Refusal, bound_args, bound_names, free_names, is_docstring, literal_string, loads,
                                    names_as_attributes)
@@ -117,9 +118,9 @@ class ClassLayers:
                 normalizing = next((site for site in node.layers if site.row.get("statistics")), None)
                 if normalizing is not None:   # (builder_statistics follows calls of a builder function only)
                     raise Refusal.of(normalizing.call, "builder_layer_statistics", api=symbol_of(normalizing.row))
-                if node.layers:   # (methods() writes the variables of `tf.get_variable` only)
-                    raise Refusal.of(node.layers[0].call, "layer_method_layers", method=method,
-                                     api=symbol_of(node.layers[0].row))
+                unlisted = next((site for site in node.layers if _weights_of(site) is None), None)
+                if unlisted is not None:   # (its weights' names and order are not in layers.toml)
+                    raise Refusal.of(unlisted.call, "layer_method_layers", method=method, api=symbol_of(unlisted.row))
                 clash = {MADE, variables_method(method)} & self.taken
                 if clash:
                     raise Refusal.of(call, "class_attribute_clash", attr=sorted(clash)[0])
@@ -150,10 +151,29 @@ def key(node: BuilderModule, label: str, scope: str | None = None, holder: str =
 
 
 def variables_text(node: BuilderModule, single: bool) -> str:
-    """Its variables in the order TF1 made them (`single`: the class's only layer method making any)."""
-    if single:
+    """Its variables in the order TF1 made them (`single`: the class's only layer method making any;
+    `self.made` then holds nothing else, unless it holds layers)."""
+    if single and not node.layers:
         return f"*{MADE}.values()"
-    return ", ".join(key(node, v[1], scope) for _, scope, _ in _made_calls(node) for v in node.variables)
+    return ", ".join(text for _, scope, _ in _made_calls(node) for text, _ in _made(node, scope))
+
+
+def _made(node: BuilderModule, scope: str) -> list[tuple[str, str]]:
+    """(how the model reads it, TF1's `v.name`) of what the method makes under `scope`, in
+    TF1's order: its `tf.get_variable`s and its layers' weights, statement by statement."""
+    at = {id(s): i for i, s in enumerate(node.inner)}
+    made = [(at[id(v[4])], 0, key(node, v[1], scope), f"{scope}/{v[1]}:0") for v in node.variables]
+    for k, site in enumerate(node.layers):
+        made += [(site.at, 1 + k, f"{key(node, site.label, scope)}.{weight}", f"{scope}/{site.label}/{leaf}:0")
+                 for weight, leaf in cast("list[tuple[str, str]]", _weights_of(site))]
+    return [(text, tf1) for *_, text, tf1 in sorted(made, key=lambda m: m[:2])]
+
+
+def _weights_of(site) -> list[tuple[str, str]] | None:
+    """A layer's trainable weights (Keras attribute, TF1's last name), None where not known
+    or where the call sets `trainable` (var_lists.py reads the same table)."""
+    from tf1gradfix.constructs.var_lists import weights_of   # (var_lists reads this module)
+    return None if "trainable" in site.bound else weights_of(site.row, site.bound)
 
 
 def _made_calls(node: BuilderModule):
@@ -164,8 +184,8 @@ def _made_calls(node: BuilderModule):
 def listed(node: BuilderModule, prefix: str, before: int) -> list[tuple[int, str, str]]:
     """(node index, `self.made[...]`, TF1's `v.name`) of its variables made before node
     `before` whose name starts with `prefix` (a collection's scope)."""
-    return [(index, key(node, v[1], scope), f"{scope}/{v[1]}:0") for index, scope, _ in _made_calls(node)
-            if index < before for v in node.variables if f"{scope}/{v[1]}".startswith(prefix)]
+    return [(index, text, tf1) for index, scope, _ in _made_calls(node) if index < before
+            for text, tf1 in _made(node, scope) if tf1.startswith(prefix)]
 
 
 @dataclass
@@ -237,9 +257,12 @@ def _read(method: cst.FunctionDef, attributes: dict[str, str]) -> dict[str, str]
 
 
 def methods(node: BuilderModule, method: cst.FunctionDef, attributes: dict[str, str], tf: str,
-            initial_value) -> list[cst.FunctionDef]:
+            initial_value, layer_text=None) -> list[cst.FunctionDef]:
     """The method reading its variables from `self.made`, and the method making one
-    scope's (`_build_net_variables`); `__init__`'s names read back as attributes."""
+    scope's (`_build_net_variables`); `__init__`'s names read back as attributes. Its
+    `tf.layers` calls: Keras layers kept in `self.made` by "SCOPE/name" too, made with
+    the variables and called under `tf.keras.name_scope(SCOPE)`, so that they build on
+    their first call with TF1's names (`layer_text`: a layer's constructor, emit.state)."""
     attributes = _read(method, attributes)
     self_name = cast(str, node.method_of)
     shaping = set().union(*(set(loads(v[2])) for v in node.variables))
@@ -247,8 +270,12 @@ def methods(node: BuilderModule, method: cst.FunctionDef, attributes: dict[str, 
     name_of = (lambda label: f'f"{{{node.scope_parameter}}}/{label}"') if node.scope_parameter else \
         (lambda label: f'"{node.scope}/{label}"')
     holder = f"{self_name}.{MADE}"
-    lines = [f"{key(node, label, holder=holder)} = {tf}.Variable({initial_value(call, bound)}, name={name_of(label)})"
-             for _, label, call, bound, _ in node.variables]
+    at = {id(stmt): i for i, stmt in enumerate(node.inner)}
+    made = [(at[id(v[4])], 0, f"{key(node, v[1], holder=holder)} = {tf}.Variable({initial_value(v[2], v[3])}, "
+                                f"name={name_of(v[1])})") for v in node.variables]
+    made += [(site.at, 1 + k, f"{key(node, site.label, holder=holder)} = {_layer(site, layer_text)}")
+             for k, site in enumerate(node.layers)]
+    lines = [line for *_, line in sorted(made, key=lambda m: m[:2])]
     head = cst.Module([]).code_for_node(method.with_changes(
         name=cst.Name(variables_method(method.name.value)), decorators=[], leading_lines=[],
         params=method.params.with_changes(params=[method.params.params[0], *params]),
@@ -257,20 +284,36 @@ def methods(node: BuilderModule, method: cst.FunctionDef, attributes: dict[str, 
     text = head + "\n    " + doc + "\n" + "".join("    " + layout.fit(ln, 8).replace("\n", "\n    ") + "\n" for ln in lines)
     making = cast(cst.FunctionDef, cst.parse_statement(text))
     making = making.with_changes(body=names_as_attributes(making.body, attributes, self_name))
-    made = {id(v[4]): v for v in node.variables}
+    by_stmt = {id(v[4]): v for v in node.variables}
     body = list(method.body.body)
     docstring = body[:1] if body and is_docstring(body[0]) else []
     inner = []
     for stmt in node.inner:
-        if id(stmt) in made:
-            local, label = made[id(stmt)][0], made[id(stmt)][1]
+        if id(stmt) in by_stmt:
+            local, label = by_stmt[id(stmt)][0], by_stmt[id(stmt)][1]
             stmt = stmt.with_changes(body=[cast(cst.SimpleStatementLine, cst.parse_statement(
                 f"{local} = {key(node, label, holder=holder)}\n")).body[0]])
-        inner.append(stmt)
-    inner = layout.refit_body(list(node.inner), inner, 8)
+        elif node.layers:
+            stmt = builder_layers.called(stmt, node, func_of=lambda site: cst.parse_expression(
+                key(node, site.label, holder=holder)))
+        if id(stmt) not in {id(d) for d in node.dropped}:
+            inner.append(stmt)
+    inner = layout.refit_body([s for s in node.inner if id(s) not in {id(d) for d in node.dropped}], inner,
+                              12 if node.layers else 8)
+    if node.layers:   # (the layers build on their first call, named under the scope)
+        scope = node.scope_parameter if node.scope_parameter is not None else f'"{node.scope}"'
+        inner = builder_layers.in_name_scope(inner, scope, tf)
     reading = method.with_changes(body=names_as_attributes(method.body.with_changes(body=[*docstring, *inner]),
                                                            attributes, self_name))
     return [reading, making.with_changes(leading_lines=[cst.EmptyLine(indent=False)])]
+
+
+def _layer(site, layer_text) -> str:
+    """A Keras layer's constructor named as TF1 named the layer in its scope."""
+    text = layer_text(site.row, site.call, site.bound, site.helper)
+    if name_param(site.row) not in site.bound:   # (Keras counts automatic names over the whole program)
+        text = text[:-1] + ("" if text.endswith("()") else ", ") + f'name="{site.label}")'
+    return text
 
 
 def reattributed(method: cst.FunctionDef, attributes: dict[str, str], self_name: str) -> cst.FunctionDef:

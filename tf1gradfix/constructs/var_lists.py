@@ -198,6 +198,11 @@ def _weights(row: dict, bound: Bound, which: str = "trainable") -> list[tuple[st
     return out + ([(name, name) for name in row.get("statistics_variables", ())] if which == "global" else [])
 
 
+def weights_of(row: dict, bound: Bound) -> list[tuple[str, str]] | None:
+    """A layer's trainable weights (the Keras attribute, TF1's last name) in TF1's order."""
+    return _weights(row, bound)
+
+
 def _setting(row: dict, bound: Bound, setting: str) -> bool:
     """The Keras setting (`use_bias`) a layer call gives: its own argument, another written as
     it (contrib's `biases_initializer=None`: `values`), the row's default, else Keras's True."""

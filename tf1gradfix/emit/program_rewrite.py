@@ -359,7 +359,7 @@ class ProgramRewrite(ModuleEdits):
             init_body = assembler.body([], moved, owner)
             methods = [s for text in texts for s in cst.parse_module(text + "\n").body]
             layered = {s.name.value: layer_methods.methods(layer_made.nodes[s.name.value], s, self.plan.attributes, alias,
-                                                           state.builder_variable)
+                                                           state.builder_variable, state.layer_constructor)
                        if s.name.value in layer_made.nodes else [layer_methods.reattributed(s, self.plan.attributes, self.plan.self_name)]
                        for s in cls.body.body if isinstance(s, cst.FunctionDef)
                        and (s.name.value in self.plan.layered or s.name.value in layer_made.nodes)}
