@@ -205,7 +205,7 @@ def test_each_rows_variables_are_listed_in_tf1s_order():
         row = layers.layer_table()[q]
         call = cst.parse_expression(f"f(x, {text})")
         bound = bound_args(call, row["params"], call)
-        trainable, every = ([leaf for _, leaf in var_lists._weights(row, bound, which) or ()] for which in ("trainable", "global"))
+        trainable, every = ([leaf for _, leaf in layers.layer_weights(row, bound, which) or ()] for which in ("trainable", "global"))
         if row.get("unordered") and len([w for w in trainable if w in row["unordered"]]) > 1:
             continue
         assert got[str(k)] == [trainable, every], (q, text)

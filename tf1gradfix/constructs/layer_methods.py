@@ -26,7 +26,7 @@ from typing import cast
 import libcst as cst
 
 from tf1gradfix.constructs import builder_layers
-from tf1gradfix.constructs.layers import name_param, symbol_of
+from tf1gradfix.constructs.layers import layer_weights, name_param, symbol_of
 from tf1gradfix.cst import layout
 from tf1gradfix.cst.syntax import (Refusal, bound_args, bound_names, free_names, is_docstring, literal_string, loads,
                                    names_as_attributes)
@@ -172,8 +172,7 @@ def _made(node: BuilderModule, scope: str) -> list[tuple[str, str]]:
 def _weights_of(site) -> list[tuple[str, str]] | None:
     """A layer's trainable weights (Keras attribute, TF1's last name), None where not known
     or where the call sets `trainable` (var_lists.py reads the same table)."""
-    from tf1gradfix.constructs.var_lists import weights_of   # (var_lists reads this module)
-    return None if "trainable" in site.bound else weights_of(site.row, site.bound)
+    return None if "trainable" in site.bound else layer_weights(site.row, site.bound)
 
 
 def _made_calls(node: BuilderModule):

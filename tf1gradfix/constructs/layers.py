@@ -289,3 +289,32 @@ def check_layer_arguments(row: dict, call: cst.Call, bound: dict, qualified, cod
                 raise Refusal.of(init, "layer_initializer_form")
             if check_initializer(qualified, code, init) is not None:
                 raise Refusal.of(init, "layer_initializer_dtype")
+
+
+def layer_weights(row: dict, bound, which: str = "trainable") -> list[tuple[str, str]] | None:
+    """The variables a layer makes, in TF1's order (layers.toml `variables`): (the Keras layer's
+    attribute, TF1's last name: contrib's `weights` is Keras's `kernel`), those a setting turns
+    off left out (`present`: `use_bias`, `center`, `scale`), the moving statistics last in the
+    global collection; None where the table does not list them."""
+    if not row["weights"]:
+        return []
+    names = row.get("variables")
+    if names is None:
+        return None
+    leaves = dict(names) if isinstance(names, dict) else {name: name for name in names}
+    present = row.get("present", {})
+    out = [(weight, leaf) for weight, leaf in leaves.items() if weight not in present or _setting(row, bound, present[weight])]
+    return out + ([(name, name) for name in row.get("statistics_variables", ())] if which == "global" else [])
+
+
+def _setting(row: dict, bound, setting: str) -> bool:
+    """The Keras setting (`use_bias`) a layer call gives: its own argument, another written as
+    it (contrib's `biases_initializer=None`: `values`), the row's default, else Keras's True."""
+    param = next((p for p, keras in row.get("rename", {}).items() if keras == setting), setting)
+    if param in bound:
+        return literal_bool(bound[param], param) is not False
+    for other, written in row.get("values", {}).items():
+        text = written.get(cst.Module([]).code_for_node(bound[other])) if other in bound else None
+        if text is not None and text.startswith(setting + "="):
+            return text == f"{setting}=True"
+    return row.get("defaults", {}).get(param, "True") == "True"

@@ -113,7 +113,7 @@ def _collection(program, call: cst.Call, q, before: int, qualified, layers: bool
     if extra or len(call.args) > 2:
         raise Refusal.of(call, "collection_arguments")
     for n in program.nodes[:before]:
-        if isinstance(n, Layer) and not isinstance(n, RnnCell) and not (layers and _weights(n.row, n.bound) is not None) \
+        if isinstance(n, Layer) and not isinstance(n, RnnCell) and not (layers and layer_rows.layer_weights(n.row, n.bound) is not None) \
                 or isinstance(n, RnnCell) and not layers:
             raise Refusal.of(call, "collection_with_layers")
         if isinstance(n, LayerLoop):
@@ -182,46 +182,12 @@ def _collection(program, call: cst.Call, q, before: int, qualified, layers: bool
     return chosen
 
 
-def _weights(row: dict, bound: Bound, which: str = "trainable") -> list[tuple[str, str]] | None:
-    """The variables a layer makes, in TF1's order (layers.toml `variables`): (the Keras layer's
-    attribute, TF1's last name: contrib's `weights` is Keras's `kernel`), those a setting turns
-    off left out (`present`: `use_bias`, `center`, `scale`), the moving statistics last in the
-    global collection; None where the table does not list them."""
-    if not row["weights"]:
-        return []
-    names = row.get("variables")
-    if names is None:
-        return None
-    leaves = dict(names) if isinstance(names, dict) else {name: name for name in names}
-    present = row.get("present", {})
-    out = [(weight, leaf) for weight, leaf in leaves.items() if weight not in present or _setting(row, bound, present[weight])]
-    return out + ([(name, name) for name in row.get("statistics_variables", ())] if which == "global" else [])
-
-
-def weights_of(row: dict, bound: Bound) -> list[tuple[str, str]] | None:
-    """A layer's trainable weights (the Keras attribute, TF1's last name) in TF1's order."""
-    return _weights(row, bound)
-
-
-def _setting(row: dict, bound: Bound, setting: str) -> bool:
-    """The Keras setting (`use_bias`) a layer call gives: its own argument, another written as
-    it (contrib's `biases_initializer=None`: `values`), the row's default, else Keras's True."""
-    param = next((p for p, keras in row.get("rename", {}).items() if keras == setting), setting)
-    if param in bound:
-        return literal_bool(bound[param], param) is not False
-    for other, written in row.get("values", {}).items():
-        text = written.get(cst.Module([]).code_for_node(bound[other])) if other in bound else None
-        if text is not None and text.startswith(setting + "="):
-            return text == f"{setting}=True"
-    return row.get("defaults", {}).get(param, "True") == "True"
-
-
 def _layer_listed(index: int, row: dict, bound: Bound, full: str, which: str, prefix: str, call: cst.CSTNode,
                   site: LayerSite | None = None, iteration: int = 0) -> list[Listed]:
     """The weights of the layer TF1 named `full` under the scope `prefix` (Keras 3 names each
     `kernel`); Refusal where TF1's order of them is not known (`unordered`)."""
     out = [Listed(index, weight, f"{full}/{leaf}:0", weight, site=site, iteration=iteration)
-           for weight, leaf in _weights(row, bound, which) or () if f"{full}/{leaf}".startswith(prefix)]
+           for weight, leaf in layer_rows.layer_weights(row, bound, which) or () if f"{full}/{leaf}".startswith(prefix)]
     unordered = [e.weight for e in out if e.weight in row.get("unordered", ())]
     if len(unordered) > 1:
         raise Refusal.of(call, "collection_weights_order", layer=full, weights=", ".join(f"`{w}`" for w in unordered))
@@ -234,7 +200,7 @@ def _check_loop(node: LayerLoop, layers: bool, call: cst.CSTNode) -> None:
     for site in node.sites:
         if not site.row["weights"]:
             continue
-        if not layers or _weights(site.row, site.bound) is None:
+        if not layers or layer_rows.layer_weights(site.row, site.bound) is None:
             raise Refusal.of(call, "collection_with_layers")
         if node.runs is None or len(site.tf1_names) != node.runs:
             raise Refusal.of(call, "collection_loop_layers_unnamed", api=layer_rows.symbol_of(site.row))
@@ -299,7 +265,7 @@ def _builder_entries(program, entry: Listed) -> list[Listed] | None:
     made = [(at[id(v[4])], 0, Listed(node.index, None, f"{node.scope}/{v[1]}:0", None, f"{node.var}.{builders.attribute_name(v[0])}"))
             for v in node.variables]
     for k, site in enumerate(node.layers):
-        weights = _weights(site.row, site.bound)
+        weights = layer_rows.layer_weights(site.row, site.bound)
         if weights is None or any(w in site.row.get("unordered", ()) for w, _ in weights[1:]) or "trainable" in site.bound:
             return None
         made += [(site.at, 1 + k, Listed(node.index, None, f"{node.scope}/{site.label}/{leaf}:0", weight,
