@@ -124,6 +124,7 @@ def test_a_pair_past_the_trace_cap_is_not_equivalent_and_its_folder_is_removed(t
     assert result.verdict == "NOT_COMPARABLE", result.reason
     assert "reached the 300,000 bytes cap at training step" in result.reason, result.reason
     assert "not compared" in result.reason
+    assert set(result.to_json()["trace_cap"]) == {"original", "migrated"}
     for role in ("original", "migrated"):
         events = kept / f"{role}.events.jsonl"
         assert events.stat().st_size <= 300_000

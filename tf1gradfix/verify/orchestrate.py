@@ -47,6 +47,7 @@ class VerifyResult:
     legacy: list = field(default_factory=list)   # the original's legacy training bugs, with what its run showed
     lockstep: lockstep.LockstepResult | None = None  # the second, lockstep run (lockstep.py), when one was made
     budget: dict | None = None      # the --steps cut (budget.of_run); None when the programs ran whole
+    trace_cap: dict | None = None   # role -> {steps, cap, why} of a side whose recording stopped (trace_cap.py)
 
     @property
     def headline(self) -> str:
@@ -71,7 +72,7 @@ class VerifyResult:
             "random_numbers": self.random_numbers, "functions": self.functions,
             "proved_by": lockstep.proved_by(self),
             "lockstep": self.lockstep.to_json() if self.lockstep else None,
-            "budget": self.budget, "headline": self.headline,
+            "budget": self.budget, "headline": self.headline, "trace_cap": self.trace_cap,
             "legacy_training_bugs": self.legacy,
         }
 
@@ -147,6 +148,8 @@ def _past_trace_cap(result: VerifyResult, ev: dict) -> None:
     cut_short = trace_cap.uncompared(ev, result.comparison.steps if result.comparison else None)
     if cut_short is None:
         return
+    result.trace_cap = {role: {k: mark[k] for k in ("steps", "cap", "why")}
+                        for role, mark in ((r, trace_cap.marker(e)) for r, e in ev.items()) if mark is not None}
     if result.verdict == EQUIVALENT:
         result.verdict, result.reason = NOT_COMPARABLE, f"{result.reason}, but {cut_short}"
     else:
