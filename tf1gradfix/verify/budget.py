@@ -25,7 +25,7 @@ import os
 import re
 import shutil
 
-from tf1gradfix.verify import settings
+from tf1gradfix.verify import settings, trace_cap
 
 STEPS_ENV = "TF1GRADFIX_STEPS"
 DEFAULT_REWRITE_STEPS = 100     # rewrite --verify; reasoning in TOLERANCES.md
@@ -58,9 +58,12 @@ class StepCounter:
         self.steps = 0          # training steps begun
         self.calls = 0          # runs / calls completed (used only while nothing trained)
         self.last = None        # (kind, loss) of the previous traced event outside a unit
+        self.capped = False     # the events trace reached its cap (trace_cap.py): stop at the next unit
 
     def due(self, training: bool) -> bool:
         """Must the side stop before a unit that trains (or not) begins?"""
+        if self.capped:
+            return True
         if self.limit is None:
             return False
         if self.steps:
@@ -236,7 +239,7 @@ def timed_roles(o, m, ev: dict) -> list:
 def prepare(traces: dict, finals: dict, ev: dict, timed: list) -> tuple[set, list]:
     """The sides that stopped early (cut or timeout), with finals kept only when
     both were taken at the same step; a killed side's torn last stdout line dropped."""
-    stopped = set(timed) | {r for r in traces if ended_at_cut(ev[r])}
+    stopped = set(timed) | {r for r in traces if ended_at_cut(ev[r])} | trace_cap.stopped(ev)
     notes = []
     loops = {r: [e["loop"] for e in ev[r] if e["kind"] == "cut" and "loop" in e] for r in traces}
     if loops["original"] or loops["migrated"]:

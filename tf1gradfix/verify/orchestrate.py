@@ -20,7 +20,7 @@ from pathlib import Path
 
 from tf1gradfix.verify import budget
 from tf1gradfix.verify import compare as cmp_mod
-from tf1gradfix.verify import lockstep, output_cap, side_runs
+from tf1gradfix.verify import lockstep, output_cap, side_runs, trace_cap
 from tf1gradfix.verify import aligned_random, initial_values, random_ops, stopping, usage_errors
 from tf1gradfix.verify.comparison import DEFAULT_ATOL, DEFAULT_RTOL, Comparison
 from tf1gradfix.verify.side_runs import SideResult
@@ -47,6 +47,7 @@ class VerifyResult:
     legacy: list = field(default_factory=list)   # the original's legacy training bugs, with what its run showed
     lockstep: lockstep.LockstepResult | None = None  # the second, lockstep run (lockstep.py), when one was made
     budget: dict | None = None      # the --steps cut (budget.of_run); None when the programs ran whole
+    trace_cap: dict | None = None   # role -> {steps, cap, why} of a side whose recording stopped (trace_cap.py)
 
     @property
     def headline(self) -> str:
@@ -71,7 +72,7 @@ class VerifyResult:
             "random_numbers": self.random_numbers, "functions": self.functions,
             "proved_by": lockstep.proved_by(self),
             "lockstep": self.lockstep.to_json() if self.lockstep else None,
-            "budget": self.budget, "headline": self.headline,
+            "budget": self.budget, "headline": self.headline, "trace_cap": self.trace_cap,
             "legacy_training_bugs": self.legacy,
         }
 
@@ -130,6 +131,7 @@ def verify_pair(original: Path, migrated: Path, *, rtol: float = DEFAULT_RTOL,
         past_cap = output_cap.uncompared(trace_dir) if result.verdict == EQUIVALENT else None
         if past_cap:
             result.verdict, result.reason = NOT_COMPARABLE, past_cap
+        _past_trace_cap(result, ev)
         budget.after_verdict(result, original, migrated)
         if keep_trace is not None:
             shutil.copytree(trace_dir, keep_trace, dirs_exist_ok=True)
@@ -138,6 +140,20 @@ def verify_pair(original: Path, migrated: Path, *, rtol: float = DEFAULT_RTOL,
         stopping.forget(trace_dir)
     result.elapsed = time.monotonic() - t0
     return result
+
+
+def _past_trace_cap(result: VerifyResult, ev: dict) -> None:
+    """A side whose recording stopped (trace_cap.py) leaves steps uncompared: an agreeing
+    pair is NOT_COMPARABLE, any other verdict says where the trace stopped."""
+    cut_short = trace_cap.uncompared(ev, result.comparison.steps if result.comparison else None)
+    if cut_short is None:
+        return
+    result.trace_cap = {role: {k: mark[k] for k in ("steps", "cap", "why")}
+                        for role, mark in ((r, trace_cap.marker(e)) for r, e in ev.items()) if mark is not None}
+    if result.verdict == EQUIVALENT:
+        result.verdict, result.reason = NOT_COMPARABLE, f"{result.reason}, but {cut_short}"
+    else:
+        result.reason += f"; {cut_short}"
 
 
 def _legacy_evidence(original: Path, trace_dir: str, events: list) -> list[str]:

@@ -12,8 +12,11 @@ from __future__ import annotations
 
 import os
 
+from tf1gradfix.verify import trace_cap
+
 COMPARED = 4 * 1024 * 1024    # bytes of stdout parsed for printed numbers
 STORED = 64 * 1024 * 1024     # bytes of stdout or stderr a side may write before it is stopped
+EVENTS_MARGIN = 16 * 1024 * 1024   # past the trace cap: the recorder did not stop
 ROLES = ("original", "migrated")
 
 
@@ -25,11 +28,14 @@ def _size(path: str) -> int:
 
 
 def flooded(trace_dir: str, role: str) -> str | None:
-    """The reason to stop `role` now if one of its streams passed STORED bytes, else None."""
+    """The reason to stop `role` now if one of its streams passed STORED bytes, else None.
+    (Its events trace stops itself at trace_cap's cap; past that and a margin, the recorder failed.)"""
     for stream in ("stdout", "stderr"):
         if _size(os.path.join(trace_dir, f"{role}.{stream}")) > STORED:
             return (f"stopped after writing more than {STORED >> 20} MiB to {stream} (the verifier keeps at most "
                     f"that much of a side's output)")
+    if _size(os.path.join(trace_dir, f"{role}.events.jsonl")) > trace_cap.limit() + EVENTS_MARGIN:
+        return f"stopped: its events trace went past the {trace_cap.limit():,}-byte cap"
     return None
 
 

@@ -6,8 +6,9 @@ the harness instead of the migration.  Nothing here imports TensorFlow.
 
 Trace format (all files live in TRACE_DIR):
 
-* ``<side>.events.jsonl`` -- one JSON object per line, flushed after each
-  write so that a crash or ``os._exit`` keeps everything seen so far.
+* ``<side>.events.jsonl`` -- one JSON object per line, written at once so
+  that a crash or ``os._exit`` keeps everything seen so far; at most
+  trace_cap's cap per side.
 * ``init.json`` -- the original's variable values right after
   initialization, written atomically (temp file + rename); the migrated side
   polls for it.
@@ -23,6 +24,7 @@ so values round-trip bit for bit, NaN included.
 from __future__ import annotations
 
 import base64
+import contextlib
 import itertools
 import json
 import os
@@ -36,7 +38,7 @@ import traceback
 
 import numpy as np
 
-from tf1gradfix.verify import budget, loop_cut, settings
+from tf1gradfix.verify import budget, loop_cut, settings, trace_cap
 
 SEED = 0
 INIT_FILE = "init.json"
@@ -110,21 +112,65 @@ def strip_name(name: str) -> str:
 # -- trace writer ---------------------------------------------------------
 
 class Trace:
-    """Append-only JSON-lines writer; every event is flushed immediately."""
+    """Append-only JSON-lines writer; every event is written at once (one write call).
+
+    At trace_cap's cap, or when the disk is full, it writes one `trace_cap`
+    marker with the step reached (`counter`, the runner's StepCounter) and
+    then only the end event: the program must not fail in the recorder, and
+    the counter makes the side end at its next step.
+    """
 
     def __init__(self, trace_dir: str, side: str):
         self.dir = trace_dir
         self.side = side
-        self._lock = threading.Lock()
-        self._fh = open(os.path.join(trace_dir, f"{side}.events.jsonl"), "a", encoding="utf-8")
+        self._lock = threading.RLock()
+        self._fd = os.open(os.path.join(trace_dir, f"{side}.events.jsonl"), os.O_WRONLY | os.O_CREAT | os.O_APPEND,
+                           0o644)
+        self.written = os.fstat(self._fd).st_size   # offset after the last whole line
+        self.cap = trace_cap.limit(settings.get)
+        self.counter: budget.StepCounter | None = None
+        self.capped = False
         self.seq = 0
 
     def event(self, kind: str, **payload) -> None:
         with self._lock:
+            if self.capped and kind not in trace_cap.AFTER_CUT:
+                return
             payload = {"kind": kind, "seq": self.seq, **payload}
             self.seq += 1
-            self._fh.write(json.dumps(payload) + "\n")
-            self._fh.flush()
+            line = (json.dumps(payload) + "\n").encode("utf-8")
+            if not self.capped and self.written + len(line) > self.cap - trace_cap.RESERVE:
+                self._stop_recording("cap")
+                if kind not in trace_cap.AFTER_CUT:
+                    return
+            try:
+                self._write(line)
+            except OSError as exc:
+                self._stop_recording(exc.strerror or type(exc).__name__)
+
+    def _write(self, line: bytes) -> None:
+        view = memoryview(line)
+        while view:
+            view = view[os.write(self._fd, view):]
+        self.written += len(line)
+
+    def _stop_recording(self, why: str) -> None:
+        """Write the marker (dropping the torn line a full disk left); with no room even for
+        that, leave at once with trace_cap.DISK_FULL_EXIT, for the verifier to say so."""
+        if self.capped:   # (the end event after the marker failed: the marker says it all)
+            return
+        self.capped = True
+        steps = self.counter.steps if self.counter is not None else 0
+        if self.counter is not None:
+            self.counter.capped = True
+        line = (json.dumps({"kind": trace_cap.MARKER, "seq": self.seq, "steps": steps, "cap": self.cap,
+                            "bytes": self.written, "why": why}) + "\n").encode("utf-8")
+        self.seq += 1
+        try:
+            os.ftruncate(self._fd, self.written)
+            self._write(line)
+        except OSError:
+            os._exit(trace_cap.DISK_FULL_EXIT)
 
     def write_atomic(self, filename: str, obj) -> None:
         write_json_atomic(os.path.join(self.dir, filename), obj)
@@ -296,6 +342,11 @@ def stop_here(trace, counter: budget.StepCounter, record) -> None:
     """
     import traceback
 
+    if counter.capped:   # the trace cap: its marker says where; the side ends at once, no cut event
+        record_plots(trace, final=False)
+        with contextlib.suppress(Exception):
+            record()
+        budget.leave_now(trace)
     if loop_cut.cut(counter.steps):   # the loop around this run ends; the program goes on
         trace.event("cut", steps=counter.steps, calls=counter.calls, loop=loop_cut.CUTS[-1][2])
         raise loop_cut.Cut

@@ -21,7 +21,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from tf1gradfix.verify import budget, lockstep_files, output_cap, pool, progress, stopping
+from tf1gradfix.verify import budget, lockstep_files, output_cap, pool, progress, stopping, trace_cap
 from tf1gradfix.verify.runner_common import ORIGINAL_DONE, VERIFIER_PID
 
 STDOUT_CAP = output_cap.COMPARED   # bytes of stdout parsed for printed numbers
@@ -245,6 +245,8 @@ def side_status(side: SideResult, events: list, timed_out: bool, killed: tuple[s
             side.status = "ok"
     elif not started:
         side.status, side.reason = "failed", f"the runner could not start the program (exit code {rc})"
+    elif trace_cap.disk_full_reason(rc):
+        side.status, side.reason = "failed", trace_cap.disk_full_reason(rc) or ""
     elif rc == 0:
         side.status, side.reason, side.exit_code = "ok", "left through os._exit(0)", 0
     elif rc is not None and rc < 0:
