@@ -14,6 +14,9 @@ Two measurements, under TF1 graph semantics (reference variables, as
 3. one `AdamOptimizer` applied twice in one run (`tf.group(opt.apply_gradients(a),
    opt.apply_gradients(b))`, a coupled GAN's shared weights): by how many steps do
    the optimizer's beta powers advance in a run (each apply advances them once)?
+4. hand-written backprop, `[tf.assign(w1, w1 - lr * d_w1), ..., tf.assign(w2, ...)]` with
+   `d_w1` computed through `w2`: did every assignment use gradients of the values the
+   variables had before the run ("before")?
 
 Usage: python benchmarks/train_op_order.py [SEEDS]   (about a minute for 10)
 """
@@ -155,8 +158,36 @@ def adam_applied_twice(seeds: int) -> None:
     print(f"one Adam applied twice in one run: beta powers advanced by k steps {dict(sorted(counts.items()))}")
 
 
+def hand_written_backprop(seeds: int) -> None:
+    for hidden in (30, 100):
+        counts: collections.Counter = collections.Counter()
+        for seed in range(seeds):
+            tf.reset_default_graph()
+            rs = np.random.RandomState(seed)
+            x, y = tf.placeholder(tf.float32, [None, 64]), tf.placeholder(tf.float32, [None, 10])
+            w1, w2 = tf.Variable(rs.randn(64, hidden).astype(np.float32)), tf.Variable(rs.randn(hidden, 10).astype(np.float32))
+            act1 = tf.sigmoid(tf.matmul(x, w1))
+            act2 = tf.sigmoid(tf.matmul(act1, w2))
+            d_pre2 = (act2 - y) * act2 * (1 - act2)
+            d_w2 = tf.matmul(tf.transpose(act1), d_pre2)
+            d_w1 = tf.matmul(tf.transpose(x), tf.matmul(d_pre2, tf.transpose(w2)) * act1 * (1 - act1))
+            update = [tf.assign(w1, w1 - 0.5 * d_w1), tf.assign(w2, w2 - 0.5 * d_w2)]
+            sess = tf.Session()
+            sess.run(tf.global_variables_initializer())
+            for _ in range(30):
+                feed = {x: rs.rand(10, 64), y: np.eye(10)[rs.randint(0, 10, 10)]}
+                before, grads = sess.run([w1, w2]), sess.run([d_w1, d_w2], feed)
+                sess.run(update, feed)
+                after = sess.run([w1, w2])
+                same = all(np.allclose(a, b - 0.5 * g, rtol=1e-5, atol=1e-6) for a, b, g in zip(after, before, grads))
+                counts["before" if same else "some read an assigned weight"] += 1
+            sess.close()
+        print(f"hand-written backprop, {hidden} hidden units: {dict(counts)}")
+
+
 if __name__ == "__main__":
     n = int(sys.argv[1]) if len(sys.argv) > 1 else 10
     two_train_ops(n)
     clipping(n)
     adam_applied_twice(n)
+    hand_written_backprop(n)
