@@ -15,7 +15,7 @@ import sys
 import libcst as cst
 import pytest
 
-from tf1gradfix.constructs import layers, var_lists
+from tf1gradfix.constructs import layers
 from tf1gradfix.cst.syntax import bound_args
 from tf1gradfix.emit.restructure import restructure
 
