@@ -59,7 +59,8 @@ class V1Tracer(V1Variables):
         self.draws = aligned_random.GraphDraws(trace)
         self.randomness = random_ops.GraphRandomness(self, self.draws)
         self.budget = budget.StepCounter(budget.limit_from_env())   # a training step is one run
-        trace.counter = self.budget   # (the trace cap stops the side at its next step)
+        if trace is not None:   # (the trace cap stops the side at its next step)
+            trace.counter = self.budget
         self.lockstep = lockstep_v1.StateRecorder(self, float(settings.get("TF1GRADFIX_INIT_WAIT", "300"))) \
             if lockstep_files.active() else None
 

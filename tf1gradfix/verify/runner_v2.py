@@ -81,7 +81,8 @@ class V2Tracer(V2Variables):
         self.randomness = random_ops.EagerRandomness(self)
         self.draws = aligned_random.EagerDraws(trace, self)
         self.budget = budget.StepCounter(budget.limit_from_env())
-        trace.counter = self.budget   # (the trace cap stops the side at its next step)
+        if trace is not None:   # (the trace cap stops the side at its next step)
+            trace.counter = self.budget
         self.cells = cell_weights.CellWeights()   # Keras RNN cells <-> the original cells
         self.unit = None                  # within an outermost tf.function call: has it trained yet?
         self.graph_calls = graph_calls.GraphCalls(tf, self)
