@@ -523,7 +523,7 @@ def test_rewrite_restructures_a_session_program(capsys):
         (3, "TFG401", False), (4, "TFG101", False), (5, "TFG401", False),
         (6, "TFG401", False), (7, "TFG103", False), (8, "TFG105", False),
     ]
-    assert out.splitlines()[-1] == ("1 file checked: 6 findings (3 safe, 3 proven), 6 in session programs "
+    assert out.splitlines()[-1] == ("1 file checked: 6 findings (3 safe, 3 decided by `rewrite`), 6 in session programs "
                                     "(`tf1gradfix rewrite --diff` shows what it fixes).")
     code, out, _ = run(capsys, "rewrite", "--check", "train.py")
     assert code == 1
