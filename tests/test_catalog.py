@@ -55,7 +55,8 @@ def test_most_specific_pattern_wins():
 def test_explain_shows_before_and_after():
     for rule in load().rules:
         text = render_explanation(rule.code.lower())
-        assert "Before (TF1):" in text and "After (TF2):" in text and rule.title in text
+        after = "After (TF1 that `rewrite` then restructures):" if rule.after_tf1 else "After (TF2):"
+        assert "Before (TF1):" in text and after in text and rule.title in text
     assert render_explanation("TFG000") is None
 
 

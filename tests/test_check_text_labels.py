@@ -62,13 +62,17 @@ def test_the_labels_read_what_each_run_decides(folder, capsys):
 
 
 def test_the_summary_counts_the_labels_the_lines_show(folder, capsys):
+    """`check`'s closing sentence promises no proof the lines do not: `decided by `rewrite``."""
     for argv in (("check", "."), ("rewrite", "--check", ".")):
         _, out = run(capsys, *argv)
-        # (the summary counts the rules' labels: a restructuring `rewrite` decides is a fix with proof)
-        labels = ["proven" if label == "rewrite decides" else label for *_, label in _marks(out)]
-        counted = ", ".join(f"{labels.count(label)} {label}" for label in ("safe", "proven", "manual")
-                            if label in labels)
-        assert f"{len(labels)} findings ({counted}), " in out.splitlines()[-1]
+        # (the sentence counts the labels the lines show; JSON counts the rules' labels, where
+        # a restructuring `rewrite` decides is a fix with proof)
+        shown = [label for *_, label in _marks(out)]
+        counted = ", ".join(f"{shown.count(label)} {said}" for label, said in
+                            (("safe", "safe"), ("proven", "proven"), ("manual", "manual"),
+                             ("rewrite decides", "decided by `rewrite`")) if label in shown)
+        assert f"{len(shown)} findings ({counted}), " in out.splitlines()[-1]
+        labels = ["proven" if label == "rewrite decides" else label for label in shown]
         _, document = run(capsys, *argv, "--format", "json")
         assert json.loads(document)["summary"]["labels"] == {label: labels.count(label) for label in
                                                             ("safe", "proven", "manual") if label in labels}

@@ -523,7 +523,7 @@ def test_rewrite_restructures_a_session_program(capsys):
         (3, "TFG401", False), (4, "TFG101", False), (5, "TFG401", False),
         (6, "TFG401", False), (7, "TFG103", False), (8, "TFG105", False),
     ]
-    assert out.splitlines()[-1] == ("1 file checked: 6 findings (3 safe, 3 proven), 6 in session programs "
+    assert out.splitlines()[-1] == ("1 file checked: 6 findings (3 safe, 3 decided by `rewrite`), 6 in session programs "
                                     "(`tf1gradfix rewrite --diff` shows what it fixes).")
     code, out, _ = run(capsys, "rewrite", "--check", "train.py")
     assert code == 1
@@ -878,12 +878,23 @@ def test_explain_every_code(capsys, rule):
     assert code == 0 and err == ""
     lines = out.splitlines()
     assert lines[0] == f"{rule['code']} {rule['name']}: {rule['title']}"
-    assert "Before (TF1):" in lines and "After (TF2):" in lines
-    assert lines.index("Before (TF1):") < lines.index("After (TF2):")
+    after = "After (TF1 that `rewrite` then restructures):" if rule.get("after_in") == "tf1" else "After (TF2):"
+    assert "Before (TF1):" in lines and after in lines
+    assert lines.index("Before (TF1):") < lines.index(after)
     first_before = rule["before"].strip("\n").splitlines()[0]
     first_after = rule["after"].strip("\n").splitlines()[0]
     assert "    " + first_before in lines
     assert "    " + first_after in lines
+
+
+@pytest.mark.parametrize("rule", RULES, ids=CODES)
+def test_an_example_headed_tf2_holds_no_session_code(capsys, rule):
+    """A manual rule whose fix is made in the TF1 code says so; TFG911's is TF2."""
+    _, out, _ = run(capsys, "explain", rule["code"])
+    if "After (TF2):" in out:
+        example = out.split("After (TF2):", 1)[1].split("\n\n", 1)[0]
+        assert not re.search(r"sess\.run|tf\.Session|feed_dict|tf\.placeholder", example), example
+    assert rule["code"] != "TFG911" or "After (TF2):" in out
 
 
 def test_explain_unknown_code_exits_2(capsys):

@@ -264,3 +264,25 @@ def test_a_long_generated_statement_is_split_as_black_splits_it():
     out = _rewrite(source)
     assert "    optimizer = tf.keras.optimizers.Adam(\n        learning_rate=tf.keras.optimizers.schedules" in out
     assert "    @tf.function(\n        input_signature=[\n            tf.TensorSpec(" in out
+
+
+# -- 5. nothing in a tape's block the tape need not record ------------------------
+
+def _taped_containers(out: str) -> list[str]:
+    """`edited = []` inside `with tf.GradientTape() as tape:`: an empty list, dict, tuple or set."""
+    found = []
+    for block in ast.walk(ast.parse(out)):
+        if isinstance(block, ast.With) and "GradientTape" in ast.unparse(block.items[0].context_expr):
+            found += [ast.unparse(stmt) for stmt in block.body if isinstance(stmt, ast.Assign)
+                      and isinstance(stmt.value, (ast.List, ast.Dict, ast.Tuple, ast.Set))
+                      and not getattr(stmt.value, "elts", getattr(stmt.value, "keys", None))]
+    return found
+
+
+@pytest.mark.parametrize("path,source,out", PAIRS, ids=IDS)
+def test_no_empty_container_is_made_in_a_tapes_block(path, source, out):
+    assert _taped_containers(out) == []
+
+
+def test_the_taped_container_check_finds_one():
+    assert _taped_containers("with tf.GradientTape() as tape:\n    edited = []\n    y = f(x)\n") == ["edited = []"]

@@ -31,6 +31,9 @@ def render_rules(fmt: str = "text") -> str:
     return "\n".join(f"{r.code}  {r.name:<{width}}  {FIX_MARK[r.safety]:<14}  {r.title}" for r in catalog.rules)
 
 
+AFTER_TF1 = "After (TF1 that `rewrite` then restructures):"   # (a manual rule's fix is in the TF1 code)
+
+
 def render_explanation(code: str) -> str | None:
     """A rule with its example and the refusal reasons it reports; or one reason, by id."""
     rule = load().rule(code)
@@ -47,7 +50,7 @@ def render_explanation(code: str) -> str | None:
             "Before (TF1):",
             indent(rule.before),
             "",
-            "After (TF2):",
+            AFTER_TF1 if rule.after_tf1 else "After (TF2):",
             indent(rule.after),
         ]
         + _family(rule.code)

@@ -148,6 +148,7 @@ def summarize(run: FileRun, meanwhile=()) -> dict:
     undecided = sum(f.fixed is None for f in findings)   # `check` of a session program: `rewrite` decides
     if undecided:
         summary["undecided"] = undecided
+        summary["rewrite_decides"] = sum(f.fixed is None and f.safety == "proven" for f in findings)
     if run.mode == WRITE:   # --no-verify: restructurings written without a proof, and said so
         from tf1gradfix.run.batch import restructured
 

@@ -123,7 +123,11 @@ def label_counts(findings: list[Finding]) -> dict[str, int]:
 def summary_sentence(summary: dict, verb: str) -> str:
     """`N findings (a safe, b proven, c manual), F fixed, M need manual work, ...`: the
     labels as the lines show them, then what this run did with them."""
-    labels = summary.get("labels") or {}
+    labels = dict(summary.get("labels") or {})
+    if summary.get("rewrite_decides"):   # (`check` cannot promise these a proof: the lines say so too)
+        labels["proven"] -= summary["rewrite_decides"]
+        labels = {label: n for label, n in labels.items() if n}
+        labels["decided by `rewrite`"] = summary["rewrite_decides"]
     parts = [f"{summary['findings']} finding{'s' if summary['findings'] != 1 else ''}"
              + (" (" + ", ".join(f"{n} {label}" for label, n in labels.items()) + ")" if labels else "")]
     if summary.get("fixed"):

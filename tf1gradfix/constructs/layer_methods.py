@@ -275,9 +275,11 @@ def methods(node: BuilderModule, method: cst.FunctionDef, attributes: dict[str, 
     made += [(site.at, 1 + k, f"{key(node, site.label, holder=holder)} = {_layer(site, layer_text)}")
              for k, site in enumerate(node.layers)]
     lines = [line for *_, line in sorted(made, key=lambda m: m[:2])]
+    kept = [method.params.params[0], *params]   # (the last without its comma: `def made(self):`)
+    kept[-1] = kept[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
     head = cst.Module([]).code_for_node(method.with_changes(
         name=cst.Name(variables_method(method.name.value)), decorators=[], leading_lines=[],
-        params=method.params.with_changes(params=[method.params.params[0], *params]),
+        params=method.params.with_changes(params=kept),
         body=cst.IndentedBlock([cst.SimpleStatementLine([cst.Pass()])]))).splitlines()[0]
     doc = f'"""Makes the variables `{method.name.value}` reads under a scope (TF1 made them with the graph)."""'
     text = head + "\n    " + doc + "\n" + "".join("    " + layout.fit(ln, 8).replace("\n", "\n    ") + "\n" for ln in lines)

@@ -48,6 +48,7 @@ class Rule:
     split_from: str | None = None   # the code it was part of: that code still selects and ignores it
     valid: tuple[str, ...] = ()     # programs it must not report (a stage's rule: tests run it on each)
     invalid: tuple[str, ...] = ()   # programs it must report, each once
+    after_tf1: bool = False         # `after` is TF1 the user writes so that `rewrite` restructures it
 
 
 @record(frozen=True)
@@ -164,6 +165,7 @@ def load() -> Catalog:
                 split_from=raw.get("split_from"),
                 valid=tuple(raw.get("valid", ())),
                 invalid=tuple(raw.get("invalid", ())),
+                after_tf1=raw.get("after_in") == "tf1",
             )
         )
     # Renames proven by identity (generated: the TF1 object *is* the TF2 one), then the hand table's.
