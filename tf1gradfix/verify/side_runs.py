@@ -217,6 +217,15 @@ def exception_line(tb: str) -> str:
     return lines[-1] if lines else (tb.strip().splitlines()[-1] if tb.strip() else "exception")
 
 
+def _missing_module_hint(summary: str) -> str:
+    """A program importing what this interpreter lacks: the verifier runs programs with the
+    interpreter tf1gradfix runs in, so the fix is an install there, not in the program."""
+    if not summary.startswith("ModuleNotFoundError"):
+        return ""
+    return (f" (programs are run with {sys.executable}: install what they import there; in a "
+            "pre-commit hook, in its additional_dependencies)")
+
+
 def side_status(side: SideResult, events: list, timed_out: bool, killed: tuple[str, str] | None,
                  timeout: float) -> None:
     """`killed`: (status, reason) of a side the verifier stopped, else None."""
@@ -235,7 +244,7 @@ def side_status(side: SideResult, events: list, timed_out: bool, killed: tuple[s
         if end["status"] == "error":
             error = next((e for e in reversed(events) if e["kind"] == "error"), {})
             summary = error.get("exception") or exception_line(error.get("traceback", ""))
-            side.status, side.reason = "failed", f"raised {summary}"
+            side.status, side.reason = "failed", f"raised {summary}{_missing_module_hint(summary)}"
         elif rc is not None and rc < 0:
             side.status, side.reason = "failed", f"killed by signal {-rc} after its script ended"
         elif side.exit_code:
