@@ -4,7 +4,8 @@ Both runners must seed identically, write their trace in the same format and
 run the user's script the same way, otherwise the comparison would measure
 the harness instead of the migration.  Nothing here imports TensorFlow.
 
-Trace format (all files live in TRACE_DIR):
+Trace format (init.json lives in TRACE_DIR, the rest in the side's private folder,
+each record sealed: trace_seal.py):
 
 * ``<side>.events.jsonl`` -- one JSON object per line, flushed after each
   write so that a crash or ``os._exit`` keeps everything seen so far.
@@ -36,10 +37,11 @@ import traceback
 
 import numpy as np
 
-from tf1gradfix.verify import budget, loop_cut, settings
+from tf1gradfix.verify import budget, loop_cut, settings, trace_seal
 
 SEED = 0
 INIT_FILE = "init.json"
+SHARED_FILES = {INIT_FILE}            # what a runner writes for the other side (Trace.write_atomic)
 ORIGINAL_DONE = "original.done"   # written by the orchestrator once the original has exited
 VERIFIER_PID = "TF1GRADFIX_VERIFIER_PID"   # set by the orchestrator: the runner dies with it
 PLOT_BACKEND = "tf1gradfix.verify.plot_backend"
@@ -110,31 +112,48 @@ def strip_name(name: str) -> str:
 # -- trace writer ---------------------------------------------------------
 
 class Trace:
-    """Append-only JSON-lines writer; every event is flushed immediately."""
+    """Append-only JSON-lines writer; every event is flushed immediately.
+
+    Its own records go to the side's private folder, sealed with the run's token
+    (trace_seal.py: both handed over a pipe); `dir` is the folder the sides share
+    (initial values, lockstep states). Without a handed secret (a runner started by
+    hand) both are `trace_dir` and records go unsealed.
+    """
 
     def __init__(self, trace_dir: str, side: str):
         self.dir = trace_dir
         self.side = side
+        handed = trace_seal.receive()
+        self._token, self._folder = handed if handed is not None else (None, trace_dir)
         self._lock = threading.Lock()
-        self._fh = open(os.path.join(trace_dir, f"{side}.events.jsonl"), "a", encoding="utf-8")
+        self._fh = open(os.path.join(self._folder, f"{side}.events.jsonl"), "a", encoding="utf-8")
         self.seq = 0
 
     def event(self, kind: str, **payload) -> None:
         with self._lock:
             payload = {"kind": kind, "seq": self.seq, **payload}
             self.seq += 1
-            self._fh.write(json.dumps(payload) + "\n")
+            self._fh.write(trace_seal.seal(self._token, json.dumps(payload)) + "\n")
             self._fh.flush()
 
     def write_atomic(self, filename: str, obj) -> None:
-        write_json_atomic(os.path.join(self.dir, filename), obj)
+        """The initial values go to the shared folder as they are (the other side reads them);
+        the rest is this side's, sealed."""
+        if filename in SHARED_FILES:
+            write_json_atomic(os.path.join(self.dir, filename), obj)
+        else:
+            write_text_atomic(os.path.join(self._folder, filename), trace_seal.seal(self._token, json.dumps(obj)))
 
 
 def write_json_atomic(path: str, obj) -> None:
     """Readers must never see a half-written file: write aside, then rename."""
+    write_text_atomic(path, json.dumps(obj))
+
+
+def write_text_atomic(path: str, text: str) -> None:
     tmp = f"{path}.tmp{os.getpid()}"
     with open(tmp, "w", encoding="utf-8") as fh:
-        json.dump(obj, fh)
+        fh.write(text)
         fh.flush()
         os.fsync(fh.fileno())
     os.replace(tmp, path)
