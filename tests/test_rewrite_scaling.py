@@ -45,3 +45,52 @@ def test_reads_of_a_name_rebound_between_them_are_answered_apart(tmp_path, capsy
     main(["check", str(tmp_path / "rebound.py")])
     out = capsys.readouterr().out
     assert "rebound.py:2:5: TFG401 [*safe]" in out and "rebound.py:4:5: TFG401 [manual]" in out   # (not written: manual)
+
+
+def test_the_modules_calls_are_walked_once_per_file(monkeypatch):
+    """Whether a module switches every variable to a resource one was asked by each block's
+    builder, each walking the whole module: N blocks, N walks of N blocks."""
+    import libcst as cst
+
+    from tf1gradfix.model import graph
+
+    walked = []
+    real = graph.walk
+
+    def counted(node):
+        if isinstance(node, cst.Module):
+            walked.append(node)
+        return real(node)
+
+    monkeypatch.setattr(graph, "walk", counted)
+    for blocks in (10, 20):
+        walked.clear()
+        result = process_source(f"blocks_{blocks}.py", session_blocks.program(blocks).encode(), CodeFilter())
+        assert result.new_source is not None
+        assert len(walked) <= 1, (blocks, len(walked))
+
+
+def test_a_referent_is_read_once_per_name_read_not_once_per_read(monkeypatch):
+    """The k-th read of a name bound k times (`sess` of every block) has k referents; what
+    each adds to the answer is kept, so N blocks cost N, not N * N, values read."""
+    from tf1gradfix.detect import ast_names, names
+
+    counts = {}
+    for module, cls in ((ast_names, ast_names.Names), (names, names.NameResolver)):
+        real = cls._module_of
+        seen: list = []
+
+        def counted(self, value, real=real, seen=seen):
+            seen.append(value)
+            return real(self, value)
+
+        monkeypatch.setattr(cls, "_module_of", counted)
+        counts[module.__name__] = seen
+    totals = {}
+    for blocks in (10, 20):
+        for seen in counts.values():
+            seen.clear()
+        process_source(f"blocks_{blocks}.py", session_blocks.program(blocks).encode(), CodeFilter())
+        totals[blocks] = {name: len(seen) for name, seen in counts.items()}
+    for name in counts:
+        assert totals[20][name] <= 2.2 * totals[10][name] + 4, (name, totals)

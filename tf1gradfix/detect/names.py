@@ -19,7 +19,7 @@ import libcst as cst
 from libcst.helpers import get_full_name_for_node
 from libcst.metadata import ImportAssignment, QualifiedNameSource
 
-from tf1gradfix.detect.chains import chain_base, referents_shape
+from tf1gradfix.detect.chains import chain_base, reads_a_name, referents_shape
 from tf1gradfix.cst import walk
 from tf1gradfix.rules.catalog import ASSIGNABLE_MODULES, Catalog, normalize
 
@@ -140,6 +140,7 @@ class NameResolver:
         # of a name with the same referents get the same answer, and walking them for each
         # read made a file of N `with tf.Session() as sess:` blocks cost N * N
         self._by_name: dict[tuple, tuple[str | None, bool]] = {}
+        self._contributions: dict[tuple, tuple[frozenset, bool]] = {}   # (_contribution)
 
     def import_name(self, node: cst.CSTNode) -> str | None:
         """The raw qualified name of `node` when it comes from a TensorFlow/Keras import."""
@@ -177,20 +178,13 @@ class NameResolver:
     def _resolved(self, node: cst.CSTNode, base, full: str, accesses) -> str | None:
         """_lookup's answer from the referents of the read of `base` (`full`: its dotted name)."""
         rest = full[len(base.value):]
-        found, foreign = set(), False
-        referents = [r for access in accesses for r in access.referents]
-        for referent in referents:
-            if isinstance(referent, ImportAssignment):
-                for name in referent.get_qualified_names_for(full):
-                    if normalize(name.name) is not None:
-                        found.add(name.name)
-                    else:
-                        foreign = True
-                continue
-            values = self._bindings.values.get(getattr(referent, "node", None), ())
-            modules = [self._module_of(value) for value in values]
-            found.update(module + rest for module in modules if module is not None)
-            foreign = foreign or not modules or None in modules
+        found, foreign, referents = set(), False, False
+        for access in accesses:
+            for referent in access.referents:
+                referents = True
+                names, other = self._contribution(referent, full, rest)
+                found.update(names)
+                foreign = foreign or other
         if not referents and self._bindings.star_modules:  # bound by no statement: a star import's
             found.update(f"{module}{'.' if full else ''}{full}" for module in self._bindings.star_modules
                          if normalize(module) is not None)
@@ -200,6 +194,27 @@ class NameResolver:
         if foreign or len(names) > 1:
             self._ambiguous.add(node)
         return names[0]  # (a compat.v1 reading first: it never takes a rename plan)
+
+    def _contribution(self, referent, full: str, rest: str) -> tuple[frozenset, bool]:
+        """What one referent adds to a read's answer: (names, whether it may be something else).
+        Kept per (referent, read), since the reads after N bindings of a name see N referents
+        each; not where a bound value reads a name (that read may be under way: a cycle)."""
+        key = (referent, full)
+        known = self._contributions.get(key)
+        if known is not None:
+            return known
+        if isinstance(referent, ImportAssignment):
+            pairs = [(q.name, normalize(q.name) is not None) for q in referent.get_qualified_names_for(full)]
+            known = frozenset(name for name, ours in pairs if ours), not all(ours for _, ours in pairs)
+        else:
+            values = self._bindings.values.get(getattr(referent, "node", None), ())
+            modules = [self._module_of(value) for value in values]
+            known = (frozenset(module + rest for module in modules if module is not None),
+                     not modules or None in modules)
+            if any(reads_a_name(value, cst) for value in values):
+                return known
+        self._contributions[key] = known
+        return known
 
     def _module_of(self, value: cst.BaseExpression) -> str | None:
         """The TensorFlow module `value` evaluates to, if it is one:
