@@ -276,3 +276,19 @@ def test_final_values_rewritten_by_the_program_are_tampering(tmp_path):
     result = pair(tmp_path, "", forge)
     assert result.verdict == "NOT_COMPARABLE", result.reason
     assert "its final.json is not sealed by the run" in result.reason
+
+
+def test_the_recorders_modules_are_not_found_by_name(tmp_path):
+    """The runner's modules (the live trace, its token) are out of `sys.modules` while the
+    program runs; importing one by name gives a fresh copy holding no trace."""
+    look = textwrap.dedent("""
+        import sys
+        print("modules", sorted(n for n in sys.modules if n.startswith("tf1gradfix.verify.")
+                                and n.rpartition(".")[2] in ("runner_common", "runner_v1", "runner_v2", "trace_seal", "settings")))
+        import tf1gradfix.verify.settings as fresh
+        print("settings", fresh._KEPT)
+    """)
+    result = pair(tmp_path, look)
+    assert result.verdict == "EQUIVALENT", result.reason
+    for side in (result.original, result.migrated):
+        assert "modules []" in side.stdout_tail and "settings {}" in side.stdout_tail, side.stdout_tail

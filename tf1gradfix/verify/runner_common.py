@@ -45,6 +45,8 @@ SHARED_FILES = {INIT_FILE}            # what a runner writes for the other side 
 ORIGINAL_DONE = "original.done"   # written by the orchestrator once the original has exited
 VERIFIER_PID = "TF1GRADFIX_VERIFIER_PID"   # set by the orchestrator: the runner dies with it
 PLOT_BACKEND = "tf1gradfix.verify.plot_backend"
+_FOUND_BY_NAME = {PLOT_BACKEND, loop_cut.__name__}   # (hide_recorder leaves them)
+_HIDDEN: dict = {}   # the modules hide_recorder took out, kept alive
 
 
 # -- arrays ---------------------------------------------------------------
@@ -192,6 +194,7 @@ def run_user_script(script: str, trace: Trace, before_exit=None, argv=(), cwd=No
     """
     exit_with_verifier()
     settings.withdraw()   # (the program does not find the verifier's settings in its environment)
+    _HIDDEN.update(hide_recorder())
     script = os.path.abspath(script)
     folder = os.path.dirname(script)
     os.chdir(cwd or folder)
@@ -232,6 +235,15 @@ def run_user_script(script: str, trace: Trace, before_exit=None, argv=(), cwd=No
             trace.event("note", text="could not record final values:\n" + traceback.format_exc()[-1500:])
     trace.event("end", status=status, code=code)
     return code
+
+
+def hide_recorder() -> dict:
+    """Take the recorder's modules out of `sys.modules`, so the program does not reach the
+    live trace by importing them by name (an import gets a fresh copy, holding nothing);
+    but the modules looked up by name while the program runs (matplotlib's backend, the
+    step budget's guard) stay."""
+    return {name: sys.modules.pop(name) for name in list(sys.modules)
+            if name.partition(".")[0] == "tf1gradfix" and name not in _FOUND_BY_NAME}
 
 
 def use_plot_backend() -> None:
