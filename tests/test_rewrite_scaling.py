@@ -94,3 +94,20 @@ def test_a_referent_is_read_once_per_name_read_not_once_per_read(monkeypatch):
         totals[blocks] = {name: len(seen) for name, seen in counts.items()}
     for name in counts:
         assert totals[20][name] <= 2.2 * totals[10][name] + 4, (name, totals)
+
+
+def test_a_bound_name_is_looked_up_once_per_scope_not_once_per_binding(monkeypatch):
+    """The assignment targets (`sess` of `with ... as sess` in every block) were each asked of
+    LibCST, which searches all the name's assignments for the target's own: N * N."""
+    from tf1gradfix.detect import names
+
+    asked = []
+    real = names.NameResolver._libcst_lookup
+
+    def counted(self, scope, node):
+        asked.append(node)
+        return real(self, scope, node)
+
+    monkeypatch.setattr(names.NameResolver, "_libcst_lookup", counted)
+    process_source("blocks_20.py", session_blocks.program(20).encode(), CodeFilter())
+    assert len(asked) <= 2, len(asked)

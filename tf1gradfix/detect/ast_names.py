@@ -83,6 +83,7 @@ class Names:
         self._import_names: dict[int, str | None] = {}
         self._ambiguous: set[int] = set()
         self._kinds: dict[int, str | None] = {}
+        self._values: dict[tuple, list] = {}   # (_bound_values)
         self._by_name: dict[tuple, tuple[str | None, bool]] = {}   # (as NameResolver's)
         self._contributions: dict[tuple, tuple[frozenset, bool]] = {}   # (_contribution)
 
@@ -212,6 +213,15 @@ class Names:
         result = self._kinds[key] = self._infer(expr, depth)
         return result
 
+    def _bound_values(self, scope, name: str) -> list:
+        """The values `name` is bound to in `scope`, the same for every read there: kept, since
+        each of N reads of a name bound N times would walk all N bindings."""
+        key = (id(scope), name)
+        if key not in self._values:
+            self._values[key] = [v for a in scope.resolve(name, scope) if a.node is not None
+                                 for v in self.bindings.values.get(id(a.node), ())]
+        return self._values[key]
+
     def _infer(self, expr, depth: int) -> str | None:
         if isinstance(expr, ast.Call):
             func = expr.func
@@ -224,9 +234,7 @@ class Names:
             scope = self.scopes.scope(expr)
             if scope is None:
                 return None
-            values = [v for a in scope.resolve(expr.id, scope) if a.node is not None
-                      for v in self.bindings.values.get(id(a.node), ())]
-            return self._first_kind(values, depth)
+            return self._first_kind(self._bound_values(scope, expr.id), depth)
         if isinstance(expr, ast.Attribute):
             key = dotted(expr)
             if key is not None and key in self.bindings.attributes:

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import libcst as cst
 from libcst.helpers import get_full_name_for_node
-from libcst.metadata import ImportAssignment, QualifiedNameSource
+from libcst.metadata import Assignment, ImportAssignment, QualifiedNameSource
 
 from tf1gradfix.detect.chains import chain_base, reads_a_name, referents_shape
 from tf1gradfix.cst import walk
@@ -134,6 +134,8 @@ class NameResolver:
         # Both keyed by the node itself (identity), which keeps it alive: an id could
         # be reused by a node made later, a node cannot.
         self._kind_cache: dict[cst.CSTNode, str | None] = {}
+        self._values: dict[tuple, list] = {}   # (_name_kind)
+        self._targets: dict[object, set] = {}   # scope -> the names it binds by plain assignment (_lookup)
         self._import_names: dict[cst.CSTNode, str | None] = {}
         self._ambiguous: set[cst.CSTNode] = set()
         # (scope, name, dotted name, its referents' shape) -> (the answer, ambiguous?): reads
@@ -163,6 +165,8 @@ class NameResolver:
         base, full = chain_base(node, cst), get_full_name_for_node(node)
         accesses = getattr(scope, "_accesses_by_node", {}).get(base) if base is not None else None
         if not accesses or full is None:  # (a node the scope analysis keeps no access for)
+            if isinstance(node, cst.Name) and node in self._plain_targets(scope):
+                return None   # (LibCST would find its assignment among all of the name's: a local name)
             return self._libcst_lookup(scope, node)
         key = (scope, base.value, full, referents_shape(accesses))
         if key in self._by_name:
@@ -174,6 +178,15 @@ class NameResolver:
         answer = self._resolved(node, base, full, accesses)
         self._by_name[key] = (answer, node in self._ambiguous)
         return answer
+
+    def _plain_targets(self, scope) -> set:
+        """The Name nodes `scope` binds by plain assignment (not an import): each has only its
+        scope's local qualified name."""
+        targets = self._targets.get(scope)
+        if targets is None:
+            targets = self._targets[scope] = {a.node for a in scope.assignments
+                                              if type(a) is Assignment and isinstance(a.node, cst.Name)}
+        return targets
 
     def _resolved(self, node: cst.CSTNode, base, full: str, accesses) -> str | None:
         """_lookup's answer from the referents of the read of `base` (`full`: its dotted name)."""
@@ -298,10 +311,11 @@ class NameResolver:
         scope = self._scopes.get(name)
         if scope is None:
             return None
-        values: list[cst.BaseExpression] = []
-        for assignment in scope[name.value]:
-            node = getattr(assignment, "node", None)
-            values.extend(self._bindings.values.get(node, ()))
+        key = (scope, name.value)   # (the same for every read in the scope: kept, as N reads of a
+        values = self._values.get(key)   # name bound N times would walk all N bindings each)
+        if values is None:
+            values = self._values[key] = [value for assignment in scope[name.value]
+                                          for value in self._bindings.values.get(getattr(assignment, "node", None), ())]
         return self._first_kind(values, depth)
 
     def _first_kind(self, values: list[cst.BaseExpression], depth: int) -> str | None:
