@@ -111,3 +111,21 @@ def test_a_bound_name_is_looked_up_once_per_scope_not_once_per_binding(monkeypat
     monkeypatch.setattr(names.NameResolver, "_libcst_lookup", counted)
     process_source("blocks_20.py", session_blocks.program(20).encode(), CodeFilter())
     assert len(asked) <= 2, len(asked)
+
+
+def test_fresh_names_start_from_the_last_number_given():
+    """The N-th `train_step` of a file was found by trying `train_step`, `_2`, ... `_N`:
+    the names are the same, found in one try each."""
+    from tf1gradfix.cst.syntax import TakenNames, fresh_name
+
+    class Counted(TakenNames):
+        tries = 0
+
+        def __contains__(self, name):
+            Counted.tries += 1
+            return super().__contains__(name)
+
+    plain, counted = {"step", "step_3", "x"}, Counted({"step", "step_3", "x"})
+    bases = ["step", "x", "step", "y"] * 200
+    assert [fresh_name(b, plain) for b in bases] == [fresh_name(b, counted) for b in bases]
+    assert Counted.tries <= 2 * len(bases) + 4
