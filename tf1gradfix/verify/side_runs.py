@@ -10,7 +10,6 @@ back for the verdict (orchestrate.py).
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import shutil
@@ -186,14 +185,6 @@ def read_head(path: str, limit: int = STDOUT_CAP) -> str:
 
 
 load_events = trace_seal.load_events   # (a side's events, checked against the run's seal)
-
-
-def load_json(path: str):
-    try:
-        with open(path, encoding="utf-8") as fh:
-            return json.load(fh)
-    except (OSError, ValueError):
-        return None
 
 
 _EXCEPTION_LINE = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception|Exit|Interrupt)\b.*")
