@@ -494,6 +494,26 @@ def part_large(work, base_models, repeat, table, findings, before_ref=None):
                                  for f in sizes) + f"; 4x/1x per line {growth[tool]:.2f} then", "(faster now)", None))
 
 
+def part_blocks(work, blocks, table):
+    """6b. One file of N session blocks (benchmarks/session_blocks.py): CPU seconds at N, 2N, 4N."""
+    import session_blocks
+
+    header(f"6b. one file of {' / '.join(map(str, blocks))} session blocks, rewritten in process (CPU s)")
+    folder = work / "blocks"
+    folder.mkdir()
+    times = {}
+    for n in blocks:
+        seconds, state = session_blocks.measure(n, 900.0, folder)
+        times[n] = seconds
+        print(f"  {n} blocks: {'-' if seconds is None else f'{seconds:.2f} s'} ({state})", flush=True)
+    known = [times[n] for n in blocks if times[n]]
+    ratios = [later / earlier for earlier, later in zip(known, known[1:])]
+    shown = " / ".join("-" if times[n] is None else f"{times[n]:.1f}" for n in blocks)
+    table.append((f"6b. {' / '.join(map(str, blocks))} session blocks: CPU s (ratio per doubling)",
+                  shown + " s (" + ", ".join(f"x{r:.2f}" for r in ratios) + ")",
+                  "linear (x2.0 per doubling)", bool(ratios) and max(ratios) <= 2.3))
+
+
 def part_profile(work, template, top):
     header("profile: one `tf1gradfix rewrite -j 1` of every TF1 fixture, in process (cProfile)")
     from tf1gradfix.cli.main import main
@@ -540,7 +560,7 @@ def main(argv=None):
     parser.add_argument("--repeat", type=int, default=None, help="repetitions per figure (default 3; --quick 1)")
     parser.add_argument("--copies", type=int, default=None, help="varied copies of each TF1 fixture (default 5)")
     parser.add_argument("--plain", type=int, default=None, help="files without TensorFlow in the repository (default 2000)")
-    parser.add_argument("--skip", default="", help="comma-separated parts to skip: same,repo,modern,cold,check,verify,pool,large,profile")
+    parser.add_argument("--skip", default="", help="comma-separated parts to skip: same,repo,modern,cold,check,verify,pool,large,blocks,profile")
     parser.add_argument("--before", default=BEFORE_AST_CHECK, help="commit the corpus check is compared with")
     parser.add_argument("--large-before", default=None, metavar="REF",
                         help="also rewrite the large files (part 6) with the package at REF, for ratios in one run")
@@ -582,6 +602,8 @@ def main(argv=None):
             part_memory(same_runs, repo_runs, table)
         if "large" not in skip:
             part_large(work, 40 if args.quick else 200, repeat, table, findings, args.large_before)
+        if "blocks" not in skip:
+            part_blocks(work, [250, 500, 1000] if args.quick else [1000, 2000, 4000], table)
         if "profile" not in skip:
             profile_template = work / "profile_template"
             write_tree(profile_template, corpus.tf1_variants(1))

@@ -40,9 +40,15 @@ def _trace(folder, initial: dict, final: dict) -> str:
 
     from tf1gradfix.verify.runner_common import encode_array
 
-    for name, values in (("init.json", initial), ("original.final.json", final)):
-        (folder / name).write_text(json.dumps({"variables": {
-            k: {"value": encode_array(np.asarray(v, dtype=np.float32)), "trainable": True} for k, v in values.items()}}))
+    from tf1gradfix.verify import trace_seal
+
+    def text(values):
+        return json.dumps({"variables": {
+            k: {"value": encode_array(np.asarray(v, dtype=np.float32)), "trainable": True} for k, v in values.items()}})
+    (folder / "init.json").write_text(text(initial))   # (shared by the sides; the final values are the original's own)
+    trace_seal.make_side_dirs(str(folder))
+    with open(trace_seal.side_file(str(folder), "original", "final.json"), "w", encoding="utf-8") as fh:
+        fh.write(trace_seal.seal(trace_seal.token(str(folder), "original"), text(final)))
     return str(folder)
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import textwrap
 
 import pytest
@@ -180,3 +181,114 @@ def test_the_program_does_not_find_the_verifiers_settings_in_its_environment(tmp
     assert result.verdict == "EQUIVALENT", result.reason
     for side in (result.original, result.migrated):
         assert "seen []" in side.stdout_tail, side.stdout_tail
+
+
+# The migrated program looks for the verifier's files from its own: the folder of the events file
+# it has open (/proc/self/fd), that folder's parent (the trace folder the sides share), and the
+# names the original's records had there.
+FIND_OWN_TRACE = """
+import os
+own = []
+for fd in os.listdir("/proc/self/fd"):
+    try:
+        own.append(os.readlink(f"/proc/self/fd/{fd}"))
+    except OSError:   # (the listing's own descriptor, closed by now)
+        pass
+own = [p for p in own if p.endswith(".events.jsonl")]
+mine = os.path.dirname(own[0])
+shared = os.path.dirname(mine)
+"""
+
+
+def test_the_migration_does_not_find_the_originals_trace_where_its_own_is(tmp_path):
+    """Each side writes into a folder of its own, named by the verifier's secret; the shared
+    folder cannot be listed while they run (root, for whom permissions do not hold, can list
+    it: the next test is the defence that holds then)."""
+    tries = FIND_OWN_TRACE + textwrap.dedent("""
+        seen = []
+        for path in (os.path.join(shared, "original.events.jsonl"), os.path.join(mine, "original.events.jsonl"),
+                     os.path.join(shared, "original.final.json"), os.path.join(shared, "original.stdout")):
+            try:
+                open(path).read()
+                seen.append("read")
+            except OSError:
+                seen.append("refused")
+        try:
+            os.listdir(shared)
+            seen.append("listed")
+        except OSError:
+            seen.append("unlisted")
+        print("tries", seen)
+    """)
+    listing = "listed" if os.geteuid() == 0 else "unlisted"
+    result = pair(tmp_path, f"print('tries', ['refused'] * 4 + [{listing!r}])", tries)
+    assert result.verdict == "EQUIVALENT", (result.reason, result.migrated.stdout_tail)
+
+
+def test_the_originals_records_replayed_into_the_migrations_trace_are_tampering(tmp_path):
+    """Where the program can read the original's records (as root), they are sealed with the
+    original's token, not the migration's: replayed, they are tampering, not evidence."""
+    replay = FIND_OWN_TRACE + textwrap.dedent("""
+        import time
+        try:
+            theirs = [os.path.join(shared, n, "original.events.jsonl") for n in os.listdir(shared)
+                      if n.startswith("original-")]
+        except OSError:
+            theirs = []
+        deadline = time.time() + 60
+        while theirs and not os.path.exists(os.path.join(shared, "original.done")) and time.time() < deadline:
+            time.sleep(0.1)
+        if theirs:
+            with open(theirs[0]) as source, open(own[0], "a") as handle:
+                handle.write(source.read())
+        else:
+            print("unlisted")
+    """)
+    result = pair(tmp_path, "", replay)
+    if "unlisted" in result.migrated.stdout_tail:   # (not root: the folder could not be listed)
+        assert result.verdict == "DIVERGED", result.reason
+    else:
+        assert result.verdict == "NOT_COMPARABLE", result.reason
+        assert "the migrated program's trace was tampered with" in result.reason
+
+
+FORGE = FIND_OWN_TRACE + """
+import json
+with open(own[0], "a") as handle:   # a gradient step of its own making, as the records look unsealed
+    handle.write(json.dumps({"kind": "note", "seq": 10**6, "text": "forged"}) + "\\n")
+"""
+
+
+def test_events_written_without_the_runs_seal_are_tampering(tmp_path):
+    result = pair(tmp_path, "", FORGE)
+    assert result.verdict == "NOT_COMPARABLE", result.reason
+    assert "the migrated program's trace was tampered with" in result.reason
+
+
+def test_final_values_rewritten_by_the_program_are_tampering(tmp_path):
+    forge = FIND_OWN_TRACE + textwrap.dedent("""
+        import atexit, json
+        def forge():   # after the recorder wrote its final values
+            with open(os.path.join(mine, "migrated.final.json"), "w") as handle:
+                json.dump({"variables": {}}, handle)
+        atexit.register(forge)
+    """)
+    result = pair(tmp_path, "", forge)
+    assert result.verdict == "NOT_COMPARABLE", result.reason
+    assert "its final.json is not sealed by the run" in result.reason
+
+
+def test_the_recorders_modules_are_not_found_by_name(tmp_path):
+    """The runner's modules (the live trace, its token) are out of `sys.modules` while the
+    program runs; importing one by name gives a fresh copy holding no trace."""
+    look = textwrap.dedent("""
+        import sys
+        print("modules", sorted(n for n in sys.modules if n.startswith("tf1gradfix.verify.")
+                                and n.rpartition(".")[2] in ("runner_common", "runner_v1", "runner_v2", "trace_seal", "settings")))
+        import tf1gradfix.verify.settings as fresh
+        print("settings", fresh._KEPT)
+    """)
+    result = pair(tmp_path, look)
+    assert result.verdict == "EQUIVALENT", result.reason
+    for side in (result.original, result.migrated):
+        assert "modules []" in side.stdout_tail and "settings {}" in side.stdout_tail, side.stdout_tail

@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import json
 
+from tf1gradfix.verify import trace_seal
 from tf1gradfix.verify.progress import Progress
 
 
@@ -14,7 +15,8 @@ class Terminal(io.StringIO):
 
 
 def _append(folder, role: str, kinds: list[str], partial: str = "") -> None:
-    with open(folder / f"{role}.events.jsonl", "a", encoding="utf-8") as fh:
+    trace_seal.make_side_dirs(str(folder))   # (each side's events are in its own folder)
+    with open(trace_seal.side_file(str(folder), role, "events.jsonl"), "a", encoding="utf-8") as fh:
         fh.write("".join(json.dumps({"kind": k, "seq": i}) + "\n" for i, k in enumerate(kinds)) + partial)
 
 

@@ -41,9 +41,11 @@ def resource(builder, call: cst.Call) -> bool:
     given = next((a.value for a in call.args if a.keyword is not None and a.keyword.value == "use_resource"), None)
     if given is not None:
         return not (isinstance(given, cst.Name) and given.value in ("None", "False"))
-    if builder.resource_switched is None:
-        builder.resource_switched = any(matches(q, "resource_switches") for _, q in builder.calls(builder.module))
-    return builder.resource_switched
+    switched = builder.module_facts.get("resource_switched")
+    if switched is None:   # (once per module, whose every block asks)
+        switched = builder.module_facts["resource_switched"] = any(
+            matches(q, "resource_switches") for _, q in builder.calls(builder.module))
+    return switched
 
 
 def _label(call: cst.Call) -> str | None:

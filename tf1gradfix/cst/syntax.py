@@ -197,13 +197,29 @@ def bound_names(stmt: cst.CSTNode) -> set[str]:
     return (set(loads(stmt)) - free_names(holder)) | defined
 
 
+class TakenNames(set[str]):
+    """A set of taken names that remembers, per base, the last number fresh_name gave: names
+    are never given back, so the next search starts there (a file of N blocks naming N step
+    functions would otherwise try 1, 2, ... N each time)."""
+
+    __slots__ = ("last",)
+
+    def __init__(self, names=()):
+        super().__init__(names)
+        self.last: dict[str, int] = {}
+
+
 def fresh_name(base: str, taken: set[str]) -> str:
     """`base`, or `base_2`, `base_3`...: the first not in `taken`, which then holds it."""
-    name, k = base, 1
+    last = getattr(taken, "last", None)
+    k = last.get(base, 1) if last is not None else 1
+    name = base if k == 1 else f"{base}_{k}"
     while name in taken:
         k += 1
         name = f"{base}_{k}"
     taken.add(name)
+    if last is not None:
+        last[base] = k
     return name
 
 

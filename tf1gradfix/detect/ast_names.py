@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import ast
 
-from tf1gradfix.detect.chains import chain_base, referents_shape
+from tf1gradfix.detect.chains import chain_base, reads_a_name, referents_shape
 from tf1gradfix.detect.scopes import ScopeMap, full_name
 from tf1gradfix.rules.catalog import ASSIGNABLE_MODULES, Catalog, normalize
 
@@ -83,7 +83,9 @@ class Names:
         self._import_names: dict[int, str | None] = {}
         self._ambiguous: set[int] = set()
         self._kinds: dict[int, str | None] = {}
+        self._values: dict[tuple, list] = {}   # (_bound_values)
         self._by_name: dict[tuple, tuple[str | None, bool]] = {}   # (as NameResolver's)
+        self._contributions: dict[tuple, tuple[frozenset, bool]] = {}   # (_contribution)
 
     def import_name(self, node) -> str | None:
         key = id(node)
@@ -121,20 +123,13 @@ class Names:
     def _resolved(self, node, base, full: str, accesses) -> str | None:
         """_lookup's answer from the referents of the read of `base` (`full`: its dotted name)."""
         rest = full[len(base.id):]
-        found, foreign = set(), False
-        referents = [r for access in accesses for r in access.referents]
-        for referent in referents:
-            if referent.kind == "import":
-                for name, _source in referent.qualified_names(full):
-                    if normalize(name) is not None:
-                        found.add(name)
-                    else:
-                        foreign = True
-                continue
-            values = self.bindings.values.get(id(referent.node), ()) if referent.node is not None else ()
-            modules = [self._module_of(value) for value in values]
-            found.update(module + rest for module in modules if module is not None)
-            foreign = foreign or not modules or None in modules
+        found, foreign, referents = set(), False, False
+        for access in accesses:
+            for referent in access.referents:
+                referents = True
+                names, other = self._contribution(referent, full, rest)
+                found.update(names)
+                foreign = foreign or other
         if not referents and self.bindings.star_modules:
             found.update(f"{module}{'.' if full else ''}{full}" for module in self.bindings.star_modules
                          if normalize(module) is not None)
@@ -144,6 +139,27 @@ class Names:
         if foreign or len(names) > 1:
             self._ambiguous.add(id(node))
         return names[0]
+
+    def _contribution(self, referent, full: str, rest: str) -> tuple[frozenset, bool]:
+        """What one referent adds to a read's answer: (names, whether it may be something else).
+        Kept per (referent, read), since the reads after N bindings of a name see N referents
+        each; not where a bound value reads a name (that read may be under way: a cycle)."""
+        key = (id(referent), full)
+        known = self._contributions.get(key)
+        if known is not None:
+            return known
+        if referent.kind == "import":
+            pairs = [(name, normalize(name) is not None) for name, _source in referent.qualified_names(full)]
+            known = frozenset(name for name, ours in pairs if ours), not all(ours for _, ours in pairs)
+        else:
+            values = self.bindings.values.get(id(referent.node), ()) if referent.node is not None else ()
+            modules = [self._module_of(value) for value in values]
+            known = (frozenset(module + rest for module in modules if module is not None),
+                     not modules or None in modules)
+            if any(reads_a_name(value, ast) for value in values):
+                return known
+        self._contributions[key] = known
+        return known
 
     def _plain_lookup(self, node) -> str | None:
         for name, source in sorted(self.scopes.qualified_names(node)):
@@ -197,6 +213,15 @@ class Names:
         result = self._kinds[key] = self._infer(expr, depth)
         return result
 
+    def _bound_values(self, scope, name: str) -> list:
+        """The values `name` is bound to in `scope`, the same for every read there: kept, since
+        each of N reads of a name bound N times would walk all N bindings."""
+        key = (id(scope), name)
+        if key not in self._values:
+            self._values[key] = [v for a in scope.resolve(name, scope) if a.node is not None
+                                 for v in self.bindings.values.get(id(a.node), ())]
+        return self._values[key]
+
     def _infer(self, expr, depth: int) -> str | None:
         if isinstance(expr, ast.Call):
             func = expr.func
@@ -209,9 +234,7 @@ class Names:
             scope = self.scopes.scope(expr)
             if scope is None:
                 return None
-            values = [v for a in scope.resolve(expr.id, scope) if a.node is not None
-                      for v in self.bindings.values.get(id(a.node), ())]
-            return self._first_kind(values, depth)
+            return self._first_kind(self._bound_values(scope, expr.id), depth)
         if isinstance(expr, ast.Attribute):
             key = dotted(expr)
             if key is not None and key in self.bindings.attributes:

@@ -21,6 +21,14 @@ def chain_base(node, tree):
     return node
 
 
+def reads_a_name(value, tree) -> bool:
+    """Whether `value` is a name or an attribute of one (`tf`, `tf.compat.v1`): what it
+    evaluates to is another read's answer (the resolvers' `_module_of`)."""
+    while isinstance(value, tree.Attribute):
+        value = value.value
+    return isinstance(value, tree.Name)
+
+
 def referents_shape(accesses) -> tuple:
     """What tells the referents of a read apart without walking them: a read refers to the
     bindings of its scope made before it (a prefix of them: told by their number), or when

@@ -17,9 +17,9 @@ from __future__ import annotations
 
 import libcst as cst
 from libcst.helpers import get_full_name_for_node
-from libcst.metadata import ImportAssignment, QualifiedNameSource
+from libcst.metadata import Assignment, ImportAssignment, QualifiedNameSource
 
-from tf1gradfix.detect.chains import chain_base, referents_shape
+from tf1gradfix.detect.chains import chain_base, reads_a_name, referents_shape
 from tf1gradfix.cst import walk
 from tf1gradfix.rules.catalog import ASSIGNABLE_MODULES, Catalog, normalize
 
@@ -134,12 +134,15 @@ class NameResolver:
         # Both keyed by the node itself (identity), which keeps it alive: an id could
         # be reused by a node made later, a node cannot.
         self._kind_cache: dict[cst.CSTNode, str | None] = {}
+        self._values: dict[tuple, list] = {}   # (_name_kind)
+        self._targets: dict[object, set] = {}   # scope -> the names it binds by plain assignment (_lookup)
         self._import_names: dict[cst.CSTNode, str | None] = {}
         self._ambiguous: set[cst.CSTNode] = set()
         # (scope, name, dotted name, its referents' shape) -> (the answer, ambiguous?): reads
         # of a name with the same referents get the same answer, and walking them for each
         # read made a file of N `with tf.Session() as sess:` blocks cost N * N
         self._by_name: dict[tuple, tuple[str | None, bool]] = {}
+        self._contributions: dict[tuple, tuple[frozenset, bool]] = {}   # (_contribution)
 
     def import_name(self, node: cst.CSTNode) -> str | None:
         """The raw qualified name of `node` when it comes from a TensorFlow/Keras import."""
@@ -162,6 +165,8 @@ class NameResolver:
         base, full = chain_base(node, cst), get_full_name_for_node(node)
         accesses = getattr(scope, "_accesses_by_node", {}).get(base) if base is not None else None
         if not accesses or full is None:  # (a node the scope analysis keeps no access for)
+            if isinstance(node, cst.Name) and node in self._plain_targets(scope):
+                return None   # (LibCST would find its assignment among all of the name's: a local name)
             return self._libcst_lookup(scope, node)
         key = (scope, base.value, full, referents_shape(accesses))
         if key in self._by_name:
@@ -174,23 +179,25 @@ class NameResolver:
         self._by_name[key] = (answer, node in self._ambiguous)
         return answer
 
+    def _plain_targets(self, scope) -> set:
+        """The Name nodes `scope` binds by plain assignment (not an import): each has only its
+        scope's local qualified name."""
+        targets = self._targets.get(scope)
+        if targets is None:
+            targets = self._targets[scope] = {a.node for a in scope.assignments
+                                              if type(a) is Assignment and isinstance(a.node, cst.Name)}
+        return targets
+
     def _resolved(self, node: cst.CSTNode, base, full: str, accesses) -> str | None:
         """_lookup's answer from the referents of the read of `base` (`full`: its dotted name)."""
         rest = full[len(base.value):]
-        found, foreign = set(), False
-        referents = [r for access in accesses for r in access.referents]
-        for referent in referents:
-            if isinstance(referent, ImportAssignment):
-                for name in referent.get_qualified_names_for(full):
-                    if normalize(name.name) is not None:
-                        found.add(name.name)
-                    else:
-                        foreign = True
-                continue
-            values = self._bindings.values.get(getattr(referent, "node", None), ())
-            modules = [self._module_of(value) for value in values]
-            found.update(module + rest for module in modules if module is not None)
-            foreign = foreign or not modules or None in modules
+        found, foreign, referents = set(), False, False
+        for access in accesses:
+            for referent in access.referents:
+                referents = True
+                names, other = self._contribution(referent, full, rest)
+                found.update(names)
+                foreign = foreign or other
         if not referents and self._bindings.star_modules:  # bound by no statement: a star import's
             found.update(f"{module}{'.' if full else ''}{full}" for module in self._bindings.star_modules
                          if normalize(module) is not None)
@@ -200,6 +207,27 @@ class NameResolver:
         if foreign or len(names) > 1:
             self._ambiguous.add(node)
         return names[0]  # (a compat.v1 reading first: it never takes a rename plan)
+
+    def _contribution(self, referent, full: str, rest: str) -> tuple[frozenset, bool]:
+        """What one referent adds to a read's answer: (names, whether it may be something else).
+        Kept per (referent, read), since the reads after N bindings of a name see N referents
+        each; not where a bound value reads a name (that read may be under way: a cycle)."""
+        key = (referent, full)
+        known = self._contributions.get(key)
+        if known is not None:
+            return known
+        if isinstance(referent, ImportAssignment):
+            pairs = [(q.name, normalize(q.name) is not None) for q in referent.get_qualified_names_for(full)]
+            known = frozenset(name for name, ours in pairs if ours), not all(ours for _, ours in pairs)
+        else:
+            values = self._bindings.values.get(getattr(referent, "node", None), ())
+            modules = [self._module_of(value) for value in values]
+            known = (frozenset(module + rest for module in modules if module is not None),
+                     not modules or None in modules)
+            if any(reads_a_name(value, cst) for value in values):
+                return known
+        self._contributions[key] = known
+        return known
 
     def _module_of(self, value: cst.BaseExpression) -> str | None:
         """The TensorFlow module `value` evaluates to, if it is one:
@@ -283,10 +311,11 @@ class NameResolver:
         scope = self._scopes.get(name)
         if scope is None:
             return None
-        values: list[cst.BaseExpression] = []
-        for assignment in scope[name.value]:
-            node = getattr(assignment, "node", None)
-            values.extend(self._bindings.values.get(node, ()))
+        key = (scope, name.value)   # (the same for every read in the scope: kept, as N reads of a
+        values = self._values.get(key)   # name bound N times would walk all N bindings each)
+        if values is None:
+            values = self._values[key] = [value for assignment in scope[name.value]
+                                          for value in self._bindings.values.get(getattr(assignment, "node", None), ())]
         return self._first_kind(values, depth)
 
     def _first_kind(self, values: list[cst.BaseExpression], depth: int) -> str | None:

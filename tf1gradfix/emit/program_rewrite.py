@@ -33,7 +33,7 @@ from tf1gradfix.model.parts import LayerSite
 from tf1gradfix.model.sites import HostScan
 from tf1gradfix.model.owners import GraphCallScan, nested_sessions
 from tf1gradfix.cst.printing import code_for_node
-from tf1gradfix.cst.syntax import Refusal, fresh_name, loads
+from tf1gradfix.cst.syntax import Refusal, TakenNames, fresh_name, loads
 from tf1gradfix.model.refusals import Refusals
 from tf1gradfix.cst.walk import walk
 from tf1gradfix.emit.module_edits import ModuleEdits
@@ -57,7 +57,7 @@ class ProgramRewrite(ModuleEdits):
         self.helper_imports: list[str] = []   # imports its text needs that the module lacks
         self.loader: mnist_loader.Loader | None = None   # TF1's MNIST tutorial loader, if called
         self.loader_edits: dict = {}
-        self.taken = set(self.module_names)
+        self.taken = TakenNames(self.module_names)
         self.decided: dict = {}   # id of an `if` a model class's construction decides -> its Decision
         self.class_decisions: dict = {}   # class name -> its ClassDecisions (class_settings)
         self.unbuilt: dict = {}   # class name -> its methods TF1 never builds (unbuilt_methods)
@@ -162,7 +162,7 @@ class ProgramRewrite(ModuleEdits):
         body: list[cst.BaseStatement] = []
         earlier: set[str] = set()
         variables = None   # TF1 names of the earlier sections' variables
-        self.taken = set(self.module_names)
+        self.taken = TakenNames(self.module_names)
         for part in parts:
             sections.check_reads(part, earlier)
             inside = {id(n) for stmt in part for n in walk(stmt)}
@@ -207,7 +207,7 @@ class ProgramRewrite(ModuleEdits):
         `section`: the statements of the module `owner` to rewrite (sections.py); the new
         statements and the program are returned."""
         if section is None:
-            self.taken = set(self.module_names)   # new names are local to the owner
+            self.taken = TakenNames(self.module_names)   # new names are local to the owner
         alias = self.alias
         if self.module_helpers is None:   # once: the module's functions that build no graph
             skip = {id(o) for o in other_owners} | {id(owner)}

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from tf1gradfix.legacy import Found
 from tf1gradfix.legacy.reading import read
+from tf1gradfix.verify import trace_seal
 
 # code -> what its evidence is read from the trace
 EVIDENCE = {"TFG801": "moved", "TFG802": "moved", "TFG803": "no_gradient", "TFG804": "draws",
@@ -25,8 +26,8 @@ def measured(original: Path, trace_dir: str, events: list[dict]) -> list[str]:
     found = _found(original)
     if not found:
         return []
-    values = {part: _variables(os.path.join(trace_dir, name))
-              for part, name in (("initial", "init.json"), ("final", "original.final.json"))}
+    final = trace_seal.load_json(trace_dir, "original", "final.json") or {}
+    values = {"initial": _variables(os.path.join(trace_dir, "init.json")), "final": final.get("variables", {})}
     out = []
     for f in found:
         shown = _READERS[EVIDENCE[f.code]](f, values, events)

@@ -41,7 +41,9 @@ class ModelBuilder(BlockReader):
         self.v, self.names, self.module = visitor, names, module
         self.update_ops_names: set[str] = set()   # `update_ops = tf.get_collection(tf.GraphKeys.UPDATE_OPS)`
         self.makes_variables: dict[str, bool] = {}        # helper name -> makes variables (see _builder)
-        self._calls: dict[cst.CSTNode, list] = {}
+        # (per module, not per builder: every block's builder asks about the module's calls)
+        self._calls: dict[cst.CSTNode, list] = visitor.__dict__.setdefault("model_calls", {})
+        self.module_facts: dict[str, Any] = visitor.__dict__.setdefault("model_facts", {})   # (variables.resource)
         self._module_names: set[str] | None = None   # (invent)
         self.options: Any = None   # session_options.SessionOptions of the owner, when a session takes arguments
         self.writers: Any = None   # summaries.Writers of the owner, when it makes a summary writer
@@ -57,7 +59,6 @@ class ModelBuilder(BlockReader):
         self.host_settings: dict[str, object] = {}   # a model class's name -> the setting's value (host_values)
         self.loader_calls: frozenset[int] = frozenset()   # ids of the MNIST loader's calls (mnist_loader.py)
         self.scope_objects: dict[str, str] = {}   # `with tf.variable_scope("a") as s`: "s" -> "a/" (scope_reuse.py)
-        self.resource_switched: bool | None = None   # the module makes every variable a resource one (variables.py)
 
     def note(self, node: cst.CSTNode, code: str, message: str) -> None:
         """An info diagnostic of a successful rewrite (kept on the visitor, which

@@ -31,7 +31,7 @@ import shutil
 import time
 from dataclasses import dataclass, field
 
-from tf1gradfix.verify import budget, graph_calls, stopping
+from tf1gradfix.verify import budget, graph_calls, stopping, trace_seal
 from tf1gradfix.verify import comparison as cmp_mod
 from tf1gradfix.verify import compare_events, compare_output
 from tf1gradfix.verify import lockstep_files as files
@@ -196,6 +196,9 @@ def run(result, sides_again) -> LockstepResult:
                 "migrated": {**both, files.TOLERANCES_ENV: f"{rtol!r} {atol!r}", graph_calls.EAGER_ENV: "1"}}
     try:
         sides, ev, out, plots = sides_again(trace_dir, more_env)
+        forged = trace_seal.tampered(ev, {})
+        if forged:
+            return LockstepResult("failed", forged)
         refused = [e for r in ("original", "migrated") for e in ev[r] if e["kind"] == "lockstep"]
         if refused:
             return LockstepResult("refused", f"{refused[0]['reason']} ({refused[0]['side']})")
@@ -212,6 +215,7 @@ def run(result, sides_again) -> LockstepResult:
             return LockstepResult("failed", "no step's change was compared", cmp)
         return LockstepResult("diverged" if cmp.divergences else "agreed", "", cmp)
     finally:
+        trace_seal.hide(trace_dir, False)
         shutil.rmtree(trace_dir, ignore_errors=True)
         stopping.forget(trace_dir)
 

@@ -10,8 +10,9 @@ lockstep.py, when the plain run diverged only by drift).
 
 from __future__ import annotations
 
+import contextlib
+import json
 import math
-import os
 import shutil
 import time
 from dataclasses import asdict, dataclass, field
@@ -20,7 +21,7 @@ from pathlib import Path
 
 from tf1gradfix.verify import budget
 from tf1gradfix.verify import compare as cmp_mod
-from tf1gradfix.verify import lockstep, output_cap, side_runs, trace_cap
+from tf1gradfix.verify import lockstep, lockstep_files, output_cap, side_runs, trace_cap, trace_seal
 from tf1gradfix.verify import aligned_random, initial_values, random_ops, stopping, usage_errors
 from tf1gradfix.verify.comparison import DEFAULT_ATOL, DEFAULT_RTOL, Comparison
 from tf1gradfix.verify.side_runs import SideResult
@@ -113,7 +114,7 @@ def verify_pair(original: Path, migrated: Path, *, rtol: float = DEFAULT_RTOL,
     try:
         sides, timed_out, killed = side_runs.run_both(original, migrated, trace_dir, timeout, steps, program_args, swap,
                                              original_swap=original_swap)
-        ev = {r: side_runs.load_events(os.path.join(trace_dir, f"{r}.events.jsonl")) for r in sides}
+        ev = {r: side_runs.load_events(trace_dir, r) for r in sides}
         for role, side in sides.items():
             side_runs.side_status(side, ev[role], role in timed_out, killed.get(role), timeout)
         result = VerifyResult("", "", sides["original"], sides["migrated"], **common)
@@ -134,8 +135,9 @@ def verify_pair(original: Path, migrated: Path, *, rtol: float = DEFAULT_RTOL,
         _past_trace_cap(result, ev)
         budget.after_verdict(result, original, migrated)
         if keep_trace is not None:
-            shutil.copytree(trace_dir, keep_trace, dirs_exist_ok=True)
+            _keep(trace_dir, Path(keep_trace), ev)
     finally:
+        trace_seal.hide(trace_dir, False)
         shutil.rmtree(trace_dir, ignore_errors=True)
         stopping.forget(trace_dir)
     result.elapsed = time.monotonic() - t0
@@ -154,6 +156,26 @@ def _past_trace_cap(result: VerifyResult, ev: dict) -> None:
         result.verdict, result.reason = NOT_COMPARABLE, f"{result.reason}, but {cut_short}"
     else:
         result.reason += f"; {cut_short}"
+
+
+def _keep(trace_dir: str, keep: Path, ev: dict) -> None:
+    """The trace as plain files (`--keep-trace`): the shared folder's, each side's checked events
+    as JSON lines, its final values and plots, its output."""
+    keep.mkdir(parents=True, exist_ok=True)
+    for entry in Path(trace_dir).iterdir():
+        if entry.is_file():
+            shutil.copy2(entry, keep / entry.name)
+        elif entry.name == lockstep_files.FOLDER:
+            shutil.copytree(entry, keep / entry.name, dirs_exist_ok=True)
+    for role in ("original", "migrated"):
+        (keep / f"{role}.events.jsonl").write_text("".join(json.dumps(e) + "\n" for e in ev[role]))
+        for name in ("final.json", "plots.json"):
+            value = trace_seal.load_json(trace_dir, role, name)
+            if value is not None:
+                (keep / f"{role}.{name}").write_text(json.dumps(value))
+        for stream in ("stdout", "stderr"):
+            with contextlib.suppress(OSError):
+                shutil.copy2(trace_seal.side_file(trace_dir, role, stream), keep / f"{role}.{stream}")
 
 
 def _legacy_evidence(original: Path, trace_dir: str, events: list) -> list[str]:
@@ -213,6 +235,12 @@ def _decide(result: VerifyResult, trace_dir: str, ev: dict, rtol: float, atol: f
 
 def _decide_run(result: VerifyResult, trace_dir: str, ev: dict, rtol: float, atol: float) -> None:
     o, m = result.original, result.migrated
+    sealed = {role: {name: trace_seal.load_json(trace_dir, role, name) for name in ("final.json", "plots.json")}
+              for role in ("original", "migrated")}
+    forged = trace_seal.tampered(ev, sealed)
+    if forged:   # (before anything is read from it)
+        result.verdict, result.reason = NOT_COMPARABLE, forged
+        return
     result.random_numbers = {role: aligned_random.tally(ev[role]) for role in ("original", "migrated")}
     result.functions = next(({k: v for k, v in e.items() if k not in ("kind", "seq")}
                              for e in reversed(ev["migrated"]) if e["kind"] == "functions"), {})
@@ -239,10 +267,10 @@ def _decide_run(result: VerifyResult, trace_dir: str, ev: dict, rtol: float, ato
         return
     traces, finals = {}, {}
     for role in ("original", "migrated"):
-        final = finals[role] = side_runs.load_json(os.path.join(trace_dir, f"{role}.final.json"))
-        plots = side_runs.load_json(os.path.join(trace_dir, f"{role}.plots.json"))
+        final = finals[role] = sealed[role]["final.json"]
+        plots = sealed[role]["plots.json"]
         traces[role] = {"events": ev[role], "final": final.get("variables") if final else None,
-                        "stdout": side_runs.read_head(os.path.join(trace_dir, f"{role}.stdout")),
+                        "stdout": side_runs.read_head(trace_seal.side_file(trace_dir, role, "stdout")),
                         "plots": plots.get("snapshots") if plots else None}
     stopped, stop_notes = budget.prepare(traces, finals, ev, timed)
     comparison = cmp_mod.compare_traces(traces["original"], traces["migrated"], rtol, atol, stopped=stopped)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 
-from tf1gradfix.verify import trace_cap
+from tf1gradfix.verify import trace_cap, trace_seal
 
 COMPARED = 4 * 1024 * 1024    # bytes of stdout parsed for printed numbers
 STORED = 64 * 1024 * 1024     # bytes of stdout or stderr a side may write before it is stopped
@@ -31,17 +31,17 @@ def flooded(trace_dir: str, role: str) -> str | None:
     """The reason to stop `role` now if one of its streams passed STORED bytes, else None.
     (Its events trace stops itself at trace_cap's cap; past that and a margin, the recorder failed.)"""
     for stream in ("stdout", "stderr"):
-        if _size(os.path.join(trace_dir, f"{role}.{stream}")) > STORED:
+        if _size(trace_seal.side_file(trace_dir, role, stream)) > STORED:
             return (f"stopped after writing more than {STORED >> 20} MiB to {stream} (the verifier keeps at most "
                     f"that much of a side's output)")
-    if _size(os.path.join(trace_dir, f"{role}.events.jsonl")) > trace_cap.limit() + EVENTS_MARGIN:
+    if _size(trace_seal.side_file(trace_dir, role, "events.jsonl")) > trace_cap.limit() + EVENTS_MARGIN:
         return f"stopped: its events trace went past the {trace_cap.limit():,}-byte cap"
     return None
 
 
 def uncompared(trace_dir: str) -> str | None:
     """Why an otherwise agreeing pair is not EQUIVALENT: a side printed past COMPARED, else None."""
-    sizes = {role: _size(os.path.join(trace_dir, f"{role}.stdout")) for role in ROLES}
+    sizes = {role: _size(trace_seal.side_file(trace_dir, role, "stdout")) for role in ROLES}
     if max(sizes.values()) <= COMPARED:
         return None
     printed = ", the ".join(f"{role} printed {size:,} bytes" for role, size in sizes.items())

@@ -189,15 +189,16 @@ class _Zygote:
                     self.statuses[message["exited"]] = message["status"]
                 timeout = 0.0
 
-    def run(self, argv: list[str], env: dict, cwd: str, stdout: str, stderr: str) -> PooledRun | None:
-        """The forked run, or None (then the caller starts it afresh and this zygote is closed:
+    def run(self, argv: list[str], env: dict, cwd: str, stdout: str, stderr: str,
+            secret: str | None = None) -> PooledRun | None:
+        """The forked run (`secret`: its trace's, handed to it over a pipe), or None (then the caller starts it afresh and this zygote is closed:
         a fork it answers too late must not run beside the fresh process)."""
         with self._lock:
             # the program's runner dies with its parent, the zygote (runner_common.exit_with_verifier)
             env = {**env, VERIFIER_PID: str(self.proc.pid)}
             self.requests += 1
             self.send({"op": "run", "id": self.requests, "argv": argv, "env": env, "cwd": cwd,
-                       "stdout": stdout, "stderr": stderr})
+                       "stdout": stdout, "stderr": stderr, "secret": secret})
             while True:
                 message = self._read(timeout=RUN_REPLY_WAIT)
                 if message is None or ("exited" not in message and "pid" not in message):
@@ -272,7 +273,8 @@ def prepare(sides: list[tuple[bool, dict]]) -> None:
             _zygotes().pop(next(k for k, v in _zygotes().items() if v is zygote), None)
 
 
-def start(legacy: bool, argv: list[str], env: dict, cwd: str, stdout: str, stderr: str) -> PooledRun | None:
+def start(legacy: bool, argv: list[str], env: dict, cwd: str, stdout: str, stderr: str,
+          secret: str | None = None) -> PooledRun | None:
     """Fork `argv` (the runner's `-c` boot arguments) from the side's zygote; None: start it afresh."""
     if not enabled():
         return None
@@ -284,7 +286,7 @@ def start(legacy: bool, argv: list[str], env: dict, cwd: str, stdout: str, stder
     except OSError:
         _zygotes().pop(legacy, None)
         return None
-    run = zygote.run(argv, env, cwd, stdout, stderr)
+    run = zygote.run(argv, env, cwd, stdout, stderr, secret)
     if run is None:
         _zygotes().pop(legacy, None)
         zygote.close()
@@ -329,6 +331,12 @@ def child(job):
     os.chdir(job["cwd"])
     os.environ.clear()
     os.environ.update(job["env"])
+    secret = job.pop("secret", None)
+    if secret is not None:   # (over a pipe, as a fresh runner gets it: trace_seal.receive)
+        read, write = os.pipe()
+        os.write(write, secret.encode())
+        os.close(write)
+        os.environ["TF1GRADFIX_TRACE_FD"] = str(read)
     sys.argv = ["-c"] + job["argv"][1:]
     code = 0
     try:

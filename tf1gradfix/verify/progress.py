@@ -15,6 +15,8 @@ import sys
 import threading
 import time
 
+from tf1gradfix.verify import trace_seal
+
 _UPDATE = b'"kind": "apply"'
 _ROLES = ("original", "migrated")
 
@@ -33,7 +35,7 @@ class Progress:
         self.shown = False
 
     def _read(self, role: str) -> None:
-        path = os.path.join(self.trace_dir, f"{role}.events.jsonl")
+        path = trace_seal.side_file(self.trace_dir, role, "events.jsonl")
         try:
             with open(path, "rb") as fh:
                 fh.seek(self.offsets[role])

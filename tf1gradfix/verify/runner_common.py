@@ -4,7 +4,8 @@ Both runners must seed identically, write their trace in the same format and
 run the user's script the same way, otherwise the comparison would measure
 the harness instead of the migration.  Nothing here imports TensorFlow.
 
-Trace format (all files live in TRACE_DIR):
+Trace format (init.json lives in TRACE_DIR, the rest in the side's private folder,
+each record sealed: trace_seal.py):
 
 * ``<side>.events.jsonl`` -- one JSON object per line, written at once so
   that a crash or ``os._exit`` keeps everything seen so far; at most
@@ -38,13 +39,16 @@ import traceback
 
 import numpy as np
 
-from tf1gradfix.verify import budget, loop_cut, settings, trace_cap
+from tf1gradfix.verify import budget, loop_cut, settings, trace_cap, trace_seal
 
 SEED = 0
 INIT_FILE = "init.json"
+SHARED_FILES = {INIT_FILE}            # what a runner writes for the other side (Trace.write_atomic)
 ORIGINAL_DONE = "original.done"   # written by the orchestrator once the original has exited
 VERIFIER_PID = "TF1GRADFIX_VERIFIER_PID"   # set by the orchestrator: the runner dies with it
 PLOT_BACKEND = "tf1gradfix.verify.plot_backend"
+_FOUND_BY_NAME = {PLOT_BACKEND, loop_cut.__name__}   # (hide_recorder leaves them)
+_HIDDEN: dict = {}   # the modules hide_recorder took out, kept alive
 
 
 # -- arrays ---------------------------------------------------------------
@@ -114,17 +118,25 @@ def strip_name(name: str) -> str:
 class Trace:
     """Append-only JSON-lines writer; every event is written at once (one write call).
 
+    Its own records go to the side's private folder, sealed with the run's token
+    (trace_seal.py: both handed over a pipe); `dir` is the folder the sides share
+    (initial values, lockstep states). Without a handed secret (a runner started by
+    hand) both are `trace_dir` and records go unsealed.
+
     At trace_cap's cap, or when the disk is full, it writes one `trace_cap`
     marker with the step reached (`counter`, the runner's StepCounter) and
     then only the end event: the program must not fail in the recorder, and
-    the counter makes the side end at its next step.
+    the counter makes the side end at its next step. The marker takes the
+    sequence number of the first record left out (the seal checks the numbers).
     """
 
     def __init__(self, trace_dir: str, side: str):
         self.dir = trace_dir
         self.side = side
+        handed = trace_seal.receive()
+        self._token, self._folder = handed if handed is not None else (None, trace_dir)
         self._lock = threading.RLock()
-        self._fd = os.open(os.path.join(trace_dir, f"{side}.events.jsonl"), os.O_WRONLY | os.O_CREAT | os.O_APPEND,
+        self._fd = os.open(os.path.join(self._folder, f"{side}.events.jsonl"), os.O_WRONLY | os.O_CREAT | os.O_APPEND,
                            0o644)
         self.written = os.fstat(self._fd).st_size   # offset after the last whole line
         self.cap = trace_cap.limit(settings.get)
@@ -132,20 +144,24 @@ class Trace:
         self.capped = False
         self.seq = 0
 
+    def _line(self, payload: dict) -> bytes:
+        return (trace_seal.seal(self._token, json.dumps(payload)) + "\n").encode("utf-8")
+
     def event(self, kind: str, **payload) -> None:
         with self._lock:
             if self.capped and kind not in trace_cap.AFTER_CUT:
                 return
-            payload = {"kind": kind, "seq": self.seq, **payload}
-            self.seq += 1
-            line = (json.dumps(payload) + "\n").encode("utf-8")
+            line = self._line({"kind": kind, "seq": self.seq, **payload})
             if not self.capped and self.written + len(line) > self.cap - trace_cap.RESERVE:
                 self._stop_recording("cap")
                 if kind not in trace_cap.AFTER_CUT:
                     return
+                line = self._line({"kind": kind, "seq": self.seq, **payload})   # (numbered after the marker)
+            self.seq += 1
             try:
                 self._write(line)
             except OSError as exc:
+                self.seq -= 1   # (the marker takes the lost record's number)
                 self._stop_recording(exc.strerror or type(exc).__name__)
 
     def _write(self, line: bytes) -> None:
@@ -163,8 +179,8 @@ class Trace:
         steps = self.counter.steps if self.counter is not None else 0
         if self.counter is not None:
             self.counter.capped = True
-        line = (json.dumps({"kind": trace_cap.MARKER, "seq": self.seq, "steps": steps, "cap": self.cap,
-                            "bytes": self.written, "why": why}) + "\n").encode("utf-8")
+        line = self._line({"kind": trace_cap.MARKER, "seq": self.seq, "steps": steps, "cap": self.cap,
+                           "bytes": self.written, "why": why})
         self.seq += 1
         try:
             os.ftruncate(self._fd, self.written)
@@ -173,14 +189,23 @@ class Trace:
             os._exit(trace_cap.DISK_FULL_EXIT)
 
     def write_atomic(self, filename: str, obj) -> None:
-        write_json_atomic(os.path.join(self.dir, filename), obj)
+        """The initial values go to the shared folder as they are (the other side reads them);
+        the rest is this side's, sealed."""
+        if filename in SHARED_FILES:
+            write_json_atomic(os.path.join(self.dir, filename), obj)
+        else:
+            write_text_atomic(os.path.join(self._folder, filename), trace_seal.seal(self._token, json.dumps(obj)))
 
 
 def write_json_atomic(path: str, obj) -> None:
     """Readers must never see a half-written file: write aside, then rename."""
+    write_text_atomic(path, json.dumps(obj))
+
+
+def write_text_atomic(path: str, text: str) -> None:
     tmp = f"{path}.tmp{os.getpid()}"
     with open(tmp, "w", encoding="utf-8") as fh:
-        json.dump(obj, fh)
+        fh.write(text)
         fh.flush()
         os.fsync(fh.fileno())
     os.replace(tmp, path)
@@ -219,6 +244,7 @@ def run_user_script(script: str, trace: Trace, before_exit=None, argv=(), cwd=No
     """
     exit_with_verifier()
     settings.withdraw()   # (the program does not find the verifier's settings in its environment)
+    _HIDDEN.update(hide_recorder())
     script = os.path.abspath(script)
     folder = os.path.dirname(script)
     os.chdir(cwd or folder)
@@ -259,6 +285,15 @@ def run_user_script(script: str, trace: Trace, before_exit=None, argv=(), cwd=No
             trace.event("note", text="could not record final values:\n" + traceback.format_exc()[-1500:])
     trace.event("end", status=status, code=code)
     return code
+
+
+def hide_recorder() -> dict:
+    """Take the recorder's modules out of `sys.modules`, so the program does not reach the
+    live trace by importing them by name (an import gets a fresh copy, holding nothing);
+    but the modules looked up by name while the program runs (matplotlib's backend, the
+    step budget's guard) stay."""
+    return {name: sys.modules.pop(name) for name in list(sys.modules)
+            if name.partition(".")[0] == "tf1gradfix" and name not in _FOUND_BY_NAME}
 
 
 def use_plot_backend() -> None:

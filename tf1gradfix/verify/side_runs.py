@@ -10,7 +10,6 @@ back for the verdict (orchestrate.py).
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import shutil
@@ -21,7 +20,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from tf1gradfix.verify import budget, lockstep_files, output_cap, pool, progress, stopping, trace_cap
+from tf1gradfix.verify import budget, lockstep_files, output_cap, pool, progress, stopping, trace_cap, trace_seal
 from tf1gradfix.verify.runner_common import ORIGINAL_DONE, VERIFIER_PID
 
 STDOUT_CAP = output_cap.COMPARED   # bytes of stdout parsed for printed numbers
@@ -107,22 +106,27 @@ def _start(module: str, script: Path, trace_dir: str, role: str, timeout: float,
     env = _env(env_legacy, timeout)
     env[budget.STEPS_ENV] = str(steps or "")
     env.update(more_env or {})
+    out_path, err_path = (trace_seal.side_file(trace_dir, role, stream) for stream in ("stdout", "stderr"))
+    secret = trace_seal.secret(trace_dir, role)
     with stopping.deferred():   # a warm TensorFlow process forks it (pool.py), or a new one starts
         run = pool.start(env_legacy, [module, trace_dir, str(script), *extra], env, str(script.parent),
-                         os.path.join(trace_dir, f"{role}.stdout"), os.path.join(trace_dir, f"{role}.stderr"))
+                         out_path, err_path, secret)
         if run is not None:
             stopping.register(run)
             return run
-    out = open(os.path.join(trace_dir, f"{role}.stdout"), "wb")
-    err = open(os.path.join(trace_dir, f"{role}.stderr"), "wb")
+    out = open(out_path, "wb")
+    err = open(err_path, "wb")
+    handed = trace_seal.pipe_with(secret)
+    env[trace_seal.FD_ENV] = str(handed)
     try:
         proc = stopping.popen(
             [sys.executable, "-c", _BOOT, module, trace_dir, str(script), *extra],
             stdin=subprocess.DEVNULL, stdout=out, stderr=err, cwd=str(script.parent),
-            env=env, start_new_session=True)
+            env=env, start_new_session=True, pass_fds=(handed,))
     finally:
         out.close()
         err.close()
+        os.close(handed)
     return proc
 
 
@@ -180,27 +184,7 @@ def read_head(path: str, limit: int = STDOUT_CAP) -> str:
         return ""
 
 
-def load_events(path: str) -> list:
-    """Events of one side; a torn last line (killed mid-write) is dropped."""
-    events = []
-    try:
-        with open(path, encoding="utf-8") as fh:
-            for line in fh:
-                try:
-                    events.append(json.loads(line))
-                except ValueError:
-                    break
-    except OSError:
-        pass
-    return events
-
-
-def load_json(path: str):
-    try:
-        with open(path, encoding="utf-8") as fh:
-            return json.load(fh)
-    except (OSError, ValueError):
-        return None
+load_events = trace_seal.load_events   # (a side's events, checked against the run's seal)
 
 
 _EXCEPTION_LINE = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception|Exit|Interrupt)\b.*")
@@ -270,11 +254,11 @@ def sides_again(original: Path, migrated: Path, timeout: float, steps, program_a
     `more_env`): (sides, events, stdout heads, plot snapshots), by role."""
     sides, timed_out, killed = run_both(original, migrated, trace_dir, timeout, steps, program_args, swap, more_env,
                                          original_swap)
-    events = {r: load_events(os.path.join(trace_dir, f"{r}.events.jsonl")) for r in sides}
+    events = {r: load_events(trace_dir, r) for r in sides}
     for role, side in sides.items():
         side_status(side, events[role], role in timed_out, killed.get(role), timeout)
-    out = {r: read_head(os.path.join(trace_dir, f"{r}.stdout")) for r in sides}
-    plots = {r: (load_json(os.path.join(trace_dir, f"{r}.plots.json")) or {}).get("snapshots") for r in sides}
+    out = {r: read_head(trace_seal.side_file(trace_dir, r, "stdout")) for r in sides}
+    plots = {r: (trace_seal.load_json(trace_dir, r, "plots.json") or {}).get("snapshots") for r in sides}
     return sides, events, out, plots
 
 
@@ -294,6 +278,8 @@ def run_both(original: Path, migrated: Path, trace_dir: str, timeout: float, ste
     if original_swap:   # (verify --base: the original runs with its modules as they were)
         original = _swapped(original, original_args[1], original_swap)
     more_env = more_env or {}
+    trace_seal.make_side_dirs(trace_dir)
+    trace_seal.hide(trace_dir, True)   # (until both sides are over: neither lists the other's folder)
     procs = {"original": _start(RUNNERS["original"], original, trace_dir, "original", timeout, True,
                                 original_args, steps, more_env.get("original")),
              "migrated": _start(RUNNERS["migrated"], migrated, trace_dir, "migrated", timeout, False,
@@ -310,14 +296,15 @@ def run_both(original: Path, migrated: Path, trace_dir: str, timeout: float, ste
             _kill(proc)
         raise
     finally:
+        trace_seal.hide(trace_dir, False)
         shutil.rmtree(work, ignore_errors=True)
         stopping.forget(work)
     for role, proc in procs.items():
         side = sides[role]
         side.returncode = proc.returncode
         side.elapsed = side.elapsed or time.monotonic() - start
-        side.stderr_tail = _read_tail(os.path.join(trace_dir, f"{role}.stderr"))
-        side.stdout_tail = _read_tail(os.path.join(trace_dir, f"{role}.stdout"), 1000)
+        side.stderr_tail = _read_tail(trace_seal.side_file(trace_dir, role, "stderr"))
+        side.stdout_tail = _read_tail(trace_seal.side_file(trace_dir, role, "stdout"), 1000)
     return sides, timed_out, killed
 
 
@@ -390,7 +377,7 @@ def _original_failed(trace_dir: str, returncode: int) -> bool:
     """Whether the migration can stop: the original raised or crashed. A plain
     non-zero exit status after a complete trace is not enough, since the
     migration may exit with the same status (then both are compared)."""
-    events = load_events(os.path.join(trace_dir, "original.events.jsonl"))
+    events = load_events(trace_dir, "original")
     end = next((e for e in reversed(events) if e["kind"] == "end"), None)
     if end is None:
         return returncode != 0

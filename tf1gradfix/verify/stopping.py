@@ -129,6 +129,8 @@ def forget(path: str) -> None:
 def _remove_made() -> None:
     for path, is_dir in list(_State.made.items()):
         if is_dir:
+            with contextlib.suppress(OSError):
+                os.chmod(path, 0o700)   # (a trace folder is unlistable while its programs run: trace_seal.hide)
             shutil.rmtree(path, ignore_errors=True)
         else:
             with contextlib.suppress(FileNotFoundError):
