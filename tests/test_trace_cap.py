@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import errno
 import json
 import os
@@ -138,7 +140,10 @@ def test_a_runner_past_the_cap_is_stopped_and_one_that_could_not_write_says_disk
 
     monkeypatch.setenv(trace_cap.CAP_ENV, "100")
     monkeypatch.setattr(output_cap, "EVENTS_MARGIN", 100)
-    (tmp_path / "original.events.jsonl").write_text("x" * 500)
+    from tf1gradfix.verify import trace_seal
+
+    trace_seal.make_side_dirs(str(tmp_path))
+    Path(trace_seal.side_file(str(tmp_path), "original", "events.jsonl")).write_text("x" * 500)
     assert "events trace went past the 100-byte cap" in output_cap.flooded(str(tmp_path), "original")
     assert output_cap.flooded(str(tmp_path), "migrated") is None
     side = side_runs.SideResult("migrated", "m.py")
