@@ -46,6 +46,21 @@ def test_the_trace_stops_at_its_cap_and_says_at_which_step(tmp_path, monkeypatch
     assert f"the original's events trace reached the 200,000 bytes cap at training step {mark['steps']}" in reason and "not compared" in reason
 
 
+def test_the_runs_summaries_are_still_written_past_the_cap(tmp_path, monkeypatch):
+    """Lockstep retries a drifting run only where the migration's steps ran in tf.functions,
+    which the `functions` summary written at exit says: a capped trace keeps it."""
+    trace = _trace(tmp_path, monkeypatch)
+    for step in range(1, 200):
+        trace.counter.steps = step
+        trace.event("compute", loss=1.0, grads={"w": "x" * 10_000})
+    trace.event("functions", graph_calls=3, eager_calls=0)
+    trace.event("cut", step=40)
+    trace.event("end", status="ok", code=0)
+    kinds = [e["kind"] for e in _events(tmp_path / "original.events.jsonl")]
+    assert kinds[-4:] == [trace_cap.MARKER, "functions", "cut", "end"]
+    assert [e["seq"] for e in _events(tmp_path / "original.events.jsonl")] == list(range(len(kinds)))
+
+
 def test_a_full_disk_leaves_whole_lines_and_a_marker_not_a_traceback(tmp_path, monkeypatch):
     trace = _trace(tmp_path, monkeypatch, cap=trace_cap.CAP)
     room = [50_000]
