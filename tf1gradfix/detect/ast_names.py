@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import ast
 
-from tf1gradfix.detect.chains import chain_base, reads_a_name, referents_shape
+from tf1gradfix.detect.chains import chain_base, reads_a_name, referents_answer, referents_shape
 from tf1gradfix.detect.scopes import ScopeMap, full_name
 from tf1gradfix.rules.catalog import ASSIGNABLE_MODULES, Catalog, normalize
 
@@ -122,23 +122,11 @@ class Names:
 
     def _resolved(self, node, base, full: str, accesses) -> str | None:
         """_lookup's answer from the referents of the read of `base` (`full`: its dotted name)."""
-        rest = full[len(base.id):]
-        found, foreign, referents = set(), False, False
-        for access in accesses:
-            for referent in access.referents:
-                referents = True
-                names, other = self._contribution(referent, full, rest)
-                found.update(names)
-                foreign = foreign or other
-        if not referents and self.bindings.star_modules:
-            found.update(f"{module}{'.' if full else ''}{full}" for module in self.bindings.star_modules
-                         if normalize(module) is not None)
-        if not found:
-            return None
-        names = sorted(found, key=lambda raw: (not raw.startswith("tensorflow.compat."), raw))
-        if foreign or len(names) > 1:
+        answer, ambiguous = referents_answer(accesses, self._contribution, full, full[len(base.id):],
+                                             self.bindings.star_modules)
+        if ambiguous:
             self._ambiguous.add(id(node))
-        return names[0]
+        return answer
 
     def _contribution(self, referent, full: str, rest: str) -> tuple[frozenset, bool]:
         """What one referent adds to a read's answer: (names, whether it may be something else).

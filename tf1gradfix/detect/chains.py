@@ -7,6 +7,8 @@ this module imports neither library (`check` must not load LibCST).
 
 from __future__ import annotations
 
+from tf1gradfix.rules.catalog import normalize
+
 _INNER = {"Attribute": "value", "Call": "func", "Subscript": "value"}
 
 
@@ -34,3 +36,23 @@ def referents_shape(accesses) -> tuple:
     bindings of its scope made before it (a prefix of them: told by their number), or when
     there are none to those of an enclosing scope (told by the scope of one of them)."""
     return tuple((len(a.referents), next((r.scope is a.scope for r in a.referents), False)) for a in accesses)
+
+
+def referents_answer(accesses, contribution, full: str, rest: str, star_modules) -> tuple[str | None, bool]:
+    """(the qualified name a read of `full` answers to, whether it may be something else): what
+    its referents contribute (`contribution(referent, full, rest)`), else the star imports'
+    when no statement binds it; a compat.v1 reading first (it never takes a rename plan)."""
+    found: set[str] = set()
+    foreign = referents = False
+    for access in accesses:
+        for referent in access.referents:
+            referents = True
+            names, other = contribution(referent, full, rest)
+            found.update(names)
+            foreign = foreign or other
+    if not referents and star_modules:
+        found.update(f"{module}{'.' if full else ''}{full}" for module in star_modules if normalize(module) is not None)
+    if not found:
+        return None, False
+    names = sorted(found, key=lambda raw: (not raw.startswith("tensorflow.compat."), raw))
+    return names[0], foreign or len(names) > 1

@@ -19,7 +19,7 @@ import libcst as cst
 from libcst.helpers import get_full_name_for_node
 from libcst.metadata import Assignment, ImportAssignment, QualifiedNameSource
 
-from tf1gradfix.detect.chains import chain_base, reads_a_name, referents_shape
+from tf1gradfix.detect.chains import chain_base, reads_a_name, referents_answer, referents_shape
 from tf1gradfix.cst import walk
 from tf1gradfix.rules.catalog import ASSIGNABLE_MODULES, Catalog, normalize
 
@@ -190,23 +190,11 @@ class NameResolver:
 
     def _resolved(self, node: cst.CSTNode, base, full: str, accesses) -> str | None:
         """_lookup's answer from the referents of the read of `base` (`full`: its dotted name)."""
-        rest = full[len(base.value):]
-        found, foreign, referents = set(), False, False
-        for access in accesses:
-            for referent in access.referents:
-                referents = True
-                names, other = self._contribution(referent, full, rest)
-                found.update(names)
-                foreign = foreign or other
-        if not referents and self._bindings.star_modules:  # bound by no statement: a star import's
-            found.update(f"{module}{'.' if full else ''}{full}" for module in self._bindings.star_modules
-                         if normalize(module) is not None)
-        if not found:
-            return None
-        names = sorted(found, key=lambda raw: (not raw.startswith("tensorflow.compat."), raw))
-        if foreign or len(names) > 1:
+        answer, ambiguous = referents_answer(accesses, self._contribution, full, full[len(base.value):],
+                                             self._bindings.star_modules)
+        if ambiguous:
             self._ambiguous.add(node)
-        return names[0]  # (a compat.v1 reading first: it never takes a rename plan)
+        return answer
 
     def _contribution(self, referent, full: str, rest: str) -> tuple[frozenset, bool]:
         """What one referent adds to a read's answer: (names, whether it may be something else).
