@@ -28,7 +28,8 @@ from tf1gradfix.cst.syntax import loads
 from tf1gradfix.cst.walk import walk
 from tf1gradfix.emit.tape_calls import RunCalls
 from tf1gradfix.emit.tape_updates import Updates
-from tf1gradfix.model.slicing import Signature, closure, gradient_dependent, inner_gradients, reached_variables
+from tf1gradfix.model.slicing import (Signature, closure, empty_start, gradient_dependent, inner_gradients,
+                                      reached_variables)
 
 IND = "    "
 
@@ -312,7 +313,7 @@ class TapeEmitter(Updates, RunCalls):
             forward_lines.append(f"{', '.join(targets)} = {hname}({', '.join(hparams)})")
         inner = inner_gradients(self.p, sig.nodes)   # (a gradient penalty: taken on a tape inside the tape)
         depth = 2 if any(i in post for i in sig.nodes) else 1   # (in the tape's block, or the function's)
-        hoisted = [i for i in own if depth == 2 and self._empty_container(i, own)]
+        hoisted = [i for i in own if depth == 2 and empty_start(self.p, i, own)]
         own = [i for i in own if i not in hoisted]
         for i in own:
             forward_lines.append(self.stmt_text(self.p.nodes[i], depth + bool(inner)))
@@ -349,16 +350,6 @@ class TapeEmitter(Updates, RunCalls):
             lines.append("pass")
         header = f"{self.spec(sig.params)}\ndef {sig.name}({self.params_text(sig.params)}):\n"
         return header + _indent("\n".join(lines))
-
-    def _empty_container(self, i: int, own: list[int]) -> bool:
-        """`edited = []`: a statement reading nothing, which the tape need not record, is
-        written before the tape's block (its one name bound there alone)."""
-        node = self.p.nodes[i]
-        value = node.value
-        empty = (isinstance(value, (cst.List, cst.Tuple, cst.Set)) and not value.elements) or \
-            (isinstance(value, cst.Dict) and not value.elements)
-        return empty and not node.deps and len(node.names) == 1 and \
-            not any(node.names[0] in self.p.nodes[j].names for j in own if j != i)
 
     def _inner_block(self, sig: Signature, forward: list[str], grads: list[int], inner: list[int]):
         """(the outer tape's lines, the gradient nodes after it) for a slice with second-order

@@ -162,6 +162,15 @@ def inner_gradients(program: Program, members: list[int]) -> list[int]:
             and any(i in closure(program, program.nodes[j].deps) for j in outer if j != i)]
 
 
+def empty_start(program: Program, i: int, own: list[int]) -> bool:
+    """`edited = []`: a statement of a step reading nothing, which the tape need not record, is
+    written before the tape's block (its one name bound there alone)."""
+    node = program.nodes[i]
+    empty = isinstance(node.value, (cst.List, cst.Tuple, cst.Set, cst.Dict)) and not node.value.elements
+    return empty and not node.deps and len(node.names) == 1 and \
+        not any(node.names[0] in program.nodes[j].names for j in own if j != i)
+
+
 def gradient_dependent(program: Program, members: list[int]) -> set[int]:
     """Nodes of a slice computed from gradients (they run after the tape)."""
     out: set[int] = set()
