@@ -16,17 +16,9 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
+from test_cli_selection import SESSION   # (a session program: its findings are decided by `rewrite`)
 from tf1gradfix.cli.main import main
 
-SESSION = """\
-import tensorflow as tf
-x = tf.placeholder(tf.float32, [None, 1])
-w = tf.Variable(tf.zeros([1, 1]), name="w")
-loss = tf.reduce_mean(tf.matmul(x, w))
-with tf.Session() as sess:
-    sess.run(tf.global_variables_initializer())
-    print(sess.run(loss, feed_dict={x: [[1.0]]}))
-"""
 RENAME = "import tensorflow as tf\ny = tf.log(tf.constant(2.0))\nz = tf.to_float(3)\n"
 CLEAN = "x = 1\n"
 
