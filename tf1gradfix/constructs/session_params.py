@@ -12,6 +12,7 @@ from typing import cast
 import libcst as cst
 
 from tf1gradfix.cst.syntax import Refusal
+from tf1gradfix.cst.walk import walk
 
 @dataclass
 class SessionParameters:
@@ -87,37 +88,55 @@ def _without_trailing_comma(kept: list, original: Sequence) -> list:
 def session_parameters(module: cst.Module, cls: cst.ClassDef, host, sessions: set[str]) -> SessionParameters:
     """The parameters that receive the session (module functions, the class's methods),
     found from the calls in `host`; their names join `sessions`."""
+    # (a method is `Class.name`, apart from a module function of the same name: `sample(args)` is
+    # not `model.sample(sess, ...)`)
     functions = {s.name.value: (s, 0) for s in module.body if isinstance(s, cst.FunctionDef)}
-    functions.update({s.name.value: (s, 1) for s in cls.body.body
+    functions.update({f"{cls.name.value}.{s.name.value}": (s, 1) for s in cls.body.body
                       if isinstance(s, cst.FunctionDef) and s.name.value != "__init__"})
     init = next((s for s in cls.body.body if isinstance(s, cst.FunctionDef) and s.name.value == "__init__"), None)
     if init is not None:   # (the class constructed with the session: `Model(sess, ...)`)
         functions[cls.name.value] = (init, 1)
     calls: list[tuple[cst.Call, str]] = []
     called: set[int] = set()
-    references: list[cst.Name] = []
+    references: list[tuple[cst.Name, str]] = []
+    attributes: set[int] = set()
+    instances = {"self"} | {t.target.value for stmt in host for a in walk(stmt) if isinstance(a, cst.Assign) for t in a.targets
+                            if isinstance(t.target, cst.Name) and isinstance(a.value, cst.Call)
+                            and isinstance(a.value.func, cst.Name) and a.value.func.value == cls.name.value}
+
+    def key_of(func: cst.BaseExpression) -> str | None:
+        if isinstance(func, cst.Name):
+            return func.value if func.value in functions else None   # (a module function, the class)
+        if isinstance(func, cst.Attribute):
+            method = f"{cls.name.value}.{func.attr.value}"
+            return method if method in functions else None
+        return None
 
     class V(cst.CSTVisitor):
         def visit_Call(self, call: cst.Call) -> None:
-            func = call.func
-            name = func.value if isinstance(func, cst.Name) else \
-                func.attr.value if isinstance(func, cst.Attribute) and func.attr.value in functions \
-                and functions[func.attr.value][1] == 1 else None
-            if name in functions:
+            name = key_of(call.func)
+            if name is not None:
                 calls.append((call, name))
-                called.add(id(func) if isinstance(func, cst.Name) else id(cast(cst.Attribute, func).attr))
+                called.add(id(call.func) if isinstance(call.func, cst.Name) else id(cast(cst.Attribute, call.func).attr))
+
+        def visit_Attribute(self, node: cst.Attribute) -> None:
+            attributes.add(id(node.attr))
+            name = key_of(node)
+            if name is not None and isinstance(node.value, cst.Name) and node.value.value in instances:
+                references.append((node.attr, name))
 
         def visit_Name(self, node: cst.Name) -> None:
-            if node.value in functions:
-                references.append(node)
+            name = key_of(node) if id(node) not in attributes else None
+            if name is not None:
+                references.append((node, name))
 
     for stmt in host:
         stmt.visit(V())
     found = SessionParameters(functions)
     found.find(calls, sessions)
-    changed = {fn.name.value for fn in found.removed_params}
-    for ref in references:
-        if ref.value in changed and id(ref) not in called and not _defines(ref, functions):
+    changed = {name for name, (fn, _) in functions.items() if fn in found.removed_params}
+    for ref, name in references:
+        if name in changed and id(ref) not in called and not _defines(ref, functions):
             raise Refusal.of(ref, "session_param_other_use", name=ref.value)
     return found
 
