@@ -1,7 +1,8 @@
 """`saver = tf.train.Saver()` and `saver.save(sess, path)`: a `tf.train.Checkpoint`
 over the same state, written to the same path.
 
-TF1's Saver, made without arguments, checkpoints every global variable that
+TF1's Saver, made without arguments (or given `tf.global_variables()`, the list it takes
+when given none), checkpoints every global variable that
 exists when it is made: the variables, the layers' weights, and the slots of
 the optimizers whose train ops came before it. The TF2 checkpoint names the
 same objects (`tf.train.Checkpoint(w=w, dense=dense, optimizer=optimizer)`),
@@ -27,7 +28,8 @@ import json
 
 import libcst as cst
 
-from tf1gradfix.cst.syntax import Refusal, arg, bound_names, loads
+from tf1gradfix.cst.syntax import Refusal, arg, bound_names, graph_ops, loads
+from tf1gradfix.cst.layout import fit
 from tf1gradfix.cst.walk import walk
 from tf1gradfix.model.nodes import (Layer, LayerNode, Optimizer, OptimizerCall, Saver, Statement,
                                     Variable, VariableGroup)
@@ -41,8 +43,13 @@ def build(builder, s: Statement) -> bool:
     """A `Saver` for `saver = tf.train.Saver()`; False if the statement is not one."""
     if s.q != SYMBOL or s.one is None or s.call is None:
         return False
-    if s.call.args:
+    settings = {a.keyword.value: a.value for a in s.call.args if a.keyword is not None and a.keyword.value in _KEPT}
+    given = [a for a in s.call.args if not (a.keyword is not None and a.keyword.value in _KEPT)]
+    if given and not (len(given) == 1 and _default_var_list(builder, given[0])):
         raise Refusal.of(s.call, "saver_form", what="arguments (which variables, how many files to keep)")
+    for value in settings.values():
+        if any(isinstance(n, cst.Call) for n in walk(value)) or set(loads(value)) & set(builder.program.final):
+            raise Refusal.of(value, "saver_form", what="a number of files to keep computed by a call or from graph values")
     members = []
     for node in builder.program.nodes:
         if isinstance(node, Variable) and node.alias_of is None or isinstance(node, (VariableGroup, Layer)):
@@ -51,8 +58,32 @@ def build(builder, s: Statement) -> bool:
             raise Refusal.of(s.call, "saver_form", what=f"the weights of `{node.names[0] if node.names else 'a builder'}`")
         elif isinstance(node, Optimizer) and _has_slots(builder.program, node):
             members.append(node.index)
-    builder.add(s.item, Saver, (s.one,), s.value, s.deps, members=members)
+    builder.add(s.item, Saver, (s.one,), s.value, s.deps, members=members, keep=settings.get("max_to_keep"),
+                hours=settings.get("keep_checkpoint_every_n_hours"), os_alias=_os_alias(builder.module))
     return True
+
+
+# `tf.train.Saver` settings `tf.train.CheckpointManager` takes under the same names
+_KEPT = ("max_to_keep", "keep_checkpoint_every_n_hours")
+
+
+def _os_alias(module: cst.Module) -> str | None:
+    """The name a module-level `import os [as NAME]` binds, if there is one."""
+    for stmt in module.body:
+        for small in stmt.body if isinstance(stmt, cst.SimpleStatementLine) else ():
+            for alias in small.names if isinstance(small, cst.Import) else ():
+                if isinstance(alias.name, cst.Name) and alias.name.value == "os":
+                    return cst.ensure_type(alias.asname.name, cst.Name).value if alias.asname else "os"
+    return None
+
+
+def _default_var_list(builder, given: cst.Arg) -> bool:
+    """`tf.train.Saver(tf.global_variables())` (or `var_list=`, `tf.all_variables()`): the
+    list TF1's Saver takes when given none, every global variable made so far."""
+    value = given.value
+    return not given.star and (given.keyword is None or given.keyword.value == "var_list") \
+        and isinstance(value, cst.Call) and not value.args \
+        and graph_ops()["variable_collections"].get(builder.qualified(value.func) or "") == "global"
 
 
 def made_after_runs(node) -> bool:
@@ -119,9 +150,43 @@ def _slotless(node) -> bool:
     return isinstance(node, Optimizer) and node.cls.rsplit(".", 1)[-1] == "GradientDescentOptimizer"
 
 
-def save_text(saver: str, call: cst.Call, sessions, graph_names, code) -> str:
-    """`saver.write(path)` for `saver.save(sess, path)`."""
-    return f"{saver}.write({code(_path_of(call, 'save', sessions, graph_names))})"
+def save_text(node: Saver, saver: str, call: cst.Call, sessions, graph_names, code, taken) -> str:
+    """`saver.write(path)` for `saver.save(sess, path)`; `SAVER_save(path, step)` for a save
+    numbered by `global_step=` (numbered_text). `taken`: the names bound in the program."""
+    step = arg(call, 2, "global_step")
+    if step is None:
+        return f"{saver}.write({code(_path_of(call, 'save', sessions, graph_names))})"
+    bare = call.with_changes(args=[a for a in call.args if a.value is not step])
+    path = _path_of(bare, "save", sessions, graph_names)
+    if node.os_alias is None:
+        raise Refusal.of(call, "saver_form", what="a save numbered by `global_step=` in a module that does not "
+                                                  "`import os` (its path is split into folder and name)")
+    if f"{saver}_save" in taken:
+        raise Refusal.of(call, "saver_form", what=f"a numbered save where `{saver}_save` is taken")
+    node.numbered = True
+    return f"{saver}_save({code(path)}, {code(step)})"
+
+
+def numbered_text(node: Saver, tf: str, indent: int) -> str:
+    """The function a save numbered by `global_step=` calls: TF1's Saver wrote the files
+    `PATH-STEP`, listed them in the `checkpoint` file of their folder (what
+    `tf.train.latest_checkpoint` reads) and deleted the oldest beyond `max_to_keep` (5 when
+    not given, every file kept for None or 0); `tf.train.CheckpointManager` does the same,
+    recovering that list from the `checkpoint` file at each save. `indent`: the def's column."""
+    saver, os_ = node.names[0], node.os_alias
+    code = cst.Module([]).code_for_node
+    keep = "5" if node.keep is None else code(node.keep) if isinstance(node.keep, cst.Integer) \
+        and int(node.keep.value) > 0 else f"{code(node.keep)} or None"
+    kept = f"the newest {keep} kept" if keep.isdigit() else "the newest `max_to_keep` kept"
+    hours = "" if node.hours is None else f", keep_checkpoint_every_n_hours={code(node.hours)}"
+    return "\n".join([
+        f"def {saver}_save(path, global_step):",
+        '    """TF1\'s numbered save: the files `path-N` for the step N, listed in the',
+        " " * (indent + 4) + f'`checkpoint` file of their folder, {kept}."""',
+        f"    folder, name = {os_}.path.split(path)",
+        "    " + fit(f"files = {tf}.train.CheckpointManager({saver}, folder, max_to_keep={keep}{hours}, "
+                    "checkpoint_name=name)", indent + 4).replace("\n", "\n    "),
+        "    return files.save(checkpoint_number=global_step)"])
 
 
 def _path_of(call: cst.Call, method: str, sessions, graph_names) -> cst.BaseExpression:

@@ -110,6 +110,11 @@ class Assembler:
             blank = [cst.EmptyLine()] * (1 if self.indent else 2)   # (a function among statements, as black spaces it)
             return cst.parse_statement(savers.restorer_text(node, self.p, self.p.tf_alias) + "\n").with_changes(
                 leading_lines=[*item.stmt.leading_lines, *blank])
+        if isinstance(node, Saver) and node.numbered:   # (the function its numbered saves call, after it)
+            blank = [cst.EmptyLine(indent=False)] * (1 if self.indent else 2)
+            made = self._statement(savers.checkpoint_text(node, self.p, self.p.tf_alias, self._name_of), item.stmt)
+            saving = cst.parse_statement(savers.numbered_text(node, self.p.tf_alias, self.indent) + "\n")
+            return [made, saving.with_changes(leading_lines=blank)]
         if isinstance(node, Saver):
             return self._statement(savers.checkpoint_text(node, self.p, self.p.tf_alias, self._name_of), item.stmt)
         if isinstance(node, LayerLoop):

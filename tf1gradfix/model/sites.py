@@ -257,8 +257,9 @@ class HostScan(FetchesAndFeeds):
             if node.restores:
                 raise Refusal.of(call, "saver_form", what="both `save` and `restore` (a TF2 checkpoint names "
                                  "objects; TF1's restore reads names)")
-            self.variable_lists[call] = savers.save_text(cast(str, receiver), call, self._sessions, self.graph_names(),
-                                                         cst.Module([]).code_for_node)
+            taken = {n for stmt in walk(self.p.owner) if isinstance(stmt, cst.BaseStatement) for n in bound_names(stmt)}
+            self.variable_lists[call] = savers.save_text(node, cast(str, receiver), call, self._sessions,
+                                                         self.graph_names(), cst.Module([]).code_for_node, taken)
             return True
         if method == "run" and isinstance(node, (TrainOp, TrainGroup, Init, Update)):
             self._check_session_kw(call, ("feed_dict", "session"))
