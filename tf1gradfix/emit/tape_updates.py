@@ -88,7 +88,8 @@ class Updates:
             pairs = self.code(bound["grads_and_vars"])
         applied = self._learning_rate(opt, opt_name) + self._build_shared(opt, opt_name)
         kept = "  # tf1gradfix: ignore[TFG204] a v1 optimizer, updating when called" if self.state.kept(opt) else ""
-        grad = f"{self.tf}.convert_to_tensor(g)" if dense else "g"
+        # (only a gradient that is sparse: a dense one is already the tensor Keras applies)
+        grad = f"{self.tf}.convert_to_tensor(g) if isinstance(g, {self.tf}.IndexedSlices) else g" if dense else "g"
         # (a kept v1 optimizer's slots are made from the tf.Variable under a Keras weight: constructs/optimizers.py)
         weight = f"v.value if isinstance(v, {self.tf}.keras.Variable) else v" \
             if optimizers.slots_of_keras_weights(self.p, opt) else "v"
