@@ -45,11 +45,23 @@ def test_the_original_waits_for_room_only_while_the_migration_reads(tmp_path):
     where = str(tmp_path)
     for step in range(1, lockstep_files.WINDOW + 1):
         lockstep_files.write(lockstep_files.state_path(where, step), {}, {"step": step})
-    start = time.monotonic()
-    assert lockstep_files.wait_for_room(where, time.monotonic() + 0.2)   # full: waits until the deadline
-    assert time.monotonic() - start >= 0.2
     (tmp_path / lockstep_files.MIGRATED_DONE).touch()
     assert not lockstep_files.wait_for_room(where, time.monotonic() + 5)   # nobody reads: nothing more is written
+
+
+def test_a_migration_that_stays_behind_ends_lockstep_instead_of_piling_states(tmp_path):
+    import time
+
+    where = str(tmp_path)
+    for step in range(1, lockstep_files.WINDOW + 1):
+        lockstep_files.write(lockstep_files.state_path(where, step), {}, {"step": step})
+    start = time.monotonic()
+    assert not lockstep_files.wait_for_room(where, time.monotonic() + 0.2)   # full until the deadline: no more states
+    assert time.monotonic() - start >= 0.2
+    refusal = lockstep_files.refusal(where)
+    assert refusal is not None and refusal["side"] == "original" and "behind" in refusal["reason"]
+    assert lockstep_files.stopped(where)
+    assert len([n for n in (tmp_path).iterdir() if n.name.startswith("state-")]) == lockstep_files.WINDOW
 
 
 # -- one step's change ---------------------------------------------------------------

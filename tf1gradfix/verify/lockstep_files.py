@@ -12,7 +12,8 @@ In a lockstep run (lockstep.py) the original writes, in ``TRACE_DIR/lockstep/``:
 * ``grads-K.npz`` after step K: the gradients each optimizer applied in it.
 
 The migrated side reads each file once and removes it. The original stays at
-most ``WINDOW`` states ahead, so a big model's states do not pile up on disk;
+most ``WINDOW`` states ahead, so a big model's states do not pile up on disk
+(a migration that stays behind past the wait ends lockstep, refused);
 it stops writing once the migration is done (``migrated.done``, written by
 the orchestrator) or refused lockstep (``refused.json``, either side).
 
@@ -96,13 +97,19 @@ def refusal(where: str) -> dict | None:
 
 def wait_for_room(where: str, deadline: float) -> bool:
     """Original: wait until the migration is fewer than WINDOW states behind; False
-    when it will read no more (then nothing more is written)."""
+    when it will read no more (then nothing more is written). A migration still that
+    far behind at the deadline stops lockstep (refused): writing on would pile a big
+    model's states on disk without bound."""
     while True:
         if stopped(where):
             return False
         ahead = sum(1 for name in os.listdir(where) if name.startswith("state-") and name.endswith(".npz"))
-        if ahead < WINDOW or time.monotonic() > deadline:
+        if ahead < WINDOW:
             return True
+        if time.monotonic() > deadline:
+            refuse(where, "original", f"the migration stayed {WINDOW} states behind the original until the wait ran "
+                                      "out: lockstep stopped rather than pile states on disk")
+            return False
         time.sleep(POLL)
 
 
