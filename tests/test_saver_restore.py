@@ -30,16 +30,25 @@ def test_a_restore_of_variables_reads_tf1_names():
     assert 'saver_restore("trained")' in text and "Saver" not in text
 
 
+@pytest.mark.parametrize("body", [
+    'saver = tf.train.Saver()\nwith tf.Session() as sess:\n    sess.run(tf.global_variables_initializer())\n'
+    '    saver.save(sess, "out")\n    saver.restore(sess, "out")\n    print(sess.run(guess, {x: np.ones([1, 3])}))\n',
+    'saver = tf.train.Saver()\nwith tf.Session() as sess:\n    saver.restore(sess, "trained")\n'
+    '    saver.save(sess, "out")\n    print(sess.run(guess, {x: np.ones([1, 3])}))\n',
+])
+def test_a_program_that_saves_and_restores_reads_its_own_checkpoints_and_tf1s(body):
+    """Saved object-based, read back whole; a TF1 checkpoint (no object graph) by TF1's names."""
+    text = _rewrite(body).new_source.decode()
+    assert "saver = tf.train.Checkpoint(w=w)" in text and 'saver.write("out")' in text, text
+    assert 'if checkpoint.has_tensor("_CHECKPOINTABLE_OBJECT_GRAPH"):' in text
+    assert "saver.read(path).assert_existing_objects_matched()\n        return\n" \
+        '    w.assign(checkpoint.get_tensor("w"))\n' in text, text
+
+
 @pytest.mark.parametrize("body,why", [
     ('dense = tf.layers.dense(x, 2, name="dense")\nsaver = tf.train.Saver()\nwith tf.Session() as sess:\n'
      '    saver.restore(sess, "trained")\n    print(sess.run(dense, {x: np.ones([1, 3])}))\n',
      "a restore of layers' weights or optimizer slots"),
-    ('saver = tf.train.Saver()\nwith tf.Session() as sess:\n    sess.run(tf.global_variables_initializer())\n'
-     '    saver.save(sess, "out")\n    saver.restore(sess, "out")\n    print(sess.run(guess, {x: np.ones([1, 3])}))\n',
-     "both `save` and `restore`"),
-    ('saver = tf.train.Saver()\nwith tf.Session() as sess:\n    saver.restore(sess, "trained")\n'
-     '    saver.save(sess, "out")\n    print(sess.run(guess, {x: np.ones([1, 3])}))\n',
-     "both `save` and `restore`"),
     ('loss = tf.reduce_sum(guess)\nstep = tf.train.AdamOptimizer(0.1).minimize(loss)\nsaver = tf.train.Saver()\n'
      'with tf.Session() as sess:\n    saver.restore(sess, "trained")\n    print(sess.run([loss, step], {x: np.ones([1, 3])})[0])\n',
      "a restore of layers' weights or optimizer slots"),

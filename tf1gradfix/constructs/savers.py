@@ -112,16 +112,15 @@ def checkpoint_text(node: Saver, program, tf: str, names) -> str:
 
 
 def restore_text(program, node: Saver, saver: str, call: cst.Call, sessions, graph_names, code) -> str:
-    """`saver_restore(path)` for `saver.restore(sess, path)`: each variable the Saver holds
-    assigned the value the checkpoint keeps under its TF1 name (restorer_text). Only a
-    Saver of variables: TF2's layers and optimizers name their weights and slots otherwise."""
+    """`saver_restore(path)` for `saver.restore(sess, path)` (restorer_text): each variable
+    the Saver holds assigned the value the checkpoint keeps under its TF1 name; in a
+    program that also saves with it, a checkpoint it wrote itself read back whole. A
+    Saver that only restores holds variables only: TF2's layers and optimizers name their
+    weights and slots otherwise than the checkpoint TF1 wrote."""
     path = _path_of(call, "restore", sessions, graph_names)
-    if any(type(c) is cst.Call and isinstance(c.func, cst.Attribute) and c.func.attr.value == "save"
-           and isinstance(c.func.value, cst.Name) and c.func.value.value == saver for c in walk(program.owner)):
-        raise Refusal.of(call, "saver_form", what="both `save` and `restore` (a TF2 checkpoint names objects; "
-                                                  "TF1's restore reads names)")
-    members = [m for m in (program.nodes[i] for i in node.members) if not _slotless(m)]
-    if any(not isinstance(m, Variable) or m.full_name is None for m in members):
+    node.own = any(type(c) is cst.Call and isinstance(c.func, cst.Attribute) and c.func.attr.value == "save"
+                   and isinstance(c.func.value, cst.Name) and c.func.value.value == saver for c in walk(program.owner))
+    if not node.own and not _by_name(program, node):
         raise Refusal.of(call, "saver_form", what="a restore of layers' weights or optimizer slots (TF2 names them "
                                                   "otherwise than the checkpoint TF1 wrote)")
     if f"{saver}_restore" in {n for stmt in walk(program.owner) if isinstance(stmt, cst.BaseStatement)
@@ -131,17 +130,36 @@ def restore_text(program, node: Saver, saver: str, call: cst.Call, sessions, gra
     return f"{saver}_restore({code(path)})"
 
 
+def _by_name(program, node: Saver) -> bool:
+    """Does every member read by its TF1 name (variables; an optimizer without slots adds none)?"""
+    return all(isinstance(m, Variable) and m.full_name is not None
+               for m in (program.nodes[i] for i in node.members) if not _slotless(m))
+
+
 def restorer_text(node: Saver, program, tf: str) -> str:
     """The function `saver.restore` becomes: TF1's checkpoint read by the names TF1 saved
     each variable under; a name the checkpoint lacks raises (NotFoundError), as TF1's
-    restore did, so no variable is ever skipped."""
+    restore did, so no variable is ever skipped. In a program that saves with the Saver
+    too, a checkpoint it wrote (object-based: it has an object graph) is read back whole,
+    every existing object matched or an error raised; a TF1 checkpoint there is read by
+    name where every member has one, and refused by an error where not."""
     members = [m for m in (program.nodes[i] for i in node.members) if not _slotless(m)]
     saver = node.names[0]
-    lines = [f"def {saver}_restore(path):",
-             f'    """Restores {", ".join(m.names[0] for m in members)} from the TF1 checkpoint `path`, '
-             'by the names TF1 saved them under."""',
-             f"    checkpoint = {tf}.train.load_checkpoint(path)"]
-    lines += [f"    {m.names[0]}.assign(checkpoint.get_tensor({json.dumps(m.full_name)}))" for m in members]
+    lines = [f"def {saver}_restore(path):"]
+    if node.own:
+        lines += ['    """Restores `path`: a checkpoint this program wrote, or one TF1 wrote."""',
+                  f"    checkpoint = {tf}.train.load_checkpoint(path)",
+                  '    if checkpoint.has_tensor("_CHECKPOINTABLE_OBJECT_GRAPH"):  # one this program wrote',
+                  f"        {saver}.read(path).assert_existing_objects_matched()",
+                  "        return"]
+    else:
+        lines += [f'    """Restores {", ".join(m.names[0] for m in members)} from the TF1 checkpoint `path`, '
+                  'by the names TF1 saved them under."""',
+                  f"    checkpoint = {tf}.train.load_checkpoint(path)"]
+    if _by_name(program, node):
+        lines += [f"    {m.names[0]}.assign(checkpoint.get_tensor({json.dumps(m.full_name)}))" for m in members]
+    else:
+        lines.append('    raise ValueError(f"{path}: TF1\'s names, not this program\'s layers and slots")')
     return "\n".join(lines)
 
 

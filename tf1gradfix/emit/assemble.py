@@ -106,17 +106,8 @@ class Assembler:
             if text is None and node.global_step:   # (the statement the rewrite wrote for the global step)
                 text = cst.Module([]).code_for_node(item.stmt.with_changes(leading_lines=())).strip()
             return item.stmt if text is None else self._statement(text, item.stmt)
-        if isinstance(node, Saver) and node.restores:
-            blank = [cst.EmptyLine()] * (1 if self.indent else 2)   # (a function among statements, as black spaces it)
-            return cst.parse_statement(savers.restorer_text(node, self.p, self.p.tf_alias) + "\n").with_changes(
-                leading_lines=[*item.stmt.leading_lines, *blank])
-        if isinstance(node, Saver) and node.numbered:   # (the function its numbered saves call, after it)
-            blank = [cst.EmptyLine(indent=False)] * (1 if self.indent else 2)
-            made = self._statement(savers.checkpoint_text(node, self.p, self.p.tf_alias, self._name_of), item.stmt)
-            saving = cst.parse_statement(savers.numbered_text(node, self.p.tf_alias, self.indent) + "\n")
-            return [made, saving.with_changes(leading_lines=blank)]
         if isinstance(node, Saver):
-            return self._statement(savers.checkpoint_text(node, self.p, self.p.tf_alias, self._name_of), item.stmt)
+            return self._saver(node, item)
         if isinstance(node, LayerLoop):
             lines = [ln[:4] + layout.fit(ln[4:], self.indent + 4).replace("\n", "\n    ") if ln.startswith("    ") else ln
                      for ln in self.state.layer_loop(node)]
@@ -150,6 +141,19 @@ class Assembler:
             return True
         return isinstance(stmt, cst.SimpleStatementLine) and all(
             targets.get(small) is cst.RemovalSentinel.REMOVE for small in stmt.body)
+
+    def _saver(self, node: Saver, item) -> list[cst.BaseStatement] | cst.BaseStatement:
+        """The Checkpoint (none for a Saver that only restores TF1's checkpoints), then the
+        functions its numbered saves and its restores call (savers.py)."""
+        blank = [cst.EmptyLine(indent=False)] * (1 if self.indent else 2)   # (functions among statements, as black spaces them)
+        made = [] if node.restores and not node.own else \
+            [self._statement(savers.checkpoint_text(node, self.p, self.p.tf_alias, self._name_of), item.stmt)]
+        texts = [savers.numbered_text(node, self.p.tf_alias, self.indent)] if node.numbered else []
+        texts += [savers.restorer_text(node, self.p, self.p.tf_alias)] if node.restores else []
+        for k, text in enumerate(texts):
+            lead = [*item.stmt.leading_lines, *blank] if not made and k == 0 else blank
+            made.append(cst.parse_statement(text + "\n").with_changes(leading_lines=lead))
+        return made[0] if len(made) == 1 else made
 
     def _statement(self, text: str, original: cst.SimpleStatementLine) -> cst.BaseStatement:
         text = layout.fit(text, self.indent)

@@ -120,6 +120,7 @@ class Saver(Node):
     kind: ClassVar[str] = "saver"
     members: list[int]
     restores: bool = False   # `saver.restore(sess, path)`: restored by TF1's names (savers.restore_text)
+    own: bool = False        # ... in a program that saves with it too: its own checkpoints read back whole
     keep: cst.BaseExpression | None = None    # `max_to_keep=` (TF1's default: 5)
     hours: cst.BaseExpression | None = None   # `keep_checkpoint_every_n_hours=`
     os_alias: str | None = None   # the name the module's `import os` binds (a numbered save splits the path)

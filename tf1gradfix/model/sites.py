@@ -254,9 +254,6 @@ class HostScan(FetchesAndFeeds):
         if isinstance(node, Saver):
             if method != "save":
                 raise Refusal.of(call, "saver_method", name=receiver, method=method)
-            if node.restores:
-                raise Refusal.of(call, "saver_form", what="both `save` and `restore` (a TF2 checkpoint names "
-                                 "objects; TF1's restore reads names)")
             taken = {n for stmt in walk(self.p.owner) if isinstance(stmt, cst.BaseStatement) for n in bound_names(stmt)}
             self.variable_lists[call] = savers.save_text(node, cast(str, receiver), call, self._sessions,
                                                          self.graph_names(), cst.Module([]).code_for_node, taken)
