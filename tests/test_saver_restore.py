@@ -52,6 +52,10 @@ def test_a_program_that_saves_and_restores_reads_its_own_checkpoints_and_tf1s(bo
     ('loss = tf.reduce_sum(guess)\nstep = tf.train.AdamOptimizer(0.1).minimize(loss)\nsaver = tf.train.Saver()\n'
      'with tf.Session() as sess:\n    saver.restore(sess, "trained")\n    print(sess.run([loss, step], {x: np.ones([1, 3])})[0])\n',
      "a restore of layers' weights or optimizer slots"),
+    ('loss = tf.reduce_sum(guess)\nstep = tf.train.AdamOptimizer(0.1).minimize(loss)\nsaver = tf.train.Saver()\n'
+     'with tf.Session() as sess:\n    saver.restore(sess, "trained")\n    sess.run(step, {x: np.ones([1, 3])})\n'
+     '    saver.save(sess, "out")\n',   # (restored before any save: TF1's checkpoint, slots named otherwise)
+     "a restore of layers' weights or optimizer slots"),
 ])
 def test_restores_tf2_would_name_otherwise_are_refused(body, why):
     result = _rewrite(body)

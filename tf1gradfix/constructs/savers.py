@@ -118,9 +118,11 @@ def restore_text(program, node: Saver, saver: str, call: cst.Call, sessions, gra
     Saver that only restores holds variables only: TF2's layers and optimizers name their
     weights and slots otherwise than the checkpoint TF1 wrote."""
     path = _path_of(call, "restore", sessions, graph_names)
-    node.own = any(type(c) is cst.Call and isinstance(c.func, cst.Attribute) and c.func.attr.value == "save"
-                   and isinstance(c.func.value, cst.Name) and c.func.value.value == saver for c in walk(program.owner))
-    if not node.own and not _by_name(program, node):
+    order = [c for c in walk(program.owner) if c is call or type(c) is cst.Call and isinstance(c.func, cst.Attribute)
+             and c.func.attr.value == "save" and isinstance(c.func.value, cst.Name) and c.func.value.value == saver]
+    node.own = node.own or len(order) > 1
+    # (a restore of layers or slots reads a checkpoint the program wrote before it: one TF1 wrote has other names)
+    if order[0] is call and not _by_name(program, node):
         raise Refusal.of(call, "saver_form", what="a restore of layers' weights or optimizer slots (TF2 names them "
                                                   "otherwise than the checkpoint TF1 wrote)")
     if f"{saver}_restore" in {n for stmt in walk(program.owner) if isinstance(stmt, cst.BaseStatement)
