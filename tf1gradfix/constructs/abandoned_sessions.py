@@ -42,7 +42,7 @@ NOTE = ("`{name}` only initializes the variables, and TF1 keeps their values per
 
 
 @dataclass(eq=False)
-class _Opened:
+class Opened:
     """A session of the block: the call, its name, and the items that open it (one for
     `NAME = tf.Session()`, the body of a `with`, flattened)."""
 
@@ -58,11 +58,11 @@ def dropped(program, sessions: list[cst.Call], module: cst.Module, builder) -> l
     if len(sessions) < 2:
         return sessions
     qualified = builder.qualified
-    opened = {id(s.call): s for s in _opened(program, sessions, qualified)}
-    starts = {s.items[0]: s.name for s in opened.values() if _with_item(program, s)}
-    gone: list[_Opened] = []
+    by_call = {id(s.call): s for s in opened(program, sessions, qualified)}
+    starts = {s.items[0]: s.name for s in by_call.values() if with_item(program, s)}
+    gone: list[Opened] = []
     for call in sessions:
-        session = opened.get(id(call))
+        session = by_call.get(id(call))
         if session is None or len(sessions) - len(gone) < 2:
             continue
         statements = _abandoned(program, session, starts, qualified)
@@ -73,12 +73,12 @@ def dropped(program, sessions: list[cst.Call], module: cst.Module, builder) -> l
             program.items[i].drop = True
         builder.note(call, "TFG103", NOTE.format(name=session.name))
         gone.append(session)
-    staying = {s.name for s in opened.values() if not any(s is g for g in gone)}
+    staying = {s.name for s in by_call.values() if not any(s is g for g in gone)}
     program.sessions -= {s.name for s in gone} - staying   # (a name bound again to a host value is one)
     return [c for c in sessions if not any(c is s.call for s in gone)]
 
 
-def _opened(program, sessions: list[cst.Call], qualified) -> list[_Opened]:
+def opened(program, sessions: list[cst.Call], qualified) -> list[Opened]:
     """The sessions made by a statement of the block or a `with` of it (flattened)."""
     found = []
     for call in sessions:
@@ -87,7 +87,7 @@ def _opened(program, sessions: list[cst.Call], qualified) -> list[_Opened]:
             small = item.stmt.body[0] if isinstance(item.stmt, cst.SimpleStatementLine) and len(item.stmt.body) == 1 else None
             if isinstance(small, cst.Assign) and small.value is call and len(small.targets) == 1 \
                     and isinstance(small.targets[0].target, cst.Name):
-                found.append(_Opened(call, small.targets[0].target.value, [i], interactive))
+                found.append(Opened(call, small.targets[0].target.value, [i], interactive))
                 break
         else:
             block = _session_with(program.owner, call)
@@ -97,7 +97,7 @@ def _opened(program, sessions: list[cst.Call], qualified) -> list[_Opened]:
             items = [i for i, item in enumerate(program.items) if id(item.stmt) in inside]
             asname = block.items[0].asname
             if items and asname is not None and isinstance(asname.name, cst.Name):
-                found.append(_Opened(call, asname.name.value, items, interactive))
+                found.append(Opened(call, asname.name.value, items, interactive))
     return found
 
 
@@ -108,22 +108,22 @@ def _session_with(owner, call: cst.Call) -> cst.With | None:
     return None
 
 
-def _with_item(program, session: _Opened) -> bool:
+def with_item(program, session: Opened) -> bool:
     """Is the session opened by a `with` (its items are its body's)?"""
     small = program.items[session.items[0]].stmt
     return not (isinstance(small, cst.SimpleStatementLine) and isinstance(small.body[0], cst.Assign)
                 and small.body[0].value is session.call)
 
 
-def _abandoned(program, session: _Opened, starts: dict[int, str], qualified) -> list[int] | None:
+def _abandoned(program, session: Opened, starts: dict[int, str], qualified) -> list[int] | None:
     """The items to drop if `session` is abandoned (its own, its initializer runs and
     closes), else None. `starts`: item -> the session name a `with` binds from there."""
     name = session.name
-    opening = _with_item(program, session)
+    opening = with_item(program, session)
     statements = [] if opening else [session.items[0]]
     if opening:
         for i in session.items:
-            if _use(program, program.items[i].stmt, name, qualified) != "run":
+            if use(program, program.items[i].stmt, name, qualified) != "run":
                 return None
             statements.append(i)
     closed = default = False   # (default: something else ran while it was the default session)
@@ -131,13 +131,13 @@ def _abandoned(program, session: _Opened, starts: dict[int, str], qualified) -> 
         stmt = program.items[i].stmt
         if starts.get(i) == name or _rebinds(stmt, name):
             break
-        use = _use(program, stmt, name, qualified)
-        if use is None:
+        found = use(program, stmt, name, qualified)
+        if found is None:
             if name in loads(stmt):
                 return None
             default = default or not closed
             continue
-        if use == "close":
+        if found == "close":
             closed = True
         elif closed:   # (a run after close fails in TF1)
             return None
@@ -147,7 +147,7 @@ def _abandoned(program, session: _Opened, starts: dict[int, str], qualified) -> 
     return statements
 
 
-def _use(program, stmt, name: str, qualified) -> str | None:
+def use(program, stmt, name: str, qualified) -> str | None:
     """"run" for `NAME.run(INIT)`, "close" for `NAME.close()`, else None."""
     small = stmt.body[0] if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 else None
     call = small.value if isinstance(small, cst.Expr) else None
@@ -174,7 +174,7 @@ def _rebinds(stmt, name: str) -> bool:
         and small.targets[0].target.value == name and name not in loads(small.value)
 
 
-def _check_unread(module: cst.Module, session: _Opened) -> None:
+def _check_unread(module: cst.Module, session: Opened) -> None:
     """No function or lambda of the module reads the session's name: called while it is
     bound, it would run in that session."""
     for node in walk(module):

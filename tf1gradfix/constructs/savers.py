@@ -56,7 +56,7 @@ def build(builder, s: Statement) -> bool:
             members.append(node.index)
         elif isinstance(node, LayerNode):
             raise Refusal.of(s.call, "saver_form", what=f"the weights of `{node.names[0] if node.names else 'a builder'}`")
-        elif isinstance(node, Optimizer) and _has_slots(builder.program, node):
+        elif isinstance(node, Optimizer) and has_slots(builder.program, node):
             members.append(node.index)
     builder.add(s.item, Saver, (s.one,), s.value, s.deps, members=members, keep=settings.get("max_to_keep"),
                 hours=settings.get("keep_checkpoint_every_n_hours"), os_alias=_os_alias(builder.module))
@@ -93,7 +93,7 @@ def made_after_runs(node) -> bool:
     return isinstance(node, Saver)
 
 
-def _has_slots(program, opt: Optimizer) -> bool:
+def has_slots(program, opt: Optimizer) -> bool:
     """Has a train op of `opt` (`minimize`, `apply_gradients`) been made, and with it its slot variables?"""
     return any(isinstance(n, OptimizerCall) and n.method != "compute_gradients" and n.optimizer == opt.index
                for n in program.nodes)
@@ -135,7 +135,7 @@ def restore_text(program, node: Saver, saver: str, call: cst.Call, sessions, gra
 def _by_name(program, node: Saver) -> bool:
     """Does every member read by its TF1 name (variables; an optimizer without slots adds none)?"""
     return all(isinstance(m, Variable) and m.full_name is not None
-               for m in (program.nodes[i] for i in node.members) if not _slotless(m))
+               for m in (program.nodes[i] for i in node.members) if not slotless(m))
 
 
 def restorer_text(node: Saver, program, tf: str) -> str:
@@ -145,7 +145,7 @@ def restorer_text(node: Saver, program, tf: str) -> str:
     too, a checkpoint it wrote (object-based: it has an object graph) is read back whole,
     every existing object matched or an error raised; a TF1 checkpoint there is read by
     name where every member has one, and refused by an error where not."""
-    members = [m for m in (program.nodes[i] for i in node.members) if not _slotless(m)]
+    members = [m for m in (program.nodes[i] for i in node.members) if not slotless(m)]
     saver = node.names[0]
     lines = [f"def {saver}_restore(path):"]
     if node.own:
@@ -165,7 +165,7 @@ def restorer_text(node: Saver, program, tf: str) -> str:
     return "\n".join(lines)
 
 
-def _slotless(node) -> bool:
+def slotless(node) -> bool:
     """An optimizer TF1 checkpointed nothing of: plain gradient descent has no slots."""
     return isinstance(node, Optimizer) and node.cls.rsplit(".", 1)[-1] == "GradientDescentOptimizer"
 

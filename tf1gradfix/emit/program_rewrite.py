@@ -15,8 +15,8 @@ import libcst as cst
 
 from tf1gradfix import legacy
 from tf1gradfix.constructs import (abandoned_sessions, builders, class_initializers, class_settings, contrib,
-                                   graph_extensions, layer_methods, mnist_loader, model_classes, optimizers,
-                                   placeholders, schedules, sections, session_functions, session_options,
+                                   graph_extensions, later_sessions, layer_methods, mnist_loader, model_classes,
+                                   optimizers, placeholders, schedules, sections, session_functions, session_options,
                                    session_params, summaries, unbuilt_methods, variable_factories, variables)
 from tf1gradfix.model import owners as owners_model
 from tf1gradfix.model.checks import (check_moved, check_program, check_results, check_state, check_steps, check_var_lists,
@@ -201,6 +201,14 @@ class ProgramRewrite(ModuleEdits):
                 isinstance(c, cst.ClassDef) and owner in c.body.body for c in self.module.body))
 
 
+    def _host_scan(self, program, nested, host, builder, blocks) -> HostScan:
+        """A scan of the host code, told what other constructs rewrite (writers, later sessions' inits)."""
+        scan = HostScan(program, self.meta, nested, host)
+        scan.skip = set(builder.writers.statements) if builder.writers is not None else set()
+        if blocks is not None:
+            scan.overwritten = later_sessions.overwritten(program, blocks, builder.qualified)
+        return scan
+
     def _rewrite_owner(self, owner, other_owners, sessions: list, cls=None,
                        section=None) -> cst.CSTNode | tuple[list[cst.BaseStatement], Program]:
         """`cls`: the model class whose `__init__` is `owner`; the whole new module is returned.
@@ -247,7 +255,8 @@ class ProgramRewrite(ModuleEdits):
         try:   # (every blocker of the graph statements and the host code in one run: ModelBuilder.build)
             if cls is None:   # (a session that only initializes, left for another: it goes)
                 sessions = abandoned_sessions.dropped(program, sessions, self.module, builder)
-            check_program(program, owner, sessions, section)
+            blocks = later_sessions.in_sequence(program, sessions, builder.qualified) if cls is None else None
+            check_program(program, owner, sessions, section, blocks is not None)
             host = None
             if cls is None:
                 nested = nested_sessions([it.stmt for it in program.items if it.node is None and not it.drop
@@ -267,17 +276,15 @@ class ProgramRewrite(ModuleEdits):
                     received)
                 # (methods and attributes; `tf.Module`'s own are checked where they are named)
                 self.taken |= self.plan.members - model_classes.vanishing(self.plan, program) - builders.MODULE_ATTRIBUTES
-            scan = HostScan(program, self.meta, nested, host)
-            if builder.writers is not None:
-                scan.skip = set(builder.writers.statements)
+            scan = self._host_scan(program, nested, host, builder, blocks)
             scan.run()
             unrun = scan.unrun
             if scan.rescan:   # (graph code after the last run rebound a name the runs fetched)
-                scan = HostScan(program, self.meta, nested, host)
+                scan = self._host_scan(program, nested, host, builder, blocks)
                 scan.unrun_done = set(unrun)
-                if builder.writers is not None:
-                    scan.skip = set(builder.writers.statements)
                 scan.run()
+            if blocks is not None:
+                later_sessions.check(program, blocks, scan.sites, builder.qualified)
             graph_extensions.note_unrun(builder, unrun)
             self.meta.legacy += legacy.run_findings(program, scan.sites, self.meta.names.qualified,
                                                     lambda n: position(self.meta, n), lambda n: span(self.meta, n))

@@ -59,12 +59,14 @@ def sliced(program: Program, sites: list, found: list | None = None) -> tuple[li
     return signatures(program, fine), fine
 
 
-def check_program(program: Program, owner, sessions: list, section) -> None:
+def check_program(program: Program, owner, sessions: list, section, in_sequence: bool = False) -> None:
     """What the owner's graph block must be, once modeled: a section (sections.py) builds
-    part of the graph, and one session runs it (each holds its own variable values; TF2 has one)."""
+    part of the graph, and one session runs it (each holds its own variable values; TF2 has one),
+    or sessions one after another (`in_sequence`: constructs/later_sessions.py checks them once
+    the runs are known)."""
     if section is not None and not program.nodes and not program.refused:   # (a part that only runs or closes a session)
         raise Refusal.of(section[0] if section else owner, "section_without_graph")
-    if len(sessions) > 1:
+    if len(sessions) > 1 and not in_sequence:
         raise Refusal.of(sessions[1], "several_sessions")
 
 

@@ -60,6 +60,7 @@ class HostScan(FetchesAndFeeds):
         self.inits = 0
         self.expressions: dict[str, str] = {}   # fetched expression (code) -> its model name
         self.skip: set[cst.CSTNode] = set()   # statements rewritten elsewhere (summary writers)
+        self.overwritten: set[int] = set()   # ids of a later session's initializer runs its restore overwrites
         self._in_init = False   # scanning a model class's `__init__`
         self.first_step_item: int | None = None   # the item of the first run calling a step function
 
@@ -323,6 +324,8 @@ class HostScan(FetchesAndFeeds):
             if feed is not None and not initializers.feed_unread(self.p, feed):
                 raise Refusal.of(call, "initializer_run_fed")
             self._remove_statement(call)
+            if id(call) in self.overwritten:   # (a later session's, before its restore: constructs/later_sessions.py)
+                return
             # TF2 initializes once, at creation: a re-initialization cannot simply go
             # (functions of host code run in an order the scan does not know)
             if self.sites and self.host is None or self._in_loop(call) or self.inits:
