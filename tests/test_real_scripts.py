@@ -240,8 +240,11 @@ def test_sections_rebinding_names_are_rewritten_in_order():
     assert code.count("@tf.function") == 2 and "compute_y_2" in code and "Session" not in code
 
 
-def test_a_second_session_over_the_same_graph_stays_refused():
+def test_a_second_session_reading_variables_it_did_not_restore_stays_refused():
     message = _refusal(GRAPH + RUN + "with tf.Session() as sess:\n    print(sess.run(y, {x: [[1.0, 2.0]]}))\n")
+    assert "a later session `sess` reads variables it did not restore first" in message
+    message = _refusal(GRAPH + "first = tf.Session()\nfirst.run(tf.global_variables_initializer())\n" + RUN
+                       + "print(first.run(y, {x: [[1.0, 2.0]]}))\n")   # (two sessions open at once)
     assert "more than one session" in message
 
 

@@ -50,7 +50,7 @@ def test_graph_code_after_the_saver_is_still_refused():
 
 
 def test_saver_after_the_runs_with_arguments_keeps_its_reason():
-    result = rewrite('    saver = tf.train.Saver(max_to_keep=2)\n    saver.save(sess, "model.ckpt")')
+    result = rewrite('    saver = tf.train.Saver([w], max_to_keep=2)\n    saver.save(sess, "model.ckpt")')
     assert result.new_module is None
     assert any(d[2] == "TFG921" or "Saver" in d[3] for d in result.diagnostics), result.diagnostics
 

@@ -357,9 +357,7 @@ class ProgramRewrite(ModuleEdits):
             replacements[removed] = cst.RemovalSentinel.REMOVE
         for block in nested:   # a session `with` in host code: its body, dedented; `sess = tf.Session()`: gone
             replacements[block] = FLATTEN if isinstance(block, cst.With) else cst.RemovalSentinel.REMOVE
-        for feed, names in scan.feed_dict_nodes.items():   # `{x: v}` -> `{"x": v}`, passed as `f(**feed)`
-            replacements[feed] = feed.with_changes(elements=[
-                e.with_changes(key=cst.SimpleString(f'"{name}"')) for e, name in zip(feed.elements, names)])
+        replacements.update(scan.feed_replacements())   # `{x: v}` -> `{"x": v}`, passed as `f(**feed)`
         if cls is not None:   # the functions become methods, the runs calls of them on the instance
             assembler = Assembler(program, state, tape, replacements, indent=indent)
             assembler.before = {k: [cst.parse_statement(line + "\n") for line in lines] for k, lines in layer_made.before.items()}

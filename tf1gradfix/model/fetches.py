@@ -30,37 +30,111 @@ class FetchesAndFeeds:
     feed_dicts: dict[str, frozenset[str]]
     feed_dict_nodes: dict[cst.Dict, list[str]]
     feed_receivers: dict[str, str | None]
+    feed_key_stores: dict[cst.BaseExpression, str]
+    feed_returns: set[cst.Name]
 
     def _feed_bindings(self, statements) -> None:
-        """`feed = {x: ..., y: ...}` (or `{model.x: ...}`): dicts of placeholders bound to a name."""
+        """`feed = {x: ..., y: ...}` (or `{model.x: ...}`): dicts of placeholders bound to a name;
+        and a function that returns one (`return feed`, `return {x: ...}`), whose calls
+        bound to a name (`feed = feed_data(batch)`) are feed dicts of the same placeholders."""
         placeholders = {n.names[0] for n in self.p.nodes if isinstance(n, Placeholder)}
         scan = self
+        made: dict[str, tuple] = {}   # function -> the keys of the dict it returns, their instance, the function
 
         def placeholder(key: cst.BaseExpression) -> str | None:
             name = scan._graph_name(key)
             return name if name in placeholders else None
 
+        def keys_of(node: cst.CSTNode, value: cst.Dict) -> frozenset[str] | None:
+            scan._receiver = None
+            keys = [e.key for e in value.elements if isinstance(e, cst.DictElement)]
+            names = [placeholder(k) for k in keys]
+            if not any(names):
+                return None
+            if len(keys) != len(value.elements) or not all(names):
+                raise Refusal.of(node, "feed_mixed_keys")
+            scan.feed_dict_nodes[value] = cast("list[str]", names)
+            return frozenset(cast("list[str]", names))
+
+        def bind(node: cst.Assign, keyset: frozenset[str], receiver: str | None) -> None:
+            if len(node.targets) != 1 or not isinstance(node.targets[0].target, cst.Name):
+                raise Refusal.of(node, "feed_target")
+            name = node.targets[0].target.value
+            if scan.feed_receivers.get(name) is None:   # (not yet known, or a parameter of the function making it)
+                scan.feed_receivers[name] = receiver
+            if scan.feed_dicts.setdefault(name, keyset) != keyset or scan.feed_receivers[name] != receiver:
+                raise Refusal.of(node, "feed_dict_varies", name=name)
+
         class V(cst.CSTVisitor):
+            def __init__(self) -> None:
+                super().__init__()
+                self.functions: list[cst.FunctionDef] = []
+
+            def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+                self.functions.append(node)
+
+            def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
+                self.functions.pop()
+
             def visit_Assign(self, node: cst.Assign) -> None:
-                if not isinstance(node.value, cst.Dict):
+                if isinstance(node.value, cst.Dict) and (keyset := keys_of(node, node.value)) is not None:
+                    bind(node, keyset, scan._receiver)
+
+            def visit_Return(self, node: cst.Return) -> None:
+                if len(self.functions) != 1:   # (a function's own, not a nested function's)
                     return
-                scan._receiver = None
-                keys = [e.key for e in node.value.elements if isinstance(e, cst.DictElement)]
-                names = [placeholder(k) for k in keys]
-                if not any(names):
-                    return
-                if len(keys) != len(node.value.elements) or not all(names):
-                    raise Refusal.of(node, "feed_mixed_keys")
-                if len(node.targets) != 1 or not isinstance(node.targets[0].target, cst.Name):
-                    raise Refusal.of(node, "feed_target")
-                name, keyset = node.targets[0].target.value, frozenset(cast("list[str]", names))
-                if scan.feed_dicts.setdefault(name, keyset) != keyset \
-                        or scan.feed_receivers.setdefault(name, scan._receiver) != scan._receiver:
-                    raise Refusal.of(node, "feed_dict_varies", name=name)
-                scan.feed_dict_nodes[node.value] = cast("list[str]", names)
+                value, keyset = node.value, None
+                if isinstance(value, cst.Dict):
+                    keyset = keys_of(node, value)
+                    receiver = scan._receiver
+                elif isinstance(value, cst.Name) and value.value in scan.feed_dicts:
+                    keyset, receiver = scan.feed_dicts[value.value], scan.feed_receivers.get(value.value)
+                    scan.feed_returns.add(value)
+                    if receiver in _parameters(self.functions[-1]):   # (the instance each call passes: _passed)
+                        scan.feed_receivers[value.value] = None
+                function = self.functions[-1]
+                if keyset is not None and made.setdefault(function.name.value, (keyset, receiver, function)) \
+                        != (keyset, receiver, function):
+                    raise Refusal.of(node, "feed_dict_varies", name=function.name.value)
+
+        class Calls(cst.CSTVisitor):
+            def visit_Assign(self, node: cst.Assign) -> None:
+                call = node.value
+                if isinstance(call, cst.Call) and isinstance(call.func, cst.Name) and call.func.value in made:
+                    keyset, receiver, function = made[call.func.value]
+                    bind(node, keyset, _passed(function, call, receiver))
 
         for stmt in statements:
             stmt.visit(V())
+        if made:
+            for stmt in statements:
+                stmt.visit(Calls())
+
+    def feed_replacements(self) -> dict:
+        """The named feed dicts' keys written as strings (`{x: v}` -> `{"x": v}`, `feed[x] = v`
+        -> `feed["x"] = v`): the runs take the dict as `f(**feed)`."""
+        out: dict = {key: cst.SimpleString(f'"{name}"') for key, name in self.feed_key_stores.items()}
+        for feed, names in self.feed_dict_nodes.items():
+            out[feed] = feed.with_changes(elements=[
+                e.with_changes(key=cst.SimpleString(f'"{name}"')) for e, name in zip(feed.elements, names)])
+        return out
+
+    def feed_key_store(self, target: cst.BaseExpression) -> bool:
+        """`feed[x] = value` for a named feed dict and a placeholder among its keys: a new
+        value under a key it has (the keys stay one set), the key written as the dict
+        writes it (a string); a placeholder it lacks is refused. False for other targets."""
+        index = target.slice[0].slice if isinstance(target, cst.Subscript) and len(target.slice) == 1 else None
+        if not (isinstance(index, cst.Index) and isinstance(target, cst.Subscript)
+                and isinstance(target.value, cst.Name) and target.value.value in self.feed_dicts):
+            return False
+        held, self._receiver = self._receiver, self.feed_receivers.get(target.value.value)
+        name = self._graph_name(index.value)
+        self._receiver = held
+        if name is None or name not in self.feed_dicts[target.value.value]:
+            raise Refusal.of(target, "feed_dict_new_key", name=target.value.value,
+                             key=cst.Module([]).code_for_node(index.value))
+        self.feed_key_stores[index.value] = name
+        return True
 
     def _fetches(self, fetch: cst.BaseExpression) -> tuple[str, list[str]]:
         if isinstance(fetch, (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString)):
@@ -157,3 +231,21 @@ def _describe(expr: cst.BaseExpression) -> str:
         if isinstance(func, cst.Name):
             return func.value
     return "fetched"
+
+
+def _passed(function: cst.FunctionDef, call: cst.Call, receiver: str | None) -> str | None:
+    """The instance a feed dict's keys name at a call of the function that makes it: the
+    argument given for the parameter they name (`make_feed(net, ...)`), else as written."""
+    params = _parameters(function)
+    if receiver not in params:
+        return receiver
+    given = next((a.value for a in call.args if a.keyword is not None and a.keyword.value == receiver), None)
+    position = params.index(receiver)
+    if given is None and position < len(call.args) and call.args[position].keyword is None and not call.args[position].star:
+        given = call.args[position].value
+    return cst.Module([]).code_for_node(given) if isinstance(given, (cst.Name, cst.Attribute)) else "?"
+
+
+def _parameters(function: cst.FunctionDef) -> list[str]:
+    return [p.name.value for p in (*function.params.posonly_params, *function.params.params)]
+

@@ -29,7 +29,7 @@ from tf1gradfix.model.blocks import BlockReader
 from tf1gradfix.model.program import Item, Program, ScopeEntry
 from tf1gradfix.rules.catalog import host_value
 from tf1gradfix.model.tf1_names import GraphNames, VariableScopes
-from tf1gradfix.model.nodes import BuilderModule, Computed, Node, Saver, Statement, Static, Variable, VariableGroup
+from tf1gradfix.model.nodes import BuilderModule, Computed, Node, Placeholder, Saver, Statement, Static, Variable, VariableGroup
 
 N = TypeVar("N", bound=Node)
 
@@ -325,7 +325,7 @@ class ModelBuilder(BlockReader):
                 and self.qualified(small.value.func) == rnn_stacks.BIDIRECTIONAL:   # `(out_fw, out_bw), states = ...`
             names = rnn_stacks.pair_target_names(small.targets[0].target)
         value = small.value
-        if self._runs_graph(value):
+        if self._runs_graph(value) or self._feed_dict(value):
             return
         deps = self.deps_of(value)
         tf_calls = [(c, q) for c, q in self.calls(value) if q is not None]
@@ -352,6 +352,13 @@ class ModelBuilder(BlockReader):
             if (i := self.program.final.get(name)) is not None and isinstance(self.program.nodes[i], Computed) \
                     and not isinstance(self.program.nodes[i], Static):   # (computed in a function now)
                 raise Refusal.of(small, "host_name_rebound_to_graph", name=name)
+
+    def _feed_dict(self, value: cst.BaseExpression) -> bool:
+        """`{x: batch, keep: 0.5}`: a dict of placeholders to host values, a feed (host code: sites.py)."""
+        return isinstance(value, cst.Dict) and bool(value.elements) and all(
+            isinstance(e, cst.DictElement) and isinstance(e.key, cst.Name)
+            and isinstance(self.program.node(e.key.value), Placeholder) and not self.deps_of(e.value)
+            for e in value.elements)
 
     def _runs_graph(self, value: cst.BaseExpression) -> bool:
         """`sess.run(...)`, `t.eval()`, `op.run()`: host code executing the graph."""

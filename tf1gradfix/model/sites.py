@@ -50,6 +50,8 @@ class HostScan(FetchesAndFeeds):
         self.feed_dicts: dict[str, frozenset[str]] = {}
         self.feed_dict_nodes: dict[cst.Dict, list[str]] = {}   # a feed dict bound to a name -> its placeholders
         self.feed_receivers: dict[str, str | None] = {}   # (a model class: the instance its keys name)
+        self.feed_key_stores: dict[cst.BaseExpression, str] = {}   # `feed[x] = v`: the key -> its placeholder
+        self.feed_returns: set[cst.Name] = set()   # `return feed` of a function making a feed dict (fetches.py)
         self.removed: set[cst.CSTNode] = set()   # `sess.close()`, `sess.run(init)` statements
         self.variable_lists: dict[cst.Call, str] = {}   # `tf.trainable_variables()` in host code -> the list
         self.first_site_item: int | None = None
@@ -408,6 +410,8 @@ class _HostReads(cst.CSTVisitor):
 
     def visit_AssignTarget(self, node: cst.AssignTarget) -> bool:
         self.stores.update(_stored_names(node.target))
+        if self.scan.feed_key_store(node.target):   # (`feed[x] = v`: its key is renamed, the value read as any)
+            return False
         return not (isinstance(node.target, cst.Name) and node.target.value in self.scan.feed_dicts)
 
     def visit_For(self, node: cst.For) -> None:
@@ -419,7 +423,7 @@ class _HostReads(cst.CSTVisitor):
         return False
 
     def visit_Name(self, node: cst.Name) -> None:
-        if node.value in self.scan.feed_dicts:
+        if node.value in self.scan.feed_dicts and node not in self.scan.feed_returns:
             raise Refusal.of(node, "feed_dict_other_use", name=node.value)
         if node.value in self.names:
             graph = None if node.value in self.scan.p.sessions else self.scan.p.node(node.value)
