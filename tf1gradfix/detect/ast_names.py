@@ -86,6 +86,7 @@ class Names:
         self._values: dict[tuple, list] = {}   # (_bound_values)
         self._by_name: dict[tuple, tuple[str | None, bool]] = {}   # (as NameResolver's)
         self._contributions: dict[tuple, tuple[frozenset, bool]] = {}   # (_contribution)
+        self._prefixes: dict = {}   # (chains.referents_answer's memo)
 
     def import_name(self, node) -> str | None:
         key = id(node)
@@ -123,7 +124,8 @@ class Names:
     def _resolved(self, node, base, full: str, accesses) -> str | None:
         """_lookup's answer from the referents of the read of `base` (`full`: its dotted name)."""
         answer, ambiguous = referents_answer(accesses, self._contribution, full, full[len(base.id):],
-                                             self.bindings.star_modules)
+                                             self.bindings.star_modules, self._prefixes, (base.id, full),
+                                             lambda referent: (id(referent), full) in self._contributions)
         if ambiguous:
             self._ambiguous.add(id(node))
         return answer

@@ -38,18 +38,28 @@ def referents_shape(accesses) -> tuple:
     return tuple((len(a.referents), next((r.scope is a.scope for r in a.referents), False)) for a in accesses)
 
 
-def referents_answer(accesses, contribution, full: str, rest: str, star_modules) -> tuple[str | None, bool]:
+def referents_answer(accesses, contribution, full: str, rest: str, star_modules, memo: dict | None = None,
+                     key=None, kept=None) -> tuple[str | None, bool]:
     """(the qualified name a read of `full` answers to, whether it may be something else): what
     its referents contribute (`contribution(referent, full, rest)`), else the star imports'
-    when no statement binds it; a compat.v1 reading first (it never takes a rename plan)."""
+    when no statement binds it; a compat.v1 reading first (it never takes a rename plan).
+    `memo[key]` keeps what the referents of the last read of the same name contributed: the
+    next read (N bindings later) adds only its new ones, so N reads cost N, not N squared;
+    kept only where every contribution was (`kept(referent)`: not one made during a cycle)."""
+    referents = set().union(*(access.referents for access in accesses))
     found: set[str] = set()
-    foreign = referents = False
-    for access in accesses:
-        for referent in access.referents:
-            referents = True
-            names, other = contribution(referent, full, rest)
-            found.update(names)
-            foreign = foreign or other
+    foreign = False
+    known = memo.get(key) if memo is not None else None
+    todo = referents
+    if known is not None and known[0] <= referents:   # (the same name's earlier referents, and some more)
+        todo = referents - known[0]
+        found, foreign = set(known[1]), known[2]
+    for referent in todo:
+        names, other = contribution(referent, full, rest)
+        found.update(names)
+        foreign = foreign or other
+    if memo is not None and (kept is None or all(kept(referent) for referent in todo)):
+        memo[key] = (frozenset(referents), frozenset(found), foreign)
     if not referents and star_modules:
         found.update(f"{module}{'.' if full else ''}{full}" for module in star_modules if normalize(module) is not None)
     if not found:

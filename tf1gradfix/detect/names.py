@@ -143,6 +143,7 @@ class NameResolver:
         # read made a file of N `with tf.Session() as sess:` blocks cost N * N
         self._by_name: dict[tuple, tuple[str | None, bool]] = {}
         self._contributions: dict[tuple, tuple[frozenset, bool]] = {}   # (_contribution)
+        self._prefixes: dict = {}   # (chains.referents_answer's memo)
 
     def import_name(self, node: cst.CSTNode) -> str | None:
         """The raw qualified name of `node` when it comes from a TensorFlow/Keras import."""
@@ -191,7 +192,8 @@ class NameResolver:
     def _resolved(self, node: cst.CSTNode, base, full: str, accesses) -> str | None:
         """_lookup's answer from the referents of the read of `base` (`full`: its dotted name)."""
         answer, ambiguous = referents_answer(accesses, self._contribution, full, full[len(base.value):],
-                                             self._bindings.star_modules)
+                                             self._bindings.star_modules, self._prefixes, (base.value, full),
+                                             lambda referent: (referent, full) in self._contributions)
         if ambiguous:
             self._ambiguous.add(node)
         return answer
