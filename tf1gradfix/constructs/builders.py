@@ -39,6 +39,7 @@ from tf1gradfix.model.parts import BuilderVariable
 # attributes tf.Module has already: a variable named like one is stored under `<name>_variable`
 MODULE_ATTRIBUTES = frozenset({"name", "name_scope", "variables", "trainable_variables", "non_trainable_variables",
                                "submodules", "with_name_scope"})
+GETTERS = ("tensorflow.get_variable", "tensorflow.Variable")
 GET_VARIABLE = ("name", "shape", "dtype", "initializer", "regularizer", "trainable", "collections",
                 "caching_device", "partitioner", "validate_shape", "use_resource", "custom_getter", "constraint")
 
@@ -49,7 +50,7 @@ def creates_variables(helper: cst.FunctionDef, calls) -> bool:
     found = calls(helper)
     if any(q == "tensorflow.get_variable" for _, q in found):
         return True
-    block, _ = scope_block(helper)
+    block, _, _ = scope_block(helper)
     scope = block.items[0].item if block is not None and block.items else None
     if not any(builder_layers.is_layer_call(q) for _, q in found):
         return False
@@ -86,7 +87,7 @@ def node(builder, helper: cst.FunctionDef) -> BuilderModule:
     for n in program.nodes:
         if isinstance(n, BuilderModule) and n.builder is helper:
             return n
-    scope, inner, scope_object = _scope(builder, helper)
+    scope, inner, scope_object, default = _scope(builder, helper)
     params = {p.name.value for p in (*helper.params.params, *helper.params.kwonly_params)}
     per_call = scope in params   # a layer function: the scope, and so the variables, come with each call
     local: set[str] = set()
@@ -161,21 +162,23 @@ def node(builder, helper: cst.FunctionDef) -> BuilderModule:
         raise Refusal.of(lazy[0], "builder_variable_from_changing", variable=lazy[1], name=lazy[2])
     return builder.append(BuilderModule(
         index=-1, names=(), stmt=helper, value=None, builder=helper, scope=None if per_call else scope, lazy=bool(lazy),
-        scope_parameter=scope if per_call else None, variables=variables, inner=inner, weights=True, trainable=True,
+        scope_parameter=scope if per_call else None, scope_default=default, variables=variables, inner=inner, weights=True, trainable=True,
         var=helper.name.value, layers=layers, dropped=dropped, made_on_call=made_on_call,
         shaping=builder_loops.shaping(helper, layers, computed_from, graph) if made_on_call else ()))
 
 
 def _scope(builder, helper: cst.FunctionDef):
-    """("scope name", statements inside it, the `as NAME` of the scope or None): the body is
-    one `with tf.variable_scope("NAME", reuse=...)`; for a layer function, the name of the
-    parameter holding the scope."""
-    stmt, tail = scope_block(helper)
+    """("scope name", statements inside it, the `as NAME` of the scope or None, the default
+    of `scope or "Linear"`): the body is one `with tf.variable_scope("NAME", reuse=...)`, after
+    statements that make no variables (`shape = x.get_shape().as_list()`: the same before the
+    scope as in it); for a layer function, the name of the parameter holding the scope."""
+    stmt, lead, tail = scope_block(helper)
     if helper.decorators or helper.asynchronous is not None:
         raise Refusal.of(helper, "builder_body_not_one_scope", function=helper.name.value)
     if stmt is None and _unscoped(helper, builder.calls(helper)):   # its layers named where it is called
-        return None, [s for k, s in enumerate(helper.body.body) if k or not is_docstring(s)], None
-    if stmt is None:
+        return None, [s for k, s in enumerate(helper.body.body) if k or not is_docstring(s)], None, None
+    if stmt is None or any(q == "tensorflow.variable_scope" or q in GETTERS or builder_layers.is_layer_call(q)
+                           for s in lead for _, q in builder.calls(s)):
         raise Refusal.of(helper, "builder_body_not_one_scope", function=helper.name.value)
     alias = stmt.items[0].asname if len(stmt.items) == 1 else None
     scope_object = alias.name.value if alias is not None and isinstance(alias.name, cst.Name) else None
@@ -184,25 +187,32 @@ def _scope(builder, helper: cst.FunctionDef):
         raise Refusal.of(stmt, "builder_without_scope", function=helper.name.value)
     bound = bound_args(call, ["name_or_scope", "default_name", "values", "initializer", "regularizer",
                               "caching_device", "partitioner", "custom_getter", "reuse"], call)
-    scope = literal_string(bound.get("name_or_scope"))
     given = bound.get("name_or_scope")
+    scope, default = literal_string(given), None
+    either = given if isinstance(given, cst.BooleanOperation) and isinstance(given.operator, cst.Or) else None
+    if either is not None and literal_string(either.right):   # (`scope or "Linear"`: the parameter, else the default)
+        given, default = either.left, literal_string(either.right)
     if scope is None and isinstance(given, cst.Name) and given.value in {p.name.value for p in helper.params.params}:
         scope = given.value   # (a parameter: see _per_call_statements)
-    if scope is None or set(bound) - {"name_or_scope", "reuse"}:
+    if scope is None or set(bound) - {"name_or_scope", "reuse"} or default is not None and scope == default:
         raise Refusal.of(call, "builder_scope_form")
-    return scope, [*stmt.body.body, *tail], scope_object
+    return scope, [*lead, *stmt.body.body, *tail], scope_object, default
 
 
-def scope_block(helper: cst.FunctionDef) -> tuple[cst.With | None, list[cst.BaseStatement]]:
-    """The body's one `with` block (after an optional docstring), and the `return` after it
-    if there is one (the same as the block's last statement: nothing runs in between)."""
+def scope_block(helper: cst.FunctionDef) -> tuple[cst.With | None, list[cst.BaseStatement], list[cst.BaseStatement]]:
+    """The body's one `with` block (after an optional docstring and statements before it),
+    those statements, and the `return` after it if there is one (the same as the block's last
+    statement: nothing runs in between)."""
     body = [s for k, s in enumerate(helper.body.body) if k or not is_docstring(s)]
+    lead = []
+    while body and isinstance(body[0], cst.SimpleStatementLine) and all(isinstance(s, cst.Assign) for s in body[0].body):
+        lead.append(body.pop(0))
     tail = body[1:]
     returns = len(tail) == 1 and isinstance(tail[0], cst.SimpleStatementLine) and len(tail[0].body) == 1 \
         and isinstance(tail[0].body[0], cst.Return)
     if not body or not isinstance(body[0], cst.With) or tail and not returns:
-        return None, []
-    return body[0], cast(list[cst.BaseStatement], tail)
+        return None, [], []
+    return body[0], cast(list[cst.BaseStatement], lead), cast(list[cst.BaseStatement], tail)
 
 
 def attribute_name(local: str) -> str:
@@ -300,7 +310,8 @@ def _per_call_statements(node: BuilderModule, name: str, tf: str, initial_value,
             continue
         if id(stmt) in made:
             local, label, call, bound, _ = made[id(stmt)]
-            key = f"f\"{{{scope}}}/{label}\"" if scope is not None else f"\"{node.scope}/{label}\""
+            within = scope if node.scope_default is None else f"{scope} or {node.scope_default!r}"
+            key = f"f\"{{{within}}}/{label}\"" if scope is not None else f"\"{node.scope}/{label}\""
             line = layout.fit(f"{local} = self.variable({key}, lambda: {initial_value(call, bound)})", column)
             stmt = stmt.with_changes(body=[cast(cst.SimpleStatementLine, cst.parse_statement(line + "\n")).body[0]])
         body.append(stmt)

@@ -214,6 +214,7 @@ class BuilderModule(LayerNode):
     builder: cst.FunctionDef
     scope: str | None             # its scope's name; None for a layer function (scope_parameter) or none at all
     scope_parameter: str | None   # a layer function: the parameter holding the scope
+    scope_default: str | None = None   # ... the scope of `tf.variable_scope(scope or "Linear")` when none is given
     variables: list[BuilderVariable]
     inner: list[cst.BaseStatement]
     var: str                      # the instance's name: the function's
