@@ -61,3 +61,17 @@ def test_restores_tf2_would_name_otherwise_are_refused(body, why):
     result = _rewrite(body)
     assert result.new_source is None
     assert any(f.code == "TFG921" and why in f.message for f in result.findings), [f.message for f in result.findings]
+
+
+def test_a_numbered_save_takes_a_host_step_or_a_variable_never_a_tensor():
+    """`global_step=` of a variable: TF2 keeps it as a `tf.Variable`; of a tensor: gone from host code."""
+    head = "import os\n"
+    body = ('count = tf.Variable(0, name="count", trainable=False)\ntwice = count * 2\nsaver = tf.train.Saver(max_to_keep=3)\n'
+            'with tf.Session() as sess:\n    sess.run(tf.global_variables_initializer())\n'
+            '    print(sess.run(guess, {x: np.ones([1, 3])}))\n    saver.save(sess, os.path.join("out", "m"), global_step=STEP)\n')
+    text = process_source("case.py", (head + HEAD + body.replace("STEP", "count")).encode(), CodeFilter()).new_source
+    assert text is not None and b'saver_save(os.path.join("out", "m"), count)' in text
+    assert b"max_to_keep=3, checkpoint_name=name" in text or b"max_to_keep=3" in text
+    result = process_source("case.py", (head + HEAD + body.replace("STEP", "twice")).encode(), CodeFilter())
+    assert result.new_source is None
+    assert any("a step computed from graph values other than a variable" in f.message for f in result.findings)

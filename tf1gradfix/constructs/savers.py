@@ -170,12 +170,19 @@ def slotless(node) -> bool:
     return isinstance(node, Optimizer) and node.cls.rsplit(".", 1)[-1] == "GradientDescentOptimizer"
 
 
-def save_text(node: Saver, saver: str, call: cst.Call, sessions, graph_names, code, taken) -> str:
+def save_text(node: Saver, saver: str, call: cst.Call, sessions, graph_names, code, taken, program=None,
+              attributes=None) -> str:
     """`saver.write(path)` for `saver.save(sess, path)`; `SAVER_save(path, step)` for a save
-    numbered by `global_step=` (numbered_text). `taken`: the names bound in the program."""
+    numbered by `global_step=` (numbered_text), the step a host value or a variable (TF2 keeps
+    it as a `tf.Variable`; a tensor is gone). `taken`: the names bound in the program;
+    `attributes`: a model class's attribute -> graph name."""
     step = arg(call, 2, "global_step")
     if step is None:
         return f"{saver}.write({code(_path_of(call, 'save', sessions, graph_names))})"
+    held = [name for name in loads(step) if name in graph_names] + [
+        (attributes or {})[a.attr.value] for a in walk(step) if type(a) is cst.Attribute and a.attr.value in (attributes or {})]
+    if any(not isinstance(program.node(name) if program is not None else None, Variable) for name in held):
+        raise Refusal.of(step, "saver_form", what="a step computed from graph values other than a variable")
     bare = call.with_changes(args=[a for a in call.args if a.value is not step])
     path = _path_of(bare, "save", sessions, graph_names)
     if node.os_alias is None:

@@ -259,7 +259,8 @@ class HostScan(FetchesAndFeeds):
                 raise Refusal.of(call, "saver_method", name=receiver, method=method)
             taken = {n for stmt in walk(self.p.owner) if isinstance(stmt, cst.BaseStatement) for n in bound_names(stmt)}
             self.variable_lists[call] = savers.save_text(node, cast(str, receiver), call, self._sessions,
-                                                         self.graph_names(), cst.Module([]).code_for_node, taken)
+                                                         self.graph_names(), cst.Module([]).code_for_node, taken,
+                                                         self.p, self.attributes)
             return True
         if method == "run" and isinstance(node, (TrainOp, TrainGroup, Init, Update)):
             self._check_session_kw(call, ("feed_dict", "session"))
