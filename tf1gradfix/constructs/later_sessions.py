@@ -1,4 +1,5 @@
-"""Sessions one after another over the same graph, each a `with` block of the graph block:
+"""Sessions one after another over the same graph, each a `with` block of the graph block
+(or `NAME = tf.Session()` closed, or bound again, before the next is made):
 
     with tf.Session() as sess:      # trains, and saves
         ...
@@ -18,7 +19,9 @@ that set when
   optimizer of the graph), after initializer runs at most (the restore overwrites
   them): from there its values are the checkpoint's, on both sides.
 
-The blocks follow one another (none inside another) and none is in a loop. Anything
+The blocks follow one another (none inside another, none still open when the next is
+made) and none is in a loop; an `InteractiveSession` (the default of every `.eval()`) is not
+followed. Anything
 else keeps the refusal of a second session: a later session that initializes the
 variables anew and reads them (TF2 would read the values the earlier session left),
 or reads them before it restores them.
@@ -44,9 +47,18 @@ def in_sequence(program, sessions: list[cst.Call], qualified) -> list[Opened] | 
     if len(sessions) < 2:
         return None
     found = opened(program, sessions, qualified)
-    if len(found) != len(sessions) or not all(with_item(program, s) for s in found):
+    if len(found) != len(sessions) or any(s.interactive for s in found):
         return None
     found.sort(key=lambda s: s.items[0])
+    for k, session in enumerate(found):   # (`NAME = tf.Session()`: its statements up to its `close()`)
+        if not with_item(program, session):
+            end = found[k + 1].items[0] if k + 1 < len(found) else len(program.items)
+            closed = next((i for i in range(session.items[0] + 1, end)
+                           if use(program, program.items[i].stmt, session.name, qualified) == "close"), None)
+            rebound = k + 1 < len(found) and found[k + 1].name == session.name
+            if closed is None and not rebound and k + 1 < len(found):
+                return None   # (still open when the next one is made)
+            session.items = list(range(session.items[0], (closed + 1) if closed is not None else end))
     if any(a.items[-1] >= b.items[0] for a, b in zip(found, found[1:])):
         return None
     return found
@@ -84,7 +96,7 @@ def _restored_first(program, block: Opened, qualified) -> tuple[Saver | None, li
     """The Saver whose restore is the first statement of the block that touches the graph
     (initializer runs before it aside), if it is one; and those initializer runs."""
     inits: list[cst.Call] = []
-    for i in block.items:
+    for i in block.items if with_item(program, block) else block.items[1:]:   # (after `NAME = tf.Session()`)
         stmt = program.items[i].stmt
         small = stmt.body[0] if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 else None
         call = small.value if isinstance(small, cst.Expr) else None
