@@ -33,9 +33,9 @@ import libcst as cst
 
 from tf1gradfix.constructs import savers
 from tf1gradfix.constructs.abandoned_sessions import Opened, opened, use, with_item
-from tf1gradfix.cst.syntax import Refusal, arg
+from tf1gradfix.cst.syntax import Refusal, arg, loads
 from tf1gradfix.cst.walk import walk
-from tf1gradfix.model.nodes import LayerNode, Optimizer, Saver, Variable, VariableGroup
+from tf1gradfix.model.nodes import LayerNode, Saver, Variable, VariableGroup
 from tf1gradfix.model.slicing import closure
 
 STATE = (Variable, VariableGroup, LayerNode)   # nodes that hold values a session keeps
@@ -75,7 +75,8 @@ def check(program, blocks: list[Opened], sites: list, qualified) -> None:
         restored, _ = _restored_first(program, block, qualified)
         if restored is None:
             raise Refusal.of(block.call, "later_session_not_restored", name=block.name)
-        missing = [n for n in program.nodes if n.index not in restored.members and _saved(program, n)]
+        missing = [n for n in program.nodes if n.index not in restored.members and savers.holds(program, n)
+                   and not savers.slotless(n)]
         if missing:
             raise Refusal.of(block.call, "later_session_partly_restored", name=block.name,
                              what=missing[0].names[0] if missing[0].names else missing[0].kind)
@@ -108,19 +109,7 @@ def _restored_first(program, block: Opened, qualified) -> tuple[Saver | None, li
             saver, sess = program.node(call.func.value.value), arg(call, 0, "sess")
             if isinstance(saver, Saver) and isinstance(sess, cst.Name) and sess.value == block.name:
                 return saver, inits
-        if program.items[i].node is not None or block.name in _names(stmt) or _names(stmt) & set(program.final):
+        read = set(loads(stmt))
+        if program.items[i].node is not None or block.name in read or read & set(program.final):
             return None, []
     return None, []
-
-
-def _names(stmt: cst.CSTNode) -> set[str]:
-    return {n.value for n in walk(stmt) if type(n) is cst.Name}
-
-
-def _saved(program, node) -> bool:
-    """Does a session hold a value of `node` (a variable, a layer's weights, an optimizer's slots)?"""
-    if isinstance(node, Variable):
-        return node.alias_of is None
-    if isinstance(node, Optimizer):
-        return savers.has_slots(program, node) and not savers.slotless(node)
-    return isinstance(node, STATE)

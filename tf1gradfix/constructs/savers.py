@@ -52,11 +52,9 @@ def build(builder, s: Statement) -> bool:
             raise Refusal.of(value, "saver_form", what="a number of files to keep computed by a call or from graph values")
     members = []
     for node in builder.program.nodes:
-        if isinstance(node, Variable) and node.alias_of is None or isinstance(node, (VariableGroup, Layer)):
-            members.append(node.index)
-        elif isinstance(node, LayerNode):
+        if isinstance(node, LayerNode) and not isinstance(node, Layer):
             raise Refusal.of(s.call, "saver_form", what=f"the weights of `{node.names[0] if node.names else 'a builder'}`")
-        elif isinstance(node, Optimizer) and has_slots(builder.program, node):
+        if holds(builder.program, node):
             members.append(node.index)
     builder.add(s.item, Saver, (s.one,), s.value, s.deps, members=members, keep=settings.get("max_to_keep"),
                 hours=settings.get("keep_checkpoint_every_n_hours"), os_alias=_os_alias(builder.module))
@@ -91,6 +89,14 @@ def made_after_runs(node) -> bool:
     runs it lists the variables made before them (graph code after a run is refused, and
     host code makes none), so its checkpoint is the same as if it came before them."""
     return isinstance(node, Saver)
+
+
+def holds(program, node) -> bool:
+    """Does a Saver made now (no arguments) checkpoint `node`, and a session keep its values: a
+    variable, a group of them, a layer's weights, an optimizer whose train op made its slots?"""
+    if isinstance(node, Optimizer):
+        return has_slots(program, node)
+    return isinstance(node, Variable) and node.alias_of is None or isinstance(node, (VariableGroup, LayerNode))
 
 
 def has_slots(program, opt: Optimizer) -> bool:
@@ -170,8 +176,8 @@ def slotless(node) -> bool:
     return isinstance(node, Optimizer) and node.cls.rsplit(".", 1)[-1] == "GradientDescentOptimizer"
 
 
-def save_text(node: Saver, saver: str, call: cst.Call, sessions, graph_names, code, taken, program=None,
-              attributes=None) -> str:
+def save_text(node: Saver, saver: str, call: cst.Call, sessions, graph_names, code, taken, program,
+              attributes: dict[str, str]) -> str:
     """`saver.write(path)` for `saver.save(sess, path)`; `SAVER_save(path, step)` for a save
     numbered by `global_step=` (numbered_text), the step a host value or a variable (TF2 keeps
     it as a `tf.Variable`; a tensor is gone). `taken`: the names bound in the program;
@@ -180,8 +186,8 @@ def save_text(node: Saver, saver: str, call: cst.Call, sessions, graph_names, co
     if step is None:
         return f"{saver}.write({code(_path_of(call, 'save', sessions, graph_names))})"
     held = [name for name in loads(step) if name in graph_names] + [
-        (attributes or {})[a.attr.value] for a in walk(step) if type(a) is cst.Attribute and a.attr.value in (attributes or {})]
-    if any(not isinstance(program.node(name) if program is not None else None, Variable) for name in held):
+        attributes[a.attr.value] for a in walk(step) if type(a) is cst.Attribute and a.attr.value in attributes]
+    if any(not isinstance(program.node(name), Variable) for name in held):
         raise Refusal.of(step, "saver_form", what="a step computed from graph values other than a variable")
     bare = call.with_changes(args=[a for a in call.args if a.value is not step])
     path = _path_of(bare, "save", sessions, graph_names)

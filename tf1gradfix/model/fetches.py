@@ -13,7 +13,7 @@ from typing import Any, cast
 import libcst as cst
 
 from tf1gradfix.constructs import dropout
-from tf1gradfix.cst.syntax import Refusal, fresh_name, loads, matches
+from tf1gradfix.cst.syntax import Refusal, bound_args, fresh_name, loads, matches
 from tf1gradfix.model.program import Program
 from tf1gradfix.model.nodes import Gradients, Init, Optimizer, Placeholder, Static, Tensor, Variable, VariableGroup, VarList
 
@@ -236,13 +236,9 @@ def _describe(expr: cst.BaseExpression) -> str:
 def _passed(function: cst.FunctionDef, call: cst.Call, receiver: str | None) -> str | None:
     """The instance a feed dict's keys name at a call of the function that makes it: the
     argument given for the parameter they name (`make_feed(net, ...)`), else as written."""
-    params = _parameters(function)
-    if receiver not in params:
+    if receiver not in _parameters(function):
         return receiver
-    given = next((a.value for a in call.args if a.keyword is not None and a.keyword.value == receiver), None)
-    position = params.index(receiver)
-    if given is None and position < len(call.args) and call.args[position].keyword is None and not call.args[position].star:
-        given = call.args[position].value
+    given = bound_args(call, _parameters(function), call).get(receiver)
     return cst.Module([]).code_for_node(given) if isinstance(given, (cst.Name, cst.Attribute)) else "?"
 
 
