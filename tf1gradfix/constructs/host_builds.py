@@ -51,7 +51,7 @@ def _site(module: cst.Module, name: str, cls: cst.ClassDef):
             continue
         body = list(block.body)
         for i, stmt in enumerate(body):
-            instance = _construction(stmt, name)
+            instance = construction(stmt, name)
             if instance is None:
                 continue
             calls = []
@@ -79,7 +79,7 @@ def apart(module: cst.Module) -> list[tuple[cst.BaseStatement, str, str, str, st
                 continue
             body = list(block.body)
             for i, stmt in enumerate(body):
-                instance = _construction(stmt, name)
+                instance = construction(stmt, name)
                 calls = [(j, m) for j, s in enumerate(body) if j > i and (m := _build_call(s, instance)) in methods] \
                     if instance else []
                 takes = {s.name.value for s in cls.body.body if isinstance(s, cst.FunctionDef) and not _no_parameters(s)}
@@ -130,7 +130,7 @@ def _init(cls: cst.ClassDef) -> cst.FunctionDef | None:
     return init if init is not None and init.params.params else None
 
 
-def _construction(stmt: cst.CSTNode, name: str) -> str | None:
+def construction(stmt: cst.CSTNode, name: str) -> str | None:
     """`x = Name(...)` -> "x"."""
     if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 and isinstance(stmt.body[0], cst.Assign):
         assign = stmt.body[0]

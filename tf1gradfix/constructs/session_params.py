@@ -11,6 +11,7 @@ from typing import cast
 
 import libcst as cst
 
+from tf1gradfix.constructs import host_builds
 from tf1gradfix.cst.syntax import Refusal
 from tf1gradfix.cst.walk import walk
 
@@ -100,9 +101,8 @@ def session_parameters(module: cst.Module, cls: cst.ClassDef, host, sessions: se
     called: set[int] = set()
     references: list[tuple[cst.Name, str]] = []
     attributes: set[int] = set()
-    instances = {"self"} | {t.target.value for stmt in host for a in walk(stmt) if isinstance(a, cst.Assign) for t in a.targets
-                            if isinstance(t.target, cst.Name) and isinstance(a.value, cst.Call)
-                            and isinstance(a.value.func, cst.Name) and a.value.func.value == cls.name.value}
+    instances = {"self"} | {name for stmt in host for line in walk(stmt) if type(line) is cst.SimpleStatementLine
+                            if (name := host_builds.construction(line, cls.name.value)) is not None}
 
     def key_of(func: cst.BaseExpression) -> str | None:
         if isinstance(func, cst.Name):
