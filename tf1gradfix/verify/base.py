@@ -167,7 +167,8 @@ def run(args) -> int:
         try:
             return verify_pair(original, migrated, rtol=args.rtol, atol=args.atol, timeout=args.timeout,
                                steps=args.steps, program_args=getattr(args, "program_args", ()),
-                               lockstep_mode=getattr(args, "lockstep", "auto"), original_swap=modules or None)
+                               lockstep_mode=getattr(args, "lockstep", "auto"), original_swap=modules or None,
+                               rerun_original=getattr(args, "rerun_original", "auto"))
         finally:
             _forget(made)
 

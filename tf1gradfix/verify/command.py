@@ -61,6 +61,10 @@ def add_options(parser: argparse.ArgumentParser) -> None:
                         help="run the pair again with every step of the migration started from the original's "
                              "state: when the plain run diverged only by drift after step 1 (auto, the default), "
                              "never (off), or whenever it can follow the program (always); see TOLERANCES.md")
+    parser.add_argument("--rerun-original", choices=("auto", "off"), default="auto",
+                        help="after a divergence, run the original once more: where its two runs differ, the "
+                             "original is not deterministic and the verdict is NOT_COMPARABLE (auto, the "
+                             "default), or never (off); see TOLERANCES.md")
     parser.add_argument("--json", metavar="FILE", help="write the full result as JSON")
     parser.add_argument("--junit", metavar="FILE", help="write JUnit XML (one testcase per quantity kind)")
     parser.add_argument("--markdown", metavar="FILE", help="write a Markdown summary (for CI job summaries)")
@@ -125,7 +129,7 @@ def run(args: argparse.Namespace) -> int:
                               as_program(Path(args.migrated), None, "migrated", made))
         result = verify_pair(original, migrated, rtol=args.rtol, atol=args.atol, timeout=args.timeout,
                              steps=args.steps, program_args=getattr(args, "program_args", ()),
-                             lockstep_mode=args.lockstep)
+                             lockstep_mode=args.lockstep, rerun_original=args.rerun_original)
     except (ValueError, SourceError, OSError) as exc:
         print(f"tf1gradfix verify: {exc}", file=sys.stderr)
         return 2

@@ -45,7 +45,8 @@ class Divergence:
     order: tuple = (0, 0)         # sort key: position in the original's run
     largest: dict | None = None   # the largest difference, when at another element
 
-    def describe(self) -> str:
+    def describe(self, sides: tuple[str, str] = ("original", "migrated")) -> str:
+        """`sides`: what the two compared values are called (the original's two runs: "first run", "run again")."""
         where = f"step {self.step}, " if self.step is not None else ""
         what = self.quantity + (f" of {self.name}" if self.name and self.quantity in
                                 ("gradient", "applied update", "final value", "step change", "initial value") else
@@ -55,7 +56,7 @@ class Divergence:
             text += f": {self.reason}"
         if self.abs_err is not None:
             at = f" at {self.index}" if self.index else ""
-            text += (f": original {self.original} vs migrated {self.migrated}{at}, "
+            text += (f": {sides[0]} {self.original} vs {sides[1]} {self.migrated}{at}, "
                      f"abs error {self.abs_err:.3g}, rel error {self.rel_err:.3g}")
         if self.largest:
             at = f" at {self.largest['index']}" if self.largest["index"] else ""

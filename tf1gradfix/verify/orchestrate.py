@@ -21,7 +21,7 @@ from pathlib import Path
 
 from tf1gradfix.verify import budget
 from tf1gradfix.verify import compare as cmp_mod
-from tf1gradfix.verify import lockstep, lockstep_files, output_cap, side_runs, trace_cap, trace_seal
+from tf1gradfix.verify import lockstep, lockstep_files, original_runs, output_cap, side_runs, trace_cap, trace_seal
 from tf1gradfix.verify import aligned_random, initial_values, random_ops, stopping, usage_errors
 from tf1gradfix.verify.comparison import DEFAULT_ATOL, DEFAULT_RTOL, Comparison
 from tf1gradfix.verify.side_runs import SideResult
@@ -49,6 +49,7 @@ class VerifyResult:
     lockstep: lockstep.LockstepResult | None = None  # the second, lockstep run (lockstep.py), when one was made
     budget: dict | None = None      # the --steps cut (budget.of_run); None when the programs ran whole
     trace_cap: dict | None = None   # role -> {steps, cap, why} of a side whose recording stopped (trace_cap.py)
+    original_rerun: original_runs.Rerun | None = None   # the original run again after a divergence
 
     @property
     def headline(self) -> str:
@@ -75,6 +76,7 @@ class VerifyResult:
             "lockstep": self.lockstep.to_json() if self.lockstep else None,
             "budget": self.budget, "headline": self.headline, "trace_cap": self.trace_cap,
             "legacy_training_bugs": self.legacy,
+            "original_rerun": self.original_rerun.to_json() if self.original_rerun else None,
         }
 
 
@@ -85,7 +87,7 @@ def verify_pair(original: Path, migrated: Path, *, rtol: float = DEFAULT_RTOL,
                 atol: float = DEFAULT_ATOL, timeout: float = DEFAULT_TIMEOUT,
                 keep_trace: Path | None = None, steps: int | None = None, program_args=(),
                 swap: dict | None = None, lockstep_mode: str = "auto",
-                original_swap: dict | None = None) -> VerifyResult:
+                original_swap: dict | None = None, rerun_original: str = "auto") -> VerifyResult:
     """Run both programs concurrently, compare their traces, return the verdict.
 
     ``steps``: stop both after that many training steps (budget.py);
@@ -94,11 +96,15 @@ def verify_pair(original: Path, migrated: Path, *, rtol: float = DEFAULT_RTOL,
     program imports in place of those of its folder;
     ``original_swap``: the same for the original program (its modules at a base commit);
     ``lockstep_mode``: "auto" runs the pair again in lockstep when the plain run
-    diverged only by drift (lockstep.py), "off" never, "always" whenever it can.
+    diverged only by drift (lockstep.py), "off" never, "always" whenever it can;
+    ``rerun_original``: "auto" runs the original again after a divergence, to tell its own
+    run-to-run differences from the migration's (original_runs.py), "off" never.
     """
     check_limits(rtol, atol, timeout)
     if lockstep_mode not in lockstep.MODES:
         raise ValueError(f"lockstep must be one of {', '.join(lockstep.MODES)}, not {lockstep_mode!r}")
+    if rerun_original not in original_runs.MODES:
+        raise ValueError(f"rerun_original must be one of {', '.join(original_runs.MODES)}, not {rerun_original!r}")
     original, migrated = Path(original).resolve(), Path(migrated).resolve()
     t0 = time.monotonic()
     common = dict(rtol=rtol, atol=atol, timeout=timeout)
@@ -128,6 +134,9 @@ def verify_pair(original: Path, migrated: Path, *, rtol: float = DEFAULT_RTOL,
         result.legacy = _legacy_evidence(original, trace_dir, ev["original"])
         lockstep.after_plain_run(result, lockstep_mode, partial(side_runs.sides_again, original, migrated, timeout, steps,
                                                                 program_args, swap, original_swap=original_swap))
+        original_runs.after_divergence(result, rerun_original, trace_dir, ev["original"],
+                                       partial(side_runs.original_again, original, timeout, steps, program_args,
+                                               original_swap))
         usage_errors.explain(result)
         past_cap = output_cap.uncompared(trace_dir) if result.verdict == EQUIVALENT else None
         if past_cap:

@@ -108,6 +108,10 @@ def summary(result) -> str:
         for note in c.notes:
             out.append(f"  note: {note}")
     out.extend(_lockstep_lines(result))
+    rerun = getattr(result, "original_rerun", None)
+    if rerun is not None:   # (verify/original_runs.py)
+        out.append(f"  original run again: {rerun.status}, {rerun.elapsed:.1f} s, {rerun.compared} quantities compared"
+                   + (f": {rerun.reason}" if rerun.reason else ""))
     out.extend(f"  legacy training bug, kept as TF1 ran it: {line}" for line in getattr(result, "legacy", ()))
     out.append(f"  time: {result.elapsed:.1f} s (original {result.original.elapsed:.1f} s, "
                f"migrated {result.migrated.elapsed:.1f} s, run concurrently)")

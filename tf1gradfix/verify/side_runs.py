@@ -262,10 +262,22 @@ def sides_again(original: Path, migrated: Path, timeout: float, steps, program_a
     return sides, events, out, plots
 
 
+def original_again(original: Path, timeout: float, steps, program_args, original_swap, trace_dir: str):
+    """The original alone, once more, into `trace_dir` (original_runs.py): its side and events."""
+    sides, timed_out, killed = run_both(original, original, trace_dir, timeout, steps, program_args,
+                                         original_swap=original_swap, alone=True)
+    events = load_events(trace_dir, "original")
+    side_status(sides["original"], events, "original" in timed_out, killed.get("original"), timeout)
+    return sides["original"], events
+
+
 def run_both(original: Path, migrated: Path, trace_dir: str, timeout: float, steps=None, program_args=(),
-              swap=None, more_env=None, original_swap=None):
+              swap=None, more_env=None, original_swap=None, alone: bool = False):
+    """Both sides at once; `alone`: the original only."""
     sides = {"original": SideResult("original", str(original)),
              "migrated": SideResult("migrated", str(migrated))}
+    if alone:
+        del sides["migrated"]
     work = stopping.temp_dir("tf1gradfix-cwd-")   # each side writes into its own view of its folder
 
     def extra(role, script):
@@ -281,9 +293,10 @@ def run_both(original: Path, migrated: Path, trace_dir: str, timeout: float, ste
     trace_seal.make_side_dirs(trace_dir)
     trace_seal.hide(trace_dir, True)   # (until both sides are over: neither lists the other's folder)
     procs = {"original": _start(RUNNERS["original"], original, trace_dir, "original", timeout, True,
-                                original_args, steps, more_env.get("original")),
-             "migrated": _start(RUNNERS["migrated"], migrated, trace_dir, "migrated", timeout, False,
-                                migrated_args, steps, more_env.get("migrated"))}
+                                original_args, steps, more_env.get("original"))}
+    if not alone:
+        procs["migrated"] = _start(RUNNERS["migrated"], migrated, trace_dir, "migrated", timeout, False,
+                                   migrated_args, steps, more_env.get("migrated"))
     start = time.monotonic()
     timed_out: set[str] = set()
     killed: dict[str, tuple[str, str]] = {}   # (role -> the status and reason of a side stopped by the verifier)
@@ -350,27 +363,34 @@ def _poll(procs, sides, start, timeout, trace_dir, timed_out, killed, shown) -> 
                 timed_out.add(role)
             elif proc.returncode is not None and not sides[role].elapsed:
                 sides[role].elapsed = now - start
-        orig = procs["original"]
-        if orig.returncode is not None and not os.path.exists(os.path.join(trace_dir, ORIGINAL_DONE)):
-            # a migrated side waiting for variables of a later graph stops waiting
-            open(os.path.join(trace_dir, ORIGINAL_DONE), "w").close()
-        done = os.path.join(trace_dir, lockstep_files.FOLDER, lockstep_files.MIGRATED_DONE)
-        if procs["migrated"].returncode is not None and os.path.isdir(os.path.dirname(done)) \
-                and not os.path.exists(done):
-            open(done, "w").close()   # an original in lockstep stops handing on its states
-        if orig.returncode is not None and procs["migrated"].returncode is None and "original" not in timed_out:
-            if _original_failed(trace_dir, orig.returncode):
-                _kill(procs["migrated"])
-                killed["migrated"] = _STOPPED
-        if "original" in timed_out and procs["migrated"].returncode is None:
-            _kill(procs["migrated"])
-            killed["migrated"] = _STOPPED
+        if "migrated" in procs:
+            _pair(procs, trace_dir, timed_out, killed)
         for role, proc in procs.items():
             flood = output_cap.flooded(trace_dir, role) if proc.returncode is None else None
             if flood:
                 _kill(proc)
                 killed[role] = ("failed", flood)
         time.sleep(0.02)
+
+
+def _pair(procs, trace_dir, timed_out, killed) -> None:
+    """What one side's end tells the other: the migration stops waiting for the original's
+    variables, or is stopped when the original failed; an original in lockstep stops
+    handing on its states when the migration is over."""
+    orig, mig = procs["original"], procs["migrated"]
+    if orig.returncode is not None and not os.path.exists(os.path.join(trace_dir, ORIGINAL_DONE)):
+        # a migrated side waiting for variables of a later graph stops waiting
+        open(os.path.join(trace_dir, ORIGINAL_DONE), "w").close()
+    done = os.path.join(trace_dir, lockstep_files.FOLDER, lockstep_files.MIGRATED_DONE)
+    if mig.returncode is not None and os.path.isdir(os.path.dirname(done)) and not os.path.exists(done):
+        open(done, "w").close()
+    if orig.returncode is not None and mig.returncode is None and "original" not in timed_out:
+        if _original_failed(trace_dir, orig.returncode):
+            _kill(mig)
+            killed["migrated"] = _STOPPED
+    if "original" in timed_out and mig.returncode is None:
+        _kill(mig)
+        killed["migrated"] = _STOPPED
 
 
 def _original_failed(trace_dir: str, returncode: int) -> bool:
