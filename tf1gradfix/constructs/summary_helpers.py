@@ -68,6 +68,78 @@ def model(builder, item, call: cst.Call) -> bool:
     return True
 
 
+def model_calls(builder, item, value: cst.CSTNode, name: str) -> bool:
+    """The summaries a model function makes at each of its calls in `value` (`fake =
+    generator(z)`, the function computing `out` and making `tf.summary.histogram("out",
+    out)`): a `Summary` member per call, in the order Python makes the calls, each value
+    the function's expression for it with the call's arguments in place of the parameters,
+    and tagged under the name scopes open at the call. The summary statements leave the
+    function: the run of the merge computes those values, as TF1's merge ran those ops.
+    False where the function is other than name scopes, assignments of one name,
+    summaries and a last `return`, or is not defined beside the graph code, or a call
+    passes other than names of graph values."""
+    program = builder.program
+    helper = program.helpers[name]
+    if helper.decorators or helper.asynchronous is not None or not _plain(builder, helper.body.body, True) \
+            or not any(it.stmt is helper for it in program.items):
+        return False
+    params = helper.params
+    if isinstance(params.star_arg, cst.Param) or params.star_kwarg is not None or params.posonly_params \
+            or params.kwonly_params or any(p.default is not None for p in params.params):
+        return False
+    wanted = [p.name.value for p in params.params]
+    calls = [c for c in walk(value) if isinstance(c, cst.Call) and isinstance(c.func, cst.Name) and c.func.value == name]
+    given = [bound_args(call, wanted, call) for call in calls]
+    if not calls or any(set(g) != set(wanted) or not all(isinstance(v, cst.Name) and program.node(v.value) is not None
+                                                          for v in g.values()) for g in given):
+        return False
+    for call, bound in zip(calls, given):
+        layout: list = []
+        _walk(builder, helper.body.body, item.scope, dict(bound), layout, top=True)   # (plain: checked above)
+        deps = set().union(*(builder.deps_of(v) for _, _, v in layout))
+        for i in deps:
+            if isinstance(program.nodes[i], OPS):
+                raise Refusal.of(call, "summary_of_op", kind=program.nodes[i].kind)
+        builder.append(Summary(index=0, names=(), stmt=item.stmt, value=call, deps=frozenset(deps), calls=[],
+                               summary=layout, member=True))
+    program.unwritten.update(stmt for stmt in walk(helper.body) if isinstance(stmt, cst.SimpleStatementLine)
+                             and _summary_call(builder, stmt) is not None)
+    return True
+
+
+def _plain(builder, body, top: bool) -> bool:
+    """Whether `_walk` reads `body` whole: name scopes of a string, assignments of one name
+    (not of a summary), summaries with a string tag, and at the top a last `return`."""
+    for k, stmt in enumerate(body):
+        if top and k == 0 and is_docstring(stmt):
+            continue
+        if isinstance(stmt, cst.With):
+            inner = stmt.items[0].item if len(stmt.items) == 1 and stmt.items[0].asname is None else None
+            if not (isinstance(inner, cst.Call) and builder.qualified(inner.func) == "tensorflow.name_scope"
+                    and len(inner.args) == 1 and literal_string(inner.args[0].value)) \
+                    or not _plain(builder, stmt.body.body, False):
+                return False
+            continue
+        small = stmt.body[0] if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 else None
+        if isinstance(small, cst.Return) and top and k == len(body) - 1 or isinstance(small, cst.Assign) \
+                and len(small.targets) == 1 and isinstance(small.targets[0].target, cst.Name):
+            if any(isinstance(n, cst.Call) and builder.qualified(n.func) in summaries.summary_ops()
+                   for n in walk(small)):   # (a summary that is a value: what it is in TF2 differs)
+                return False
+            continue
+        call = _summary_call(builder, stmt)
+        if call is None or literal_string(summaries.arguments(call, cast(str, builder.qualified(call.func)))[1]) is None:
+            return False
+    return True
+
+
+def _summary_call(builder, stmt) -> cst.Call | None:
+    """The summary op a statement line makes by itself (`tf.summary.scalar("a", a)`), or None."""
+    small = stmt.body[0] if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 else None
+    call = small.value if isinstance(small, cst.Expr) and isinstance(small.value, cst.Call) else None
+    return call if call is not None and builder.qualified(call.func) in summaries.summary_ops() else None
+
+
 def _walk(builder, body, scope: str, env: dict, layout: list, top: bool = False) -> bool:
     """Appends the (op, tag, value) of the summaries `body` makes under the name scope
     `scope` to `layout`, `env` holding what each name stands for; False for anything else."""
@@ -86,6 +158,8 @@ def _walk(builder, body, scope: str, env: dict, layout: list, top: bool = False)
         small = stmt.body[0] if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 else None
         if isinstance(small, cst.Assign) and len(small.targets) == 1 and isinstance(small.targets[0].target, cst.Name):
             env[small.targets[0].target.value] = _substituted(small.value, env)
+            continue
+        if isinstance(small, cst.Return) and top and k == len(body) - 1:   # (a model function's value: model_calls)
             continue
         call = small.value if isinstance(small, cst.Expr) and isinstance(small.value, cst.Call) else None
         q = builder.qualified(call.func) if call is not None else None

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import libcst as cst
 
-from tf1gradfix.constructs import control_flow, dropout, graph_collections, layers, losses, summaries, variable_factories
+from tf1gradfix.constructs import (control_flow, dropout, graph_collections, layers, losses, summaries, summary_helpers,
+                                   variable_factories)
 from tf1gradfix.cst.syntax import Refusal, arg, literal_string, matches, name_nodes, schedule_table
 from tf1gradfix.model.tf1_names import op_names
 from tf1gradfix.model.nodes import OPS, ComputeGradients, Computed, Gradients, Static, Statement, Tensor
@@ -51,7 +52,7 @@ def _model(builder, item, names, value, deps, tf_calls) -> None:
     node: Computed = builder.add(item, Static if static else Tensor, names, value, deps, calls=[q for _, q in tf_calls],
                                  collections=collections)
     node.op_name = _named_op(builder, item, value)
-    inner, helper_unsupported = helper_calls(builder, item.stmt, value)
+    inner, helper_unsupported = helper_calls(builder, item.stmt, value, item)
     node.calls += inner
     node.unsupported = unsupported or helper_unsupported
 
@@ -102,20 +103,22 @@ def check_inputs(builder, stmt: cst.CSTNode, deps) -> None:
             raise Refusal.of(stmt, "computed_from_op", kind=n.kind)
 
 
-def helper_calls(builder, stmt: cst.CSTNode, value: cst.CSTNode) -> tuple[list[str], Refusal | None]:
+def helper_calls(builder, stmt: cst.CSTNode, value: cst.CSTNode, item=None) -> tuple[list[str], Refusal | None]:
     """(the TensorFlow calls of the helper functions `value` calls, the refusal of one refused
-    only if some run needs it); Refusal for a helper that makes weights or summaries."""
+    only if some run needs it); Refusal for a helper that makes weights, or summaries other
+    than those summary_helpers reads at the calls of a graph statement's `item`."""
     calls: list[str] = []
     unsupported = None
     program = builder.program
     read = [n for n in name_nodes(value) if n.value in program.helpers and id(n) not in program.checked
             and id(n) not in program.owned]
     program.checked.update(id(n) for n in read)   # (each read is checked once: constructs/nested_calls.py)
-    for name in (n.value for n in read):   # a helper's calls count as this statement's
+    for name in dict.fromkeys(n.value for n in read):   # a helper's calls count as this statement's
         helper = program.helpers[name]
         inner = [q for _, q in builder.calls(helper) if q]
         unsupported = unsupported or dropout.helper_refusal(name, builder.calls(helper))
-        if any(q in summaries.summary_ops() for q in inner):
+        if any(q in summaries.summary_ops() for q in inner) and \
+                (item is None or not summary_helpers.model_calls(builder, item, value, name)):
             raise Refusal.of(stmt, "function_makes_summary", name=name)
         creates = [] if builder.is_builder(name) else \
             [q for q in inner if q in layers.layer_table() or q == "tensorflow.Variable"]

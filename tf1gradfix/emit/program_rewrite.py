@@ -353,7 +353,7 @@ class ProgramRewrite(ModuleEdits):
             replacements.update(self.module_edits)
         for call, text in scan.variable_lists.items():
             replacements[call] = cst.parse_expression(text)
-        for removed in scan.removed | (builder.options.statements if builder.options else set()):
+        for removed in scan.removed | program.unwritten | (builder.options.statements if builder.options else set()):
             replacements[removed] = cst.RemovalSentinel.REMOVE
         for block in nested:   # a session `with` in host code: its body, dedented; `sess = tf.Session()`: gone
             replacements[block] = FLATTEN if isinstance(block, cst.With) else cst.RemovalSentinel.REMOVE
