@@ -109,6 +109,17 @@ def test_a_layer_function_makes_its_variables_per_scope_on_the_first_call():
     compile(code, "rewritten.py", "exec")
 
 
+def test_a_layer_function_called_with_string_scopes_is_listed_call_by_call():
+    """TF1 named its variables under each scope a call gave, in the order of the calls."""
+    source = PROGRAM.format(body=LAYER_FUNCTION).replace("again=False", "again='one'").replace("again=True", "again='two'")
+    source = source.replace("train = tf.train.GradientDescentOptimizer(0.1).minimize(loss)",
+                            "train = tf.train.GradientDescentOptimizer(0.1).minimize(loss, var_list=tf.trainable_variables())")
+    code = rewrite_source(source).new_module.code
+    assert 'variables = [block.made["one/w"], block.made["two/w"]]' in code, code
+    result = rewrite_source(source.replace("again='two'", "again=x.op.name"))   # (a scope known only when it runs)
+    assert result.new_module is None and "known only when it runs" in result.diagnostics[0][3], result.diagnostics
+
+
 @pytest.mark.parametrize("change, why", [
     (("    print(sess.run(", "    print(len(tf.trainable_variables()))\n    print(sess.run("), "known only when it runs"),
     (("loss = tf.reduce_mean", "with tf.variable_scope('outer'):\n    y2 = block(x, again='three')\nloss = tf.reduce_mean"),

@@ -164,7 +164,12 @@ def check_listed(program) -> None:
 
 
 def check_host_list(program, members: list[Listed], where: cst.CSTNode) -> None:
-    """The same for a list whose values the host reads (`sess.run(d_vars)`, `len(...)`)."""
+    """The same for a list whose values the host reads (`sess.run(d_vars)`, `len(...)`); and
+    a layer function's variables, made at a step's first call under each scope (var_lists)."""
+    made = next((program.nodes[m.node] for m in members if isinstance(program.nodes[m.node], BuilderModule)
+                 and program.nodes[m.node].scope_parameter is not None), None)
+    if made is not None:
+        raise Refusal.of(where, "collection_of_builder_scopes", function=made.var)
     marks = _marks(program)
     if marks and any((m.text or "").startswith(marks) for m in members):
         raise Refusal.of(where, "builder_layers_listed")

@@ -25,8 +25,8 @@ import re
 import libcst as cst
 
 from tf1gradfix.cst import layout
-from tf1gradfix.cst.syntax import Refusal, bound_args, bound_names, loads, target_names
-from tf1gradfix.cst.walk import walk
+from tf1gradfix.cst.syntax import Refusal, bound_args, bound_names, literal_string, loads, target_names
+from tf1gradfix.cst.walk import children, walk
 from tf1gradfix.model.nodes import BuilderModule, Layer, LayerLoop, Static
 from tf1gradfix.model.parts import BuilderLayer
 
@@ -35,6 +35,22 @@ COUNT = "count"   # ... the layers of each kind the running call has reached
 LAYER = "layer"   # ... the method giving a call its next layer of a kind
 _MODULE = cst.Module([])
 _LEAVING = (cst.Break, cst.Continue, cst.Return, cst.Yield, cst.Await)
+
+
+def _rank(builder, call: cst.Call) -> float:
+    """Where Python makes `call` among the module's calls (arguments first), as a fraction:
+    the order of one statement's builder calls, also inside the functions it calls."""
+    if builder.call_ranks is None:
+        made: list[cst.Call] = []
+
+        def post(node: cst.CSTNode) -> None:
+            for child in children(node):
+                post(child)
+            if type(node) is cst.Call:
+                made.append(node)
+        post(builder.module)
+        builder.call_ranks = {id(c): k / (len(made) + 1) for k, c in enumerate(made)}
+    return builder.call_ranks.get(id(call), 0.0)
 
 
 def check_loop(helper: cst.FunctionDef, loop: cst.For) -> None:
@@ -92,13 +108,19 @@ def shaping(helper: cst.FunctionDef, layers: list[BuilderLayer], reads: dict[str
     return tuple(sorted(out))
 
 
-def check_call(builder, node: BuilderModule, call: cst.Call) -> None:
+def check_call(builder, node: BuilderModule, call: cst.Call, prefix: str = "") -> None:
     """One call of a builder whose layers are made on its call (or that has no scope):
-    Refusal where it would make other layers than TF1's first call made, or new ones."""
+    Refusal where it would make other layers than TF1's first call made, or new ones.
+    A layer function's call records the scope it names (under the variable scope
+    `prefix` of the function calling it), for the collections listing its variables."""
     if any(c is call for c in node.call_sites):
         return
     node.call_sites.append(call)
     helper = node.builder
+    if node.scope_parameter is not None:
+        named = bound_args(call, [p.name.value for p in helper.params.params], call).get(node.scope_parameter)
+        scope = node.scope_default if named is None else literal_string(named)
+        node.scoped.append((len(builder.program.nodes) + _rank(builder, call), None if scope is None else prefix + scope))
     if node.scope is None and node.scope_parameter is None and len(node.call_sites) > 1:
         raise Refusal.of(call, "builder_unscoped_called_again", function=helper.name.value)
     if not node.made_on_call:

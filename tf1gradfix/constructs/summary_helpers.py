@@ -80,7 +80,8 @@ def model_calls(builder, item, value: cst.CSTNode, name: str) -> bool:
     passes other than names of graph values."""
     program = builder.program
     helper = program.helpers[name]
-    if helper.decorators or helper.asynchronous is not None or not _plain(builder, helper.body.body, True) \
+    if helper.decorators or helper.asynchronous is not None or builder.is_builder(name) \
+            or not _plain(builder, helper.body.body, True) \
             or not any(it.stmt is helper for it in program.items):
         return False
     params = helper.params
@@ -100,10 +101,12 @@ def model_calls(builder, item, value: cst.CSTNode, name: str) -> bool:
         for i in deps:
             if isinstance(program.nodes[i], OPS):
                 raise Refusal.of(call, "summary_of_op", kind=program.nodes[i].kind)
-        builder.append(Summary(index=0, names=(), stmt=item.stmt, value=call, deps=frozenset(deps), calls=[],
-                               summary=layout, member=True))
-    program.unwritten.update(stmt for stmt in walk(helper.body) if isinstance(stmt, cst.SimpleStatementLine)
-                             and _summary_call(builder, stmt) is not None)
+        node = builder.append(Summary(index=0, names=(), stmt=item.stmt, value=call, deps=frozenset(deps), calls=[],
+                                      summary=layout, member=True))
+        for _, _, value in layout:   # (the values written in the merge's step)
+            nested_calls.check(builder, node, value)
+    program.edits.update({stmt: cst.RemovalSentinel.REMOVE for stmt in walk(helper.body)
+                          if isinstance(stmt, cst.SimpleStatementLine) and _summary_call(builder, stmt) is not None})
     return True
 
 

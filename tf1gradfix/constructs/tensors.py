@@ -6,8 +6,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from tf1gradfix.constructs import (control_flow, dropout, graph_collections, layers, losses, summaries, summary_helpers,
-                                   variable_factories)
+from tf1gradfix.constructs import control_flow, dropout, graph_collections, layers, losses, summaries, variable_factories
 from tf1gradfix.cst.syntax import Refusal, arg, literal_string, matches, name_nodes, schedule_table
 from tf1gradfix.model.tf1_names import op_names
 from tf1gradfix.model.nodes import OPS, ComputeGradients, Computed, Gradients, Static, Statement, Tensor
@@ -118,7 +117,7 @@ def helper_calls(builder, stmt: cst.CSTNode, value: cst.CSTNode, item=None) -> t
         inner = [q for _, q in builder.calls(helper) if q]
         unsupported = unsupported or dropout.helper_refusal(name, builder.calls(helper))
         if any(q in summaries.summary_ops() for q in inner) and \
-                (item is None or not summary_helpers.model_calls(builder, item, value, name)):
+                (item is None or not builder.summaries_at_calls(item, value, name)):
             raise Refusal.of(stmt, "function_makes_summary", name=name)
         creates = [] if builder.is_builder(name) else \
             [q for q in inner if q in layers.layer_table() or q == "tensorflow.Variable"]

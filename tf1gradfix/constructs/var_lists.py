@@ -132,7 +132,7 @@ def _collection(program, call: cst.Call, q, before: int, qualified, layers: bool
     if which == "global" and any(isinstance(n, TrainOp) and n.rate_variable for n in program.nodes[:before]):
         raise Refusal.of(call, "global_variables_after_optimize_loss_rate")
     chosen: list[Listed] = []
-    scoped: list[tuple[int, Listed]] = []   # a model class's layer methods: (when made, variable), merged in
+    scoped: list[tuple[float, Listed]] = []   # a model class's layer methods: (when made, variable), merged in
     cells: list[tuple[tuple[int, int], Listed]] = []   # RNN cells' weights, made where a run ran them
     variables = [n for n in program.nodes[:before] if isinstance(n, Variable) and n.alias_of is None
                  or isinstance(n, (BuilderModule, Layer, LayerLoop))]
@@ -147,8 +147,9 @@ def _collection(program, call: cst.Call, q, before: int, qualified, layers: bool
             chosen.append(Listed(node.index, text=builders.variables_text(node)))
             scoped.append((node.index, chosen[-1]))
             continue
-        if isinstance(node, BuilderModule) and node.scope is None:
-            raise Refusal.of(call, "collection_of_builder_scopes", function=node.var)
+        if isinstance(node, BuilderModule) and node.scope is None:   # a layer function: each scope it was called with
+            scoped += _per_scope(node, which, prefix, before, call)
+            continue
         if isinstance(node, BuilderModule) and node.lazy:
             raise Refusal.of(call, "collection_of_builder_first_call", function=node.var)
         if isinstance(node, BuilderModule):   # a builder function's module: all its variables are `SCOPE/...`
@@ -180,6 +181,23 @@ def _collection(program, call: cst.Call, q, before: int, qualified, layers: bool
     if cells or any(entry not in chosen for _, entry in scoped):   # (in the order TF1 made them)
         return [entry for _, entry in sorted(scoped, key=lambda pair: pair[0])]
     return chosen
+
+
+def _per_scope(node: BuilderModule, which: str, prefix: str, before: int, call: cst.CSTNode) -> list[tuple[float, Listed]]:
+    """A layer function's variables (`def linear(x, n, scope)`: `SCOPE/w`, `SCOPE/b`), made at
+    the first call under each scope, in the order of its calls before node `before`; each
+    `made["SCOPE/w"]` of its module. Refusal where a call's scope is not a string, or the
+    function makes layers or sets `trainable`."""
+    if node.layers or any("trainable" in v[3] for v in node.variables) or any(s is None for _, s in node.scoped):
+        raise Refusal.of(call, "collection_of_builder_scopes", function=node.var)
+    out, seen = [], set()
+    for index, scope in node.scoped:
+        if index >= before or scope in seen:
+            continue
+        seen.add(scope)
+        out += [(index, Listed(node.index, tf1=f"{scope}/{label}:0", text=f'{node.var}.made["{scope}/{label}"]'))
+                for _, label, *_ in node.variables if f"{scope}/{label}".startswith(prefix)]
+    return out
 
 
 def _layer_listed(index: int, row: dict, bound: Bound, full: str, which: str, prefix: str, call: cst.CSTNode,

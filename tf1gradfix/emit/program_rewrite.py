@@ -322,6 +322,7 @@ class ProgramRewrite(ModuleEdits):
                 made = cst.FlattenSentinel(builders.class_statements(node, naming.classes[node], alias,
                                                                      state.builder_variable, gap, state.layer_constructor))
                 self.builder_edits[helper] = made
+        self.builder_edits.update(program.edits)   # (what constructs changed inside the functions the graph calls)
         for node in program.nodes:   # a layer's variable: its TF1 name where that is free
             if not isinstance(node, (Layer, LayerLoop)):
                 continue
@@ -353,7 +354,7 @@ class ProgramRewrite(ModuleEdits):
             replacements.update(self.module_edits)
         for call, text in scan.variable_lists.items():
             replacements[call] = cst.parse_expression(text)
-        for removed in scan.removed | program.unwritten | (builder.options.statements if builder.options else set()):
+        for removed in scan.removed | (builder.options.statements if builder.options else set()):
             replacements[removed] = cst.RemovalSentinel.REMOVE
         for block in nested:   # a session `with` in host code: its body, dedented; `sess = tf.Session()`: gone
             replacements[block] = FLATTEN if isinstance(block, cst.With) else cst.RemovalSentinel.REMOVE
@@ -365,7 +366,8 @@ class ProgramRewrite(ModuleEdits):
             methods = [s for text in texts for s in cst.parse_module(text + "\n").body]
             layered = {s.name.value: layer_methods.methods(layer_made.nodes[s.name.value], s, self.plan.attributes, alias,
                                                            state.builder_variable, state.layer_constructor)
-                       if s.name.value in layer_made.nodes else [layer_methods.reattributed(s, self.plan.attributes, self.plan.self_name)]
+                       if s.name.value in layer_made.nodes else [layer_methods.reattributed(
+                           cast(cst.FunctionDef, s.visit(Replace(program.edits))), self.plan.attributes, self.plan.self_name)]
                        for s in cls.body.body if isinstance(s, cst.FunctionDef)
                        and (s.name.value in self.plan.layered or s.name.value in layer_made.nodes)}
             edits = cast(model_classes.ClassHost, host).session_params.edits()

@@ -18,8 +18,8 @@ from libcst.metadata import PositionProvider
 
 from tf1gradfix.constructs import (builder_loops, builder_statistics, builders, captured_values, carried_values,
                                    gradient_calls, graph_contexts, graph_loops, graph_prints, input_methods,
-                                   loop_layers, nested_calls, rnn_cells, rnn_stacks, summaries, summary_helpers,
-                                   summary_loops, unrun_ops, variable_factories, variable_loops)
+                                   loop_layers, nested_calls, outer_scopes, rnn_cells, rnn_stacks, summaries,
+                                   summary_helpers, summary_loops, unrun_ops, variable_factories, variable_loops)
 from tf1gradfix.constructs.tensors import queue_refusal
 from tf1gradfix.model import registry
 from tf1gradfix.constructs.optimizers import is_optimizer
@@ -41,6 +41,8 @@ class ModelBuilder(BlockReader):
         self.v, self.names, self.module = visitor, names, module
         self.update_ops_names: set[str] = set()   # `update_ops = tf.get_collection(tf.GraphKeys.UPDATE_OPS)`
         self.makes_variables: dict[str, bool] = {}        # helper name -> makes variables (see _builder)
+        self.call_ranks: dict[int, float] | None = None   # id of a call -> where Python makes it (builder_loops)
+        self.outer_scopes: dict[str, str | None] = {}   # helper -> the variable scope it opens ("LABEL/", "": none)
         # (per module, not per builder: every block's builder asks about the module's calls)
         self._calls: dict[cst.CSTNode, list] = visitor.__dict__.setdefault("model_calls", {})
         self.module_facts: dict[str, Any] = visitor.__dict__.setdefault("model_facts", {})   # (variables.resource)
@@ -220,6 +222,10 @@ class ModelBuilder(BlockReader):
                     out.add(builders.node(self, helper).index)
         return out
 
+    def summaries_at_calls(self, item: Item, value: cst.CSTNode, name: str) -> bool:
+        """The summaries the model function `name` makes at its calls in `value` (summary_helpers)."""
+        return summary_helpers.model_calls(self, item, value, name)
+
     def is_builder(self, name: str) -> bool:
         """Is `name` a builder function (its weights are made once, in its module)?"""
         return self._builder(name)
@@ -254,7 +260,14 @@ class ModelBuilder(BlockReader):
         calling `encoder` and `decoder`), in Python's call order, as if called where it is:
         their weights, made once under each call's scope. Only builders of one scope each
         call names, whose weights do not depend on the call's values (else refused as before)."""
-        if self._builder(helper.name.value) or self.class_layers is not None:   # (a model class's methods: refused)
+        if self._builder(helper.name.value):
+            return set()
+        if helper.name.value not in self.outer_scopes:   # (its own variable scope: outer_scopes.py)
+            self.outer_scopes[helper.name.value] = outer_scopes.prefix(self, helper)
+        prefix = self.outer_scopes[helper.name.value]
+        if prefix is None:
+            raise Refusal.of(helper, "outer_scope_form", function=helper.name.value)
+        if self.class_layers is not None and not prefix:   # (a model class's other methods: refused)
             return set()
         out: set[int] = set()
         for name in builders.called_first(helper.body, self.program.helpers):
@@ -265,7 +278,7 @@ class ModelBuilder(BlockReader):
                 continue   # (refused by _helper_deps: builder_called_inside)
             for call in walk(helper.body):
                 if type(call) is cst.Call and isinstance(call.func, cst.Name) and call.func.value == name:
-                    builder_loops.check_call(self, made, call)
+                    builder_loops.check_call(self, made, call, prefix)
             out |= {made.index} | self._helper_deps(self.program.helpers[name])
         return out
 

@@ -227,6 +227,7 @@ class BuilderModule(LayerNode):
     lazy: bool = False            # its variables (of its one fixed scope) made on its first call: TF1's
     shaping: tuple[str, ...] = ()   # ... the parameters their number and settings come from
     call_sites: list[cst.Call] = field(default_factory=list)   # its calls so far (builder_loops.check_call)
+    scoped: list[tuple[float, str | None]] = field(default_factory=list)   # a layer function: (when, scope) per call
     call_texts: tuple[str | None, ...] | None = None   # ... the first one's arguments for `shaping`
 
 

@@ -56,7 +56,9 @@ class Program:
     invented: set[str] = field(default_factory=set)  # names the model gave values the program does not name
     as_written: dict[int, cst.CSTNode] = field(default_factory=dict)   # id of a line the model wrote anew -> the user's
     state_fields: dict[int, int] = field(default_factory=dict)   # id of `state.c`/`state.h` of a stacked LSTM state -> index
-    unwritten: set = field(default_factory=set)   # statements of a model function the rewrite leaves out (its summaries)
+    # node of a function the graph code calls -> its replacement (constructs: a summary statement
+    # removed, an outer variable scope's `with` flattened), written into the function (emit)
+    edits: dict = field(default_factory=dict)
 
     def node(self, name: str) -> Node | None:
         i = self.final.get(name)
