@@ -124,7 +124,7 @@ with tf.Session() as sess:
     ("train_op = tf.train.GradientDescentOptimizer(0.1).minimize(loss)", "print(sess.run(loss, {'x:0': np.ones([3, 2])}))", "TFG903", 10),
     ("train_op = tf.train.GradientDescentOptimizer(0.1).minimize(loss)", "print(sess.run(loss, feed_dict=make_feed()))", "TFG902", 10),
     ("train_op = tf.train.GradientDescentOptimizer(0.1).minimize(loss)", "print(sess.run(loss))", "TFG912", 10),
-    ("train_op = tf.train.GradientDescentOptimizer(0.1).minimize(loss)", "res = sess.run([train_op, loss], {x: np.ones([3, 2])})", "TFG912", 10),
+    ("train_op = tf.train.GradientDescentOptimizer(0.1).minimize(loss)", "res = sess.run([train_op, loss], {x: np.ones([3, 2])})\n    print(res)", "TFG912", 10),
     ("graph = tf.get_default_graph()\nscaled = graph.get_tensor_by_name('Sum:0') * 2.0", "print(sess.run(scaled, {x: np.ones([3, 2])}))", "TFG921", 7),
     ("tf.add_to_collection('losses', loss)", "print(sess.run(loss, {x: np.ones([3, 2])}))", "TFG921", 7),
     ("for i in range(2):\n    v = tf.Variable(0.0)", "print(sess.run(loss, {x: np.ones([3, 2])}))", "TFG904", 8),
@@ -464,7 +464,7 @@ def test_assignment_ops_become_functions_called_where_they_ran(sync, run, body):
 @pytest.mark.parametrize("sync, run, message", [
     ("sync = target.assign(online)", "print(sess.run([sync, loss], {x: np.ones([3, 2])}))",
      "an assignment op fetched with a value it is not computed from (order undefined)"),
-    ("sync = target.assign(online)", "value = sess.run(sync)",
+    ("sync = target.assign(online)", "value = sess.run(sync)\n    print(value)",
      "the fetch result of a train or assignment op used other than by unpacking or indexing"),
     ("sync = loss.assign(online)", "sess.run(sync)", "`.assign` on something other than a variable"),
 ])

@@ -62,6 +62,8 @@ class RunCalls:
                 call = self._invoke(site)
                 value = f"{call}.numpy()" if len(sig.returns) == 1 else f"{call}[{position}].numpy()"
                 return parent, cst.parse_expression(value)
+        if isinstance(parent, cst.Assign) and len(parent.targets) == 1 and isinstance(parent.targets[0].target, cst.Name):
+            return parent, cst.Expr(cst.parse_expression(self._invoke(site)))   # (`_ = ...`, unread: model.checks)
         raise AssertionError("a train op's result read: refused by model.checks.check_results")
 
     def _invoke(self, site: Site) -> str:

@@ -228,6 +228,9 @@ def _check_result(program: Program, site, meta) -> None:
     parent = site.parent
     if len(sig.returns) == len(site.fetches) or isinstance(parent, cst.Expr):
         return
+    if isinstance(parent, cst.Assign) and len(parent.targets) == 1 and isinstance(parent.targets[0].target, cst.Name) \
+            and discarded(meta, parent.targets[0].target):
+        return   # (`_ = sess.run([train], feed)`: nothing reads what the run gave)
     if isinstance(parent, cst.Assign) and len(parent.targets) == 1 and site.structure != "single":
         target = parent.targets[0].target
         if isinstance(target, (cst.Tuple, cst.List)) and len(target.elements) == len(site.fetches):

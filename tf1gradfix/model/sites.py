@@ -225,9 +225,10 @@ class HostScan(FetchesAndFeeds):
             return True
         held = self.host is not None and isinstance(func.value, cst.Attribute) \
             and func.value.attr.value in self.host.session_attributes   # `self.sess.run(...)`
-        if not isinstance(func.value, cst.Name) and not held:
+        named = self._graph_name(func.value) if self.host is not None and func.attr.value == "eval" else None
+        if not isinstance(func.value, cst.Name) and not held and named is None:   # (`self.loss.eval(feed)`: named)
             return False
-        receiver, method = None if held else cast(cst.Name, func.value).value, func.attr.value
+        receiver, method = None if held else named or cast(cst.Name, func.value).value, func.attr.value
         if held or receiver in self._sessions:
             if method == "close" and not call.args:
                 self._remove_statement(call)
@@ -242,7 +243,7 @@ class HostScan(FetchesAndFeeds):
                 raise Refusal.of(call, "run_options")
             self._add_site(call, fetch, feed)
             return True
-        node = self.p.node(receiver) if self.host is None and receiver is not None else None   # (host names are not graph names)
+        node = self.p.node(receiver) if (self.host is None or named) and receiver is not None else None   # (host names are not)
         if node is None:
             return False
         if method == "eval" and isinstance(node, (Tensor, Static, Variable, Gradients)):
