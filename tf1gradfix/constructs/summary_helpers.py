@@ -44,8 +44,7 @@ def model(builder, item, call: cst.Call) -> bool:
     if not isinstance(helper, cst.FunctionDef) or helper.decorators or helper.asynchronous is not None:
         return False
     params = helper.params
-    if isinstance(params.star_arg, cst.Param) or params.star_kwarg is not None or params.posonly_params \
-            or params.kwonly_params or any(p.default is not None for p in params.params):
+    if not _plain_parameters(params):
         return False
     given = bound_args(call, [p.name.value for p in params.params], call)
     if set(given) != {p.name.value for p in params.params} \
@@ -84,11 +83,9 @@ def model_calls(builder, item, value: cst.CSTNode, name: str) -> bool:
             or not _plain(builder, helper.body.body, True) \
             or not any(it.stmt is helper for it in program.items):
         return False
-    params = helper.params
-    if isinstance(params.star_arg, cst.Param) or params.star_kwarg is not None or params.posonly_params \
-            or params.kwonly_params or any(p.default is not None for p in params.params):
+    if not _plain_parameters(helper.params):
         return False
-    wanted = [p.name.value for p in params.params]
+    wanted = [p.name.value for p in helper.params.params]
     calls = [c for c in walk(value) if isinstance(c, cst.Call) and isinstance(c.func, cst.Name) and c.func.value == name]
     given = [bound_args(call, wanted, call) for call in calls]
     if not calls or any(set(g) != set(wanted) or not all(isinstance(v, cst.Name) and program.node(v.value) is not None
@@ -108,6 +105,12 @@ def model_calls(builder, item, value: cst.CSTNode, name: str) -> bool:
     program.edits.update({stmt: cst.RemovalSentinel.REMOVE for stmt in walk(helper.body)
                           if isinstance(stmt, cst.SimpleStatementLine) and _summary_call(builder, stmt) is not None})
     return True
+
+
+def _plain_parameters(params: cst.Parameters) -> bool:
+    """Positional-or-keyword parameters without defaults only: each call binds every one."""
+    return not (isinstance(params.star_arg, cst.Param) or params.star_kwarg is not None or params.posonly_params
+                or params.kwonly_params or any(p.default is not None for p in params.params))
 
 
 def _plain(builder, body, top: bool) -> bool:
