@@ -125,6 +125,7 @@ with tf.Session() as sess:
     ("train_op = tf.train.GradientDescentOptimizer(0.1).minimize(loss)", "print(sess.run(loss, feed_dict=make_feed()))", "TFG902", 10),
     ("train_op = tf.train.GradientDescentOptimizer(0.1).minimize(loss)", "print(sess.run(loss))", "TFG912", 10),
     ("train_op = tf.train.GradientDescentOptimizer(0.1).minimize(loss)", "res = sess.run([train_op, loss], {x: np.ones([3, 2])})\n    print(res)", "TFG912", 10),
+    ("train_op = tf.train.GradientDescentOptimizer(0.1).minimize(loss)", "_ = sess.run([train_op, loss], {x: np.ones([3, 2])})\n    print(_)", "TFG912", 10),
     ("graph = tf.get_default_graph()\nscaled = graph.get_tensor_by_name('Sum:0') * 2.0", "print(sess.run(scaled, {x: np.ones([3, 2])}))", "TFG921", 7),
     ("tf.add_to_collection('losses', loss)", "print(sess.run(loss, {x: np.ones([3, 2])}))", "TFG921", 7),
     ("for i in range(2):\n    v = tf.Variable(0.0)", "print(sess.run(loss, {x: np.ones([3, 2])}))", "TFG904", 8),

@@ -229,7 +229,7 @@ def _check_result(program: Program, site, meta) -> None:
     if len(sig.returns) == len(site.fetches) or isinstance(parent, cst.Expr):
         return
     if isinstance(parent, cst.Assign) and len(parent.targets) == 1 and isinstance(parent.targets[0].target, cst.Name) \
-            and discarded(meta, parent.targets[0].target):
+            and unread(meta, parent.targets[0].target):
         return   # (`_ = sess.run([train], feed)`: nothing reads what the run gave)
     if isinstance(parent, cst.Assign) and len(parent.targets) == 1 and site.structure != "single":
         target = parent.targets[0].target
@@ -249,8 +249,11 @@ def _check_result(program: Program, site, meta) -> None:
 
 def discarded(meta, name: cst.Name) -> bool:
     """A train op's result bound to `_`-something or to a name nothing reads."""
-    if name.value.startswith("_"):
-        return True
+    return name.value.startswith("_") or unread(meta, name)
+
+
+def unread(meta, name: cst.Name) -> bool:
+    """Whether nothing reads what this assignment binds to `name` (`_` too: it may be read)."""
     scope = meta.get_metadata(ScopeProvider, name, None)
     if scope is None:
         return False
