@@ -26,7 +26,7 @@ import libcst as cst
 
 from tf1gradfix.cst import layout
 from tf1gradfix.cst.syntax import Refusal, bound_args, bound_names, literal_string, loads, target_names
-from tf1gradfix.cst.walk import children, walk
+from tf1gradfix.cst.walk import post_order, walk
 from tf1gradfix.model.nodes import BuilderModule, Layer, LayerLoop, Static
 from tf1gradfix.model.parts import BuilderLayer
 
@@ -41,14 +41,7 @@ def _rank(builder, call: cst.Call) -> float:
     """Where Python makes `call` among the module's calls (arguments first), as a fraction:
     the order of one statement's builder calls, also inside the functions it calls."""
     if builder.call_ranks is None:
-        made: list[cst.Call] = []
-
-        def post(node: cst.CSTNode) -> None:
-            for child in children(node):
-                post(child)
-            if type(node) is cst.Call:
-                made.append(node)
-        post(builder.module)
+        made = [n for n in post_order(builder.module) if type(n) is cst.Call]
         builder.call_ranks = {id(c): k / (len(made) + 1) for k, c in enumerate(made)}
     return builder.call_ranks.get(id(call), 0.0)
 

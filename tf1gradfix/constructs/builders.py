@@ -32,7 +32,7 @@ from tf1gradfix.constructs.layers import name_param, symbol_of
 from tf1gradfix.cst.syntax import (Refusal, bound_args, bound_names, is_docstring, literal_string, loads, names_as_attributes,
                                without_defaults)
 from tf1gradfix.cst import layout
-from tf1gradfix.cst.walk import children
+from tf1gradfix.cst.walk import post_order
 from tf1gradfix.model.nodes import BuilderModule
 from tf1gradfix.model.parts import BuilderVariable
 
@@ -68,17 +68,8 @@ def called_first(expr: cst.CSTNode, helpers: dict) -> list[str]:
     """The functions `expr` calls by name, in the order Python calls them (arguments
     before the call: `projection(encoder(x))` calls encoder first), which is the
     order a builder's variables were made in."""
-    order: list[str] = []
-
-    def post(node: cst.CSTNode) -> None:
-        for child in children(node):
-            post(child)
-        if isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and node.func.value in helpers \
-                and node.func.value not in order:
-            order.append(node.func.value)
-
-    post(expr)
-    return order
+    names = (n.func.value for n in post_order(expr) if isinstance(n, cst.Call) and isinstance(n.func, cst.Name))
+    return list(dict.fromkeys(name for name in names if name in helpers))
 
 
 def node(builder, helper: cst.FunctionDef) -> BuilderModule:

@@ -80,7 +80,7 @@ def model_calls(builder, item, value: cst.CSTNode, name: str) -> bool:
     program = builder.program
     helper = program.helpers[name]
     if helper.decorators or helper.asynchronous is not None or builder.is_builder(name) \
-            or not _plain(builder, helper.body.body, True) \
+            or not _walk(builder, helper.body.body, "", {}, [], top=True, dry=True) \
             or not any(it.stmt is helper for it in program.items):
         return False
     if not _plain_parameters(helper.params):
@@ -113,32 +113,6 @@ def _plain_parameters(params: cst.Parameters) -> bool:
                 or params.kwonly_params or any(p.default is not None for p in params.params))
 
 
-def _plain(builder, body, top: bool) -> bool:
-    """Whether `_walk` reads `body` whole: name scopes of a string, assignments of one name
-    (not of a summary), summaries with a string tag, and at the top a last `return`."""
-    for k, stmt in enumerate(body):
-        if top and k == 0 and is_docstring(stmt):
-            continue
-        if isinstance(stmt, cst.With):
-            inner = stmt.items[0].item if len(stmt.items) == 1 and stmt.items[0].asname is None else None
-            if not (isinstance(inner, cst.Call) and builder.qualified(inner.func) == "tensorflow.name_scope"
-                    and len(inner.args) == 1 and literal_string(inner.args[0].value)) \
-                    or not _plain(builder, stmt.body.body, False):
-                return False
-            continue
-        small = stmt.body[0] if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 else None
-        if isinstance(small, cst.Return) and top and k == len(body) - 1 or isinstance(small, cst.Assign) \
-                and len(small.targets) == 1 and isinstance(small.targets[0].target, cst.Name):
-            if any(isinstance(n, cst.Call) and builder.qualified(n.func) in summaries.summary_ops()
-                   for n in walk(small)):   # (a summary that is a value: what it is in TF2 differs)
-                return False
-            continue
-        call = _summary_call(builder, stmt)
-        if call is None or literal_string(summaries.arguments(call, cast(str, builder.qualified(call.func)))[1]) is None:
-            return False
-    return True
-
-
 def _summary_call(builder, stmt) -> cst.Call | None:
     """The summary op a statement line makes by itself (`tf.summary.scalar("a", a)`), or None."""
     small = stmt.body[0] if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 else None
@@ -146,36 +120,42 @@ def _summary_call(builder, stmt) -> cst.Call | None:
     return call if call is not None and builder.qualified(call.func) in summaries.summary_ops() else None
 
 
-def _walk(builder, body, scope: str, env: dict, layout: list, top: bool = False) -> bool:
+def _walk(builder, body, scope: str, env: dict, layout: list, top: bool = False, dry: bool = False) -> bool:
     """Appends the (op, tag, value) of the summaries `body` makes under the name scope
-    `scope` to `layout`, `env` holding what each name stands for; False for anything else."""
+    `scope` to `layout`, `env` holding what each name stands for; False for anything but
+    name scopes of a string, assignments of one name (not of a summary: what it is in TF2
+    differs), summaries with a string tag and, at the top, a last `return`. `dry`: only
+    whether it reads `body` whole (no name is made unique, nothing appended)."""
     for k, stmt in enumerate(body):
         if top and k == 0 and is_docstring(stmt):
             continue
-        if isinstance(stmt, cst.With) and len(stmt.items) == 1 and stmt.items[0].asname is None:
-            inner = stmt.items[0].item
+        if isinstance(stmt, cst.With):
+            inner = stmt.items[0].item if len(stmt.items) == 1 and stmt.items[0].asname is None else None
             label = literal_string(inner.args[0].value) if isinstance(inner, cst.Call) and len(inner.args) == 1 else None
             if not isinstance(inner, cst.Call) or builder.qualified(inner.func) != "tensorflow.name_scope" or not label:
                 return False
-            entered = builder.unique_name(scope + label) + "/"   # (TF1 made the scope's name unique)
-            if not _walk(builder, stmt.body.body, entered, env, layout):
+            entered = scope + label + "/" if dry else builder.unique_name(scope + label) + "/"   # (TF1's, made unique)
+            if not _walk(builder, stmt.body.body, entered, env, layout, dry=dry):
                 return False
             continue
         small = stmt.body[0] if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 else None
-        if isinstance(small, cst.Assign) and len(small.targets) == 1 and isinstance(small.targets[0].target, cst.Name):
-            env[small.targets[0].target.value] = _substituted(small.value, env)
+        assigned = isinstance(small, cst.Assign) and len(small.targets) == 1 and isinstance(small.targets[0].target, cst.Name)
+        if assigned or isinstance(small, cst.Return) and top and k == len(body) - 1:   # (a model function's value)
+            if any(isinstance(n, cst.Call) and builder.qualified(n.func) in summaries.summary_ops() for n in walk(cast(cst.CSTNode, small))):
+                return False
+            if assigned:
+                assign = cast(cst.Assign, small)
+                env[cast(cst.Name, assign.targets[0].target).value] = _substituted(assign.value, env)
             continue
-        if isinstance(small, cst.Return) and top and k == len(body) - 1:   # (a model function's value: model_calls)
-            continue
-        call = small.value if isinstance(small, cst.Expr) and isinstance(small.value, cst.Call) else None
-        q = builder.qualified(call.func) if call is not None else None
-        if call is None or q not in summaries.summary_ops():
+        call = _summary_call(builder, stmt)
+        if call is None:
             return False
-        target, asked, computed = summaries.arguments(call, cast(str, q))
+        target, asked, computed = summaries.arguments(call, cast(str, builder.qualified(call.func)))
         tag = literal_string(asked)
         if tag is None:
             return False
-        layout.append((target, summaries.tf1_tag(builder, tag, call, scope), _substituted(computed, env)))
+        if not dry:
+            layout.append((target, summaries.tf1_tag(builder, tag, call, scope), _substituted(computed, env)))
     return True
 
 

@@ -148,7 +148,7 @@ def _collection(program, call: cst.Call, q, before: int, qualified, layers: bool
             scoped.append((node.index, chosen[-1]))
             continue
         if isinstance(node, BuilderModule) and node.scope is None:   # a layer function: each scope it was called with
-            scoped += _per_scope(node, which, prefix, before, call)
+            scoped += _per_scope(node, prefix, before, call)
             continue
         if isinstance(node, BuilderModule) and node.lazy:
             raise Refusal.of(call, "collection_of_builder_first_call", function=node.var)
@@ -183,7 +183,7 @@ def _collection(program, call: cst.Call, q, before: int, qualified, layers: bool
     return chosen
 
 
-def _per_scope(node: BuilderModule, which: str, prefix: str, before: int, call: cst.CSTNode) -> list[tuple[float, Listed]]:
+def _per_scope(node: BuilderModule, prefix: str, before: int, call: cst.CSTNode) -> list[tuple[float, Listed]]:
     """A layer function's variables (`def linear(x, n, scope)`: `SCOPE/w`, `SCOPE/b`), made at
     the first call under each scope, in the order of its calls before node `before`; each
     `made["SCOPE/w"]` of its module. Refusal where a call's scope is not a string, or the

@@ -125,6 +125,21 @@ def walk(node: cst.CSTNode, skip: tuple[type, ...] = ()) -> Iterator[cst.CSTNode
             stack.extend(below)
 
 
+def post_order(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
+    """`node` and every node below it, each after its children: a call after its arguments,
+    the order Python evaluates them in (no recursion: any depth of nesting)."""
+    stack: list[tuple[cst.CSTNode, bool]] = [(node, False)]
+    while stack:
+        current, entered = stack.pop()
+        if entered:
+            yield current
+            continue
+        stack.append((current, True))
+        below = children(current)
+        below.reverse()
+        stack.extend((child, False) for child in below)
+
+
 def mark_holders(node: cst.CSTNode, targets, holds: dict) -> bool:
     """Whether `node` or a node below it is in `targets`; the answer for `node`
     and for every node below it is stored in `holds`.

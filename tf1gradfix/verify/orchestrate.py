@@ -274,13 +274,8 @@ def _decide_run(result: VerifyResult, trace_dir: str, ev: dict, rtol: float, ato
                          f"original (by name, scope or layer order): {names}; they would start from "
                          f"different values")
         return
-    traces, finals = {}, {}
-    for role in ("original", "migrated"):
-        final = finals[role] = sealed[role]["final.json"]
-        plots = sealed[role]["plots.json"]
-        traces[role] = {"events": ev[role], "final": final.get("variables") if final else None,
-                        "stdout": side_runs.read_head(trace_seal.side_file(trace_dir, role, "stdout")),
-                        "plots": plots.get("snapshots") if plots else None}
+    finals = {role: sealed[role]["final.json"] for role in ("original", "migrated")}
+    traces = {role: side_runs.trace_of(trace_dir, role, ev[role], sealed[role]) for role in ("original", "migrated")}
     stopped, stop_notes = budget.prepare(traces, finals, ev, timed)
     comparison = cmp_mod.compare_traces(traces["original"], traces["migrated"], rtol, atol, stopped=stopped)
     comparison.notes += stop_notes

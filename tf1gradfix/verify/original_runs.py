@@ -70,7 +70,7 @@ def _compare(result, trace_dir: str, events: list, again) -> Rerun:
     second = stopping.temp_dir("tf1gradfix-rerun-")
     try:
         side, second_events = again(second)
-        sealed = {name: trace_seal.load_json(second, "original", name) for name in ("final.json", "plots.json")}
+        sealed = _sealed(second)
         forged = trace_seal.tampered({"original": second_events}, {"original": sealed})
         if forged:
             return Rerun("failed", forged)
@@ -79,7 +79,8 @@ def _compare(result, trace_dir: str, events: list, again) -> Rerun:
         if _initial_values(trace_dir) != _initial_values(second):   # (the migration is given the first run's)
             return Rerun("inconclusive", "its variables start from other values on each run (a random initializer "
                                          "that no seed of the verifier fixes, as in a graph of its own)")
-        first, rerun = _trace(trace_dir, events), _trace(second, second_events)
+        first = side_runs.trace_of(trace_dir, "original", events, _sealed(trace_dir))
+        rerun = side_runs.trace_of(second, "original", second_events, sealed)
         # (compare_printed leaves TF1's descriptions of graph objects out of the first side only)
         rerun["stdout"] = descriptions.without(rerun["stdout"], descriptions.left_out(rerun["stdout"]))
         stopped = {role for role, ev in (("original", events), ("migrated", second_events))
@@ -103,9 +104,5 @@ def _initial_values(trace_dir: str) -> dict | None:
         return None
 
 
-def _trace(trace_dir: str, events: list) -> dict:
-    """An original's trace as compare_traces reads it."""
-    final = trace_seal.load_json(trace_dir, "original", "final.json") or {}
-    plots = trace_seal.load_json(trace_dir, "original", "plots.json") or {}
-    return {"events": events, "final": final.get("variables"), "plots": plots.get("snapshots"),
-            "stdout": side_runs.read_head(trace_seal.side_file(trace_dir, "original", "stdout"))}
+def _sealed(trace_dir: str) -> dict:
+    return {name: trace_seal.load_json(trace_dir, "original", name) for name in ("final.json", "plots.json")}

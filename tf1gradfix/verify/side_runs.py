@@ -248,6 +248,13 @@ def side_status(side: SideResult, events: list, timed_out: bool, killed: tuple[s
         side.status, side.reason = "failed", f"exited with code {rc} before finishing (os._exit or a crash)"
 
 
+def trace_of(trace_dir: str, role: str, events: list, sealed: dict) -> dict:
+    """A side's trace as compare_traces reads it; `sealed`: its loaded final.json and plots.json."""
+    final, plots = sealed.get("final.json") or {}, sealed.get("plots.json") or {}
+    return {"events": events, "final": final.get("variables"), "plots": plots.get("snapshots"),
+            "stdout": read_head(trace_seal.side_file(trace_dir, role, "stdout"))}
+
+
 def sides_again(original: Path, migrated: Path, timeout: float, steps, program_args, swap, trace_dir: str,
                  more_env: dict, original_swap=None) -> tuple[dict, dict, dict, dict]:
     """Both programs run once more into `trace_dir` (a lockstep run, lockstep.py, with
@@ -282,7 +289,7 @@ def run_both(original: Path, migrated: Path, trace_dir: str, timeout: float, ste
 
     def extra(role, script):
         return ["--cwd", budget.side_folder(str(script.parent), os.path.join(work, role)), "--", *program_args]
-    pool.prepare([(True, _env(True, timeout)), (False, _env(False, timeout))])
+    pool.prepare([(True, _env(True, timeout))] + ([] if alone else [(False, _env(False, timeout))]))
     migrated_args = extra("migrated", migrated)
     original_args = extra("original", original)
     if swap:   # a project: the migrated script runs in its view, which holds the migrated modules
