@@ -7,6 +7,7 @@ this module imports neither library (`check` must not load LibCST).
 
 from __future__ import annotations
 
+from tf1gradfix.detect.cuts import Cut
 from tf1gradfix.rules.catalog import normalize
 
 _INNER = {"Attribute": "value", "Call": "func", "Subscript": "value"}
@@ -46,20 +47,25 @@ def referents_answer(accesses, contribution, full: str, rest: str, star_modules,
     `memo[key]` keeps what the referents of the last read of the same name contributed: the
     next read (N bindings later) adds only its new ones, so N reads cost N, not N squared;
     kept only where every contribution was (`kept(referent)`: not one made during a cycle)."""
-    referents = set().union(*(access.referents for access in accesses))
     found: set[str] = set()
     foreign = False
     known = memo.get(key) if memo is not None else None
-    todo = referents
-    if known is not None and known[0] <= referents:   # (the same name's earlier referents, and some more)
-        todo = referents - known[0]
+    only = next(iter(accesses)).referents if len(accesses) == 1 else None
+    added = only.extends(known[0]) if isinstance(only, Cut) and known and isinstance(known[0], Cut) else None
+    if added is not None:   # (the same name's earlier referents, and some more: walk only those)
+        referents, todo = only, added
         found, foreign = set(known[1]), known[2]
+    else:
+        referents = todo = set().union(*(access.referents for access in accesses))
+        if known is not None and isinstance(known[0], frozenset) and known[0] <= referents:
+            todo = referents - known[0]
+            found, foreign = set(known[1]), known[2]
     for referent in todo:
         names, other = contribution(referent, full, rest)
         found.update(names)
         foreign = foreign or other
     if memo is not None and (kept is None or all(kept(referent) for referent in todo)):
-        memo[key] = (frozenset(referents), frozenset(found), foreign)
+        memo[key] = (only if isinstance(only, Cut) else frozenset(referents), frozenset(found), foreign)
     if not referents and star_modules:
         found.update(f"{module}{'.' if full else ''}{full}" for module in star_modules if normalize(module) is not None)
     if not found:

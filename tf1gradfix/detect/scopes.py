@@ -11,7 +11,10 @@ that an import of a dotted name binds (`import tensorflow.compat.v1`).
 from __future__ import annotations
 
 import ast
+import bisect
 import builtins
+
+from tf1gradfix.detect.cuts import Cut, Order
 
 
 class Scope:
@@ -117,7 +120,28 @@ class Access:
     __slots__ = ("node", "scope", "index", "referents")
 
     def __init__(self, node, scope, index):
-        self.node, self.scope, self.index, self.referents = node, scope, index, set()
+        self.node, self.scope, self.index = node, scope, index
+        self.referents: Cut = Cut()
+
+
+def _refer(scope: Scope, name: str, accesses: list[Access]) -> None:
+    """Each read of `name` in `scope` refers to the bindings of an enclosing scope and those
+    of its own made before it, or when there are none to those one scope up: a cut of
+    one list per name (detect/cuts.py), not a set per read (N bindings, M reads: N x M)."""
+    seen = scope.resolve(name, scope)
+    own = sorted((a for a in seen if a.scope is scope), key=lambda a: a.index)
+    fixed = frozenset(a for a in seen if a.scope is not scope)
+    order, at = Order(own), [a.index for a in own]
+    outer = None
+    for access in accesses:
+        count = bisect.bisect_left(at, access.index)
+        if fixed or count:
+            access.referents = Cut(fixed, ((order, 0, count),))
+            continue
+        if outer is None:
+            outer = Cut(frozenset(scope.parent.resolve(name, scope)) if seen and scope.parent is not scope
+                        else frozenset())
+        access.referents = outer
 
 
 def full_name(node) -> str | None:
@@ -360,6 +384,7 @@ class ScopeMap:
 
     # -- resolution, after the walk (LibCST's infer_accesses) -----------------
     def _infer(self) -> None:
+        groups: dict[tuple, list[Access]] = {}
         for access, top in self._deferred:
             name, key = access.node.id, access.node
             if top is not None:
@@ -367,13 +392,10 @@ class ScopeMap:
                     if access.scope.contains(dotted):
                         name, key = dotted, node
                         break
-            scope = access.scope
-            seen = scope.resolve(name, scope)
-            earlier = [a for a in seen if a.scope is not scope or a.index < access.index]
-            if not earlier and seen and scope.parent is not scope:
-                earlier = scope.parent.resolve(name, scope)
-            access.referents.update(earlier)
+            groups.setdefault((access.scope, name), []).append(access)
             self.accesses.setdefault(id(key), []).append(access)
+        for (scope, name), accesses in groups.items():
+            _refer(scope, name, accesses)
         self._deferred = []
 
     def scope(self, node) -> Scope | None:

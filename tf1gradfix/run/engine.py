@@ -16,6 +16,7 @@ from tf1gradfix.emit.keyword_renames import EVERY, renamed as keyword_renamed
 from tf1gradfix.run.keyword_findings import CODE as KEYWORD_CODE, keyword_findings
 from tf1gradfix.run.argument_findings import CODE as ARGUMENT_CODE, argument_findings, tf2_lacks_refusal
 from tf1gradfix.records import field, record, replace
+from tf1gradfix.run import collector
 from tf1gradfix.run.findings import CodeFilter, FileError, Finding
 from tf1gradfix.run.judgement import _python_judgement, _python_syntax_error, _syntax_error
 from tf1gradfix.run.labels import _breaks_tf1, _kept_note, _label, _tf1_form, _unplanned, _unplanned_note, removed_names
@@ -42,6 +43,12 @@ def process_source(display: str, data: bytes, codes: CodeFilter, fix: bool = Tru
     `check`: rule findings only, read with Python's parser (LibCST is never
     imported); whether a session program can be restructured is left to
     `rewrite`, and its findings carry no fixed mark (None)."""
+    with collector.paused():
+        return _process_source(display, data, codes, fix, restructure, check)
+
+
+def _process_source(display: str, data: bytes, codes: CodeFilter, fix: bool, restructure: bool,
+                    check: bool) -> FileResult:
     result = FileResult(display)
     error = decode_error(display, data)
     if error is not None:
