@@ -286,3 +286,54 @@ def test_no_empty_container_is_made_in_a_tapes_block(path, source, out):
 
 def test_the_taped_container_check_finds_one():
     assert _taped_containers("with tf.GradientTape() as tape:\n    edited = []\n    y = f(x)\n") == ["edited = []"]
+
+
+# -- 6. no tf.function traced for a single evaluation ------------------------------
+
+def _one_off_traced(out: str) -> list[str]:
+    """Functions decorated `tf.function(input_signature=[])` (nothing fed) that the program
+    calls once, outside any loop, function or comprehension: a graph traced for one call."""
+    tree = ast.parse(out)
+    traced = {fn.name for fn in ast.walk(tree) if isinstance(fn, ast.FunctionDef) and any(
+        isinstance(d, ast.Call) and any(k.arg == "input_signature" and isinstance(k.value, ast.List)
+                                        and not k.value.elts for k in d.keywords) for d in fn.decorator_list)}
+    calls: dict[str, list[bool]] = {}
+
+    def walk(node: ast.AST, repeated: bool) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.Call) and isinstance(child.func, ast.Name) and child.func.id in traced:
+                calls.setdefault(child.func.id, []).append(repeated)
+            walk(child, repeated or isinstance(child, (ast.For, ast.While, ast.Lambda, ast.ListComp, ast.SetComp,
+                                                         ast.DictComp, ast.GeneratorExp))
+                 or (isinstance(child, ast.FunctionDef) and child.name not in ("main",)))
+
+    walk(tree, False)
+    return sorted(name for name, seen in calls.items() if seen == [False])
+
+
+@pytest.mark.parametrize("path,source,out", PAIRS, ids=IDS)
+def test_no_tf_function_is_traced_for_a_single_evaluation(path, source, out):
+    assert _one_off_traced(out) == []
+
+
+def test_the_one_off_check_finds_one():
+    out = ("@tf.function(input_signature=[])\ndef compute_total():\n    return total\n\n\n"
+           "@tf.function(input_signature=[])\ndef step():\n    return total\n\n\n"
+           "for _ in range(3):\n    step()\nprint(compute_total().numpy())\n")
+    assert _one_off_traced(out) == ["compute_total"]
+
+
+def test_a_single_evaluation_is_a_plain_function_and_a_repeated_one_stays_traced():
+    out = _rewrite(textwrap.dedent("""\
+        import tensorflow as tf
+        total = tf.Variable(tf.zeros([2]))
+        grow = total.assign_add(tf.ones([2]))
+        halved = total / 2.0
+        with tf.Session() as sess:
+            sess.run(tf.global_variables_initializer())
+            for _ in range(3):
+                sess.run(grow)
+            print(sess.run(halved))
+        """))
+    assert "@tf.function(input_signature=[])\ndef grow():" in out
+    assert "\ndef compute_halved():" in out and "@tf.function(input_signature=[])\ndef compute_halved" not in out

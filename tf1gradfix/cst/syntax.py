@@ -175,6 +175,17 @@ def target_names(target: cst.BaseExpression) -> tuple[str, ...] | None:
     return None
 
 
+def stored_name_nodes(target: cst.BaseExpression) -> list[cst.Name]:
+    """The names an assignment target binds (`_, value`, `[a, *rest]`), not those it reads (`d[k]`)."""
+    if isinstance(target, cst.Name):
+        return [target]
+    if isinstance(target, cst.StarredElement):
+        return stored_name_nodes(target.value)
+    if isinstance(target, (cst.Tuple, cst.List)):
+        return [n for e in target.elements for n in stored_name_nodes(e.value)]
+    return []
+
+
 def literal_dtype(expr) -> str | None:
     """dtype of a placeholder_with_default's literal default, as TF1 infers it (an
     integer outside int32's range is int64)."""

@@ -348,7 +348,8 @@ class TapeEmitter(Updates, RunCalls):
             lines += self.fit([f"return {', '.join(self._returned(r) for r in sig.returns)}"])
         if not lines:
             lines.append("pass")
-        header = f"{self.spec(sig.params)}\ndef {sig.name}({self.params_text(sig.params)}):\n"
+        decorator = "" if sig.one_off else f"{self.spec(sig.params)}\n"
+        header = f"{decorator}def {sig.name}({self.params_text(sig.params)}):\n"
         return header + _indent("\n".join(lines))
 
     def _inner_block(self, sig: Signature, forward: list[str], grads: list[int], inner: list[int]):

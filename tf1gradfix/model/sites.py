@@ -15,7 +15,7 @@ from tf1gradfix.model.program import Item, Program
 from tf1gradfix.model.nodes import (Gradients, Init, Node, Placeholder, Static, Tensor, TrainGroup, TrainOp, Saver,
                                     Update, Variable, VariableGroup, VarList)
 from tf1gradfix.model.parts import Listed
-from tf1gradfix.cst.syntax import Refusal, arg, bound_names, free_names, graph_ops, loads, matches
+from tf1gradfix.cst.syntax import Refusal, arg, bound_names, free_names, graph_ops, loads, matches, stored_name_nodes
 from tf1gradfix.cst.walk import children, walk
 from tf1gradfix.model.fetches import FetchesAndFeeds
 
@@ -31,6 +31,7 @@ class Site:
     parent: cst.CSTNode | None = None   # the node holding the call (its statement decides the rewrite)
     receiver: str | None = None   # a model class's instance whose attributes the run names (`model`)
     fed_dtypes: dict[str, Any] = field(default_factory=dict)   # fed computed value -> its dtype (fed_tensors.py)
+    once: bool = False   # a run of the program's own statements outside any loop (slicing.Signature.one_off)
 
 
 class HostScan(FetchesAndFeeds):
@@ -44,6 +45,7 @@ class HostScan(FetchesAndFeeds):
         self.session_params = host.session_params if host else None
         self.session_args = self.session_params.session_arguments() if self.session_params else set()
         self._receiver: str | None = None
+        self._top = False   # scanning one of the program's own statements (not a function's)
         self._sessions = program.sessions   # the session names where the scan is
         self.opened = dict(sessions_opened)   # nested session `with`s and `sess = tf.Session()` lines -> name
         self.sites: list[Site] = []
@@ -123,6 +125,7 @@ class HostScan(FetchesAndFeeds):
             self._scan(item.stmt, host.init_sessions | {name for name, first in first_bound.items() if first < position})
 
     def _host_item(self, item, position: int, names: set[str], first_bound: dict[str, int]) -> None:
+        self._top = False
         if isinstance(item.stmt, cst.FunctionDef) and session_functions.runs_session(self.p, item.stmt, position):
             local = session_functions.local_names(item.stmt)
             for stmt in cast(cst.IndentedBlock, item.stmt.body).body:   # its runs: sites, as the loop's that calls it
@@ -133,7 +136,7 @@ class HostScan(FetchesAndFeeds):
             self._definition(item.stmt, names)
             return
         before, sites_before = len(self.sites) + len(self.removed), len(self.sites)
-        self._item = item
+        self._item, self._top = item, True
         self._scan(item.stmt, names - {name for name, first in first_bound.items() if first > position})
         if len(self.sites) + len(self.removed) > before and self.first_site_item is None:
             self.first_site_item = position
@@ -336,7 +339,8 @@ class HostScan(FetchesAndFeeds):
                 raise Refusal.of(call, "initializer_run_again")
             self.inits += 1
             return
-        site = Site(call, fetches, structure, None, None, parent=self.parent(call))
+        site = Site(call, fetches, structure, None, None, parent=self.parent(call),
+                    once=self._top and self.host is None and not self._in_loop(call))
         if feed is None or (isinstance(feed, cst.Name) and feed.value == "None"):
             site.feed = {}
         elif isinstance(feed, cst.Dict):
@@ -411,13 +415,13 @@ class _HostReads(cst.CSTVisitor):
         return node not in self.scan.opened and node not in self.scan.skip
 
     def visit_AssignTarget(self, node: cst.AssignTarget) -> bool:
-        self.stores.update(_stored_names(node.target))
+        self.stores.update(stored_name_nodes(node.target))
         if self.scan.feed_key_store(node.target):   # (`feed[x] = v`: its key is renamed, the value read as any)
             return False
         return not (isinstance(node.target, cst.Name) and node.target.value in self.scan.feed_dicts)
 
     def visit_For(self, node: cst.For) -> None:
-        self.stores.update(_stored_names(node.target))
+        self.stores.update(stored_name_nodes(node.target))
 
     def visit_Arg(self, node: cst.Arg) -> bool:
         if node not in self.scan.session_args:   # (a session passed on: the argument goes)
@@ -437,14 +441,3 @@ class _HostReads(cst.CSTVisitor):
             if isinstance(graph, Tensor) and graph.unsupported is not None:
                 raise graph.unsupported   # (what the value is made with says more than where it is used)
             raise Refusal.of(node, "node_outside_run", kind=kind, name=node.value)
-
-
-def _stored_names(target: cst.BaseExpression) -> list[cst.Name]:
-    """The names an assignment target binds (`_, value`, `[a, *rest]`), not those it reads (`d[k]`)."""
-    if isinstance(target, cst.Name):
-        return [target]
-    if isinstance(target, cst.StarredElement):
-        return _stored_names(target.value)
-    if isinstance(target, (cst.Tuple, cst.List)):
-        return [n for e in target.elements for n in _stored_names(e.value)]
-    return []

@@ -36,6 +36,12 @@ class Signature:
     fed_values: dict[str, Any] = field(default_factory=dict)   # fed computed value -> dtype (fed_tensors.py)
     name: str = ""
 
+    @property
+    def one_off(self) -> bool:
+        """Run once with nothing fed: a plain function, run eagerly (`tf.function` would
+        trace a graph for a single call; the values are the same)."""
+        return not self.params and len(self.sites) == 1 and self.sites[0].once
+
 
 def signatures(program: Program, sites: list[Site]) -> list[Signature]:
     """Groups sites by (fetches, fed placeholders) and slices each group."""
