@@ -337,3 +337,58 @@ def test_a_single_evaluation_is_a_plain_function_and_a_repeated_one_stays_traced
         """))
     assert "@tf.function(input_signature=[])\ndef grow():" in out
     assert "\ndef compute_halved():" in out and "@tf.function(input_signature=[])\ndef compute_halved" not in out
+
+
+# Generated lines and statements the rewrite changed, as black lays them out, on programs
+# of the shapes where they were not: a summaries helper with long scope names, and an
+# operation black put in parentheses of its own whose filtered collection became a list.
+SUMMARY_SCOPES = textwrap.dedent("""\
+    import numpy as np
+    import tensorflow as tf
+    with tf.name_scope("encoder_recurrent_weights_of_the_first_layer"):
+        with tf.name_scope("statistics_kept_for_every_step"):
+            weights = tf.Variable(tf.ones([3, 2]), name="weights")
+            tf.summary.scalar("mean_of_all_weights", tf.reduce_mean(weights))
+    inputs = tf.placeholder(tf.float32, [None, 3])
+    loss = tf.reduce_mean(tf.square(tf.matmul(inputs, weights)))
+    fit = tf.train.GradientDescentOptimizer(0.1).minimize(loss)
+    merged = tf.summary.merge_all()
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        writer = tf.summary.FileWriter("/tmp/summaries-layout")
+        for step in range(2):
+            _, summary = sess.run([fit, merged], {inputs: np.ones((2, 3), np.float32)})
+            writer.add_summary(summary, step)
+    """)
+
+PENALTY_IN_PARENTHESES = textwrap.dedent("""\
+    import numpy as np
+    import tensorflow as tf
+    features = tf.placeholder(tf.float32, [None, 4])
+    first_projection_kernel = tf.Variable(tf.ones([4, 3]) * 0.1, name="first_projection_kernel")
+    second_projection_kernel = tf.Variable(tf.ones([3, 1]) * 0.1, name="second_projection_kernel")
+    output_bias = tf.Variable(tf.zeros([1]), name="output_bias")
+    hidden = tf.matmul(features, first_projection_kernel)
+    scores = tf.matmul(hidden, second_projection_kernel) + output_bias
+    penalty_weight = 0.01
+    penalty = (
+        tf.add_n([tf.nn.l2_loss(v) for v in tf.trainable_variables() if "bias" not in v.name])
+        * penalty_weight
+    )
+    loss = tf.reduce_mean(tf.square(scores)) + penalty
+    fit = tf.train.GradientDescentOptimizer(0.1).minimize(loss)
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        for step in range(2):
+            _, now = sess.run([fit, loss], {features: np.ones((2, 4), np.float32)})
+            print(step, now)
+    """)
+
+
+@pytest.mark.parametrize("source", [SUMMARY_SCOPES, PENALTY_IN_PARENTHESES], ids=["summary_helper", "penalty"])
+def test_what_the_rewrite_wrote_black_leaves_as_it_is(source):
+    out = _rewrite(_black(source))
+    assert out is not None and "GradientTape" in out
+    assert _rewritten_lines_black_changes(source) == []
+    too_long = [line for line in out.splitlines() if len(line) > 88]
+    assert all(re.fullmatch(r'\s*(name=)?"[^"]*",?', line) for line in too_long)   # (a string black cannot split)

@@ -21,6 +21,7 @@ from typing import cast
 
 import libcst as cst
 
+from tf1gradfix.cst import layout as lines_layout
 from tf1gradfix.cst.syntax import Refusal, bound_args, graph_ops, literal_string, matches
 from tf1gradfix.cst.walk import walk
 from tf1gradfix.model.nodes import OPS, Computed, Statement, Summary, TrainOp, Variable
@@ -204,8 +205,8 @@ class Writers:
         if layout is None:
             return edits, None
         lines = [f"def {helper}(writer, summary, global_step=0):", "    with writer.as_default():"]
-        lines += [f"        {tf}.summary.{op}({json.dumps(tag)}, summary[{k}], step=global_step)"
-                  for k, (op, tag, _) in enumerate(layout.summary)]
+        lines += ["        " + lines_layout.fit(f"{tf}.summary.{op}({json.dumps(tag)}, summary[{k}], step=global_step)", 8)
+                  .replace("\n", "\n        ") for k, (op, tag, _) in enumerate(layout.summary)]
         return edits, "\n".join(lines)
 
 

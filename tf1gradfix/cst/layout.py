@@ -65,12 +65,21 @@ def _parts(text: str) -> tuple[str, cst.BaseExpression, str]:
     comment = stmt.trailing_whitespace.comment.value if stmt.trailing_whitespace.comment else ""
     small = stmt.body[0]
     if isinstance(small, cst.Assign) and len(small.targets) == 1:
-        return _flat(small.targets[0].target) + " = ", small.value, comment
+        return _flat(small.targets[0].target) + " = ", _invisible_parens(small.value), comment
     if isinstance(small, cst.Expr):
         return "", small.value, comment
     if isinstance(small, cst.Return) and small.value is not None:
         return "return ", small.value, comment
     raise _AsWritten
+
+
+def _invisible_parens(value: cst.BaseExpression) -> cst.BaseExpression:
+    """An operation the user (or black) put in parentheses of its own on the right of `=`:
+    black treats those parentheses as its own, added only when the line needs them."""
+    if isinstance(value, cst.BinaryOperation) and len(value.lpar) == 1 and len(value.rpar) == 1 \
+            and not _has_comment(value):
+        return value.with_changes(lpar=[], rpar=[])
+    return value
 
 
 def _flat(node: cst.CSTNode) -> str:
@@ -95,14 +104,18 @@ def _flat(node: cst.CSTNode) -> str:
         if "#" in operator:
             raise _AsWritten
         if "\n" in operator:   # (a break the user made: one space each side)
-            bare = node.operator.with_changes(whitespace_before=cst.SimpleWhitespace(""),
-                                              whitespace_after=cst.SimpleWhitespace(""))
-            operator = f" {_MODULE.code_for_node(bare)} "
+            operator = f" {_bare(node.operator)} "
         return f"{_flat(node.left)}{operator}{_flat(node.right)}"
     code = _MODULE.code_for_node(node)
     if "\n" in code or "#" in code and _has_comment(node):
         raise _AsWritten
     return code
+
+
+def _bare(operator: cst.CSTNode) -> str:
+    """A binary operator without the spaces or line breaks around it."""
+    return _MODULE.code_for_node(operator.with_changes(whitespace_before=cst.SimpleWhitespace(""),
+                                                       whitespace_after=cst.SimpleWhitespace("")))
 
 
 def _clauses(node: cst.ListComp) -> list[str]:
@@ -184,11 +197,11 @@ def _split(node: cst.BaseExpression, indent: int, prefix: str, suffix: str, widt
         operands: list[tuple[str, cst.BaseExpression]] = []
         left: cst.BaseExpression = node
         while isinstance(left, cst.BinaryOperation) and not left.lpar and _GROUPS.get(type(left.operator)) == group:
-            operands.insert(0, (_flat(left.operator).strip() + " ", left.right))
+            operands.insert(0, (_bare(left.operator) + " ", left.right))
             left = left.left
-        if group is not None:
-            return [(indent, _flat(left))] + [(indent, op + _flat(v)) for op, v in operands[:-1]] + \
-                [(indent, operands[-1][0] + _flat(operands[-1][1]) + suffix)]
+        if group is not None:   # (each operand split again where too long, as black splits its line)
+            return _split(left, indent, "", "") + [ln for op, v in operands[:-1] for ln in _split(v, indent, op, "")] + \
+                _split(operands[-1][1], indent, operands[-1][0], suffix)
     return [(indent, line)]   # (nothing black would split either)
 
 
