@@ -385,7 +385,33 @@ PENALTY_IN_PARENTHESES = textwrap.dedent("""\
     """)
 
 
-@pytest.mark.parametrize("source", [SUMMARY_SCOPES, PENALTY_IN_PARENTHESES], ids=["summary_helper", "penalty"])
+SHORTER_WITHOUT_SELF = textwrap.dedent("""\
+    import numpy as np
+    import tensorflow as tf
+
+
+    class Regressor:
+        def __init__(self, width):
+            self.inputs = tf.placeholder(tf.float32, [None, 4], name="inputs")
+            self.targets = tf.placeholder(tf.float32, [None, 1], name="targets")
+            self.hidden_layer_output = tf.layers.dense(self.inputs, width, activation=tf.nn.relu, name="hidden")
+            self.prediction_of_model = tf.layers.dense(self.hidden_layer_output, 1, name="head")
+            self.sq_loss = tf.reduce_mean(tf.square(self.prediction_of_model - self.targets))
+            self.train_operation = tf.train.GradientDescentOptimizer(0.05).minimize(self.sq_loss)
+
+
+    model = Regressor(8)
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        for step in range(3):
+            feed = {model.inputs: np.ones((2, 4), np.float32), model.targets: np.zeros((2, 1), np.float32)}
+            _, now = sess.run([model.train_operation, model.sq_loss], feed)
+            print(step, now)
+    """)
+
+
+@pytest.mark.parametrize("source", [SUMMARY_SCOPES, PENALTY_IN_PARENTHESES, SHORTER_WITHOUT_SELF],
+                         ids=["summary_helper", "penalty", "shorter_without_self"])
 def test_what_the_rewrite_wrote_black_leaves_as_it_is(source):
     out = _rewrite(_black(source))
     assert out is not None and "GradientTape" in out

@@ -106,7 +106,7 @@ def lifted(builder, item, small: cst.Assign, value: cst.BaseExpression, deps: se
     if getattr(builder.v, "origins", None) is None:
         builder.v.origins = {}
     builder.v.origins[id(line)] = (line, item.stmt)   # (its positions and layout: the statement's)
-    builder.program.as_written[id(line)] = item.stmt
+    builder.program.as_written[id(line)] = builder.program.as_written.get(id(item.stmt), item.stmt)
     calls = [(c, q) for c, q in builder.calls(new.value) if q is not None]
     return line, new, new.value, set(deps) | set(range(start, len(builder.program.nodes))), calls
 

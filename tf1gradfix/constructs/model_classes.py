@@ -64,6 +64,7 @@ class ModelClass:
     decisions: ClassDecisions = field(default_factory=ClassDecisions)   # its `if`s the construction decides
     expanded: tuple[str, ...] = ()          # methods making graph inputs, read at each call (input_methods)
     origins: dict = field(default_factory=dict)   # id of an expanded statement -> the method's (for positions)
+    as_written: dict = field(default_factory=dict)   # id of a desugared line -> the user's, `self.` and all (layout)
     unbuilt: tuple[str, ...] = ()           # methods building graph code TF1 never runs (unbuilt_methods)
 
     def helpers(self, cls: cst.ClassDef) -> dict[str, cst.FunctionDef]:
@@ -280,11 +281,21 @@ def desugar(module: cst.Module, cls: cst.ClassDef, decisions: ClassDecisions | N
         def leave_Name(self, original: cst.Name, updated: cst.Name) -> cst.Name:
             return updated.with_changes(value=renamed[id(original)]) if id(original) in renamed else updated
 
-    new = module.visit(Desugar())
+    desugared = cst.parse_module(source_bytes(module.visit(Desugar())))
     plan = ModelClass(cls.name.value, self_name, attributes, members, tuple(m.name.value for m in inlined),
                       tuple(m.name.value for m in layered), decisions=decisions,
-                      expanded=tuple(m.name.value for m in expanded), unbuilt=unbuilt)
-    return cst.parse_module(source_bytes(new)), plan
+                      expanded=tuple(m.name.value for m in expanded), unbuilt=unbuilt,
+                      as_written=_lines_as_written(module, desugared))
+    return desugared, plan
+
+
+def _lines_as_written(module: cst.Module, desugared: cst.Module) -> dict[int, cst.SimpleStatementLine]:
+    """Each line the desugaring changed -> the user's: the rewrite lays a line out again
+    where the user's was laid out as black lays it out (a split that `self.` made needed)."""
+    before, after = ([n for n in walk(m) if type(n) is cst.SimpleStatementLine] for m in (module, desugared))
+    if len(before) != len(after):   # (the desugaring keeps every statement: never, unless that changes)
+        return {}
+    return {id(new): old for old, new in zip(before, after) if not old.deep_equals(new)}
 
 
 def static_helpers(cls: cst.ClassDef, self_name: str | None, init: cst.FunctionDef,

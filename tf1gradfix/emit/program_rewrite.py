@@ -227,7 +227,7 @@ class ProgramRewrite(ModuleEdits):
         scope = owner if section is None else cst.Module(body=section)   # (where session options and writers are)
         if cls is not None:   # (with the statements of the methods `__init__` builds the graph with)
             body = model_classes.init_statements(cls, self.plan, self.module)
-            self.meta.origins = self.plan.origins   # (positions of statements written anew: model.graph)
+            self.meta.origins, self.meta.as_written = self.plan.origins, self.plan.as_written   # (model.graph)
             helpers.update(self.plan.helpers(cls))   # (methods that never read `self`, called as functions)
         helpers.update({s.name.value: s for s in body if isinstance(s, cst.FunctionDef)})
         for name in session_functions.running(helpers, body, self.meta.names.qualified):

@@ -190,11 +190,13 @@ class TapeEmitter(Updates, RunCalls):
         if depth is not None and stmt is not node.stmt and len(lines) == 1:   # (a loss or dropout the rewrite wrote)
             return self.fit(lines, depth)[0]
         if depth is not None and isinstance(stmt, cst.SimpleStatementLine):   # (moved: laid out again if it was black's)
-            # (`before` is the user's statement: a collection written as its list may have made a line too long)
-            before = self.p.as_written.get(id(node.stmt), node.stmt)   # (a nested `tf.gradients` read apart: the user's)
-            before = before if isinstance(before, cst.SimpleStatementLine) else stmt
-            moved = layout.refit(before, cst.parse_statement("\n".join(lines) + "\n"), self.indent + 4 * depth,
-                                 tuple(self.block_indent + 4 * k for k in range(4)))   # (also from under a scope)
+            # (`before`: the user's line (`tf.gradients` read apart, `self.x`), else the model's: a list may be too long)
+            moved: cst.BaseStatement = cst.parse_statement("\n".join(lines) + "\n")
+            after = moved
+            for before in (self.p.as_written.get(id(node.stmt)), node.stmt if isinstance(node.stmt, cst.SimpleStatementLine) else stmt):
+                if isinstance(before, cst.SimpleStatementLine) and moved is after:
+                    moved = layout.refit(before, after, self.indent + 4 * depth,
+                                         tuple(self.block_indent + 4 * k for k in range(4)))   # (also from under a scope)
             lines = [ln for ln in cst.Module([]).code_for_node(moved.with_changes(leading_lines=())).splitlines() if ln.strip()]
         return "\n".join(lines)
 

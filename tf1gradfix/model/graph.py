@@ -100,6 +100,7 @@ class ModelBuilder(BlockReader):
         (`program.poisoned`), so one run names every independent blocker; the caller
         raises them. Otherwise the first refusal is raised."""
         self.program = Program(owner, [], [], {}, set(), helpers, tf_alias)
+        self.program.as_written.update(getattr(self.v, "as_written", {}))   # (a model class's lines, as the user's)
         self.graphs = graph_contexts.owned(self, body, self.module, self.class_attributes)
         self.graph_names, self.variable_scopes, self.entered = GraphNames(), VariableScopes(), ()   # (a new graph)
         self.tf2_variable_names = set()
