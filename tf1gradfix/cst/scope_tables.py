@@ -21,7 +21,7 @@ import libcst as cst
 from libcst.helpers import get_full_name_for_node
 from libcst.metadata.scope_provider import ScopeProvider, ScopeVisitor, _gen_dotted_names
 
-from tf1gradfix.detect.cuts import Cut, Order
+from tf1gradfix.detect.cuts import Cut, Order, earlier
 
 _TYPING = frozenset({"NewType", "TypeVar", "cast"})
 
@@ -88,20 +88,12 @@ def _link(scope, name: str, accesses: list, references: dict) -> None:
     """Each read of `name` in `scope` gets the bindings LibCST's Access.record_assignments
     gives it, and each binding the reads BaseAssignment.record_accesses gives it."""
     bindings = scope._resolve_scope_for_access(name, scope)
-    own = sorted((b for b in bindings if b.scope is scope), key=_index)
-    fixed = frozenset(b for b in bindings if b.scope is not scope)
-    own_order, own_at = Order(own), [b._index for b in own]
-    outer = None
-    for access in accesses:
-        count = bisect.bisect_left(own_at, access._index)
-        if fixed or count:
-            found = Cut(fixed, ((own_order, 0, count),))
-        else:
-            if outer is None:   # (no binding before the read: LibCST looks one scope up)
-                outer = Cut(frozenset(scope.parent._resolve_scope_for_access(name, scope))
-                            if bindings and scope.parent is not scope else frozenset())
-            found = outer
-        kept = getattr(access, "_Access__assignments")
+
+    def above():   # (no binding before the read: LibCST looks one scope up)
+        return scope.parent._resolve_scope_for_access(name, scope) if bindings and scope.parent is not scope else ()
+
+    for access, found in zip(accesses, earlier(bindings, scope, accesses, _index, above)):
+        kept = getattr(access, "_Access__assignments")   # (what LibCST recorded before: none so far, kept in case)
         setattr(access, "_Access__assignments", found if not kept else Cut(frozenset(kept) | frozenset(found)))
     reads = sorted(accesses, key=_index)
     order, read_at, total = Order(reads), [a._index for a in reads], len(reads)

@@ -11,7 +11,8 @@ that walked one cut walks only the new members of the next (`extends`).
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterator
+import bisect
+from collections.abc import Callable, Collection, Iterable, Iterator
 
 
 class Order:
@@ -68,3 +69,23 @@ class Cut(Collection):
         if order is not was or lo != was_lo or hi < was_hi:
             return None
         return order.items[was_hi:hi]
+
+
+def earlier(bindings: Iterable, scope: object, reads: Iterable, index: Callable, outer: Callable[[], Iterable]) -> Iterator[Cut]:
+    """For each read of a name in `scope` (in `reads`' order) the bindings it refers to, as
+    both scope analyses read them: those of other scopes and those of `scope` made before
+    it (`index`: where a read or binding stands), or when there are none, `outer()` (the
+    bindings one scope up; asked once)."""
+    bindings = list(bindings)
+    own = sorted((b for b in bindings if b.scope is scope), key=index)
+    fixed = frozenset(b for b in bindings if b.scope is not scope)
+    order, at = Order(own), [index(b) for b in own]
+    above = None
+    for read in reads:
+        count = bisect.bisect_left(at, index(read))
+        if fixed or count:
+            yield Cut(fixed, ((order, 0, count),))
+            continue
+        if above is None:
+            above = Cut(frozenset(outer()))
+        yield above

@@ -11,10 +11,9 @@ that an import of a dotted name binds (`import tensorflow.compat.v1`).
 from __future__ import annotations
 
 import ast
-import bisect
 import builtins
 
-from tf1gradfix.detect.cuts import Cut, Order
+from tf1gradfix.detect.cuts import Cut, earlier
 
 
 class Scope:
@@ -129,19 +128,12 @@ def _refer(scope: Scope, name: str, accesses: list[Access]) -> None:
     of its own made before it, or when there are none to those one scope up: a cut of
     one list per name (detect/cuts.py), not a set per read (N bindings, M reads: N x M)."""
     seen = scope.resolve(name, scope)
-    own = sorted((a for a in seen if a.scope is scope), key=lambda a: a.index)
-    fixed = frozenset(a for a in seen if a.scope is not scope)
-    order, at = Order(own), [a.index for a in own]
-    outer = None
-    for access in accesses:
-        count = bisect.bisect_left(at, access.index)
-        if fixed or count:
-            access.referents = Cut(fixed, ((order, 0, count),))
-            continue
-        if outer is None:
-            outer = Cut(frozenset(scope.parent.resolve(name, scope)) if seen and scope.parent is not scope
-                        else frozenset())
-        access.referents = outer
+
+    def above():
+        return scope.parent.resolve(name, scope) if seen and scope.parent is not scope else ()
+
+    for access, found in zip(accesses, earlier(seen, scope, accesses, lambda item: item.index, above)):
+        access.referents = found
 
 
 def full_name(node) -> str | None:
