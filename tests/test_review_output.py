@@ -10,8 +10,8 @@ tests/test_restructure_fixtures.py and tests/test_rewrite_of_verify_originals.py
 from __future__ import annotations
 
 import ast
-import difflib
 import re
+import sys
 import textwrap
 from functools import lru_cache
 from pathlib import Path
@@ -20,6 +20,9 @@ import pytest
 
 from tf1gradfix.run.engine import process_source
 from tf1gradfix.run.findings import CodeFilter
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
+from black_outputs import black as _black, black_changes  # noqa: E402  (the same check on a corpus)
 
 ROOT = Path(__file__).resolve().parent.parent / "fixtures"
 INPUTS = sorted(ROOT.glob("rewrite/*/input.py")) + sorted(ROOT.glob("verify/*/original*.py"))
@@ -217,27 +220,9 @@ def test_a_schedule_not_the_same_on_iterations_stays_set_before_each_update(edit
 
 # -- 4. generated code as black writes it ------------------------------------------
 
-def _black(source: str) -> str:
-    import black   # (the `test` extra)
-
-    return black.format_str(source, mode=black.Mode())
-
-
 def _rewritten_lines_black_changes(source: str) -> list[str] | None:
-    """Lines of the rewrite of `source` (formatted with black first, as a user of black
-    has it) that black changes, leaving out the user's own lines: the rewrite's."""
-    source = _black(source)
-    out = _rewrite(source)
-    if out is None or "import tensorflow.compat.v1 as" in source:
-        return None   # (compat.v1 names are renamed after the layout: a longer name may need a new split)
-    renamed = process_source("input.py", source.encode(), CodeFilter(), restructure=False).new_source
-    user = {ln.strip() for text in (source, renamed.decode() if renamed else "") for ln in text.splitlines()}
-    a, b = out.splitlines(), _black(out).splitlines()
-    changed = []
-    for tag, i1, i2, _, _ in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
-        if tag != "equal":   # (a line black adds: the rewrite's if a neighbour is)
-            changed += [a[k] for k in (range(i1, i2) if i2 > i1 else (i1 - 1, i1)) if 0 <= k < len(a)]
-    return [ln for ln in changed if ln.strip() not in user]
+    """The rewrite's lines black would change (benchmarks/black_outputs.py), with this module's cached rewrite."""
+    return black_changes(source, _rewrite)
 
 
 @pytest.mark.parametrize("path,source,out", PAIRS, ids=IDS)

@@ -183,7 +183,7 @@ def constructor_lines(node: BuilderModule, layer_text, column: int) -> str:
         text = layer_text(site.row, site.call, site.bound, site.helper)
         if name_param(site.row) not in site.bound:   # (Keras counts automatic names over the whole program; TF1 per scope)
             text = text[:-1] + ("" if text.endswith("()") else ", ") + f'name="{site.label}")'
-        lines += "        " + layout.fit(f"self.{site.attribute} = {text}", column).replace("\n", "\n        ") + "\n"
+        lines += layout.placed(f"self.{site.attribute} = {text}", column, " " * 8) + "\n"
     return lines
 
 

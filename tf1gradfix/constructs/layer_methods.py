@@ -282,7 +282,7 @@ def methods(node: BuilderModule, method: cst.FunctionDef, attributes: dict[str, 
         params=method.params.with_changes(params=kept),
         body=cst.IndentedBlock([cst.SimpleStatementLine([cst.Pass()])]))).splitlines()[0]
     doc = f'"""Makes the variables `{method.name.value}` reads under a scope (TF1 made them with the graph)."""'
-    text = head + "\n    " + doc + "\n" + "".join("    " + layout.fit(ln, 8).replace("\n", "\n    ") + "\n" for ln in lines)
+    text = head + "\n    " + doc + "\n" + "".join(layout.placed(ln, 8, "    ") + "\n" for ln in lines)
     making = cast(cst.FunctionDef, cst.parse_statement(text))
     making = making.with_changes(body=names_as_attributes(making.body, attributes, self_name))
     by_stmt = {id(v[4]): v for v in node.variables}

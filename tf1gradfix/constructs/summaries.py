@@ -21,7 +21,7 @@ from typing import cast
 
 import libcst as cst
 
-from tf1gradfix.cst import layout as lines_layout
+from tf1gradfix.cst.layout import placed
 from tf1gradfix.cst.syntax import Refusal, bound_args, graph_ops, literal_string, matches
 from tf1gradfix.cst.walk import walk
 from tf1gradfix.model.nodes import OPS, Computed, Statement, Summary, TrainOp, Variable
@@ -201,12 +201,12 @@ class Writers:
         helper = fresh("write_summaries")
         for call, writer in self.written:
             edits[call] = _as_call(helper, writer)
-        layout = self.layout
-        if layout is None:
+        merged = self.layout
+        if merged is None:
             return edits, None
         lines = [f"def {helper}(writer, summary, global_step=0):", "    with writer.as_default():"]
-        lines += ["        " + lines_layout.fit(f"{tf}.summary.{op}({json.dumps(tag)}, summary[{k}], step=global_step)", 8)
-                  .replace("\n", "\n        ") for k, (op, tag, _) in enumerate(layout.summary)]
+        lines += [placed(f"{tf}.summary.{op}({json.dumps(tag)}, summary[{k}], step=global_step)", 8, " " * 8)
+                  for k, (op, tag, _) in enumerate(merged.summary)]
         return edits, "\n".join(lines)
 
 

@@ -44,6 +44,12 @@ def fit(text: str, indent: int) -> str:
     return "\n".join(" " * (column - indent) + line for column, line in lines)
 
 
+def placed(text: str, column: int, margin: str) -> str:
+    """`fit(text, column)` with `margin` before each of its lines: a statement of a snippet
+    indented by `margin` that lands at `column` in the module."""
+    return margin + fit(text, column).replace("\n", "\n" + margin)
+
+
 def fit_header(head: str, text: str, tail: str, indent: int) -> str:
     """A compound statement's header (`for x in zip(a, b):`: `head`, the expression `text`,
     `tail`) laid out for `indent` columns as black lays it out: split at its last bracket."""

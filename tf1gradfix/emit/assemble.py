@@ -109,7 +109,7 @@ class Assembler:
         if isinstance(node, Saver):
             return self._saver(node, item)
         if isinstance(node, LayerLoop):
-            lines = [ln[:4] + layout.fit(ln[4:], self.indent + 4).replace("\n", "\n    ") if ln.startswith("    ") else ln
+            lines = [layout.placed(ln[4:], self.indent + 4, ln[:4]) if ln.startswith("    ") else ln
                      for ln in self.state.layer_loop(node)]
             return list(cst.parse_module("\n".join(lines) + "\n").body)
         if isinstance(node, Layer):

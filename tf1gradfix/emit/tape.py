@@ -191,12 +191,12 @@ class TapeEmitter(Updates, RunCalls):
             return self.fit(lines, depth)[0]
         if depth is not None and isinstance(stmt, cst.SimpleStatementLine):   # (moved: laid out again if it was black's)
             # (`before`: the user's line (`tf.gradients` read apart, `self.x`), else the model's: a list may be too long)
-            moved: cst.BaseStatement = cst.parse_statement("\n".join(lines) + "\n")
-            after = moved
-            for before in (self.p.as_written.get(id(node.stmt)), node.stmt if isinstance(node.stmt, cst.SimpleStatementLine) else stmt):
-                if isinstance(before, cst.SimpleStatementLine) and moved is after:
-                    moved = layout.refit(before, after, self.indent + 4 * depth,
-                                         tuple(self.block_indent + 4 * k for k in range(4)))   # (also from under a scope)
+            after = cst.parse_statement("\n".join(lines) + "\n")
+            model_line = node.stmt if isinstance(node.stmt, cst.SimpleStatementLine) else stmt
+            befores = [b for b in (self.p.as_written.get(id(node.stmt)), model_line) if isinstance(b, cst.SimpleStatementLine)]
+            columns = tuple(self.block_indent + 4 * k for k in range(4))   # (also from under a scope)
+            moved = next((m for b in befores if (m := layout.refit(b, after, self.indent + 4 * depth, columns)) is not after),
+                         after)
             lines = [ln for ln in cst.Module([]).code_for_node(moved.with_changes(leading_lines=())).splitlines() if ln.strip()]
         return "\n".join(lines)
 
