@@ -275,25 +275,32 @@ def test_the_taped_container_check_finds_one():
 
 # -- 6. no tf.function traced for a single evaluation ------------------------------
 
+_REPEATING = (ast.For, ast.While, ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
+
+
 def _one_off_traced(out: str) -> list[str]:
-    """Functions decorated `tf.function(input_signature=[])` (nothing fed) that the program
-    calls once, outside any loop, function or comprehension: a graph traced for one call."""
+    """Functions decorated `tf.function(input_signature=[])` (nothing fed) that run once: called
+    once, outside any loop or comprehension, at the top or in a function that itself runs
+    once so (a program's `main()`); a graph traced for one call."""
     tree = ast.parse(out)
-    traced = {fn.name for fn in ast.walk(tree) if isinstance(fn, ast.FunctionDef) and any(
-        isinstance(d, ast.Call) and any(k.arg == "input_signature" and isinstance(k.value, ast.List)
-                                        and not k.value.elts for k in d.keywords) for d in fn.decorator_list)}
     calls: dict[str, list[bool]] = {}
 
-    def walk(node: ast.AST, repeated: bool) -> None:
+    def walk(node: ast.AST, repeated: bool) -> None:   # (a function's body: read apart, below)
         for child in ast.iter_child_nodes(node):
-            if isinstance(child, ast.Call) and isinstance(child.func, ast.Name) and child.func.id in traced:
+            if isinstance(child, ast.Call) and isinstance(child.func, ast.Name):
                 calls.setdefault(child.func.id, []).append(repeated)
-            walk(child, repeated or isinstance(child, (ast.For, ast.While, ast.Lambda, ast.ListComp, ast.SetComp,
-                                                         ast.DictComp, ast.GeneratorExp))
-                 or (isinstance(child, ast.FunctionDef) and child.name not in ("main",)))
+            if not isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                walk(child, repeated or isinstance(child, _REPEATING))
 
     walk(tree, False)
-    return sorted(name for name, seen in calls.items() if seen == [False])
+    functions = [fn for fn in ast.walk(tree) if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef))]
+    top = {fn.name for fn in tree.body if isinstance(fn, ast.FunctionDef) and calls.get(fn.name) == [False]}
+    for fn in functions:
+        walk(fn, fn.name not in top)
+    traced = {fn.name for fn in functions if any(
+        isinstance(d, ast.Call) and any(k.arg == "input_signature" and isinstance(k.value, ast.List)
+                                        and not k.value.elts for k in d.keywords) for d in fn.decorator_list)}
+    return sorted(name for name in traced if calls.get(name) == [False])
 
 
 @pytest.mark.parametrize("path,source,out", PAIRS, ids=IDS)
