@@ -17,7 +17,7 @@ import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider, ScopeProvider
 
 from tf1gradfix import legacy
-from tf1gradfix.constructs import class_bases, host_builds, model_classes, statement_forms
+from tf1gradfix.constructs import class_bases, guarded_graph, host_builds, model_classes, statement_forms
 from tf1gradfix.rules import catalog as catalog_module
 from tf1gradfix.cst.metadata import AnalysisWrapper
 from tf1gradfix.detect.detector import shared_names
@@ -54,6 +54,7 @@ class _Meta(cst.MetadataDependent):
     # whole-tree qualified-name table would cost a third of the analysis.
     METADATA_DEPENDENCIES = (ScopeProvider, PositionProvider)
     names: NameResolver   # (set once the metadata is resolved)
+    guarded: frozenset[int]   # lines of statements moved out of host `if`s (guarded_graph)
 
 
 def restructure(module: cst.Module, path: str, wrapper: MetadataWrapper | None = None, renames=None) -> Restructured:
@@ -77,9 +78,29 @@ def restructure(module: cst.Module, path: str, wrapper: MetadataWrapper | None =
         else _restructure(module, wrapper or AnalysisWrapper(module), renames=renames or {}))
     if shaped.new_module is not None:
         return shaped
+    guarded = _guarded(module, shaped)
+    if guarded is not None:
+        return guarded
     if as_built is not None and not as_built.no_session:
         return as_built
     return shaped if built is not None else _apart(module, shaped)
+
+
+def _guarded(module: cst.Module, shaped: Restructured) -> Restructured | None:
+    """The module read with the graph statements of host `if`s outside them (guarded_graph),
+    diagnostics at the user's lines: where it is rewritten, or where the module as written
+    is first refused inside such an `if` (the reading then names what stops it there)."""
+    lowering = guarded_graph.lowered(module)
+    if lowering is None:
+        return None
+    read = statement_forms.restructured(
+        lowering.module, lambda plain: _restructure(plain, AnalysisWrapper(plain),
+                                                    guarded=lowering.moved if plain is lowering.module else None))
+    first = next((d[0] for d in shaped.diagnostics if d[4] == "manual"), None)
+    if read.no_session or read.new_module is None and not any(a <= (first or 0) <= b for a, b in lowering.spans):
+        return None
+    return replace(read, new_module=read.new_module and guarded_graph.restored(read.new_module, lowering.tests),
+                   diagnostics=[(lowering.origin(d[0]), *d[1:]) for d in read.diagnostics])
 
 
 def _apart(module: cst.Module, shaped: Restructured) -> Restructured:
@@ -96,15 +117,20 @@ def _apart(module: cst.Module, shaped: Restructured) -> Restructured:
                    call=call, cls=cls, why=why) for stmt, call, cls, _, why in found] + list(shaped.diagnostics))
 
 
-def _restructure(module: cst.Module, wrapper: MetadataWrapper, plan=None, renames=None) -> Restructured:
-    """`plan`: the model class `module` was desugared for (model_classes)."""
+def _restructure(module: cst.Module, wrapper: MetadataWrapper, plan=None, renames=None,
+                 guarded: frozenset[int] | None = None) -> Restructured:
+    """`plan`: the model class `module` was desugared for (model_classes); `guarded`: the
+    lines of statements moved out of host `if`s (guarded_graph)."""
     meta = _Meta()
+    meta.guarded = guarded or frozenset()
     with meta.resolve(wrapper):
         meta.names = shared_names(wrapper, catalog_module.load())
         try:
             try:
                 new = ProgramRewrite(module, meta, plan, renames).run()
             except model_classes.ClassFound as found:   # read again, `self.<attr>` as names in `__init__`
+                if meta.guarded:   # (its lines are the lowered module's: not followed through the desugaring)
+                    raise guarded_graph.with_class(found.cls)
                 desugared, plan = model_classes.desugar(module, found.cls, found.decisions, found.unbuilt)
                 return _restructure(desugared, AnalysisWrapper(desugared), plan)
         except Refusal as refusal:

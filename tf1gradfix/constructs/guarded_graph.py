@@ -1,0 +1,354 @@
+"""Graph statements under a host `if`, read as the definitions TF1 made of them.
+
+    if args.plot:                          if args.plot:
+        grid = make_grid(args.n)               grid = make_grid(args.n)
+        decoded = decoder(z_in)        ->  decoded = decoder(z_in)
+    if use_l2:                             loss = loss + l2 * tf.nn.l2_loss(w) if use_l2 else loss
+        loss += l2 * tf.nn.l2_loss(w)
+
+TF1 runs such an `if` once, while it builds the graph: a statement it holds adds an
+op, or not. An op computes nothing until a run fetches it, so a graph statement
+binding a new name means the same outside the `if` (a run fetching it could only
+reach it where the `if` was taken: elsewhere the name is unbound in TF1). A statement
+rebinding a graph value (`loss = loss + ...`) is the conditional expression of it,
+whose test, read where the step function runs, gives what it gave when TF1 built
+the graph when nothing binds its names again (and it calls nothing).
+
+Only statements at the start or the end of the `if`'s block move, so that the host
+statements keep their order and their one test. Which statements are graph code is
+first guessed from the names (one that calls TensorFlow or reads a name such a
+statement bound); `check` then requires each moved statement to be a placeholder or
+a computed tensor of the program the model reads, and the reading is refused
+otherwise. The lowered module is tried where the module as written is refused
+(emit/restructure.py), and never replaces a refusal of its own with a rewrite of
+another program: its lines map back to the user's (`Lowering.origin`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import cast
+
+import libcst as cst
+from libcst.metadata import MetadataWrapper, PositionProvider
+
+from tf1gradfix.cst.syntax import Refusal, bound_names, loads, stored_name_nodes
+from tf1gradfix.cst.walk import walk
+
+_PURE_TESTS = (cst.Name, cst.Attribute, cst.Comparison, cst.BooleanOperation, cst.UnaryOperation, cst.Integer,
+               cst.Float, cst.SimpleString, cst.ComparisonTarget, cst.Subscript, cst.SubscriptElement, cst.Index)
+_RUNS = frozenset({"run", "eval"})   # (what a session run returns is host data)
+_MOVED_KINDS = frozenset({"Placeholder", "Tensor", "LayerCall", "Computed"})
+
+
+@dataclass(frozen=True)
+class Lowering:
+    module: cst.Module                   # the lowered module, parsed again
+    origin: Callable[[int], int]         # its line -> the user's line
+    moved: frozenset[int]                # its lines of the statements moved out of an `if`
+    spans: tuple[tuple[int, int], ...]   # the user's lines of each `if` read so
+    tests: frozenset[tuple[str, str, str]]   # each conditional expression it wrote, its test and branch
+
+
+def lowered(module: cst.Module) -> Lowering | None:
+    """The module with the graph statements of host `if`s moved out of them, or None."""
+    aliases = _tensorflow_names(module)
+    if not aliases:
+        return None
+    makers = {s.name.value for s in module.body if isinstance(s, (cst.FunctionDef, cst.ClassDef))
+              and any(isinstance(n, cst.Call) and _root(n.func) in aliases for n in walk(s))}
+    lowering = _Lower(aliases | makers, _rebound_attributes(module))
+    new = lowering.body_of(module, module.body, set(), set())
+    if not lowering.moved:
+        return None
+    made = module.with_changes(body=new)
+    old_lines = _statement_lines(module)
+    old_ifs = _statement_lines(module, cst.If)
+    new_lines = _statement_lines(made)
+    anchors = sorted((*new_lines[key], *old_lines[lowering.source.get(key, key)]) for key in new_lines
+                     if lowering.source.get(key, key) in old_lines)
+    moved = frozenset(new_lines[key][0] for key in lowering.moved if key in new_lines)
+
+    def origin(line: int) -> int:
+        """A statement's lines map to its own; a line between statements follows the one before."""
+        mapped = line
+        for start, end, old_start, old_end in anchors:
+            if start <= line <= end:
+                return old_start + line - start
+            if end < line:
+                mapped = old_end + line - end
+        return mapped
+
+    spans = tuple(old_ifs[key] for key in lowering.ifs)
+    return Lowering(module=cst.parse_module(made.code), origin=origin, moved=moved, spans=spans,
+                    tests=frozenset(lowering.tests))
+
+
+def restored(module: cst.Module, tests: frozenset[tuple[str, str, str]]) -> cst.Module:
+    """The rewritten module with each conditional expression the lowering wrote (`t = v if c
+    else t`) back in the `if` form the user wrote, wherever the rewrite copied it on one line
+    (the step functions are written as text: verbatim.py)."""
+    forms = {line: (test, kept) for line, test, kept in tests}
+    lines = module.code.splitlines(keepends=True)
+    out: list[str] = []
+    last = None   # (indent, test) of the `if` the line before wrote: the next of the same test joins it
+    for line in lines:
+        text = line.strip()
+        if text in forms:
+            indent = line[:len(line) - len(line.lstrip())]
+            test, kept = forms[text]
+            out += [f"{indent}    {kept}\n"] if last == (indent, test) else [f"{indent}if {test}:\n", f"{indent}    {kept}\n"]
+            last = (indent, test)
+        else:
+            out.append(line)
+            last = None
+    return cst.parse_module("".join(out)) if out != lines else module
+
+
+_EMPTY = cst.Module(body=[])
+
+
+def check(program, moved: frozenset[int], line_of) -> None:
+    """Each statement moved out of an `if` is a placeholder or a computed tensor of the program:
+    the refusals of those that are not join the program's."""
+    if moved:
+        program.refused.extend(Refusal.of(item.stmt, "graph_in_host_if") for item in program.items
+                               if line_of(item.stmt) in moved and not item.drop
+                               and (item.node is None or type(item.node).__name__ not in _MOVED_KINDS))
+
+
+def with_class(cls: cst.ClassDef) -> Refusal:
+    """A model class found in the lowered module: its desugaring would move the lines the
+    check reads, so the reading stops there."""
+    return Refusal.of(cls, "host_if_with_model_class", cls=cls.name.value)
+
+
+class _Lower:
+    """Walks each body in the order Python runs it, guessing which names hold graph values."""
+
+    def __init__(self, aliases: set[str], attributes: set[str]):
+        self.aliases, self.attributes = aliases, attributes   # (TensorFlow's names, and the file's graph makers)
+        self.moved: list[int] = []           # ids of the statements moved (as they are in the new module)
+        self.source: dict[int, int] = {}     # id of a statement made anew -> id of the user's
+        self.ifs: list[int] = []             # ids of the user's `if`s read so
+        self.tests: list[tuple[str, str, str]] = []   # (its code, test, `t = v`) of each one written
+
+    def body_of(self, owner, body, graph: set[str], bound: set[str]) -> list:
+        out: list = []
+        statements = list(body)
+        for index, stmt in enumerate(statements):
+            if isinstance(stmt, cst.If) and stmt.orelse is None and isinstance(stmt.body, cst.IndentedBlock) \
+                    and not _main_guard(stmt.test):
+                later = statements[index + 1:]
+                made = self._if(stmt, graph, bound, later)
+                if made is not None:
+                    out.extend(made)
+                    for s in made:
+                        self._note(s, graph, bound)
+                    continue
+            if isinstance(stmt, cst.With) and isinstance(stmt.body, cst.IndentedBlock):
+                inner = self.body_of(stmt, stmt.body.body, graph, bound)
+                stmt = stmt.with_changes(body=stmt.body.with_changes(body=inner)) if inner != list(stmt.body.body) else stmt
+                out.append(stmt)
+                continue
+            if isinstance(stmt, cst.FunctionDef) and isinstance(stmt.body, cst.IndentedBlock):
+                inner = self.body_of(stmt, stmt.body.body, set(graph), set())
+                if inner != list(stmt.body.body):
+                    stmt = stmt.with_changes(body=stmt.body.with_changes(body=inner))
+            self._note(stmt, graph, bound)
+            out.append(stmt)
+        return out
+
+    def _note(self, stmt, graph: set[str], bound: set[str]) -> None:
+        for part in walk(stmt, skip=(cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            if isinstance(part, cst.SimpleStatementLine) and self._graph(part, graph):
+                graph |= bound_names(part)
+        bound |= bound_names(stmt)
+
+    def _graph(self, stmt: cst.SimpleStatementLine, graph: set[str]) -> bool:
+        """Does the statement look like graph code: a TensorFlow call, or a graph value read,
+        and no session run?"""
+        calls = [n for n in walk(stmt) if isinstance(n, cst.Call)]
+        if any(isinstance(c.func, cst.Attribute) and c.func.attr.value in _RUNS for c in calls):
+            return False
+        tensorflow = any(_root(c.func) in self.aliases for c in calls)
+        return tensorflow or bool(set(loads(stmt)) & graph)
+
+    def _if(self, stmt: cst.If, graph: set[str], bound: set[str], later: list) -> list | None:
+        body = list(cast(cst.IndentedBlock, stmt.body).body)
+        inner_graph, kinds = set(graph), []
+        for s in body:   # (in order: a graph statement makes what a later one reads graph code)
+            if isinstance(s, cst.SimpleStatementLine):
+                kinds.append(self._graph(s, inner_graph) and _movable(s))
+                if not kinds[-1] and self._graph(s, inner_graph):
+                    return None   # (a graph statement of another form: the model reads it as written)
+                if kinds[-1]:
+                    inner_graph |= bound_names(s)
+            else:
+                if any(isinstance(p, cst.SimpleStatementLine) and self._graph(p, inner_graph) for p in walk(s)):
+                    return None
+                kinds.append(False)
+        if not any(kinds) or set(loads(stmt.test)) & graph or not _pure(stmt.test):
+            return None
+        head = 0
+        while head < len(kinds) and kinds[head]:
+            head += 1
+        tail = len(kinds)
+        while tail > head and kinds[tail - 1]:
+            tail -= 1
+        if any(kinds[head:tail]):
+            return None   # (graph statements between host ones: their order would change)
+        tested = set(loads(stmt.test))
+        steady = self._steady(stmt, tested, later)
+        before = set(bound)
+        moved: list = []
+        for s in body[:head]:
+            made = self._moved(s, stmt.test, before, steady, tested)
+            if made is None:
+                return None
+            moved.append(made)
+            before |= bound_names(s)
+        kept = body[head:tail]
+        for s in body[head:tail]:
+            before |= bound_names(s)
+        after: list = []
+        for s in body[tail:]:
+            made = self._moved(s, stmt.test, before, steady, tested)
+            if made is None:
+                return None
+            after.append(made)
+            before |= bound_names(s)
+        self.ifs.append(id(stmt))
+        kept_if = [stmt.with_changes(body=stmt.body.with_changes(body=kept), leading_lines=() if moved else stmt.leading_lines)] \
+            if kept else []
+        out = [*moved, *kept_if, *after]   # (no block left: a test of names and comparisons runs nothing)
+        if moved:   # (the comments above the `if` stay above its first statement)
+            first = out[0]
+            out[0] = first.with_changes(leading_lines=(*stmt.leading_lines, *first.leading_lines))
+            self.source[id(out[0])] = self.source.get(id(first), id(first))
+            self.moved[self.moved.index(id(first))] = id(out[0])
+        elif not kept_if:
+            out[0] = out[0].with_changes(leading_lines=(*stmt.leading_lines, *out[0].leading_lines))
+            self.source[id(out[0])] = self.source.get(id(after[0]), id(after[0]))
+            self.moved[self.moved.index(id(after[0]))] = id(out[0])
+        return out
+
+    def _moved(self, s, test, before: set[str], steady: bool, tested: set[str]):
+        """The statement (a simple one: `_if` moves no other) as it reads outside the `if`, or None."""
+        small = cast(cst.SimpleStatementLine, s).body[0]
+        targets = _targets(small)
+        if targets is None or set(targets) & tested:
+            return None
+        fresh = not set(targets) & before
+        made_input = isinstance(small, cst.Assign) and isinstance(small.value, cst.Call) and isinstance(
+            small.value.func, cst.Attribute) and "placeholder" in small.value.func.attr.value   # (a parameter)
+        if isinstance(small, cst.Assign) and fresh and (made_input or not (steady and len(targets) == 1)):
+            self.moved.append(id(s))
+            return s
+        if not steady or len(targets) != 1:
+            return None
+        name = targets[0]
+        other: cst.BaseExpression = cst.Name("None") if fresh else cst.Name(name)
+        if isinstance(small, cst.AugAssign):
+            operator = getattr(cst, type(small.operator).__name__.replace("Assign", ""))()
+            value: cst.BaseExpression = cst.BinaryOperation(
+                left=cst.Name(name), operator=operator,
+                right=small.value.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
+                if isinstance(small.value, (cst.BinaryOperation, cst.BooleanOperation, cst.IfExp, cst.Lambda,
+                                            cst.Comparison, cst.UnaryOperation)) else small.value)
+        else:
+            value = cast(cst.Assign, small).value
+            if isinstance(value, (cst.IfExp, cst.Lambda)):
+                value = value.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
+        test = test.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()]) \
+            if isinstance(test, (cst.IfExp, cst.Lambda)) else test
+        made = s.with_changes(body=[cst.Assign(targets=[cst.AssignTarget(cst.Name(name))],
+                                               value=cst.IfExp(test=test, body=value, orelse=other),
+                                               semicolon=cst.MaybeSentinel.DEFAULT)])
+        self.source[id(made)] = id(s)
+        self.moved.append(id(made))
+        kept = cst.Assign(targets=[cst.AssignTarget(cst.Name(name))], value=value.with_changes(lpar=[], rpar=[])
+                          if isinstance(value, (cst.IfExp, cst.Lambda)) else value)
+        self.tests.append((_EMPTY.code_for_node(made.body[0]), _EMPTY.code_for_node(test.with_changes(lpar=[], rpar=[])
+                           if isinstance(test, (cst.IfExp, cst.Lambda)) else test), _EMPTY.code_for_node(kept)))
+        return made
+
+    def _steady(self, stmt: cst.If, tested: set[str], later: list) -> bool:
+        """Nothing binds the test's names again once it is read (nor an attribute it reads)."""
+        rebinds = any(bound_names(s) & tested for s in [*cast(cst.IndentedBlock, stmt.body).body, *later])
+        attributes = {n.attr.value for n in walk(stmt.test) if isinstance(n, cst.Attribute)}
+        changed = attributes & self.attributes or attributes and "*" in self.attributes
+        return not rebinds and not changed and not any(
+            isinstance(n, (cst.Global, cst.Nonlocal)) for s in later for n in walk(s))
+
+
+def _movable(stmt: cst.SimpleStatementLine) -> bool:
+    return len(stmt.body) == 1 and _targets(stmt.body[0]) is not None
+
+
+def _targets(small) -> tuple[str, ...] | None:
+    if isinstance(small, cst.AugAssign) and isinstance(small.target, cst.Name):
+        return (small.target.value,)
+    if isinstance(small, cst.Assign) and len(small.targets) == 1:
+        target = small.targets[0].target
+        names = stored_name_nodes(target)
+        plain = isinstance(target, cst.Name) or isinstance(target, (cst.Tuple, cst.List)) and all(
+            isinstance(e.value, cst.Name) for e in target.elements)
+        return tuple(n.value for n in names) if plain and names else None
+    return None
+
+
+def _pure(test: cst.BaseExpression) -> bool:
+    """A test of names, attributes, literals and comparisons: reading it again gives the same."""
+    for node in walk(test):
+        if isinstance(node, cst.BaseExpression) and not isinstance(node, _PURE_TESTS):
+            return False
+    return True
+
+
+def _main_guard(test: cst.BaseExpression) -> bool:
+    return "__name__" in loads(test)
+
+
+def _root(expr: cst.BaseExpression) -> str | None:
+    while isinstance(expr, (cst.Attribute, cst.Call, cst.Subscript)):
+        expr = expr.value if not isinstance(expr, cst.Call) else expr.func
+    return expr.value if isinstance(expr, cst.Name) else None
+
+
+def _tensorflow_names(module: cst.Module) -> set[str]:
+    """The names the module's imports bind to TensorFlow or its members."""
+    found: set[str] = set()
+    for node in walk(module, skip=(cst.FunctionDef, cst.ClassDef)):
+        if isinstance(node, cst.Import):
+            for alias in node.names:
+                dotted = cst.Module(body=[]).code_for_node(alias.name)
+                if dotted == "tensorflow" or dotted.startswith("tensorflow."):
+                    found.add(alias.asname.name.value if alias.asname is not None
+                              and isinstance(alias.asname.name, cst.Name) else dotted.split(".")[0])
+        elif isinstance(node, cst.ImportFrom) and node.module is not None:
+            dotted = cst.Module(body=[]).code_for_node(node.module)
+            if (dotted == "tensorflow" or dotted.startswith("tensorflow.")) and not isinstance(node.names, cst.ImportStar):
+                found |= {(a.asname.name.value if a.asname is not None and isinstance(a.asname.name, cst.Name)
+                           else cst.Module(body=[]).code_for_node(a.name)) for a in node.names}
+    return found
+
+
+def _rebound_attributes(module: cst.Module) -> set[str]:
+    """Attribute names the module assigns (`FLAGS.rate = ...`): a test reading one may change."""
+    found: set[str] = set()
+    for node in walk(module):
+        targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else \
+            [node.target] if isinstance(node, (cst.AugAssign, cst.AnnAssign)) else []
+        for target in targets:
+            found |= {n.attr.value for n in walk(target) if isinstance(n, cst.Attribute)}
+        if isinstance(node, cst.Call) and _root(node.func) == "setattr":
+            found.add("*")
+    return found
+
+
+def _statement_lines(module: cst.Module, kind: type = cst.SimpleStatementLine) -> dict[int, tuple[int, int]]:
+    """id of each statement of `kind` -> its first and last line."""
+    positions = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
+    return {id(node): (span.start.line, span.end.line) for node, span in positions.items() if isinstance(node, kind)}
