@@ -27,7 +27,7 @@ from typing import cast
 
 import libcst as cst
 
-from tf1gradfix.constructs import builder_layers, builder_loops, graph_prints
+from tf1gradfix.constructs import builder_layers, builder_loops, graph_prints, named_initializers
 from tf1gradfix.constructs.layers import name_param, symbol_of
 from tf1gradfix.cst.syntax import (Refusal, bound_args, bound_names, is_docstring, literal_string, loads, names_as_attributes,
                                without_defaults)
@@ -89,8 +89,11 @@ def node(builder, helper: cst.FunctionDef) -> BuilderModule:
     dropped = []
     lazy = None   # (the first variable made from a call's values: made on the first call, by a function alone)
     taken = set(MODULE_ATTRIBUTES | {"made", "variable"})   # (attribute names a layer may not take)
+    initializers = named_initializers.named(builder, helper, inner)
+    plumbing = {id(made[1]) for made in initializers.values()}
     for at, stmt in enumerate(inner):
-        if builder_layers.reuse_statement(builder, stmt, scope_object) or graph_prints.in_builder(builder, stmt, graph | {v[0] for v in variables}):
+        if id(stmt) in plumbing or builder_layers.reuse_statement(builder, stmt, scope_object) \
+                or graph_prints.in_builder(builder, stmt, graph | {v[0] for v in variables}):
             dropped.append(stmt)   # (`scope.reuse_variables()`; `print("h:", h)`: TF1 printed a description)
             continue
         if scope_object is not None and scope_object in loads(stmt):
@@ -117,7 +120,8 @@ def node(builder, helper: cst.FunctionDef) -> BuilderModule:
         small = cast(cst.Assign, small)   # (a `tf.get_variable` call is its value)
         if len(small.targets) != 1 or not isinstance(small.targets[0].target, cst.Name):
             raise Refusal.of(stmt, "builder_get_variable_target")
-        bound = without_defaults(bound_args(call, list(GET_VARIABLE), call), "tensorflow.get_variable")
+        bound = named_initializers.resolved(
+            without_defaults(bound_args(call, list(GET_VARIABLE), call), "tensorflow.get_variable"), initializers)
         if builder.class_initializers is not None:   # (a model class's constructor parameter)
             bound = builder.class_initializers.resolved(bound)
         extra = set(bound) - {"name", "shape", "dtype", "initializer"}
