@@ -43,6 +43,8 @@ def rewrite(default="tf.truncated_normal_initializer(stddev=0.2)", main="net = N
     ("tf.truncated_normal_initializer(stddev=0.2)", "net = Net(3, tf.random_uniform_initializer(-0.1, 0.1))",
      "tf.keras.initializers.RandomUniform(minval=-0.1, maxval=0.1)([3, 1])"),
     ("None", "net = Net(3)", "tf.keras.initializers.GlorotUniform()([3, 1])"),
+    ("tf.truncated_normal_initializer(stddev=0.2)", "def make(init):\n    return Net(3, init)\n\n\nnet = make(None)",
+     "tf.keras.initializers.GlorotUniform()([3, 1])"),   # (a function called once: read as its statements)
     ("None", "def make():\n    init = tf.random_normal_initializer(stddev=0.3, seed=1)\n    return Net(3, initializer=init)\n\n\nnet = make()",
      "tf.keras.initializers.RandomNormal(mean=0.0, stddev=0.3, seed=1)([3, 1])"),
 ])
@@ -68,7 +70,8 @@ def test_the_default_and_an_argument_become_the_keras_initializer_the_variables_
     ("def make():\n    flag = True\n    return Net(3, flag)\n\n\nnet = make()", "passes `initializer` as `flag`, which holds `True` at line 19"),
     ("net = Net(3, tf.zeros_initializer())\nother = Net(3)", "`Net` is made with `initializer=tf.zeros_initializer()` at line 17 "
                                                              "but `initializer=tf.truncated_normal_initializer(stddev=0.2)` at line 18"),
-    ("def make(init):\n    return Net(3, init)\n\n\nnet = make(None)", "passes it as `init` at line 18: not an initializer call"),
+    ("def make(init):\n    return Net(3, init)\n\n\nnet = make(None)\nspare = make(None)",
+     "passes it as `init` at line 18: not an initializer call"),   # (called twice: not read as its statements)
     ("net = Net(3, tf.orthogonal_initializer())", "passes it as `tf.orthogonal_initializer()` at line 17"),
 ])
 def test_an_initializer_the_file_does_not_fix_is_refused_with_the_argument_and_its_line(main, expected):

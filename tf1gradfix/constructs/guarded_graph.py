@@ -31,8 +31,8 @@ from dataclasses import dataclass
 from typing import cast
 
 import libcst as cst
-from libcst.metadata import MetadataWrapper, PositionProvider
 
+from tf1gradfix.cst import line_maps
 from tf1gradfix.cst.syntax import Refusal, bound_names, loads, stored_name_nodes
 from tf1gradfix.cst.walk import walk
 
@@ -63,26 +63,12 @@ def lowered(module: cst.Module) -> Lowering | None:
     if not lowering.moved:
         return None
     made = module.with_changes(body=new)
-    old_lines = _statement_lines(module)
-    old_ifs = _statement_lines(module, cst.If)
-    new_lines = _statement_lines(made)
-    anchors = sorted((*new_lines[key], *old_lines[lowering.source.get(key, key)]) for key in new_lines
-                     if lowering.source.get(key, key) in old_lines)
+    new_lines = line_maps.statement_lines(made)
     moved = frozenset(new_lines[key][0] for key in lowering.moved if key in new_lines)
-
-    def origin(line: int) -> int:
-        """A statement's lines map to its own; a line between statements follows the one before."""
-        mapped = line
-        for start, end, old_start, old_end in anchors:
-            if start <= line <= end:
-                return old_start + line - start
-            if end < line:
-                mapped = old_end + line - end
-        return mapped
-
+    old_ifs = line_maps.statement_lines(module, cst.If)
     spans = tuple(old_ifs[key] for key in lowering.ifs)
-    return Lowering(module=cst.parse_module(made.code), origin=origin, moved=moved, spans=spans,
-                    tests=frozenset(lowering.tests))
+    return Lowering(module=cst.parse_module(made.code), origin=line_maps.origin(module, made, lowering.source),
+                    moved=moved, spans=spans, tests=frozenset(lowering.tests))
 
 
 def restored(module: cst.Module, tests: frozenset[tuple[str, str, str]]) -> cst.Module:
@@ -346,9 +332,3 @@ def _rebound_attributes(module: cst.Module) -> set[str]:
         if isinstance(node, cst.Call) and _root(node.func) == "setattr":
             found.add("*")
     return found
-
-
-def _statement_lines(module: cst.Module, kind: type = cst.SimpleStatementLine) -> dict[int, tuple[int, int]]:
-    """id of each statement of `kind` -> its first and last line."""
-    positions = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
-    return {id(node): (span.start.line, span.end.line) for node, span in positions.items() if isinstance(node, kind)}

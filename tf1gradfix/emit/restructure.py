@@ -12,12 +12,13 @@ model_class. Never imports TensorFlow, never runs the file.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from typing import cast
 
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider, ScopeProvider
 
 from tf1gradfix import legacy
-from tf1gradfix.constructs import class_bases, guarded_graph, host_builds, model_classes, statement_forms
+from tf1gradfix.constructs import class_bases, guarded_graph, host_builds, inlined_calls, model_classes, statement_forms
 from tf1gradfix.rules import catalog as catalog_module
 from tf1gradfix.cst.metadata import AnalysisWrapper
 from tf1gradfix.detect.detector import shared_names
@@ -88,19 +89,44 @@ def restructure(module: cst.Module, path: str, wrapper: MetadataWrapper | None =
 
 def _guarded(module: cst.Module, shaped: Restructured) -> Restructured | None:
     """The module read with the graph statements of host `if`s outside them (guarded_graph),
-    diagnostics at the user's lines: where it is rewritten, or where the module as written
-    is first refused inside such an `if` (the reading then names what stops it there)."""
+    with the model functions it calls once as their statements (inlined_calls), or both, in
+    that order, diagnostics at the user's lines: the first rewritten, else the first reading
+    when the module as written is first refused inside such an `if` (it names what stops it)."""
+    inlining = inlined_calls.inlined(module)
     lowering = guarded_graph.lowered(module)
-    if lowering is None:
-        return None
-    read = statement_forms.restructured(
-        lowering.module, lambda plain: _restructure(plain, AnalysisWrapper(plain),
-                                                    guarded=lowering.moved if plain is lowering.module else None))
+    readings: list[tuple[inlined_calls.Inlining | None, guarded_graph.Lowering | None]] = \
+        [(None, lowering)] if lowering is not None else []
+    if inlining is not None:
+        both = guarded_graph.lowered(inlining.module)
+        readings += [(inlining, None)] + ([(inlining, both)] if both is not None else [])
     first = next((d[0] for d in shaped.diagnostics if d[4] == "manual"), None)
-    if read.no_session or read.new_module is None and not any(a <= (first or 0) <= b for a, b in lowering.spans):
-        return None
-    return replace(read, new_module=read.new_module and guarded_graph.restored(read.new_module, lowering.tests),
-                   diagnostics=[(lowering.origin(d[0]), *d[1:]) for d in read.diagnostics])
+    report = None
+    for inline, lower in readings:
+        read = _read(lower.module if lower is not None else cast(inlined_calls.Inlining, inline).module,
+                     lower.moved if lower is not None else frozenset())
+        if read.no_session:
+            continue
+        back = [lower.origin] if lower is not None else []
+        back += [inline.origin] if inline is not None else []
+        if read.new_module is not None or inline is None and lower is not None and report is None \
+                and any(a <= (first or 0) <= b for a, b in lower.spans):
+            report = replace(read, new_module=read.new_module and guarded_graph.restored(
+                read.new_module, lower.tests if lower is not None else frozenset()),
+                diagnostics=[(_through(back, d[0]), *d[1:]) for d in read.diagnostics])
+            if read.new_module is not None:
+                return report
+    return report
+
+
+def _read(module: cst.Module, moved: frozenset[int]) -> Restructured:
+    return statement_forms.restructured(
+        module, lambda plain: _restructure(plain, AnalysisWrapper(plain), guarded=moved if plain is module else None))
+
+
+def _through(maps, line: int) -> int:
+    for back in maps:
+        line = back(line)
+    return line
 
 
 def _apart(module: cst.Module, shaped: Restructured) -> Restructured:

@@ -1,0 +1,94 @@
+"""A model function the graph calls once, read as its statements (constructs/inlined_calls.py).
+The proof of a rewrite: fixtures/rewrite/model_function_inlined and its wrong counterparts."""
+
+from __future__ import annotations
+
+import libcst as cst
+import pytest
+
+from tf1gradfix.constructs.inlined_calls import inlined
+from tf1gradfix.emit.restructure import restructure
+
+HEAD = "import tensorflow as tf\n\n\n"
+MODEL = '''def model(x, labels, size=3):
+    """Scores and cost."""
+    hidden = tf.layers.dense(x, size, name="h")
+    scores = tf.layers.dense(hidden, 2, name="s")
+    cost = tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(labels=labels, logits=scores))
+    return scores, cost
+
+
+'''
+GRAPH = '''x = tf.placeholder(tf.float32, [None, 3])
+labels = tf.placeholder(tf.int32, [None])
+scores, cost = model(x, labels)
+'''
+
+
+def _read(source: str):
+    return inlined(cst.parse_module(source))
+
+
+def test_the_call_is_its_statements_with_each_result_its_own_statement():
+    made = _read(HEAD + MODEL + GRAPH)
+    assert made is not None and made.functions == ("model",)
+    assert made.module.code == HEAD + GRAPH.replace("scores, cost = model(x, labels)\n", (
+        'hidden = tf.layers.dense(x, 3, name="h")\n'
+        'scores = tf.layers.dense(hidden, 2, name="s")\n'
+        "cost = tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(labels=labels, logits=scores))\n"))
+
+
+def test_locals_the_file_uses_elsewhere_are_renamed_apart():
+    made = _read(HEAD + MODEL + "hidden = 7\n" + GRAPH.replace("scores, cost", "out, loss") + "print(hidden)\n")
+    assert made is not None
+    code = made.module.code
+    assert "hidden_2 = tf.layers.dense(x, 3" in code and "print(hidden)" in code
+    assert "out = scores\nloss = cost\n" in code
+
+
+def test_an_argument_the_function_rebinds_is_bound_to_its_parameter():
+    model = MODEL.replace('    hidden = tf', '    x = x * 2.0\n    hidden = tf')
+    made = _read(HEAD + model + GRAPH.replace("model(x, labels)", "model(x + 1.0, labels)"))
+    assert made is not None and "x_2 = x + 1.0\nx_2 = x_2 * 2.0\n" in made.module.code
+
+
+def test_lines_map_back_to_the_function_and_the_call():
+    made = _read(HEAD + MODEL + GRAPH)
+    lines = made.module.code.splitlines()
+    assert made.origin(lines.index('hidden = tf.layers.dense(x, 3, name="h")') + 1) == 6
+    assert made.origin(lines.index("labels = tf.placeholder(tf.int32, [None])") + 1) == 13
+
+
+@pytest.mark.parametrize("model, graph", [
+    (MODEL, GRAPH + "again = model(x, labels)\n"),                                   # called twice
+    (MODEL.replace("    return scores, cost", "    if size:\n        return scores, cost\n    return scores, cost"),
+     GRAPH),                                                                          # two returns
+    (MODEL.replace("def model(x, labels, size=3):", "def model(x, labels, *rest):").replace(", size,", ", 3,"),
+     GRAPH),                                                                          # a star parameter
+    (MODEL.replace('    hidden = tf', '    global count\n    hidden = tf'), GRAPH),    # a global statement
+    (MODEL.replace('    hidden = tf', '    with tf.variable_scope("m"):\n        pass\n    hidden = tf'),
+     GRAPH),                                                                          # a builder's scope
+    (MODEL.replace("def model(", "@tf.function\ndef model("), GRAPH),                # a decorator
+    (MODEL.replace("size=3", "size=SIZE"), GRAPH),                                    # a default not literal
+])
+def test_forms_read_as_written(model, graph):
+    assert _read(HEAD + model + graph) is None
+
+
+def test_a_global_the_caller_shadows_stops_it():
+    model = MODEL.replace("name=\"h\")", "name=PREFIX)")
+    source = HEAD + "PREFIX = 'h'\n\n\n" + model + "def main():\n    PREFIX = 'other'\n" + "".join(
+        "    " + line + "\n" for line in GRAPH.splitlines()) + "    return scores, cost, PREFIX\n"
+    assert _read(source) is None
+
+
+def test_a_prediction_fed_no_labels_is_rewritten():
+    source = HEAD.replace("\n\n\n", "\nimport numpy as np\n\n\n") + MODEL + GRAPH + '''train = tf.train.AdamOptimizer(0.1).minimize(cost)
+with tf.Session() as sess:
+    sess.run(tf.global_variables_initializer())
+    sess.run(train, feed_dict={x: np.ones([2, 3]), labels: [0, 1]})
+    print(sess.run(scores, feed_dict={x: np.ones([2, 3])}))
+'''
+    result = restructure(cst.parse_module(source), "p.py")
+    assert result.new_module is not None
+    assert "def model(" not in result.new_module.code

@@ -1,0 +1,251 @@
+"""A model function the graph calls once, read as its statements where it is called.
+
+    def model(x, labels):                      x = tf.placeholder(...)
+        hidden = encoder(x)                    labels = tf.placeholder(...)
+        logits = tf.layers.dense(hidden, 2) -> hidden = encoder(x)
+        loss = ...(labels, logits)             logits = tf.layers.dense(hidden, 2)
+        return logits, loss                    loss = ...(labels, logits)
+    logits, loss = model(x, labels)
+
+TF1 builds the same ops whichever way Python reaches them: a call adds no name scope
+and no op, so the graph read from the statements is the one the call built. What the
+model then sees statement by statement is what a run needs (a prediction fetching
+`logits` feeds no labels), and a function that makes layers and calls a builder is
+straight-line graph code. Python's meaning is kept: each parameter is bound to its
+argument (or the name is used for it, when the function never rebinds it), the
+function's locals are renamed apart from every name the file uses elsewhere, and the
+call's targets take the returned value.
+
+Only a module function called once in the file, opening no `with` block (a builder's
+variable scope: builders.py makes such a function a module), with plain parameters (literal
+defaults), no decorator, no `global`/`nonlocal`, no nested definition, whose one
+`return` ends it, and none of whose free names the caller binds. The reading is tried
+where the module as written is refused (emit/restructure.py); the function's
+definition goes when nothing reads its name any more, unless another file of a project
+holds it (its other importers may call it).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import cast
+
+import libcst as cst
+
+from tf1gradfix.cst import line_maps
+from tf1gradfix.cst.syntax import bound_names, fresh_name, free_names, is_docstring, loads, name_nodes, names_renamed
+from tf1gradfix.cst.walk import walk
+
+_LITERALS = (cst.Integer, cst.Float, cst.SimpleString, cst.Name)
+_FORBIDDEN = (cst.Global, cst.Nonlocal, cst.FunctionDef, cst.ClassDef, cst.Yield, cst.Await)
+
+
+@dataclass(frozen=True)
+class Inlining:
+    module: cst.Module                 # the module read so, parsed again
+    origin: Callable[[int], int]       # its line -> the user's line
+    functions: tuple[str, ...]         # the functions read where they are called
+
+
+def inlined(module: cst.Module) -> Inlining | None:
+    """The module with each such call read as the function's statements, or None."""
+    functions = {s.name.value: s for s in module.body if isinstance(s, cst.FunctionDef) and _plain(s)}
+    if not functions:
+        return None
+    reads = [n.value for n in walk(module) if isinstance(n, cst.Name)]
+    calls = {name: [c for c in walk(module) if isinstance(c, cst.Call) and isinstance(c.func, cst.Name)
+                    and c.func.value == name] for name in functions}
+    once = {name: f for name, f in functions.items() if len(calls[name]) == 1 and reads.count(name) == 2}
+    if not once:
+        return None
+    reading = _Inline(once, reads)
+    body = reading.body(module.body, None)
+    if not reading.done:
+        return None
+    gone = set(reading.done) - _in_modules(module)
+    body = [s for s in body if not (isinstance(s, cst.FunctionDef) and s.name.value in gone)]
+    made = module.with_changes(body=body)
+    return Inlining(module=cst.parse_module(made.code), origin=line_maps.origin(module, made, reading.source),
+                    functions=tuple(reading.done))
+
+
+class _Inline:
+    def __init__(self, functions: dict[str, cst.FunctionDef], reads: list[str]):
+        self.functions, self.taken = functions, set(reads)
+        self.counts: dict[str, int] = {}
+        for name in reads:
+            self.counts[name] = self.counts.get(name, 0) + 1
+        self.done: list[str] = []
+        self.source: dict[int, int] = {}   # id of a statement made -> id of the user's it stands for
+
+    def body(self, statements, caller: cst.FunctionDef | None) -> list:
+        out: list = []
+        for stmt in statements:
+            if isinstance(stmt, cst.FunctionDef) and isinstance(stmt.body, cst.IndentedBlock) \
+                    and stmt.name.value not in self.functions:   # (one read where it is called is copied as written)
+                inner = self.body(stmt.body.body, stmt)
+                if inner != list(stmt.body.body):
+                    stmt = stmt.with_changes(body=stmt.body.with_changes(body=inner))
+            elif isinstance(stmt, cst.With) and isinstance(stmt.body, cst.IndentedBlock):
+                inner = self.body(stmt.body.body, caller)
+                if inner != list(stmt.body.body):
+                    stmt = stmt.with_changes(body=stmt.body.with_changes(body=inner))
+            made = self._call(stmt, caller) if isinstance(stmt, cst.SimpleStatementLine) else None
+            out.extend(made if made is not None else [stmt])
+        return out
+
+    def _call(self, stmt: cst.SimpleStatementLine, caller: cst.FunctionDef | None) -> list | None:
+        small = stmt.body[0] if len(stmt.body) == 1 else None
+        if not (isinstance(small, cst.Assign) and len(small.targets) == 1 and isinstance(small.value, cst.Call)
+                and isinstance(small.value.func, cst.Name) and small.value.func.value in self.functions):
+            return None
+        function = self.functions[small.value.func.value]
+        if caller is function or caller is not None and free_names(function) & _locals(caller):
+            return None   # (a global the function reads, shadowed where it is called)
+        arguments = _bound(function, small.value)
+        if arguments is None:
+            return None
+        body = [s for s in cast(cst.IndentedBlock, function.body).body if not is_docstring(s)]
+        own = {p.name.value for p in function.params.params} | set().union(*(bound_names(s) for s in body))
+        inside = [n.value for n in walk(function) if isinstance(n, cst.Name)]
+        rebound = set().union(*(bound_names(s) for s in body))
+        kept = _returned_as(small, body, rebound, set(loads(small.value)))   # (locals the call's targets name)
+        renames = {name: fresh_name(name, self.taken) for name in sorted(own - set(kept))
+                   if self.counts.get(name, 0) > inside.count(name)}   # (a name the file uses elsewhere too)
+        literal: dict[str, cst.BaseExpression] = {}
+        made: list = []
+        for param, value in arguments.items():
+            if isinstance(value, cst.Name) and param not in rebound and (value.value == param or value.value not in own):
+                renames[param] = value.value   # (the argument's own name, read where the parameter was)
+            elif isinstance(value, _LITERALS[:3]) and param not in rebound:
+                literal[param] = value   # (a literal argument, written where the parameter was read)
+                renames.pop(param, None)
+            else:
+                made.append(cst.SimpleStatementLine(body=[cst.Assign(
+                    targets=[cst.AssignTarget(cst.Name(renames.get(param, param)))], value=value)]))
+        copies = [_literals(names_renamed(s, renames), literal) for s in body]
+        for copy, original in zip(copies, body):
+            self.source[id(copy)] = id(original)   # (a refusal inside is reported at the function's line)
+        *steps, last = copies
+        returned = cast(cst.Return, cast(cst.SimpleStatementLine, last).body[0]).value
+        made += steps
+        for part in _unpacked(small.with_changes(value=returned)):
+            made.append(stmt.with_changes(body=[part]))
+            self.source[id(made[-1])] = id(stmt)
+        if not made:
+            return None   # (a function returning its argument: nothing to read)
+        first = made[0]
+        made[0] = first.with_changes(leading_lines=(*stmt.leading_lines, *first.leading_lines))
+        self.source[id(made[0])] = self.source.get(id(first), id(stmt))
+        self.done.append(function.name.value)
+        return made
+
+
+def _in_modules(module: cst.Module) -> set[str]:
+    """Functions of another file of a project read in place of its import (between the
+    markers run/project_text.py writes): the file keeps them for its other importers."""
+    inside, found = False, set()
+    for stmt in module.body:
+        small = stmt.body[0] if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 else None
+        target = small.targets[0].target if isinstance(small, cst.Assign) and len(small.targets) == 1 else None
+        if isinstance(target, cst.Name) and target.value.startswith("__tf1gradfix_module_"):
+            inside = target.value.endswith("_begin__")
+        elif inside and isinstance(stmt, cst.FunctionDef):
+            found.add(stmt.name.value)
+    return found
+
+
+def _returned_as(small: cst.Assign, body: list, rebound: set[str], arguments: set[str]) -> list[str]:
+    """Locals the function returns in the places of call targets of the same names, bound once
+    in it and named by no argument: they keep their names (`logits, loss = model(x)`)."""
+    target, last = small.targets[0].target, body[-1].body[0].value
+    pairs = list(zip(target.elements, last.elements)) if isinstance(target, (cst.Tuple, cst.List)) \
+        and isinstance(last, (cst.Tuple, cst.List)) and len(target.elements) == len(last.elements) else [(target, last)]
+    counts = [n for s in body for n in bound_names(s)]
+    return [t.value for t, v in ((getattr(t, "value", t), getattr(v, "value", v)) for t, v in pairs)
+            if isinstance(t, cst.Name) and isinstance(v, cst.Name) and t.value == v.value
+            and t.value in rebound and t.value not in arguments and counts.count(t.value) == 1]
+
+
+def _literals(node, literal: dict[str, cst.BaseExpression]):
+    """`node` with each read of a parameter in `literal` written as its literal argument."""
+    if not literal:
+        return node
+    reads = {n for n in name_nodes(node) if n.value in literal}
+
+    class Put(cst.CSTTransformer):
+        def leave_Name(self, original, updated):
+            return literal[original.value] if original in reads else updated
+
+    return node.visit(Put())
+
+
+def _unpacked(assign: cst.Assign) -> list[cst.Assign]:
+    """`a, b = x, y` as `a = x` then `b = y` (one graph value per statement, as the model reads
+    what a run needs), where no later value reads an earlier target; else as it is."""
+    target, value = assign.targets[0].target, assign.value
+    if not (isinstance(target, (cst.Tuple, cst.List)) and isinstance(value, (cst.Tuple, cst.List))
+            and len(target.elements) == len(value.elements)
+            and not any(isinstance(e, cst.StarredElement) for e in (*target.elements, *value.elements))):
+        same = isinstance(target, cst.Name) and isinstance(value, cst.Name) and target.value == value.value
+        return [] if same else [assign]
+    parts: list[cst.Assign] = []
+    bound: set[str] = set()
+    for t, v in zip(target.elements, value.elements):
+        if set(loads(v.value)) & bound:
+            return [assign]
+        if not (isinstance(t.value, cst.Name) and isinstance(v.value, cst.Name) and t.value.value == v.value.value):
+            parts.append(cst.Assign(targets=[cst.AssignTarget(cast(cst.BaseAssignTargetExpression, t.value))],
+                                    value=v.value))   # (`loss = loss` of a local that kept its name: nothing)
+        bound |= set(loads(t.value))
+    return parts
+
+
+def _plain(function: cst.FunctionDef) -> bool:
+    params = function.params
+    if function.decorators or params.star_arg is not cst.MaybeSentinel.DEFAULT and params.star_arg is not None \
+            or params.star_kwarg is not None or params.kwonly_params or params.posonly_params:
+        return False
+    if any(p.default is not None and not (isinstance(p.default, _LITERALS[:3]) or isinstance(p.default, cst.Name)
+                                          and p.default.value in ("True", "False", "None")) for p in params.params):
+        return False   # (a default is the value it had when the function was defined)
+    if not isinstance(function.body, cst.IndentedBlock) or not function.body.body:
+        return False
+    last = function.body.body[-1]
+    if not (isinstance(last, cst.SimpleStatementLine) and len(last.body) == 1 and isinstance(last.body[0], cst.Return)
+            and last.body[0].value is not None):
+        return False
+    returns = [n for n in walk(function.body) if isinstance(n, cst.Return)]
+    if any(isinstance(s, cst.With) for s in function.body.body):
+        return False   # (a builder's variable scope: constructs/builders.py makes it a module)
+    return len(returns) == 1 and not any(isinstance(n, _FORBIDDEN) for n in walk(function.body)) \
+        and function.name.value not in loads(function.body)
+
+
+def _bound(function: cst.FunctionDef, call: cst.Call) -> dict[str, cst.BaseExpression] | None:
+    """Parameter -> the argument (or default) the call binds it to, or None."""
+    params = [p.name.value for p in function.params.params]
+    out: dict[str, cst.BaseExpression] = {}
+    for i, arg in enumerate(call.args):
+        if arg.star:
+            return None
+        if arg.keyword is None:
+            if i >= len(params):
+                return None
+            out[params[i]] = arg.value
+        elif arg.keyword.value in params and arg.keyword.value not in out:
+            out[arg.keyword.value] = arg.value
+        else:
+            return None
+    for p in function.params.params:
+        if p.name.value not in out:
+            if p.default is None:
+                return None
+            out[p.name.value] = p.default
+    return {name: out[name] for name in params}
+
+
+def _locals(function: cst.FunctionDef) -> set[str]:
+    params = {p.name.value for p in function.params.params}
+    return params | set().union(*(bound_names(s) for s in cast(cst.IndentedBlock, function.body).body))
