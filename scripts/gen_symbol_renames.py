@@ -11,7 +11,9 @@ Each entry is kept only when checking the installed TensorFlow shows it is right
 - a rename is kept when TF2 lacks the TF1 name and the TF2 name *behaves the same*:
   it is the very same Python object as TF1's, or a TF2 function with the same
   parameters whose body is a call of TF1's (`tf.random.set_seed` calls
-  `set_random_seed`). Where the upgrade table only knows `tf.compat.v1.NAME`, the
+  `set_random_seed`), or TF1's body is a call of it passing each parameter on
+  under the name the keyword table renames it to (`tf.gfile.Exists(filename)`
+  returns `tf.io.gfile.exists(path=filename)`). Where the upgrade table only knows `tf.compat.v1.NAME`, the
   TF2 name is searched among the functions of TF1's module by that same test.
 - its reach: `safe` when `tf.compat.v1` has the TF2 name too, as the same function
   (a file that stays TF1 graph code keeps running); otherwise it is listed in
@@ -84,6 +86,8 @@ def _behaves_as(new, old, renamed: dict[str, str] | None = None) -> bool:
         return True
     if not isinstance(new, types.FunctionType) or not callable(old):
         return False
+    if _calls_through(inspect.unwrap(old), new, renamed or {}):
+        return True
     name = next((k for k, v in new.__globals__.items() if v is old and not k.startswith("_")), None)
     new_params, old_params = _parameters(new), _parameters(old)
     if name is None or new_params is None or old_params is None:
@@ -94,6 +98,24 @@ def _behaves_as(new, old, renamed: dict[str, str] | None = None) -> bool:
     if any(d != od and od is not None for (_, d), (_, od) in zip(new_params, old_params)):
         return False
     return _only_passes_through(new, name, [p for p, _ in new_params])
+
+
+def _calls_through(old, new, renamed: dict[str, str]) -> bool:
+    """`old` (TF1's) is a function whose whole body is a call of `new` (TF2's, by a name of
+    `old`'s module) passing each of its parameters through, in order, to `new`'s parameter
+    of the name the upgrade table renames it to (`gfile.Exists(filename)` returns
+    `file_exists_v2(filename)`, whose parameter is `path`), with the same defaults."""
+    if not isinstance(old, types.FunctionType):
+        return False
+    name = next((k for k, v in old.__globals__.items() if v is new and not k.startswith("_")), None)
+    new_params, old_params = _parameters(new), _parameters(old)
+    if name is None or new_params is None or old_params is None:
+        return False
+    if [p for p, _ in new_params] != [renamed.get(p, p) for p, _ in old_params]:
+        return False
+    if any(d != od for (_, d), (_, od) in zip(new_params, old_params)):
+        return False
+    return _only_passes_through(old, name, [p for p, _ in old_params])
 
 
 def _only_passes_through(function, callee: str, params: list[str]) -> bool:

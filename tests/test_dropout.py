@@ -59,8 +59,8 @@ def test_keep_prob_becomes_the_rate(graph, written):
     ("h = tf.nn.dropout(x, keep, rate=0.5)", "exactly one of `keep_prob` and `rate` (given: keep_prob, rate)"),
     ("h = tf.nn.dropout(x)", "exactly one of `keep_prob` and `rate` (given: neither)"),
     ("h = tf.nn.dropout(tf.nn.dropout(x, keep), keep)", "`tf.nn.dropout` of another `tf.nn.dropout`"),
-    ("def block(a, k):\n    return tf.nn.dropout(a, k)\nh = block(x, keep)",
-     "`tf.nn.dropout` with `keep_prob` in function `block`"),
+    ("def block(a, k):\n    return tf.nn.dropout(a, k)\nh = block(x, keep) + block(2.0 * x, keep)",
+     "`tf.nn.dropout` with `keep_prob` in function `block`"),   # (called twice: kept as a function)
 ])
 def test_a_dropout_it_cannot_write_is_refused(graph, reason):
     text, refusals = rewrite(graph)

@@ -124,9 +124,11 @@ def _prove(found: FileRun) -> int:
     print_clean(found)
     if report and not structured:
         print(report)
+    from tf1gradfix.run import imported_helpers
+
     outcomes = found.outcomes
-    rows, changed_meanwhile = _proofs(args, [o for o in outcomes if o.changed and o.new_source is not None],
-                                      write=not (args.diff or args.check), all_outcomes=outcomes)
+    proven = imported_helpers.attach([o for o in outcomes if o.changed and o.new_source is not None])
+    rows, changed_meanwhile = _proofs(args, proven, write=not (args.diff or args.check), all_outcomes=outcomes)
     if structured:   # one document on stdout, after the proofs, with their verdicts (JSON: "proofs")
         errors = errors + changed_meanwhile
         print(render(args.format, findings, errors, {**summary, "errors": len(errors)}, proofs=rows))
@@ -212,10 +214,10 @@ def _guard(args, outcomes):
     not proven (or cannot be: no TensorFlow) gets its safe fixes alone.
     Returns (proof rows, a note on what was left unproven, files edited meanwhile)."""
     from tf1gradfix.records import replace
-
+    from tf1gradfix.run import imported_helpers
     from tf1gradfix.verify.budget import install_advice, tensorflow_missing
 
-    pending = [o for o in outcomes if o.restructured]
+    pending = imported_helpers.attach([o for o in outcomes if o.restructured])   # (a helper goes with its script)
     if not pending and not (args.report_dir and refused_files(outcomes)):   # (the reports list refused files)
         return [], None, []
     rows, meanwhile, note = [], [], None

@@ -229,11 +229,12 @@ def variables_text(node: BuilderModule) -> str:
 
 
 def class_statements(node: BuilderModule, name: str, tf: str, initial_value, gap: int,
-                     layer_text=None) -> list[cst.BaseStatement]:
+                     layer_text=None, written=lambda stmt: stmt) -> list[cst.BaseStatement]:
     """`class Encoder(tf.Module)` (variables and layers in `__init__`, the computation in
     `__call__`) and `encoder = Encoder()`, in place of the function; its
     docstring becomes the class's, the comments above the scope stay in `__call__`. `name`: the class's;
-    `layer_text(row, call, bound, helper)`: a Keras layer's constructor (emit.state)."""
+    `layer_text(row, call, bound, helper)`: a Keras layer's constructor (emit.state); `written(stmt)`:
+    a statement of the computation as TF2 reads it (dropout's rate: constructs/dropout.py)."""
     helper = node.builder
     first = cast("list[cst.SimpleStatementLine | cst.BaseCompoundStatement]", list(helper.body.body))
     docstring = first[0] if first and is_docstring(first[0]) else None
@@ -241,6 +242,7 @@ def class_statements(node: BuilderModule, name: str, tf: str, initial_value, gap
         if node.scope is not None or node.scope_parameter is not None else []   # (no scope: they stay where they are)
     if node.scope_parameter is not None or node.lazy:   # (`__call__`'s statements: in a class of the module or of a function)
         text, body = _per_call_statements(node, name, tf, initial_value, 8 if gap == 2 else 12)
+        body = [written(stmt) for stmt in body]
     else:
         attribute = {v[0]: attribute_name(v[0]) for v in node.variables}
         column = 12 if gap == 2 else 16   # (a module's class, or one in a function)
@@ -259,10 +261,10 @@ def class_statements(node: BuilderModule, name: str, tf: str, initial_value, gap
                 f"    def __call__(self):\n        pass\n"
                 + (builder_loops.layer_method() if node.made_on_call else ""))
         skip = {id(v[4]) for v in node.variables} | {id(s) for s in node.dropped}
-        body = [names_as_attributes(builder_layers.called(s, node, layer_text), attribute)
+        body = [names_as_attributes(written(builder_layers.called(s, node, layer_text)), attribute)
                 for s in node.inner if id(s) not in skip]
         # (the calls of its layers: laid out again where the user's were laid out as black would)
-        depth = (0 if gap == 2 else 4) + (4 if node.scope is not None else 0)
+        depth = (0 if gap == 2 else 4) + (4 if node.layers and node.scope is not None else 0)   # (in_name_scope)
         body = layout.refit_body([s for s in node.inner if id(s) not in skip], body, depth + 8, depth + 4)
         if node.made_on_call:   # (`self.layer(...)` lines, longer than the user's)
             body = [builder_loops.laid_out(s, depth + 8) for s in body]

@@ -38,10 +38,16 @@ def refusal(call: cst.Call, tf_calls) -> Refusal | None:
     return None
 
 
-def helper_refusal(helper: str, calls) -> Refusal | None:
-    """A helper function the rewrite keeps as it is: a `keep_prob` in it would be read as the rate."""
+def helper_refusal(helper: str, calls, written: bool = False) -> Refusal | None:
+    """A helper function the rewrite keeps as it is: a `keep_prob` in it would be read as the rate.
+    `written`: a builder, whose computation the rewrite writes with each call's `rate=`
+    (builders.class_statements): only a call it cannot write so is refused."""
     for call, q in calls:
-        if q == SYMBOL and _given(bound_args(call, PARAMS, call).get("keep_prob")):
+        if q == SYMBOL and written:
+            found = refusal(call, [])
+            if found is not None:
+                return found
+        elif q == SYMBOL and _given(bound_args(call, PARAMS, call).get("keep_prob")):
             return Refusal.of(call, "dropout_keep_prob_in_helper", name=helper)
     return None
 

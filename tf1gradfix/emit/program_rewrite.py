@@ -14,7 +14,7 @@ from typing import Any, cast
 import libcst as cst
 
 from tf1gradfix import legacy
-from tf1gradfix.constructs import (abandoned_sessions, builders, class_initializers, class_settings, contrib,
+from tf1gradfix.constructs import (abandoned_sessions, builders, class_initializers, class_settings, contrib, dropout,
                                    graph_extensions, guarded_graph, later_sessions, layer_methods, mnist_loader, model_classes,
                                    optimizers, placeholders, schedules, sections, session_functions, session_options,
                                    session_params, summaries, unbuilt_methods, variable_factories, variables)
@@ -320,8 +320,10 @@ class ProgramRewrite(ModuleEdits):
                 helper = node.builder
                 naming.classes[node] = self.fresh("".join(p.capitalize() for p in helper.name.value.split("_")) or "Builder")
                 gap = 2 if any(helper is stmt for stmt in self.module.body) else 1
-                made = cst.FlattenSentinel(builders.class_statements(node, naming.classes[node], alias,
-                                                                     state.builder_variable, gap, state.layer_constructor))
+                made = cst.FlattenSentinel(builders.class_statements(
+                    node, naming.classes[node], alias, state.builder_variable, gap, state.layer_constructor,
+                    lambda stmt: dropout.rewritten_statement(stmt, [q for _, q in builder.calls(stmt)],
+                                                             builder.qualified, self.code)))
                 self.builder_edits[helper] = made
         self.builder_edits.update(program.edits)   # (what constructs changed inside the functions the graph calls)
         for node in program.nodes:   # a layer's variable: its TF1 name where that is free
