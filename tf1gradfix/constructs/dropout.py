@@ -95,3 +95,8 @@ def rewritten_statement(stmt: cst.CSTNode, calls, qualified, code) -> cst.CSTNod
     if SYMBOL not in calls:
         return stmt
     return cast(cst.CSTNode, stmt.visit(DropoutRewriter(qualified, code)))
+
+
+def writer(builder, code):
+    """`rewritten_statement` for the statements of a builder's computation (builders.class_statements)."""
+    return lambda stmt: rewritten_statement(stmt, [q for _, q in builder.calls(stmt)], builder.qualified, code)

@@ -322,8 +322,7 @@ class ProgramRewrite(ModuleEdits):
                 gap = 2 if any(helper is stmt for stmt in self.module.body) else 1
                 made = cst.FlattenSentinel(builders.class_statements(
                     node, naming.classes[node], alias, state.builder_variable, gap, state.layer_constructor,
-                    lambda stmt: dropout.rewritten_statement(stmt, [q for _, q in builder.calls(stmt)],
-                                                             builder.qualified, self.code)))
+                    dropout.writer(builder, self.code)))
                 self.builder_edits[helper] = made
         self.builder_edits.update(program.edits)   # (what constructs changed inside the functions the graph calls)
         for node in program.nodes:   # a layer's variable: its TF1 name where that is free
