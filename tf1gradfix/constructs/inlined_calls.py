@@ -224,7 +224,7 @@ def _plain(function: cst.FunctionDef) -> bool:
 
 
 def _bound(function: cst.FunctionDef, call: cst.Call) -> dict[str, cst.BaseExpression] | None:
-    """Parameter -> the argument (or default) the call binds it to, or None."""
+    """Parameter -> the argument (or default) the call binds it to, in the call's order, or None."""
     params = [p.name.value for p in function.params.params]
     out: dict[str, cst.BaseExpression] = {}
     for i, arg in enumerate(call.args):
@@ -243,7 +243,7 @@ def _bound(function: cst.FunctionDef, call: cst.Call) -> dict[str, cst.BaseExpre
             if p.default is None:
                 return None
             out[p.name.value] = p.default
-    return {name: out[name] for name in params}
+    return out   # (in the order Python evaluates them: the call's arguments, then the defaults)
 
 
 def _locals(function: cst.FunctionDef) -> set[str]:
