@@ -79,7 +79,9 @@ def test_a_test_its_block_binds_again_moves_only_new_names_unconditionally():
 
 @pytest.mark.parametrize("block", [
     "if wide:\n    print(1)\n    out = out * 2.0\n    print(2)\n",     # between host statements
-    "if wide:\n    out = out * 2.0\nelse:\n    out = out * 3.0\n",  # an `else`
+    "if wide:\n    out = out * 2.0\nelif out:\n    out = out * 3.0\n",  # an `elif`
+    "if wide:\n    out = out * 2.0\nelse:\n    print(out)\n",           # host code in a branch
+    "if wide:\n    twice = out * 2.0\nelse:\n    out = twice\n",       # a name only the other branch binds
     "if flag():\n    out = out * 2.0\n",                             # a test that calls
     "if out is not None:\n    out = out * 2.0\n",                    # a test of a graph value
     "if wide:\n    out[0] = 1.0\n",                                  # an item target
@@ -121,3 +123,13 @@ def test_the_rewrite_keeps_the_users_if_in_the_step_function():
     result = restructure(cst.parse_module(source), "p.py")
     assert result.new_module is not None
     assert "    if wide:\n        out = out + tf.reduce_sum(w)\n" in result.new_module.code
+
+
+def test_both_branches_are_read_each_with_its_test_and_written_back_as_if_else():
+    assert _body("if wide:\n    out += 1.0\nelse:\n    out = out * 3.0\n") == (
+        "out = out + 1.0 if wide else out\nout = out * 3.0 if not wide else out\n")
+    source = HEAD + "if wide:\n    out += tf.reduce_sum(w)\nelse:\n    out = out * 3.0\n" + RUN
+    result = restructure(cst.parse_module(source), "p.py")
+    assert result.new_module is not None
+    assert ("    if wide:\n        out = out + tf.reduce_sum(w)\n    else:\n        out = out * 3.0\n"
+            in result.new_module.code)

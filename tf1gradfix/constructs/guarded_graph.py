@@ -1,27 +1,30 @@
 """Graph statements under a host `if`, read as the definitions TF1 made of them.
 
-    if args.plot:                          if args.plot:
-        grid = make_grid(args.n)               grid = make_grid(args.n)
-        decoded = decoder(z_in)        ->  decoded = decoder(z_in)
     if use_l2:                             loss = loss + l2 * tf.nn.l2_loss(w) if use_l2 else loss
-        loss += l2 * tf.nn.l2_loss(w)
+        loss += l2 * tf.nn.l2_loss(w)  ->  probe = tf.placeholder(tf.float32, [None, 4])
+    if args.plot:                          shown = tf.sigmoid(probe @ w) if args.plot else None
+        probe = tf.placeholder(...)
+        shown = tf.sigmoid(probe @ w)
 
-TF1 runs such an `if` once, while it builds the graph: a statement it holds adds an
-op, or not. An op computes nothing until a run fetches it, so a graph statement
-binding a new name means the same outside the `if` (a run fetching it could only
-reach it where the `if` was taken: elsewhere the name is unbound in TF1). A statement
-rebinding a graph value (`loss = loss + ...`) is the conditional expression of it,
-whose test, read where the step function runs, gives what it gave when TF1 built
-the graph when nothing binds its names again (and it calls nothing).
+TF1 runs such an `if` once, while it builds the graph: a statement it holds adds an op,
+or not, and an op computes nothing until a run fetches it. So a graph statement is its
+conditional expression: the value, or what the name held before (None for a new name).
+Its test, read again where the step function runs, gives what it gave when TF1 built the
+graph where it calls nothing and nothing binds its names again (`_steady`); the step
+function then shows the user's `if` again (`restored`). Where the block does rebind a
+name of its test, a statement binding a new name moves as it is (a run fetching it could
+only reach it where the `if` was taken: elsewhere the name is unbound in TF1), and a
+placeholder always does (a parameter of the steps that feed it).
 
 Only statements at the start or the end of the `if`'s block move, so that the host
-statements keep their order and their one test. Which statements are graph code is
-first guessed from the names (one that calls TensorFlow or reads a name such a
-statement bound); `check` then requires each moved statement to be a placeholder or
-a computed tensor of the program the model reads, and the reading is refused
-otherwise. The lowered module is tried where the module as written is refused
-(emit/restructure.py), and never replaces a refusal of its own with a rewrite of
-another program: its lines map back to the user's (`Lowering.origin`).
+statements keep their order and their one test. An `if`/`else` of graph statements alone
+is each branch's statements under its test (`not c` for the `else`), written back as the
+user's `if`/`else`. Which statements are graph code is first guessed from the names (one
+that calls TensorFlow or a function of the file that does, or reads a name such a
+statement bound); `check` then requires each moved statement to be a placeholder or a
+computed tensor of the program the model reads, and the reading is refused otherwise.
+The lowered module is tried where the module as written is refused (emit/restructure.py);
+its lines map back to the user's (`Lowering.origin`).
 """
 
 from __future__ import annotations
@@ -84,7 +87,12 @@ def restored(module: cst.Module, tests: frozenset[tuple[str, str, str]]) -> cst.
         if text in forms:
             indent = line[:len(line) - len(line.lstrip())]
             test, kept = forms[text]
-            out += [f"{indent}    {kept}\n"] if last == (indent, test) else [f"{indent}if {test}:\n", f"{indent}    {kept}\n"]
+            if last == (indent, test):
+                out.append(f"{indent}    {kept}\n")
+            elif last is not None and last[0] == indent and test in (f"not {last[1]}", f"not ({last[1]})"):
+                out += [f"{indent}else:\n", f"{indent}    {kept}\n"]   # (the other branch, right after the first)
+            else:
+                out += [f"{indent}if {test}:\n", f"{indent}    {kept}\n"]
             last = (indent, test)
         else:
             out.append(line)
@@ -124,10 +132,13 @@ class _Lower:
         out: list = []
         statements = list(body)
         for index, stmt in enumerate(statements):
-            if isinstance(stmt, cst.If) and stmt.orelse is None and isinstance(stmt.body, cst.IndentedBlock) \
-                    and not _main_guard(stmt.test):
+            if isinstance(stmt, cst.If) and isinstance(stmt.body, cst.IndentedBlock) and not _main_guard(stmt.test):
                 later = statements[index + 1:]
-                made = self._if(stmt, graph, bound, later)
+                marks = len(self.moved), len(self.tests)
+                made = self._if(stmt, graph, bound, later) if stmt.orelse is None else \
+                    self._if_else(stmt, graph, bound, later)
+                if made is None:   # (what a reading given up had noted goes with it)
+                    del self.moved[marks[0]:], self.tests[marks[1]:]
                 if made is not None:
                     out.extend(made)
                     for s in made:
@@ -220,6 +231,50 @@ class _Lower:
             self.moved[self.moved.index(id(after[0]))] = id(out[0])
         return out
 
+    def _if_else(self, stmt: cst.If, graph: set[str], bound: set[str], later: list) -> list | None:
+        """`if c: <graph statements> else: <graph statements>` as the statements of each branch
+        read with `c`, then with `not c`: each leaves a value as it was where its test fails."""
+        orelse = stmt.orelse
+        if not isinstance(orelse, cst.Else) or not isinstance(orelse.body, cst.IndentedBlock):
+            return None   # (an `elif`)
+        branches = [list(cast(cst.IndentedBlock, stmt.body).body), list(orelse.body.body)]
+        tested = set(loads(stmt.test))
+        if tested & graph or not _pure(stmt.test) or not self._steady(stmt, tested, [*branches[1], *later]):
+            return None
+        for branch in branches:
+            known = set(graph)
+            for s in branch:
+                if not (isinstance(s, cst.SimpleStatementLine) and _movable(s) and self._graph(s, known)) \
+                        or _made_input(s.body[0]):
+                    return None   # (host code, or a placeholder either branch may make: read as written)
+                known |= bound_names(s)
+        test = stmt.test if isinstance(stmt.test, (cst.Name, cst.Attribute, cst.Subscript)) else \
+            stmt.test.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
+        negated = cst.UnaryOperation(operator=cst.Not(), expression=test)
+        before, out = set(bound), []
+        fresh: set[str] = set()
+        own: set[str] = set()
+        for s in branches[0]:
+            fresh |= bound_names(s) - before
+            out.append(self._moved(s, stmt.test, before, True, tested))
+            before |= bound_names(s)
+        for s in branches[1]:
+            small = cast("cst.Assign | cst.AugAssign", cast(cst.SimpleStatementLine, s).body[0])   # (_movable)
+            reads = set(loads(small.value)) | (set(loads(small.target)) if isinstance(small, cst.AugAssign) else set())
+            if reads & fresh - own:
+                return None   # (a name only the other branch binds: unbound here in TF1)
+            out.append(self._moved(s, negated, before, True, tested))
+            before |= bound_names(s)
+            own |= bound_names(s)
+        if any(made is None for made in out):
+            return None
+        self.ifs.append(id(stmt))
+        first = out[0]
+        out[0] = first.with_changes(leading_lines=(*stmt.leading_lines, *first.leading_lines))
+        self.source[id(out[0])] = self.source.get(id(first), id(first))
+        self.moved[self.moved.index(id(first))] = id(out[0])
+        return out
+
     def _moved(self, s, test, before: set[str], steady: bool, tested: set[str]):
         """The statement (a simple one: `_if` moves no other) as it reads outside the `if`, or None."""
         small = cast(cst.SimpleStatementLine, s).body[0]
@@ -227,9 +282,7 @@ class _Lower:
         if targets is None or set(targets) & tested:
             return None
         fresh = not set(targets) & before
-        made_input = isinstance(small, cst.Assign) and isinstance(small.value, cst.Call) and isinstance(
-            small.value.func, cst.Attribute) and "placeholder" in small.value.func.attr.value   # (a parameter)
-        if isinstance(small, cst.Assign) and fresh and (made_input or not (steady and len(targets) == 1)):
+        if isinstance(small, cst.Assign) and fresh and (_made_input(small) or not (steady and len(targets) == 1)):
             self.moved.append(id(s))
             return s
         if not steady or len(targets) != 1:
@@ -267,6 +320,12 @@ class _Lower:
         changed = attributes & self.attributes or attributes and "*" in self.attributes
         return not rebinds and not changed and not any(
             isinstance(n, (cst.Global, cst.Nonlocal)) for s in later for n in walk(s))
+
+
+def _made_input(small) -> bool:
+    """`x = tf.placeholder(...)`: a parameter of the steps that feed it, made as it is."""
+    return isinstance(small, cst.Assign) and isinstance(small.value, cst.Call) and isinstance(
+        small.value.func, cst.Attribute) and "placeholder" in small.value.func.attr.value
 
 
 def _movable(stmt: cst.SimpleStatementLine) -> bool:
