@@ -119,8 +119,11 @@ def _guarded(module: cst.Module, shaped: Restructured) -> Restructured | None:
 
 
 def _read(module: cst.Module, moved: frozenset[int]) -> Restructured:
-    return statement_forms.restructured(
-        module, lambda plain: _restructure(plain, AnalysisWrapper(plain), guarded=moved if plain is module else None))
+    """A reading's restructuring; one that moved statements out of `if`s is read as it is (the
+    plain statement forms would move the lines `guarded_graph.check` reads)."""
+    if moved:
+        return _restructure(module, AnalysisWrapper(module), guarded=moved)
+    return statement_forms.restructured(module, lambda plain: _restructure(plain, AnalysisWrapper(plain)))
 
 
 def _through(maps, line: int) -> int:
