@@ -27,6 +27,7 @@ holds it (its other importers may call it).
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import cast
@@ -53,10 +54,11 @@ def inlined(module: cst.Module) -> Inlining | None:
     functions = {s.name.value: s for s in module.body if isinstance(s, cst.FunctionDef) and _plain(s)}
     if not functions:
         return None
-    reads = [n.value for n in walk(module) if isinstance(n, cst.Name)]
-    calls = {name: [c for c in walk(module) if isinstance(c, cst.Call) and isinstance(c.func, cst.Name)
-                    and c.func.value == name] for name in functions}
-    once = {name: f for name, f in functions.items() if len(calls[name]) == 1 and reads.count(name) == 2}
+    nodes = list(walk(module))
+    reads = [n.value for n in nodes if isinstance(n, cst.Name)]
+    named = Counter(reads)
+    calls = Counter(c.func.value for c in nodes if isinstance(c, cst.Call) and isinstance(c.func, cst.Name))
+    once = {name: f for name, f in functions.items() if calls[name] == 1 and named[name] == 2}   # (its def, its call)
     if not once:
         return None
     reading = _Inline(once, reads)
@@ -73,9 +75,7 @@ def inlined(module: cst.Module) -> Inlining | None:
 class _Inline:
     def __init__(self, functions: dict[str, cst.FunctionDef], reads: list[str]):
         self.functions, self.taken = functions, set(reads)
-        self.counts: dict[str, int] = {}
-        for name in reads:
-            self.counts[name] = self.counts.get(name, 0) + 1
+        self.counts = Counter(reads)
         self.done: list[str] = []
         self.source: dict[int, int] = {}   # id of a statement made -> id of the user's it stands for
 
