@@ -31,6 +31,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from typing import cast
 
 import libcst as cst
@@ -68,9 +69,9 @@ def lowered(module: cst.Module) -> Lowering | None:
     made = module.with_changes(body=new)
     new_lines = line_maps.statement_lines(made)
     moved = frozenset(new_lines[key][0] for key in lowering.moved if key in new_lines)
-    old_ifs = line_maps.statement_lines(module, cst.If)
-    spans = tuple(old_ifs[key] for key in lowering.ifs)
-    return Lowering(module=cst.parse_module(made.code), origin=line_maps.origin(module, made, lowering.source),
+    old_lines = line_maps.statement_lines(module, (cst.SimpleStatementLine, cst.If))   # (one read: both kinds)
+    spans = tuple(old_lines[key] for key in lowering.ifs)
+    return Lowering(module=cst.parse_module(made.code), origin=line_maps.origin(old_lines, new_lines, lowering.source),
                     moved=moved, spans=spans, tests=frozenset(lowering.tests))
 
 
@@ -127,13 +128,19 @@ class _Lower:
         self.source: dict[int, int] = {}     # id of a statement made anew -> id of the user's
         self.ifs: list[int] = []             # ids of the user's `if`s read so
         self.tests: list[tuple[str, str, str]] = []   # (its code, test, `t = v`) of each one written
+        self._binds: dict[int, set[str]] = {}
 
     def body_of(self, owner, body, graph: set[str], bound: set[str]) -> list:
         out: list = []
         statements = list(body)
+        last: dict[str, int] = {}   # name -> the last statement of the body binding it (`_steady`)
+        for index, stmt in enumerate(statements):
+            for name in self.binds(stmt):
+                last[name] = index
+        scoped = any(isinstance(n, (cst.Global, cst.Nonlocal)) for s in statements for n in walk(s))
         for index, stmt in enumerate(statements):
             if isinstance(stmt, cst.If) and isinstance(stmt.body, cst.IndentedBlock) and not _main_guard(stmt.test):
-                later = statements[index + 1:]
+                later = partial(_bound_after, last, index, scoped)
                 marks = len(self.moved), len(self.tests)
                 made = self._if(stmt, graph, bound, later) if stmt.orelse is None else \
                     self._if_else(stmt, graph, bound, later)
@@ -172,7 +179,7 @@ class _Lower:
         tensorflow = any(_root(c.func) in self.aliases for c in calls)
         return tensorflow or bool(set(loads(stmt)) & graph)
 
-    def _if(self, stmt: cst.If, graph: set[str], bound: set[str], later: list) -> list | None:
+    def _if(self, stmt: cst.If, graph: set[str], bound: set[str], later) -> list | None:
         body = list(cast(cst.IndentedBlock, stmt.body).body)
         inner_graph, kinds = set(graph), []
         for s in body:   # (in order: a graph statement makes what a later one reads graph code)
@@ -231,7 +238,7 @@ class _Lower:
             self.moved[self.moved.index(id(after[0]))] = id(out[0])
         return out
 
-    def _if_else(self, stmt: cst.If, graph: set[str], bound: set[str], later: list) -> list | None:
+    def _if_else(self, stmt: cst.If, graph: set[str], bound: set[str], later) -> list | None:
         """`if c: <graph statements> else: <graph statements>` as the statements of each branch
         read with `c`, then with `not c`: each leaves a value as it was where its test fails."""
         orelse = stmt.orelse
@@ -239,7 +246,7 @@ class _Lower:
             return None   # (an `elif`)
         branches = [list(cast(cst.IndentedBlock, stmt.body).body), list(orelse.body.body)]
         tested = set(loads(stmt.test))
-        if tested & graph or not _pure(stmt.test) or not self._steady(stmt, tested, [*branches[1], *later]):
+        if tested & graph or not _pure(stmt.test) or not self._steady(stmt, tested, later):
             return None
         for branch in branches:
             known = set(graph)
@@ -313,13 +320,26 @@ class _Lower:
                            if isinstance(test, (cst.IfExp, cst.Lambda)) else test), _EMPTY.code_for_node(kept)))
         return made
 
-    def _steady(self, stmt: cst.If, tested: set[str], later: list) -> bool:
-        """Nothing binds the test's names again once it is read (nor an attribute it reads)."""
-        rebinds = any(bound_names(s) & tested for s in [*cast(cst.IndentedBlock, stmt.body).body, *later])
+    def _steady(self, stmt: cst.If, tested: set[str], later) -> bool:
+        """Nothing binds the test's names again once it is read (nor an attribute it reads): not
+        the `if` itself, not a later statement of its body (`later(names)`)."""
+        if later(tested) or tested & self.binds(stmt):
+            return False
         attributes = {n.attr.value for n in walk(stmt.test) if isinstance(n, cst.Attribute)}
-        changed = attributes & self.attributes or attributes and "*" in self.attributes
-        return not rebinds and not changed and not any(
-            isinstance(n, (cst.Global, cst.Nonlocal)) for s in later for n in walk(s))
+        return not (attributes & self.attributes or attributes and "*" in self.attributes)
+
+    def binds(self, stmt) -> set[str]:
+        """`bound_names`, once per statement of the module."""
+        found = self._binds.get(id(stmt))
+        if found is None:
+            found = self._binds[id(stmt)] = bound_names(stmt)
+        return found
+
+
+def _bound_after(last: dict[str, int], index: int, scoped: bool, names: set[str]) -> bool:
+    """Does a statement of the body after the `index`-th bind one of `names` (`scoped`: a
+    `global` or `nonlocal` statement of the body may bind any)?"""
+    return scoped or any(last.get(name, -1) > index for name in names)
 
 
 def _made_input(small) -> bool:

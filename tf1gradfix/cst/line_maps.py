@@ -14,15 +14,17 @@ import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
 
 
-def statement_lines(module: cst.Module, kind: type = cst.SimpleStatementLine) -> dict[int, tuple[int, int]]:
-    """id of each statement of `kind` -> its first and last line."""
+def statement_lines(module: cst.Module, kinds: tuple[type, ...] = (cst.SimpleStatementLine,)) -> dict[int, tuple[int, int]]:
+    """id of each statement of `kinds` -> its first and last line."""
     positions = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
-    return {id(node): (span.start.line, span.end.line) for node, span in positions.items() if isinstance(node, kind)}
+    return {id(node): (span.start.line, span.end.line) for node, span in positions.items() if isinstance(node, kinds)}
 
 
-def origin(old: cst.Module, new: cst.Module, source: dict[int, int]) -> Callable[[int], int]:
-    """`new`'s line -> `old`'s; `source`: id of a statement `new` made -> id of the user's it stands for."""
-    old_lines, new_lines = statement_lines(old), statement_lines(new)
+def origin(old: cst.Module | dict, new: cst.Module | dict, source: dict[int, int]) -> Callable[[int], int]:
+    """`new`'s line -> `old`'s; `source`: id of a statement `new` made -> id of the user's it stands for.
+    Either module may be given as its `statement_lines` already read."""
+    old_lines = old if isinstance(old, dict) else statement_lines(old)
+    new_lines = new if isinstance(new, dict) else statement_lines(new)
     anchors = sorted((*new_lines[key], *old_lines[source.get(key, key)]) for key in new_lines
                      if source.get(key, key) in old_lines)
 
