@@ -137,3 +137,40 @@ def test_a_multinomial_categorical_cannot_take_as_written_is_refused(graph):
     text, refusals = rewrite(graph)
     assert text is None and any("op seed" in r for r in refusals), refusals
 
+
+
+BUILDER = '''import numpy as np
+import tensorflow as tf
+
+
+def encoder(x, keep):
+    with tf.variable_scope("encoder"):
+        w = tf.get_variable("w", [4, 3], initializer=tf.glorot_uniform_initializer(seed=5))
+        h = {dropout}
+        return tf.matmul(h, tf.ones([3, 1]))
+
+
+x = tf.placeholder(tf.float32, [None, 4])
+keep = tf.placeholder(tf.float32)
+loss = tf.reduce_mean(tf.square(encoder(x, keep)))
+train_op = tf.train.GradientDescentOptimizer(0.1).minimize(loss)
+with tf.Session() as sess:
+    sess.run(tf.global_variables_initializer())
+    sess.run(train_op, {x: np.ones((2, 4)), keep: 0.5})
+'''
+
+
+@pytest.mark.parametrize("dropout, written", [
+    ("tf.nn.dropout(tf.matmul(x, w), keep)", "tf.nn.dropout(tf.matmul(x, self.w), rate=1 - keep)"),
+    ("tf.nn.dropout(tf.matmul(x, w), keep_prob=keep * 0.5)", "tf.nn.dropout(tf.matmul(x, self.w), rate=1 - (keep * 0.5))"),
+])
+def test_a_builders_dropout_is_written_with_the_rate(dropout, written):
+    result = process_source("p.py", BUILDER.replace("{dropout}", dropout).encode(), CodeFilter(), fix=True)
+    assert result.new_source is not None and written in result.new_source.decode()
+
+
+def test_a_builders_dropout_it_cannot_write_is_refused():
+    result = process_source("p.py", BUILDER.replace("{dropout}", "tf.nn.dropout(tf.nn.dropout(x, keep), keep) @ w")
+                            .encode(), CodeFilter(), fix=True)
+    assert result.new_source is None or "tf.nn.dropout(tf.nn.dropout" in result.new_source.decode()
+    assert any("another `tf.nn.dropout`" in f.message for f in result.findings)

@@ -38,18 +38,28 @@ def refusal(call: cst.Call, tf_calls) -> Refusal | None:
     return None
 
 
-def helper_refusal(helper: str, calls, written: bool = False) -> Refusal | None:
+def helper_refusal(helper: str, calls, written: cst.FunctionDef | None = None) -> Refusal | None:
     """A helper function the rewrite keeps as it is: a `keep_prob` in it would be read as the rate.
     `written`: a builder, whose computation the rewrite writes with each call's `rate=`
-    (builders.class_statements): only a call it cannot write so is refused."""
+    (builders.class_statements): only a call it cannot write so is refused, as in graph code."""
     for call, q in calls:
-        if q == SYMBOL and written:
-            found = refusal(call, [])
+        if q == SYMBOL and written is not None:
+            found = refusal(call, _statement_calls(written, call, calls))
             if found is not None:
                 return found
         elif q == SYMBOL and _given(bound_args(call, PARAMS, call).get("keep_prob")):
             return Refusal.of(call, "dropout_keep_prob_in_helper", name=helper)
     return None
+
+
+def _statement_calls(function: cst.FunctionDef, call: cst.Call, calls) -> list:
+    """The (call, name) of `calls` in the statement of `function` that holds `call`."""
+    for stmt in walk(function):
+        if isinstance(stmt, cst.SimpleStatementLine):
+            inside = {id(n) for n in walk(stmt)}
+            if id(call) in inside:
+                return [(c, q) for c, q in calls if id(c) in inside]
+    return []
 
 
 def check(call: cst.Call) -> None:

@@ -115,7 +115,8 @@ def helper_calls(builder, stmt: cst.CSTNode, value: cst.CSTNode, item=None) -> t
     for name in dict.fromkeys(n.value for n in read):   # a helper's calls count as this statement's
         helper = program.helpers[name]
         inner = [q for _, q in builder.calls(helper) if q]
-        unsupported = unsupported or dropout.helper_refusal(name, builder.calls(helper), builder.is_builder(name))
+        unsupported = unsupported or dropout.helper_refusal(name, builder.calls(helper),
+                                                            helper if builder.is_builder(name) else None)
         if any(q in summaries.summary_ops() for q in inner) and \
                 (item is None or not builder.summaries_at_calls(item, value, name)):
             raise Refusal.of(stmt, "function_makes_summary", name=name)
