@@ -91,6 +91,7 @@ mnist_data.install_v2(tf)   # (the synthetic MNIST the verifier gives the MNIST 
 failed = []
 for path in sys.argv[1:]:
     try:
+        sys.argv = [path]   # (each program run as it is run alone: no arguments of its own)
         with contextlib.redirect_stdout(io.StringIO()):
             runpy.run_path(path, run_name="__main__")
     except SystemExit as exit:
