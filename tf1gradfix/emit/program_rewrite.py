@@ -15,7 +15,7 @@ import libcst as cst
 
 from tf1gradfix import legacy
 from tf1gradfix.constructs import (abandoned_sessions, builders, class_initializers, class_settings, contrib, dropout,
-                                   graph_extensions, guarded_graph, later_sessions, layer_methods, mnist_loader, model_classes,
+                                   graph_extensions, later_sessions, layer_methods, mnist_loader, model_classes,
                                    optimizers, placeholders, schedules, sections, session_functions, session_options,
                                    session_params, summaries, unbuilt_methods, variable_factories, variables)
 from tf1gradfix.model import owners as owners_model
@@ -249,7 +249,6 @@ class ProgramRewrite(ModuleEdits):
             builder.host_settings = self.plan.decisions.named(self.plan.attributes, model_classes.init_of(cls))
         builder.loader_calls = frozenset(id(c) for c in self.loader.calls) if self.loader is not None else frozenset()
         program = builder.build(owner, body, helpers, alias, collect=True)
-        guarded_graph.check(program, self.meta.guarded, lambda node: position(self.meta, node)[0])
         self.meta.legacy = [*getattr(self.meta, "legacy", ()),   # (reported whether the rewrite is made or not)
                             *legacy.graph_findings(program, self.meta.names.qualified, lambda n: position(self.meta, n))]
         self.taken |= program.invented   # (names the model gave values: not the emitter's to give again)
@@ -320,10 +319,9 @@ class ProgramRewrite(ModuleEdits):
                 helper = node.builder
                 naming.classes[node] = self.fresh("".join(p.capitalize() for p in helper.name.value.split("_")) or "Builder")
                 gap = 2 if any(helper is stmt for stmt in self.module.body) else 1
-                made = cst.FlattenSentinel(builders.class_statements(
+                self.builder_edits[helper] = cst.FlattenSentinel(builders.class_statements(
                     node, naming.classes[node], alias, state.builder_variable, gap, state.layer_constructor,
                     dropout.writer(builder, self.code)))
-                self.builder_edits[helper] = made
         self.builder_edits.update(program.edits)   # (what constructs changed inside the functions the graph calls)
         for node in program.nodes:   # a layer's variable: its TF1 name where that is free
             if not isinstance(node, (Layer, LayerLoop)):

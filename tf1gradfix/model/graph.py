@@ -17,9 +17,10 @@ import libcst as cst
 from libcst.metadata import PositionProvider
 
 from tf1gradfix.constructs import (builder_loops, builder_statistics, builders, captured_values, carried_values,
-                                   gradient_calls, graph_contexts, graph_loops, graph_prints, input_methods,
-                                   loop_layers, nested_calls, outer_scopes, rnn_cells, rnn_stacks, summaries,
-                                   summary_helpers, summary_loops, unrun_ops, variable_factories, variable_loops)
+                                   gradient_calls, graph_contexts, graph_loops, graph_prints, guarded_graph,
+                                   input_methods, loop_layers, nested_calls, outer_scopes, rnn_cells, rnn_stacks,
+                                   summaries, summary_helpers, summary_loops, unrun_ops, variable_factories,
+                                   variable_loops)
 from tf1gradfix.constructs.tensors import queue_refusal
 from tf1gradfix.model import registry
 from tf1gradfix.constructs.optimizers import is_optimizer
@@ -127,6 +128,8 @@ class ModelBuilder(BlockReader):
             captured_values.snapshot(self)
         if collect:
             self.program.refused, self.program.poisoned = refused, poisoned
+            guarded_graph.check(self.program, getattr(self.v, "guarded", frozenset()),   # (moved out of host `if`s)
+                                lambda node: self.v.get_metadata(PositionProvider, node).start.line)
         return self.program
 
     def _item(self, item: Item, position: int) -> None:
