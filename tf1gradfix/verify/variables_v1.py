@@ -11,6 +11,8 @@ state these methods share.
 
 from __future__ import annotations
 
+import re
+
 from tf1gradfix.verify import initial_values
 from tf1gradfix.verify import runner_common as rc
 
@@ -38,6 +40,8 @@ class V1Variables(rc.Reentrancy):
             self.graphs_seen[id(graph)] = graph   # keeps ids from being reused
             base = rc.strip_name(name)
             taken = set(self.labels.values())
+            if base in taken:   # (a later graph: TF2 uniquifies what this graph named by its own count)
+                base = _graph_base(graph, name)
             label, i = base, 0
             while label in taken:   # (lazily: each candidate is made only when the last is taken)
                 i += 1
@@ -99,3 +103,22 @@ class V1Variables(rc.Reentrancy):
             return
         if values:
             self.trace.write_atomic("original.final.json", {"variables": values, "steps": self.budget.steps})
+
+
+def _graph_base(graph, name: str) -> str:
+    """The name a variable was asked for, where its graph made it unique: `w_2` is `w`
+    when `w` (and `w_1`) came before it in the same graph. TF2 does not uniquify
+    names, and the migrated side numbers them over the whole program; so a second
+    graph's `Variable_1` is the program's third `Variable`, not a clash."""
+    stripped = rc.strip_name(name)
+    found = re.fullmatch(r"(.+)_([1-9][0-9]*)", stripped)
+    if found is None:
+        return stripped
+    earlier = set()
+    for var in graph.get_collection("variables"):
+        if var.name == name:
+            break
+        earlier.add(rc.strip_name(var.name))
+    base, count = found.group(1), int(found.group(2))
+    wanted = {base} | {f"{base}_{k}" for k in range(1, count)}
+    return base if wanted <= earlier else stripped
