@@ -37,7 +37,7 @@ from typing import cast
 import libcst as cst
 
 from tf1gradfix.cst import line_maps
-from tf1gradfix.cst.syntax import Refusal, bound_names, loads, stored_name_nodes
+from tf1gradfix.cst.syntax import Refusal, bound_names, call_root, loads, stored_name_nodes, tensorflow_aliases
 from tf1gradfix.cst.walk import walk
 
 _PURE_TESTS = (cst.Name, cst.Attribute, cst.Comparison, cst.BooleanOperation, cst.UnaryOperation, cst.Integer,
@@ -57,11 +57,11 @@ class Lowering:
 
 def lowered(module: cst.Module) -> Lowering | None:
     """The module with the graph statements of host `if`s moved out of them, or None."""
-    aliases = _tensorflow_names(module)
+    aliases = tensorflow_aliases(module)
     if not aliases:
         return None
     makers = {s.name.value for s in module.body if isinstance(s, (cst.FunctionDef, cst.ClassDef))
-              and any(isinstance(n, cst.Call) and _root(n.func) in aliases for n in walk(s))}
+              and any(isinstance(n, cst.Call) and call_root(n.func) in aliases for n in walk(s))}
     lowering = _Lower(aliases | makers, _rebound_attributes(module))
     new = lowering.body_of(module, module.body, set(), set())
     if not lowering.moved:
@@ -176,7 +176,7 @@ class _Lower:
         calls = [n for n in walk(stmt) if isinstance(n, cst.Call)]
         if any(isinstance(c.func, cst.Attribute) and c.func.attr.value in _RUNS for c in calls):
             return False
-        tensorflow = any(_root(c.func) in self.aliases for c in calls)
+        tensorflow = any(call_root(c.func) in self.aliases for c in calls)
         return tensorflow or bool(set(loads(stmt)) & graph)
 
     def _if(self, stmt: cst.If, graph: set[str], bound: set[str], later) -> list | None:
@@ -376,30 +376,6 @@ def _main_guard(test: cst.BaseExpression) -> bool:
     return "__name__" in loads(test)
 
 
-def _root(expr: cst.BaseExpression) -> str | None:
-    while isinstance(expr, (cst.Attribute, cst.Call, cst.Subscript)):
-        expr = expr.value if not isinstance(expr, cst.Call) else expr.func
-    return expr.value if isinstance(expr, cst.Name) else None
-
-
-def _tensorflow_names(module: cst.Module) -> set[str]:
-    """The names the module's imports bind to TensorFlow or its members."""
-    found: set[str] = set()
-    for node in walk(module, skip=(cst.FunctionDef, cst.ClassDef)):
-        if isinstance(node, cst.Import):
-            for alias in node.names:
-                dotted = cst.Module(body=[]).code_for_node(alias.name)
-                if dotted == "tensorflow" or dotted.startswith("tensorflow."):
-                    found.add(alias.asname.name.value if alias.asname is not None
-                              and isinstance(alias.asname.name, cst.Name) else dotted.split(".")[0])
-        elif isinstance(node, cst.ImportFrom) and node.module is not None:
-            dotted = cst.Module(body=[]).code_for_node(node.module)
-            if (dotted == "tensorflow" or dotted.startswith("tensorflow.")) and not isinstance(node.names, cst.ImportStar):
-                found |= {(a.asname.name.value if a.asname is not None and isinstance(a.asname.name, cst.Name)
-                           else cst.Module(body=[]).code_for_node(a.name)) for a in node.names}
-    return found
-
-
 def _rebound_attributes(module: cst.Module) -> set[str]:
     """Attribute names the module assigns (`FLAGS.rate = ...`): a test reading one may change."""
     found: set[str] = set()
@@ -408,6 +384,6 @@ def _rebound_attributes(module: cst.Module) -> set[str]:
             [node.target] if isinstance(node, (cst.AugAssign, cst.AnnAssign)) else []
         for target in targets:
             found |= {n.attr.value for n in walk(target) if isinstance(n, cst.Attribute)}
-        if isinstance(node, cst.Call) and _root(node.func) == "setattr":
+        if isinstance(node, cst.Call) and call_root(node.func) == "setattr":
             found.add("*")
     return found

@@ -12,7 +12,7 @@ from typing import cast
 import libcst as cst
 
 from tf1gradfix.rules.catalog import _read
-from tf1gradfix.cst.walk import TargetedTransformer, children, visit
+from tf1gradfix.cst.walk import TargetedTransformer, children, visit, walk
 from tf1gradfix.model.refusals import Refusal  # noqa: F401 - (its old home: importable from here)
 
 
@@ -283,3 +283,28 @@ class _Binder(cst.CSTVisitor):
 
     def visit_FunctionDef(self, node) -> None:
         self.bound.add(node.name.value)
+
+
+def call_root(expr: cst.BaseExpression) -> str | None:
+    """The name an expression starts from (`tf` of `tf.nn.relu(x).shape`), if a name."""
+    while isinstance(expr, (cst.Attribute, cst.Call, cst.Subscript)):
+        expr = expr.value if not isinstance(expr, cst.Call) else expr.func
+    return expr.value if isinstance(expr, cst.Name) else None
+
+
+def tensorflow_aliases(module: cst.Module) -> set[str]:
+    """The names the module's imports bind to TensorFlow or its members."""
+    found: set[str] = set()
+    for node in walk(module, skip=(cst.FunctionDef, cst.ClassDef)):
+        if isinstance(node, cst.Import):
+            for alias in node.names:
+                dotted = cst.Module(body=[]).code_for_node(alias.name)
+                if dotted == "tensorflow" or dotted.startswith("tensorflow."):
+                    found.add(alias.asname.name.value if alias.asname is not None
+                              and isinstance(alias.asname.name, cst.Name) else dotted.split(".")[0])
+        elif isinstance(node, cst.ImportFrom) and node.module is not None:
+            dotted = cst.Module(body=[]).code_for_node(node.module)
+            if (dotted == "tensorflow" or dotted.startswith("tensorflow.")) and not isinstance(node.names, cst.ImportStar):
+                found |= {(a.asname.name.value if a.asname is not None and isinstance(a.asname.name, cst.Name)
+                           else cst.Module(body=[]).code_for_node(a.name)) for a in node.names}
+    return found

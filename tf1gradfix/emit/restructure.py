@@ -18,7 +18,8 @@ import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider, ScopeProvider
 
 from tf1gradfix import legacy
-from tf1gradfix.constructs import class_bases, guarded_graph, host_builds, inlined_calls, model_classes, statement_forms
+from tf1gradfix.constructs import (class_bases, fresh_graph_loops, guarded_graph, host_builds, inlined_calls, model_classes,
+                                   statement_forms)
 from tf1gradfix.rules import catalog as catalog_module
 from tf1gradfix.cst.metadata import AnalysisWrapper
 from tf1gradfix.detect.detector import shared_names
@@ -79,9 +80,14 @@ def restructure(module: cst.Module, path: str, wrapper: MetadataWrapper | None =
         else _restructure(module, wrapper or AnalysisWrapper(module), renames=renames or {}))
     if shaped.new_module is not None:
         return shaped
+    passes = _passes(module, shaped)
+    if passes is not None and passes.new_module is not None:
+        return passes
     guarded = _guarded(module, shaped)
     if guarded is not None:
         return guarded
+    if passes is not None:
+        return passes
     if as_built is not None and not as_built.no_session:
         return as_built
     return shaped if built is not None else _apart(module, shaped)
@@ -116,6 +122,23 @@ def _guarded(module: cst.Module, shaped: Restructured) -> Restructured | None:
             if read.new_module is not None:
                 return report
     return report
+
+
+def _passes(module: cst.Module, shaped: Restructured) -> Restructured | None:
+    """The module read with its loops of fresh graphs as functions called per pass
+    (fresh_graph_loops), diagnostics at the user's lines: rewritten, or its refusal where
+    the module as written is first refused inside such a loop (it names what stops it)."""
+    outlining = fresh_graph_loops.outlined(module)
+    if outlining is None:
+        return None
+    read = _read(outlining.module, frozenset())
+    if read.no_session:
+        return None
+    back = read.new_module and fresh_graph_loops.restored(read.new_module)
+    first = next((d[0] for d in shaped.diagnostics if d[4] == "manual"), 0)
+    if back is None and (read.new_module is not None or not any(a <= first <= b for a, b in outlining.spans)):
+        return None
+    return replace(read, new_module=back, diagnostics=[(outlining.origin(d[0]), *d[1:]) for d in read.diagnostics])
 
 
 def _read(module: cst.Module, moved: frozenset[int]) -> Restructured:
