@@ -92,3 +92,47 @@ with tf.Session() as sess:
     result = restructure(cst.parse_module(source), "p.py")
     assert result.new_module is not None
     assert "def model(" not in result.new_module.code
+
+
+RUNNER = '''def fit(x, labels, cost, step, rounds=3):
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        for r in range(rounds):
+            sess.run(step, {x: X, labels: L})
+        print(sess.run(cost, {x: X, labels: L}))
+
+
+'''
+BUILT = GRAPH + "step = tf.train.GradientDescentOptimizer(0.1).minimize(cost)\n"
+
+
+def test_a_runner_called_once_as_a_statement_is_its_statements():
+    made = _read(HEAD + MODEL + RUNNER + BUILT + "fit(x, labels, cost, step)\n")
+    assert made is not None and made.functions == ("model", "fit")
+    code = made.module.code
+    assert "def fit" not in code and "for r in range(3):\n" in code
+    assert code.endswith("with tf.Session() as sess:\n    sess.run(tf.global_variables_initializer())\n    for r in range(3):\n        sess.run(step, {x: X, labels: L})\n    print(sess.run(cost, {x: X, labels: L}))\n")
+
+
+@pytest.mark.parametrize("change", [
+    ("    with tf.Session() as sess:\n", "    with tf.variable_scope('s'):\n        sess = None\n"),   # a builder
+    ("        print(sess.run(cost, {x: X, labels: L}))\n", "        return sess.run(cost, {x: X, labels: L})\n"),
+])
+def test_a_function_that_is_not_a_runner_stays(change):
+    runner = RUNNER.replace(*change)
+    assert runner != RUNNER
+    made = _read(HEAD + RUNNER.replace(RUNNER, runner) + BUILT.replace("scores, cost = model(x, labels)\n", "")
+                 + "fit(x, labels, cost, step)\n")
+    assert made is None or "fit" not in made.functions
+
+
+def test_a_runner_whose_result_is_bound_stays():
+    made = _read(HEAD + RUNNER + "done = fit(x, labels, cost, step)\n")
+    assert made is None or "fit" not in made.functions
+
+
+def test_a_function_named_like_a_method_it_calls_is_counted_by_its_own_reads():
+    # `sess.run(...)` in its body reads no name `run`: the function is still called once
+    made = _read(HEAD + RUNNER.replace("def fit(", "def run(") + BUILT.replace("scores, cost = model(x, labels)\n", "")
+                 + "run(x, labels, cost, step)\n")
+    assert made is not None and made.functions == ("run",)

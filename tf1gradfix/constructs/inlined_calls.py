@@ -19,7 +19,11 @@ call's targets take the returned value.
 Only a module function called once in the file, opening no `with` block (a builder's
 variable scope: builders.py makes such a function a module), with plain parameters (literal
 defaults), no decorator, no `global`/`nonlocal`, no nested definition, whose one
-`return` ends it, and none of whose free names the caller binds. The reading is tried
+`return` ends it, and none of whose free names the caller binds. A runner is read the
+same way: a function that opens a session and runs what its caller built (`fit(x, loss,
+step)`, called once as a statement, returning nothing, its `with` blocks the session's
+or not TensorFlow's): the graph built in one function and run in another is then one
+program where the caller is. The reading is tried
 where the module as written is refused (emit/restructure.py); the function's
 definition goes when nothing reads its name any more, unless another file of a project
 holds it (its other importers may call it).
@@ -35,11 +39,13 @@ from typing import cast
 import libcst as cst
 
 from tf1gradfix.cst import line_maps
-from tf1gradfix.cst.syntax import bound_names, fresh_name, free_names, is_docstring, loads, name_nodes, names_renamed
+from tf1gradfix.cst.syntax import (bound_names, call_root, fresh_name, free_names, is_docstring, loads, name_nodes,
+                                   names_renamed, tensorflow_aliases)
 from tf1gradfix.cst.walk import walk
 
 _LITERALS = (cst.Integer, cst.Float, cst.SimpleString, cst.Name)
 _FORBIDDEN = (cst.Global, cst.Nonlocal, cst.FunctionDef, cst.ClassDef, cst.Yield, cst.Await)
+_SESSIONS = ("Session", "InteractiveSession")
 
 
 @dataclass(frozen=True)
@@ -51,11 +57,12 @@ class Inlining:
 
 def inlined(module: cst.Module) -> Inlining | None:
     """The module with each such call read as the function's statements, or None."""
-    functions = {s.name.value: s for s in module.body if isinstance(s, cst.FunctionDef) and _plain(s)}
+    aliases = tensorflow_aliases(module)
+    functions = {s.name.value: s for s in module.body if isinstance(s, cst.FunctionDef) and (_plain(s) or _runner(s, aliases))}
     if not functions:
         return None
     nodes = list(walk(module))
-    reads = [n.value for n in nodes if isinstance(n, cst.Name)]
+    reads = [n.value for n in name_nodes(module)]   # (not attribute names: `sess.run` reads no `run`)
     named = Counter(reads)
     calls = Counter(c.func.value for c in nodes if isinstance(c, cst.Call) and isinstance(c.func, cst.Name))
     once = {name: f for name, f in functions.items() if calls[name] == 1 and named[name] == 2}   # (its def, its call)
@@ -97,20 +104,23 @@ class _Inline:
 
     def _call(self, stmt: cst.SimpleStatementLine, caller: cst.FunctionDef | None) -> list | None:
         small = stmt.body[0] if len(stmt.body) == 1 else None
-        if not (isinstance(small, cst.Assign) and len(small.targets) == 1 and isinstance(small.value, cst.Call)
-                and isinstance(small.value.func, cst.Name) and small.value.func.value in self.functions):
+        call = small.value if isinstance(small, (cst.Assign, cst.Expr)) else None
+        if not (isinstance(call, cst.Call) and isinstance(call.func, cst.Name) and call.func.value in self.functions):
             return None
-        function = self.functions[small.value.func.value]
+        function = self.functions[call.func.value]
+        runs = _returns_nothing(function)
+        if runs != isinstance(small, cst.Expr) or isinstance(small, cst.Assign) and len(small.targets) != 1:
+            return None   # (a model function's result is bound; a runner's call is a statement)
         if caller is function or caller is not None and free_names(function) & _locals(caller):
             return None   # (a global the function reads, shadowed where it is called)
-        arguments = _bound(function, small.value)
+        arguments = _bound(function, call)
         if arguments is None:
             return None
         body = [s for s in cast(cst.IndentedBlock, function.body).body if not is_docstring(s)]
         own = {p.name.value for p in function.params.params} | set().union(*(bound_names(s) for s in body))
-        inside = [n.value for n in walk(function) if isinstance(n, cst.Name)]
+        inside = [n.value for n in name_nodes(function)]
         rebound = set().union(*(bound_names(s) for s in body))
-        kept = _returned_as(small, body, rebound, set(loads(small.value)))   # (locals the call's targets name)
+        kept = [] if runs else _returned_as(cast(cst.Assign, small), body, rebound, set(loads(call)))   # (locals the call's targets name)
         renames = {name: fresh_name(name, self.taken) for name in sorted(own - set(kept))
                    if self.counts.get(name, 0) > inside.count(name)}   # (a name the file uses elsewhere too)
         literal: dict[str, cst.BaseExpression] = {}
@@ -127,12 +137,15 @@ class _Inline:
         copies = [_literals(names_renamed(s, renames), literal) for s in body]
         for copy, original in zip(copies, body):
             self.source[id(copy)] = id(original)   # (a refusal inside is reported at the function's line)
-        *steps, last = copies
-        returned = cast(cst.Return, cast(cst.SimpleStatementLine, last).body[0]).value
-        made += steps
-        for part in _unpacked(small.with_changes(value=returned)):
-            made.append(stmt.with_changes(body=[part]))
-            self.source[id(made[-1])] = id(stmt)
+        if runs:
+            made += copies
+        else:
+            *steps, last = copies
+            returned = cast(cst.Return, cast(cst.SimpleStatementLine, last).body[0]).value
+            made += steps
+            for part in _unpacked(cast(cst.Assign, small).with_changes(value=returned)):
+                made.append(stmt.with_changes(body=[part]))
+                self.source[id(made[-1])] = id(stmt)
         if not made:
             return None   # (a function returning its argument: nothing to read)
         first = made[0]
@@ -140,6 +153,11 @@ class _Inline:
         self.source[id(made[0])] = self.source.get(id(first), id(stmt))
         self.done.append(function.name.value)
         return made
+
+
+def _returns_nothing(function: cst.FunctionDef) -> bool:
+    """A runner (`_runner`): no `return` at all; a model function ends with its one."""
+    return not any(isinstance(n, cst.Return) for n in walk(function.body))
 
 
 def _in_modules(module: cst.Module) -> set[str]:
@@ -202,7 +220,7 @@ def _unpacked(assign: cst.Assign) -> list[cst.Assign]:
     return parts
 
 
-def _plain(function: cst.FunctionDef) -> bool:
+def _plain_params(function: cst.FunctionDef) -> bool:
     params = function.params
     if function.decorators or params.star_arg is not cst.MaybeSentinel.DEFAULT and params.star_arg is not None \
             or params.star_kwarg is not None or params.kwonly_params or params.posonly_params:
@@ -210,9 +228,34 @@ def _plain(function: cst.FunctionDef) -> bool:
     if any(p.default is not None and not (isinstance(p.default, _LITERALS[:3]) or isinstance(p.default, cst.Name)
                                           and p.default.value in ("True", "False", "None")) for p in params.params):
         return False   # (a default is the value it had when the function was defined)
-    if not isinstance(function.body, cst.IndentedBlock) or not function.body.body:
+    return isinstance(function.body, cst.IndentedBlock) and bool(function.body.body)
+
+
+def _runner(function: cst.FunctionDef, aliases: set[str]) -> bool:
+    """A function that opens a session and runs the graph its caller built, returning nothing
+    (`train(loss, step)`, called as a statement): its `with` blocks are the session's or not
+    TensorFlow's (a variable scope would make it a builder)."""
+    if not _plain_params(function) or function.name.value in loads(function.body):
         return False
-    last = function.body.body[-1]
+    found = list(walk(function.body))
+    if any(isinstance(n, (cst.Return, *_FORBIDDEN)) for n in found):
+        return False
+    opened = False
+    for stmt in (n for n in found if isinstance(n, cst.With)):
+        for item in stmt.items:
+            func = item.item.func if isinstance(item.item, cst.Call) else None
+            session = isinstance(func, cst.Attribute) and func.attr.value in _SESSIONS
+            if call_root(item.item) in aliases and not session:
+                return False
+            opened |= session and call_root(item.item) in aliases
+    return opened or any(isinstance(n, cst.Assign) and isinstance(n.value, cst.Call) and isinstance(n.value.func, cst.Attribute)
+                         and n.value.func.attr.value in _SESSIONS and call_root(n.value) in aliases for n in found)
+
+
+def _plain(function: cst.FunctionDef) -> bool:
+    if not _plain_params(function):
+        return False
+    last = cast(cst.IndentedBlock, function.body).body[-1]
     if not (isinstance(last, cst.SimpleStatementLine) and len(last.body) == 1 and isinstance(last.body[0], cst.Return)
             and last.body[0].value is not None):
         return False
