@@ -6,8 +6,11 @@ training loop, for the evaluation). The rewrite computes each run from the
 graph statements its fetches need, so such a statement is read like one made
 before the runs, where that changes nothing:
 
-* it computes a tensor (no variable, layer, optimizer or update: those would be
-  made, or run, at another time than TF1 made them);
+* it makes nothing TF1 must initialize or an earlier run could have read: a
+  tensor, a placeholder, gradients, or a gradient-descent optimizer (no slots)
+  and its train op without a step counter (no variable, layer, optimizer with
+  slots or update: those would be made, or run, at another time than TF1 made
+  them; a slotted optimizer made after the initializer ran fails in TF1 too);
 * it binds names no other graph statement binds (an earlier run fetching the
   name still means the value it had then);
 * the host names it reads are bound nowhere in the program's host code, or once,
@@ -34,7 +37,7 @@ def extends(program, position: int) -> bool:
     """May the graph statement at `position` of `program.items`, after a run, be read as if made before?"""
     item = program.items[position]
     node = item.node
-    if type(node) is not Tensor:
+    if type(node) not in STATELESS and not _slotless(program, node):
         return False
     others = [i for i in program.items if i.node is not None and i is not item]
     if any(set(node.names) & set(i.node.names) for i in others):
@@ -58,14 +61,17 @@ def before_steps(program, item, sites) -> bool:
     statement, compute the runs that follow from the graph as it is then, as TF1 did."""
     if any(calls_step(program, site) for site in sites):
         return False
-    node = item.node
+    return type(item.node) in STATELESS or _slotless(program, item.node)
+
+
+def _slotless(program, node) -> bool:
+    """An optimizer without slots, or its train op without a step counter: nothing TF1 must
+    initialize, nothing made that an earlier run could have read."""
     slotless = graph_ops()["slotless_optimizers"]
     if isinstance(node, TrainOp):
         optimizer = program.nodes[node.optimizer]
         return isinstance(optimizer, Optimizer) and optimizer.cls in slotless and node.step is None
-    if isinstance(node, Optimizer):
-        return node.cls in slotless
-    return type(node) in STATELESS
+    return isinstance(node, Optimizer) and node.cls in slotless
 
 
 def calls_step(program, site) -> bool:

@@ -49,8 +49,10 @@ def folder(trace_dir: str) -> str:
     return path
 
 
-def state_path(where: str, step: int) -> str:
-    return os.path.join(where, f"state-{step}.npz")
+def state_path(where: str, step: int, graph: int | None = None) -> str:
+    """The state before step `step`; `graph`: of a later graph whose first step it is, where
+    the last graph's end state holds that step's name already."""
+    return os.path.join(where, f"state-{step}.npz" if graph is None else f"state-{step}-graph{graph}.npz")
 
 
 def grads_path(where: str, step: int) -> str:

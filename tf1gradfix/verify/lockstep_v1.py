@@ -5,8 +5,14 @@ graph in a run of its own (a run that fetches variables executes nothing
 else, so the training run after it computes what it would have computed) and
 writes them with a map of the optimizers' slots (lockstep_files.py). After
 the run it writes the gradients each optimizer applied, which the migration
-applies in their place (lockstep_v2.py). Only a program that trains one graph
-is followed; the others are refused (the verdict of the plain run stands).
+applies in their place (lockstep_v2.py). A program that trains its graphs one
+after the other (a fresh default graph per experiment) is followed graph by
+graph: each state names its graph's index and the variables of the graphs
+before it, which the migration keeps as they are. The first step of a later
+graph starts from the initial values both sides share (the state written as
+the last graph ended stands for it), and is compared from the next one. A
+program that goes back to a graph it left is refused (the plain run's verdict
+stands).
 """
 
 from __future__ import annotations
@@ -24,7 +30,8 @@ class StateRecorder:
         self.folder = files.folder(tracer.trace.dir)
         self.wait = wait
         self.optimizers: list = []      # (v1 optimizer, [variables it applies to])
-        self.graph = None               # the one graph whose training runs are followed
+        self.graph = None               # the graph whose training runs are followed now
+        self.left: list = []            # the graphs trained before it, in order
         self.off = False
         self.written = 0                # the step of the final state written
 
@@ -75,12 +82,23 @@ class StateRecorder:
         if self.graph is None:
             self.graph = sess.graph
         elif sess.graph is not self.graph:
-            self.refuse("the original trains more than one graph")
-            return
+            if any(g is sess.graph for g in self.left):
+                self.refuse("the original trains a graph again after training another")
+                return
+            self.left.append(self.graph)
+            self.graph = sess.graph
         if not files.wait_for_room(self.folder, time.monotonic() + self.wait):
             return
-        files.write(files.state_path(self.folder, step), self.state(sess),
-                    {"step": step, "final": False, "optimizers": self.slot_map(sess.graph)})
+        graph = len(self.left) if self.written == step else None   # (the last graph's end holds this step's name)
+        files.write(files.state_path(self.folder, step, graph), self.state(sess), self.meta(sess.graph, step, False))
+
+    def meta(self, graph, step: int, final: bool) -> dict:
+        """A state's description: its step, its graph's optimizers, and the variables of the
+        graphs trained before (the migration does not look for them in it)."""
+        earlier = sorted(label for (gid, _), label in self.tracer.labels.items()
+                         if any(id(g) == gid for g in self.left))
+        return {"step": step, "final": final, "optimizers": self.slot_map(graph), "graph": len(self.left),
+                "earlier": earlier}
 
     def after_run(self, step: int, layout: list, values: list) -> None:
         """The gradients each optimizer applied in training run `step` (layout: V1Tracer.extra_fetches)."""
@@ -107,5 +125,4 @@ class StateRecorder:
         except Exception:  # noqa: BLE001 - a broken session: the migration stops waiting when this side ends
             return
         self.written = steps + 1
-        files.write(files.state_path(self.folder, steps + 1), state,
-                    {"step": steps + 1, "final": True, "optimizers": self.slot_map(sess.graph)})
+        files.write(files.state_path(self.folder, steps + 1), state, self.meta(sess.graph, steps + 1, True))

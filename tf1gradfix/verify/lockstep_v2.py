@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import functools
 import os
+from typing import cast
 
 import numpy as np
 
@@ -107,6 +108,7 @@ class Lockstep:
         self.grads: tuple | None = None  # (K, arrays, meta): the gradients the original applied in step K
         self.applies = 0            # updates of the step in progress
         self.built: set = set()     # optimizers whose state was checked after their first update
+        self.graph = 0              # the index of the original's graph the states are of
 
     # -- refusing -------------------------------------------------------------------
     def refuse(self, why: str) -> None:
@@ -158,12 +160,34 @@ class Lockstep:
                 f" (it ended after {last - 1} steps)" if last else ""))
         arrays, meta = files.read(path)
         os.remove(path)
+        self.follow_graph(meta)
         if step >= 2:
             if self.base is None or self.base[0] != step - 1:
                 raise Refused(f"the original's state before step {step - 1} was not taken")
             self.compare(step - 1, self.base[1], arrays)
             if inject:
                 self.inject(arrays, meta)
+        self.base = (step, arrays, meta)
+
+    def follow_graph(self, meta: dict) -> None:
+        """A state of the original's next graph: the optimizers met so far were the last graph's."""
+        if meta.get("graph", 0) != self.graph:
+            self.graph = meta.get("graph", 0)
+            self.optimizers, self.rows, self.originals, self.built = [], {}, {}, set()
+
+    def next_graph(self, step: int) -> None:
+        """The first update of step `step` where the state it started from is the end of the
+        original's last graph: the state the original's next graph starts this step from."""
+        meta = cast(tuple, self.base)[2]
+        if not meta.get("final") or "graph" not in meta:
+            return
+        path = files.state_path(self.folder, step, meta["graph"] + 1)
+        done = os.path.join(self.tracer.trace.dir, rc.ORIGINAL_DONE)
+        if not files.wait_for(path, self.folder, done, _deadline(self.wait)):
+            return
+        arrays, meta = files.read(path)
+        os.remove(path)
+        self.follow_graph(meta)
         self.base = (step, arrays, meta)
 
     # -- the state in the original's terms ---------------------------------------------
@@ -214,10 +238,13 @@ class Lockstep:
     def inject(self, arrays: dict, meta: dict) -> None:
         """Overwrite every matched variable and mapped slot with the original's state."""
         tracer = self.tracer
+        earlier = set(meta.get("earlier", ()))
         for name, var in tracer.created:
-            if id(var) not in tracer.mapped:
-                continue
+            if id(var) not in tracer.mapped or name in earlier:
+                continue   # (a variable of a graph the original trained before this one)
             value = self.keras_layout(name, arrays, True)
+            if value is None and meta.get("final") and "graph" in meta:
+                continue   # (the end of a graph: a variable of the next one, made by now, starts from its initial value)
             if value is None:
                 raise Refused(f"the original's state has no {name}")
             var.assign(np.asarray(value).astype(var.dtype.as_numpy_dtype))
@@ -272,6 +299,7 @@ class Lockstep:
             self.load_grads(step)
         names = [tracer.source_name(v, i) for i, v in enumerate(variables)]
         if id(opt) not in self.rows:
+            self.next_graph(step)
             self.check_optimizer(opt, names)
         wanted = {n for name, g in zip(names, grads) if g is not None for n in self.original_names(name)}
         _, arrays, meta = self.grads
