@@ -136,3 +136,39 @@ def test_a_function_named_like_a_method_it_calls_is_counted_by_its_own_reads():
     made = _read(HEAD + RUNNER.replace("def fit(", "def run(") + BUILT.replace("scores, cost = model(x, labels)\n", "")
                  + "run(x, labels, cost, step)\n")
     assert made is not None and made.functions == ("run",)
+
+
+NESTED = '''WIDTH = 5
+
+
+def encoder(x, size=WIDTH):
+    return tf.layers.dense(x, size, name="enc")
+
+
+def model(x, labels):
+    hidden = encoder(x)
+    scores = tf.layers.dense(hidden, 2, name="s")
+    cost = tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(labels=labels, logits=scores))
+    return scores, cost
+
+
+'''
+
+
+def test_a_function_called_by_an_inlined_one_is_read_in_the_next_pass():
+    made = _read(HEAD + NESTED + GRAPH)
+    assert made is not None and made.functions == ("model", "encoder")
+    assert 'hidden = tf.layers.dense(x, WIDTH, name="enc")\n' in made.module.code
+    assert "def " not in made.module.code
+
+
+def test_a_default_naming_a_constant_rebound_elsewhere_keeps_the_call():
+    made = _read(HEAD + NESTED + GRAPH + "WIDTH = 7\n")
+    assert made is not None and made.functions == ("model",)
+    assert "def encoder" in made.module.code
+
+
+def test_a_default_naming_a_local_of_the_caller_keeps_the_call():
+    caller = "def main():\n    WIDTH = 9\n    x = tf.placeholder(tf.float32, [None, 3])\n    h = encoder(x)\n    return h\n"
+    made = _read(HEAD + NESTED.split("def model")[0] + caller + "\n\nh = main()\nh2 = main()\n")
+    assert made is None or "encoder" not in made.functions

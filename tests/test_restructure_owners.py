@@ -53,24 +53,34 @@ def test_rewriting_together_equals_rewriting_alone():
     assert "def second" + together.split("\ndef second")[1] == second.split("\n", 1)[1].lstrip("\n")
 
 
+BUILT_APART = '''
+import tensorflow as tf
+
+def build():
+    x = tf.placeholder(tf.float32, [None, 2])
+    return x, tf.reduce_sum(x)
+
+def run(data):
+    x, total = build()
+    with tf.Session() as sess:
+        return sess.run(total, {x: data})
+'''
+
+
 def test_built_in_one_function_and_run_in_another_is_refused():
-    source = '''
-    import tensorflow as tf
-
-    def build():
-        x = tf.placeholder(tf.float32, [None, 2])
-        return x, tf.reduce_sum(x)
-
-    def run(data):
-        x, total = build()
-        with tf.Session() as sess:
-            return sess.run(total, {x: data})
-    '''
-    result = rewrite(source)
+    # `build` called twice: not read where it is called (inlined_calls), so two functions share the graph
+    result = rewrite(BUILT_APART + "\ndef check():\n    x, total = build()\n    return total\n")
     assert result.new_module is None
     (line, _, code, message, safety), = result.diagnostics
     assert (line, code, safety) == (5, "TFG904", "manual")
     assert "one function and run in another" in message
+
+
+def test_built_in_a_function_called_once_is_read_where_it_is_called():
+    result = rewrite(BUILT_APART)
+    assert result.new_module is not None, result.diagnostics
+    code = result.new_module.code
+    assert "def build" not in code and "placeholder" not in code and "Session" not in code
 
 
 def test_module_graph_next_to_a_function_graph_is_refused():

@@ -16,9 +16,10 @@ argument (or the name is used for it, when the function never rebinds it), the
 function's locals are renamed apart from every name the file uses elsewhere, and the
 call's targets take the returned value.
 
-Only a module function called once in the file, opening no `with` block (a builder's
+Only a module function called once in the file, as a statement the reading visits (the
+module's, a function's or a `with` block's), opening no `with` block (a builder's
 variable scope: builders.py makes such a function a module), with plain parameters (literal
-defaults), no decorator, no `global`/`nonlocal`, no nested definition, whose one
+defaults, or module constants bound once to a literal), no decorator, no `global`/`nonlocal`, no nested definition, whose one
 `return` ends it, and none of whose free names the caller binds. A runner is read the
 same way: a function that opens a session and runs what its caller built (`fit(x, loss,
 step)`, called once as a statement, returning nothing, its `with` blocks the session's
@@ -46,6 +47,7 @@ from tf1gradfix.cst.walk import walk
 _LITERALS = (cst.Integer, cst.Float, cst.SimpleString, cst.Name)
 _FORBIDDEN = (cst.Global, cst.Nonlocal, cst.FunctionDef, cst.ClassDef, cst.Yield, cst.Await)
 _SESSIONS = ("Session", "InteractiveSession")
+_PASSES = 4
 
 
 @dataclass(frozen=True)
@@ -56,16 +58,35 @@ class Inlining:
 
 
 def inlined(module: cst.Module) -> Inlining | None:
-    """The module with each such call read as the function's statements, or None."""
+    """The module with each such call read as the function's statements, or None; read again
+    while a pass reads more (a model function calling another: `create_model` calling
+    `create_rnn`), a few passes at most."""
+    found = _pass(module)
+    if found is None:
+        return None
+    for _ in range(_PASSES - 1):
+        again = _pass(found.module)
+        if again is None:
+            break
+        first, then = found.origin, again.origin
+        found = Inlining(again.module, lambda line, first=first, then=then: first(then(line)),
+                         found.functions + again.functions)
+    return found
+
+
+def _pass(module: cst.Module) -> Inlining | None:
     aliases = tensorflow_aliases(module)
-    functions = {s.name.value: s for s in module.body if isinstance(s, cst.FunctionDef) and (_plain(s) or _runner(s, aliases))}
+    constants = _constants(module)
+    functions = {s.name.value: s for s in module.body
+                 if isinstance(s, cst.FunctionDef) and (_plain(s, constants) or _runner(s, aliases, constants))}
     if not functions:
         return None
     nodes = list(walk(module))
     reads = [n.value for n in name_nodes(module)]   # (not attribute names: `sess.run` reads no `run`)
     named = Counter(reads)
     calls = Counter(c.func.value for c in nodes if isinstance(c, cst.Call) and isinstance(c.func, cst.Name))
-    once = {name: f for name, f in functions.items() if calls[name] == 1 and named[name] == 2}   # (its def, its call)
+    placed = _placed_calls(module.body)   # (a call under `if __name__ == ...` is not read: its function's body is)
+    once = {name: f for name, f in functions.items() if calls[name] == 1 and named[name] == 2 and name in placed}
     if not once:
         return None
     reading = _Inline(once, reads)
@@ -111,7 +132,8 @@ class _Inline:
         runs = _returns_nothing(function)
         if runs != isinstance(small, cst.Expr) or isinstance(small, cst.Assign) and len(small.targets) != 1:
             return None   # (a model function's result is bound; a runner's call is a statement)
-        if caller is function or caller is not None and free_names(function) & _locals(caller):
+        defaults = {p.default.value for p in function.params.params if isinstance(p.default, cst.Name)}
+        if caller is function or caller is not None and (free_names(function) | defaults) & _locals(caller):
             return None   # (a global the function reads, shadowed where it is called)
         arguments = _bound(function, call)
         if arguments is None:
@@ -153,6 +175,20 @@ class _Inline:
         self.source[id(made[0])] = self.source.get(id(first), id(stmt))
         self.done.append(function.name.value)
         return made
+
+
+def _placed_calls(statements) -> set[str]:
+    """The functions called by a statement `_Inline.body` reads (`f(...)`, `x = f(...)` in
+    the module's body, a function's, a `with` block's)."""
+    out: set[str] = set()
+    for stmt in statements:
+        if isinstance(stmt, (cst.FunctionDef, cst.With)) and isinstance(stmt.body, cst.IndentedBlock):
+            out |= _placed_calls(stmt.body.body)
+        elif isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 \
+                and isinstance(stmt.body[0], (cst.Assign, cst.Expr)) and isinstance(stmt.body[0].value, cst.Call) \
+                and isinstance(stmt.body[0].value.func, cst.Name):
+            out.add(stmt.body[0].value.func.value)
+    return out
 
 
 def _returns_nothing(function: cst.FunctionDef) -> bool:
@@ -211,31 +247,49 @@ def _unpacked(assign: cst.Assign) -> list[cst.Assign]:
     parts: list[cst.Assign] = []
     bound: set[str] = set()
     for t, v in zip(target.elements, value.elements):
+        if isinstance(t.value, cst.Name) and isinstance(v.value, cst.Name) and t.value.value == v.value.value:
+            continue   # (`loss = loss` of a local that kept its name: nothing, and the name means what it meant)
         if set(loads(v.value)) & bound:
             return [assign]
-        if not (isinstance(t.value, cst.Name) and isinstance(v.value, cst.Name) and t.value.value == v.value.value):
-            parts.append(cst.Assign(targets=[cst.AssignTarget(cast(cst.BaseAssignTargetExpression, t.value))],
-                                    value=v.value))   # (`loss = loss` of a local that kept its name: nothing)
+        parts.append(cst.Assign(targets=[cst.AssignTarget(cast(cst.BaseAssignTargetExpression, t.value))],
+                                value=v.value))
         bound |= set(loads(t.value))
     return parts
 
 
-def _plain_params(function: cst.FunctionDef) -> bool:
+def _constants(module: cst.Module) -> set[str]:
+    """Module names bound once, by `NAME = <number or string>` at the top level, and
+    named by no `global`: a default that names one is the value it had at the definition."""
+    bound = Counter(name for stmt in module.body for name in bound_names(stmt))
+    declared = {n.value for g in walk(module) if isinstance(g, cst.Global) for n in (a.name for a in g.names)}
+    out = set()
+    for stmt in module.body:
+        small = stmt.body[0] if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 else None
+        if isinstance(small, cst.Assign) and len(small.targets) == 1 and isinstance(small.targets[0].target, cst.Name) \
+                and isinstance(small.value, _LITERALS[:3]):
+            name = small.targets[0].target.value
+            if bound[name] == 1 and name not in declared:
+                out.add(name)
+    return out
+
+
+def _plain_params(function: cst.FunctionDef, constants: set[str]) -> bool:
     params = function.params
     if function.decorators or params.star_arg is not cst.MaybeSentinel.DEFAULT and params.star_arg is not None \
             or params.star_kwarg is not None or params.kwonly_params or params.posonly_params:
         return False
     if any(p.default is not None and not (isinstance(p.default, _LITERALS[:3]) or isinstance(p.default, cst.Name)
-                                          and p.default.value in ("True", "False", "None")) for p in params.params):
+                                          and (p.default.value in ("True", "False", "None") or p.default.value in constants))
+           for p in params.params):
         return False   # (a default is the value it had when the function was defined)
     return isinstance(function.body, cst.IndentedBlock) and bool(function.body.body)
 
 
-def _runner(function: cst.FunctionDef, aliases: set[str]) -> bool:
+def _runner(function: cst.FunctionDef, aliases: set[str], constants: set[str]) -> bool:
     """A function that opens a session and runs the graph its caller built, returning nothing
     (`train(loss, step)`, called as a statement): its `with` blocks are the session's or not
     TensorFlow's (a variable scope would make it a builder)."""
-    if not _plain_params(function) or function.name.value in loads(function.body):
+    if not _plain_params(function, constants) or function.name.value in loads(function.body):
         return False
     found = list(walk(function.body))
     if any(isinstance(n, (cst.Return, *_FORBIDDEN)) for n in found):
@@ -252,8 +306,8 @@ def _runner(function: cst.FunctionDef, aliases: set[str]) -> bool:
                          and n.value.func.attr.value in _SESSIONS and call_root(n.value) in aliases for n in found)
 
 
-def _plain(function: cst.FunctionDef) -> bool:
-    if not _plain_params(function):
+def _plain(function: cst.FunctionDef, constants: set[str]) -> bool:
+    if not _plain_params(function, constants):
         return False
     last = cast(cst.IndentedBlock, function.body).body[-1]
     if not (isinstance(last, cst.SimpleStatementLine) and len(last.body) == 1 and isinstance(last.body[0], cst.Return)

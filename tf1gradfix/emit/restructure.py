@@ -43,6 +43,7 @@ class Restructured:
     no_session: bool = False
     legacy: tuple[legacy.Found, ...] = ()   # the legacy training bugs of the diagnostics, with their variables
     reshape: frozenset[int] = frozenset()   # lines refused for their statement form alone (statement_forms)
+    first_reason: str | None = None   # the reason (refusals.toml id) of the first refusal
 
     def __post_init__(self) -> None:
         if self.new_module is None and not self.no_session and not any(d[4] == "manual" for d in self.diagnostics):
@@ -97,7 +98,8 @@ def _guarded(module: cst.Module, shaped: Restructured) -> Restructured | None:
     """The module read with the graph statements of host `if`s outside them (guarded_graph),
     with the model functions it calls once as their statements (inlined_calls), or both, in
     that order, diagnostics at the user's lines: the first rewritten, else the first reading
-    when the module as written is first refused inside such an `if` (it names what stops it)."""
+    when the module as written is first refused inside such an `if`, or for a graph built and
+    run in different functions that the inlining joined (it names what stops it)."""
     inlining = inlined_calls.inlined(module)
     lowering = guarded_graph.lowered(module)
     readings: list[tuple[inlined_calls.Inlining | None, guarded_graph.Lowering | None]] = \
@@ -114,8 +116,9 @@ def _guarded(module: cst.Module, shaped: Restructured) -> Restructured | None:
             continue
         back = [lower.origin] if lower is not None else []
         back += [inline.origin] if inline is not None else []
-        if read.new_module is not None or inline is None and lower is not None and report is None \
-                and any(a <= (first or 0) <= b for a, b in lower.spans):
+        if read.new_module is not None or report is None and (
+                inline is None and lower is not None and any(a <= (first or 0) <= b for a, b in lower.spans)
+                or inline is not None and lower is None and shaped.first_reason in _APART):
             report = replace(read, new_module=read.new_module and guarded_graph.restored(
                 read.new_module, lower.tests if lower is not None else frozenset()),
                 diagnostics=[(_through(back, d[0]), *d[1:]) for d in read.diagnostics])
@@ -139,6 +142,11 @@ def _passes(module: cst.Module, shaped: Restructured) -> Restructured | None:
     if back is None and (read.new_module is not None or not any(a <= first <= b for a, b in outlining.spans)):
         return None
     return replace(read, new_module=back, diagnostics=[(outlining.origin(d[0]), *d[1:]) for d in read.diagnostics])
+
+
+# refusals of a graph built and run in different functions: where the functions read where they are
+# called are refused too, that reading's refusal names what stops the program (inlined_calls)
+_APART = frozenset({"graph_built_and_run_apart", "graph_in_several_functions"})
 
 
 def _read(module: cst.Module, moved: frozenset[int]) -> Restructured:
@@ -190,7 +198,8 @@ def _restructure(module: cst.Module, wrapper: MetadataWrapper, plan=None, rename
             return Restructured(None, [(*position(meta, r.node), r.code, r.message, "manual") for r in refused]
                                 + _legacy(meta), legacy=tuple(dict.fromkeys(getattr(meta, "legacy", ()))),
                                 reshape=frozenset(position(meta, r.node)[0] for r in refused
-                                                  if r.reason in statement_forms.REASONS))
+                                                  if r.reason in statement_forms.REASONS),
+                                first_reason=refused[0].reason)
         except Exception as exc:  # noqa: BLE001 - a bug here must never cost the user's file
             return Restructured(None, [diagnostic(1, 1, "internal_error", error=f"{type(exc).__name__}: {exc}")])
     if new is None:   # (no session to start from: ProgramRewrite.run)
