@@ -68,10 +68,13 @@ def inlined(module: cst.Module) -> Inlining | None:
         again = _pass(found.module)
         if again is None:
             break
-        first, then = found.origin, again.origin
-        found = Inlining(again.module, lambda line, first=first, then=then: first(then(line)),
-                         found.functions + again.functions)
+        found = Inlining(again.module, _through(found.origin, again.origin), found.functions + again.functions)
     return found
+
+
+def _through(first: Callable[[int], int], then: Callable[[int], int]) -> Callable[[int], int]:
+    """A later pass's line, through the earlier pass's map, to the user's."""
+    return lambda line: first(then(line))
 
 
 def _pass(module: cst.Module) -> Inlining | None:
