@@ -16,18 +16,19 @@ argument (or the name is used for it, when the function never rebinds it), the
 function's locals are renamed apart from every name the file uses elsewhere, and the
 call's targets take the returned value.
 
-Only a module function called once in the file, as a statement the reading visits (the
+Only a module function called once in the file, by a statement the reading visits (the
 module's, a function's or a `with` block's), opening no `with` block (a builder's
-variable scope: builders.py makes such a function a module), with plain parameters (literal
-defaults, or module constants bound once to a literal), no decorator, no `global`/`nonlocal`, no nested definition, whose one
-`return` ends it, and none of whose free names the caller binds. A runner is read the
-same way: a function that opens a session and runs what its caller built (`fit(x, loss,
-step)`, called once as a statement, returning nothing, its `with` blocks the session's
-or not TensorFlow's): the graph built in one function and run in another is then one
-program where the caller is. The reading is tried
-where the module as written is refused (emit/restructure.py); the function's
-definition goes when nothing reads its name any more, unless another file of a project
-holds it (its other importers may call it).
+variable scope: builders.py makes such a function a module), with plain parameters
+(literal defaults, or module constants bound once to a literal), no decorator, no
+`global`/`nonlocal`, no nested definition, whose one `return` ends it, and none of whose
+free names the caller binds. A runner is read the same way: a function that opens a
+session and runs what its caller built (`fit(x, loss, step)`, called once as a statement,
+returning nothing, its `with` blocks the session's or not TensorFlow's): the graph built
+in one function and run in another is then one program where the caller is. A function
+an inlined one calls is read in the next pass. The reading is tried where the module as
+written is refused (emit/restructure.py); the function's definition goes when nothing
+reads its name any more, unless another file of a project holds it (its other importers
+may call it).
 """
 
 from __future__ import annotations
@@ -145,7 +146,8 @@ class _Inline:
         own = {p.name.value for p in function.params.params} | set().union(*(bound_names(s) for s in body))
         inside = [n.value for n in name_nodes(function)]
         rebound = set().union(*(bound_names(s) for s in body))
-        kept = [] if runs else _returned_as(cast(cst.Assign, small), body, rebound, set(loads(call)))   # (locals the call's targets name)
+        # (locals the call's targets name keep their names)
+        kept = [] if runs else _returned_as(cast(cst.Assign, small), body, rebound, set(loads(call)))
         renames = {name: fresh_name(name, self.taken) for name in sorted(own - set(kept))
                    if self.counts.get(name, 0) > inside.count(name)}   # (a name the file uses elsewhere too)
         literal: dict[str, cst.BaseExpression] = {}
