@@ -91,3 +91,9 @@ def test_a_refusal_inside_the_pass_is_reported_at_the_users_line():
     manual = [d for d in result.diagnostics if d[4] == "manual"]
     assert manual and all(d[0] - 1 < len(lines) for d in manual)
     assert any("add_to_collection" in lines[d[0] - 1] for d in manual), manual
+
+
+def test_a_message_names_the_loop_not_the_function_read_for_it():
+    from tf1gradfix.constructs.fresh_graph_loops import spoken
+    assert spoken(f"graph built in one function and run in another (`{PREFIX}12`)") == \
+        "graph built in one function and run in another (the loop's body)"

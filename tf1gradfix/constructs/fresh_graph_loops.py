@@ -19,6 +19,7 @@ otherwise the reading is not taken.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -63,6 +64,11 @@ def outlined(module: cst.Module) -> Outlining | None:
     lines = line_maps.statement_lines(module, (cst.For,))
     spans = tuple(lines[id(module.body[k])] for k in found)
     return Outlining(cst.parse_module(made.code), line_maps.origin(module, made, {}), spans)
+
+
+def spoken(message: str) -> str:
+    """A refusal's message of the reading, naming the user's loop, not the function read for it."""
+    return re.sub(rf"`{PREFIX}\d+`", "the loop's body", message)
 
 
 def restored(new: cst.Module) -> cst.Module | None:

@@ -141,7 +141,8 @@ def _passes(module: cst.Module, shaped: Restructured) -> Restructured | None:
     first = next((d[0] for d in shaped.diagnostics if d[4] == "manual"), 0)
     if back is None and (read.new_module is not None or not any(a <= first <= b for a, b in outlining.spans)):
         return None
-    return replace(read, new_module=back, diagnostics=[(outlining.origin(d[0]), *d[1:]) for d in read.diagnostics])
+    return replace(read, new_module=back, diagnostics=[(outlining.origin(d[0]), d[1], d[2],
+                                                        fresh_graph_loops.spoken(d[3]), d[4]) for d in read.diagnostics])
 
 
 # refusals of a graph built and run in different functions: where the functions read where they are
