@@ -26,7 +26,8 @@ from dataclasses import dataclass
 import libcst as cst
 
 from tf1gradfix.cst import line_maps
-from tf1gradfix.cst.syntax import bound_names, call_root, loads, tensorflow_aliases
+from tf1gradfix.cst.syntax import (alias_qualified, bound_names, call_root, enters_new_graph, loads,
+                                   tensorflow_aliases)
 from tf1gradfix.cst.walk import walk
 
 PREFIX = "__tf1gradfix_pass_"
@@ -106,22 +107,13 @@ def _fresh_pass(stmt: cst.BaseStatement, aliases: set[str]) -> bool:
         return False
     first = stmt.body.body[0]
     if isinstance(first, cst.With) and len(stmt.body.body) == 1:
-        return _new_graph(first, aliases)
+        return enters_new_graph(first, alias_qualified(aliases))
     call = first.body[0].value if isinstance(first, cst.SimpleStatementLine) and len(first.body) == 1 \
         and isinstance(first.body[0], cst.Expr) else None
     if not (isinstance(call, cst.Call) and not call.args and call_root(call.func) in aliases):
         return False
     func = call.func
     return (func.attr.value if isinstance(func, cst.Attribute) else getattr(func, "value", None)) == "reset_default_graph"
-
-
-def _new_graph(stmt: cst.With, aliases: set[str]) -> bool:
-    """`with tf.Graph().as_default():`, the whole body of the pass."""
-    item = stmt.items[0] if len(stmt.items) == 1 and stmt.items[0].asname is None else None
-    func = item.item.func if item is not None and isinstance(item.item, cst.Call) and not item.item.args else None
-    graph = func.value if isinstance(func, cst.Attribute) and func.attr.value == "as_default" else None
-    return isinstance(graph, cst.Call) and not graph.args and isinstance(graph.func, cst.Attribute) \
-        and graph.func.attr.value == "Graph" and call_root(graph.func) in aliases
 
 
 def _alone(module: cst.Module, k: int) -> bool:

@@ -37,7 +37,7 @@ def extends(program, position: int) -> bool:
     """May the graph statement at `position` of `program.items`, after a run, be read as if made before?"""
     item = program.items[position]
     node = item.node
-    if type(node) not in STATELESS and not _slotless(program, node):
+    if not _inert(program, node):
         return False
     others = [i for i in program.items if i.node is not None and i is not item]
     if any(set(node.names) & set(i.node.names) for i in others):
@@ -61,12 +61,14 @@ def before_steps(program, item, sites) -> bool:
     statement, compute the runs that follow from the graph as it is then, as TF1 did."""
     if any(calls_step(program, site) for site in sites):
         return False
-    return type(item.node) in STATELESS or _slotless(program, item.node)
+    return _inert(program, item.node)
 
 
-def _slotless(program, node) -> bool:
-    """An optimizer without slots, or its train op without a step counter: nothing TF1 must
-    initialize, nothing made that an earlier run could have read."""
+def _inert(program, node) -> bool:
+    """Nothing TF1 must initialize, nothing made that an earlier run could have read: a
+    stateless value, an optimizer without slots, or its train op without a step counter."""
+    if type(node) in STATELESS:
+        return True
     slotless = graph_ops()["slotless_optimizers"]
     if isinstance(node, TrainOp):
         optimizer = program.nodes[node.optimizer]

@@ -41,13 +41,12 @@ from typing import cast
 import libcst as cst
 
 from tf1gradfix.cst import line_maps
-from tf1gradfix.cst.syntax import (bound_names, call_root, fresh_name, free_names, is_docstring, loads, name_nodes,
-                                   names_renamed, tensorflow_aliases)
+from tf1gradfix.cst.syntax import (alias_qualified, bound_names, call_root, fresh_name, free_names, is_docstring, loads, matches,
+                                   name_nodes, names_renamed, tensorflow_aliases)
 from tf1gradfix.cst.walk import walk
 
 _LITERALS = (cst.Integer, cst.Float, cst.SimpleString, cst.Name)
 _FORBIDDEN = (cst.Global, cst.Nonlocal, cst.FunctionDef, cst.ClassDef, cst.Yield, cst.Await)
-_SESSIONS = ("Session", "InteractiveSession")
 _PASSES = 4
 
 
@@ -80,7 +79,9 @@ def _through(first: Callable[[int], int], then: Callable[[int], int]) -> Callabl
 
 def _pass(module: cst.Module) -> Inlining | None:
     aliases = tensorflow_aliases(module)
-    constants = _constants(module)
+    named_defaults = any(isinstance(p.default, cst.Name) for s in module.body if isinstance(s, cst.FunctionDef)
+                         for p in s.params.params)
+    constants = _constants(module) if named_defaults else set()
     functions = {s.name.value: s for s in module.body
                  if isinstance(s, cst.FunctionDef) and (_plain(s, constants) or _runner(s, aliases, constants))}
     if not functions:
@@ -299,16 +300,16 @@ def _runner(function: cst.FunctionDef, aliases: set[str], constants: set[str]) -
     found = list(walk(function.body))
     if any(isinstance(n, (cst.Return, *_FORBIDDEN)) for n in found):
         return False
+    qualified = alias_qualified(aliases)
     opened = False
     for stmt in (n for n in found if isinstance(n, cst.With)):
         for item in stmt.items:
-            func = item.item.func if isinstance(item.item, cst.Call) else None
-            session = isinstance(func, cst.Attribute) and func.attr.value in _SESSIONS
+            session = isinstance(item.item, cst.Call) and matches(qualified(item.item.func), "sessions")
             if call_root(item.item) in aliases and not session:
-                return False
-            opened |= session and call_root(item.item) in aliases
-    return opened or any(isinstance(n, cst.Assign) and isinstance(n.value, cst.Call) and isinstance(n.value.func, cst.Attribute)
-                         and n.value.func.attr.value in _SESSIONS and call_root(n.value) in aliases for n in found)
+                return False   # (a variable scope: a builder)
+            opened |= session
+    return opened or any(isinstance(n, cst.Assign) and isinstance(n.value, cst.Call)
+                         and matches(qualified(n.value.func), "sessions") for n in found)
 
 
 def _plain(function: cst.FunctionDef, constants: set[str]) -> bool:

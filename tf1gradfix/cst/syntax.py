@@ -308,3 +308,19 @@ def tensorflow_aliases(module: cst.Module) -> set[str]:
                 found |= {(a.asname.name.value if a.asname is not None and isinstance(a.asname.name, cst.Name)
                            else cst.Module(body=[]).code_for_node(a.name)) for a in node.names}
     return found
+
+
+def alias_qualified(aliases: set[str]):
+    """A resolver for where no scope analysis exists yet (a reading of the module): `tf.X.Y`
+    spelled from a name the module's imports bind to TensorFlow is `tensorflow.X.Y`
+    (`compat.v1.` read as TF1's own), anything else None."""
+    def qualified(expr: cst.BaseExpression) -> str | None:
+        parts: list[str] = []
+        while isinstance(expr, cst.Attribute):
+            parts.insert(0, expr.attr.value)
+            expr = expr.value
+        if not (isinstance(expr, cst.Name) and expr.value in aliases and parts):
+            return None
+        dotted = ".".join(parts)
+        return "tensorflow." + (dotted[len("compat.v1."):] if dotted.startswith("compat.v1.") else dotted)
+    return qualified

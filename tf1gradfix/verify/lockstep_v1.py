@@ -7,12 +7,12 @@ writes them with a map of the optimizers' slots (lockstep_files.py). After
 the run it writes the gradients each optimizer applied, which the migration
 applies in their place (lockstep_v2.py). A program that trains its graphs one
 after the other (a fresh default graph per experiment) is followed graph by
-graph: each state names its graph's index and the variables of the graphs
-before it, which the migration keeps as they are. The first step of a later
-graph starts from the initial values both sides share (the state written as
-the last graph ended stands for it), and is compared from the next one. A
-program that goes back to a graph it left is refused (the plain run's verdict
-stands).
+graph: each state names its graph's index, the variables of the graphs before
+it (the migration keeps them as they are) and every variable the original has
+made so far. Where the last graph's end state took a step's name, the next
+graph's first state is written beside it (`state-K-graphN`), for the migration
+to read at its first update there. A program that goes back to a graph it left
+is refused (the plain run's verdict stands).
 """
 
 from __future__ import annotations
@@ -93,12 +93,12 @@ class StateRecorder:
         files.write(files.state_path(self.folder, step, graph), self.state(sess), self.meta(sess.graph, step, False))
 
     def meta(self, graph, step: int, final: bool) -> dict:
-        """A state's description: its step, its graph's optimizers, and the variables of the
-        graphs trained before (the migration does not look for them in it)."""
-        earlier = sorted(label for (gid, _), label in self.tracer.labels.items()
-                         if any(id(g) == gid for g in self.left))
+        """A state's description: its step, its graph's optimizers, the variables of the graphs
+        trained before (the migration does not look for them in it) and all it has named."""
+        left = {id(g) for g in self.left}
+        earlier = sorted(label for (gid, _), label in self.tracer.labels.items() if gid in left)
         return {"step": step, "final": final, "optimizers": self.slot_map(graph), "graph": len(self.left),
-                "earlier": earlier}
+                "earlier": earlier, "known": sorted(self.tracer.labels.values())}
 
     def after_run(self, step: int, layout: list, values: list) -> None:
         """The gradients each optimizer applied in training run `step` (layout: V1Tracer.extra_fetches)."""

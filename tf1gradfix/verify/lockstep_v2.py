@@ -179,7 +179,7 @@ class Lockstep:
         """The first update of step `step` where the state it started from is the end of the
         original's last graph: the state the original's next graph starts this step from."""
         meta = cast(tuple, self.base)[2]
-        if not meta.get("final") or "graph" not in meta:
+        if not meta.get("final"):
             return
         path = files.state_path(self.folder, step, meta["graph"] + 1)
         done = os.path.join(self.tracer.trace.dir, rc.ORIGINAL_DONE)
@@ -238,13 +238,13 @@ class Lockstep:
     def inject(self, arrays: dict, meta: dict) -> None:
         """Overwrite every matched variable and mapped slot with the original's state."""
         tracer = self.tracer
-        earlier = set(meta.get("earlier", ()))
+        earlier, known = set(meta.get("earlier", ())), meta.get("known")
         for name, var in tracer.created:
             if id(var) not in tracer.mapped or name in earlier:
                 continue   # (a variable of a graph the original trained before this one)
             value = self.keras_layout(name, arrays, True)
-            if value is None and meta.get("final") and "graph" in meta:
-                continue   # (the end of a graph: a variable of the next one, made by now, starts from its initial value)
+            if value is None and known is not None and name not in known:
+                continue   # (a variable of a graph the original has not built yet: it starts from its initial value)
             if value is None:
                 raise Refused(f"the original's state has no {name}")
             var.assign(np.asarray(value).astype(var.dtype.as_numpy_dtype))
