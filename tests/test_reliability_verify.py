@@ -326,6 +326,24 @@ def test_a_report_that_cannot_be_written_is_one_line_and_exit_2_after_the_verdic
     assert len(err.strip().splitlines()) == 1 and err.startswith("tf1gradfix: cannot write the ") and str(target) in err
 
 
+def test_a_program_choosing_its_matplotlib_backend_is_still_recorded(tmp_path, fake_runners):
+    """`matplotlib.use("Agg")` in the program selects the recording backend: a drawing that
+    differs is a divergence, on whichever side pyplot was imported first."""
+    plot = """
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    plt.plot([0.0, 1.0], [{}, 2.0])
+    plt.savefig("drawn.png")
+    print("loss", 1.0)
+    """
+    original, migrated = programs(tmp_path, plot.format(1.0), plot.format(1.5))
+    result = orchestrate.verify_pair(original, migrated, timeout=60)
+    assert result.verdict == "DIVERGED" and "plotted value" in result.reason, result.reason
+    original, migrated = programs(tmp_path, plot.format(1.0), plot.format(1.0))
+    assert orchestrate.verify_pair(original, migrated, timeout=60).verdict == "EQUIVALENT"
+
+
 def test_a_plot_in_a_format_matplotlib_does_not_write_is_a_report_error(tmp_path, fake_runners):
     from tf1gradfix.verify import report
 

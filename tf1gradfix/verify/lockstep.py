@@ -77,9 +77,10 @@ def not_eligible(result) -> tuple[str, bool] | None:
     if shown is not None:
         return (f"the plain run differs in {_short(shown)} (text, or a number missing or shown otherwise), "
                 "which drift cannot explain", True)
-    if not trained:
-        return ("the plain run differs only in shown numbers while its training agreed, which drift "
-                "cannot explain", True)
+    drifted = any(c.stats[k].max_abs_err > 0 for k in DRIFT_KINDS + ("final value",))   # (within tolerance)
+    if not trained and not drifted:
+        return ("the plain run differs only in shown numbers while its training agreed bit for bit, which "
+                "drift cannot explain", True)
     why = not_runnable(result)
     return (why, True) if why else None
 

@@ -248,6 +248,8 @@ def run_user_script(script: str, trace: Trace, before_exit=None, argv=(), cwd=No
     script = os.path.abspath(script)
     folder = os.path.dirname(script)
     os.chdir(cwd or folder)
+    if _plots(script):   # (imported before the program's folder can shadow what matplotlib imports)
+        _keep_plot_backend()
     sys.path.insert(0, folder)
     sys.argv = [script, *argv]
     use_plot_backend()
@@ -306,6 +308,37 @@ def use_plot_backend() -> None:
             pyplot.switch_backend(f"module://{PLOT_BACKEND}")
         except Exception:  # noqa: BLE001 - no recording, the run goes on as before
             pass
+
+
+def _plots(script: str) -> bool:
+    """Does the script, or a module beside it, name matplotlib (a project's `utils.py` often
+    chooses the backend)? Read as bytes, the folder's top level only."""
+    folder = os.path.dirname(script)
+    try:
+        names = [script] + [os.path.join(folder, n) for n in sorted(os.listdir(folder))[:200] if n.endswith(".py")]
+        for name in names:
+            with open(name, "rb") as handle:
+                if b"matplotlib" in handle.read(1_000_000):
+                    return True
+    except OSError:
+        return False
+    return False
+
+
+def _keep_plot_backend() -> None:
+    """A program's own `matplotlib.use("Agg")` would leave one side unrecorded (which side
+    depends on when pyplot was first imported): it selects the recording backend instead."""
+    os.environ["MPLBACKEND"] = f"module://{PLOT_BACKEND}"   # (read when matplotlib is imported)
+    try:
+        import matplotlib
+    except ImportError:
+        return
+    chosen = matplotlib.use
+
+    def use(backend, *args, **kwargs):
+        return chosen(f"module://{PLOT_BACKEND}", *args, **kwargs)
+
+    matplotlib.use = use
 
 
 def record_plots(trace: Trace, final: bool = True) -> None:
