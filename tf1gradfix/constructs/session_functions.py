@@ -12,14 +12,16 @@ from __future__ import annotations
 
 import libcst as cst
 
+from tf1gradfix.constructs import session_params
 from tf1gradfix.cst.syntax import free_names, loads, matches
 from tf1gradfix.cst.walk import walk
 
 
-def runs_session(program, stmt: cst.FunctionDef, position: int) -> bool:
+def runs_session(program, stmt: cst.FunctionDef, position: int, given: str | None = None) -> bool:
     """Whether the module-level function `stmt` (item `position`) is host code of the
-    module's session, scanned as such (sites.HostScan)."""
-    if not isinstance(stmt.body, cst.IndentedBlock) or stmt.decorators or not free_names(stmt) & program.sessions:
+    module's session, scanned as such (sites.HostScan): it reads the session as a global,
+    or receives it as its parameter `given` (`def evaluate(sess, data)`: session_params)."""
+    if not isinstance(stmt.body, cst.IndentedBlock) or stmt.decorators or not (free_names(stmt) & program.sessions or given):
         return False
     name = stmt.name.value
     last_graph = max((pos for pos, item in enumerate(program.items) if item.node is not None), default=-1)
@@ -52,7 +54,26 @@ def running(functions: dict[str, cst.FunctionDef], body, qualified) -> set[str]:
             elif isinstance(node, cst.WithItem) and isinstance(node.item, cst.Call) and matches(qualified(node.item.func), "sessions") \
                     and node.asname is not None and isinstance(node.asname.name, cst.Name):
                 sessions.add(node.asname.name.value)
+    given = _given(functions, body, sessions)
     return {name for name, func in functions.items()
             if any(type(c) is cst.Call and isinstance(c.func, cst.Attribute) and c.func.attr.value == "run"
-                   and isinstance(c.func.value, cst.Name) and c.func.value.value in sessions & free_names(func)
+                   and isinstance(c.func.value, cst.Name)
+                   and c.func.value.value in (sessions & free_names(func)) | given.get(name, set())
                    for c in walk(func.body))}
+
+
+def _given(functions: dict[str, cst.FunctionDef], body, sessions: set[str]) -> dict[str, set[str]]:
+    """The parameters of `functions` that a call in `body` passes one of `sessions` to
+    (`evaluate(sess, data)`: `evaluate`'s first), by position or keyword."""
+    out: dict[str, set[str]] = {}
+    for stmt in body:
+        for call in walk(stmt, skip=(cst.FunctionDef, cst.ClassDef)):
+            if type(call) is not cst.Call or not isinstance(call.func, cst.Name) or call.func.value not in functions:
+                continue
+            for k, a in enumerate(call.args):
+                if a.star or not (isinstance(a.value, cst.Name) and a.value.value in sessions):
+                    continue
+                name = session_params.parameter(functions[call.func.value], 0, k, a)
+                if name is not None:
+                    out.setdefault(call.func.value, set()).add(name)
+    return out

@@ -34,7 +34,7 @@ class SessionParameters:
                 for position, a in enumerate(call.args):
                     if not (isinstance(a.value, cst.Name) and a.value.value in sessions) or a.star:
                         continue
-                    param = _parameter(fn, offset, position, a)
+                    param = parameter(fn, offset, position, a)
                     if param is None:
                         raise Refusal.of(call, "session_param_unmatched", function=callee)
                     known = self.removed_params.setdefault(fn, param)
@@ -48,7 +48,7 @@ class SessionParameters:
             if fn not in self.removed_params:
                 continue
             param = self.removed_params[fn]
-            passed = [i for i, a in enumerate(call.args) if _parameter(fn, offset, i, a) == param]
+            passed = [i for i, a in enumerate(call.args) if parameter(fn, offset, i, a) == param]
             value = call.args[passed[0]].value if len(passed) == 1 else None
             if not (isinstance(value, cst.Name) and value.value in sessions):
                 raise Refusal.of(call, "session_param_missing", function=callee, param=param)
@@ -70,7 +70,8 @@ class SessionParameters:
         return out
 
 
-def _parameter(fn: cst.FunctionDef, offset: int, position: int, a: cst.Arg) -> str | None:
+def parameter(fn: cst.FunctionDef, offset: int, position: int, a: cst.Arg) -> str | None:
+    """The parameter of `fn` argument `a` (at `position`, after `offset` bound ones: `self`) binds; None: none."""
     params = [p.name.value for p in (*fn.params.posonly_params, *fn.params.params)]
     if a.keyword is not None:
         names = params + [p.name.value for p in fn.params.kwonly_params]
@@ -86,29 +87,31 @@ def _without_trailing_comma(kept: list, original: Sequence) -> list:
     return kept
 
 
-def session_parameters(module: cst.Module, cls: cst.ClassDef, host, sessions: set[str]) -> SessionParameters:
-    """The parameters that receive the session (module functions, the class's methods),
-    found from the calls in `host`; their names join `sessions`."""
+def session_parameters(module: cst.Module, cls: cst.ClassDef | None, host, sessions: set[str]) -> SessionParameters:
+    """The parameters that receive the session (module functions, the class's methods, when
+    there is a model class), found from the calls in `host`; their names join `sessions`."""
     # (a method is `Class.name`, apart from a module function of the same name: `sample(args)` is
     # not `model.sample(sess, ...)`)
     functions = {s.name.value: (s, 0) for s in module.body if isinstance(s, cst.FunctionDef)}
-    functions.update({f"{cls.name.value}.{s.name.value}": (s, 1) for s in cls.body.body
-                      if isinstance(s, cst.FunctionDef) and s.name.value != "__init__"})
-    init = next((s for s in cls.body.body if isinstance(s, cst.FunctionDef) and s.name.value == "__init__"), None)
-    if init is not None:   # (the class constructed with the session: `Model(sess, ...)`)
-        functions[cls.name.value] = (init, 1)
+    owner = cls.name.value if cls is not None else None
+    if cls is not None:
+        functions.update({f"{owner}.{s.name.value}": (s, 1) for s in cls.body.body
+                          if isinstance(s, cst.FunctionDef) and s.name.value != "__init__"})
+        init = next((s for s in cls.body.body if isinstance(s, cst.FunctionDef) and s.name.value == "__init__"), None)
+        if init is not None:   # (the class constructed with the session: `Model(sess, ...)`)
+            functions[cls.name.value] = (init, 1)
     calls: list[tuple[cst.Call, str]] = []
     called: set[int] = set()
     references: list[tuple[cst.Name, str]] = []
     attributes: set[int] = set()
-    instances = {"self"} | {name for stmt in host for line in walk(stmt) if type(line) is cst.SimpleStatementLine
-                            if (name := host_builds.construction(line, cls.name.value)) is not None}
+    instances = {"self"} | ({name for stmt in host for line in walk(stmt) if type(line) is cst.SimpleStatementLine
+                             if (name := host_builds.construction(line, owner)) is not None} if owner else set())
 
     def key_of(func: cst.BaseExpression) -> str | None:
         if isinstance(func, cst.Name):
             return func.value if func.value in functions else None   # (a module function, the class)
-        if isinstance(func, cst.Attribute):
-            method = f"{cls.name.value}.{func.attr.value}"
+        if isinstance(func, cst.Attribute) and owner is not None:
+            method = f"{owner}.{func.attr.value}"
             return method if method in functions else None
         return None
 

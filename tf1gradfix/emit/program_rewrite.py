@@ -201,9 +201,10 @@ class ProgramRewrite(ModuleEdits):
                 isinstance(c, cst.ClassDef) and owner in c.body.body for c in self.module.body))
 
 
-    def _host_scan(self, program, nested, host, builder, blocks) -> HostScan:
-        """A scan of the host code, told what other constructs rewrite (writers, later sessions' inits)."""
-        scan = HostScan(program, self.meta, nested, host)
+    def _host_scan(self, program, nested, host, builder, blocks, received) -> HostScan:
+        """A scan of the host code, told what other constructs rewrite (writers, later sessions' inits;
+        `received`: the script's functions given the session, when there is no model class)."""
+        scan = HostScan(program, self.meta, nested, host, received if host is None else None)
         scan.skip = set(builder.writers.statements) if builder.writers is not None else set()
         if blocks is not None:
             scan.overwritten = later_sessions.overwritten(program, blocks, builder.qualified)
@@ -262,6 +263,8 @@ class ProgramRewrite(ModuleEdits):
                 nested = nested_sessions([it.stmt for it in program.items if it.node is None and not it.drop
                                            and not isinstance(it.stmt, (cst.SimpleStatementLine, cst.FunctionDef, cst.ClassDef))],
                                           program, self.meta, builder)
+                received = session_params.session_parameters(   # (`def evaluate(sess, data)`: the module's helpers)
+                    self.module, None, [it.stmt for it in program.items if it.node is None], set(program.sessions))
             else:
                 init_sessions = set(program.sessions)   # (`self.sess = tf.Session()` in `__init__`)
                 statements = model_classes.host_statements(self.module, cls, self.plan)
@@ -276,11 +279,11 @@ class ProgramRewrite(ModuleEdits):
                     received)
                 # (methods and attributes; `tf.Module`'s own are checked where they are named)
                 self.taken |= self.plan.members - model_classes.vanishing(self.plan, program) - builders.MODULE_ATTRIBUTES
-            scan = self._host_scan(program, nested, host, builder, blocks)
+            scan = self._host_scan(program, nested, host, builder, blocks, received)
             scan.run()
             unrun = scan.unrun
             if scan.rescan:   # (graph code after the last run rebound a name the runs fetched)
-                scan = self._host_scan(program, nested, host, builder, blocks)
+                scan = self._host_scan(program, nested, host, builder, blocks, received)
                 scan.unrun_done = set(unrun)
                 scan.run()
             if blocks is not None:
@@ -352,6 +355,8 @@ class ProgramRewrite(ModuleEdits):
         replacements.update(self.loader_edits)
         if isinstance(owner, cst.Module):
             replacements.update(self.module_edits)
+        if cls is None:   # (the session its helpers were given goes: session_params)
+            replacements.update(received.edits())
         for call, text in scan.variable_lists.items():
             replacements[call] = cst.parse_expression(text)
         for removed in scan.removed | (builder.options.statements if builder.options else set()):

@@ -37,12 +37,13 @@ class Site:
 class HostScan(FetchesAndFeeds):
     """Finds execution sites and every other use of graph names in host code."""
 
-    def __init__(self, program: Program, meta, sessions_opened=(), host=None):
-        """`host`: a model class's host code (model_classes.ClassHost): where its graph runs."""
+    def __init__(self, program: Program, meta, sessions_opened=(), host=None, received=None):
+        """`host`: a model class's host code (model_classes.ClassHost): where its graph runs;
+        `received`: a script's functions given the session (session_params.SessionParameters)."""
         self.p, self.meta = program, meta
         self.host = host
         self.attributes = host.attributes if host else {}
-        self.session_params = host.session_params if host else None
+        self.session_params = host.session_params if host else received
         self.session_args = self.session_params.session_arguments() if self.session_params else set()
         self._receiver: str | None = None
         self._top = False   # scanning one of the program's own statements (not a function's)
@@ -62,6 +63,7 @@ class HostScan(FetchesAndFeeds):
         self.rescan = False   # one of them rebound a graph name: scan again with the name's earlier binding
         self._parents: dict[int, dict[cst.CSTNode, cst.CSTNode]] = {}
         self.inits = 0
+        self.called_later: set[int] = set()   # ids of the sites of helpers the script calls after the graph is built
         self.expressions: dict[str, str] = {}   # fetched expression (code) -> its model name
         self.skip: set[cst.CSTNode] = set()   # statements rewritten elsewhere (summary writers)
         self.overwritten: set[int] = set()   # ids of a later session's initializer runs its restore overwrites
@@ -126,12 +128,17 @@ class HostScan(FetchesAndFeeds):
 
     def _host_item(self, item, position: int, names: set[str], first_bound: dict[str, int]) -> None:
         self._top = False
-        if isinstance(item.stmt, cst.FunctionDef) and session_functions.runs_session(self.p, item.stmt, position):
+        given = self.session_params.removed_params.get(item.stmt) if self.session_params else None
+        if isinstance(item.stmt, cst.FunctionDef) and session_functions.runs_session(self.p, item.stmt, position, given):
             local = session_functions.local_names(item.stmt)
+            before = len(self.sites)
             for stmt in cast(cst.IndentedBlock, item.stmt.body).body:   # its runs: sites, as the loop's that calls it
-                self._item, self._sessions = Item(stmt), self.p.sessions - local
+                self._item, self._sessions = Item(stmt), (self.p.sessions - local) | ({given} if given else set())
                 self._scan(stmt, names - local)
+            self.called_later |= {id(site) for site in self.sites[before:]}
             return
+        if given is not None:   # (its parameter goes at every call: only a helper read as host code may lose it)
+            raise Refusal.of(item.stmt, "session_param_function_not_host", function=item.stmt.name.value)
         if isinstance(item.stmt, (cst.FunctionDef, cst.ClassDef)):
             self._definition(item.stmt, names)
             return
@@ -335,7 +342,8 @@ class HostScan(FetchesAndFeeds):
                 return
             # TF2 initializes once, at creation: a re-initialization cannot simply go
             # (functions of host code run in an order the scan does not know)
-            if self.sites and self.host is None or self._in_loop(call) or self.inits:
+            ran = any(id(site) not in self.called_later for site in self.sites)   # (a helper's runs: when called)
+            if ran and self.host is None or self._in_loop(call) or self.inits:
                 raise Refusal.of(call, "initializer_run_again")
             self.inits += 1
             return
