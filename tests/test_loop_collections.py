@@ -128,6 +128,14 @@ def test_a_frozen_variable_of_the_loop_in_a_var_list_is_watched():
     assert "tape.watch(b_variables[0])" in code and "variables = [w_variables[0], b_variables[0]]" in code
 
 
+def test_a_var_list_of_the_collection_lists_a_layer_loops_weights_in_tf1s_order():
+    """Read as a `var_list=`, after the run called the layers: each block's `w`, then its dense
+    layer's kernel and bias, block by block (the rewrite of this program is proven EQUIVALENT)."""
+    code, messages = rewrite("loss = y\n", LAYERED, RUN.replace("minimize(loss)", "minimize(loss, var_list=tf.trainable_variables())"))
+    assert code is not None, messages
+    assert "for made in zip(w_variables, dense_layers) for v in (made[0], made[1].kernel, made[1].bias)" in flat(code)
+
+
 def test_contribs_weights_are_listed_under_tf1s_names():
     """contrib names a Dense's kernel `weights`, its bias `biases`; no bias where biases_initializer=None."""
     head = ("import numpy as np\nimport tensorflow as tf\n\nx = tf.placeholder(tf.float32, [None, 2])\n"
@@ -143,8 +151,6 @@ def test_contribs_weights_are_listed_under_tf1s_names():
     (HEAD, "loss = y\n", RUN.replace('    print(sess.run([loss, train], {x: np.ones([1, 2])})[0])\n',
                                      "    print(len(tf.trainable_variables()), sess.run(train, {x: np.ones([1, 2])}))\n"),
      "read by host code"),
-    (LAYERED, "loss = y\n", RUN.replace("minimize(loss)", "minimize(loss, var_list=tf.trainable_variables())"),
-     "a program with tf.layers"),
     (LAYERED.replace('    with tf.variable_scope("block-%d" % i):\n        w = tf.get_variable("w", [2, 2])\n'
                      "        h = tf.layers.dense(tf.matmul(h, w), 2)\n", "    h = tf.layers.dense(h, 2)\n"),
      "loss = y + tf.add_n([tf.nn.l2_loss(v) for v in tf.trainable_variables()])\n", RUN, "under no variable scope"),

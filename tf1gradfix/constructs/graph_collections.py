@@ -25,8 +25,8 @@ import libcst as cst
 from tf1gradfix.constructs import cell_collections, loop_lists, var_lists, variable_factories
 from tf1gradfix.cst.syntax import Refusal, loads
 from tf1gradfix.cst.walk import walk
-from tf1gradfix.model.nodes import (BuilderModule, Computed, Layer, LayerCall, LayerLoop, LayerLoopCall, RnnRun,
-                                    Variable, VarList)
+from tf1gradfix.model.nodes import (BuilderModule, Computed, Layer, LayerCall, LayerLoop, LayerLoopCall, OptimizerCall,
+                                    RnnRun, Variable, VarList)
 from tf1gradfix.model.parts import CollectionRead, LayerSite, Listed, VariableSite
 
 NAME_READS = ("name", "op")   # what a filter reads of a listed variable
@@ -124,26 +124,34 @@ def _check_names(value: cst.BaseExpression, evaluated: set[int]) -> None:
             raise Refusal.of(a, "collection_names_read", attr=a.attr.value)
 
 
-def check_run(program, nodes: list[int]) -> None:
+def check_run(program, nodes: list[int], qualified) -> None:
     """A Keras layer makes its weights at its first call: a run listing them must call the
     layer before (in TF1 the collection listed the layers made, that is, called, before)."""
     members = set(nodes)
     for i in nodes:
         node = program.nodes[i]
-        if not isinstance(node, Computed):
+        if isinstance(node, Computed):
+            for read in node.collections:
+                check_called(program, read.chosen if read.comp is not None else read.written, members, i, node.value)
+        elif isinstance(node, OptimizerCall) and node.bound.get("var_list") is not None:   # (a var_list with layers)
+            listed = var_lists.members(program, node.bound["var_list"], node.index, qualified, layers=True)
+            check_called(program, listed or [], members, i, node.bound["var_list"])
+
+
+def check_called(program, entries: list[Listed], members: set[int], i: int, where: cst.CSTNode) -> None:
+    """Refusal unless the run's nodes `members` call, before node `i`, each layer (or RNN) whose
+    weights `entries` lists."""
+    for entry in entries:
+        if entry.parts and not any(isinstance(program.nodes[j], RnnRun) and entry.node in
+                                   cell_collections.run_makes(program, cast(RnnRun, program.nodes[j]))
+                                   for j in members if j < i):
+            raise Refusal.of(where, "collection_layer_not_called", layer=program.nodes[entry.node].names[0])
+        if entry.parts or entry.weight is None:
             continue
-        for read in node.collections:
-            for entry in read.chosen if read.comp is not None else read.written:
-                if entry.parts and not any(isinstance(program.nodes[j], RnnRun) and entry.node in
-                                           cell_collections.run_makes(program, cast(RnnRun, program.nodes[j]))
-                                           for j in members if j < i):
-                    raise Refusal.of(node.value, "collection_layer_not_called", layer=program.nodes[entry.node].names[0])
-                if entry.parts or entry.weight is None:
-                    continue
-                if not any(isinstance(program.nodes[j], LayerCall) and cast(LayerCall, program.nodes[j]).layer == entry.node
-                           or isinstance(program.nodes[j], LayerLoopCall)
-                           and cast(LayerLoopCall, program.nodes[j]).layer_loop == entry.node for j in members if j < i):
-                    raise Refusal.of(node.value, "collection_layer_not_called", layer=_layer_name(program, entry))
+        if not any(isinstance(program.nodes[j], LayerCall) and cast(LayerCall, program.nodes[j]).layer == entry.node
+                   or isinstance(program.nodes[j], LayerLoopCall)
+                   and cast(LayerLoopCall, program.nodes[j]).layer_loop == entry.node for j in members if j < i):
+            raise Refusal.of(where, "collection_layer_not_called", layer=_layer_name(program, entry))
 
 
 def _layer_name(program, entry: Listed) -> str:

@@ -83,7 +83,7 @@ def _listed(program, node, qualified, closure) -> set[Key] | None:
             nodes = [n for n in program.trainable() if n.index in reached]
         return {(n.index, None) for n in nodes if isinstance(n, (Variable, Layer))} \
             if all(isinstance(n, (Variable, Layer)) for n in nodes) else None
-    listed = var_lists.members(program, given, node.index, qualified)
+    listed = var_lists.members(program, given, node.index, qualified, layers=True)
     if listed is None:
         return None
     # (a layer's or a builder's weight by its TF1 name where known: such a node holds several)

@@ -29,10 +29,12 @@ from tf1gradfix.model.parts import Bound, LayerSite, Listed, VariableSite
 _REGEX = set(".^$*+?{}[]\\|()")
 
 
-def members(program, expr: cst.BaseExpression, before: int, qualified) -> list[Listed] | None:
+def members(program, expr: cst.BaseExpression, before: int, qualified, layers: bool = False) -> list[Listed] | None:
     """The variables `expr` lists at node index `before` (their text is written where the
     emitter named the lists of loops: list_text), or None when `expr` is not a variable
-    list; Refusal when it is one that cannot be read."""
+    list; Refusal when it is one that cannot be read. `layers`: a list graph code reads
+    (a `var_list=`, a list a graph statement binds), where the weights of `tf.layers`
+    layers made before are listed too (each run must call them first: check_listed)."""
     if isinstance(expr, cst.Name):
         node = program.node(expr.value)
         if isinstance(node, VarList):
@@ -42,7 +44,7 @@ def members(program, expr: cst.BaseExpression, before: int, qualified) -> list[L
         out = []
         for e in expr.elements:
             if isinstance(e, cst.StarredElement):
-                inner = members(program, e.value, before, qualified)
+                inner = members(program, e.value, before, qualified, layers)
                 if inner is None:
                     return None
                 out += inner
@@ -53,16 +55,16 @@ def members(program, expr: cst.BaseExpression, before: int, qualified) -> list[L
             out.append(named(node, cast(cst.Name, e.value).value))
         return out if out else None
     if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, cst.Add):
-        left = members(program, expr.left, before, qualified)
-        right = members(program, expr.right, before, qualified)
+        left = members(program, expr.left, before, qualified, layers)
+        right = members(program, expr.right, before, qualified, layers)
         return None if left is None or right is None else left + right
     if isinstance(expr, cst.Call):
         if isinstance(expr.func, cst.Name) and expr.func.value in ("list", "tuple") and expr.func.value not in program.final \
                 and len(expr.args) == 1 and not expr.args[0].keyword and not expr.args[0].star:
-            return members(program, expr.args[0].value, before, qualified)
-        return _collection(program, expr, qualified(expr.func), before, qualified)
+            return members(program, expr.args[0].value, before, qualified, layers)
+        return _collection(program, expr, qualified(expr.func), before, qualified, layers)
     if isinstance(expr, cst.ListComp):
-        return _filtered(program, expr, before, qualified)
+        return _filtered(program, expr, before, qualified, layers)
     return None
 
 
@@ -241,13 +243,13 @@ def _loop_listed(node: LayerLoop, which: str, prefix: str, call: cst.CSTNode) ->
     return out
 
 
-def _filtered(program, comp: cst.ListComp, before: int, qualified) -> list[Listed] | None:
+def _filtered(program, comp: cst.ListComp, before: int, qualified, layers: bool = False) -> list[Listed] | None:
     """`[v for v in COLLECTION if PREDICATE(v.name)]`."""
     loop = comp.for_in
     if not isinstance(loop.target, cst.Name) or not isinstance(comp.elt, cst.Name) \
             or comp.elt.value != loop.target.value or loop.inner_for_in is not None or len(loop.ifs) > 1:
         return None
-    source = members(program, loop.iter, before, qualified)
+    source = members(program, loop.iter, before, qualified, layers)
     if source is None:
         return None
     source = [part for e in source for part in (_builder_entries(program, e) or [e])]   # (a builder's, variable by variable)
@@ -350,7 +352,7 @@ def build(builder, s: Statement) -> bool:
     if not s.one:
         return False
     program = builder.program
-    listed = members(program, s.value, len(program.nodes), builder.qualified)
+    listed = members(program, s.value, len(program.nodes), builder.qualified, layers=True)
     if listed is None:
         return False
     read = {e.node for e in listed if isinstance(program.nodes[e.node], (Variable, LayerLoop))}   # (a builder's: by its call)

@@ -413,7 +413,7 @@ class TapeEmitter(Updates, RunCalls):
             node = self.p.nodes[i]
             if isinstance(node, OptimizerCall) and "loss" in node.bound and node.bound.get("var_list") is not None:
                 # an explicit var_list trains trainable=False variables too
-                listed = var_lists.members(self.p, node.bound["var_list"], node.index, self.qualified)
+                listed = var_lists.members(self.p, node.bound["var_list"], node.index, self.qualified, layers=True)
                 top += [graph_collections.entry_text(self.p, self.state.naming, e)
                         for e in graph_collections.untrained(self.p, listed or [])]
             if not isinstance(node, Gradients):

@@ -159,6 +159,6 @@ class Updates:
             if isinstance(node, ComputeGradients):
                 return [variable_text(v, naming) for v in self.p.trainable()]
             return [variable_text(v, naming) for v in reached_variables(self.p, self.p.final[loss.value])]
-        listed = var_lists.members(self.p, given, node.index, self.qualified)
+        listed = var_lists.members(self.p, given, node.index, self.qualified, layers=True)
         assert listed is not None   # (model.checks)
         return graph_collections.list_text(self.p, naming, listed)

@@ -98,7 +98,7 @@ def check_steps(program: Program, sigs: list[Signature], qualified, found: list 
             if isinstance(node, OptimizerCall):
                 _update(program, node, qualified, found)
         kept(found, _applied_twice, program, sig)
-        kept(found, graph_collections.check_run, program, sig.nodes)
+        kept(found, graph_collections.check_run, program, sig.nodes, qualified)
         if len(sig.trains) > 1:
             kept(found, train_together.check, program, sig.sites[0].call, sig.trains, qualified, closure)
 
@@ -153,7 +153,7 @@ def _loss(program: Program, node: OptimizerCall, qualified) -> None:
 
 def _var_list(program: Program, node: OptimizerCall, qualified) -> None:
     given = node.bound["var_list"]
-    if var_lists.members(program, given, node.index, qualified) is None:
+    if var_lists.members(program, given, node.index, qualified, layers=True) is None:
         raise Refusal.of(given, "var_list_form")
 
 
@@ -191,7 +191,7 @@ def _made_variables(program: Program, node: OptimizerCall, qualified) -> bool:
     layer's weights, no builder's, no loop's), so it exists before any update runs."""
     given = node.bound.get("var_list")
     if given is not None:
-        members = var_lists.members(program, given, node.index, qualified) or []
+        members = var_lists.members(program, given, node.index, qualified, layers=True) or []
         return all(isinstance(program.nodes[e.node], Variable) and e.weight is None and e.site is None
                    for e in members)
     loss = node.bound["loss"]
@@ -205,7 +205,7 @@ def _trained(program: Program, node: OptimizerCall, qualified) -> set | None:
     (None for a loss that names no graph value: refused where the loss is read)."""
     given = node.bound.get("var_list")
     if given is not None:
-        members = var_lists.members(program, given, node.index, qualified)
+        members = var_lists.members(program, given, node.index, qualified, layers=True)
         return None if members is None else {e.key() for e in members}
     loss = node.bound["loss"]
     if not isinstance(node, ComputeGradients) and not (isinstance(loss, cst.Name) and loss.value in program.final):
