@@ -27,7 +27,9 @@ from typing import cast
 
 import libcst as cst
 
+from tf1gradfix.cst import layout
 from tf1gradfix.cst.syntax import Refusal, matches
+from tf1gradfix.cst.walk import walk
 from tf1gradfix.model.nodes import DataIterator, Dataset, Statement, Static, Tensor
 
 ONE_SHOT = "make_one_shot_iterator"
@@ -42,15 +44,19 @@ def build(builder, s: Statement) -> bool:
     if not isinstance(value, cst.Call):
         return False
     func = value.func
-    method = func.attr.value if isinstance(func, cst.Attribute) else None
-    receiver = builder.program.node(func.value.value) if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) else None
+    receiver, method = _receiver_of(builder, value)
     if isinstance(receiver, Dataset) and method in OTHER_ITERATORS or _other_iterator(builder, value):
         raise Refusal.of(value, "dataset_iterator_form", form=method or builder.qualified(func))
+    for inner in walk(value):   # (`T = ds.make_one_shot_iterator().get_next()` is split in two: statement_forms)
+        if inner is not value and type(inner) is cst.Call and _one_shot_source(
+                builder, inner, *_receiver_of(builder, inner)) is not None:
+            raise Refusal.of(value, "iterator_in_expression")
     source = _one_shot_source(builder, value, receiver, method)
     if source is not None:
         if s.one is None:
             raise Refusal.of(value, "dataset_form")
-        text = f"{s.one} = iter({source})\n"
+        _inputs(builder, s)   # (a pipeline written in the statement: host values only)
+        text = layout.fit(f"{s.one} = iter({source})", 0) + "\n"   # (a pipeline written in it: laid out as black would)
         stmt = cast(cst.SimpleStatementLine, cst.parse_statement(text)).with_changes(leading_lines=s.item.stmt.leading_lines)
         s.item.stmt = stmt
         builder.add(s.item, DataIterator, s.names, value, s.deps)
@@ -85,14 +91,26 @@ def _pipeline(builder, call: cst.Call) -> bool:
 
 
 def _one_shot_source(builder, call: cst.Call, receiver, method) -> str | None:
+    """The dataset a one-shot iterator reads, as code: a pipeline's name, or the pipeline
+    itself where it is written in the iterator's statement (`tf.data...batch(8).make_one_shot_iterator()`)."""
     if isinstance(receiver, Dataset) and method == ONE_SHOT and not call.args:
         return receiver.names[0]
-    if builder.qualified(call.func) in ONE_SHOT_FUNCTIONS and len(call.args) == 1:
-        given = call.args[0].value
-        node = builder.program.node(given.value) if isinstance(given, cst.Name) else None
-        if isinstance(node, Dataset):
-            return node.names[0]
+    given = cast(cst.Attribute, call.func).value if method == ONE_SHOT and not call.args else \
+        call.args[0].value if builder.qualified(call.func) in ONE_SHOT_FUNCTIONS and len(call.args) == 1 else None
+    node = builder.program.node(given.value) if isinstance(given, cst.Name) else None
+    if isinstance(node, Dataset):
+        return node.names[0]
+    if isinstance(given, cst.Call) and _pipeline(builder, given):
+        return builder.module.code_for_node(given)
     return None
+
+
+def _receiver_of(builder, call: cst.Call) -> tuple:
+    """(the node a method call is made on, the method's name), each None where not a name's."""
+    func = call.func
+    method = func.attr.value if isinstance(func, cst.Attribute) else None
+    return (builder.program.node(func.value.value) if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name)
+            else None), method
 
 
 def _other_iterator(builder, call: cst.Call) -> bool:

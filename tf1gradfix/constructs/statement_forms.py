@@ -12,6 +12,13 @@ The model moves graph code statement by statement, so it refuses both
   then `h = tf.nn.relu(h_dense)`), in the order Python calls them, and only while no
   other call of the statement would have run before it (an op made first keeps its
   place in the graph, and its op seed);
+* `a, b = y, z` of graph values: `a = y`, then `b = z`, where no element reads a
+  name the statement binds (Python computes every element before it binds any; a
+  swap `a, b = b, a` stays refused). Read as one statement, the run needing `b`
+  alone would need what `y` reads too (a placeholder it does not feed);
+* `xb, yb = ds.make_one_shot_iterator().get_next()`: the iterator bound first
+  (`xb_iterator = ds.make_one_shot_iterator()`), then `xb, yb = xb_iterator.get_next()`:
+  TF1 made the iterator once, where the graph was built, and each run draws from it;
 * `x op= y` with `x` a name (or `a.x`) bound to a graph value: `x = x op (y)`. A
   tf.Tensor (and a TF1 Variable, whose `__iadd__` returns `self + other`) has
   no in-place operators, so Python falls back to the binary one in TF1 and
@@ -38,7 +45,8 @@ from tf1gradfix.constructs import layer_hoist
 from tf1gradfix.cst import layout
 from tf1gradfix.cst.walk import walk
 
-REASONS = frozenset({"augmented_assignment", "chained_assignment", "layer_in_expression"})
+REASONS = frozenset({"augmented_assignment", "chained_assignment", "layer_in_expression", "tuple_assignment",
+                     "iterator_in_expression"})
 ATTEMPTS = 12   # (a reading stops before statements reading a refused one: a chain of them takes a reading each)
 
 # Operands printed after `x op` without parentheses: binding as tightly as a call.
@@ -161,6 +169,13 @@ def _written_out(small: cst.BaseSmallStatement, taken: set[str]) -> list[cst.Bas
     hoisted = layer_hoist.hoisted(small, taken)
     if hoisted is not None:
         return hoisted
+    iterator = _iterator_bound(small, taken)
+    if iterator is not None:
+        return iterator
+    if isinstance(small, cst.Assign) and paired(small) and _apart(small):
+        names, values = cast(cst.Tuple, small.targets[0].target).elements, cast(cst.Tuple, small.value).elements
+        return [cst.Assign(targets=[cst.AssignTarget(target=cast(cst.Name, t.value))], value=v.value)
+                for t, v in zip(names, values)]
     if isinstance(small, cst.Assign) and len(small.targets) > 1 and all(isinstance(t.target, cst.Name) for t in small.targets):
         first = cast(cst.Name, small.targets[0].target)
         return [small.with_changes(targets=[small.targets[0]], semicolon=cst.MaybeSentinel.DEFAULT),
@@ -178,6 +193,40 @@ def _written_out(small: cst.BaseSmallStatement, taken: set[str]) -> list[cst.Bas
     return [cst.Assign(targets=[cst.AssignTarget(target=target)],
                        value=cst.BinaryOperation(left=target.deep_clone(), operator=op, right=value),
                        semicolon=small.semicolon)]
+
+
+def _iterator_bound(small: cst.BaseSmallStatement, taken: set[str]) -> list[cst.BaseSmallStatement] | None:
+    """`T = <iterator>.get_next()` as `<name>_iterator = <iterator>` and `T = <name>_iterator.get_next()`."""
+    value = small.value if isinstance(small, cst.Assign) and len(small.targets) == 1 else None
+    if not (isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) and value.func.attr.value == "get_next"
+            and isinstance(value.func.value, cst.Call)):
+        return None
+    target = cast(cst.Assign, small).targets[0].target
+    first = target.elements[0].value if isinstance(target, (cst.Tuple, cst.List)) and target.elements else target
+    base = f"{first.value if isinstance(first, cst.Name) else 'batch'}_iterator"
+    name, k = base, 1
+    while name in taken:
+        k += 1
+        name = f"{base}_{k}"
+    taken.add(name)
+    return [cst.Assign(targets=[cst.AssignTarget(target=cst.Name(name))], value=value.func.value),
+            small.with_changes(value=value.with_changes(func=value.func.with_changes(value=cst.Name(name))))]
+
+
+def paired(small: cst.Assign) -> bool:
+    """`a, b = y, z`: one tuple (or list) of names bound to as many elements, none starred."""
+    target, value = small.targets[0].target if len(small.targets) == 1 else None, small.value
+    return isinstance(target, (cst.Tuple, cst.List)) and isinstance(value, (cst.Tuple, cst.List)) \
+        and len(target.elements) == len(value.elements) > 1 \
+        and all(isinstance(e, cst.Element) and isinstance(e.value, cst.Name) for e in target.elements) \
+        and all(isinstance(e, cst.Element) for e in value.elements)
+
+
+def _apart(small: cst.Assign) -> bool:
+    """Do the elements read none of the names bound (so one may be bound before the next is computed)?"""
+    bound = {cast(cst.Name, e.value).value for e in cast(cst.Tuple, small.targets[0].target).elements}
+    return len(bound) == len(cast(cst.Tuple, small.targets[0].target).elements) and not any(
+        type(n) is cst.Name and n.value in bound for e in cast(cst.Tuple, small.value).elements for n in walk(e.value))
 
 
 _BINARY: dict[type, type] = {

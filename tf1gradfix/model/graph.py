@@ -19,8 +19,8 @@ from libcst.metadata import PositionProvider
 from tf1gradfix.constructs import (builder_loops, builder_statistics, builders, captured_values, carried_values,
                                    gradient_calls, graph_contexts, graph_loops, graph_prints, guarded_graph,
                                    input_methods, loop_layers, nested_calls, outer_scopes, rnn_cells, rnn_stacks,
-                                   summaries, summary_helpers, summary_loops, unrun_ops, variable_factories,
-                                   variable_loops)
+                                   statement_forms, summaries, summary_helpers, summary_loops, unrun_ops,
+                                   variable_factories, variable_loops)
 from tf1gradfix.constructs.tensors import queue_refusal
 from tf1gradfix.model import registry
 from tf1gradfix.constructs.optimizers import is_optimizer
@@ -353,6 +353,8 @@ class ModelBuilder(BlockReader):
             return
         if names is None:
             raise Refusal.of(small, "graph_value_target")
+        if statement_forms.paired(small):   # `d_real, d_fake = D(x), D(g)`: each its own statement
+            raise Refusal.of(small, "tuple_assignment")
         # (`reg = 0.0` ... `reg = reg + tf.nn.l2_loss(w)`: a name kept where it was, rebound in a function)
         kept_before = [n for n in sorted(set(names) & set(loads(value)))
                        if (i := self.program.final.get(n)) is None or isinstance(self.program.nodes[i], Static)]
