@@ -28,7 +28,7 @@ import libcst as cst
 
 from tf1gradfix.cst.syntax import Refusal, bound_args, literal_string, target_names
 from tf1gradfix.cst.walk import children, replaced, walk
-from tf1gradfix.model.nodes import GRADIENT_NODES, Gradients, Placeholder, Statement, Tensor, TrainOp, VarList
+from tf1gradfix.model.nodes import GRADIENT_NODES, Gradients, Placeholder, Statement, Tensor, TrainOp, VariableGroup, VarList
 
 PARAMS = ["ys", "xs", "grad_ys", "name", "colocate_gradients_with_ops", "gate_gradients",
           "aggregation_method", "stop_gradients", "unconnected_gradients"]
@@ -54,6 +54,9 @@ def model(builder, item, names, target, value, deps) -> bool:
     group = program.node(xs.value) if isinstance(xs, cst.Name) else None
     if isinstance(group, VarList):   # `params = [w, b]`: the gradients of its variables, a list like theirs
         xs_names = [cast(str, e.text) for e in group.members if e.site is None]   # (a loop's: by their list, trainable)
+    literal = isinstance(group, VariableGroup) and isinstance(group.value, (cst.List, cst.Tuple))
+    if isinstance(group, VariableGroup) and not (literal and all(m.trainable for m in group.members)):
+        raise Refusal.of(call, "gradients_xs_not_named")   # (a dict's: TF1 takes no dict; untrained ones: unwatched)
     looped = isinstance(group, VarList) and any(e.site is not None for e in group.members)
     if xs_names is None or not (xs_names or looped) or any(program.node(n) is None for n in xs_names):
         raise Refusal.of(call, "gradients_xs_not_named")
@@ -61,7 +64,7 @@ def model(builder, item, names, target, value, deps) -> bool:
     if unpacked and (index is not None or not isinstance(xs, (cst.List, cst.Tuple)) or len(names) != len(xs_names)):
         raise Refusal.of(target, "gradients_unpacked_count")
     single = isinstance(xs, cst.Name) and index == 0 or unpacked
-    if isinstance(group, VarList) and index is not None:
+    if (isinstance(group, VarList) or literal) and index is not None:
         raise Refusal.of(value, "gradients_indexed_other")
     listed = isinstance(xs, (cst.List, cst.Tuple)) and index is not None and 0 <= index < len(xs_names)
     if index is not None and not single and not listed:
@@ -73,7 +76,7 @@ def model(builder, item, names, target, value, deps) -> bool:
     note_dropped(builder, call, bound)
     builder.add(item, Gradients, names, value, deps, ys=bound["ys"], xs=xs_names, single=single,
                 target=target, grad_ys=bound.get("grad_ys"), stops=stops, unconnected=unconnected,
-                listed=cast(cst.Name, xs).value if isinstance(group, VarList) else None)
+                listed=cast(cst.Name, xs).value if isinstance(group, VarList) or literal else None)
     builder.own(call, but=[bound["ys"], bound.get("grad_ys")])   # (what they are taken of: checked as a tensor's)
     return True
 

@@ -15,7 +15,9 @@ before the runs, where that changes nothing:
   name still means the value it had then);
 * the host names it reads are bound nowhere in the program's host code, or once,
   before it, to an immutable literal (TF1 took their value when the statement
-  ran; a function reads them when called).
+  ran; a function reads them when called). A value computed from host values
+  only (`mse = tf.reduce_mean(tf.square(pred_y - test_y))` of fetched arrays) is
+  made where it is, as written, and so reads them there, as TF1 did.
 """
 
 from __future__ import annotations
@@ -42,6 +44,8 @@ def extends(program, position: int) -> bool:
     others = [i for i in program.items if i.node is not None and i is not item]
     if any(set(node.names) & set(i.node.names) for i in others):
         return False
+    if isinstance(node, Static):   # (made where it is, as written: from the host values it reads then, as TF1)
+        return True
     graph = {name for i in program.items if i.node is not None for name in i.node.names} | set(program.sessions)
     read = set(loads(node.value)) - graph
     binders: dict[str, list[int]] = {}

@@ -7,7 +7,8 @@ from __future__ import annotations
 import libcst as cst
 
 from tf1gradfix.constructs import control_flow, dropout, graph_collections, layers, losses, summaries, variable_factories
-from tf1gradfix.cst.syntax import Refusal, arg, literal_string, matches, name_nodes, schedule_table
+from tf1gradfix.cst.syntax import Refusal, arg, bound_names, literal_string, loads, matches, name_nodes, schedule_table
+from tf1gradfix.cst.walk import walk
 from tf1gradfix.model.tf1_names import op_names
 from tf1gradfix.model.nodes import OPS, ComputeGradients, Computed, Gradients, Static, Statement, Tensor
 
@@ -45,7 +46,8 @@ def _model(builder, item, names, value, deps, tf_calls) -> None:
         if prior is not None and not isinstance(prior, (Tensor, Static, ComputeGradients, Gradients)):
             raise Refusal.of(item.stmt, "rebinds_graph_node", name=name, kind=prior.kind)
     check_inputs(builder, item.stmt, deps)
-    static = all(isinstance(builder.program.nodes[i], Static) for i in deps) and all(matches(q, "pure") for _, q in tf_calls)
+    static = all(isinstance(builder.program.nodes[i], Static) for i in deps) and all(
+        matches(q, "pure") or matches(q, "host_math") and _fetched(builder, item, value) for _, q in tf_calls)
     if static and any(n in builder.program.final for n in names):
         static = False
     node: Computed = builder.add(item, Static if static else Tensor, names, value, deps, calls=[q for _, q in tf_calls],
@@ -54,6 +56,23 @@ def _model(builder, item, names, value, deps, tf_calls) -> None:
     inner, helper_unsupported = helper_calls(builder, item.stmt, value, item)
     node.calls += inner
     node.unsupported = unsupported or helper_unsupported
+
+
+def _fetched(builder, item, value) -> bool:
+    """Does `value` read a name that host code before it bound from a run (`pred_y =
+    sess.run(pred, ...)`)? Math on it is TF1 used as NumPy: made where it is (graph_ops `host_math`)."""
+    read = set(loads(value))
+    for earlier in builder.program.items:
+        if earlier is item:
+            return False
+        if earlier.node is None and read & bound_names(earlier.stmt) and any(
+                type(c) is cst.Call and isinstance(c.func, cst.Attribute) and c.func.attr.value in ("run", "eval")
+                for c in walk(earlier.stmt)):
+            return True
+        if type(earlier.node) is Static and read & set(earlier.node.names) \
+                and _fetched(builder, earlier, earlier.node.value):   # (made from such a value: `hits`, then its mean)
+            return True
+    return False
 
 
 def _named_op(builder, item, value) -> str | None:
