@@ -300,7 +300,7 @@ class ModelBuilder(BlockReader):
             func = small.value.func
             if isinstance(func, cst.Attribute) and func.attr.value == "run" and isinstance(func.value, cst.Call) \
                     and matches(self.qualified(func.value.func), "initializers"):
-                item.drop = True   # `tf.global_variables_initializer().run()`
+                item.drop = item.initializer = True   # `tf.global_variables_initializer().run()`
                 return
             q = self.qualified(small.value.func)
             if host_value(q):   # (`tf.logging.info(...)`, `tf.flags.DEFINE_string(...)`: host code)

@@ -20,6 +20,7 @@ class Item:
     prefix: str = ""
     node: Node | None = None
     drop: bool = False          # graph plumbing that disappears (session, init, close)
+    initializer: bool = False   # dropped as `tf.global_variables_initializer().run()`: an initializer run all the same
     lead: tuple = ()            # leading lines inherited from a removed `with`
     stats: bool = False         # under `tf.control_dependencies(<UPDATE_OPS>)`: runs the batch-norm updates
     scope: str = ""             # the name scope (`tf.name_scope`, variable scopes): prefixes `tf.Variable` names

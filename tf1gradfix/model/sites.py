@@ -9,10 +9,10 @@ from dataclasses import dataclass, field
 from typing import Any, cast
 
 import libcst as cst
-from tf1gradfix.constructs import (builder_layers, fed_tensors, graph_extensions, initializers, savers,
-                                   session_functions, updates, var_lists)
+from tf1gradfix.constructs import (builder_layers, fed_tensors, graph_extensions, initializers, reinitialized,
+                                   savers, session_functions, updates, var_lists)
 from tf1gradfix.model.program import Item, Program
-from tf1gradfix.model.nodes import (Gradients, Init, Node, Placeholder, Static, Tensor, TrainGroup, TrainOp, Saver,
+from tf1gradfix.model.nodes import (OPS, Gradients, Init, Node, Placeholder, Static, Tensor, TrainGroup, TrainOp, Saver,
                                     Update, Variable, VariableGroup, VarList)
 from tf1gradfix.model.parts import Listed
 from tf1gradfix.cst.syntax import Refusal, arg, bound_names, free_names, graph_ops, loads, matches, stored_name_nodes
@@ -64,6 +64,7 @@ class HostScan(FetchesAndFeeds):
         self._parents: dict[int, dict[cst.CSTNode, cst.CSTNode]] = {}
         self.inits = 0
         self.called_later: set[int] = set()   # ids of the sites of helpers the script calls after the graph is built
+        self.waiting = reinitialized.Pending()   # optimizers made after read-only runs, before an initializer run
         self.expressions: dict[str, str] = {}   # fetched expression (code) -> its model name
         self.skip: set[cst.CSTNode] = set()   # statements rewritten elsewhere (summary writers)
         self.overwritten: set[int] = set()   # ids of a later session's initializer runs its restore overwrites
@@ -92,11 +93,17 @@ class HostScan(FetchesAndFeeds):
         poisoned = set(self.p.poisoned or ())   # (names of refused graph statements: see ModelBuilder.build)
         unrun = graph_extensions.Unrun()   # graph statements after a run, refused if a later run follows
         for position, item in enumerate(self.p.items):
+            if item.initializer:   # `tf.global_variables_initializer().run()`: an initializer run like another
+                self._item = item
+                self._initializer_run(cast(cst.Call, cast(cst.Expr, cast(cst.SimpleStatementLine, item.stmt).body[0]).value))
             if item.node is not None or item.drop:
                 if item.node is not None and item.stmt not in self.unrun_done and self.first_site_item is not None and not savers.made_after_runs(item.node) \
                         and not graph_extensions.extends(self.p, position) \
                         and not graph_extensions.before_steps(self.p, item, self.sites):
-                    unrun.built(item)
+                    if self.waiting.may_wait(self.p, item, self.sites):   # (an initializer run may follow)
+                        self.waiting.items.append(item)
+                    else:
+                        unrun.built(item)
                 continue
             if poisoned and not poisoned.isdisjoint(loads(item.stmt)):
                 continue   # (it reads what a refused statement would have bound: a blocker already)
@@ -109,6 +116,7 @@ class HostScan(FetchesAndFeeds):
                 self.p.refused.append(refusal)   # (collected: the next statements are scanned on)
                 poisoned |= bound_names(item.stmt)
             unrun.host(item, len(self.sites) + len(self.removed) > before, self.p)
+        self.waiting.close()
         self.unrun, self.rescan = unrun.close(self.p)   # (noted by the restructuring; rescan: names rebound)
 
     def _init_host(self, first_bound: dict[str, int]) -> None:
@@ -208,6 +216,16 @@ class HostScan(FetchesAndFeeds):
             raise Refusal.of(call, "collection_loop_read_by_host")
         builder_layers.check_host_list(self.p, listed, call)
         return [cast(str, e.text) for e in listed]
+
+    def _initializer_run(self, call: cst.Call) -> None:
+        """TF2 initializes once, at creation: a re-initialization cannot simply go (functions of
+        host code run in an order the scan does not know), but where it changes nothing (reinitialized)."""
+        if self.waiting.initializer(self.p, call, self.meta.names.qualified):
+            return
+        ran = any(id(site) not in self.called_later for site in self.sites)   # (a helper's runs: when called)
+        if ran and self.host is None or self._in_loop(call) or self.inits:
+            raise Refusal.of(call, "initializer_run_again")
+        self.inits += 1
 
     def _step_read(self, call: cst.Call) -> bool:
         """`tf.train.global_step(sess, step)`: the counter's value, a Python int as TF1 gave it."""
@@ -326,6 +344,7 @@ class HostScan(FetchesAndFeeds):
             return
         assigned = updates.host_assign(self.p, fetch, feed, self.meta.names.qualified) if self.host is None else None
         if assigned is not None:   # `sess.run(tf.assign(lr, value))`: the assignment, where TF1 ran it
+            self.waiting.run()
             self.variable_lists[call] = assigned if isinstance(self.parent(call), cst.Expr) else f"{assigned}.numpy()"
             return
         listed = self.p.node(fetch.value) if isinstance(fetch, cst.Name) and self.host is None else None
@@ -340,13 +359,9 @@ class HostScan(FetchesAndFeeds):
             self._remove_statement(call)
             if id(call) in self.overwritten:   # (a later session's, before its restore: constructs/later_sessions.py)
                 return
-            # TF2 initializes once, at creation: a re-initialization cannot simply go
-            # (functions of host code run in an order the scan does not know)
-            ran = any(id(site) not in self.called_later for site in self.sites)   # (a helper's runs: when called)
-            if ran and self.host is None or self._in_loop(call) or self.inits:
-                raise Refusal.of(call, "initializer_run_again")
-            self.inits += 1
+            self._initializer_run(call)
             return
+        self.waiting.run(any(isinstance(self.p.node(f), (*OPS, TrainGroup)) for f in fetches))
         site = Site(call, fetches, structure, None, None, parent=self.parent(call),
                     once=self._top and self.host is None and not self._in_loop(call))
         if feed is None or (isinstance(feed, cst.Name) and feed.value == "None"):

@@ -1,0 +1,56 @@
+"""An optimizer made after runs that only read, then the initializer run again
+(constructs/reinitialized.py): taken in where no variable could change; refused where
+one would be drawn anew or a run changed one. The fixture optimizer_made_between_runs
+proves a whole program."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from tf1gradfix.emit.restructure import restructure
+
+HEAD = """import numpy as np
+import tensorflow as tf
+
+x = tf.placeholder(tf.float32, [None, 2])
+w = tf.Variable(INITIAL)
+loss = tf.reduce_mean(tf.square(tf.matmul(x, w) - 1.0))
+sess = tf.Session()
+sess.run(tf.global_variables_initializer())
+"""
+BEFORE = 'print("before", sess.run(loss, {x: np.ones((3, 2))}))\n'
+AFTER = """train = tf.train.AdamOptimizer(0.1).minimize(loss)
+sess.run(tf.global_variables_initializer())
+for _ in range(3):
+    sess.run(train, {x: np.ones((3, 2))})
+print("after", sess.run(loss, {x: np.ones((3, 2))}))
+"""
+
+
+def rewrite(initial: str = "tf.zeros([2, 1])", before: str = BEFORE, after: str = AFTER):
+    result = restructure(cst.parse_module(HEAD.replace("INITIAL", initial) + before + after), "input.py")
+    return result.new_module.code if result.new_module is not None else None, [d[3] for d in result.diagnostics]
+
+
+def test_an_optimizer_made_after_reads_is_made_where_it_is_and_the_second_initializer_goes():
+    code, messages = rewrite()
+    assert code is not None, messages
+    assert code.index('print("before"') < code.index("optimizer = tf.keras.optimizers.Adam(")
+    assert "global_variables_initializer" not in code
+
+
+def test_a_random_initial_value_drawn_again_is_refused_by_its_variable():
+    code, messages = rewrite("tf.random_normal([2, 1], seed=3)")
+    assert code is None
+    assert any("initialized again" in m and "`w` has a random initial value" in m for m in messages), messages
+
+
+def test_a_run_that_changed_a_variable_before_the_optimizer_is_refused():
+    code, messages = rewrite(before='sess.run(tf.assign(w, w + 1.0))\n' + BEFORE)
+    assert code is None and any("graph built after the graph already ran" in m for m in messages), messages
+
+
+def test_an_initializer_run_as_a_method_after_training_is_an_initializer_run_again():
+    after = AFTER.replace("sess.run(tf.global_variables_initializer())", "tf.global_variables_initializer().run(session=sess)")
+    code, messages = rewrite(before="", after=after.replace('print("after"', 'tf.global_variables_initializer().run(session=sess)\nprint("after"'))
+    assert code is None and any("initialized again" in m for m in messages), messages
