@@ -29,7 +29,7 @@ def model(builder, item, position: int) -> bool:
     loop = item.stmt
     if not isinstance(loop, cst.For) or loop.orelse is not None or loop.asynchronous is not None:
         return False
-    if not builder.deps_of(loop.iter):
+    if not builder.deps_of(loop.iter) or builder.runs_graph(loop):   # (`for p in sess.run(params)`: host code)
         return False
     bound = _bound(loop)
     filled = _appended(loop) - bound

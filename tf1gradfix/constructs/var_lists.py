@@ -20,7 +20,7 @@ from typing import cast
 
 import libcst as cst
 
-from tf1gradfix.constructs import builders, cell_collections, layer_methods, layers as layer_rows
+from tf1gradfix.constructs import builders, cell_collections, layer_methods, layers as layer_rows, slot_names
 from tf1gradfix.cst.syntax import Refusal, arg, graph_ops, literal_bool, literal_string, matches
 from tf1gradfix.model.nodes import (BuilderModule, Layer, LayerLoop, OptimizerCall, Optimizer, RnnCell, Statement,
                                     TrainOp, Variable, VariableGroup, VarList)
@@ -97,7 +97,10 @@ def entries(program, call: cst.Call, before: int, qualified, layers: bool = Fals
     return _collection(program, call, qualified(call.func), before, qualified, layers)
 
 
-def _collection(program, call: cst.Call, q, before: int, qualified, layers: bool = False) -> list[Listed] | None:
+def _collection(program, call: cst.Call, q, before: int, qualified, layers: bool = False,
+                slots_read: bool = False) -> list[Listed] | None:
+    """The entries of a collection call; `slots_read`: a global collection's filter was checked to
+    drop every optimizer variable (_slots_excluded)."""
     table = graph_ops()["variable_collections"]
     if matches(q, "collection_getters"):
         key = arg(call, 0, "key")
@@ -127,8 +130,8 @@ def _collection(program, call: cst.Call, q, before: int, qualified, layers: bool
     if prefix is None or _REGEX & set(prefix):
         raise Refusal.of(call, "collection_scope_not_string")
     slotless = graph_ops()["slotless_optimizers"]
-    if which == "global" and any(isinstance(n, OptimizerCall) and _optimizer(program, n).cls not in slotless
-                                 for n in program.nodes[:before]):
+    if which == "global" and not slots_read and any(isinstance(n, OptimizerCall) and _optimizer(program, n).cls not in slotless
+                                                    for n in program.nodes[:before]):
         # a train op made before it has added the optimizer's slot variables
         raise Refusal.of(call, "global_variables_after_slots")
     if which == "global" and any(isinstance(n, TrainOp) and n.rate_variable for n in program.nodes[:before]):
@@ -249,7 +252,8 @@ def _filtered(program, comp: cst.ListComp, before: int, qualified, layers: bool 
     if not isinstance(loop.target, cst.Name) or not isinstance(comp.elt, cst.Name) \
             or comp.elt.value != loop.target.value or loop.inner_for_in is not None or len(loop.ifs) > 1:
         return None
-    source = members(program, loop.iter, before, qualified, layers)
+    slots = _slots_excluded(program, loop, before, qualified, layers)
+    source = members(program, loop.iter, before, qualified, layers) if slots is None else slots
     if source is None:
         return None
     source = [part for e in source for part in (_builder_entries(program, e) or [e])]   # (a builder's, variable by variable)
@@ -268,6 +272,30 @@ def _filtered(program, comp: cst.ListComp, before: int, qualified, layers: bool 
         if verdict:
             chosen.append(entry)
     return chosen
+
+
+def _slots_excluded(program, loop: cst.CompFor, before: int, qualified, layers: bool) -> list[Listed] | None:
+    """`tf.global_variables()` after a train op of an optimizer with slots, filtered by a test
+    false on every name TF1 gives the optimizers' variables (slot_names): the collection
+    without them. None where the iterable is something else (members reads it), or no
+    optimizer has slots yet; Refusal where the filter may keep one of them."""
+    call = loop.iter
+    if not (isinstance(call, cst.Call) and len(loop.ifs) == 1 and isinstance(loop.target, cst.Name)):
+        return None
+    q = qualified(call.func)
+    which = graph_ops()["variable_collections"].get(q or "")   # (`tf.global_variables()`; a getter's key: not read)
+    slotless = graph_ops()["slotless_optimizers"]
+    if which != "global" or not any(isinstance(n, OptimizerCall) and _optimizer(program, n).cls not in slotless
+                                    for n in program.nodes[:before]):
+        return None
+    listed = _collection(program, call, q, before, qualified, layers, slots_read=True)
+    trainable = _collection(program, call, "tensorflow.trainable_variables", before, qualified, layers) or []
+    made = [e.tf1 for e in trainable if e.tf1 is not None]
+    names = slot_names.names(program, before, made) if len(made) == len(trainable) else None
+    if listed is None or names is None or any(
+            predicate(loop.ifs[0].test, loop.target.value, name, name[:-2]) is not False for name in names):
+        raise Refusal.of(call, "global_variables_after_slots")
+    return listed
 
 
 def _builder_entries(program, entry: Listed) -> list[Listed] | None:

@@ -357,8 +357,8 @@ class ProgramRewrite(ModuleEdits):
             replacements.update(self.module_edits)
         if cls is None:   # (the session its helpers were given goes: session_params)
             replacements.update(received.edits())
-        for call, text in scan.variable_lists.items():
-            replacements[call] = cst.parse_expression(text)
+        for call, text in scan.variable_lists.items():   # (a list of layers' weights: written once they are named)
+            replacements[call] = cst.parse_expression(text(naming) if callable(text) else text)
         for removed in scan.removed | (builder.options.statements if builder.options else set()):
             replacements[removed] = cst.RemovalSentinel.REMOVE
         for block in nested:   # a session `with` in host code: its body, dedented; `sess = tf.Session()`: gone

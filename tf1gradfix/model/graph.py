@@ -342,7 +342,7 @@ class ModelBuilder(BlockReader):
                 and self.qualified(small.value.func) == rnn_stacks.BIDIRECTIONAL:   # `(out_fw, out_bw), states = ...`
             names = rnn_stacks.pair_target_names(small.targets[0].target)
         value = small.value
-        if self._runs_graph(value) or self._feed_dict(value):
+        if self.runs_graph(value) or self._feed_dict(value):
             return
         deps = self.deps_of(value)
         tf_calls = [(c, q) for c, q in self.calls(value) if q is not None]
@@ -379,7 +379,7 @@ class ModelBuilder(BlockReader):
             and isinstance(self.program.node(e.key.value), Placeholder) and not self.deps_of(e.value)
             for e in value.elements)
 
-    def _runs_graph(self, value: cst.BaseExpression) -> bool:
+    def runs_graph(self, value: cst.BaseExpression) -> bool:
         """`sess.run(...)`, `t.eval()`, `op.run()`: host code executing the graph."""
         for call, _ in self.calls(value):
             func = call.func

@@ -9,8 +9,8 @@ from dataclasses import dataclass, field
 from typing import Any, cast
 
 import libcst as cst
-from tf1gradfix.constructs import (builder_layers, fed_tensors, graph_extensions, initializers, reinitialized,
-                                   savers, session_functions, updates, var_lists)
+from tf1gradfix.constructs import (builder_layers, fed_tensors, graph_collections, graph_extensions, initializers,
+                                   reinitialized, savers, session_functions, updates, var_lists)
 from tf1gradfix.model.program import Item, Program
 from tf1gradfix.model.nodes import (OPS, Gradients, Init, Node, Placeholder, Static, Tensor, TrainGroup, TrainOp, Saver,
                                     Update, Variable, VariableGroup, VarList)
@@ -56,7 +56,7 @@ class HostScan(FetchesAndFeeds):
         self.feed_key_stores: dict[cst.BaseExpression, str] = {}   # `feed[x] = v`: the key -> its placeholder
         self.feed_returns: set[cst.Name] = set()   # `return feed` of a function making a feed dict (fetches.py)
         self.removed: set[cst.CSTNode] = set()   # `sess.close()`, `sess.run(init)` statements
-        self.variable_lists: dict[cst.Call, str] = {}   # `tf.trainable_variables()` in host code -> the list
+        self.variable_lists: dict[cst.Call, Any] = {}   # `tf.trainable_variables()` in host code -> the list (or a function of the naming)
         self.first_site_item: int | None = None
         self.unrun: list[cst.BaseStatement] = []   # graph statements after the last run, dropped: never run
         self.unrun_done: set[cst.BaseStatement] = set()   # (dropped by an earlier scan of the same program)
@@ -209,6 +209,17 @@ class HostScan(FetchesAndFeeds):
         self.variable_lists[call] = f"[{', '.join(self._host_list(listed, call))}]"
         return True
 
+    def _listed_values(self, listed: list[Listed], call: cst.Call):
+        """`[v.numpy() for v in [...]]` of a list's variables; where it lists a layer's weights,
+        written once the emitter named the layers (a function of its naming), and only after a
+        step function was called (a Keras layer makes its weights at its first call)."""
+        if not any(e.text is None and e.site is None for e in listed):
+            return f"[v.numpy() for v in [{', '.join(self._host_list(listed, call))}]]"
+        if self.first_step_item is None or var_lists.loop_entries(listed):
+            layer = next(self.p.nodes[e.node] for e in listed if e.text is None and e.site is None)
+            raise Refusal.of(call, "collection_layer_not_called", layer=layer.names[0] if layer.names else "")
+        return lambda naming: f"[v.numpy() for v in [{', '.join(graph_collections.list_text(self.p, naming, listed))}]]"
+
     def _host_list(self, listed: list[Listed], call: cst.Call) -> list[str]:
         """The names of a variable list the host reads; Refusal for a loop's variables (their
         lists are named when the TF2 program is written) and a layer builder's."""
@@ -350,7 +361,7 @@ class HostScan(FetchesAndFeeds):
         listed = self.p.node(fetch.value) if isinstance(fetch, cst.Name) and self.host is None else None
         if isinstance(listed, VarList) and feed is None:
             # `sess.run(g_vars)`: the values of the variables it lists, in its order
-            self.variable_lists[call] = f"[v.numpy() for v in [{', '.join(self._host_list(listed.members, call))}]]"
+            self.variable_lists[call] = self._listed_values(listed.members, call)
             return
         structure, fetches = self._fetches(fetch)
         if structure == "init":
