@@ -51,10 +51,9 @@ class Pending:
         if not self.items:
             return False
         varying = _varying(program, qualified)
+        self.items = []   # (taken in, or reported here and not again at the end)
         if varying is not None:
-            self.items = []   # (reported here, not again at the end)
             raise Refusal.of(call, "reinitialized_random_variable", name=varying)
-        self.items = []
         return True
 
     def close(self) -> None:

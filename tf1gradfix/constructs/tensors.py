@@ -8,7 +8,6 @@ import libcst as cst
 
 from tf1gradfix.constructs import control_flow, dropout, graph_collections, layers, losses, summaries, variable_factories
 from tf1gradfix.cst.syntax import Refusal, arg, bound_names, literal_string, loads, matches, name_nodes, schedule_table
-from tf1gradfix.cst.walk import walk
 from tf1gradfix.model.tf1_names import op_names
 from tf1gradfix.model.nodes import OPS, ComputeGradients, Computed, Gradients, Static, Statement, Tensor
 
@@ -65,9 +64,7 @@ def _fetched(builder, item, value) -> bool:
     for earlier in builder.program.items:
         if earlier is item:
             return False
-        if earlier.node is None and read & bound_names(earlier.stmt) and any(
-                type(c) is cst.Call and isinstance(c.func, cst.Attribute) and c.func.attr.value in ("run", "eval")
-                for c in walk(earlier.stmt)):
+        if earlier.node is None and read & bound_names(earlier.stmt) and builder.runs_graph(earlier.stmt):
             return True
         if type(earlier.node) is Static and read & set(earlier.node.names) \
                 and _fetched(builder, earlier, earlier.node.value):   # (made from such a value: `hits`, then its mean)
