@@ -9,12 +9,11 @@ from dataclasses import dataclass, field
 from typing import Any, cast
 
 import libcst as cst
-from tf1gradfix.constructs import (builder_layers, fed_tensors, graph_collections, graph_extensions, initializers,
-                                   reinitialized, savers, session_functions, updates, var_lists)
+from tf1gradfix.constructs import (fed_tensors, graph_extensions, host_lists, initializers, reinitialized, savers,
+                                   session_functions, updates)
 from tf1gradfix.model.program import Item, Program
 from tf1gradfix.model.nodes import (OPS, Gradients, Init, Node, Placeholder, Static, Tensor, TrainGroup, TrainOp, Saver,
                                     Update, Variable, VariableGroup, VarList)
-from tf1gradfix.model.parts import Listed
 from tf1gradfix.cst.syntax import Refusal, arg, bound_names, free_names, graph_ops, loads, matches, stored_name_nodes
 from tf1gradfix.cst.walk import children, walk
 from tf1gradfix.model.fetches import FetchesAndFeeds
@@ -195,38 +194,11 @@ class HostScan(FetchesAndFeeds):
         stmt.visit(_HostReads(self, names))
 
     def _variable_list(self, call: cst.Call) -> bool:
-        """`len(tf.trainable_variables())` after the graph is built: the variables it
-        lists, written out (var_lists reads the collection, or refuses it)."""
-        qualified = self.meta.names.qualified
-        q = qualified(call.func)
-        if q not in graph_ops()["variable_collections"] and not matches(q, "collection_getters"):
-            return False
-        if self.host is not None:
-            raise Refusal.of(call, "collection_outside_class")
-        listed = var_lists.members(self.p, call, len(self.p.nodes), qualified)
-        if listed is None:
-            return False
-        self.variable_lists[call] = f"[{', '.join(self._host_list(listed, call))}]"
-        return True
-
-    def _listed_values(self, listed: list[Listed], call: cst.Call):
-        """`[v.numpy() for v in [...]]` of a list's variables; where it lists a layer's weights,
-        written once the emitter named the layers (a function of its naming), and only after a
-        step function was called (a Keras layer makes its weights at its first call)."""
-        if not any(e.text is None and e.site is None for e in listed):
-            return f"[v.numpy() for v in [{', '.join(self._host_list(listed, call))}]]"
-        if self.first_step_item is None or var_lists.loop_entries(listed):
-            layer = next(self.p.nodes[e.node] for e in listed if e.text is None and e.site is None)
-            raise Refusal.of(call, "collection_layer_not_called", layer=layer.names[0] if layer.names else "")
-        return lambda naming: f"[v.numpy() for v in [{', '.join(graph_collections.list_text(self.p, naming, listed))}]]"
-
-    def _host_list(self, listed: list[Listed], call: cst.Call) -> list[str]:
-        """The names of a variable list the host reads; Refusal for a loop's variables (their
-        lists are named when the TF2 program is written) and a layer builder's."""
-        if var_lists.loop_entries(listed):
-            raise Refusal.of(call, "collection_loop_read_by_host")
-        builder_layers.check_host_list(self.p, listed, call)
-        return [cast(str, e.text) for e in listed]
+        """`len(tf.trainable_variables())` after the graph is built: the variables it lists (host_lists)."""
+        text = host_lists.collection_text(self.p, call, self.meta.names.qualified, self.host is not None)
+        if text is not None:
+            self.variable_lists[call] = text
+        return text is not None
 
     def _initializer_run(self, call: cst.Call) -> None:
         """TF2 initializes once, at creation: a re-initialization cannot simply go (functions of
@@ -361,7 +333,7 @@ class HostScan(FetchesAndFeeds):
         listed = self.p.node(fetch.value) if isinstance(fetch, cst.Name) and self.host is None else None
         if isinstance(listed, VarList) and feed is None:
             # `sess.run(g_vars)`: the values of the variables it lists, in its order
-            self.variable_lists[call] = self._listed_values(listed.members, call)
+            self.variable_lists[call] = host_lists.values(self.p, listed.members, call, self.first_step_item is not None)
             return
         structure, fetches = self._fetches(fetch)
         if structure == "init":
