@@ -67,7 +67,7 @@ def model(builder, value: cst.BaseExpression, tf_calls) -> tuple[list[Collection
             raise Refusal.of(r.source, "collection_builder_variables", function=cast(BuilderModule, module).var)
         cell_collections.check_use(builder, value, r, chosen)
         read |= {e.node for e in chosen}
-    _check_names(value, evaluated)
+    check_names(value, evaluated)
     return [r for r in reads if isinstance(r.source, cst.Call) or r.comp is not None], calls, read
 
 
@@ -117,7 +117,7 @@ def _filtered(builder, loop: cst.CompFor, read: CollectionRead, evaluated: set[i
     return chosen
 
 
-def _check_names(value: cst.BaseExpression, evaluated: set[int]) -> None:
+def check_names(value: cst.CSTNode, evaluated: set[int] | frozenset[int] = frozenset()) -> None:
     """No other code of the statement may read a variable's name: TF2's names differ."""
     for a in walk(value):
         if type(a) is cst.Attribute and a.attr.value in NAME_READS and id(a) not in evaluated:

@@ -10,14 +10,17 @@ TF1 runs it once, at graph-building time, to build ops. In TF2 it runs in the
 step function, after `tape.gradient`: the loop and the empty list it fills
 become statements of the model (the list is made afresh in every call). Only
 loops over graph values whose body neither runs the graph nor builds
-variables, and lists started empty just before in the same block.
+variables, and lists started empty just before in the same block. A loop over a
+variable collection (`for v in tf.trainable_variables(): l2 += tf.nn.l2_loss(v)`) is
+one too: the collection is written as the list TF1 held there (graph_collections),
+and the body may not read a variable's name (TF2's names differ).
 """
 
 from __future__ import annotations
 
 import libcst as cst
 
-from tf1gradfix.constructs import carried_values, summaries
+from tf1gradfix.constructs import carried_values, graph_collections, summaries, var_lists
 from tf1gradfix.cst.syntax import Refusal, loads, name_nodes
 from tf1gradfix.cst.walk import walk
 from tf1gradfix.model.nodes import Optimizer, Placeholder, Static, Tensor, TrainOp, Variable, VarList
@@ -29,8 +32,16 @@ def model(builder, item, position: int) -> bool:
     loop = item.stmt
     if not isinstance(loop, cst.For) or loop.orelse is not None or loop.asynchronous is not None:
         return False
-    if not builder.deps_of(loop.iter) or builder.runs_graph(loop):   # (`for p in sess.run(params)`: host code)
+    if builder.runs_graph(loop):   # (`for p in sess.run(params)`: host code)
         return False
+    listed = [(call, q) for call, q in builder.calls(loop.iter) if var_lists.is_collection(call, builder.qualified)]
+    if not builder.deps_of(loop.iter) and not listed:
+        return False
+    collections, owned, read = graph_collections.model(builder, loop.iter, listed) if listed else ([], set(), set())
+    if collections:
+        graph_collections.check_names(loop.body)
+    for call in owned:
+        builder.own(call)
     bound = _bound(loop)
     filled = _appended(loop) - bound
     for name in bound | filled:
@@ -52,9 +63,9 @@ def model(builder, item, position: int) -> bool:
                                                                "tensorflow.placeholder", "tensorflow.gradients")
                               or q in summaries.summary_ops()):
             raise Refusal.of(call, "graph_in_loop")
-    deps = builder.deps_of(loop)
+    deps = builder.deps_of(loop) | read
     builder.add(item, Tensor, tuple(sorted(filled)) + tuple(sorted(bound)), loop, deps,
-                calls=[q for _, q in builder.calls(loop) if q])
+                calls=[q for call, q in builder.calls(loop) if q and call not in owned], collections=collections)
     return True
 
 

@@ -185,6 +185,8 @@ class TapeEmitter(Updates, RunCalls):
             stmt = graph_collections.rewritten(stmt, node, lambda es: graph_collections.list_text(self.p, self.state.naming, es))
         if isinstance(node, Update):   # `tf.assign_add(v, x)` -> `v.assign_add(x)`
             stmt = updates.method_form(stmt, self.qualified)
+        if depth is not None and isinstance(stmt, cst.For) and stmt is not node.stmt:   # (a loop over a collection, written)
+            stmt = layout.refit(node.stmt, stmt, self.indent + 4 * depth, tuple(self.block_indent + 4 * k for k in range(4)))
         text = self.code(stmt)
         lines = [ln for ln in text.splitlines() if ln.strip()]
         if depth is not None and stmt is not node.stmt and len(lines) == 1:   # (a loss or dropout the rewrite wrote)
