@@ -38,8 +38,6 @@ def model(builder, item, position: int) -> bool:
     if not builder.deps_of(loop.iter) and not listed:
         return False
     collections, owned, read = graph_collections.model(builder, loop.iter, listed) if listed else ([], set(), set())
-    if collections:
-        graph_collections.check_names(loop.body)
     for call in owned:
         builder.own(call)
     bound = _bound(loop)
@@ -62,7 +60,9 @@ def model(builder, item, position: int) -> bool:
         if q is not None and (q.endswith("Optimizer") or q in ("tensorflow.Variable", "tensorflow.get_variable",
                                                                "tensorflow.placeholder", "tensorflow.gradients")
                               or q in summaries.summary_ops()):
-            raise Refusal.of(call, "graph_in_loop")
+            raise Refusal.of(call, "graph_in_loop", api=q)
+    if collections:
+        graph_collections.check_names(loop.body)
     deps = builder.deps_of(loop) | read
     builder.add(item, Tensor, tuple(sorted(filled)) + tuple(sorted(bound)), loop, deps,
                 calls=[q for call, q in builder.calls(loop) if q and call not in owned], collections=collections)
