@@ -37,8 +37,12 @@ def test_a_print_of_graph_values_and_words_is_dropped_with_a_note():
 def test_other_prints_stay_or_are_refused():
     kept, _ = _rewrite('y = tf.matmul(x, w) + b\nprint(w.shape)\nloss = tf.reduce_sum(y)\n')
     assert "print(w.shape)" in kept
-    for extra, why in (('"layer 2:", y', 'a label holding a number ("layer 2:")'), ('y, end=""', "`end=`"),
-                       ('"y", y, tf.shape(y)', "`tf.shape(y)`")):
+    for extra, left in (('"layer 2:", y', 'print("layer 2:")'), ('"layer", 2, y, sep=","', 'print("layer", 2, sep=",")')):
+        text, found = _rewrite(f"y = tf.matmul(x, w) + b\nprint({extra})\nloss = tf.reduce_sum(y)\n")
+        assert left in text and any(f.startswith("TFG108 the graph's `y` left out of the `print`") for f in found), found
+    text, found = _rewrite('y = tf.matmul(x, w) + b\nprint(y, end="")\nloss = tf.reduce_sum(y)\n')
+    assert 'end=""' not in text and any(f.startswith("TFG108 `print` of the graph's `y` dropped") for f in found)
+    for extra, why in (('"y", y, tf.shape(y)', "`tf.shape(y)`"), ('y.shape[0], y', "`y.shape[0]`")):
         text, found = _rewrite(f"y = tf.matmul(x, w) + b\nprint({extra})\nloss = tf.reduce_sum(y)\n")
         assert text == "" and f"TFG911 a print of graph values and {why}" in found, found
     data, found = _rewrite('d = tf.data.Dataset.from_tensor_slices(x)\nprint(d)\nloss = tf.reduce_sum(x * w)\n')

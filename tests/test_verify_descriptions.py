@@ -96,3 +96,13 @@ def test_a_description_printed_with_a_value_is_not_hidden():
     original = "w <tf.Variable 'w:0' shape=(3,) dtype=float32_ref> 0.75\n"
     assert _compare(original, "").divergences
     assert not _compare("w words only\n" + original, "w words only\n" + original).divergences
+
+
+def test_in_a_line_of_values_the_description_alone_is_taken_out():
+    original = 'epoch 6 Tensor("cost:0", shape=(), dtype=float32) = 0.41 accuracy 0.8\n'
+    same = _compare(original, "epoch 6 = 0.41 accuracy 0.8\n")
+    assert not same.divergences and same.printed_numbers == 3
+    assert any("1 line of the original's output prints values next to" in note for note in same.notes)
+    # a number printed where TF1 printed the description, or a value left out with it, diverges
+    assert _compare(original, "epoch 6 0.41 = 0.41 accuracy 0.8\n").divergences
+    assert _compare(original, "epoch = 0.41 accuracy 0.8\n").divergences

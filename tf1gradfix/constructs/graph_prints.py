@@ -7,16 +7,20 @@ TF2 the value exists only inside a step function, so the statement goes, with a
 note saying what it printed and what prints that in TF2 (`x.shape` in the step
 function, `tf.print(x)` for its values). The proof leaves such lines of the
 original's output out of the comparison (verify/descriptions.py): lines whose
-other words hold no number. A print of a graph value with anything but such
-labels (a host value, a call, a run's result, a label holding a number) is
-refused: what else it prints may be a number the program needs.
+other words hold no number. A print of graph values next to host values (`print("loss
+tensor", loss, "value", l)` after a run) keeps the host values: the graph values leave
+the line, with the note, and the proof leaves TF1's descriptions out of that line of
+the original's output too. Another argument that reads a graph value (`loss.shape`) or
+calls TensorFlow is refused: it is no host value TF2 has there.
 """
 
 from __future__ import annotations
 
 import libcst as cst
+from libcst.metadata import PositionProvider
 
 from tf1gradfix.cst.syntax import Refusal, bound_names, literal_string, loads, matches
+from tf1gradfix.cst.walk import walk
 from tf1gradfix.model.nodes import (Computed, Gradients, Init, OptimizerCall, Placeholder, Static, Tensor, Update, Variable,
                                     VariableGroup, VarList)
 from tf1gradfix.verify.descriptions import NUMBER
@@ -29,12 +33,67 @@ def model(builder, item, call: cst.Call) -> bool:
     """Drops `print(<labels and graph values>)` (True); False for a print of no graph
     value given as such (host code, checked there); Refusal for a mix."""
     program = builder.program
-    described = _described(builder, call, lambda name: _is_described(builder, program.node(name)))
+    described, kept = _described(builder, call, lambda name: _is_described(program, builder.qualified, program.node(name)))
     if not described:
         return False
-    item.drop = True
-    _note(builder, call, described, _instead(program, described[0]))
+    if kept is None or all(a.keyword is not None for a in kept):   # (`end=""` alone: the line ends as without it)
+        item.drop = True
+        _note(builder, call, described, _instead(program, described[0]))
+        return True
+    for a in kept:   # (what stays must be a host value where the print is)
+        if any(program.node(n) is not None and not isinstance(program.node(n), Static) for n in loads(a.value)) \
+                or any((builder.qualified(c.func) or "").startswith("tensorflow.") for c in walk(a.value) if type(c) is cst.Call):
+            raise Refusal.of(call, "print_of_graph_value_mixed", what=f"`{_text(builder, a.value)}`")
+    small = cst.Expr(call.with_changes(args=_separated(kept)))
+    new = item.stmt.with_changes(body=[small])
+    program.as_written[id(new)] = program.as_written.get(id(item.stmt), item.stmt)
+    item.stmt = new
+    _note(builder, call, described, "the other values are printed as before; " + _instead(program, described[0]),
+          "the graph's {} left out of the `print`")
     return True
+
+
+def in_host(scan, call: cst.Call, reads: cst.CSTVisitor) -> bool:
+    """`print("epoch", epoch, cost, "=", c)` in host code after the graph is built (`scan`:
+    sites.HostScan): the graph values leave the line, the rest is scanned as host code
+    (`reads`) and printed as before (the call's text: `scan.variable_lists`); False for a
+    print of no graph value, or of nothing else (then reading a graph value is refused)."""
+    program, qualified = scan.p, scan.meta.names.qualified
+    if scan.host is not None or not (isinstance(call.func, cst.Name) and call.func.value == "print") \
+            or "print" in program.final or "print" in program.helpers:
+        return False
+    host = {name for it in program.items if it.node is None for name in bound_names(it.stmt)}   # (`_, value = sess.run(...)`)
+    described: list[str] = []
+    kept: list[cst.Arg] = []
+    for a in call.args:
+        names = _references(a.value, lambda name: name not in host and _is_described(program, qualified, program.node(name))) \
+            if a.keyword is None and not a.star else []
+        described += names
+        kept += [] if names else [a]
+    if not described or all(a.keyword is not None for a in kept):
+        return False
+    for a in kept:
+        a.visit(reads)
+    scan.variable_lists[call] = cst.Module([]).code_for_node(call.with_changes(args=_separated(kept)))
+    try:
+        at = scan.meta.get_metadata(PositionProvider, call).start
+        where = (at.line, at.column + 1)
+    except KeyError:   # (a statement the model wrote: where it was is not known)
+        where = (1, 1)
+    note = (*where, "TFG108", _said(described, "the other values are printed as before; " + _instead(program, described[0]),
+                                    "the graph's {} left out of the `print`", ""), "safe")
+    if not hasattr(scan.meta, "notes"):
+        scan.meta.notes = []
+    if note not in scan.meta.notes:   # (a host scan may run twice: sites.HostScan.rescan)
+        scan.meta.notes.append(note)
+    return True
+
+
+def _separated(args: list[cst.Arg]) -> list[cst.Arg]:
+    """The arguments kept, each but the last followed by a comma."""
+    return [a.with_changes(comma=cst.MaybeSentinel.DEFAULT if k == len(args) - 1 else
+                           (a.comma if isinstance(a.comma, cst.Comma) else cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))))
+            for k, a in enumerate(args)]
 
 
 def in_builder(builder, stmt: cst.BaseStatement, graph: set[str]) -> bool:
@@ -43,42 +102,48 @@ def in_builder(builder, stmt: cst.BaseStatement, graph: set[str]) -> bool:
     small = stmt.body[0] if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 else None
     if not (isinstance(small, cst.Expr) and isinstance(small.value, cst.Call)):
         return False
-    described = _described(builder, small.value, lambda name: name in graph)
+    described, kept = _described(builder, small.value, lambda name: name in graph)
+    if described and kept is not None:
+        raise Refusal.of(small.value, "print_of_graph_value_mixed", what=f"`{_text(builder, kept[0].value)}`")
     if described:
         _note(builder, small.value, described, f"in TF2 print `{described[0]}.shape` in `__call__`, or "
               f"`{builder.program.tf_alias}.print({described[0]})` for its values")
     return bool(described)
 
 
-def _described(builder, call: cst.Call, graph) -> list[str]:
-    """The graph values (`graph(name)`) a `print` call prints as such, with words only
-    besides; [] when it prints none; Refusal for a print of them with anything else."""
+def _described(builder, call: cst.Call, graph) -> tuple[list[str], list[cst.Arg] | None]:
+    """(the graph values (`graph(name)`) a `print` call prints as such, the arguments it
+    prints besides them where one is more than a word (None: words only)); ([], None)
+    for a print of no graph value."""
     if not (isinstance(call.func, cst.Name) and call.func.value == "print") or _rebound(builder):
-        return []
+        return [], None
     described: list[str] = []
-    others: list[str] = []
+    kept: list[cst.Arg] = []
+    mixed = False
     for a in call.args:
         value = a.value
         names = _references(value, graph)
         if a.keyword is None and not a.star and names:
             described += names
-        elif a.keyword is not None and a.keyword.value in SETTINGS and not loads(value) and "\n" not in _text(builder, value):
             continue
-        elif a.keyword is None and not a.star and isinstance(literal_string(value), str):
-            if NUMBER.search(literal_string(value) or ""):
-                others.append(f"a label holding a number ({_text(builder, value)})")
+        kept.append(a)
+        if a.keyword is not None and a.keyword.value in SETTINGS and not loads(value) and "\n" not in _text(builder, value):
+            continue
+        if a.keyword is None and not a.star and isinstance(literal_string(value), str):
+            mixed = mixed or bool(NUMBER.search(literal_string(value) or ""))
         else:
-            others.append(f"`{a.keyword.value}=`" if a.keyword is not None else f"`{_text(builder, value)}`")
-    if described and others:
-        raise Refusal.of(call, "print_of_graph_value_mixed", what=others[0])
-    return described
+            mixed = True
+    return described, (kept if described and mixed else None)
 
 
-def _note(builder, call: cst.Call, described: list[str], instead: str) -> None:
+def _note(builder, call: cst.Call, described: list[str], instead: str, what: str = "`print` of the graph's {} dropped") -> None:
+    builder.note(call, "TFG108", _said(described, instead, what))
+
+
+def _said(described: list[str], instead: str, what: str, when: str = " while building the graph") -> str:
     shown = ", ".join(f"`{n}`" for n in dict.fromkeys(described))
-    builder.note(call, "TFG108", f"`print` of the graph's {shown} dropped: TF1 printed what "
-                 f"{'it is' if len(set(described)) == 1 else 'they are'} while building the graph (a tensor's "
-                 f"`Tensor(...)`, a variable's `<tf.Variable ...>`, an op's definition), never a value; " + instead)
+    return (what.format(shown) + f": TF1 printed what {'it is' if len(set(described)) == 1 else 'they are'}{when} (a tensor's "
+            "`Tensor(...)`, a variable's `<tf.Variable ...>`, an op's definition), never a value; " + instead)
 
 
 def _instead(program, name: str) -> str:
@@ -91,23 +156,23 @@ def _instead(program, name: str) -> str:
     return f"in TF2 print `{name}.shape` in the step function, or `{program.tf_alias}.print({name})` for its values"
 
 
-def _is_described(builder, node) -> bool:
+def _is_described(program, qualified, node) -> bool:
     """Does TF1 print `node`'s value as a graph value's description? A statement the model
     reads as a plain tensor may make something else (a dataset, an initializer, a shape)."""
     if not isinstance(node, DESCRIBED):
         return False
-    return type(node) not in (Tensor, Static) or _tensor_valued(builder, node.value)
+    return type(node) not in (Tensor, Static) or _tensor_valued(program, qualified, node.value)
 
 
-def _tensor_valued(builder, expr) -> bool:
+def _tensor_valued(program, qualified, expr) -> bool:
     """A TensorFlow op's result, an operator or a subscript over graph values."""
     if isinstance(expr, cst.Call):
-        q = builder.qualified(expr.func)
+        q = qualified(expr.func)
         return (q or "").startswith("tensorflow.") and not matches(q, "not_tensors")
     if isinstance(expr, cst.Subscript):
         base = expr.value
-        return _is_described(builder, builder.program.node(base.value)) if isinstance(base, cst.Name) \
-            else _tensor_valued(builder, base)
+        return _is_described(program, qualified, program.node(base.value)) if isinstance(base, cst.Name) \
+            else _tensor_valued(program, qualified, base)
     if isinstance(expr, cst.UnaryOperation):
         return not isinstance(expr.operator, cst.Not)
     return isinstance(expr, cst.BinaryOperation)

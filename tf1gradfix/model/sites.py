@@ -9,8 +9,8 @@ from dataclasses import dataclass, field
 from typing import Any, cast
 
 import libcst as cst
-from tf1gradfix.constructs import (fed_tensors, graph_extensions, host_lists, initializers, reinitialized, savers,
-                                   session_functions, updates)
+from tf1gradfix.constructs import (fed_tensors, graph_extensions, graph_prints, host_lists, initializers, reinitialized,
+                                   savers, session_functions, updates)
 from tf1gradfix.model.program import Item, Program
 from tf1gradfix.model.nodes import (OPS, Gradients, Init, Node, Placeholder, Static, Tensor, TrainGroup, TrainOp, Saver,
                                     Update, Variable, VariableGroup, VarList)
@@ -390,7 +390,8 @@ class _HostReads(cst.CSTVisitor):
         self.stores: set[cst.Name] = set()   # names the statement rebinds (`_, value = sess.run(...)`)
 
     def visit_Call(self, call: cst.Call) -> bool:
-        return not self.scan._site(call) and not self.scan._variable_list(call) and not self.scan._step_read(call)
+        return not self.scan._site(call) and not self.scan._variable_list(call) and not self.scan._step_read(call) \
+            and not graph_prints.in_host(self.scan, call, self)
 
     def visit_Dict(self, node: cst.Dict) -> bool:
         if node in self.scan.feed_dict_nodes:

@@ -84,6 +84,11 @@ def compare_printed(cmp: Comparison, out_o: str, out_m: str, rtol, atol, stopped
                          f"{'are' if len(described) > 1 else 'is'} TF1's description of graph objects (a "
                          "`Tensor(...)`, `<tf.Variable ...>` or an op printed while the graph was built), "
                          "not values: left out of the printed-output comparison")
+    (out_o, inline), out_m = descriptions.inline(out_o), descriptions.inline(out_m)[0]   # (a migration kept in tf.compat.v1 prints them too)
+    if inline:
+        cmp.notes.append(f"{inline} line{'s' if inline > 1 else ''} of the original's output print{'' if inline > 1 else 's'} "
+                         "values next to TF1's description of a graph object: the description is left out, "
+                         "the values are compared")
     (out_o, volatile_o), (out_m, volatile_m) = volatile.mask_output(out_o), volatile.mask_output(out_m)
     volatile.record(cmp, volatile_o, volatile_m)
     lines_o, lines_m = printed_numbers(out_o), printed_numbers(out_m)

@@ -9,12 +9,12 @@ A TF1 program that prints a graph value while it builds the graph
     <tf.Operation 'train' type=NoOp>                                 an op in a container
     name: "train" / op: "NoOp" / input: "^..." / attr { ... }        an op, over several lines
 
-Its TF2 migration has no such object there (the rewrite drops the print), and
-these numbers (`:0`, the shape) are not numbers the program computed. `left_out`
-finds the lines of the original's output that hold such descriptions and nothing
-else that is a number: the labels printed with them may be words, never a
-number, so a line that also prints a value stays in the comparison. Pure text,
-no TensorFlow.
+Its TF2 migration has no such object there (the rewrite drops the print, or the
+graph values from a print of host values too), and these numbers (`:0`, the shape)
+are not numbers the program computed. `left_out` finds the lines of the original's
+output that hold such descriptions and nothing else that is a number: the labels
+printed with them may be words, never a number. In a line that also prints a value,
+`inline` takes the descriptions out and the rest is compared. Pure text, no TensorFlow.
 """
 
 from __future__ import annotations
@@ -93,6 +93,15 @@ def left_out(text: str) -> set[int]:
             out.add(i + 1)
         i += 1
     return out
+
+
+def inline(text: str) -> tuple[str, int]:
+    """`text` with the descriptions left in lines that print values besides (`loss tensor
+    Tensor("loss:0", shape=(), dtype=float32) value 0.25`, whose migration prints the value
+    alone) taken out, and the number of such lines."""
+    lines = text.splitlines()
+    out = [residue(line) if DESCRIPTION.search(line) else line for line in lines]
+    return "\n".join(out), sum(a != b for a, b in zip(lines, out))
 
 
 def without(text: str, numbers: set[int]) -> str:
