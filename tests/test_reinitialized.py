@@ -54,3 +54,35 @@ def test_an_initializer_run_as_a_method_after_training_is_an_initializer_run_aga
     after = AFTER.replace("sess.run(tf.global_variables_initializer())", "tf.global_variables_initializer().run(session=sess)")
     code, messages = rewrite(before="", after=after.replace('print("after"', 'tf.global_variables_initializer().run(session=sess)\nprint("after"'))
     assert code is None and any("initialized again" in m for m in messages), messages
+
+
+BIAS = """b = tf.Variable(tf.zeros([1]))
+scored = tf.matmul(x, w) + b
+sess.run(tf.global_variables_initializer())
+print("scored", sess.run(scored, {x: np.ones((3, 2))}))
+"""
+
+
+def test_a_variable_made_after_reads_is_made_where_it_is_and_the_second_initializer_goes():
+    code, messages = rewrite(after=BIAS)
+    assert code is not None, messages
+    assert code.index('print("before"') < code.index("b = tf.Variable(tf.zeros([1]))") < code.index('print("scored"')
+    assert "global_variables_initializer" not in code
+
+
+def test_a_variable_made_after_a_run_that_changed_one_is_refused():
+    code, messages = rewrite(before="sess.run(tf.assign(w, w + 1.0))\n" + BEFORE, after=BIAS)
+    assert code is None and any("graph built after the graph already ran" in m for m in messages), messages
+
+
+def test_an_initializer_run_again_after_a_restore_is_refused():
+    saved = "saver = tf.train.Saver()\nsaver.restore(sess, 'model.ckpt')\n"
+    code, messages = rewrite(before=saved + BEFORE, after="sess.run(tf.global_variables_initializer())\n" + BEFORE)
+    assert code is None and any("initialized again" in m for m in messages), messages
+
+
+def test_an_initializer_run_again_after_reads_only_goes_unless_a_value_is_random():
+    code, messages = rewrite(after="sess.run(tf.global_variables_initializer())\n" + BEFORE)
+    assert code is not None and "global_variables_initializer" not in code, messages
+    code, messages = rewrite("tf.random_normal([2, 1], seed=3)", after="sess.run(tf.global_variables_initializer())\n" + BEFORE)
+    assert code is None and any("`w` has a random initial value" in m for m in messages), messages

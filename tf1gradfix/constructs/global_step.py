@@ -14,7 +14,7 @@ from typing import cast
 
 import libcst as cst
 
-from tf1gradfix.cst.syntax import Refusal, matches
+from tf1gradfix.cst.syntax import Refusal, arg, matches
 from tf1gradfix.model.nodes import Statement, Variable
 
 NAME = "global_step"
@@ -76,3 +76,19 @@ def _statement(item, text: str) -> cst.SimpleStatementLine:
 def build(builder, s: Statement) -> bool:
     """The global step's `Variable` (or another name for it); False if not one."""
     return s.one is not None and model(builder, s.item, s.one, s.call, s.q)
+
+
+def host_read(scan, call: cst.Call) -> bool:
+    """`tf.train.global_step(sess, step)` in host code (`scan`: sites.HostScan): the counter's
+    value, a Python int as TF1 gave it, written in its place; False for another call."""
+    if scan.meta.names.qualified(call.func) != "tensorflow.train.global_step":
+        return False
+    sess, step = arg(call, 0, "sess"), arg(call, 1, "global_step_tensor")
+    scan._receiver = None
+    name = scan._graph_name(step) if step is not None else None
+    node = scan.p.node(name) if name is not None else None
+    if not (isinstance(sess, cst.Name) and sess.value in scan._sessions) or not isinstance(node, Variable) \
+            or len(call.args) != 2:
+        raise Refusal.of(call, "global_step_call_form")
+    scan.variable_lists[call] = f"int({cst.Module([]).code_for_node(cast(cst.BaseExpression, step))}.numpy())"
+    return True

@@ -6,12 +6,13 @@
     sess.run(tf.global_variables_initializer())       # again: the optimizer's slots, and every variable
     for _ in range(steps): sess.run(train, feed)
 
-The second initializer gives the optimizer's slots their first values and every other
-variable its initial value again. Where no run before it changed a variable (no train op,
+The second initializer gives the optimizer's slots (or a variable made between the runs)
+their first values and every other variable its initial value again. Where no run before it changed a variable (no train op,
 no assignment) and every variable's initial value is the same each time it is computed
 (constants, host arrays, zeros and constant initializers: no random op), that changes
 nothing TF2 would not already hold: the optimizer is made where it is, its slots when it
-first updates, and the second initializer goes. Otherwise the statement stays refused
+first updates, a variable where it is, and the second initializer goes (also where nothing
+waited for it: an `InteractiveSession` script running it after each part it builds). Otherwise the statement stays refused
 (`graph_after_run`), and so does an initializer run again (`initializer_run_again`).
 """
 
@@ -36,7 +37,8 @@ class Pending:
     def may_wait(self, program, item, sites) -> bool:
         """May `item`, made after the runs `sites`, wait for an initializer run? (An optimizer, its update or
         an initializer op, after runs that changed no variable.)"""
-        return isinstance(item.node, (Optimizer, OptimizerCall, Init)) and not self.changed and not any(
+        made = isinstance(item.node, Variable) and item.node.alias_of is None   # (a new variable: given its first value)
+        return (made or isinstance(item.node, (Optimizer, OptimizerCall, Init))) and not self.changed and not any(
             isinstance(program.node(f), (*OPS, TrainGroup)) for site in sites for f in site.fetches)
 
     def run(self, changes: bool = True) -> None:
@@ -46,9 +48,10 @@ class Pending:
         if self.items:
             raise Refusal.of(self.items[0].stmt, "graph_after_run")
 
-    def initializer(self, program, call: cst.Call, qualified) -> bool:
-        """The initializer run again (`call`): True where it may go, the optimizers taken in."""
-        if not self.items:
+    def initializer(self, program, call: cst.Call, qualified, again: bool = False) -> bool:
+        """The initializer run again (`call`; `again`: after one that ran, outside any loop): True
+        where it may go, what waited for it taken in."""
+        if not self.items and not (again and not self.changed):
             return False
         varying = _varying(program, qualified)
         self.items = []   # (taken in, or reported here and not again at the end)

@@ -9,8 +9,8 @@ from dataclasses import dataclass, field
 from typing import Any, cast
 
 import libcst as cst
-from tf1gradfix.constructs import (fed_tensors, graph_extensions, graph_prints, host_lists, initializers, reinitialized,
-                                   savers, session_functions, updates)
+from tf1gradfix.constructs import (fed_tensors, global_step, graph_extensions, graph_prints, host_lists, initializers,
+                                   reinitialized, savers, session_functions, updates)
 from tf1gradfix.model.program import Item, Program
 from tf1gradfix.model.nodes import (OPS, Gradients, Init, Node, Placeholder, Static, Tensor, TrainGroup, TrainOp, Saver,
                                     Update, Variable, VariableGroup, VarList)
@@ -203,26 +203,13 @@ class HostScan(FetchesAndFeeds):
     def _initializer_run(self, call: cst.Call) -> None:
         """TF2 initializes once, at creation: a re-initialization cannot simply go (functions of
         host code run in an order the scan does not know), but where it changes nothing (reinitialized)."""
-        if self.waiting.initializer(self.p, call, self.meta.names.qualified):
+        if self.waiting.initializer(self.p, call, self.meta.names.qualified, self.inits > 0 and not self._in_loop(call)):
+            self.inits += 1
             return
         ran = any(id(site) not in self.called_later for site in self.sites)   # (a helper's runs: when called)
         if ran and self.host is None or self._in_loop(call) or self.inits:
             raise Refusal.of(call, "initializer_run_again")
         self.inits += 1
-
-    def _step_read(self, call: cst.Call) -> bool:
-        """`tf.train.global_step(sess, step)`: the counter's value, a Python int as TF1 gave it."""
-        if self.meta.names.qualified(call.func) != "tensorflow.train.global_step":
-            return False
-        sess, step = arg(call, 0, "sess"), arg(call, 1, "global_step_tensor")
-        self._receiver = None
-        name = self._graph_name(step) if step is not None else None
-        node = self.p.node(name) if name is not None else None
-        if not (isinstance(sess, cst.Name) and sess.value in self._sessions) or not isinstance(node, Variable) \
-                or len(call.args) != 2:
-            raise Refusal.of(call, "global_step_call_form")
-        self.variable_lists[call] = f"int({cst.Module([]).code_for_node(cast(cst.BaseExpression, step))}.numpy())"
-        return True
 
     def _site(self, call: cst.Call) -> bool:
         func = call.func
@@ -231,6 +218,11 @@ class HostScan(FetchesAndFeeds):
         if func.attr.value == "run" and isinstance(func.value, cst.Call) \
                 and matches(self.meta.names.qualified(func.value.func), "initializers"):
             # `tf.global_variables_initializer().run()` in host code: the default session's run of it
+            self._check_session_kw(call, ("feed_dict", "session"))
+            self._add_site(call, func.value, arg(call, 0, "feed_dict"))
+            return True
+        if func.attr.value == "eval" and self.host is None and isinstance(func.value, _EXPRESSIONS) \
+                and set(loads(func.value)) & set(self.p.final):   # `tf.trace(m).eval()`: a fetched expression
             self._check_session_kw(call, ("feed_dict", "session"))
             self._add_site(call, func.value, arg(call, 0, "feed_dict"))
             return True
@@ -263,6 +255,7 @@ class HostScan(FetchesAndFeeds):
             self._add_site(call, func.value, feed)
             return True
         if isinstance(node, Saver) and method == "restore":
+            self.waiting.run()   # (it changes variables: an initializer after it is TF1's reset)
             self.variable_lists[call] = savers.restore_text(self.p, node, cast(str, receiver), call, self._sessions,
                                                             self.graph_names(), cst.Module([]).code_for_node)
             return True
@@ -380,6 +373,9 @@ class HostScan(FetchesAndFeeds):
         self.sites.append(site)
 
 
+_EXPRESSIONS = (cst.Call, cst.BinaryOperation, cst.UnaryOperation, cst.Subscript)   # (`.eval()` of one: fetches.py)
+
+
 class _HostReads(cst.CSTVisitor):
     """One host statement of HostScan: its runs become sites, and no graph value
     (`names`) may be read outside a run."""
@@ -390,7 +386,7 @@ class _HostReads(cst.CSTVisitor):
         self.stores: set[cst.Name] = set()   # names the statement rebinds (`_, value = sess.run(...)`)
 
     def visit_Call(self, call: cst.Call) -> bool:
-        return not self.scan._site(call) and not self.scan._variable_list(call) and not self.scan._step_read(call) \
+        return not self.scan._site(call) and not self.scan._variable_list(call) and not global_step.host_read(self.scan, call) \
             and not graph_prints.in_host(self.scan, call, self)
 
     def visit_Dict(self, node: cst.Dict) -> bool:
