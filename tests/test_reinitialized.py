@@ -86,3 +86,25 @@ def test_an_initializer_run_again_after_reads_only_goes_unless_a_value_is_random
     assert code is not None and "global_variables_initializer" not in code, messages
     code, messages = rewrite("tf.random_normal([2, 1], seed=3)", after="sess.run(tf.global_variables_initializer())\n" + BEFORE)
     assert code is None and any("`w` has a random initial value" in m for m in messages), messages
+
+
+def test_a_local_initializer_beside_the_global_one_initializes_nothing_here():
+    """Run after the global one and again after training, it is no initializer run again,
+    even with a random initial value (which a global one run again would draw anew)."""
+    for form in ("sess.run(tf.local_variables_initializer())\n", "tf.local_variables_initializer().run(session=sess)\n",
+                 "sess.run(tf.initializers.local_variables())\n"):
+        trained = AFTER.replace("AdamOptimizer", "GradientDescentOptimizer").replace(
+            "sess.run(tf.global_variables_initializer())\n", "")   # (no slots: made after the runs as it is)
+        code, messages = rewrite("tf.random_normal([2, 1], seed=3)", before=form + BEFORE, after=trained + form + BEFORE)
+        assert code is not None, (form, messages)
+        assert "local_variables" not in code and "variables_initializer" not in code
+
+
+def test_initializers_grouped_or_listed_are_one_initializer_run():
+    head = HEAD.replace("sess.run(tf.global_variables_initializer())\n", "")
+    for run in ("sess.run([tf.global_variables_initializer(), tf.local_variables_initializer()])\n",
+                "sess.run(tf.group(tf.global_variables_initializer(), tf.local_variables_initializer()))\n",
+                "init = tf.group(tf.global_variables_initializer(), tf.local_variables_initializer())\nsess.run(init)\n"):
+        result = restructure(cst.parse_module(head.replace("INITIAL", "tf.zeros([2, 1])") + run + BEFORE), "input.py")
+        assert result.new_module is not None and "variables_initializer" not in result.new_module.code, \
+            (run, [d[3] for d in result.diagnostics])

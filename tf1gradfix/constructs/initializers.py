@@ -8,11 +8,38 @@ from tf1gradfix.model.nodes import Init, Statement
 
 
 def build(builder, s: Statement) -> bool:
-    """An `Init` node; False if not an initializer."""
-    if not matches(s.q, "initializers") or not s.one:
+    """An `Init` node (also for `tf.group` of initializers); False if not an initializer."""
+    if not s.one or kind_of(builder.program, s.value, builder.qualified) is None:
         return False
     builder.add(s.item, Init, s.names, s.value)
     return True
+
+
+def kind_of(program, expr, qualified) -> str | None:
+    """What running `expr` initializes: "global" (the variables), "local" (the local variables
+    alone: metrics' counters, input pipelines' epochs), None where it is no initializer. A
+    `tf.group` or a list of initializers initializes what any of them does."""
+    import libcst as cst
+
+    if isinstance(expr, cst.Name):
+        node = program.node(expr.value)
+        return kind_of(program, node.value, qualified) if isinstance(node, Init) else None
+    if isinstance(expr, (cst.List, cst.Tuple)) or isinstance(expr, cst.Call) and qualified(expr.func) == "tensorflow.group":
+        parts = [e.value for e in expr.elements] if isinstance(expr, (cst.List, cst.Tuple)) else \
+            [a.value for a in expr.args if a.keyword is None and not a.star] if len(expr.args) == sum(
+                a.keyword is None and not a.star for a in expr.args) else []
+        kinds = [kind_of(program, e, qualified) for e in parts]
+        return None if not kinds or None in kinds else "global" if "global" in kinds else "local"
+    if isinstance(expr, cst.Call) and matches(q := qualified(expr.func), "initializers"):
+        return "local" if matches(q, "local_initializers") else "global"
+    return None
+
+
+def local_only(program, fetch, qualified) -> bool:
+    """Does a run of `fetch` initialize the local variables alone (`tf.local_variables_initializer()`
+    after the global one)? The program has none (a variable in another collection, a metric, a
+    queue is refused), so TF1 initialized nothing there: the run is no initializer run."""
+    return kind_of(program, fetch, qualified) == "local"
 
 
 def feed_unread(program, feed) -> bool:

@@ -12,7 +12,7 @@ from typing import Any, cast
 
 import libcst as cst
 
-from tf1gradfix.constructs import dropout
+from tf1gradfix.constructs import dropout, initializers
 from tf1gradfix.cst.syntax import Refusal, bound_args, fresh_name, loads, matches
 from tf1gradfix.model.program import Program
 from tf1gradfix.model.nodes import Gradients, Init, Optimizer, Placeholder, Static, Tensor, Variable, VariableGroup, VarList
@@ -139,8 +139,8 @@ class FetchesAndFeeds:
     def _fetches(self, fetch: cst.BaseExpression) -> tuple[str, list[str]]:
         if isinstance(fetch, (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString)):
             raise Refusal.of(fetch, "fetch_by_name")
-        if isinstance(fetch, cst.Call) and matches(self.meta.names.qualified(fetch.func), "initializers"):
-            return "init", []
+        if isinstance(fetch, (cst.Call, cst.List, cst.Tuple)) and initializers.kind_of(self.p, fetch, self.meta.names.qualified):
+            return "init", []   # (`tf.global_variables_initializer()`, a list or group of initializers)
         name = self._graph_name(fetch)
         if name is not None or isinstance(fetch, cst.Name):
             node = self.p.node(name) if name is not None else None

@@ -17,7 +17,7 @@ import libcst as cst
 from libcst.metadata import PositionProvider
 
 from tf1gradfix.constructs import (builder_loops, builder_statistics, builders, captured_values, carried_values,
-                                   gradient_calls, graph_contexts, graph_loops, graph_prints, guarded_graph,
+                                   gradient_calls, graph_contexts, graph_loops, graph_prints, guarded_graph, initializers,
                                    input_methods, loop_layers, nested_calls, outer_scopes, rnn_cells, rnn_stacks,
                                    statement_forms, summaries, summary_helpers, summary_loops, unrun_ops,
                                    variable_factories, variable_loops)
@@ -299,8 +299,9 @@ class ModelBuilder(BlockReader):
         if isinstance(small, cst.Expr) and isinstance(small.value, cst.Call):
             func = small.value.func
             if isinstance(func, cst.Attribute) and func.attr.value == "run" and isinstance(func.value, cst.Call) \
-                    and matches(self.qualified(func.value.func), "initializers"):
-                item.drop = item.initializer = True   # `tf.global_variables_initializer().run()`
+                    and (kind := initializers.kind_of(self.program, func.value, self.qualified)) is not None:
+                item.drop = True   # `tf.global_variables_initializer().run()` (a local one's initializes nothing here)
+                item.initializer = kind == "global"
                 return
             q = self.qualified(small.value.func)
             if host_value(q):   # (`tf.logging.info(...)`, `tf.flags.DEFINE_string(...)`: host code)

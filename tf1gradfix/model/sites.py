@@ -216,7 +216,7 @@ class HostScan(FetchesAndFeeds):
         if not isinstance(func, cst.Attribute):
             return False
         if func.attr.value == "run" and isinstance(func.value, cst.Call) \
-                and matches(self.meta.names.qualified(func.value.func), "initializers"):
+                and initializers.kind_of(self.p, func.value, self.meta.names.qualified) is not None:
             # `tf.global_variables_initializer().run()` in host code: the default session's run of it
             self._check_session_kw(call, ("feed_dict", "session"))
             self._add_site(call, func.value, arg(call, 0, "feed_dict"))
@@ -333,8 +333,8 @@ class HostScan(FetchesAndFeeds):
             if feed is not None and not initializers.feed_unread(self.p, feed):
                 raise Refusal.of(call, "initializer_run_fed")
             self._remove_statement(call)
-            if id(call) in self.overwritten:   # (a later session's, before its restore: constructs/later_sessions.py)
-                return
+            if id(call) in self.overwritten or initializers.local_only(self.p, fetch, self.meta.names.qualified):
+                return   # (a later session's, before its restore: later_sessions.py; local variables', none here)
             self._initializer_run(call)
             return
         self.waiting.run(any(isinstance(self.p.node(f), (*OPS, TrainGroup)) for f in fetches))
