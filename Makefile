@@ -17,12 +17,13 @@ install: $(STAMP)
 demo: $(STAMP)
 	$(BIN)/python -m tf1gradfix.cli.demo
 
+# (two test processes, pytest-xdist: a proof runs its two programs at once, the rest is one core each)
 test: $(STAMP)
 	$(BIN)/python -m mypy
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n 2
 
 test-fast: $(STAMP)
-	$(BIN)/python -m pytest -m "not tf and not slow and not integration"
+	$(BIN)/python -m pytest -n 2 -m "not tf and not slow and not integration"
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/run.py

@@ -18,6 +18,8 @@ def pytest_configure(config):
     """`check` keeps results in a cache folder; tests (and the CLI runs they start)
     use a fresh one, never the user's."""
     os.environ.setdefault("TF1GRADFIX_CACHE_DIR", tempfile.mkdtemp(prefix="tf1gradfix-test-cache-"))
+    if os.environ.get("PYTEST_XDIST_WORKER"):   # (`make test` runs tests in two processes: a cache each)
+        os.environ["TF1GRADFIX_CACHE_DIR"] = tempfile.mkdtemp(prefix="tf1gradfix-test-cache-")
     from tf1gradfix import legacy
 
     legacy.STRICT = True   # (a legacy rule's error fails the test instead of giving no finding)
