@@ -52,3 +52,13 @@ def test_a_body_reading_a_variables_name_is_refused_at_the_read():
     assert code is None
     assert [(d[0], d[2], d[3]) for d in diagnostics] == [
         (11, "TFG913", "`.name` of a listed variable read in graph code outside a filter the tool evaluates")]
+
+
+def test_a_loop_that_only_prints_the_variables_stays_host_code():
+    """After the runs, `for u in tf.trainable_variables(): print(u.name, u.get_shape())` binds
+    nothing: host code, where the collection is written as its list (host_lists)."""
+    source = PROGRAM.replace("MODEL", "out = tf.matmul(x, w) + b").replace("BODY", "    reg += tf.nn.l2_loss(v)") \
+        + "for u in tf.trainable_variables():\n    print(u.name, u.get_shape())\n"
+    result = restructure(cst.parse_module(source), "input.py")
+    assert result.new_module is not None, result.diagnostics
+    assert "for u in [w, b]:\n    print(u.name, u.get_shape())" in result.new_module.code

@@ -219,7 +219,7 @@ def test_summaries_merge_all_cannot_see_are_refused():
     loop = _refusal(SUMMARIES + 'for t in tf.trainable_variables():\n    tf.summary.histogram(t.op.name, t)\n'
                     'm = tf.summary.merge_all()\n'
                     'with tf.Session() as sess:\n    print(sess.run(m, {x: [[1.0, 2.0]]}))\n')
-    assert "inside a loop (`tf.summary.histogram`)" in loop
+    assert "compound statement (`tf.summary.histogram`)" in loop
     tag = _refusal(SUMMARIES + 'tag = "loss"\ns = tf.summary.scalar(tag, loss)\n'
                    'with tf.Session() as sess:\n    print(sess.run(s, {x: [[1.0, 2.0]]}))\n')
     assert "string literal" in tag

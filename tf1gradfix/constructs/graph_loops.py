@@ -35,7 +35,8 @@ def model(builder, item, position: int) -> bool:
     if builder.runs_graph(loop):   # (`for p in sess.run(params)`: host code)
         return False
     listed = [(call, q) for call, q in builder.calls(loop.iter) if var_lists.is_collection(call, builder.qualified)]
-    if not builder.deps_of(loop.iter) and not listed:
+    made = (_bound(loop) - set(loads(loop.target))) | _appended(loop)   # (a loop that only prints them: host code)
+    if not builder.deps_of(loop.iter) and not (listed and made):
         return False
     collections, owned, read = graph_collections.model(builder, loop.iter, listed) if listed else ([], set(), set())
     for call in owned:
