@@ -34,15 +34,15 @@ def model(builder, item, position: int) -> bool:
         return False
     if builder.runs_graph(loop):   # (`for p in sess.run(params)`: host code)
         return False
+    bound = _bound(loop)
+    filled = _appended(loop) - bound
     listed = [(call, q) for call, q in builder.calls(loop.iter) if var_lists.is_collection(call, builder.qualified)]
-    made = (_bound(loop) - set(loads(loop.target))) | _appended(loop)   # (a loop that only prints them: host code)
+    made = (bound - set(loads(loop.target))) | filled   # (a loop that only prints the variables: host code)
     if not builder.deps_of(loop.iter) and not (listed and made):
         return False
     collections, owned, read = graph_collections.model(builder, loop.iter, listed) if listed else ([], set(), set())
     for call in owned:
         builder.own(call)
-    bound = _bound(loop)
-    filled = _appended(loop) - bound
     for name in bound | filled:
         node = program.node(name)
         if isinstance(node, (Placeholder, Variable, Optimizer, TrainOp, VarList)):

@@ -33,10 +33,13 @@ def model(builder, item, call: cst.Call) -> bool:
     """Drops `print(<labels and graph values>)` (True); False for a print of no graph
     value given as such (host code, checked there); Refusal for a mix."""
     program = builder.program
-    described, kept = _described(builder, call, lambda name: _is_described(program, builder.qualified, program.node(name)))
+    if _rebound(builder):
+        return False
+    described, kept, mixed = _described(call, lambda name: _is_described(program, builder.qualified, program.node(name)),
+                                        lambda node: _text(builder, node))
     if not described:
         return False
-    if kept is None or all(a.keyword is not None for a in kept):   # (`end=""` alone: the line ends as without it)
+    if not mixed or all(a.keyword is not None for a in kept):   # (`end=""` alone: the line ends as without it)
         item.drop = True
         _note(builder, call, described, _instead(program, described[0]))
         return True
@@ -63,13 +66,8 @@ def in_host(scan, call: cst.Call, reads: cst.CSTVisitor) -> bool:
             or "print" in program.final or "print" in program.helpers:
         return False
     host = {name for it in program.items if it.node is None for name in bound_names(it.stmt)}   # (`_, value = sess.run(...)`)
-    described: list[str] = []
-    kept: list[cst.Arg] = []
-    for a in call.args:
-        names = _references(a.value, lambda name: name not in host and _is_described(program, qualified, program.node(name))) \
-            if a.keyword is None and not a.star else []
-        described += names
-        kept += [] if names else [a]
+    described, kept, _ = _described(call, lambda name: name not in host and _is_described(program, qualified, program.node(name)),
+                                    cst.Module([]).code_for_node)
     if not described or all(a.keyword is not None for a in kept):
         return False
     for a in kept:
@@ -102,8 +100,9 @@ def in_builder(builder, stmt: cst.BaseStatement, graph: set[str]) -> bool:
     small = stmt.body[0] if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 else None
     if not (isinstance(small, cst.Expr) and isinstance(small.value, cst.Call)):
         return False
-    described, kept = _described(builder, small.value, lambda name: name in graph)
-    if described and kept is not None:
+    described, kept, mixed = _described(small.value, lambda name: name in graph, lambda node: _text(builder, node)) \
+        if not _rebound(builder) else ([], [], False)
+    if described and mixed:
         raise Refusal.of(small.value, "print_of_graph_value_mixed", what=f"`{_text(builder, kept[0].value)}`")
     if described:
         _note(builder, small.value, described, f"in TF2 print `{described[0]}.shape` in `__call__`, or "
@@ -111,29 +110,29 @@ def in_builder(builder, stmt: cst.BaseStatement, graph: set[str]) -> bool:
     return bool(described)
 
 
-def _described(builder, call: cst.Call, graph) -> tuple[list[str], list[cst.Arg] | None]:
-    """(the graph values (`graph(name)`) a `print` call prints as such, the arguments it
-    prints besides them where one is more than a word (None: words only)); ([], None)
-    for a print of no graph value."""
-    if not (isinstance(call.func, cst.Name) and call.func.value == "print") or _rebound(builder):
-        return [], None
+def _described(call: cst.Call, graph, text) -> tuple[list[str], list[cst.Arg], bool]:
+    """(the graph values (`graph(name)`) a `print` call prints as such, the arguments it prints
+    besides them, whether one of those is more than a word); ([], ...) for a print of no graph
+    value. `text`: a node's source."""
+    if not (isinstance(call.func, cst.Name) and call.func.value == "print"):
+        return [], [], False
     described: list[str] = []
     kept: list[cst.Arg] = []
     mixed = False
     for a in call.args:
         value = a.value
-        names = _references(value, graph)
-        if a.keyword is None and not a.star and names:
+        names = _references(value, graph) if a.keyword is None and not a.star else []
+        if names:
             described += names
             continue
         kept.append(a)
-        if a.keyword is not None and a.keyword.value in SETTINGS and not loads(value) and "\n" not in _text(builder, value):
+        if a.keyword is not None and a.keyword.value in SETTINGS and not loads(value) and "\n" not in text(value):
             continue
         if a.keyword is None and not a.star and isinstance(literal_string(value), str):
             mixed = mixed or bool(NUMBER.search(literal_string(value) or ""))
         else:
             mixed = True
-    return described, (kept if described and mixed else None)
+    return described, kept, bool(described) and mixed
 
 
 def _note(builder, call: cst.Call, described: list[str], instead: str, what: str = "`print` of the graph's {} dropped") -> None:

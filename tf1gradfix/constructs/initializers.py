@@ -3,6 +3,8 @@ initialized when made, so the statement and its runs go."""
 
 from __future__ import annotations
 
+import libcst as cst
+
 from tf1gradfix.cst.syntax import matches
 from tf1gradfix.model.nodes import Init, Statement
 
@@ -17,37 +19,30 @@ def build(builder, s: Statement) -> bool:
 
 def kind_of(program, expr, qualified) -> str | None:
     """What running `expr` initializes: "global" (the variables), "local" (the local variables
-    alone: metrics' counters, input pipelines' epochs), None where it is no initializer. A
-    `tf.group` or a list of initializers initializes what any of them does."""
-    import libcst as cst
-
+    alone: metrics' counters, input pipelines' epochs; a program the rewrite takes has none, as
+    a variable in another collection, a metric, a queue is refused: such a run initializes
+    nothing there), None where it is no initializer. A `tf.group` or a list of initializers
+    initializes what any of them does."""
     if isinstance(expr, cst.Name):
         node = program.node(expr.value)
         return kind_of(program, node.value, qualified) if isinstance(node, Init) else None
-    if isinstance(expr, (cst.List, cst.Tuple)) or isinstance(expr, cst.Call) and qualified(expr.func) == "tensorflow.group":
-        parts = [e.value for e in expr.elements] if isinstance(expr, (cst.List, cst.Tuple)) else \
-            [a.value for a in expr.args if a.keyword is None and not a.star] if len(expr.args) == sum(
-                a.keyword is None and not a.star for a in expr.args) else []
-        kinds = [kind_of(program, e, qualified) for e in parts]
-        return None if not kinds or None in kinds else "global" if "global" in kinds else "local"
+    grouped = isinstance(expr, cst.Call) and qualified(expr.func) == "tensorflow.group"
+    if isinstance(expr, (cst.List, cst.Tuple)) or grouped:
+        parts = expr.args if grouped else expr.elements
+        if not parts or any(getattr(a, "keyword", None) is not None or getattr(a, "star", "") for a in parts) \
+                or any(isinstance(e, cst.StarredElement) for e in parts):
+            return None
+        kinds = [kind_of(program, e.value, qualified) for e in parts]
+        return None if None in kinds else "global" if "global" in kinds else "local"
     if isinstance(expr, cst.Call) and matches(q := qualified(expr.func), "initializers"):
         return "local" if matches(q, "local_initializers") else "global"
     return None
-
-
-def local_only(program, fetch, qualified) -> bool:
-    """Does a run of `fetch` initialize the local variables alone (`tf.local_variables_initializer()`
-    after the global one)? The program has none (a variable in another collection, a metric, a
-    queue is refused), so TF1 initialized nothing there: the run is no initializer run."""
-    return kind_of(program, fetch, qualified) == "local"
 
 
 def feed_unread(program, feed) -> bool:
     """A feed of an initializer's run that no variable's initial value reads (`{keep_prob: 0.9}`:
     TF1 ran the initializers and left the fed value unused): the run is the initializer's
     alone. Keys: placeholders; values: no calls (nothing of the feed runs when it goes)."""
-    import libcst as cst
-
     from tf1gradfix.cst.walk import walk
     from tf1gradfix.model.nodes import Placeholder, Variable, VariableGroup
 

@@ -406,3 +406,8 @@ def _header(fn: cst.FunctionDef, indent: int) -> str | None:
     if indent + 4 + len(joined) <= WIDTH:
         return f"{head}\n{' ' * (indent + 4)}{joined}\n{' ' * indent}):"
     return head + "".join(f"\n{' ' * (indent + 4)}{item}," for item in items) + f"\n{' ' * indent}):"
+
+
+def indented(text: str) -> str:
+    """`text` four columns in, its blank lines left blank."""
+    return "\n".join("    " + ln if ln.strip() else ln for ln in text.splitlines())

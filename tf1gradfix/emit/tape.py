@@ -222,7 +222,7 @@ class TapeEmitter(Updates, RunCalls):
                     call = self._loop_layer_call(st.site, cast(str, st.name), [], indent + 4 * (len(scopes) + 1))
                     lines[-1] += "\n" + "\n".join(IND * (len(scopes) + 1) + ln for ln in call.splitlines())
                 else:
-                    lines.append(_indent(self._loop_layer_call(st.site, cast(str, st.name), scopes, indent + 4)))
+                    lines.append(layout.indented(self._loop_layer_call(st.site, cast(str, st.name), scopes, indent + 4)))
                 scoped = (scopes, len(lines) - 1)
             elif st.site is None and st.steps:   # (a loss or dropout written as in a statement of its own)
                 small = losses.rewritten_statement(st.stmt, calls, self.qualified, self.code, self.tf)
@@ -230,7 +230,7 @@ class TapeEmitter(Updates, RunCalls):
                 text = loop_statement(st, self.code, cast(cst.BaseSmallStatement, small))
                 if small is not st.stmt or "\n" not in text and st.column + len(loop_statement(st, self.code)) <= layout.WIDTH:
                     text = layout.fit(text, indent + 4)   # (written by the rewrite, or laid out as black would)
-                lines.append("\n".join(IND + ln if ln.strip() else ln for ln in text.split("\n")))
+                lines.append(layout.indented(text))
         if len(lines) == 1:
             lines.append(f"{IND}pass")
         return "\n".join(lines)
@@ -245,7 +245,7 @@ class TapeEmitter(Updates, RunCalls):
         args = [self.code(site.source)] + [f"{k}={self.code(v)}" for k, v in site.call_args]
         text = layout.fit(f"{name} = {self.state.naming.layers[site]}({', '.join(args)})", indent + 4 * len(scopes))
         for depth, scope in reversed(list(enumerate(scopes))):
-            text = layout.fit(f"with {self.tf}.keras.name_scope({scope}):", indent + 4 * depth) + "\n" + _indent(text)
+            text = layout.fit(f"with {self.tf}.keras.name_scope({scope}):", indent + 4 * depth) + "\n" + layout.indented(text)
         return text
 
     def params_text(self, params: list[str]) -> str:
@@ -301,7 +301,7 @@ class TapeEmitter(Updates, RunCalls):
         body = name_scopes.joined([self.stmt_text(self.p.nodes[i], 1) for i in nodes if isinstance(self.p.nodes[i], Tensor)],
                                   self.tf)
         body.append(f"return {', '.join(returns)}")
-        return f"def {name}({self.params_text(params)}):\n" + _indent("\n".join(body))
+        return f"def {name}({self.params_text(params)}):\n" + layout.indented("\n".join(body))
 
     def function_text(self, sig: Signature, helper) -> str:
         hname, hnodes, hparams, hreturns = helper
@@ -335,7 +335,7 @@ class TapeEmitter(Updates, RunCalls):
             count = sum(1 for i in grads if self.p.nodes[i].differentiates() and i not in inner)
             persistent = "persistent=True" if count > 1 else ""
             lines.append(f"with {self.tf}.GradientTape({persistent}) as {self.tape}:")
-            lines.append(_indent("\n".join(name_scopes.joined(forward_lines, self.tf)) or "pass"))
+            lines.append(layout.indented("\n".join(name_scopes.joined(forward_lines, self.tf)) or "pass"))
             updates: list[str] = []   # (several train ops: applied after every gradient, constructs/train_together.py)
             for i in grads:
                 node = self.p.nodes[i]
@@ -354,7 +354,7 @@ class TapeEmitter(Updates, RunCalls):
             lines.append("pass")
         decorator = "" if sig.one_off else f"{self.spec(sig.params)}\n"
         header = f"{decorator}def {sig.name}({self.params_text(sig.params)}):\n"
-        return header + _indent("\n".join(lines))
+        return header + layout.indented("\n".join(lines))
 
     def _inner_block(self, sig: Signature, forward: list[str], grads: list[int], inner: list[int]):
         """(the outer tape's lines, the gradient nodes after it) for a slice with second-order
@@ -376,7 +376,7 @@ class TapeEmitter(Updates, RunCalls):
                 watched.append(layout.fit(f"{targets[i]} = {self.code(ys)}", self.indent + 12))
         persistent = "persistent=True" if len(inner) > 1 else ""
         lines = [f"with {self.tf}.GradientTape({persistent}) as {tape}:",
-                 _indent("\n".join(name_scopes.joined(watched, self.tf)) or "pass")]
+                 layout.indented("\n".join(name_scopes.joined(watched, self.tf)) or "pass")]
         lines += self.fit([gradient_calls.gradient_text(self, cast(Gradients, self.p.nodes[i]), tape, targets[i])
                            for i in inner], 2)
         lines += [self.stmt_text(self.p.nodes[i], 2) for i in inside]
@@ -436,7 +436,6 @@ class TapeEmitter(Updates, RunCalls):
             after[i] = lines + after.get(i, [])
         return list(dict.fromkeys(top)), after
 
-
     @property
     def tape(self) -> str:
         return self.local("tape")
@@ -446,7 +445,3 @@ class TapeEmitter(Updates, RunCalls):
         if base not in self.locals:
             self.locals[base] = self.fresh(base)
         return self.locals[base]
-
-
-def _indent(text: str) -> str:
-    return "\n".join(IND + ln if ln.strip() else ln for ln in text.splitlines())

@@ -333,7 +333,7 @@ class HostScan(FetchesAndFeeds):
             if feed is not None and not initializers.feed_unread(self.p, feed):
                 raise Refusal.of(call, "initializer_run_fed")
             self._remove_statement(call)
-            if id(call) in self.overwritten or initializers.local_only(self.p, fetch, self.meta.names.qualified):
+            if id(call) in self.overwritten or initializers.kind_of(self.p, fetch, self.meta.names.qualified) == "local":
                 return   # (a later session's, before its restore: later_sessions.py; local variables', none here)
             self._initializer_run(call)
             return
