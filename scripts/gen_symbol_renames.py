@@ -26,6 +26,10 @@ Each entry is kept only when checking the installed TensorFlow shows it is right
   positional arguments from there on are written as keywords (TF1's own names:
   right under both, once the keyword renames give TF2's) and a keyword TF2's
   function does not take is known before anything is written.
+- a cast (`function_transformers` entries of its cast transformer: `tf.to_float(x)`
+  is `tf.cast(x, dtype=tf.float32)`) is kept when TF1's function takes `(x, name)`;
+  its dtype is the one a call returns here. TF2 lacks these functions and
+  `tf.cast` names its op otherwise, so only restructured programs get them.
 
 Entries whose TF2 name does not exist or behaves otherwise (another function under
 the new name: dropout, losses, ...) are left out and counted on stderr: the
@@ -56,6 +60,8 @@ HEADER = """\
 #   [reorders]          TF1 parameter names of functions whose positional order TF2
 #                       changed, `from`: the first position to write as a keyword, and
 #                       `tf2`: TF2's parameter names (empty: TF2 has no such function)
+#   [casts]             functions TF2 lacks that the upgrade table writes as
+#                       `tf.cast(x, dtype=...)`, with that dtype: restructured programs only
 """
 
 
@@ -165,7 +171,9 @@ def renames(tf, v1, symbol_renames: dict[str, str], keyword_renames: dict) -> tu
             continue          # (gone from this TensorFlow, or TF2 still has the name)
         new = full_new[len("tf."):]
         renamed = keyword_renames.get(full_old, {})
-        if new.startswith("compat.v1."):
+        if new.startswith("compat.v1.") and old.startswith(KEPT_UNDER_V1):
+            pass              # (no TF2 name, and no graph: the upgrade table's own spelling)
+        elif new.startswith("compat.v1."):
             new = _delegate(old_object, tf2, renamed)
             if new is None:
                 continue      # (no TF2 name: the restructure owns it, or it is TF1-only)
@@ -204,10 +212,35 @@ def reorders(tf, v1, function_reorders: dict[str, list]) -> tuple[dict[str, tupl
     return kept, dropped
 
 
+def casts(tf, v1, function_transformers: dict) -> dict[str, str]:
+    """function -> the dtype its call returns, for the functions the upgrade table turns
+    into `tf.cast(x, dtype=...)` (its cast transformer): kept when TF1's function takes
+    `(x, name)` and returns that dtype, as running it here shows."""
+    from tensorflow.tools.compatibility import tf_upgrade_v2
+
+    kept = {}
+    for full, transformer in sorted(function_transformers.items()):
+        if transformer is not tf_upgrade_v2._cast_transformer or not full.startswith("tf."):
+            continue
+        old = _resolve(v1, full[len("tf."):])
+        params = _parameters(old) if old is not None else None
+        if params is None or [p for p, _ in params] != ["x", "name"]:
+            continue
+        kept[full[len("tf."):]] = old(tf.constant([1])).dtype.name
+    return kept
+
+
 def _compat_free(name: str) -> str:
     from tensorflow.tools.compatibility import all_renames_v2
 
     return all_renames_v2.symbol_renames.get(f"tf.{name}", f"tf.{name}")[len("tf."):]
+
+
+# Functions (and constants) TF2 has only under tf.compat.v1 that build no graph and run
+# the same eagerly: their upgrade-table spelling, `tf.compat.v1.NAME`, is kept in every
+# file (TF1's own objects under both TensorFlows). Python 2 division (`div`: floor for
+# integers, true division otherwise) has no TF2 name; TF1's logging is Python logging.
+KEPT_UNDER_V1 = ("div", "logging.")
 
 
 # Renames TensorFlow's table leaves to tf.compat.v1 but the restructure writes itself
@@ -226,6 +259,7 @@ def build() -> tuple[str, str]:
     spec = tf_upgrade_v2.TFAPIChangeSpec()
     kept, only, dropped = renames(tf, v1, all_renames_v2.symbol_renames, spec.function_keyword_renames)
     orders, unordered = reorders(tf, v1, spec.function_reorders)
+    cast = casts(tf, v1, spec.function_transformers)
     kept.update(RESTRUCTURE_OWNED)
     only = sorted(set(only) | set(RESTRUCTURE_OWNED))
     lines = [HEADER.format(version=tf.__version__), "\nrestructured_only = [\n"]
@@ -235,7 +269,9 @@ def build() -> tuple[str, str]:
     lines.append("\n[reorders]\n")
     lines += [f'"{name}" = {{ names = {_strings(names)}, from = {start}, tf2 = {_strings(tf2)} }}\n'
               for name, (names, start, tf2) in orders.items()]
-    note = (f"{len(kept)} renames ({len(only)} restructured only), {len(orders)} reorders; left out: "
+    lines.append("\n[casts]\n")
+    lines += [f'"{name}" = "{dtype}"\n' for name, dtype in cast.items()]
+    note = (f"{len(kept)} renames ({len(only)} restructured only), {len(orders)} reorders, {len(cast)} casts; left out: "
             f"{dropped} renames whose TF2 name behaves otherwise, {unordered} reorders tf.compat.v1 disagrees with")
     return "".join(lines), note
 

@@ -610,3 +610,23 @@ def test_a_name_a_star_import_of_host_code_binds_and_the_script_binds_otherwise_
     out = capsys.readouterr().out
     assert {name: (folder / name).read_bytes() for name in _names(folder)} == before
     assert f"{folder / 'kit.py'}:3:1: TFG923 [manual] `report` is bound here and, otherwise, in train.py" in out, out
+
+
+@pytest.mark.parametrize("change", ["rebound", "two_lines", "aliased"])
+def test_a_repeated_import_is_followed_only_where_it_binds_the_same_objects(change, tmp_path, monkeypatch):
+    """`from helpers import summarize` after `from helpers import dense_block` is read as
+    the names the module's code bound already (repeated_imports); where the script binds
+    such a name otherwise, or the import spans lines or renames, it is refused at it."""
+    folder = tmp_path / "project"
+    shutil.copytree(ROOT / "repeated_imports" / "input", folder)
+    text = (folder / "train.py").read_text(encoding="utf-8")
+    edited = {"rebound": text.replace("grid = ", "summarize = str\ngrid = "),
+              "two_lines": text.replace("from helpers import summarize", "from helpers import (\n    summarize,\n)"),
+              "aliased": text.replace("from helpers import summarize", "from helpers import summarize as report")
+              .replace("print(summarize(", "print(report(")}[change]
+    assert edited != text
+    (folder / "train.py").write_text(edited, encoding="utf-8")
+    new, diag = rewrite(folder, monkeypatch)
+    assert all(new[name] == (folder / name).read_bytes() for name in new)
+    line = edited[:edited.index("from helpers import", edited.index("dense_block\n"))].count("\n") + 1
+    assert f"train.py:{line}:1: TFG923 [manual] module `helpers` is imported otherwise than" in diag

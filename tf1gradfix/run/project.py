@@ -125,7 +125,8 @@ def _binding(stmt: ast.stmt, name: str):
 def _clash(project: Project, trees: dict[str, ast.Module]) -> tuple | None:
     """A name the module binds that the script (or another module) binds otherwise: one
     namespace for both would change what it means."""
-    imported = {a.name for stmt in project.imports if isinstance(stmt, ast.ImportFrom) for a in stmt.names}
+    imported = {a.name for stmt in [*project.imports, *project.repeats] if isinstance(stmt, ast.ImportFrom)
+                for a in stmt.names}
     imported |= {name for module, stmt in zip(project.modules, project.imports) if layout.is_star(stmt)
                  for name in layout.star_names(trees[module]) or ()}
     imported |= {a.asname or a.name for stmt in project.imports if isinstance(stmt, ast.Import) for a in stmt.names}

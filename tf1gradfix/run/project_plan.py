@@ -31,6 +31,7 @@ class Project:
     script: str
     modules: list[str] = field(default_factory=list)   # paths, in the order the script imports them
     imports: list[ast.stmt | None] = field(default_factory=list)   # the script's import of each (None: a module's)
+    repeats: list[ast.ImportFrom] = field(default_factory=list)   # the script's later imports of names of one
     refusal: tuple | None = None   # (path, diagnostic): why it cannot be migrated
 
 
@@ -124,6 +125,10 @@ def _folder_projects(folder: str, paths: list[str]) -> tuple[list[Project], dict
                     again = modules[name] in project.modules   # (read once, where first imported)
                     project.modules.append(modules[name]) if not again else None
                     project.imports.append(stmt) if not again else None
+                    if again and _repeat(stmt, project.imports[project.modules.index(modules[name])],
+                                         read[modules[name]], found.tree):
+                        project.repeats.append(stmt)
+                        continue
                     project.refusal = project.refusal or _import_refusal(path, stmt, name, read[modules[name]], again,
                                                                          found.tree)
         if project.modules:
@@ -220,6 +225,31 @@ def _import_refusal(path: str, stmt: ast.stmt, name: str, module: Info, again: b
     if again or not isinstance(stmt, ast.ImportFrom) or any(a.asname or a.name not in defined for a in stmt.names):
         return (path, diagnostic(stmt.lineno, stmt.col_offset + 1, "project_import_form", module=name))
     return None
+
+
+def _repeat(stmt: ast.stmt, first: ast.stmt | None, module: Info, script: ast.Module) -> bool:
+    """A later `from model import a, b` of a module the script imported that way already
+    (`from utils import load` then `from utils import show`): the module's code read in
+    place of the first import binds every name it defines, so the later import binds
+    them again to the same objects, as long as the script binds them no other way. It
+    stays in the script (one line, put back as it was)."""
+    if not (isinstance(stmt, ast.ImportFrom) and isinstance(first, ast.ImportFrom) and not layout.is_star(first)
+            and not layout.is_star(stmt) and stmt.lineno == stmt.end_lineno):
+        return False
+    defined = layout.top_names(module.tree)
+    names = {a.name for a in stmt.names}
+    if any(a.asname is not None or a.name not in defined for a in stmt.names):
+        return False
+    for node in ast.walk(script):
+        if isinstance(node, (ast.Import, ast.ImportFrom)) and getattr(node, "module", None) != stmt.module \
+                and names & {(a.asname or a.name).partition(".")[0] for a in node.names}:
+            return False
+        if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load) and node.id in names \
+                or isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.name in names \
+                or isinstance(node, ast.arg) and node.arg in names \
+                or isinstance(node, (ast.Global, ast.Nonlocal)) and names & set(node.names):
+            return False
+    return True
 
 
 def _star_reads(reader: ast.Module, module: ast.Module) -> bool:

@@ -10,6 +10,7 @@ import re
 
 _BEGIN, _END = b"__tf1gradfix_module_begin__", b"__tf1gradfix_module_end__"
 _NESTED = b"__tf1gradfix_nested_import__"   # a module's import of an earlier module, while they are read as one
+_REPEAT = b"__tf1gradfix_repeated_import__"   # the script's later import of a module's names (project_plan._repeat)
 _BOM = b"\xef\xbb\xbf"
 _MARKER = re.compile(rb"^(__tf1gradfix_module_(?:begin|end)__) = (\d+)[ \t]*(?:\r\n|\r|\n)?\Z")
 
@@ -195,6 +196,9 @@ def combined(project, datas: dict[str, bytes], split_lines, imports=()):
     """(the script with each import replaced by its module between markers; combined line ->
     (path, line))."""
     script = split_lines(datas[project.script])
+    for k, stmt in enumerate(project.repeats):   # (its module's code binds them already)
+        ending = script[stmt.lineno - 1][len(script[stmt.lineno - 1].rstrip(b"\r\n")):]
+        script[stmt.lineno - 1] = _REPEAT + b" = %d" % k + (ending or b"\n")
     pieces: list[bytes] = []
     where: list[tuple[str, int]] = []   # index: combined line - 1
     at = 0
@@ -251,6 +255,11 @@ def check_parts(project, parts: dict, datas: dict[str, bytes], cut: bool = False
         if k < len(project.imports) and project.imports[k] is not None:   # the script's own import, as it was
             stmt = project.imports[k]
             new_script += script_lines[stmt.lineno - 1:stmt.end_lineno]
+    for k, stmt in enumerate(project.repeats):   # (the script's later imports of a module's names, as they were)
+        found = [i for i, line in enumerate(new_script) if line.rstrip(b"\r\n") == _REPEAT + b" = %d" % k]
+        if len(found) != 1:
+            return "the rewrite moved an import of the script"
+        new_script[found[0]] = script_lines[stmt.lineno - 1]
     result = {}
     originals = {m: python_tree(datas[m]) for m in project.modules}
     imports = nested(project, originals)
