@@ -46,6 +46,40 @@ def test_anything_else_fetched_with_the_assignment_is_refused(shown, fetched):
     assert _refusals(shown, fetched) == ["an assignment op fetched with a value it is not computed from (order undefined)"]
 
 
+COUNTED = """\
+import numpy as np
+import tensorflow as tf
+x = tf.placeholder(tf.float32, [None, 2])
+w = tf.Variable(tf.ones([2, 1]), name="w")
+loss = tf.reduce_sum(tf.square(tf.matmul(x, w)))
+train = tf.train.GradientDescentOptimizer(0.1).minimize(loss)
+runs = tf.Variable(0, trainable=False)
+count = {count}
+with tf.Session() as sess:
+    sess.run(tf.global_variables_initializer())
+    _, n, l = sess.run([train, count, loss], {{x: np.ones([3, 2])}})
+    print(n, l)
+"""
+
+
+@pytest.mark.parametrize("count", ["tf.assign_add(runs, 1)", "runs.assign(runs + 1)"])
+def test_an_assignment_sharing_no_variable_with_the_run_is_fetched_with_it(count):
+    """Either order gives the same values; the function returns the value after it."""
+    result = process_source("input.py", COUNTED.format(count=count).encode(), CodeFilter())
+    assert [f.message for f in result.findings if f.code.startswith("TFG9")] == []
+    assert "    count = runs.assign" in result.new_source.decode() and "return count, loss" in result.new_source.decode()
+
+
+@pytest.mark.parametrize("count, why", [
+    ("tf.assign_add(runs, tf.cast(tf.reduce_sum(w), tf.int32))", "an assignment op fetched with a value it is not "
+                                                                  "computed from (order undefined)"),   # (reads w)
+    ("tf.group(tf.assign_add(runs, 1))", "the result of a train op bound to a name that is used"),   # (TF1 gives None)
+])
+def test_an_assignment_sharing_a_variable_or_giving_none_stays_refused(count, why):
+    result = process_source("input.py", COUNTED.format(count=count).encode(), CodeFilter())
+    assert [f.message for f in result.findings if f.code.startswith("TFG9")] == [why]
+
+
 PAIRS = """\
 import numpy as np
 import tensorflow as tf

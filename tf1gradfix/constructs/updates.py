@@ -4,7 +4,9 @@ network's sync `[t.assign(o) for t, o in zip(target_vars, online_vars)]`,
 
 A run of such an op becomes a function that does the assignments (the
 statement as written: in a `tf.function` every assignment runs), called where
-the run was. Its fetch result is not a value the rewrite keeps.
+the run was. The fetch of one assignment (`n = sess.run(bump)`) gave the variable's
+value after it, which TF2's method returns too: the function returns it where the
+program reads it (`valued`); a group's (None) or a list's is not a value the rewrite keeps.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ import libcst as cst
 
 from tf1gradfix.cst.syntax import Refusal, bound_args, graph_ops, loads
 from tf1gradfix.cst.walk import replaced, walk
-from tf1gradfix.model.nodes import Computed, Gradients, Statement, Static, Update, Variable
+from tf1gradfix.model.nodes import Computed, Gradients, Statement, Static, TrainOp, Update, Variable
 
 ASSIGNS = ("assign", "assign_add", "assign_sub")
 
@@ -53,6 +55,13 @@ def is_update(builder, value: cst.BaseExpression, deps) -> bool:
     return False
 
 
+def valued(node) -> bool:
+    """An update whose fetch TF1 gave as a value: one assignment (`tf.assign_add(v, x)`,
+    `v.assign_add(x)`), the variable's value after it."""
+    value = node.value if isinstance(node, Update) else None
+    return isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) and value.func.attr.value in ASSIGNS
+
+
 def _comprehension_targets(value) -> set[str]:
     names: set[str] = set()
 
@@ -76,17 +85,56 @@ def _names(target) -> list[str]:
 def check_run(program, site_call, fetched) -> None:
     """An update fetched with other values: each must be computed before the assignment, which
     TF1 ensures for what the assigned value is computed from (`[loss, tf.assign(w, w - lr * g)]`
-    with `g` the gradient of `loss`); the function computes them in that order. Any other value,
+    with `g` the gradient of `loss`); the function computes them in that order. A value, or a
+    train op, sharing no variable with the assignments (`[train, count_step, loss]` with
+    `count_step = tf.assign_add(steps, 1)`) is the same in either order. Any other value,
     a variable above all, may be read before or after it (measured: verify/TOLERANCES.md)."""
     done = [n for n in fetched if isinstance(n, Update)]
     if not done or len(done) == len(fetched):
         return
     before = computed_before(program, done)
+    written = [_written(program, n) for n in done]
+    touched = None if any(w is None for w in written) else \
+        set().union(*written, *(_variables(program, n.deps) for n in done))
     for node in fetched:
         if isinstance(node, (Update, Static)):
             continue
-        if not (isinstance(node, (Computed, Gradients)) and node.index in before and not aliases_variable(program, node)):
-            raise Refusal.of(site_call, "assign_fetched_with_others")
+        if isinstance(node, (Computed, Gradients)) and node.index in before and not aliases_variable(program, node):
+            continue
+        if touched is not None and isinstance(node, (Computed, Gradients, TrainOp)) \
+                and not touched & _variables(program, [node.index], node.step if isinstance(node, TrainOp) else None):
+            continue   # (no variable in common: either order gives the same values)
+        raise Refusal.of(site_call, "assign_fetched_with_others")
+
+
+def _written(program, node: Update) -> set[int] | None:
+    """The variables an update assigns (None: one it assigns is named otherwise, as in
+    a comprehension over variable lists)."""
+    out = set()
+    for call in _calls(node.value):
+        func = call.func
+        if not (isinstance(func, cst.Attribute) and func.attr.value in ASSIGNS):
+            continue
+        receiver = func.value if isinstance(func.value, cst.Name) else None
+        if receiver is None or not isinstance(program.node(receiver.value), Variable):   # (`tf.assign(v, x)`)
+            receiver = bound_args(call, ["ref", "value", "validate_shape", "use_locking", "name"], call).get("ref")
+        target = program.node(receiver.value) if isinstance(receiver, cst.Name) else None
+        if not isinstance(target, Variable):
+            return None
+        out.add(target.index)
+    return out
+
+
+def _variables(program, roots, step: str | None = None) -> set[int]:
+    """The variables what `roots` compute reads (and a train op's global step, which it counts)."""
+    seen: set[int] = set()
+    stack = list(roots) + ([program.final[step]] if step in program.final else [])
+    while stack:
+        i = stack.pop()
+        if i not in seen:
+            seen.add(i)
+            stack.extend(program.nodes[i].deps)
+    return {i for i in seen if isinstance(program.nodes[i], Variable)}
 
 
 def computed_before(program, done: list[Update]) -> set[int]:

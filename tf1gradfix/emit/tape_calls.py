@@ -48,7 +48,8 @@ class RunCalls:
             if isinstance(target, (cst.Tuple, cst.List)) and len(target.elements) == len(site.fetches):
                 kept = []
                 for element, fetch in zip(target.elements, site.fetches):
-                    if not isinstance(self.p.node(fetch), (TrainOp, TrainGroup, Update)):   # (a train op's is unread: model.checks)
+                    node = self.p.node(fetch)   # (a train op's is unread: model.checks; an assignment's, if returned)
+                    if not isinstance(node, (TrainOp, TrainGroup, Update)) or isinstance(node, Update) and fetch in sig.returns:
                         kept.append(self.code(element.value))
                 if not kept:
                     return parent, cst.Expr(cst.parse_expression(self._invoke(site)))

@@ -20,7 +20,7 @@ import libcst as cst
 from libcst.metadata import ScopeProvider
 
 from tf1gradfix.constructs import (builder_layers, builder_loops, builders, graph_collections, layer_methods, layers, optimizers,
-                                   train_together, var_lists, variables)
+                                   train_together, updates, var_lists, variables)
 from tf1gradfix.cst.syntax import Refusal, bound_names, free_names, literal_index, loads, matches
 from tf1gradfix.cst.walk import walk
 from tf1gradfix.model.program import Program
@@ -237,14 +237,26 @@ def _check_result(program: Program, site, meta) -> None:
             for element, fetch in zip(target.elements, site.fetches):
                 if isinstance(program.node(fetch), (TrainOp, TrainGroup, Update)) \
                         and not (isinstance(element.value, cst.Name) and discarded(meta, element.value)):
-                    raise Refusal.of(element.value, "train_result_used")
+                    if not updates.valued(program.node(fetch)):
+                        raise Refusal.of(element.value, "train_result_used")
+                    _returns_value(program, sig, fetch)
             return
+    if isinstance(parent, cst.Assign) and site.structure == "single" and updates.valued(program.node(site.fetches[0])):
+        _returns_value(program, sig, site.fetches[0])   # (`n = sess.run(bump)`)
+        return
     if isinstance(parent, cst.Subscript) and parent.value is site.call and site.structure != "single":
         index = literal_index(parent)
         if index is not None and -len(site.fetches) <= index < len(site.fetches) \
                 and not isinstance(program.node(site.fetches[index]), (TrainOp, TrainGroup, Update)):
             return
     raise Refusal.of(site.call, "train_fetch_result_used")
+
+
+def _returns_value(program: Program, sig: Signature, fetch: str) -> None:
+    """The step function returns the value of an assignment the program reads (every
+    call of it: the call sites keep the names of the values it returns)."""
+    if fetch not in sig.returns:
+        sig.returns = [f for f in sig.fetches if f in sig.returns or f == fetch]
 
 
 def discarded(meta, name: cst.Name) -> bool:
