@@ -94,8 +94,9 @@ def check_run(program, site_call, fetched) -> None:
         return
     before = computed_before(program, done)
     written = [_written(program, n) for n in done]
-    touched = None if any(w is None for w in written) else \
-        set().union(*written, *(_variables(program, n.deps) for n in done))
+    touched: set[int] | None = set()
+    for node, assigned in zip(done, written):
+        touched = None if touched is None or assigned is None else touched | assigned | _variables(program, node.deps)
     for node in fetched:
         if isinstance(node, (Update, Static)):
             continue
@@ -115,8 +116,8 @@ def _written(program, node: Update) -> set[int] | None:
         func = call.func
         if not (isinstance(func, cst.Attribute) and func.attr.value in ASSIGNS):
             continue
-        receiver = func.value if isinstance(func.value, cst.Name) else None
-        if receiver is None or not isinstance(program.node(receiver.value), Variable):   # (`tf.assign(v, x)`)
+        receiver: cst.BaseExpression | None = func.value
+        if not (isinstance(receiver, cst.Name) and isinstance(program.node(receiver.value), Variable)):   # (`tf.assign(v, x)`)
             receiver = bound_args(call, ["ref", "value", "validate_shape", "use_locking", "name"], call).get("ref")
         target = program.node(receiver.value) if isinstance(receiver, cst.Name) else None
         if not isinstance(target, Variable):
