@@ -52,6 +52,7 @@ class ProgramRewrite(ModuleEdits):
         self.module_edits: dict = {}
         self.module_helpers: dict | None = None
         self.builder_edits: dict = {}   # builder function -> its tf.Module class and instance
+        self.labels: dict = {}   # the programs' scope strings written anew (Program.labels)
         self.helper_names: dict[str, str] = {}   # a class of rules/helpers.toml the output uses -> its name
         self.helper_fields: dict[str, dict[str, str]] = {}   # its other names and module aliases
         self.helper_imports: list[str] = []   # imports its text needs that the module lacks
@@ -63,8 +64,8 @@ class ProgramRewrite(ModuleEdits):
         self.unbuilt: dict = {}   # class name -> its methods TF1 never builds (unbuilt_methods)
 
     def code(self, node: cst.CSTNode) -> str:
-        if self.renames:
-            return renamed_code(self.module, node, self.renames)
+        if self.renames or self.labels:
+            return renamed_code(self.module, node, self.renames or {}, self.labels)
         return code_for_node(self.module, node)
 
     def fresh(self, base: str) -> str:
@@ -298,6 +299,7 @@ class ProgramRewrite(ModuleEdits):
         found: list = []   # (the whole-program checks' blockers, all of them: model/checks.py)
         sigs, sites = sliced(program, scan.sites, found)
         check_steps(program, sigs, self.meta.names.qualified, found)
+        self.labels.update(program.labels)
         state = StateEmitter(program, self.code, self.meta.names.qualified)
         tape = TapeEmitter(program, self.code, self.fresh, state, self.meta)
         tape.indent = 0 if isinstance(owner, cst.Module) and cls is None else 4   # (a model class's methods too)

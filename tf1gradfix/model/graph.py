@@ -19,7 +19,7 @@ from libcst.metadata import PositionProvider
 from tf1gradfix.constructs import (builder_loops, builder_statistics, builders, captured_values, carried_values,
                                    gradient_calls, graph_contexts, graph_loops, graph_prints, guarded_graph, initializers,
                                    input_methods, loop_layers, nested_calls, outer_scopes, rnn_cells, rnn_stacks,
-                                   statement_forms, summaries, summary_helpers, summary_loops, unrun_ops,
+                                   scoped_calls, statement_forms, summaries, summary_helpers, summary_loops, unrun_ops,
                                    variable_factories, variable_loops)
 from tf1gradfix.constructs.tensors import queue_refusal
 from tf1gradfix.model import registry
@@ -394,7 +394,7 @@ class ModelBuilder(BlockReader):
 
     def _graph_statement(self, item, small, names, value, deps, tf_calls) -> None:
         if item.prefix and any(isinstance(self.program.nodes[d], BuilderModule) for d in deps):
-            raise Refusal.of(small, "builder_called_in_scope", scope=item.prefix[:-1])
+            scoped_calls.prefix_calls(self, item.prefix, small, deps)
         # (a nested `tf.gradients`: a node of its own, the statement reading its name is `stmt`)
         stmt, small, value, deps, tf_calls = gradient_calls.lifted(self, item, small, value, deps, tf_calls)
         lifted = len(self.program.nodes)

@@ -60,6 +60,8 @@ class Program:
     # node of a function the graph code calls -> its replacement (constructs: a summary statement
     # removed, an outer variable scope's `with` flattened), written into the function (emit)
     edits: dict = field(default_factory=dict)
+    # a scope string of a graph statement -> the one the rewrite writes (constructs/scoped_calls.py)
+    labels: dict = field(default_factory=dict)
 
     def node(self, name: str) -> Node | None:
         i = self.final.get(name)
