@@ -33,7 +33,8 @@ def prefix_calls(builder, prefix: str, statement: cst.CSTNode, deps) -> None:
         made = builders.node(builder, program.helpers[call.func.value])
         given = bound_args(call, [p.name.value for p in made.builder.params.params], call).get(made.scope_parameter or "")
         label = literal_string(given) if isinstance(given, cst.SimpleString) and given.value[0] in "'\"" else None
-        if made.scope_parameter is None or made.layers or made.made_on_call or not label:
+        if made.scope_parameter is None or made.layers or made.made_on_call or not label \
+                or not isinstance(given, cst.SimpleString):
             raise Refusal.of(call, "builder_called_in_scope", scope=prefix[:-1])
         program.labels[given] = given.with_changes(value=given.value[0] + prefix + given.value[1:])
         k = next(k for k, site in enumerate(made.call_sites) if site is call)   # (recorded by deps_of, unscoped)

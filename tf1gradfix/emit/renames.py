@@ -39,6 +39,7 @@ def renamed_code(module: cst.Module, node: cst.CSTNode, replacements: dict[cst.C
                  nodes: dict[cst.CSTNode, cst.CSTNode] | None = None) -> str:
     """``module.code_for_node(node)`` with the replaced chains within it printed renamed
     (and each of `nodes` as its new node)."""
-    substitutes = {target: (lambda t=target, plan=plan: renamed_chain(t, *plan)) for target, plan in replacements.items()}
+    substitutes: dict = {target: (lambda t=target, plan=plan: renamed_chain(t, *plan))
+                         for target, plan in replacements.items()}
     substitutes.update({target: (lambda new=new: new) for target, new in (nodes or {}).items()})
     return code_with_substitutes(module, node, substitutes)
