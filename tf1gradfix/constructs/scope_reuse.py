@@ -1,7 +1,7 @@
 """Variable reuse in graph code outside builder functions: a `tf.variable_scope`
 entered with `reuse=True` or `tf.AUTO_REUSE`, or again through the scope object
 its first `with` bound, and a `tf.layers` call named like an earlier layer with
-`reuse=True`.
+`reuse=True`, or one after `scope.reuse_variables()` in the block binding `scope`.
 
     with tf.variable_scope("enc") as enc:
         w = tf.get_variable("w", [3, 2])
@@ -53,10 +53,28 @@ def entered(builder, stmt: cst.With, call: cst.Call, prefix: str) -> tuple[str, 
         raise Refusal.of(stmt, "variable_scope_form")
     if item.asname is not None:
         name = item.asname.name
-        if not isinstance(name, cst.Name) or not _only_a_scope(builder, name.value):
+        if not isinstance(name, cst.Name) or not _only_a_scope(builder, name.value, stmt):
             raise Refusal.of(stmt, "variable_scope_object_use", name=builder.module.code_for_node(name))
         objects[name.value] = inner
     return label, inner, reuse
+
+
+def reuse_index(stmt: cst.With) -> int | None:
+    """The place in the block of `scope.reuse_variables()` on the scope object its `with`
+    binds: TF1 reuses the scope's variables from there to the block's end (what comes
+    after it reads as under `reuse=True`). None: the block has no such statement."""
+    asname = stmt.items[0].asname if len(stmt.items) == 1 else None
+    if asname is None or not isinstance(asname.name, cst.Name) or not isinstance(stmt.body, cst.IndentedBlock):
+        return None
+    return next((k for k, s in enumerate(stmt.body.body) if _reuses(s, asname.name.value)), None)
+
+
+def _reuses(stmt: cst.BaseStatement, name: str) -> bool:
+    small = stmt.body[0] if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 else None
+    call = small.value if isinstance(small, cst.Expr) else None
+    return isinstance(call, cst.Call) and not call.args and isinstance(call.func, cst.Attribute) \
+        and call.func.attr.value == "reuse_variables" and isinstance(call.func.value, cst.Name) \
+        and call.func.value.value == name
 
 
 def mode(builder, expr: cst.BaseExpression | None) -> str | None:
@@ -72,13 +90,20 @@ def mode(builder, expr: cst.BaseExpression | None) -> str | None:
 
 def inherited(item) -> str | None:
     """The reuse mode a statement runs under: reuse set by any enclosing variable scope holds
-    in every scope inside it (`reuse=True` over `tf.AUTO_REUSE`)."""
-    modes = {e.reuse for e in item.entries if e.variable}
+    in every scope inside it (`reuse=True` over `tf.AUTO_REUSE`), as after `reuse_variables()`."""
+    modes = {e.reuse for e in item.entries if e.variable} | ({TRUE} if item.reused else set())
     return TRUE if TRUE in modes else AUTO if AUTO in modes else None
 
 
-def _only_a_scope(builder, name: str) -> bool:
-    """Is `name` bound once, by this `as`, and read only as the scope of `tf.variable_scope`?"""
+def _only_a_scope(builder, name: str, stmt: cst.With) -> bool:
+    """Is `name` bound once, by this `as`, and read only as the scope of `tf.variable_scope`,
+    or only by one `name.reuse_variables()` of the block (whose reuse a later `with` of the
+    object would carry on: not followed)?"""
+    at = reuse_index(stmt)
+    if at is not None:
+        reuses = [s for s in cast(cst.IndentedBlock, stmt.body).body if _reuses(s, name)]
+        uses = [n for n in name_nodes(builder.module) if n.value == name]
+        return len(reuses) == 1 and len(uses) == 2
     binders, scopes = set(), set()
     for node in walk(builder.module):
         if type(node) is cst.With:

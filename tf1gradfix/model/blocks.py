@@ -54,12 +54,13 @@ class BlockReader:
         self.entered = item.entries
         item.scope = scope or ""
 
-    def _flatten(self, body, prefix: str, lead: tuple, stats: bool = False, scope: tuple[ScopeEntry, ...] = ()) -> None:
+    def _flatten(self, body, prefix: str, lead: tuple, stats: bool = False, scope: tuple[ScopeEntry, ...] = (),
+                 reused: bool = False) -> None:
         for stmt in body:
             decision = self.decided.get(id(stmt)) if type(stmt) is cst.If else None
             if decision is not None and decision.taken is not None:   # (inside a `with`: build_flow.built did the rest)
                 self._flatten(settled_branch(stmt, decision.taken), prefix, tuple(lead) + tuple(stmt.leading_lines),
-                              stats, scope)
+                              stats, scope, reused)
                 lead = ()
                 continue
             if isinstance(stmt, cst.With):
@@ -69,14 +70,19 @@ class BlockReader:
                     carried = tuple(lead) + tuple(stmt.leading_lines)
                     if kind == "session":
                         self.program.sessions.add(info)
-                        self._flatten(inner, prefix, carried, stats, scope)
+                        self._flatten(inner, prefix, carried, stats, scope, reused)
                     elif kind in ("graph", "update_ops"):   # TF2 has no graph, and runs ops in order
-                        self._flatten(inner, prefix, carried, stats or kind == "update_ops", scope)
+                        self._flatten(inner, prefix, carried, stats or kind == "update_ops", scope, reused)
                     elif kind == "name_scope":   # (its name: made unique in the graph when TF1 enters it, _enter)
-                        self._flatten(inner, prefix, carried, stats, (*scope, ScopeEntry(False, info, prefix)))
-                    else:   # (a variable scope: its label, the scope inside it, its reuse)
+                        self._flatten(inner, prefix, carried, stats, (*scope, ScopeEntry(False, info, prefix)), reused)
+                    else:   # (a variable scope: its label, the scope inside it, its reuse, from where it reuses)
                         label, inside, reuse = info
-                        self._flatten(inner, inside, carried, stats, (*scope, ScopeEntry(True, label, inside, reuse=reuse)))
+                        entered = (*scope, ScopeEntry(True, label, inside, reuse=reuse))
+                        at = scope_reuse.reuse_index(stmt)
+                        at = len(inner) if at is None else at
+                        self._flatten(inner[:at], inside, carried, stats, entered, reused)
+                        if at < len(inner):   # (`scope.reuse_variables()` goes: what follows reuses)
+                            self._flatten(inner[at + 1:], inside, tuple(inner[at].leading_lines), stats, entered, True)
                     lead = ()
                     continue
             small = stmt.body[0] if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 else None
@@ -86,7 +92,7 @@ class BlockReader:
                 self.update_ops_names.add(cast(cst.Name, cast(cst.Assign, small).targets[0].target).value)
             options = self.options is not None and stmt in self.options.statements   # `config = tf.ConfigProto()`
             self.program.items.append(Item(stmt, prefix, lead=lead, stats=stats, drop=collection or options, entries=scope,
-                                           collects=bool(collection)))
+                                           collects=bool(collection), reused=reused))
             lead = ()
 
     def _with_kind(self, stmt: cst.With, prefix: str = ""):

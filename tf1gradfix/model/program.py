@@ -26,6 +26,7 @@ class Item:
     scope: str = ""             # the name scope (`tf.name_scope`, variable scopes): prefixes `tf.Variable` names
     collects: bool = False      # `update_ops = tf.get_collection(UPDATE_OPS)`: what is collected so far
     entries: tuple[ScopeEntry, ...] = ()   # the scope `with`s it runs under, outermost first (`scope` from them)
+    reused: bool = False        # after `scope.reuse_variables()` in a `with` it runs under (scope_reuse.py)
 
 
 @dataclass(eq=False)
