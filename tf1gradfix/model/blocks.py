@@ -82,7 +82,8 @@ class BlockReader:
                         at = len(inner) if at is None else at
                         self._flatten(inner[:at], inside, carried, stats, entered, reused)
                         if at < len(inner):   # (`scope.reuse_variables()` goes: what follows reuses)
-                            self._flatten(inner[at + 1:], inside, tuple(getattr(inner[at], "leading_lines", ())), stats, entered, True)
+                            above = tuple(getattr(inner[at], "leading_lines", ()))
+                            self._flatten(inner[at + 1:], inside, above, stats, entered, True)
                     lead = ()
                     continue
             small = stmt.body[0] if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 else None
