@@ -16,7 +16,7 @@ import libcst as cst
 from tf1gradfix import legacy
 from tf1gradfix.constructs import (abandoned_sessions, builders, class_initializers, class_settings, contrib, dropout,
                                    graph_extensions, later_sessions, layer_methods, mnist_loader, model_classes,
-                                   optimizers, placeholders, schedules, sections, session_functions, session_options,
+                                   optimizers, placeholders, sections, session_functions, session_options,
                                    session_params, summaries, unbuilt_methods, variable_factories, variables)
 from tf1gradfix.model import owners as owners_model
 from tf1gradfix.model.checks import (check_moved, check_program, check_results, check_state, check_steps, check_var_lists,
@@ -37,10 +37,11 @@ from tf1gradfix.cst.syntax import Refusal, TakenNames, fresh_name, loads
 from tf1gradfix.model.refusals import Refusals
 from tf1gradfix.cst.walk import walk
 from tf1gradfix.emit.module_edits import ModuleEdits
+from tf1gradfix.emit.optimizer_setup import OptimizerSetup
 from tf1gradfix.emit.positions import position, span
 
 
-class ProgramRewrite(ModuleEdits):
+class ProgramRewrite(ModuleEdits, OptimizerSetup):
     """One program rewritten: where its graphs are built and run, each owner's model, its
     runs and slices, and the new module assembled from what the emitters write."""
 
@@ -428,30 +429,3 @@ class ProgramRewrite(ModuleEdits):
         if writers is not None:   # (the summary writers' statements and `add_summary` calls)
             kept(found, writers.check, program, scan)
         return fed
-
-    def _optimizers(self, program, tape: TapeEmitter, fed: set[int]) -> None:
-        state = tape.state
-        for node in program.nodes:
-            if not isinstance(node, Optimizer):
-                continue
-            name = self.fresh("optimizer") if node.inline else node.names[0]
-            schedule = state.scheduled_rate(node)
-            if schedule is not None:
-                item = next(it for it in program.items if it.node is schedule)
-                keras = state.kept(node) is None
-                if schedules.follows_iterations(program, node, state.schedule_step(schedule), keras):
-                    # the optimizer's own schedule; the rate, where read, is the optimizer's current one
-                    tape.scheduled[node.index] = state.schedule_object(schedule)
-                    tape.scheduled_rates.add(schedule.index)
-                    item.stmt = schedule.stmt = cast(cst.SimpleStatementLine, cst.parse_statement(
-                        f"{schedule.names[0]} = {name}.learning_rate\n")).with_changes(leading_lines=item.stmt.leading_lines)
-                else:   # the Keras schedule on the same step, set before each update
-                    item.stmt = schedule.stmt = state.schedule(schedule, tape.indent + 8)   # (in the tape)
-            if node.index in fed and node.index not in tape.scheduled:   # (fed or scheduled: constructs.optimizers.check_settings)
-                tape.fed_lr.add(node.index)
-            kept = state.kept(node)
-            if kept is not None:   # an info note, with the model's (TFG206)
-                if not hasattr(self.meta, "notes"):
-                    self.meta.notes = []
-                self.meta.notes.append((*position(self.meta, node.call), "TFG207", kept, "safe"))
-            tape.optimizer_names[node.index] = name
