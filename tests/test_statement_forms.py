@@ -91,3 +91,20 @@ def test_host_augmented_assignments_in_the_run_loop_are_left_as_written():
                      "    for i in range(3):\n        total += sess.run(y, {x: [[1.0, 2.0]]})\n    print(total)\n")
     result = process_source("input.py", source.encode(), CodeFilter())
     assert result.new_source is not None and b"total += " in result.new_source
+
+
+def test_a_layer_call_moves_with_the_calls_of_its_own_arguments():
+    """Its arguments' calls ran just before it in TF1 too; a call completing before it
+    elsewhere in the statement stops the move (the op it made keeps its place)."""
+    from tf1gradfix.constructs.layer_hoist import hoisted
+
+    def moved(text: str) -> list[str] | None:
+        small = cst.parse_statement(text).body[0]
+        out = hoisted(small, set())
+        return None if out is None else [cst.Module([]).code_for_node(s) for s in out]
+
+    assert moved("h = tf.layers.dense(tf.layers.dense(tf.concat([z, e], 1), 8), 2)\n") == [
+        "h_dense = tf.layers.dense(tf.concat([z, e], 1), 8)", "h = tf.layers.dense(h_dense, 2)"]
+    assert moved("g = tf.nn.sigmoid(tf.layers.dense(tf.add_n([x[:, k] for k in ks]), 1))\n") == [
+        "g_dense = tf.layers.dense(tf.add_n([x[:, k] for k in ks]), 1)", "g = tf.nn.sigmoid(g_dense)"]
+    assert moved("b = tf.concat([tf.reduce_mean(x, 1), tf.layers.dense(x, 3)], 1)\n") is None

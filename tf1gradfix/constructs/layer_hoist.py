@@ -6,9 +6,11 @@ is the layer call (constructs/layers.py), so the nested call is written first on
 line under a fresh name and the statement reads that name. Python calls the inner call
 first as well, so the graph TF1 builds is the same, with one condition: no other call of
 the statement may complete before the layer call (an op made earlier keeps its place in
-the graph and with it its op seed), so hoisting stops at the first such call. Calls inside
-lambdas, comprehensions, conditional expressions and boolean operators are never moved
-(they run conditionally, repeatedly or later), and a call among them stops hoisting.
+the graph and with it its op seed), so hoisting stops at the first such call, unless it is
+in the layer call's own arguments (`tf.layers.dense(tf.concat([z, e], 1), 24)`), which
+move with it. Calls inside lambdas, comprehensions, conditional expressions and boolean
+operators are never moved (they run conditionally, repeatedly or later), and a call among
+them stops hoisting, but where they are the arguments of a layer call moved whole.
 """
 
 from __future__ import annotations
@@ -61,19 +63,23 @@ class _Mover(cst.CSTTransformer):
         super().__init__()
         self.top, self.base, self.taken = top, base, taken
         self.moved: list[cst.BaseSmallStatement] = []
-        self.blocked = False   # a call completed in place: what comes after it stays nested
+        self.done: list[cst.CSTNode] = []   # calls completed in place so far (and blocks holding calls)
 
     def on_visit(self, node: cst.CSTNode) -> bool:
         if isinstance(node, _NOT_ENTERED):
             if any(isinstance(n, cst.Call) for n in walk(node)):
-                self.blocked = True
+                self.done.append(node)
             return False
         return True
 
     def leave_Call(self, original: cst.Call, updated: cst.Call) -> cst.BaseExpression:
-        if original is self.top or self.blocked or not _is_layer(updated):
-            self.blocked = self.blocked or original is not self.top
+        inside = {id(n) for n in walk(original)}
+        before = [n for n in self.done if id(n) not in inside]   # (an argument's calls move with the layer call)
+        if original is self.top or before or not _is_layer(updated):
+            if original is not self.top:
+                self.done.append(original)
             return updated
+        self.done = before
         short = cast(cst.Attribute, updated.func).attr.value
         name = _fresh(f"{self.base}_{short}", self.taken)
         self.moved.append(cst.Assign(targets=[cst.AssignTarget(target=cst.Name(name))], value=updated))
