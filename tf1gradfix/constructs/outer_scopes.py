@@ -26,7 +26,7 @@ from typing import cast
 
 import libcst as cst
 
-from tf1gradfix.constructs import builders
+from tf1gradfix.constructs import builders, scope_reuse
 from tf1gradfix.cst.syntax import bound_args, literal_string
 from tf1gradfix.cst.walk import walk
 
@@ -93,8 +93,4 @@ def _reuses(stmt: cst.BaseStatement, name: str) -> bool:
     if isinstance(stmt, cst.If) and stmt.orelse is None and isinstance(stmt.body, cst.IndentedBlock):
         return len(stmt.body.body) == 1 and _reuses(stmt.body.body[0], name) and not any(
             type(n) is cst.Name and n.value == name for n in walk(stmt.test))
-    small = stmt.body[0] if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 else None
-    call = small.value if isinstance(small, cst.Expr) else None
-    return isinstance(call, cst.Call) and not call.args and isinstance(call.func, cst.Attribute) \
-        and call.func.attr.value == "reuse_variables" and isinstance(call.func.value, cst.Name) \
-        and call.func.value.value == name
+    return scope_reuse.reuses(stmt, name)

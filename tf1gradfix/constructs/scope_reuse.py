@@ -66,10 +66,11 @@ def reuse_index(stmt: cst.With) -> int | None:
     asname = stmt.items[0].asname if len(stmt.items) == 1 else None
     if asname is None or not isinstance(asname.name, cst.Name) or not isinstance(stmt.body, cst.IndentedBlock):
         return None
-    return next((k for k, s in enumerate(stmt.body.body) if _reuses(s, asname.name.value)), None)
+    return next((k for k, s in enumerate(stmt.body.body) if reuses(s, asname.name.value)), None)
 
 
-def _reuses(stmt: cst.BaseStatement, name: str) -> bool:
+def reuses(stmt: cst.BaseStatement, name: str) -> bool:
+    """`name.reuse_variables()`, a statement of its own."""
     small = stmt.body[0] if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 else None
     call = small.value if isinstance(small, cst.Expr) else None
     return isinstance(call, cst.Call) and not call.args and isinstance(call.func, cst.Attribute) \
@@ -101,9 +102,9 @@ def _only_a_scope(builder, name: str, stmt: cst.With) -> bool:
     object would carry on: not followed)?"""
     at = reuse_index(stmt)
     if at is not None:
-        reuses = [s for s in cast(cst.IndentedBlock, stmt.body).body if _reuses(s, name)]
+        calls = [s for s in cast(cst.IndentedBlock, stmt.body).body if reuses(s, name)]
         uses = [n for n in name_nodes(builder.module) if n.value == name]
-        return len(reuses) == 1 and len(uses) == 2
+        return len(calls) == 1 and len(uses) == 2
     binders, scopes = set(), set()
     for node in walk(builder.module):
         if type(node) is cst.With:
