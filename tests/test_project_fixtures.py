@@ -630,3 +630,18 @@ def test_a_repeated_import_is_followed_only_where_it_binds_the_same_objects(chan
     assert all(new[name] == (folder / name).read_bytes() for name in new)
     line = edited[:edited.index("from helpers import", edited.index("dense_block\n"))].count("\n") + 1
     assert f"train.py:{line}:1: TFG923 [manual] module `helpers` is imported otherwise than" in diag
+
+
+@pytest.mark.parametrize("condition", ['print("choosing") or "leaky_relu" in dir(tf.nn)', 'os.environ.get("BENT")'])
+def test_a_module_choosing_its_definitions_by_running_code_is_refused(condition, tmp_path, monkeypatch):
+    """`if "leaky_relu" in dir(tf.nn):` only asks what a module has (ops_read_first); a
+    condition that prints or reads the environment runs code where the module is read."""
+    folder = tmp_path / "project"
+    shutil.copytree(ROOT / "ops_read_first" / "input", folder)
+    text = (folder / "kit.py").read_text(encoding="utf-8")
+    edited = text.replace('if "leaky_relu" in dir(tf.nn):', f"if {condition}:").replace("import numpy", "import os\nimport numpy")
+    assert edited != text
+    (folder / "kit.py").write_text(edited, encoding="utf-8")
+    new, diag = rewrite(folder, monkeypatch)
+    assert all(new[name] == (folder / name).read_bytes() for name in new)
+    assert "TFG923 [manual] module `kit` runs code when imported" in diag

@@ -51,13 +51,30 @@ def _module_refusal(path: str, tree: ast.Module, project: Project) -> tuple | No
             # (its import would stay one of the original module, TF1)
             return (path, diagnostic(node.lineno, node.col_offset + 1, "project_nested_import",
                                      module=_stem(path), other=other))
-    for stmt in tree.body:
-        if isinstance(stmt, _DEFINITIONS) or (isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant)):
-            continue
-        if isinstance(stmt, (ast.Assign, ast.AnnAssign)) and not any(isinstance(n, ast.Call) for n in ast.walk(stmt)):
-            continue   # (a constant: `BATCH = 32`)
+    stmt = next((s for s in tree.body if not _defines(s)), None)
+    if stmt is not None:
         return (path, diagnostic(stmt.lineno, stmt.col_offset + 1, "project_module_runs_code", module=_stem(path)))
     return None
+
+
+# Calls a module's `if` may make to choose its definitions (`if "concat_v2" in dir(tf):`).
+_ASKS = frozenset({"dir", "hasattr", "getattr", "isinstance", "len"})
+
+
+def _defines(stmt: ast.stmt) -> bool:
+    """Whether the statement only defines names: an import, a function, a class, a constant
+    (`BATCH = 32`), a docstring, or an `if` choosing between such definitions by asking
+    what a module has (`if "concat_v2" in dir(tf): def concat(...)`), which runs the same
+    wherever the module's code is read."""
+    if isinstance(stmt, _DEFINITIONS) or (isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant)):
+        return True
+    if isinstance(stmt, (ast.Assign, ast.AnnAssign)):
+        return not any(isinstance(n, ast.Call) for n in ast.walk(stmt))
+    if isinstance(stmt, ast.If):
+        asks = all(isinstance(n.func, ast.Name) and n.func.id in _ASKS for n in ast.walk(stmt.test)
+                   if isinstance(n, ast.Call))
+        return asks and all(_defines(s) for s in (*stmt.body, *stmt.orelse))
+    return False
 
 
 def _nested_import(node: ast.AST, tree: ast.Module, name: str, earlier: list[str]) -> bool:

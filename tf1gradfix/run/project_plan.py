@@ -132,7 +132,7 @@ def _folder_projects(folder: str, paths: list[str]) -> tuple[list[Project], dict
                     project.refusal = project.refusal or _import_refusal(path, stmt, name, read[modules[name]], again,
                                                                          found.tree)
         if project.modules:
-            _add_nested(project, modules, read)
+            _add_nested(project, modules, read, found.tree)
             projects.append(project)
     scripts = {os.path.abspath(p.script) for p in projects}   # (a module they share is migrated for all: project_groups)
     for project in projects:
@@ -229,11 +229,13 @@ def _import_refusal(path: str, stmt: ast.stmt, name: str, module: Info, again: b
 
 def _repeat(stmt: ast.stmt, first: ast.stmt | None, module: Info, script: ast.Module) -> bool:
     """A later `from model import a, b` of a module the script imported that way already
-    (`from utils import load` then `from utils import show`): the module's code read in
-    place of the first import binds every name it defines, so the later import binds
-    them again to the same objects, as long as the script binds them no other way. It
-    stays in the script (one line, put back as it was)."""
-    if not (isinstance(stmt, ast.ImportFrom) and isinstance(first, ast.ImportFrom) and not layout.is_star(first)
+    (`from utils import load` then `from utils import show`), or read already for a module
+    it imports (`first` None): the module's code read in place of the first import binds
+    every name it defines, so the later import binds them again to the same objects, as
+    long as the script binds them no other way. It stays in the script (one line, put
+    back as it was)."""
+    if not (isinstance(stmt, ast.ImportFrom) and (first is None or isinstance(first, ast.ImportFrom)
+                                                  and not layout.is_star(first))
             and not layout.is_star(stmt) and stmt.lineno == stmt.end_lineno):
         return False
     defined = layout.top_names(module.tree)
@@ -262,17 +264,35 @@ def _star_reads(reader: ast.Module, module: ast.Module) -> bool:
     return not any(isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load) and n.id in private for n in ast.walk(reader))
 
 
-def _add_nested(project: Project, modules: dict[str, str], read: dict[str, Info | None]) -> None:
-    """The modules the project's modules import with `from other import name` and the script
-    does not, each before the first module importing it (no import of the script: None)."""
+def _add_nested(project: Project, modules: dict[str, str], read: dict[str, Info | None], script: ast.Module) -> None:
+    """The modules the project's modules import with `from other import name`, each before
+    the first module importing it (no import of the script: None). One the script imports
+    later (`from utils import load` after `from model import Net`, model.py reading
+    `from utils import *`) is read there instead, and the script's own import of it becomes
+    a later import of names already bound (`_repeat`), or the project is refused at it."""
     k = 0
     while k < len(project.modules):
         found = read.get(project.modules[k])
         names = [name for stmt in (found.tree.body if found is not None else ()) for name in _imported(stmt)
                  if name in modules]
+        later = [modules[n] for n in dict.fromkeys(names) if modules[n] in project.modules[k + 1:]]
+        for path in later:   # (its code is read before the module importing it, where the names are needed)
+            at = project.modules.index(path)
+            stmt = project.imports[at]
+            del project.modules[at], project.imports[at]
+            info = read[path]
+            if stmt is not None and info is not None and _repeat(stmt, None, info, script):
+                project.repeats.append(stmt)
+            elif stmt is not None:
+                project.refusal = project.refusal or (project.script, diagnostic(
+                    stmt.lineno, stmt.col_offset + 1, "project_import_form", module=_stem(path)))
         new = [modules[n] for n in dict.fromkeys(names) if modules[n] not in project.modules]
         if new:   # (read first, then looked at again: they may import others)
             project.modules[k:k] = new
             project.imports[k:k] = [None] * len(new)
             continue
         k += 1
+
+
+def _stem(path: str) -> str:
+    return os.path.basename(path)[:-3]
