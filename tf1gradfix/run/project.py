@@ -21,7 +21,7 @@ from tf1gradfix.model.refusals import diagnostic
 from tf1gradfix.records import field, record, replace
 from tf1gradfix.run import project_text as layout
 from tf1gradfix.run.findings import CodeFilter, FileError, Finding
-from tf1gradfix.run.project_plan import Project, _imports, _read, _star_reads, info, plan
+from tf1gradfix.run.project_plan import Project, _imports, _read, _star_reads, _stem, info, plan
 
 __all__ = ["Project", "plan", "process", "outcomes", "read_files", "processed", "finish", "write_all"]
 
@@ -122,10 +122,6 @@ def _star_bound(path: str, tree: ast.Module) -> dict[str, ast.stmt]:
             for name in (_plain_names(sibling, stmt) or ()) if os.path.isfile(sibling) else ():
                 out.setdefault(name, stmt)
     return out
-
-
-def _stem(path: str) -> str:
-    return os.path.basename(path)[:-3]
 
 
 def _binding(stmt: ast.stmt, name: str):
