@@ -74,6 +74,7 @@ def test_an_assignment_sharing_no_variable_with_the_run_is_fetched_with_it(count
     ("tf.assign_add(runs, tf.cast(tf.reduce_sum(w), tf.int32))", "an assignment op fetched with a value it is not "
                                                                   "computed from (order undefined)"),   # (reads w)
     ("tf.group(tf.assign_add(runs, 1))", "the result of a train op bound to a name that is used"),   # (TF1 gives None)
+    ("runs.assign(runs + 1, read_value=False)", "the result of a train op bound to a name that is used"),   # (the op)
 ])
 def test_an_assignment_sharing_a_variable_or_giving_none_stays_refused(count, why):
     result = process_source("input.py", COUNTED.format(count=count).encode(), CodeFilter())

@@ -59,7 +59,8 @@ def valued(node) -> bool:
     """An update whose fetch TF1 gave as a value: one assignment (`tf.assign_add(v, x)`,
     `v.assign_add(x)`), the variable's value after it."""
     value = node.value if isinstance(node, Update) else None
-    return isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) and value.func.attr.value in ASSIGNS
+    return isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) and value.func.attr.value in ASSIGNS \
+        and not any(a.keyword is not None and a.keyword.value == "read_value" for a in value.args)   # (False: the op)
 
 
 def _comprehension_targets(value) -> set[str]:
