@@ -71,6 +71,13 @@ def test_only_tf1_descriptions_with_words_are_left_out():
     assert descriptions.left_out('conv1: Tensor("conv1/Relu:0", shape=(?, 8, 8, 4), dtype=float32)\n') == {1}
 
 
+def test_static_shapes_with_an_unknown_dimension_are_left_out():
+    """`print("conv", conv.shape)` while the graph is built: TF1 printed `(?, 14, 14, 32)`
+    (`as_list()`: `[None, ...]`); a shape known in full is numbers, and stays compared."""
+    printed = "conv (?, 14, 14, 32)\n(?,)\nflat: [None, 64] from (?, 16, 2)\nkernel (3, 2, 4)\n[3, 4]\nshape 2 (?, 8)\n"
+    assert descriptions.left_out(printed) == {1, 2, 3}
+
+
 def test_descriptions_are_left_out_and_said_so():
     cmp = _compare(PRINTED + "step 1 loss 0.5\n", "step 1 loss 0.5\n")
     assert not cmp.divergences

@@ -10,11 +10,16 @@ original's output out of the comparison (verify/descriptions.py): lines whose
 other words hold no number. A print of graph values next to host values (`print("loss
 tensor", loss, "value", l)` after a run) keeps the host values: the graph values leave
 the line, with the note, and the proof leaves TF1's descriptions out of that line of
-the original's output too. Another argument that reads a graph value (`loss.shape`) or
-calls TensorFlow is refused: it is no host value TF2 has there.
+the original's output too. A tensor's static shape printed so (`print("conv", conv.shape)`,
+`conv.get_shape().as_list()`) is one too: TF1 printed `(?, 14, 14, 32)` there, known in TF2
+when the step function is traced; the proof leaves out shapes with an unknown dimension.
+Another argument that reads a graph value or calls TensorFlow is refused: it is no host
+value TF2 has there.
 """
 
 from __future__ import annotations
+
+from typing import cast
 
 import libcst as cst
 from libcst.metadata import PositionProvider
@@ -36,7 +41,7 @@ def model(builder, item, call: cst.Call) -> bool:
     if _rebound(builder):
         return False
     described, kept, mixed = _described(call, lambda name: _is_described(program, builder.qualified, program.node(name)),
-                                        lambda node: _text(builder, node))
+                                        lambda node: _text(builder, node), lambda name: _shaped(program, name))
     if not described:
         return False
     if not mixed or all(a.keyword is not None for a in kept):   # (`end=""` alone: the line ends as without it)
@@ -67,7 +72,7 @@ def in_host(scan, call: cst.Call, reads: cst.CSTVisitor) -> bool:
         return False
     host = {name for it in program.items if it.node is None for name in bound_names(it.stmt)}   # (`_, value = sess.run(...)`)
     described, kept, _ = _described(call, lambda name: name not in host and _is_described(program, qualified, program.node(name)),
-                                    cst.Module([]).code_for_node)
+                                    cst.Module([]).code_for_node, lambda name: name not in host and _shaped(program, name))
     if not described or all(a.keyword is not None for a in kept):
         return False
     for a in kept:
@@ -110,10 +115,11 @@ def in_builder(builder, stmt: cst.BaseStatement, graph: set[str]) -> bool:
     return bool(described)
 
 
-def _described(call: cst.Call, graph, text) -> tuple[list[str], list[cst.Arg], bool]:
-    """(the graph values (`graph(name)`) a `print` call prints as such, the arguments it prints
-    besides them, whether one of those is more than a word); ([], ...) for a print of no graph
-    value. `text`: a node's source."""
+def _described(call: cst.Call, graph, text, shaped=lambda name: False) -> tuple[list[str], list[cst.Arg], bool]:
+    """(the graph values (`graph(name)`) a `print` call prints as such, or whose static shape
+    it prints (`shaped(name)`: `conv.shape`, `conv.get_shape().as_list()`), the arguments it
+    prints besides them, whether one of those is more than a word); ([], ...) for a print of
+    no graph value. `text`: a node's source."""
     if not (isinstance(call.func, cst.Name) and call.func.value == "print"):
         return [], [], False
     described: list[str] = []
@@ -121,7 +127,9 @@ def _described(call: cst.Call, graph, text) -> tuple[list[str], list[cst.Arg], b
     mixed = False
     for a in call.args:
         value = a.value
-        names = _references(value, graph) if a.keyword is None and not a.star else []
+        shape = _shape_of(value) if a.keyword is None and not a.star else None
+        names = [shape.value] if shape is not None and shaped(shape.value) else \
+            _references(value, graph) if a.keyword is None and not a.star else []
         if names:
             described += names
             continue
@@ -142,7 +150,8 @@ def _note(builder, call: cst.Call, described: list[str], instead: str, what: str
 def _said(described: list[str], instead: str, what: str, when: str = " while building the graph") -> str:
     shown = ", ".join(f"`{n}`" for n in dict.fromkeys(described))
     return (what.format(shown) + f": TF1 printed what {'it is' if len(set(described)) == 1 else 'they are'}{when} (a tensor's "
-            "`Tensor(...)`, a variable's `<tf.Variable ...>`, an op's definition), never a value; " + instead)
+            "`Tensor(...)` or its static shape `(?, 8)`, a variable's `<tf.Variable ...>`, an op's definition), never a "
+            "value; " + instead)
 
 
 def _instead(program, name: str) -> str:
@@ -153,6 +162,33 @@ def _instead(program, name: str) -> str:
     if isinstance(node, (OptimizerCall, Init, Update)):
         return "TF2 has no op to print: the step function does what it did"
     return f"in TF2 print `{name}.shape` in the step function, or `{program.tf_alias}.print({name})` for its values"
+
+
+def _shape_of(value: cst.BaseExpression) -> cst.Name | None:
+    """The name whose static shape `value` reads: `t.shape`, `t.get_shape()`, either's
+    `.as_list()`; None for anything else."""
+    if _called(value, "as_list"):
+        value = cast(cst.Attribute, cast(cst.Call, value).func).value
+    if _called(value, "get_shape"):
+        value = cast(cst.Attribute, cast(cst.Call, value).func).value
+    elif isinstance(value, cst.Attribute) and value.attr.value == "shape":
+        value = value.value
+    else:
+        return None
+    return value if isinstance(value, cst.Name) else None
+
+
+def _called(value: cst.BaseExpression, method: str) -> bool:
+    return isinstance(value, cst.Call) and not value.args and isinstance(value.func, cst.Attribute) \
+        and value.func.attr.value == method
+
+
+def _shaped(program, name: str) -> bool:
+    """A tensor whose static shape TF1 printed with its unknown dimensions as `?` (what
+    the proof leaves out of the original's output, verify/descriptions.py): a placeholder
+    or a value computed from graph values; a variable's shape, known in full, is printed
+    in TF2 as it was (the variable exists where the print is), and a constant's too."""
+    return isinstance(program.node(name), (Placeholder, Tensor, Gradients)) and not isinstance(program.node(name), Static)
 
 
 def _is_described(program, qualified, node) -> bool:

@@ -8,10 +8,13 @@ A TF1 program that prints a graph value while it builds the graph
     <tf.Variable 'w:0' shape=(3,) dtype=float32_ref>                 a variable
     <tf.Operation 'train' type=NoOp>                                 an op in a container
     name: "train" / op: "NoOp" / input: "^..." / attr { ... }        an op, over several lines
+    (?, 14, 14, 32) / [None, 14, 14, 32]                             a tensor's static shape
 
 Its TF2 migration has no such object there (the rewrite drops the print, or the
 graph values from a print of host values too), and these numbers (`:0`, the shape)
-are not numbers the program computed. `left_out` finds the lines of the original's
+are not numbers the program computed. A static shape counts only with a dimension
+TF1 did not know (`?`, `None`): a shape known in full prints as numbers a program may
+compute, and stays compared. `left_out` finds the lines of the original's
 output that hold such descriptions and nothing else that is a number: the labels
 printed with them may be words, never a number. In a line that also prints a value,
 `inline` takes the descriptions out and the rest is compared. Pure text, no TensorFlow.
@@ -34,6 +37,8 @@ DESCRIPTION = re.compile("|".join((
     rf"<tf\.Tensor '{_NAME}:\d+' shape={_SHAPE} dtype={_DTYPE}>",                                  # repr(tensor)
     rf"<tf\.Variable '{_NAME}:\d+' shape={_SHAPE} dtype={_DTYPE}>",                                # repr(variable)
     rf"<tf\.Operation '{_NAME}' type=\w+>",                                                        # repr(op)
+    r"\((?:(?:\d+|\?), )*\?(?:, (?:\d+|\?))*,?\)",      # str(tensor.shape) with a dimension unknown: (?, 14, 32)
+    r"\[(?:(?:\d+|None), )*None(?:, (?:\d+|None))*\]",     # its as_list(): [None, 14, 32]
 )))
 # str(op): its NodeDef as protobuf text, one field a line, after what the print put before it
 _NODE_NAME = re.compile(rf'^(?P<before>.*?)name: "{_NAME}"$')
