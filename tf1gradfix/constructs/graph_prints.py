@@ -116,10 +116,10 @@ def in_builder(builder, stmt: cst.BaseStatement, graph: set[str]) -> bool:
 
 
 def _described(call: cst.Call, graph, text, shaped=lambda name: False) -> tuple[list[str], list[cst.Arg], bool]:
-    """(the graph values (`graph(name)`) a `print` call prints as such, or whose static shape
-    it prints (`shaped(name)`: `conv.shape`, `conv.get_shape().as_list()`), the arguments it
-    prints besides them, whether one of those is more than a word); ([], ...) for a print of
-    no graph value. `text`: a node's source."""
+    """(the graph values (`graph(name)`) a `print` call prints as such, and `NAME.shape` of
+    those whose static shape it prints (`shaped(name)`: `conv.shape`, `conv.get_shape()
+    .as_list()`), the arguments it prints besides them, whether one of those is more than a
+    word); ([], ...) for a print of no graph value. `text`: a node's source."""
     if not (isinstance(call.func, cst.Name) and call.func.value == "print"):
         return [], [], False
     described: list[str] = []
@@ -128,7 +128,7 @@ def _described(call: cst.Call, graph, text, shaped=lambda name: False) -> tuple[
     for a in call.args:
         value = a.value
         shape = _shape_of(value) if a.keyword is None and not a.star else None
-        names = [shape.value] if shape is not None and shaped(shape.value) else \
+        names = [f"{shape.value}.shape"] if shape is not None and shaped(shape.value) else \
             _references(value, graph) if a.keyword is None and not a.star else []
         if names:
             described += names
@@ -149,13 +149,17 @@ def _note(builder, call: cst.Call, described: list[str], instead: str, what: str
 
 def _said(described: list[str], instead: str, what: str, when: str = " while building the graph") -> str:
     shown = ", ".join(f"`{n}`" for n in dict.fromkeys(described))
+    if described and described[0].endswith(".shape"):   # (_described: a shape's print)
+        return (what.format(shown) + f": TF1 printed {'its static shape' if len(set(described)) == 1 else 'their static shapes'}"
+                f"{when} (`(?, 8)`: a dimension `?` it did not know), never a value; " + instead)
     return (what.format(shown) + f": TF1 printed what {'it is' if len(set(described)) == 1 else 'they are'}{when} (a tensor's "
-            "`Tensor(...)` or its static shape `(?, 8)`, a variable's `<tf.Variable ...>`, an op's definition), never a "
-            "value; " + instead)
+            "`Tensor(...)`, a variable's `<tf.Variable ...>`, an op's definition), never a value; " + instead)
 
 
 def _instead(program, name: str) -> str:
     """What prints the same information in TF2."""
+    if name.endswith(".shape"):
+        return f"in TF2 print `{name}` in the step function, where it is known once the function is traced"
     node = program.node(name)
     if isinstance(node, (Variable, VariableGroup, VarList)):
         return f"a TF2 variable holds its value: print `{name}.shape`, or its value where the program needs it"
