@@ -120,10 +120,21 @@ def test_a_layer_function_called_with_string_scopes_is_listed_call_by_call():
     assert result.new_module is None and "known only when it runs" in result.diagnostics[0][3], result.diagnostics
 
 
+def test_a_layer_function_under_the_scripts_variable_scope_is_given_the_whole_scope():
+    """`with tf.variable_scope('outer'): block(x, again='three')`: TF1 named its variables
+    `outer/three/w` (constructs/scoped_calls.py)."""
+    source = PROGRAM.format(body=LAYER_FUNCTION).replace("again=False", "again='one'").replace("again=True", "again='two'")
+    source = source.replace("loss = tf.reduce_mean", "with tf.variable_scope('outer'):\n    y2 = block(x, again='three')\n"
+                            "loss = tf.reduce_sum(y2) + tf.reduce_mean")
+    code = rewrite_source(source).new_module.code
+    assert "y2 = block(x, again='outer/three')" in code and 'block.made["outer/three/w"]' not in code, code
+    assert "variables = [*block.made.values()]" in code
+
+
 @pytest.mark.parametrize("change, why", [
     (("    print(sess.run(", "    print(len(tf.trainable_variables()))\n    print(sess.run("), "known only when it runs"),
-    (("loss = tf.reduce_mean", "with tf.variable_scope('outer'):\n    y2 = block(x, again='three')\nloss = tf.reduce_mean"),
-     "inside `tf.variable_scope(\"outer\")`"),
+    (("loss = tf.reduce_mean", "third = 'three'\nwith tf.variable_scope('outer'):\n    y2 = block(x, again=third)\n"
+      "loss = tf.reduce_mean"), "inside `tf.variable_scope(\"outer\")`"),   # (a scope not given by a string)
 ])
 def test_a_layer_function_where_names_are_not_known_is_refused(change, why):
     source = PROGRAM.format(body=LAYER_FUNCTION).replace("again=False", "again='one'").replace("again=True", "again='two'")
