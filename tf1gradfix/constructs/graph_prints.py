@@ -127,9 +127,10 @@ def _described(call: cst.Call, graph, text, shaped=lambda name: False) -> tuple[
     mixed = False
     for a in call.args:
         value = a.value
-        shape = _shape_of(value) if a.keyword is None and not a.star else None
-        names = [f"{shape.value}.shape"] if shape is not None and shaped(shape.value) else \
-            _references(value, graph) if a.keyword is None and not a.star else []
+        names: list[str] = []
+        if a.keyword is None and not a.star:
+            shape = _shape_of(value)
+            names = [f"{shape.value}.shape"] if shape is not None and shaped(shape.value) else _references(value, graph)
         if names:
             described += names
             continue
@@ -192,7 +193,7 @@ def _shaped(program, name: str) -> bool:
     the proof leaves out of the original's output, verify/descriptions.py): a placeholder
     or a value computed from graph values; a variable's shape, known in full, is printed
     in TF2 as it was (the variable exists where the print is), and a constant's too."""
-    return isinstance(program.node(name), (Placeholder, Tensor, Gradients)) and not isinstance(program.node(name), Static)
+    return isinstance(program.node(name), (Placeholder, Tensor, Gradients))   # (a Static is no Tensor)
 
 
 def _is_described(program, qualified, node) -> bool:

@@ -29,6 +29,7 @@ import libcst as cst
 from tf1gradfix.constructs import builders, scope_reuse
 from tf1gradfix.cst.syntax import bound_args, literal_string
 from tf1gradfix.cst.walk import walk
+from tf1gradfix.model.nodes import BuilderModule
 
 VARIABLE_SCOPE = "tensorflow.variable_scope"
 
@@ -59,16 +60,30 @@ def prefix(builder, helper: cst.FunctionDef) -> str | None:
     for call in walk(block.body):
         if type(call) is not cst.Call or not isinstance(call.func, cst.Name) or not builder.is_builder(call.func.value):
             continue
-        made = builders.node(builder, builder.program.helpers[call.func.value])
-        given = bound_args(call, [p.name.value for p in made.builder.params.params], call).get(made.scope_parameter or "")
-        if made.scope_parameter is None or made.layers or not isinstance(given, cst.SimpleString) \
-                or given.value[0] not in "'\"" or literal_string(given) is None:
+        named = scope_named(builder, call)
+        if named is None:
             return None
-        edits[given] = given.with_changes(value=given.value[0] + label + "/" + given.value[1:])
+        edits[named[1]] = prefixed(named[1], label + "/")
     edits[block] = _flattened
     edits.update({stmt: cst.RemovalSentinel.REMOVE for stmt in dropped})
     builder.program.edits.update(edits)
     return label + "/"
+
+
+def scope_named(builder, call: cst.Call) -> tuple[BuilderModule, cst.SimpleString] | None:
+    """(its module, the string) for a call of a layer function (one making variables, no
+    layers) naming its scope by a string literal; None for any other builder call."""
+    made = builders.node(builder, builder.program.helpers[cast(cst.Name, call.func).value])
+    given = bound_args(call, [p.name.value for p in made.builder.params.params], call).get(made.scope_parameter or "")
+    if made.scope_parameter is None or made.layers or not isinstance(given, cst.SimpleString) \
+            or given.value[0] not in "'\"" or literal_string(given) is None:
+        return None
+    return made, given
+
+
+def prefixed(given: cst.SimpleString, prefix: str) -> cst.SimpleString:
+    """The scope string with the enclosing scope `prefix` ("outer/") in front."""
+    return given.with_changes(value=given.value[0] + prefix + given.value[1:])
 
 
 def _flattened(updated: cst.With) -> cst.FlattenSentinel:

@@ -14,10 +14,12 @@ module's name is its own scope alone.
 
 from __future__ import annotations
 
+from typing import cast
+
 import libcst as cst
 
-from tf1gradfix.constructs import builders
-from tf1gradfix.cst.syntax import Refusal, bound_args, literal_string
+from tf1gradfix.constructs import outer_scopes
+from tf1gradfix.cst.syntax import Refusal, literal_string
 from tf1gradfix.cst.walk import walk
 from tf1gradfix.model.nodes import BuilderModule
 
@@ -30,15 +32,13 @@ def prefix_calls(builder, prefix: str, statement: cst.CSTNode, deps) -> None:
     for call in walk(statement):
         if type(call) is not cst.Call or not isinstance(call.func, cst.Name) or not builder.is_builder(call.func.value):
             continue
-        made = builders.node(builder, program.helpers[call.func.value])
-        given = bound_args(call, [p.name.value for p in made.builder.params.params], call).get(made.scope_parameter or "")
-        label = literal_string(given) if isinstance(given, cst.SimpleString) and given.value[0] in "'\"" else None
-        if made.scope_parameter is None or made.layers or made.made_on_call or not label \
-                or not isinstance(given, cst.SimpleString):
+        named = outer_scopes.scope_named(builder, call)
+        made, given = named if named is not None else (None, None)
+        k = next((k for k, site in enumerate(made.call_sites) if site is call), None) if made is not None else None
+        if made is None or given is None or made.made_on_call or k is None:   # (a call deps_of recorded: builder_loops)
             raise Refusal.of(call, "builder_called_in_scope", scope=prefix[:-1])
-        program.labels[given] = given.with_changes(value=given.value[0] + prefix + given.value[1:])
-        k = next(k for k, site in enumerate(made.call_sites) if site is call)   # (recorded by deps_of, unscoped)
-        made.scoped[k] = (made.scoped[k][0], prefix + label)
+        program.labels[given] = outer_scopes.prefixed(given, prefix)
+        made.scoped[k] = (made.scoped[k][0], prefix + cast(str, literal_string(given)))
         called.add(made.index)
     if any(isinstance(program.nodes[d], BuilderModule) and d not in called for d in deps):
         raise Refusal.of(statement, "builder_called_in_scope", scope=prefix[:-1])

@@ -20,6 +20,7 @@ from tf1gradfix.cst.walk import replaced, walk
 from tf1gradfix.model.nodes import Computed, Gradients, Statement, Static, TrainOp, Update, Variable
 
 ASSIGNS = ("assign", "assign_add", "assign_sub")
+ASSIGN_PARAMS = ["ref", "value", "validate_shape", "use_locking", "name"]   # (TF1's `tf.assign(ref, value, ...)`)
 
 
 def functions() -> dict[str, str]:
@@ -33,7 +34,7 @@ def is_update(builder, value: cst.BaseExpression, deps) -> bool:
     functional = [c for c, q in builder.calls(value) if q in functions()]
     targets = _comprehension_targets(value)
     for call in functional:   # `tf.assign_add(v, x)`: `v.assign_add(x)`
-        bound = bound_args(call, ["ref", "value", "validate_shape", "use_locking", "name"], call)
+        bound = bound_args(call, ASSIGN_PARAMS, call)
         ref = bound.get("ref")
         node = program.node(ref.value) if isinstance(ref, cst.Name) else None
         listed = isinstance(ref, cst.Name) and ref.value in targets   # (`[tf.assign(t, o) for t, o in zip(...)]`)
@@ -119,7 +120,7 @@ def _written(program, node: Update) -> set[int] | None:
             continue
         receiver: cst.BaseExpression | None = func.value
         if not (isinstance(receiver, cst.Name) and isinstance(program.node(receiver.value), Variable)):   # (`tf.assign(v, x)`)
-            receiver = bound_args(call, ["ref", "value", "validate_shape", "use_locking", "name"], call).get("ref")
+            receiver = bound_args(call, ASSIGN_PARAMS, call).get("ref")
         target = program.node(receiver.value) if isinstance(receiver, cst.Name) else None
         if not isinstance(target, Variable):
             return None
@@ -129,13 +130,9 @@ def _written(program, node: Update) -> set[int] | None:
 
 def _variables(program, roots, step: str | None = None) -> set[int]:
     """The variables what `roots` compute reads (and a train op's global step, which it counts)."""
-    seen: set[int] = set()
-    stack = list(roots) + ([program.final[step]] if step in program.final else [])
-    while stack:
-        i = stack.pop()
-        if i not in seen:
-            seen.add(i)
-            stack.extend(program.nodes[i].deps)
+    from tf1gradfix.model.slicing import closure   # (slicing calls check_run)
+
+    seen = closure(program, list(roots) + ([program.final[step]] if step in program.final else []))
     return {i for i in seen if isinstance(program.nodes[i], Variable)}
 
 
@@ -177,7 +174,7 @@ def method_form(stmt: cst.CSTNode, qualified) -> cst.CSTNode:
     for node in _calls(stmt):
         method = functions().get(qualified(node.func) or "")
         if method is not None:
-            bound = bound_args(node, ["ref", "value", "validate_shape", "use_locking", "name"], node)
+            bound = bound_args(node, ASSIGN_PARAMS, node)
             ref, value = bound["ref"], bound["value"]   # (`name=` dropped: it named a graph op; is_update)
             calls[node] = cst.Call(cst.Attribute(ref, cst.Name(method)), [cst.Arg(value)])
     return replaced(stmt, calls)
@@ -238,7 +235,7 @@ def host_assign(program, fetch: cst.BaseExpression, feed, qualified) -> str | No
         return None
     method = functions().get(qualified(fetch.func) or "")
     if method is not None:
-        bound = bound_args(fetch, ["ref", "value", "validate_shape", "use_locking", "name"], fetch)
+        bound = bound_args(fetch, ASSIGN_PARAMS, fetch)
         if set(bound) - {"name"} != {"ref", "value"}:
             return None
         ref, value = bound["ref"], bound["value"]

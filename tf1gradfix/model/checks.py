@@ -239,10 +239,10 @@ def _check_result(program: Program, site, meta) -> None:
                         and not (isinstance(element.value, cst.Name) and discarded(meta, element.value)):
                     if not updates.valued(program.node(fetch)):
                         raise Refusal.of(element.value, "train_result_used")
-                    _returns_value(program, sig, fetch)
+                    _returns_value(sig, fetch)
             return
     if isinstance(parent, cst.Assign) and site.structure == "single" and updates.valued(program.node(site.fetches[0])):
-        _returns_value(program, sig, site.fetches[0])   # (`n = sess.run(bump)`)
+        _returns_value(sig, site.fetches[0])   # (`n = sess.run(bump)`)
         return
     if isinstance(parent, cst.Subscript) and parent.value is site.call and site.structure != "single":
         index = literal_index(parent)
@@ -252,7 +252,7 @@ def _check_result(program: Program, site, meta) -> None:
     raise Refusal.of(site.call, "train_fetch_result_used")
 
 
-def _returns_value(program: Program, sig: Signature, fetch: str) -> None:
+def _returns_value(sig: Signature, fetch: str) -> None:
     """The step function returns the value of an assignment the program reads (every
     call of it: the call sites keep the names of the values it returns)."""
     if fetch not in sig.returns:
