@@ -130,9 +130,13 @@ def _written(program, node: Update) -> set[int] | None:
 
 def _variables(program, roots, step: str | None = None) -> set[int]:
     """The variables what `roots` compute reads (and a train op's global step, which it counts)."""
-    from tf1gradfix.model.slicing import closure   # (slicing calls check_run)
-
-    seen = closure(program, list(roots) + ([program.final[step]] if step in program.final else []))
+    seen: set[int] = set()   # (slicing.closure's walk: slicing imports this module, not the other way)
+    stack = list(roots) + ([program.final[step]] if step in program.final else [])
+    while stack:
+        i = stack.pop()
+        if i not in seen:
+            seen.add(i)
+            stack.extend(program.nodes[i].deps)
     return {i for i in seen if isinstance(program.nodes[i], Variable)}
 
 
