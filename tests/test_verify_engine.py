@@ -143,6 +143,19 @@ def test_separate_gradient_calls_in_other_order_match_one_call():
     assert not compare.compare_traces(_trace(one), _trace(other)).equivalent
 
 
+def test_repeated_observations_within_tolerance_are_one():
+    # one graph run three times (bit-identical) against three TF2 functions a few ulps apart
+    w, w_ulp = np.float32(0.3), np.nextafter(np.float32(0.3), np.float32(1))
+    orig = [_compute(0, 1.0, w=[w]), _apply(1, w=[w])] + [_compute(2 + k, 0.5, w=[w]) for k in range(3)] \
+        + [_apply(5, w=[w])]
+    mig = [_compute(0, 1.0, w=[w]), _apply(1, w=[w]), _compute(2, 0.5, w=[w]), _compute(3, 0.5, w=[w_ulp]),
+           _compute(4, 0.5000001, w=[w]), _apply(5, w=[w])]
+    assert compare.compare_traces(_trace(orig), _trace(mig)).equivalent
+    # a gradient observed past the tolerance is another computation: the steps no longer pair
+    wrong = mig[:3] + [_compute(3, 0.5, w=[w * 2])] + mig[4:]
+    assert not compare.compare_traces(_trace(orig), _trace(wrong)).equivalent
+
+
 def test_extra_update_is_a_divergence_at_its_place():
     orig = _training(steps=3)
     mig = [_apply(-1, w=[0.1, 0.1])] + _training(steps=3)   # an update before the first step

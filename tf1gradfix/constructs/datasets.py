@@ -15,10 +15,11 @@ OutOfRangeError. `iter(dataset)` is that state in TF2; a step function calling i
 `get_next()` takes one element per call and raises the same error at the end, so the
 `try`/`except tf.errors.OutOfRangeError` loops of TF1 programs stay as they are.
 
-A pipeline reading a placeholder (fed through an initializable iterator), other
-iterators (`make_initializable_iterator`, `Iterator.from_structure`, reinitializable
-ones) and an iterator made in a loop are refused: their state is reset by runs the
-rewrite does not translate.
+Initializable and reinitializable iterators, started again by runs of their
+initializers, are restarted_iterators.py's. A pipeline reading a placeholder (fed
+through an initializable iterator's initializer), a feedable iterator (a string
+handle fed to each run) and an iterator made in a loop are refused: their state is
+set by feeds the rewrite does not translate.
 """
 
 from __future__ import annotations

@@ -79,6 +79,38 @@ def loads(expr: cst.CSTNode) -> list[str]:
     return [n.value for n in name_nodes(expr)]
 
 
+_COMPREHENSIONS = (cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp)
+
+
+def outer_reads(expr: cst.CSTNode) -> set[str]:
+    """The names of `loads` that the expression reads from its scope: not the targets of its
+    comprehensions (`[g for g, v in pairs]` reads `pairs` alone) or its lambdas' parameters,
+    where they read them (Python 3 keeps those local)."""
+    if isinstance(expr, _COMPREHENSIONS):
+        bound: set[str] = set()
+        reads: set[str] = set()
+        loop: cst.CompFor | None = expr.for_in
+        while loop is not None:
+            reads |= outer_reads(loop.iter) - bound   # (the first iterable: read in the scope itself)
+            bound |= set(loads(loop.target))
+            for cond in loop.ifs:
+                reads |= outer_reads(cond.test) - bound
+            loop = loop.inner_for_in
+        parts = (expr.key, expr.value) if isinstance(expr, cst.DictComp) else (expr.elt,)
+        return reads | set().union(*(outer_reads(part) - bound for part in parts))
+    if isinstance(expr, cst.Lambda):
+        params = expr.params
+        own = {p.name.value for p in (*params.params, *params.kwonly_params, *params.posonly_params)}
+        own |= {p.name.value for p in (params.star_arg, params.star_kwarg) if isinstance(p, cst.Param)}
+        defaults = [p.default for p in (*params.params, *params.kwonly_params, *params.posonly_params) if p.default]
+        return set().union(*(outer_reads(d) for d in defaults)) | (outer_reads(expr.body) - own)
+    if isinstance(expr, cst.Name):
+        return {expr.value}
+    if isinstance(expr, (cst.Attribute, cst.Arg)):
+        return outer_reads(expr.value)
+    return set().union(*(outer_reads(child) for child in children(expr, past_tokens=True)))
+
+
 def name_nodes(expr: cst.CSTNode) -> list[cst.Name]:
     """The Name nodes of `loads`, in visiting order."""
     found: list[cst.Name] = []

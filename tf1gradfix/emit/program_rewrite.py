@@ -362,6 +362,8 @@ class ProgramRewrite(ModuleEdits, OptimizerSetup):
             replacements.update(received.edits())
         for call, text in scan.variable_lists.items():   # (a list of layers' weights: written once they are named)
             replacements[call] = cst.parse_expression(text(naming) if callable(text) else text)
+        for run, text in scan.starts.items():   # (an iterator started again: the statement making it)
+            replacements[run] = cast(cst.SimpleStatementLine, cst.parse_statement(text + "\n")).body[0]
         for removed in scan.removed | (builder.options.statements if builder.options else set()):
             replacements[removed] = cst.RemovalSentinel.REMOVE
         for block in nested:   # a session `with` in host code: its body, dedented; `sess = tf.Session()`: gone

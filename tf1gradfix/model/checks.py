@@ -21,7 +21,7 @@ from libcst.metadata import ScopeProvider
 
 from tf1gradfix.constructs import (builder_layers, builder_loops, builders, graph_collections, layer_methods, layers, optimizers,
                                    train_together, updates, var_lists, variables)
-from tf1gradfix.cst.syntax import Refusal, bound_names, free_names, literal_index, loads, matches
+from tf1gradfix.cst.syntax import Refusal, bound_names, free_names, literal_index, loads, matches, outer_reads
 from tf1gradfix.cst.walk import walk
 from tf1gradfix.model.program import Program
 from tf1gradfix.model.nodes import (BuilderModule, ComputeGradients, Gradients, Layer, LayerLoop, LayerNode, Optimizer, OptimizerCall,
@@ -291,7 +291,7 @@ def check_moved(program: Program, sigs: list[Signature], found: list | None = No
         if any(isinstance(s, cst.SimpleString) and "\n" in s.value for s in walk(node.stmt) if type(s) is cst.SimpleString):
             refuse(found, Refusal.of(node.stmt, "multiline_string"))
             continue
-        late = (set(loads(node.value)) - known) & rebound
+        late = (outer_reads(node.value) - known) & rebound   # (`[g for g, v in pairs]` reads no host `g`)
         if late:
             refuse(found, Refusal.of(node.stmt, "graph_reads_late_value", name=sorted(late)[0]))
 

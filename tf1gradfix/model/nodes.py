@@ -261,9 +261,23 @@ class Dataset(Static):
 
 @dataclass(eq=False, kw_only=True)
 class DataIterator(Static):
-    """`dataset.make_one_shot_iterator()`: `iter(dataset)` in TF2, made once (constructs/datasets.py)."""
+    """`dataset.make_one_shot_iterator()`: `iter(dataset)` in TF2, made once (constructs/datasets.py);
+    an initializable or reinitializable one (`restarts`), made by each run that starts it
+    (constructs/restarted_iterators.py)."""
 
     kind: ClassVar[str] = "iterator"
+    source: str = ""       # the pipeline its initializer starts it over (none: `from_structure`)
+    restarts: bool = False
+
+
+@dataclass(eq=False, kw_only=True)
+class IteratorStart(Static):
+    """`start = reader.make_initializer(pairs)`, `start = batches.initializer`: a run of it
+    starts `iterator` over `source` (constructs/restarted_iterators.py)."""
+
+    kind: ClassVar[str] = "iterator start"
+    iterator: str
+    source: str
 
 
 @dataclass(eq=False, kw_only=True)

@@ -6,12 +6,13 @@ module in tf1gradfix/constructs and one line here; `tensors` takes the rest."""
 from __future__ import annotations
 
 from tf1gradfix.constructs import (datasets, global_step, gradient_calls, initializers, layers, optimize_loss, optimizer_calls,
-                                   optimizers, placeholders, rnn_cells, rnn_stacks, savers, sessions, summaries, tensors, updates,
-                                   var_lists, variable_factories, variable_groups, variables)
+                                   optimizers, placeholders, restarted_iterators, rnn_cells, rnn_stacks, savers, sessions, summaries,
+                                   tensors, updates, var_lists, variable_factories, variable_groups, variables)
 
 REGISTRY = (
     summaries,          # tf.summary.scalar/histogram/merge_all/merge
     placeholders,       # tf.placeholder, tf.placeholder_with_default
+    restarted_iterators,  # initializable and reinitializable tf.data iterators, their initializers
     datasets,           # tf.data pipelines, one-shot iterators and their get_next()
     variables,          # tf.Variable, tf.get_variable
     variable_groups,    # {'h1': tf.Variable(...), ...}, [tf.Variable(...), ...]

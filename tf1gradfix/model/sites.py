@@ -10,7 +10,7 @@ from typing import Any, cast
 
 import libcst as cst
 from tf1gradfix.constructs import (fed_tensors, global_step, graph_extensions, graph_prints, host_lists, initializers,
-                                   reinitialized, savers, session_functions, updates)
+                                   reinitialized, restarted_iterators, savers, session_functions, updates)
 from tf1gradfix.model.program import Item, Program
 from tf1gradfix.model.nodes import (OPS, Gradients, Init, Node, Placeholder, Static, Tensor, TrainGroup, TrainOp, Saver,
                                     Update, Variable, VariableGroup, VarList)
@@ -55,6 +55,7 @@ class HostScan(FetchesAndFeeds):
         self.feed_key_stores: dict[cst.BaseExpression, str] = {}   # `feed[x] = v`: the key -> its placeholder
         self.feed_returns: set[cst.Name] = set()   # `return feed` of a function making a feed dict (fetches.py)
         self.removed: set[cst.CSTNode] = set()   # `sess.close()`, `sess.run(init)` statements
+        self.starts: dict[cst.Expr, str] = {}   # `sess.run(batches.initializer)` -> `batches = iter(pairs)`
         self.variable_lists: dict[cst.Call, Any] = {}   # `tf.trainable_variables()` in host code -> the list (or a function of the naming)
         self.first_site_item: int | None = None
         self.unrun: list[cst.BaseStatement] = []   # graph statements after the last run, dropped: never run
@@ -273,10 +274,11 @@ class HostScan(FetchesAndFeeds):
             return True
         return False
 
-    def _in_loop(self, node: cst.CSTNode | None) -> bool:
+    def _in_loop(self, node: cst.CSTNode | None, kinds: tuple = (cst.For, cst.While)) -> bool:
+        """Whether `node` is in a loop (or one of `kinds`) or a definition of the statement scanned."""
         while node is not None and node is not self._item.stmt:
             node = self.parent(node)
-            if isinstance(node, (cst.For, cst.While, cst.FunctionDef, cst.Lambda, cst.ClassDef)):
+            if isinstance(node, (*kinds, cst.FunctionDef, cst.Lambda, cst.ClassDef)):
                 return True
         return False
 
@@ -327,6 +329,11 @@ class HostScan(FetchesAndFeeds):
         if isinstance(listed, VarList) and feed is None:
             # `sess.run(g_vars)`: the values of the variables it lists, in its order
             self.variable_lists[call] = host_lists.values(self.p, listed.members, call, self.first_step_item is not None)
+            return
+        nested = self._in_loop(call, ()) or not self._top or self.host is not None   # (not the program's own code)
+        start = restarted_iterators.run_text(self, call, fetch, feed, self.parent(call), nested)
+        if start is not None:   # `sess.run(batches.initializer)` -> `batches = iter(pairs)`, where TF1 ran it
+            self.starts[cast(cst.Expr, self.parent(call))] = start
             return
         structure, fetches = self._fetches(fetch)
         if structure == "init":

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any, cast
 
 import libcst as cst
-from tf1gradfix.constructs import builders, layer_statistics, updates, variable_loops
+from tf1gradfix.constructs import builders, layer_statistics, restarted_iterators, updates, variable_loops
 from tf1gradfix.model.program import Program
 from tf1gradfix.model.nodes import (GRADIENT_NODES, BuilderModule, ComputeGradients, Gradients, Layer, LayerLoop,
                                     Node, Optimizer, Placeholder, Static, TrainGroup, TrainOp, Update, Variable,
@@ -35,12 +35,14 @@ class Signature:
     flags: dict[str, str] = field(default_factory=dict)   # mode flag -> "True"/"False" in this function
     fed_values: dict[str, Any] = field(default_factory=dict)   # fed computed value -> dtype (fed_tensors.py)
     name: str = ""
+    restarted: bool = False   # reads an iterator that runs start again (constructs/restarted_iterators.py)
 
     @property
     def one_off(self) -> bool:
         """Run once with nothing fed: a plain function, run eagerly (`tf.function` would
-        trace a graph for a single call; the values are the same)."""
-        return not self.params and len(self.sites) == 1 and self.sites[0].once
+        trace a graph for a single call; the values are the same); so is one reading an
+        iterator started again (a traced function would keep the first)."""
+        return not self.params and (self.restarted or len(self.sites) == 1 and self.sites[0].once)
 
 
 def signatures(program: Program, sites: list[Site]) -> list[Signature]:
@@ -55,6 +57,9 @@ def signatures(program: Program, sites: list[Site]) -> list[Signature]:
         if sig is None:
             sig = groups[key] = Signature(tuple(site.fetches), fed, flags=values)
             _slice(program, sig, site)
+            sig.restarted = restarted_iterators.restarted(program, sig.nodes)
+            if sig.restarted and sig.params:
+                raise Refusal.of(site.call, "iterator_start_fed_steps", name=sig.params[0])
             layer_statistics.check(program, sig, site)
         sig.sites.append(site)
         site.signature = sig

@@ -15,7 +15,7 @@ from collections import defaultdict
 import numpy as np
 
 from tf1gradfix.verify import compare_many
-from tf1gradfix.verify.comparison import Comparison, Divergence, _num, _record
+from tf1gradfix.verify.comparison import Comparison, Divergence, _num, _record, closeness
 
 def _key(event) -> tuple:
     return (event["kind"], tuple(sorted(event.get("grads", {}))))
@@ -31,24 +31,29 @@ def _same_loss(a, b) -> bool:
     return a == b or (a != a and b != b)
 
 
-def merge_observations(events: list) -> list:
+def merge_observations(events: list, same=None) -> list:
     """Merge back-to-back gradient computations of the same loss value.
 
     Computing a gradient observes, it does not change anything: a program
     that takes ``d loss/d w`` and ``d loss/d b`` in two calls (or evaluates
     the same gradient twice in one ``Session.run``) is the same as one that
     takes both at once.  Consecutive compute events (no update in between)
-    with a bit-identical loss and bit-identical gradients for the sources
-    they share are therefore merged, on both sides alike.
+    with the same loss and the same gradients for the sources they share are
+    therefore merged, on both sides alike. Same is bit-identical, or what
+    ``same(a, b)`` says of two encoded values: the caller's tolerance, since
+    one graph run three times is bit-identical where three TF2 functions
+    computing the same gradients may differ in the last bits.
     """
+    same = same or (lambda a, b: a == b)
     out = []
     for e in events:
         if e["kind"] not in ("compute", "apply"):
             continue
         prev = out[-1] if out else None
         if (e["kind"] == "compute" and prev is not None and prev["kind"] == "compute"
-                and _same_loss(prev.get("loss"), e.get("loss"))
-                and all(prev["grads"][n] == e["grads"][n] for n in set(prev["grads"]) & set(e["grads"]))):
+                and (_same_loss(prev.get("loss"), e.get("loss")) or prev.get("loss") is not None
+                     and e.get("loss") is not None and same(prev["loss"], e["loss"]))
+                and all(same(prev["grads"][n], e["grads"][n]) for n in set(prev["grads"]) & set(e["grads"]))):
             grads = {**prev["grads"], **e["grads"]}
             none = sorted((set(prev.get("none", [])) | set(e.get("none", []))) - set(grads))
             out[-1] = {**prev, "grads": grads, "none": none, "merged": prev.get("merged", 1) + 1}
@@ -64,7 +69,11 @@ def compare_events(cmp: Comparison, orig: list, mig: list, rtol: float, atol: fl
     ``stopped``: sides stopped before their program's end (a --steps cut, a
     timeout); the other side's events past their last are not differences.
     """
-    orig, mig = merge_observations(orig), merge_observations(mig)
+    def same(a, b) -> bool:   # (two observations within the tolerance are one: merge_observations)
+        value = (lambda v: decode(v) if isinstance(v, dict) else v)   # (a loss is a number)
+        return a == b or bool(closeness(value(a), value(b), rtol, atol)["ok"])
+
+    orig, mig = merge_observations(orig, same), merge_observations(mig, same)
     pairs, leftovers = [], []
     for kind, qty in (("compute", "gradient"), ("apply", "applied update")):
         o_events = [e for e in orig if e["kind"] == kind]

@@ -1,0 +1,125 @@
+"""tf.data iterators a run starts again: initializable and reinitializable ones.
+
+    batches = pairs.make_initializable_iterator()       (dropped)
+    xb, yb = batches.get_next()                         (in the step functions, as before)
+    for epoch in range(4):
+        sess.run(batches.initializer)               ->  batches = iter(pairs)
+        while True:
+            try: sess.run(train)                    ->  train_step()   (run eagerly)
+            except tf.errors.OutOfRangeError: break
+
+    reader = tf.data.Iterator.from_structure(...)       (dropped)
+    start_train = reader.make_initializer(pairs)        (dropped)
+    sess.run(start_train)                           ->  reader = iter(pairs)
+
+TF1's iterator is state of the graph that a run of its initializer sets to the start
+of the pipeline it names; until then it has none. In TF2 `iter(dataset)` is that
+state, and the run becomes the statement that makes it, where TF1 ran it: the steps
+read the name when they are called, so they see the iterator started last. A traced
+`tf.function` would keep the iterator it was traced with: the step functions that
+read such an iterator run eagerly (the same values, as for a run made once:
+slicing.Signature.one_off), which is why a run among them that feeds a value is refused
+(a traced function's signature converts what is fed as TF1's feed did).
+
+Only a pipeline bound to a name is started (the run makes a new iterator of that
+object, as TF1's initializer did), and only by a run of the program's own statements
+(a function's would bind a local name); a pipeline reading a placeholder (refilled
+through a fed initializer run) stays refused in datasets.py.
+"""
+
+from __future__ import annotations
+
+from typing import cast
+
+import libcst as cst
+
+from tf1gradfix.cst.syntax import Refusal
+from tf1gradfix.model.nodes import DataIterator, Dataset, IteratorStart, Statement
+
+INITIALIZABLE = "make_initializable_iterator"
+INITIALIZABLE_FUNCTIONS = ("tensorflow.compat.v1.data.make_initializable_iterator",
+                           "tensorflow.data.make_initializable_iterator")
+FROM_STRUCTURE = ("tensorflow.data.Iterator.from_structure", "tensorflow.compat.v1.data.Iterator.from_structure")
+
+
+def build(builder, s: Statement) -> bool:
+    """A restartable `DataIterator`, or an `IteratorStart`; False for anything else."""
+    value = s.value
+    program = builder.program
+    made: tuple | None = None
+    if isinstance(value, cst.Attribute) and value.attr.value == "initializer" and isinstance(value.value, cst.Name):
+        node = program.node(value.value.value)
+        if not (isinstance(node, DataIterator) and node.restarts and node.source):
+            return False
+        made = (IteratorStart, {"iterator": node.names[0], "source": node.source})
+    elif isinstance(value, cst.Call):
+        q = builder.qualified(value.func) or ""
+        func = value.func
+        method = func.attr.value if isinstance(func, cst.Attribute) else None
+        owner = func.value if isinstance(func, cst.Attribute) else None
+        receiver = program.node(owner.value) if isinstance(owner, cst.Name) else None
+        if q in INITIALIZABLE_FUNCTIONS:
+            made = (DataIterator, {"source": _dataset(program, value, q), "restarts": True})
+        elif q in FROM_STRUCTURE:
+            made = (DataIterator, {"source": "", "restarts": True})
+        elif method == INITIALIZABLE and isinstance(receiver, Dataset) and not value.args:
+            made = (DataIterator, {"source": receiver.names[0], "restarts": True})
+        elif method == INITIALIZABLE:   # (`tf.data...batch(8).make_initializable_iterator()`, a parameter's)
+            what = f"`{owner.value}`, which is not such a pipeline" if isinstance(owner, cst.Name) \
+                else "a pipeline written in the call"
+            raise Refusal.of(value, "iterator_start_source", form=method, what=what)
+        elif method == "make_initializer" and isinstance(receiver, DataIterator) and receiver.restarts:
+            made = (IteratorStart, {"iterator": receiver.names[0], "source": _dataset(program, value, method)})
+    if made is None:
+        return False
+    if s.one is None:
+        raise Refusal.of(value, "dataset_form")
+    kind, fields = made
+    builder.add(s.item, kind, s.names, value, s.deps, **fields)
+    builder.own(value)
+    s.item.drop = True   # (made by the runs that start it)
+    return True
+
+
+def _dataset(program, call: cst.Call, form: str) -> str:
+    """The name of the pipeline the call's one argument names; Refusal otherwise (a pipeline
+    written in the call would be made again at each start)."""
+    given = call.args[0].value if len(call.args) == 1 and call.args[0].keyword is None else None
+    if isinstance(given, cst.Name) and isinstance(program.node(given.value), Dataset):
+        return given.value
+    what = f"`{given.value}`, which is not such a pipeline" if isinstance(given, cst.Name) else "a pipeline written in the call"
+    raise Refusal.of(call, "iterator_start_source", form=form.rsplit(".", 1)[-1], what=what)
+
+
+def started(program, fetch: cst.BaseExpression) -> tuple[str, str] | None:
+    """(iterator, pipeline) a run of `fetch` starts: `batches.initializer`, or a name bound to
+    an `IteratorStart`; None for any other fetch."""
+    if isinstance(fetch, cst.Attribute) and fetch.attr.value == "initializer" and isinstance(fetch.value, cst.Name):
+        node = program.node(fetch.value.value)
+        if isinstance(node, DataIterator) and node.restarts and node.source:
+            return node.names[0], node.source
+        return None
+    node = program.node(fetch.value) if isinstance(fetch, cst.Name) else None
+    if isinstance(node, IteratorStart):
+        return node.iterator, node.source
+    return None
+
+
+def run_text(scan, call: cst.Call, fetch: cst.BaseExpression, feed, parent, nested: bool) -> str | None:
+    """`batches = iter(pairs)` for a run starting an iterator (None: not such a run); Refusal
+    where it cannot be that statement: fed, its result read, inside a function (`nested`)."""
+    found = started(scan.p, fetch)
+    if found is None:
+        return None
+    iterator, source = found
+    if feed is not None and not (isinstance(feed, cst.Name) and feed.value == "None"):
+        raise Refusal.of(call, "iterator_start_fed", name=iterator)
+    if not isinstance(parent, cst.Expr) or nested:
+        raise Refusal.of(call, "iterator_start_form", name=iterator)
+    return f"{iterator} = iter({source})"
+
+
+def restarted(program, nodes: list[int]) -> bool:
+    """Whether a slice reads an iterator that runs start again (its steps run eagerly)."""
+    return any(isinstance(program.nodes[d], DataIterator) and cast(DataIterator, program.nodes[d]).restarts
+               for i in nodes for d in program.nodes[i].deps)
