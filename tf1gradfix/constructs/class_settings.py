@@ -96,15 +96,62 @@ class ClassDecisions:
 
 
 def branch(stmt: cst.If, taken: bool) -> list[cst.BaseStatement]:
-    """The statements of the branch taken (`elif`: the `if` it is)."""
+    """The statements of the branch taken (`elif`: the `if` it is), after the other branch
+    kept as a guard where it raises (`if not (test): raise ...`): a construction that
+    would take it still fails as it did."""
     block = stmt.body if taken else stmt.orelse.body if isinstance(stmt.orelse, cst.Else) else None
     if isinstance(stmt.orelse, cst.If) and not taken:
         return [stmt.orelse]   # (`elif`: an `if` of its own)
+    other = _raising(stmt, not taken)
+    guard: list[cst.BaseStatement] = [] if other is None else [
+        cst.If(test=_negated(stmt.test) if taken else stmt.test, body=other)]
     if block is None:
-        return []
+        return guard
     if isinstance(block, cst.SimpleStatementSuite):   # `else: a(); b = c`: one statement each
-        return [cst.SimpleStatementLine(body=[small]) for small in block.body]
-    return list(cast(cst.IndentedBlock, block).body)
+        return guard + [cst.SimpleStatementLine(body=[small]) for small in block.body]
+    return guard + list(cast(cst.IndentedBlock, block).body)
+
+
+# a comparison's operator -> the one that negates it (`head in (...)` -> `head not in (...)`)
+_NEGATED = {cst.In: cst.NotIn, cst.NotIn: cst.In, cst.Equal: cst.NotEqual, cst.NotEqual: cst.Equal,
+            cst.Is: cst.IsNot, cst.IsNot: cst.Is}
+
+
+def _negated(test: cst.BaseExpression) -> cst.BaseExpression:
+    """`not (test)`, or the comparison with its operator negated where it has one."""
+    if isinstance(test, cst.Comparison) and len(test.comparisons) == 1 and not test.lpar \
+            and type(test.comparisons[0].operator) in _NEGATED:
+        target = test.comparisons[0]
+        return test.with_changes(comparisons=[target.with_changes(operator=_NEGATED[type(target.operator)]())])
+    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        return test.expression
+    return cst.UnaryOperation(cst.Not(), test.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()]))
+
+
+def _raising(stmt: cst.If, body: bool) -> cst.BaseSuite | None:
+    """The `if`'s body (or its `else`'s block) where it always raises: it ends with a `raise`
+    and leaves no other way (`return`, `break`, `continue`); None otherwise."""
+    block = stmt.body if body else stmt.orelse.body if isinstance(stmt.orelse, cst.Else) else None
+    if block is None:
+        return None
+    last = block.body[-1] if block.body else None
+    if isinstance(last, cst.SimpleStatementLine):
+        last = last.body[-1]
+    if not isinstance(last, cst.Raise) or any(isinstance(n, (cst.Return, cst.Break, cst.Continue)) for n in walk(block)):
+        return None
+    return block
+
+
+def guarded(stmt: cst.If, decision: "Decision | None") -> "Decision | None":
+    """A decision not known before the program runs, of an `if` one of whose two branches
+    always raises: the other is the one a graph is built by (a run taking the raising one
+    fails in TF1 as in TF2, where `branch` keeps it as a guard)."""
+    if decision is None or decision.taken is not None or isinstance(stmt.orelse, cst.If):
+        return decision
+    body, other = _raising(stmt, True), _raising(stmt, False)
+    if (body is None) == (other is None):
+        return decision
+    return Decision(body is None, decision.test)
 
 
 def _methods(cls: cst.ClassDef) -> list[cst.FunctionDef]:
@@ -235,7 +282,7 @@ def _decide_class(module, cls, init, qualified, line_of) -> ClassDecisions:
                 names = {}
                 attributes = {a: v for a, (v, i) in settings.items() if i < first_call}
                 own = method.params.params[0].name.value if method.params.params else None
-            decision = _decide(node.test, names, attributes, own, cls.name.value)
+            decision = guarded(node, _decide(node.test, names, attributes, own, cls.name.value))
             if decision is not None:
                 out.by_place[(method.name.value, k)] = decision
     return out

@@ -84,12 +84,14 @@ def restructure(module: cst.Module, path: str, wrapper: MetadataWrapper | None =
     passes = _passes(module, shaped)
     if passes is not None and passes.new_module is not None:
         return passes
+    # (a reading still refused as a graph built apart names less than the class's with its build call)
+    built_read = as_built is not None and not as_built.no_session
     guarded = _guarded(module, shaped)
-    if guarded is not None:
+    if guarded is not None and not (built_read and guarded.first_reason in _APART):
         return guarded
-    if passes is not None:
+    if passes is not None and not (built_read and passes.first_reason in _APART):
         return passes
-    if as_built is not None and not as_built.no_session:
+    if built_read:
         return as_built
     return shaped if built is not None else _apart(module, shaped)
 

@@ -208,7 +208,8 @@ def process(project: Project, datas: dict[str, bytes], codes: CodeFilter) -> Res
     for finding in result.findings:
         path, line = where(finding.line)
         col = layout.column(cuts[path].get(line, []), finding.col) if path in cuts else finding.col
-        out.findings[path].append(replace(finding, path=path, line=line, col=col))
+        out.findings[path].append(replace(finding, path=path, line=line, col=col,
+                                          message=layout.placed(finding.message, path, where)))
     if result.error is not None:
         path, line = where(result.error.line) if result.error.line else (project.script, None)
         out.errors[path] = replace(result.error, path=path, line=line)

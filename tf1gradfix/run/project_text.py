@@ -225,6 +225,18 @@ def combined(project, datas: dict[str, bytes], split_lines, imports=()):
     return b"".join(pieces), locate
 
 
+def placed(message: str, path: str, locate) -> str:
+    """A finding's message for the file `path` it is reported in: each `line N` it names (a
+    line of the combined text) as the line of the file it is in, named when another."""
+    def one(found: re.Match) -> str:
+        where, line = locate(int(found.group(1)))
+        return f"line {line}" if where == path else f"line {line} of {os.path.basename(where)}"
+    return _LINE.sub(one, message)
+
+
+_LINE = re.compile(r"\bline (\d+)\b")
+
+
 def split(new: bytes, count: int, split_lines) -> dict | None:
     """The script's lines and each module's, from the rewritten combined module; None when
     the markers are not where they were (each once, in order)."""
