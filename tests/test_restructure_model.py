@@ -479,6 +479,8 @@ def test_assignment_ops_the_tool_cannot_order_are_refused(sync, run, message):
     ("print(sess.run(w[0] * 2.0))", "print(compute_fetched().numpy())"),
     ("print(sess.run(tf.reduce_sum(w), {x: d}))", "print(compute_reduce_sum(d).numpy())"),
     ("print(sess.run([loss, tf.norm(w)], {x: d}))", "print([t.numpy() for t in compute_loss_norm(d)])"),
+    # (a comprehension over graph values: a list of arrays, as TF1 gave)
+    ("print(sess.run([v for v in [loss]], {x: d}))", "print([g.numpy() for g in compute_fetched(d)])"),
 ])
 def test_fetched_expressions_become_computed_values(run, expected):
     result = rewrite(SITE.format(run=run))
@@ -487,7 +489,7 @@ def test_fetched_expressions_become_computed_values(run, expected):
 
 
 @pytest.mark.parametrize("run", [
-    "print(sess.run([v for v in [loss]], {x: d}))",
+    "print(sess.run({v: v for v in [loss]}, {x: d}))",
     "print(sess.run(tf.unstack(w)))",
     "print(sess.run(w.initial_value))",
 ])

@@ -79,6 +79,14 @@ def build(builder, s: Statement) -> bool:
     return False
 
 
+def drawn(program, expr: cst.BaseExpression) -> bool:
+    """Whether `expr` is `it.get_next()` of an iterator of the program: an element of its
+    pipeline, a tuple or dict of tensors when the pipeline's elements are."""
+    func = expr.func if isinstance(expr, cst.Call) else None
+    return isinstance(func, cst.Attribute) and func.attr.value == "get_next" and isinstance(func.value, cst.Name) \
+        and isinstance(program.node(func.value.value), DataIterator) and not cast(cst.Call, expr).args
+
+
 def _pipeline(builder, call: cst.Call) -> bool:
     """Is `call` a chain of dataset methods rooted at a `tf.data` constructor or a pipeline?"""
     expr: cst.BaseExpression = call

@@ -33,20 +33,34 @@ from typing import cast
 
 import libcst as cst
 
-from tf1gradfix.cst.syntax import Refusal
-from tf1gradfix.model.nodes import DataIterator, Dataset, IteratorStart, Statement
+from tf1gradfix.cst.syntax import Refusal, arg, bound_names, matches
+from tf1gradfix.cst.walk import walk
+from tf1gradfix.model.nodes import DataIterator, Dataset, IteratorStart, PipelineInput, Statement
 
 INITIALIZABLE = "make_initializable_iterator"
 INITIALIZABLE_FUNCTIONS = ("tensorflow.compat.v1.data.make_initializable_iterator",
                            "tensorflow.data.make_initializable_iterator")
+PLACEHOLDER = "tensorflow.placeholder"
 FROM_STRUCTURE = ("tensorflow.data.Iterator.from_structure", "tensorflow.compat.v1.data.Iterator.from_structure")
 
 
 def build(builder, s: Statement) -> bool:
-    """A restartable `DataIterator`, or an `IteratorStart`; False for anything else."""
+    """A restartable `DataIterator`, an `IteratorStart` or a `PipelineInput`; False for anything else."""
     value = s.value
     program = builder.program
     made: tuple | None = None
+    if s.q == PLACEHOLDER and s.one is not None and s.call is not None:
+        fed = _fed_at_starts(builder, s)
+        if fed is None:
+            return False
+        dtype = arg(s.call, 0, "dtype")
+        text = f"{s.one} = {program.tf_alias}.constant({fed}" + (
+            f", dtype={cst.Module([]).code_for_node(dtype)})" if dtype is not None else ")")
+        s.item.stmt = cast(cst.SimpleStatementLine, cst.parse_statement(text + "\n")).with_changes(
+            leading_lines=s.item.stmt.leading_lines)
+        builder.add(s.item, PipelineInput, s.names, value, s.deps, fed=fed)
+        builder.own(value)
+        return True
     if isinstance(value, cst.Attribute) and value.attr.value == "initializer" and isinstance(value.value, cst.Name):
         node = program.node(value.value.value)
         if not (isinstance(node, DataIterator) and node.restarts and node.source):
@@ -81,6 +95,54 @@ def build(builder, s: Statement) -> bool:
     return True
 
 
+def _fed_at_starts(builder, s: Statement) -> str | None:
+    """The host name every run of an iterator's initializer feeds the placeholder `s` makes,
+    where those runs alone feed it and a tf.data pipeline alone reads it (`tf.data.Dataset.
+    from_tensor_slices((x_in, y_in))`), and the name is bound before the placeholder and
+    never changed after it (TF1 read it at each start; the constant reads it once, here)."""
+    name, items = cast(str, s.one), builder.program.items
+    where = items.index(s.item)
+    fed: set[str] = set()
+    reads = 0
+    for item in items:
+        for node in walk(item.stmt):
+            if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value == "run":
+                feed = arg(node, 1, "feed_dict")
+                keys = {e.key.value: e.value for e in feed.elements if isinstance(e, cst.DictElement)
+                        and isinstance(e.key, cst.Name)} if isinstance(feed, cst.Dict) else {}
+                if name in keys:
+                    fetch = arg(node, 0, "fetches")
+                    if fetch is None or not _names_start(builder.program, fetch) or not isinstance(keys[name], cst.Name):
+                        return None
+                    fed.add(cast(cst.Name, keys[name]).value)
+                    reads += 1
+            elif isinstance(node, cst.Call) and matches(builder.qualified(node.func), "datasets"):
+                reads += sum(1 for n in walk(node) if isinstance(n, cst.Name) and n.value == name)
+    used = sum(1 for item in items for n in walk(item.stmt) if isinstance(n, cst.Name) and n.value == name)
+    if len(fed) != 1 or used != reads + 1:   # (its own binding, the feeds' keys and the pipelines' reads)
+        return None
+    host = next(iter(fed))
+    before = any(host in bound_names(item.stmt) for item in items[:where])
+    changed = any(host in bound_names(item.stmt) or _stored_into(item.stmt, host) for item in items[where:])
+    return host if before and not changed else None
+
+
+def _names_start(program, fetch: cst.BaseExpression) -> bool:
+    """Whether a run of `fetch` starts an iterator (a name not yet bound counts: `start =
+    it.make_initializer(...)` comes later in the graph than the placeholder)."""
+    if isinstance(fetch, cst.Attribute) and fetch.attr.value == "initializer":
+        return True
+    return isinstance(fetch, cst.Name) and program.node(fetch.value) is None
+
+
+def _stored_into(stmt: cst.CSTNode, name: str) -> bool:
+    """`name[...] = v`, `name.a = v`, `name[...] += v`: the array changed in place."""
+    targets = [t.target for n in walk(stmt) if isinstance(n, cst.Assign) for t in n.targets] + \
+        [n.target for n in walk(stmt) if isinstance(n, cst.AugAssign)]
+    return any(isinstance(t, (cst.Subscript, cst.Attribute)) and any(
+        isinstance(r, cst.Name) and r.value == name for r in walk(t)) for t in targets)
+
+
 def _dataset(program, call: cst.Call, form: str) -> str:
     """The name of the pipeline the call's one argument names; Refusal otherwise (a pipeline
     written in the call would be made again at each start)."""
@@ -112,11 +174,22 @@ def run_text(scan, call: cst.Call, fetch: cst.BaseExpression, feed, parent, nest
     if found is None:
         return None
     iterator, source = found
-    if feed is not None and not (isinstance(feed, cst.Name) and feed.value == "None"):
+    if feed is not None and not (isinstance(feed, cst.Name) and feed.value == "None") and not _fed_inputs(scan.p, feed):
         raise Refusal.of(call, "iterator_start_fed", name=iterator)
     if not isinstance(parent, cst.Expr) or nested:
         raise Refusal.of(call, "iterator_start_form", name=iterator)
     return f"{iterator} = iter({source})"
+
+
+def _fed_inputs(program, feed) -> bool:
+    """A feed of pipeline inputs only, each with the host name its constant was made of."""
+    if not isinstance(feed, cst.Dict) or not feed.elements:
+        return False
+    for e in feed.elements:
+        node = program.node(e.key.value) if isinstance(e, cst.DictElement) and isinstance(e.key, cst.Name) else None
+        if not (isinstance(node, PipelineInput) and isinstance(e.value, cst.Name) and e.value.value == node.fed):
+            return False
+    return True
 
 
 def restarted(program, nodes: list[int]) -> bool:

@@ -91,7 +91,7 @@ def restructure(module: cst.Module, path: str, wrapper: MetadataWrapper | None =
         return guarded
     if passes is not None and not (built_read and passes.first_reason in _APART):
         return passes
-    if built_read:
+    if as_built is not None and built_read:
         return as_built
     return shaped if built is not None else _apart(module, shaped)
 

@@ -11,6 +11,7 @@ from typing import cast
 
 import libcst as cst
 
+from tf1gradfix.constructs import datasets
 from tf1gradfix.cst.syntax import literal_index
 from tf1gradfix.model.program import Program
 from tf1gradfix.model.nodes import ComputeGradients, Gradients, Node, Summary, Tensor, TrainGroup, TrainOp, Update
@@ -90,14 +91,15 @@ class RunCalls:
         if sig.inline:
             items = [f"{self._on(site, self.attributes.get(f, f))}.numpy()" for f in site.fetches]
             return _structure(site.structure, items)
-        lists = [r for r in sig.returns if _list_valued(self.p.node(r))]
+        lists = [r for r in sig.returns if _list_valued(self.p, self.p.node(r))]
         call = self._invoke(site)
         count = len(sig.returns)
         if count == 0:
             return call
         if lists and count == 1:   # `sess.run(grads)`: a list of arrays, like TF1's
             single = f"[g.numpy() for g in {call}]"   # (`_, s = sess.run([train, merged])`: the one kept value)
-            if isinstance(self.p.node(lists[0]), ComputeGradients):   # (pairs: a list of (gradient, value) tuples)
+            node = self.p.node(lists[0])   # (pairs: a list of (gradient, value) tuples; an element: its structure)
+            if isinstance(node, ComputeGradients) or isinstance(node, Tensor) and datasets.drawn(self.p, node.value):
                 single = f"{self.tf}.nest.map_structure(lambda g: g.numpy(), {call})"
             return single if site.structure == "single" or len(site.fetches) > 1 else _structure(site.structure, [single])
         if lists:   # a list among other values: each value converted where it is
@@ -113,12 +115,13 @@ class RunCalls:
         return f"[t.numpy() for t in {call}]"
 
 
-def _list_valued(node: Node | None) -> bool:
+def _list_valued(program, node: Node | None) -> bool:
     """A fetched value that is a list in TF1 too: a gradient list, a summary's values, the
     (gradient, variable) pairs of `compute_gradients` (TF1 gave the variables' values), a
     list of graph values the program made (`norms = [tf.norm(w) for w in ws]`)."""
     return isinstance(node, Gradients) and not node.single or isinstance(node, (Summary, ComputeGradients)) \
-        or type(node) is Tensor and isinstance(node.value, (cst.List, cst.ListComp))
+        or type(node) is Tensor and isinstance(node.value, (cst.List, cst.ListComp)) \
+        or type(node) is Tensor and datasets.drawn(program, node.value)
 
 
 def _structure(structure: str, items: list[str]) -> str:

@@ -12,7 +12,7 @@ from typing import Any, cast
 
 import libcst as cst
 
-from tf1gradfix.constructs import dropout, initializers
+from tf1gradfix.constructs import datasets, dropout, initializers
 from tf1gradfix.cst.syntax import Refusal, bound_args, fresh_name, loads, matches, outer_reads
 from tf1gradfix.model.program import Program
 from tf1gradfix.model.nodes import ComputeGradients, Gradients, Init, Optimizer, Placeholder, Static, Tensor, Variable, VariableGroup, VarList
@@ -187,12 +187,13 @@ class FetchesAndFeeds:
         read = outer_reads(expr)   # (`[g for g, v in pairs]`: a list of the gradients, read off `pairs`)
         deps = {self.p.final[n] for n in read if n in self.p.final}
         top = self.meta.names.qualified(expr.func) if isinstance(expr, cst.Call) else None
+        drawn = isinstance(expr, cst.Call) and datasets.drawn(self.p, expr)   # (`sess.run(it.get_next())`)
         if not isinstance(expr, (cst.Subscript, cst.Call, cst.BinaryOperation, cst.UnaryOperation, cst.ListComp)) \
-                or isinstance(expr, cst.Call) and (top is None or matches(top, "several_results")):
+                or isinstance(expr, cst.Call) and not drawn and (top is None or matches(top, "several_results")):
             raise Refusal.of(expr, "fetch_form")
         if not deps or read & set(self.p.helpers) or read & self.p.sessions:
             raise Refusal.of(expr, "fetch_form")
-        kinds = (Tensor, Static, Variable, VariableGroup, Placeholder, Gradients)
+        kinds = (Tensor, Static, Variable, VariableGroup, Placeholder, Gradients)   # (an iterator: Static)
         for i in deps:   # (a comprehension over `compute_gradients`' pairs: their gradients or variables)
             if not isinstance(self.p.nodes[i], (*kinds, ComputeGradients) if isinstance(expr, cst.ListComp) else kinds):
                 raise Refusal.of(expr, "fetch_expression_kind", kind=self.p.nodes[i].kind)

@@ -271,6 +271,16 @@ class DataIterator(Static):
 
 
 @dataclass(eq=False, kw_only=True)
+class PipelineInput(Static):
+    """`x_in = tf.placeholder(...)` read by a tf.data pipeline alone and fed only by runs of
+    its iterator's initializer, each with the same host array `fed`: `tf.constant(fed)`
+    where the graph was built (constructs/restarted_iterators.py)."""
+
+    kind: ClassVar[str] = "pipeline input"
+    fed: str
+
+
+@dataclass(eq=False, kw_only=True)
 class IteratorStart(Static):
     """`start = reader.make_initializer(pairs)`, `start = batches.initializer`: a run of it
     starts `iterator` over `source` (constructs/restarted_iterators.py)."""

@@ -11,8 +11,8 @@ from tf1gradfix.constructs import (datasets, global_step, gradient_calls, initia
 
 REGISTRY = (
     summaries,          # tf.summary.scalar/histogram/merge_all/merge
+    restarted_iterators,  # initializable and reinitializable tf.data iterators, their initializers and fed inputs
     placeholders,       # tf.placeholder, tf.placeholder_with_default
-    restarted_iterators,  # initializable and reinitializable tf.data iterators, their initializers
     datasets,           # tf.data pipelines, one-shot iterators and their get_next()
     variables,          # tf.Variable, tf.get_variable
     variable_groups,    # {'h1': tf.Variable(...), ...}, [tf.Variable(...), ...]
