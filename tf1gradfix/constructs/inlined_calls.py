@@ -98,7 +98,7 @@ def _pass(module: cst.Module) -> Inlining | None:
     body = reading.body(module.body, None)
     if not reading.done:
         return None
-    gone = set(reading.done) - _in_modules(module)
+    gone = set(reading.done) - module_functions(module)
     body = [s for s in body if not (isinstance(s, cst.FunctionDef) and s.name.value in gone)]
     made = module.with_changes(body=body)
     return Inlining(module=cst.parse_module(made.code), origin=line_maps.origin(module, made, reading.source),
@@ -140,7 +140,7 @@ class _Inline:
         defaults = {p.default.value for p in function.params.params if isinstance(p.default, cst.Name)}
         if caller is function or caller is not None and (free_names(function) | defaults) & _locals(caller):
             return None   # (a global the function reads, shadowed where it is called)
-        arguments = _bound(function, call)
+        arguments = bound_arguments(function, call)
         if arguments is None:
             return None
         body = [s for s in cast(cst.IndentedBlock, function.body).body if not is_docstring(s)]
@@ -202,7 +202,7 @@ def _returns_nothing(function: cst.FunctionDef) -> bool:
     return not any(isinstance(n, cst.Return) for n in walk(function.body))
 
 
-def _in_modules(module: cst.Module) -> set[str]:
+def module_functions(module: cst.Module) -> set[str]:
     """Functions of another file of a project read in place of its import (between the
     markers run/project_text.py writes): the file keeps them for its other importers."""
     inside, found = False, set()
@@ -326,7 +326,7 @@ def _plain(function: cst.FunctionDef, constants: set[str]) -> bool:
         and function.name.value not in loads(function.body)
 
 
-def _bound(function: cst.FunctionDef, call: cst.Call) -> dict[str, cst.BaseExpression] | None:
+def bound_arguments(function: cst.FunctionDef, call: cst.Call) -> dict[str, cst.BaseExpression] | None:
     """Parameter -> the argument (or default) the call binds it to, in the call's order, or None."""
     params = [p.name.value for p in function.params.params]
     out: dict[str, cst.BaseExpression] = {}

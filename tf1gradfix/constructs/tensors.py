@@ -84,7 +84,7 @@ def _named_op(builder, item, value) -> str | None:
 def checked_calls(builder, tf_calls) -> Refusal | None:
     """Refusal for a TensorFlow call a computed statement cannot make; the refusal of a call
     refused only if some run needs it (returned); else None."""
-    unsupported = None
+    unsupported = hoisted = None
     builder.program.checked.update(id(call) for call, _ in tf_calls)
     for call, q in tf_calls:
         if matches(q, "queues"):
@@ -105,10 +105,10 @@ def checked_calls(builder, tf_calls) -> Refusal | None:
         elif q == "tensorflow.train.Saver":   # (its own reason: what TF2 checkpoints with)
             unsupported = Refusal.of(call, "saver")
         elif q in layers.layer_table():   # (a layer's own statement makes it: statement_forms hoists it there)
-            unsupported = Refusal.of(call, "layer_in_expression", api=q)
+            hoisted = hoisted or Refusal.of(call, "layer_in_expression", api=q)
         elif matches(q, "refuse") and q not in schedule_table() and not matches(q, "aligned_random"):
             unsupported = Refusal.of(call, "api_unsupported", api=q)
-    return unsupported
+    return hoisted or unsupported   # (hoisted first: the calls of its arguments go with it, layer_hoist)
 
 
 def check_inputs(builder, stmt: cst.CSTNode, deps) -> None:

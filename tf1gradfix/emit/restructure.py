@@ -19,7 +19,7 @@ from libcst.metadata import MetadataWrapper, PositionProvider, ScopeProvider
 
 from tf1gradfix import legacy
 from tf1gradfix.constructs import (class_bases, fresh_graph_loops, guarded_graph, host_builds, inlined_calls, model_classes,
-                                   statement_forms)
+                                   statement_forms, wrapper_calls)
 from tf1gradfix.rules import catalog as catalog_module
 from tf1gradfix.cst.metadata import AnalysisWrapper
 from tf1gradfix.detect.detector import shared_names
@@ -74,6 +74,10 @@ def restructure(module: cst.Module, path: str, wrapper: MetadataWrapper | None =
     as_built = None
     if built is not None:
         as_built = statement_forms.restructured(built, lambda plain: _restructure(plain, AnalysisWrapper(plain)))
+        wrapped = wrapper_calls.read(built) if as_built.new_module is None else None
+        if wrapped is not None:   # (and its layer wrappers read as their calls: wrapper_calls)
+            again = statement_forms.restructured(wrapped.module, lambda plain: _restructure(plain, AnalysisWrapper(plain)))
+            as_built = replace(again, diagnostics=[(wrapped.origin(d[0]), *d[1:]) for d in again.diagnostics])
         if as_built.new_module is not None:
             return as_built
     shaped = statement_forms.restructured(
@@ -101,8 +105,9 @@ def _guarded(module: cst.Module, shaped: Restructured) -> Restructured | None:
     with the model functions it calls once as their statements (inlined_calls), or both, in
     that order, diagnostics at the user's lines: the first rewritten, else the first reading
     when the module as written is first refused inside such an `if`, or for a graph built and
-    run in different functions that the inlining joined (it names what stops it)."""
-    inlining = inlined_calls.inlined(module)
+    run in different functions that the inlining joined (it names what stops it). Layer
+    wrappers are read as the layer calls they make first (wrapper_calls)."""
+    inlining = _inlined(module)
     lowering = guarded_graph.lowered(module)
     readings: list[tuple[inlined_calls.Inlining | None, guarded_graph.Lowering | None]] = \
         [(None, lowering)] if lowering is not None else []
@@ -127,6 +132,17 @@ def _guarded(module: cst.Module, shaped: Restructured) -> Restructured | None:
             if read.new_module is not None:
                 return report
     return report
+
+
+def _inlined(module: cst.Module) -> inlined_calls.Inlining | None:
+    """The module with its layer wrappers read as their calls, then its functions called once
+    as their statements; None where neither reads anything."""
+    wrapped = wrapper_calls.read(module)
+    inlining = inlined_calls.inlined(wrapped.module if wrapped is not None else module)
+    if wrapped is None or inlining is None:
+        return inlining or wrapped
+    return inlined_calls.Inlining(inlining.module, lambda line: wrapped.origin(inlining.origin(line)),
+                                  wrapped.functions + inlining.functions)
 
 
 def _passes(module: cst.Module, shaped: Restructured) -> Restructured | None:
