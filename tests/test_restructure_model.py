@@ -650,3 +650,72 @@ def test_a_session_of_no_graph_is_dropped_or_refused_with_a_reason():
     result = process_source("t.py", factory.encode(), CodeFilter())
     assert result.new_source is None and result.findings
     assert not any("internal error" in f.message for f in result.findings), [f.message for f in result.findings]
+
+
+FED_PIPELINE = '''
+import numpy as np
+import tensorflow as tf
+
+rows = np.ones([8, 3])
+rows_in = tf.placeholder(tf.float32, [None, 3])
+pipeline = tf.data.Dataset.from_tensor_slices(rows_in).batch(4)
+batches = pipeline.make_initializable_iterator()
+batch = batches.get_next()
+w = tf.Variable(tf.ones([3, 1]))
+loss = tf.reduce_mean(tf.matmul(batch, w))
+train = tf.train.GradientDescentOptimizer(0.1).minimize(loss)
+sess = tf.Session()
+sess.run(tf.global_variables_initializer())
+for epoch in range(2):
+{between}    sess.run(batches.initializer, {{rows_in: rows}})
+    sess.run(train)
+'''
+
+
+@pytest.mark.parametrize("between, read", [
+    ("", True),
+    ("    print(len(rows), rows.mean())\n", True),          # (reads the array)
+    ("    np.random.shuffle(rows)\n", False),               # (changes it in place: TF1 fed the shuffled rows)
+    ("    rows.sort(axis=0)\n", False),
+    ("    rows[0] = 2.0\n", False),
+    ("    rows = rows * 2\n", False),                       # (bound again: each start fed another array)
+])
+def test_a_pipeline_fed_at_its_starts_is_read_as_its_array_only_where_the_array_stays(between, read):
+    result = rewrite(FED_PIPELINE.format(between=between))
+    assert (result.new_module is not None) == read, result.diagnostics
+    if read:
+        assert "rows_in = tf.constant(rows, dtype=tf.float32)" in result.new_module.code
+        assert "batches = iter(pipeline)" in result.new_module.code
+
+
+WRAPPED = '''
+import numpy as np
+import tensorflow as tf
+
+
+def proj(a, b, scope):
+    return tf.layers.dense(tf.concat([a, b], 1), 2, name=scope)
+
+{extra}
+x = tf.placeholder(tf.float32, [None, 3])
+out = {call}
+loss = tf.reduce_mean(tf.square(out))
+train = tf.train.GradientDescentOptimizer(0.1).minimize(loss)
+sess = tf.Session()
+sess.run(tf.global_variables_initializer())
+sess.run(train, {{x: np.ones([2, 3])}})
+'''
+
+
+@pytest.mark.parametrize("call, extra, read", [
+    ('proj(x, x, "p1")', "", True),
+    ('proj(tf.tanh(x), x, scope="p1")', "", True),                    # (one argument computed)
+    ('proj(tf.tanh(x), tf.sin(x), "p1") + proj(x, x, "p2")', "", False),   # (two computed: not the call's order)
+    ('proj(x, x, "p1") + proj(x, x, "p2")', "other = proj\n", False),     # (named otherwise than called)
+    ('proj(x, x, "p1") + proj(x, x, "p2")', "", True),
+])
+def test_layer_wrappers_are_read_as_their_calls_where_python_computes_the_same(call, extra, read):
+    result = rewrite(WRAPPED.format(call=call, extra=extra))
+    assert (result.new_module is not None) == read, result.diagnostics
+    if read:
+        assert "def proj" not in result.new_module.code and 'name="p1"' in result.new_module.code

@@ -104,6 +104,7 @@ def _fed_at_starts(builder, s: Statement) -> str | None:
     where = items.index(s.item)
     fed: set[str] = set()
     reads = 0
+    piped: set[int] = set()   # (ids of its names a pipeline reads: a chain's calls nest)
     for item in items:
         for node in walk(item.stmt):
             if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value == "run":
@@ -117,9 +118,9 @@ def _fed_at_starts(builder, s: Statement) -> str | None:
                     fed.add(cast(cst.Name, keys[name]).value)
                     reads += 1
             elif isinstance(node, cst.Call) and matches(builder.qualified(node.func), "datasets"):
-                reads += sum(1 for n in walk(node) if isinstance(n, cst.Name) and n.value == name)
+                piped |= {id(n) for n in walk(node) if isinstance(n, cst.Name) and n.value == name}
     used = sum(1 for item in items for n in walk(item.stmt) if isinstance(n, cst.Name) and n.value == name)
-    if len(fed) != 1 or used != reads + 1:   # (its own binding, the feeds' keys and the pipelines' reads)
+    if len(fed) != 1 or used != reads + len(piped) + 1:   # (its own binding, the feeds' keys and the pipelines' reads)
         return None
     host = next(iter(fed))
     before = any(host in bound_names(item.stmt) for item in items[:where])
@@ -135,12 +136,36 @@ def _names_start(program, fetch: cst.BaseExpression) -> bool:
     return isinstance(fetch, cst.Name) and program.node(fetch.value) is None
 
 
+# calls that read an array without changing it (any other call given it may: `np.random.shuffle(x)`)
+_READERS = frozenset({"len", "print", "str", "repr", "type", "isinstance", "min", "max", "sum", "range", "enumerate",
+                      "zip", "sorted", "list", "tuple"})
+_READ_METHODS = frozenset({"astype", "reshape", "copy", "mean", "sum", "std", "min", "max", "any", "all", "tolist",
+                           "transpose", "flatten", "ravel", "dot", "argmax", "argmin"})
+
+
 def _stored_into(stmt: cst.CSTNode, name: str) -> bool:
-    """`name[...] = v`, `name.a = v`, `name[...] += v`: the array changed in place."""
+    """`name[...] = v`, `name.a = v`, `name[...] += v`, a call given it or a method of it that
+    may change it (`np.random.shuffle(name)`, `name.sort()`): the array changed in place."""
+    def reads(node) -> bool:
+        return any(isinstance(r, cst.Name) and r.value == name for r in walk(node))
     targets = [t.target for n in walk(stmt) if isinstance(n, cst.Assign) for t in n.targets] + \
         [n.target for n in walk(stmt) if isinstance(n, cst.AugAssign)]
-    return any(isinstance(t, (cst.Subscript, cst.Attribute)) and any(
-        isinstance(r, cst.Name) and r.value == name for r in walk(t)) for t in targets)
+    if any(isinstance(t, (cst.Subscript, cst.Attribute)) and reads(t) for t in targets):
+        return True
+    for call in (n for n in walk(stmt) if isinstance(n, cst.Call)):
+        func = call.func
+        if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == name:
+            if func.attr.value not in _READ_METHODS:
+                return True
+        elif any(isinstance(a.value, cst.Name) and a.value.value == name for a in call.args) \
+                and not (isinstance(func, cst.Name) and func.value in _READERS) and not _starts(call):
+            return True
+    return False
+
+
+def _starts(call: cst.Call) -> bool:
+    """A session's run (its feed gives the array to the start, which reads it)."""
+    return isinstance(call.func, cst.Attribute) and call.func.attr.value == "run"
 
 
 def _dataset(program, call: cst.Call, form: str) -> str:

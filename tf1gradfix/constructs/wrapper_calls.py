@@ -77,8 +77,9 @@ def _wrapper(function: cst.FunctionDef, qualified) -> _Wrapper | None:
     if function.decorators or params.star_arg not in (None, cst.MaybeSentinel.DEFAULT) or params.star_kwarg \
             or params.kwonly_params or params.posonly_params or not isinstance(function.body, cst.IndentedBlock):
         return None
-    if any(p.default is not None and not isinstance(p.default, _PLAIN[1:4] + (cst.Name,)) for p in params.params):
-        return None
+    if any(p.default is not None and not (isinstance(p.default, _PLAIN[1:4]) or isinstance(p.default, cst.Name)
+                                          and p.default.value in ("None", "True", "False")) for p in params.params):
+        return None   # (a default Python evaluated once, where the function was defined: a literal alone)
     body = [s for s in function.body.body if not is_docstring(s)]
     small = body[0].body[0] if len(body) == 1 and isinstance(body[0], cst.SimpleStatementLine) \
         and len(body[0].body) == 1 else None
