@@ -129,11 +129,20 @@ def _fed_at_starts(builder, s: Statement) -> str | None:
 
 
 def _names_start(program, fetch: cst.BaseExpression) -> bool:
-    """Whether a run of `fetch` starts an iterator (a name not yet bound counts: `start =
-    it.make_initializer(...)` comes later in the graph than the placeholder)."""
+    """Whether a run of `fetch` starts an iterator: `it.initializer`, or a name the program
+    binds to one or to `it.make_initializer(...)` (later in the graph than the placeholder)."""
     if isinstance(fetch, cst.Attribute) and fetch.attr.value == "initializer":
         return True
-    return isinstance(fetch, cst.Name) and program.node(fetch.value) is None
+    if not isinstance(fetch, cst.Name):
+        return False
+    for item in program.items:
+        for small in walk(item.stmt):
+            if isinstance(small, cst.Assign) and any(isinstance(t.target, cst.Name) and t.target.value == fetch.value
+                                                     for t in small.targets):
+                value = small.value
+                func = value.func if isinstance(value, cst.Call) else value
+                return isinstance(func, cst.Attribute) and func.attr.value in ("make_initializer", "initializer")
+    return False
 
 
 # calls that read an array without changing it (any other call given it may: `np.random.shuffle(x)`)
