@@ -31,7 +31,8 @@ import libcst as cst
 from tf1gradfix.cst import layout
 from tf1gradfix.cst.syntax import Refusal, matches
 from tf1gradfix.cst.walk import walk
-from tf1gradfix.model.nodes import DataIterator, Dataset, Statement, Static, Tensor
+from tf1gradfix.model.nodes import Statement, Static, Tensor
+from tf1gradfix.model.pipeline_nodes import DataIterator, Dataset
 
 ONE_SHOT = "make_one_shot_iterator"
 ONE_SHOT_FUNCTIONS = ("tensorflow.data.make_one_shot_iterator", "tensorflow.compat.v1.data.make_one_shot_iterator")

@@ -35,7 +35,8 @@ import libcst as cst
 
 from tf1gradfix.cst.syntax import Refusal, arg, bound_names, matches
 from tf1gradfix.cst.walk import walk
-from tf1gradfix.model.nodes import DataIterator, Dataset, IteratorStart, PipelineInput, Statement
+from tf1gradfix.model.nodes import Statement
+from tf1gradfix.model.pipeline_nodes import DataIterator, Dataset, IteratorStart, PipelineInput
 
 INITIALIZABLE = "make_initializable_iterator"
 INITIALIZABLE_FUNCTIONS = ("tensorflow.compat.v1.data.make_initializable_iterator",

@@ -120,8 +120,7 @@ def _list_valued(program, node: Node | None) -> bool:
     (gradient, variable) pairs of `compute_gradients` (TF1 gave the variables' values), a
     list of graph values the program made (`norms = [tf.norm(w) for w in ws]`)."""
     return isinstance(node, Gradients) and not node.single or isinstance(node, (Summary, ComputeGradients)) \
-        or type(node) is Tensor and isinstance(node.value, (cst.List, cst.ListComp)) \
-        or type(node) is Tensor and datasets.drawn(program, node.value)
+        or type(node) is Tensor and (isinstance(node.value, (cst.List, cst.ListComp)) or datasets.drawn(program, node.value))
 
 
 def _structure(structure: str, items: list[str]) -> str:
