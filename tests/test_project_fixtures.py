@@ -645,3 +645,76 @@ def test_a_module_choosing_its_definitions_by_running_code_is_refused(condition,
     new, diag = rewrite(folder, monkeypatch)
     assert all(new[name] == (folder / name).read_bytes() for name in new)
     assert "TFG923 [manual] module `kit` runs code when imported" in diag
+
+
+def _self_tested(tmp_path, old=None, new=None, name="ranker.py"):
+    folder = tmp_path / "project"
+    shutil.copytree(ROOT / "self_tested_model" / "input", folder)
+    if old is not None:
+        text = (folder / name).read_text(encoding="utf-8")
+        assert text.count(old) == 1
+        (folder / name).write_text(text.replace(old, new), encoding="utf-8")
+    return folder, {n: (folder / n).read_bytes() for n in _names(folder)}
+
+
+def test_a_module_with_a_test_of_its_own_is_one_more_entry_point_of_its_group(tmp_path, monkeypatch):
+    """ranker.py opens a session only in what `python ranker.py` runs (own_runs.py): to
+    train.py it is a model module, read without that part, and it is planned as a script
+    of its own, first in the group, so its test is migrated and proven too."""
+    folder, _ = _self_tested(tmp_path)
+    monkeypatch.chdir(folder)
+    planned = project_groups.groups(project.plan(_names(folder)))
+    assert [[(p.script, p.modules) for p in group] for group in planned] == \
+        [[("ranker.py", []), ("train.py", ["ranker.py"])]]
+
+
+def test_a_blocker_in_the_modules_own_test_leaves_every_file_intact(tmp_path, capsys):
+    """The module's test fetches a tensor by name: refused, and train.py, migrated alone
+    against a module left TF1, would break; every file stays, with the reason."""
+    from tf1gradfix.cli.main import main
+
+    folder, before = _self_tested(tmp_path, "sess.run(model.accuracy,", 'sess.run("Mean_1:0",')
+    assert main(["rewrite", "--no-verify", str(folder)]) == 1
+    out = capsys.readouterr().out
+    assert {name: (folder / name).read_bytes() for name in _names(folder)} == before
+    assert f"{folder / 'train.py'}:5:1: TFG923 [manual] shares a model module with ranker.py, which is not " \
+           "restructured" in out, out
+    assert any(row.startswith(f"{folder / 'ranker.py'}: not restructured") for row in out.splitlines()), out
+
+
+def test_an_import_of_what_only_the_module_as_a_script_runs_is_refused(tmp_path, monkeypatch):
+    """`_smoke` is the module's own (read away for importers): a script importing it is refused."""
+    folder, before = _self_tested(tmp_path, "from ranker import Ranker, toy_rows", "from ranker import Ranker, toy_rows, _smoke",
+                                  name="train.py")
+    new, diag = rewrite(folder, monkeypatch)
+    assert new == before
+    assert "train.py:5:1: TFG923 [manual] module `ranker` is imported otherwise than" in diag
+
+
+def test_a_name_of_the_modules_own_part_may_be_the_scripts_too(tmp_path, monkeypatch):
+    """Both files define `main`: the module's is its own part, which importers never bind."""
+    folder, before = _self_tested(tmp_path)
+    assert b"def main():" in before["ranker.py"] and b"def main():" in before["train.py"]
+    new, diag = rewrite(folder, monkeypatch)
+    assert all(new[name] != before[name] for name in new) and "TFG923" not in diag
+
+
+@pytest.mark.tf
+def test_the_modules_own_test_is_proven_and_a_wrong_one_is_caught(tmp_path):
+    """`python ranker.py` against its migration: EQUIVALENT as written; a migration whose
+    test measures other rows (a part train.py never runs) is DIVERGED by that proof."""
+    from tf1gradfix.verify.orchestrate import DIVERGED, EQUIVALENT, verify_pair
+
+    scenario = ROOT / "self_tested_model"
+    candidate = tmp_path / "candidate_ranker.py"
+    shutil.copy(scenario / "expected" / "ranker.py", candidate)
+    result = verify_pair(scenario / "input" / "ranker.py", candidate)
+    assert result.verdict == EQUIVALENT, result.reason
+    wrong = apply((scenario / "expected" / "ranker.py").read_text(encoding="utf-8"),
+                  (scenario / "diverged_as_script" / "ranker.patch").read_text(encoding="utf-8"))
+    candidate.write_text(wrong, encoding="utf-8")
+    result = verify_pair(scenario / "input" / "ranker.py", candidate)
+    assert result.verdict == DIVERGED and "accuracy" in result.reason, result.reason
+    train = tmp_path / "candidate_train.py"
+    shutil.copy(scenario / "expected" / "train.py", train)
+    assert verify_pair(scenario / "input" / "train.py", train, swap={"ranker.py": wrong.encode()}).verdict == EQUIVALENT

@@ -25,6 +25,7 @@ class Version:
     script: str        # the script's path
     module: bytes      # the module as that rewrite writes it
     uses: bytes        # the script as that rewrite writes it (what it calls of the module)
+    whole: bool = False   # the module's own rewrite, run as a script (own_runs): all of it, in its order
 
 
 @record
@@ -41,8 +42,9 @@ _IMPORT = (ast.Import, ast.ImportFrom)
 
 def merge(versions: list[Version]) -> bytes | Conflict:
     """The one module all the versions' scripts can run with, or the definition they
-    cannot share. The largest version is the base (a training script's, with its steps)."""
-    order = sorted(range(len(versions)), key=lambda i: (-len(versions[i].module), i))
+    cannot share. The largest version is the base (a training script's, with its steps), or
+    the module's own rewrite where it is run as a script (whole, with its `__main__` block)."""
+    order = sorted(range(len(versions)), key=lambda i: (not versions[i].whole, -len(versions[i].module), i))
     base = versions[order[0]]
     lines = base.module.decode("utf-8").splitlines(keepends=True)
     if lines and not lines[-1].endswith("\n"):
@@ -87,7 +89,7 @@ def _add(lines: list[str], other: Version, base_script: str) -> list[str] | Conf
         elif (isinstance(stmt, ast.ClassDef) != isinstance(mine, ast.ClassDef) or _other_call(mine, stmt)) \
                 and _called(stmt.name, calls):
             return Conflict(stmt.name, other.script, base_script)
-    for at, text in sorted(inserts, key=lambda item: -item[0]):
+    for _, at, text in sorted(((k, *item) for k, item in enumerate(inserts)), key=lambda item: (-item[1], -item[0])):
         lines[at:at] = text.splitlines(keepends=True)
     return lines
 

@@ -19,6 +19,7 @@ from functools import partial
 
 from tf1gradfix.model.refusals import diagnostic
 from tf1gradfix.records import field, record, replace
+from tf1gradfix.run import own_runs
 from tf1gradfix.run import project_text as layout
 from tf1gradfix.run.findings import CodeFilter, FileError, Finding
 from tf1gradfix.run.project_plan import Project, _imports, _read, _star_reads, _stem, info, plan
@@ -51,7 +52,8 @@ def _module_refusal(path: str, tree: ast.Module, project: Project) -> tuple | No
             # (its import would stay one of the original module, TF1)
             return (path, diagnostic(node.lineno, node.col_offset + 1, "project_nested_import",
                                      module=_stem(path), other=other))
-    stmt = next((s for s in tree.body if not _defines(s)), None)
+    own = own_runs.own_part(tree)   # (never run by an importer: the module's own entry point)
+    stmt = next((s for s in tree.body if not _defines(s) and s not in own), None)
     if stmt is not None:
         return (path, diagnostic(stmt.lineno, stmt.col_offset + 1, "project_module_runs_code", module=_stem(path)))
     return None
@@ -150,8 +152,9 @@ def _clash(project: Project, trees: dict[str, ast.Module]) -> tuple | None:
             if name not in imported}
     linked = {id(stmt) for _, stmt in layout.nested(project, trees)}   # (a module's import of an earlier one)
     for module in project.modules:
+        own = own_runs.own_part(trees[module])
         for name, stmt in _star_bound(module, trees[module]).items():
-            if id(stmt) in linked:
+            if id(stmt) in linked or stmt in own:
                 continue
             if name in seen:
                 other = seen[name][1]
@@ -200,9 +203,13 @@ def process(project: Project, datas: dict[str, bytes], codes: CodeFilter) -> Res
     read = {project.script: script}
     cuts = {project.script: cut}
     for module in project.modules:   # (its `import other` read as the other's code before it)
+        own = own_runs.own_part(trees[module])
+        if own:   # (what only `python model.py` runs: not the importer's; its own entry point)
+            read[module] = own_runs.blanked(datas[module], own, split_lines)
         pairs = layout.nested_pairs(module, project, trees)
         if pairs:
-            read[module], cuts[module] = layout.cut_names(datas[module], trees[module], pairs, split_lines)
+            read[module], cuts[module] = layout.cut_names(read.get(module, datas[module]), trees[module], pairs,
+                                                          split_lines)
     combined, where = layout.combined(project, {**datas, **read}, split_lines, layout.nested(project, trees))
     result = process_source(project.script, combined, codes, fix=True)
     for finding in result.findings:

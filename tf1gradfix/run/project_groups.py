@@ -21,9 +21,9 @@ from tf1gradfix.run.findings import Finding
 def groups(projects: list) -> list[list]:
     """The projects, joined where they share a module (any depth of sharing), in order."""
     out: list[list] = []
-    for each in projects:
-        mine = {os.path.abspath(m) for m in each.modules}
-        joined = [g for g in out if mine & {os.path.abspath(m) for p in g for m in p.modules}]
+    for each in projects:   # (a module run as a script of its own is one of them: own_runs)
+        mine = {os.path.abspath(m) for m in (each.script, *each.modules)}
+        joined = [g for g in out if mine & {os.path.abspath(m) for p in g for m in (p.script, *p.modules)}]
         group = [p for g in joined for p in g] + [each]
         out = [g for g in out if all(g is not j for j in joined)] + [group]
     order = {id(p): i for i, p in enumerate(projects)}
@@ -50,7 +50,7 @@ def outcomes(group: list, mode: str, codes_for, limit: int) -> list:
                             else None) for i, (p, r) in enumerate(zip(group, results))]
     else:
         for p, r in zip(group, results):
-            r.new.update({m: merged[m] for m in p.modules if m in merged})
+            r.new.update({m: merged[m] for m in (p.script, *p.modules) if m in merged})
     finish_mode = batch.PROPOSE if mode == batch.WRITE and not blocked and not isinstance(merged, tuple) else mode
     out = [o for p, r, (datas, shots) in zip(group, results, reads)
            for o in project.finish(p, r, finish_mode, codes_for(p.script), datas, shots)]
@@ -79,6 +79,8 @@ def _merged(group: list, results: list, reads: list) -> dict | tuple:
     for module in modules:
         versions = [module_merge.Version(p.script, r.new.get(module, reads[i][0][module]), r.new[p.script])
                     for i, (p, r) in enumerate(zip(group, results)) if module in p.modules]
+        versions += [module_merge.Version(p.script, r.new[p.script], r.new[p.script], whole=True)
+                     for p, r in zip(group, results) if p.script == module]   # (run as a script: own_runs)
         found = module_merge.merge(versions)
         if isinstance(found, module_merge.Conflict):
             line, col = _line_of(reads, module, found.name)

@@ -15,6 +15,7 @@ import re
 
 from tf1gradfix.model.refusals import diagnostic
 from tf1gradfix.records import field, record
+from tf1gradfix.run import own_runs
 from tf1gradfix.run import project_text as layout
 
 
@@ -24,6 +25,7 @@ class Info:
     tree: ast.Module
     session: bool
     builds: int | None   # line of its first graph construct a restructuring fixes, or variable made, if any
+    own: list[ast.stmt] = field(default_factory=list)   # what only running it as a script runs (own_runs)
 
 
 @record
@@ -51,10 +53,15 @@ def info(path: str, data: bytes) -> Info | None:
     if tree is None:
         return None
     hits, session, made = ast_rules.analyze_variables(tree, data, catalog.load())
+    own = own_runs.own_part(tree) if session else []
+    if own:   # (a model module with a test of its own under `__main__`: a module to its importers)
+        lib = ast_rules.analyze_variables(own_runs.library(tree, own), data, catalog.load())
+        hits, made = (hits, made) if lib[1] else (lib[0], lib[2])
+        own = own if not lib[1] else []
     graph = [h.line for h in hits if h.rule.safety == "proven"]
-    if not session:   # (a module of functions making variables builds a model: `weight_variable`)
+    if not session or own:   # (a module of functions making variables builds a model: `weight_variable`)
         graph += made
-    return Info(tree, session, min(graph) if graph else None)
+    return Info(tree, session, min(graph) if graph else None, own)
 
 
 def _read(path: str) -> bytes | None:
@@ -114,7 +121,7 @@ def _folder_projects(folder: str, paths: list[str]) -> tuple[list[Project], dict
     """The projects among the listed files of one folder, and what was read of its files."""
     projects: list[Project] = []
     read = _candidates(paths) if len(paths) >= 2 else {}
-    modules = {os.path.basename(p)[:-3]: p for p, i in read.items() if i and not i.session and i.builds}
+    modules = {os.path.basename(p)[:-3]: p for p, i in read.items() if i and (not i.session or i.own) and i.builds}
     for path, found in read.items():
         if found is None or not found.session:
             continue
@@ -133,7 +140,9 @@ def _folder_projects(folder: str, paths: list[str]) -> tuple[list[Project], dict
                                                                          found.tree)
         if project.modules:
             _add_nested(project, modules, read, found.tree)
-            projects.append(project)
+        projects.append(project)
+    used = {m for p in projects for m in p.modules}   # (a module run as a script is one more: own_runs)
+    projects = [p for p in projects if p.script in used] + [p for p in projects if p.modules and p.script not in used]
     scripts = {os.path.abspath(p.script) for p in projects}   # (a module they share is migrated for all: project_groups)
     for project in projects:
         ours = {os.path.abspath(p) for p in (project.script, *project.modules)}
@@ -185,7 +194,7 @@ def _unlisted_refusal(path: str, stmt: ast.stmt, siblings: dict[str, str], read:
             data = _read(module)
             read[module] = info(module, data) if data is not None else None
         found = read.get(module) if module is not None else None
-        if found is not None and not found.session and found.builds:
+        if found is not None and (not found.session or found.own) and found.builds:
             return (path, diagnostic(stmt.lineno, stmt.col_offset + 1, "project_module_not_listed", module=name))
     return None
 
@@ -214,7 +223,7 @@ def _import_refusal(path: str, stmt: ast.stmt, name: str, module: Info, again: b
     """Why the script's import of the module cannot be followed, if it cannot (`again`: a
     second import of it). `import model` is followed when the script only reads
     `model.NAME` of names the module defines, and never binds `model` otherwise."""
-    defined = layout.top_names(module.tree)
+    defined = {name: s for name, s in layout.top_names(module.tree).items() if s not in module.own}
     if layout.is_star(stmt):
         if not again and script is not None and _star_reads(script, module.tree):
             return None
