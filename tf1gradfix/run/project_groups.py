@@ -10,11 +10,12 @@ each script's blockers are reported in the same run.
 
 from __future__ import annotations
 
+import ast
 import os
 
 from tf1gradfix.model.refusals import diagnostic
 from tf1gradfix.records import replace
-from tf1gradfix.run import module_merge, project
+from tf1gradfix.run import module_merge, own_runs, project
 from tf1gradfix.run.findings import Finding
 
 
@@ -108,10 +109,15 @@ def _refused(each, result, datas: dict, codes, blocked: list[str], conflict: tup
         line, col, code, message, safety = conflict[1]
         result.findings[conflict[0]].append(Finding(conflict[0], line, col, code, message, safety, False))
     if each.script not in blocked and conflict is None:
-        stmt = next(s for s in each.imports if s is not None)
-        line, col, code, message, safety = diagnostic(
-            stmt.lineno, stmt.col_offset + 1, "project_group_blocked",
-            other=", ".join(os.path.basename(b) for b in blocked))
+        stmt = next((s for s in each.imports if s is not None), None)
+        others = ", ".join(os.path.basename(b) for b in blocked)
+        if stmt is None:   # (the model module run as a script of its own: own_runs)
+            stmt = next(s for s in ast.parse(datas[each.script]).body if own_runs.is_main_block(s))
+            found = diagnostic(stmt.lineno, stmt.col_offset + 1, "project_module_blocked", other=others,
+                               module=os.path.basename(each.script)[:-3])
+        else:
+            found = diagnostic(stmt.lineno, stmt.col_offset + 1, "project_group_blocked", other=others)
+        line, col, code, message, safety = found
         if codes.wants(code):
             result.findings[each.script].append(Finding(each.script, line, col, code, message, safety, False))
     if result.refused:
