@@ -718,3 +718,32 @@ def test_the_modules_own_test_is_proven_and_a_wrong_one_is_caught(tmp_path):
     train = tmp_path / "candidate_train.py"
     shutil.copy(scenario / "expected" / "train.py", train)
     assert verify_pair(scenario / "input" / "train.py", train, swap={"ranker.py": wrong.encode()}).verdict == EQUIVALENT
+
+
+@pytest.mark.parametrize("given", [None, "ranker.py"], ids=["folder", "module-alone"])
+def test_a_file_opening_a_session_that_a_script_imports_graph_code_from_is_not_rewritten_alone(given, tmp_path, capsys):
+    """ranker.py trains at import (`main()` unguarded): it is not a model module, and written
+    alone its `Ranker` would become a tf.Module train.py still runs in a session. Both are
+    refused, each naming the other, whether the folder or the module alone is given."""
+    from tf1gradfix.cli.main import main
+
+    folder, before = _self_tested(tmp_path, 'if __name__ == "__main__":\n    main()\n', "main()\n")
+    assert main(["rewrite", "--no-verify", str(folder / given) if given else str(folder)]) == 1
+    out = capsys.readouterr().out
+    assert {name: (folder / name).read_bytes() for name in _names(folder)} == before
+    assert f"{folder / 'ranker.py'}:7:1: TFG923 [manual] `Ranker` builds graph code that train.py imports, and this " \
+           "file opens a session of its own (line 31)" in out, out
+    if given is None:
+        assert f"{folder / 'train.py'}:5:1: TFG923 [manual] imports `Ranker` from `ranker`, which builds graph code " \
+               "and opens a session of its own (line 31 of ranker.py)" in out, out
+
+
+def test_a_file_opening_a_session_that_a_script_imports_host_code_from_is_rewritten(tmp_path, capsys):
+    """train.py imports only `toy_rows` (NumPy) of it: the module's rewrite leaves that as it is."""
+    from tf1gradfix.cli.main import main
+
+    folder, before = _self_tested(tmp_path, 'if __name__ == "__main__":\n    main()\n', "main()\n")
+    (folder / "train.py").write_text("from ranker import toy_rows\n\nprint(toy_rows(__import__('numpy').random, 2, 3))\n")
+    main(["rewrite", "--no-verify", str(folder)])
+    out = capsys.readouterr().out
+    assert (folder / "ranker.py").read_bytes() != before["ranker.py"] and "TFG923" not in out, out

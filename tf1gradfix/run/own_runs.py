@@ -37,7 +37,7 @@ def own_part(tree: ast.Module) -> list[ast.stmt]:
     functions = {s.name: s for s in tree.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))}
     own = _reached(mains, functions)
     while True:   # (a function anything else names is not its own, nor what only it reaches)
-        running = {name for name in own if _opens_session(functions[name])}
+        running = {name for name in own if session_calls(functions[name])}
         while grown := {name for name in own - running if _names(functions[name]) & running}:
             running |= grown
         rest = [s for s in tree.body if s not in mains and getattr(s, "name", None) not in running]
@@ -54,9 +54,10 @@ _SESSIONS = frozenset({"Session", "InteractiveSession", "MonitoredSession", "Mon
                        "SingularMonitoredSession"})
 
 
-def _opens_session(stmt: ast.stmt) -> bool:
-    return any(isinstance(n, ast.Call) and (n.func.attr if isinstance(n.func, ast.Attribute) else
-                                            getattr(n.func, "id", None)) in _SESSIONS for n in ast.walk(stmt))
+def session_calls(stmt: ast.AST) -> list[ast.Call]:
+    """The calls opening a session in `stmt` (`tf.Session()`, `tf.compat.v1.InteractiveSession()`)."""
+    return [n for n in ast.walk(stmt) if isinstance(n, ast.Call) and (
+        n.func.attr if isinstance(n.func, ast.Attribute) else getattr(n.func, "id", None)) in _SESSIONS]
 
 
 def _names(stmt: ast.stmt) -> set[str]:

@@ -15,7 +15,7 @@ import re
 
 from tf1gradfix.model.refusals import diagnostic
 from tf1gradfix.records import field, record
-from tf1gradfix.run import own_runs
+from tf1gradfix.run import imported_scripts, own_runs
 from tf1gradfix.run import project_text as layout
 
 
@@ -26,6 +26,7 @@ class Info:
     session: bool
     builds: int | None   # line of its first graph construct a restructuring fixes, or variable made, if any
     own: list[ast.stmt] = field(default_factory=list)   # what only running it as a script runs (own_runs)
+    lines: frozenset[int] = frozenset()   # every line of graph code `builds` is the first of
 
 
 @record
@@ -61,7 +62,7 @@ def info(path: str, data: bytes) -> Info | None:
     graph = [h.line for h in hits if h.rule.safety == "proven"]
     if not session or own:   # (a module of functions making variables builds a model: `weight_variable`)
         graph += made
-    return Info(tree, session, min(graph) if graph else None, own)
+    return Info(tree, session, min(graph) if graph else None, own, frozenset(graph))
 
 
 def _read(path: str) -> bytes | None:
@@ -113,8 +114,20 @@ def plan(files: list[str]) -> list[Project]:
     for folder, paths in folders.items():
         found, read = _folder_projects(folder, paths)
         planned = {os.path.abspath(p) for project in found for p in (project.script, *project.modules)}
-        projects += found + _unlisted(folder, paths, planned, read)
+        found += _unlisted(folder, paths, planned, read)
+        projects += _imported_scripts(folder, paths, found, read)
     return projects
+
+
+def _imported_scripts(folder: str, paths: list[str], found: list[Project], read: dict) -> list[Project]:
+    """`found`, where a file opening a session of its own is imported from for graph code
+    (imported_scripts.py): its project, or one of its own, refused; the importer's too."""
+    refused = imported_scripts.refusals(folder, paths, read, info, _read)
+    for project in found:
+        if project.script in refused and project.refusal is None:
+            project.refusal = refused[project.script]
+    scripts = {project.script for project in found}
+    return found + [Project(path, refusal=why) for path, why in refused.items() if path not in scripts and path in paths]
 
 
 def _folder_projects(folder: str, paths: list[str]) -> tuple[list[Project], dict[str, Info | None]]:

@@ -1,0 +1,111 @@
+"""A file that opens a session of its own and that another file of its folder imports
+graph code from (`from model import TextNet` where model.py also trains one at import, or
+in a function its classes call): it cannot be read in place of its import (the session
+would run in the importer), and rewritten alone its importer would import the TF2 form
+it no longer builds. Both are refused, each naming the other (project_plan.py); a session
+only `python model.py` opens is own_runs.py's, and migrated with the importers.
+
+Reads with Python's parser alone, each file of the folder once, and only those whose bytes
+spell an import of a listed file that opens a session.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+import re
+
+from tf1gradfix.model.refusals import diagnostic
+from tf1gradfix.run import own_runs
+from tf1gradfix.run import project_text as layout
+
+
+def refusals(folder: str, paths: list[str], read: dict, info, reader) -> dict[str, tuple]:
+    """Path -> (path, diagnostic) of each such file and of each listed file importing from
+    it. `read`: path -> Info of the files read already (more are added); `info`, `reader`:
+    project_plan's."""
+    listed = {os.path.basename(p)[:-3]: p for p in paths if p.endswith(".py")}
+    if not listed:
+        return {}
+    spelled = re.compile(rb"^[ \t]*(?:from|import)[ \t]+(" + b"|".join(re.escape(s.encode()) for s in listed)
+                         + rb")\b", re.M)
+    try:
+        entries = sorted(e for e in os.listdir(folder) if e.endswith(".py"))
+    except OSError:
+        return {}
+    by_path = {os.path.abspath(p): p for p in paths}
+    out: dict[str, tuple] = {}
+    for entry in entries:
+        path = by_path.get(os.path.join(folder, entry), os.path.join(folder, entry))
+        data = reader(path)
+        if data is None or not spelled.search(data):
+            continue
+        try:
+            tree = ast.parse(data)
+        except (SyntaxError, ValueError, RecursionError):
+            continue
+        for stmt in tree.body:
+            found = _imported_graph(stmt, tree, path, listed, read, info, reader)
+            if found is None:
+                continue
+            module, name, line, session = found
+            stem = os.path.basename(module)[:-3]
+            out.setdefault(module, (module, diagnostic(line, 1, "project_imported_session", name=name,
+                                                       importer=os.path.basename(path), session=session)))
+            if path in paths or os.path.abspath(path) in by_path:
+                out.setdefault(path, (path, diagnostic(stmt.lineno, stmt.col_offset + 1, "project_imports_session",
+                                                       name=name, module=stem, session=session)))
+    return out
+
+
+def _imported_graph(stmt: ast.stmt, tree: ast.Module, path: str, listed: dict, read: dict, info, reader):
+    """(module path, name, line of its definition, line of the module's session) of a
+    name `stmt` imports from a listed file that opens a session of its own, where that
+    name's definition builds graph code; else None."""
+    if isinstance(stmt, ast.ImportFrom) and stmt.level == 0 and stmt.module in listed:
+        stem = stmt.module
+        module_tree = _tree(listed[stem], read, info, reader)
+        if module_tree is None:
+            return None
+        names = (layout.star_names(module_tree) or set()) if layout.is_star(stmt) else {a.name for a in stmt.names}
+    elif isinstance(stmt, ast.Import) and len(stmt.names) == 1 and stmt.names[0].name in listed:
+        stem = stmt.names[0].name
+        module_tree = _tree(listed[stem], read, info, reader)
+        if module_tree is None:
+            return None
+        uses = layout.attribute_uses(tree, layout.bound_name(stmt), layout.top_names(module_tree))
+        names = set(layout.top_names(module_tree)) if uses is None else {n.attr for n in uses}
+    else:
+        return None
+    module = listed[stem]
+    if os.path.abspath(module) == os.path.abspath(path):
+        return None
+    found = _info(module, read, info, reader)
+    if found is None or not found.session or found.own or not found.lines:
+        return None
+    session = _session_line(found.tree)
+    for name, defined in layout.top_names(found.tree).items():
+        if name in names and not isinstance(defined, (ast.Import, ast.ImportFrom)) \
+                and any(defined.lineno <= line <= defined.end_lineno for line in found.lines):
+            return module, name, defined.lineno, session
+    return None
+
+
+def _info(path: str, read: dict, info, reader):
+    if path not in read:
+        data = reader(path)
+        read[path] = info(path, data) if data is not None else None
+    return read[path]
+
+
+def _tree(path: str, read: dict, info, reader) -> ast.Module | None:
+    found = _info(path, read, info, reader)
+    return found.tree if found is not None else None
+
+
+def _session_line(tree: ast.Module) -> int:
+    """Where the module first opens a session outside its own part (its first line if
+    it opens one some other way)."""
+    own = own_runs.own_part(tree)
+    return min((call.lineno for stmt in tree.body if stmt not in own for call in own_runs.session_calls(stmt)),
+               default=1)
