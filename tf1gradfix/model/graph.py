@@ -18,7 +18,7 @@ from libcst.metadata import PositionProvider
 
 from tf1gradfix.constructs import (builder_loops, builder_statistics, builders, captured_values, carried_values,
                                    gradient_calls, graph_contexts, graph_loops, graph_prints, guarded_graph, initializers,
-                                   input_methods, loop_layers, nested_calls, outer_scopes, rnn_cells, rnn_stacks,
+                                   input_methods, loop_layers, nested_calls, outer_scopes, retired_names, rnn_cells, rnn_stacks,
                                    scoped_calls, statement_forms, summaries, summary_helpers, summary_loops, unrun_ops,
                                    variable_factories, variable_loops)
 from tf1gradfix.constructs.tensors import queue_refusal
@@ -117,6 +117,8 @@ class ModelBuilder(BlockReader):
             try:
                 start = len(self.program.nodes)
                 self._item(item, position)
+                if item.node is None:   # (`w = sess.run(w)` in it: a host name after it)
+                    retired_names.note_fetched(self.program, item, position)
                 nested_calls.check_item(self, start)   # (what the constructs did not claim, as a tensor's)
             except Refusal as refusal:
                 if not collect:
@@ -126,6 +128,7 @@ class ModelBuilder(BlockReader):
                 item.drop = True   # (not host code either: the host scan passes it by)
         if not refused:   # (host data the graph captured, bound anew after it: its value then)
             captured_values.snapshot(self)
+            retired_names.check_graph(self.program)
         if collect:
             self.program.refused, self.program.poisoned = refused, poisoned
             guarded_graph.check(self.program, getattr(self.v, "guarded", frozenset()),   # (moved out of host `if`s)
@@ -217,7 +220,7 @@ class ModelBuilder(BlockReader):
         for name in names:
             if name in self.update_ops_names:
                 raise Refusal.of(expr, "update_ops_other_use", name=name)
-            if name in self.program.final:
+            if name in self.program.final and name not in self.program.retired:   # (retired: a host name now)
                 out.add(self.program.final[name])
             helper = self.program.helpers.get(name)
             if helper is not None:
@@ -348,9 +351,8 @@ class ModelBuilder(BlockReader):
         deps = self.deps_of(value)
         tf_calls = [(c, q) for c, q in self.calls(value) if q is not None]
         if not deps and not tf_calls and not variable_factories.called(self, value):
-            for name in names or ():
-                if name in self.program.final:
-                    raise Refusal.of(small, "rebound_to_host_value", name=name)
+            position = next(k for k, i in enumerate(self.program.items) if i is item)
+            retired_names.retire(self.program, small, names or [], position)   # (checked once the runs are known)
             return
         if names is None:
             raise Refusal.of(small, "graph_value_target")

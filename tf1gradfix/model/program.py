@@ -63,6 +63,9 @@ class Program:
     edits: dict = field(default_factory=dict)
     # a scope string of a graph statement -> the one the rewrite writes (constructs/scoped_calls.py)
     labels: dict = field(default_factory=dict)
+    # a graph name rebound to a host value once the runs are done -> (item position, statement)
+    # (constructs/retired_names.py)
+    retired: dict = field(default_factory=dict)
 
     def node(self, name: str) -> Node | None:
         i = self.final.get(name)

@@ -9,14 +9,15 @@ from dataclasses import dataclass, field
 from typing import Any, cast
 
 import libcst as cst
-from tf1gradfix.constructs import (fed_tensors, global_step, graph_extensions, graph_prints, host_lists, initializers,
-                                   reinitialized, restarted_iterators, savers, session_functions, updates)
+from tf1gradfix.constructs import (fed_tensors, graph_extensions, host_lists, initializers, reinitialized,
+                                   restarted_iterators, retired_names, savers, session_functions, updates)
 from tf1gradfix.model.program import Item, Program
 from tf1gradfix.model.nodes import (OPS, Gradients, Init, Node, Placeholder, Static, Tensor, TrainGroup, TrainOp, Saver,
                                     Update, Variable, VariableGroup, VarList)
-from tf1gradfix.cst.syntax import Refusal, arg, bound_names, free_names, graph_ops, loads, matches, stored_name_nodes
+from tf1gradfix.cst.syntax import Refusal, arg, bound_names, free_names, loads, matches
 from tf1gradfix.cst.walk import children, walk
 from tf1gradfix.model.fetches import FetchesAndFeeds
+from tf1gradfix.model.host_reads import HostReads
 
 @dataclass
 class Site:
@@ -70,6 +71,7 @@ class HostScan(FetchesAndFeeds):
         self.overwritten: set[int] = set()   # ids of a later session's initializer runs its restore overwrites
         self._in_init = False   # scanning a model class's `__init__`
         self.first_step_item: int | None = None   # the item of the first run calling a step function
+        self.retiring: list = []   # `w = sess.run(w)` stores: (name node, statement, sites before) (retired_names)
 
     def graph_names(self) -> set[str]:
         if self.host is not None:   # host code reaches a model class's graph values as attributes only
@@ -109,7 +111,7 @@ class HostScan(FetchesAndFeeds):
                 continue   # (it reads what a refused statement would have bound: a blocker already)
             before = len(self.sites) + len(self.removed)
             try:
-                self._host_item(item, position, names, first_bound)
+                self._host_item(item, position, names - retired_names.after(self, position), first_bound)
             except Refusal as refusal:
                 if self.p.refused is None:
                     raise
@@ -117,6 +119,12 @@ class HostScan(FetchesAndFeeds):
                 poisoned |= bound_names(item.stmt)
             unrun.host(item, len(self.sites) + len(self.removed) > before, self.p)
         self.waiting.close()
+        try:
+            retired_names.check_runs(self)
+        except Refusal as refusal:
+            if self.p.refused is None:
+                raise
+            self.p.refused.append(refusal)
         self.unrun, self.rescan = unrun.close(self.p)   # (noted by the restructuring; rescan: names rebound)
 
     def _init_host(self, first_bound: dict[str, int]) -> None:
@@ -192,7 +200,7 @@ class HostScan(FetchesAndFeeds):
 
 
     def _scan(self, stmt: cst.CSTNode, names: set[str]) -> None:
-        stmt.visit(_HostReads(self, names))
+        stmt.visit(HostReads(self, names))
 
     def _variable_list(self, call: cst.Call) -> bool:
         """`len(tf.trainable_variables())` after the graph is built: the variables it lists (host_lists)."""
@@ -381,73 +389,3 @@ class HostScan(FetchesAndFeeds):
 
 
 _EXPRESSIONS = (cst.Call, cst.BinaryOperation, cst.UnaryOperation, cst.Subscript)   # (`.eval()` of one: fetches.py)
-
-
-class _HostReads(cst.CSTVisitor):
-    """One host statement of HostScan: its runs become sites, and no graph value
-    (`names`) may be read outside a run."""
-
-    def __init__(self, scan: HostScan, names: set[str]) -> None:
-        super().__init__()
-        self.scan, self.names = scan, names
-        self.stores: set[cst.Name] = set()   # names the statement rebinds (`_, value = sess.run(...)`)
-
-    def visit_Call(self, call: cst.Call) -> bool:
-        return not self.scan._site(call) and not self.scan._variable_list(call) and not global_step.host_read(self.scan, call) \
-            and not graph_prints.in_host(self.scan, call, self)
-
-    def visit_Dict(self, node: cst.Dict) -> bool:
-        if node in self.scan.feed_dict_nodes:
-            for e in node.elements:
-                e.value.visit(self)
-            return False
-        return True
-
-    def visit_Attribute(self, node: cst.Attribute) -> bool:
-        if isinstance(node.value, cst.Name) and node.value.value in self.names and node.value.value not in self.scan.p.sessions \
-                and node.attr.value in graph_ops()["host_attributes"].get(cast(Node, self.scan.p.node(node.value.value)).kind, ()):
-            return False   # `c.get_shape()` of a constant or a variable: the same in TF2, where it exists on the host
-        if node.attr.value in self.scan.attributes or self.scan.host and node.attr.value in self.scan.host.session_attributes:
-            raise Refusal.of(node, "graph_value_outside_run", code=cst.Module([]).code_for_node(node))
-        node.value.visit(self)
-        return False
-
-    def visit_Parameters(self, node: cst.Parameters) -> bool:
-        return False
-
-    def visit_With(self, node: cst.With) -> bool:
-        if node in self.scan.opened:
-            node.body.visit(self)
-            return False
-        return True
-
-    def visit_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> bool:
-        return node not in self.scan.opened and node not in self.scan.skip
-
-    def visit_AssignTarget(self, node: cst.AssignTarget) -> bool:
-        self.stores.update(stored_name_nodes(node.target))
-        if self.scan.feed_key_store(node.target):   # (`feed[x] = v`: its key is renamed, the value read as any)
-            return False
-        return not (isinstance(node.target, cst.Name) and node.target.value in self.scan.feed_dicts)
-
-    def visit_For(self, node: cst.For) -> None:
-        self.stores.update(stored_name_nodes(node.target))
-
-    def visit_Arg(self, node: cst.Arg) -> bool:
-        if node not in self.scan.session_args:   # (a session passed on: the argument goes)
-            node.value.visit(self)
-        return False
-
-    def visit_Name(self, node: cst.Name) -> None:
-        if node.value in self.scan.feed_dicts and node not in self.scan.feed_returns:
-            raise Refusal.of(node, "feed_dict_other_use", name=node.value)
-        if node.value in self.names:
-            graph = None if node.value in self.scan.p.sessions else self.scan.p.node(node.value)
-            kind = "session" if graph is None else graph.kind
-            if isinstance(graph, Tensor) and node in self.stores:
-                return   # host code rebinding a tensor's name: the tensor lives in the step functions
-            if isinstance(graph, Placeholder):
-                raise Refusal.of(node, "placeholder_outside_feed", name=node.value)
-            if isinstance(graph, Tensor) and graph.unsupported is not None:
-                raise graph.unsupported   # (what the value is made with says more than where it is used)
-            raise Refusal.of(node, "node_outside_run", kind=kind, name=node.value)
