@@ -14,6 +14,7 @@ import libcst as cst
 
 from tf1gradfix.constructs import datasets, dropout, initializers
 from tf1gradfix.cst.syntax import Refusal, bound_args, fresh_name, loads, matches, outer_reads
+from tf1gradfix.cst.walk import walk
 from tf1gradfix.model.program import Program
 from tf1gradfix.model.nodes import ComputeGradients, Gradients, Init, Optimizer, Placeholder, Static, Tensor, Variable, VariableGroup, VarList
 
@@ -178,6 +179,16 @@ class FetchesAndFeeds:
         self._receiver = receiver
         return self.attributes[expr.attr.value]
 
+    def _made_by(self, name: str) -> str:
+        """What the program binds `name` to, said for a refusal: `made by `model.TextNet``
+        (the call's qualified name), or how else it is bound."""
+        for node in walk(self.p.owner):
+            if isinstance(node, cst.Assign) and isinstance(node.value, cst.Call) and any(
+                    isinstance(t.target, cst.Name) and t.target.value == name for t in node.targets):
+                made = self.meta.names.qualified(node.value.func) or cst.Module([]).code_for_node(node.value.func)
+                return f"made by `{made}`"
+        return "bound otherwise: a parameter, a global, a loop's name"
+
     def _fetched_expression(self, expr: cst.BaseExpression) -> str:
         """`sess.run(grads[0])`, `sess.run(tf.matmul(x, w))`: the expression becomes a
         tensor of the model under a fresh name, computed where the run asks for it."""
@@ -188,6 +199,10 @@ class FetchesAndFeeds:
         deps = {self.p.final[n] for n in read if n in self.p.final}
         top = self.meta.names.qualified(expr.func) if isinstance(expr, cst.Call) else None
         drawn = isinstance(expr, cst.Call) and datasets.drawn(self.p, expr)   # (`sess.run(it.get_next())`)
+        if isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name) and self.host is None \
+                and expr.value.value not in self.p.final and expr.value.value not in self.p.sessions:
+            raise Refusal.of(expr, "fetch_instance_attribute", code=code, name=expr.value.value,
+                             made=self._made_by(expr.value.value))
         if not isinstance(expr, (cst.Subscript, cst.Call, cst.BinaryOperation, cst.UnaryOperation, cst.ListComp)) \
                 or isinstance(expr, cst.Call) and not drawn and (top is None or matches(top, "several_results")):
             raise Refusal.of(expr, "fetch_form")

@@ -12,6 +12,7 @@ from __future__ import annotations
 import ast
 import os
 import re
+import stat
 
 from tf1gradfix.model.refusals import diagnostic
 from tf1gradfix.records import field, record
@@ -66,7 +67,14 @@ def info(path: str, data: bytes) -> Info | None:
 
 
 def _read(path: str) -> bytes | None:
+    """The bytes of a regular file of at most MAX_FILE_BYTES (a FIFO named `x.py` would
+    block its reader; a larger file is not code: source_io.py); None otherwise."""
+    from tf1gradfix.run.source_io import MAX_FILE_BYTES
+
     try:
+        found = os.stat(path)
+        if not stat.S_ISREG(found.st_mode) or found.st_size > MAX_FILE_BYTES:
+            return None
         with open(path, "rb") as handle:
             return handle.read()
     except OSError:
