@@ -4,7 +4,7 @@ variable, a session) and where."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, cast
+from typing import Any, cast
 
 import libcst as cst
 
@@ -12,15 +12,12 @@ from tf1gradfix.constructs import global_step, graph_prints, retired_names
 from tf1gradfix.cst.syntax import Refusal, graph_ops, stored_name_nodes
 from tf1gradfix.model.nodes import Node, Placeholder, Tensor
 
-if TYPE_CHECKING:
-    from tf1gradfix.model.sites import HostScan
-
 
 class HostReads(cst.CSTVisitor):
     """One host statement of HostScan: its runs become sites, and no graph value
     (`names`) may be read outside a run."""
 
-    def __init__(self, scan: HostScan, names: set[str]) -> None:
+    def __init__(self, scan: Any, names: set[str]) -> None:
         super().__init__()
         self.scan, self.names = scan, names
         self.stores: set[cst.Name] = set()   # names the statement rebinds (`_, value = sess.run(...)`)
