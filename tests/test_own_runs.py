@@ -75,3 +75,9 @@ def test_importers_read_the_module_with_its_own_lines_left_empty():
     assert blank.count(b"\r\n") == data.count(b"\r\n")   # (each line where it was)
     assert b"check" not in blank and b"Session" not in blank and b"def rows" in blank
     assert ast.parse(blank.decode())
+
+
+def test_tf_app_run_reaches_the_modules_main():
+    """`tf.app.run()` calls `__main__.main`: the module's `main` is its own part too."""
+    source = MODULE.replace("    check(Model())\n", "    tf.app.run()\n") + "\n\ndef main(_):\n    check(Model())\n"
+    assert _own(source) == ["_session_of", "check", "__main__", "main"]

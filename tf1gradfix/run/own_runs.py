@@ -65,16 +65,27 @@ def _names(stmt: ast.stmt) -> set[str]:
 
 
 def _reached(mains: list[ast.stmt], functions: dict[str, ast.stmt]) -> set[str]:
-    """The top-level functions the `__main__` blocks name, directly or through them."""
+    """The top-level functions the `__main__` blocks name, directly or through them
+    (`tf.app.run()` with no arguments names the module's `main`)."""
     seen: set[str] = set()
     todo = list(mains)
     while todo:
         stmt = todo.pop()
-        for node in ast.walk(stmt):
-            if isinstance(node, ast.Name) and node.id in functions and node.id not in seen:
-                seen.add(node.id)
-                todo.append(functions[node.id])
+        names = [n.id for n in ast.walk(stmt) if isinstance(n, ast.Name)]
+        if stmt in mains and any(_app_run(n) for n in ast.walk(stmt)):
+            names.append("main")
+        for name in names:
+            if name in functions and name not in seen:
+                seen.add(name)
+                todo.append(functions[name])
     return seen
+
+
+def _app_run(node: ast.AST) -> bool:
+    """`tf.app.run()` (or `tf.compat.v1.app.run()`): it calls `__main__.main`."""
+    return isinstance(node, ast.Call) and not node.args and not node.keywords \
+        and isinstance(node.func, ast.Attribute) and node.func.attr == "run" \
+        and isinstance(node.func.value, ast.Attribute) and node.func.value.attr == "app"
 
 
 def own_names(tree: ast.Module) -> set[str]:
