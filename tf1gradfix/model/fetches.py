@@ -179,14 +179,19 @@ class FetchesAndFeeds:
         self._receiver = receiver
         return self.attributes[expr.attr.value]
 
-    def _made_by(self, name: str) -> str:
-        """What the program binds `name` to, said for a refusal: `made by `model.TextNet``
-        (the call's qualified name), or how else it is bound."""
+    def _made_by(self, name: str) -> str | None:
+        """What the program binds `name` to, said for a refusal where it may be an instance
+        of a model class: `made by `model.TextNet`` (a call of a class-like name, not
+        TensorFlow's, not a method of a value: `ds.make_initializable_iterator()`), or
+        how else it is bound; None where it is made otherwise."""
         for node in walk(self.p.owner):
-            if isinstance(node, cst.Assign) and isinstance(node.value, cst.Call) and any(
-                    isinstance(t.target, cst.Name) and t.target.value == name for t in node.targets):
-                made = self.meta.names.qualified(node.value.func) or cst.Module([]).code_for_node(node.value.func)
-                return f"made by `{made}`"
+            if isinstance(node, cst.Assign) and any(isinstance(t.target, cst.Name) and t.target.value == name
+                                                    for t in node.targets):
+                func = node.value.func if isinstance(node.value, cst.Call) else None
+                made = self.meta.names.qualified(func) if func is not None else None
+                if isinstance(func, cst.Name) and not (made or "").startswith("tensorflow"):
+                    return f"made by `{made or func.value}`"
+                return f"made by `{made}`" if made and not made.startswith("tensorflow") else None
         return "bound otherwise: a parameter, a global, a loop's name"
 
     def _fetched_expression(self, expr: cst.BaseExpression) -> str:
@@ -199,10 +204,12 @@ class FetchesAndFeeds:
         deps = {self.p.final[n] for n in read if n in self.p.final}
         top = self.meta.names.qualified(expr.func) if isinstance(expr, cst.Call) else None
         drawn = isinstance(expr, cst.Call) and datasets.drawn(self.p, expr)   # (`sess.run(it.get_next())`)
-        if isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name) and self.host is None \
-                and expr.value.value not in self.p.final and expr.value.value not in self.p.sessions:
-            raise Refusal.of(expr, "fetch_instance_attribute", code=code, name=expr.value.value,
-                             made=self._made_by(expr.value.value))
+        made = self._made_by(expr.value.value) if isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name) \
+            and self.host is None and expr.value.value not in self.p.final and expr.value.value not in self.p.sessions \
+            else None
+        if made is not None:
+            raise Refusal.of(expr, "fetch_instance_attribute", code=code, name=cast(cst.Name, cast(cst.Attribute, expr).value).value,
+                             made=made)
         if not isinstance(expr, (cst.Subscript, cst.Call, cst.BinaryOperation, cst.UnaryOperation, cst.ListComp)) \
                 or isinstance(expr, cst.Call) and not drawn and (top is None or matches(top, "several_results")):
             raise Refusal.of(expr, "fetch_form")
