@@ -747,3 +747,32 @@ def test_a_file_opening_a_session_that_a_script_imports_host_code_from_is_rewrit
     main(["rewrite", "--no-verify", str(folder)])
     out = capsys.readouterr().out
     assert (folder / "ranker.py").read_bytes() != before["ranker.py"] and "TFG923" not in out, out
+
+
+@pytest.mark.parametrize("failing", [None, "ranker.py", "train.py"])
+def test_a_module_run_as_a_script_is_proven_as_one_and_written_with_its_group(failing, tmp_path, capsys, monkeypatch):
+    """`rewrite --verify`: the module's own run (`python ranker.py`, nothing swapped in) and
+    train.py's (the module swapped in) are each proven; either not EQUIVALENT leaves every
+    file as it was (the proof stubbed: each verdict as given)."""
+    from tf1gradfix.cli.main import main
+    from tf1gradfix.verify import orchestrate
+
+    swapped = []
+
+    def verdict(original, migrated, swap=None, **_):
+        swapped.append((Path(original).name, sorted(swap or {})))
+        side = orchestrate.SideResult("original", str(original), status="ok")
+        name = "DIVERGED" if Path(original).name == failing else "EQUIVALENT"
+        return orchestrate.VerifyResult(name, "as given", side, replace(side, role="migrated"))
+
+    monkeypatch.setattr(orchestrate, "verify_pair", verdict)
+    monkeypatch.setattr("tf1gradfix.verify.budget.tensorflow_missing", lambda: False)
+    folder, before = _self_tested(tmp_path)
+    assert main(["rewrite", "--verify", str(folder)]) == (1 if failing else 0)
+    out = capsys.readouterr().out
+    assert sorted(swapped) == [("ranker.py", []), ("train.py", ["ranker.py"])]
+    after = {name: (folder / name).read_bytes() for name in _names(folder)}
+    if failing:
+        assert after == before, out
+    else:
+        assert after == {name: (ROOT / "self_tested_model" / "expected" / name).read_bytes() for name in after}
