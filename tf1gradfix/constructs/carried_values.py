@@ -8,7 +8,8 @@ TF1 ran these statements once, when the graph was built: the constant became the
 first term of an op. In TF2 the graph statements move into the step functions, and
 a name bound there is a local of the function; the start must move with them, or
 the function reads the name before binding it. The start moves when it is made of
-constants only and nothing between it and the graph code reads or binds the name.
+constants only and nothing between it and the graph code reads or binds the name
+(a statement between may be a block, a loop making variables, that never names it).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import dataclasses
 import libcst as cst
 
 from tf1gradfix.cst.syntax import bound_names, loads
+from tf1gradfix.cst.walk import walk
 from tf1gradfix.model.nodes import Static, Tensor
 
 
@@ -54,9 +56,17 @@ def start(program, name: str, position: int, accepts=None):
             held = empty if accepts is None else accepts(small.value)
             made = item.node is None or accepts is not None and type(item.node) is Static
             return item if held and made and not item.drop else None
-        if not isinstance(stmt, cst.SimpleStatementLine) or name in loads(stmt) or name in bound_names(stmt):
+        if _mentions(stmt, name):
             return None
     return None
+
+
+def _mentions(stmt: cst.BaseStatement, name: str) -> bool:
+    """Whether the statement may read or bind `name`: any `name` in it, its blocks too (a
+    loop making the model's variables between the start and the sum is passed by)."""
+    if isinstance(stmt, cst.SimpleStatementLine):
+        return name in loads(stmt) or name in bound_names(stmt)
+    return any(isinstance(n, cst.Name) and n.value == name for n in walk(stmt))
 
 
 def _constant(builder, value: cst.BaseExpression) -> bool:

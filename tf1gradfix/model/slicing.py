@@ -175,11 +175,13 @@ def inner_gradients(program: Program, members: list[int]) -> list[int]:
 
 def empty_start(program: Program, i: int, own: list[int]) -> bool:
     """`edited = []`: a statement of a step reading nothing, which the tape need not record, is
-    written before the tape's block (its one name bound there alone)."""
+    written before the tape's block (its one name bound by no statement before it there; a
+    loop after it filling the list, `bands.append(...)`, binds it after)."""
     node = program.nodes[i]
     empty = isinstance(node.value, (cst.List, cst.Tuple, cst.Set, cst.Dict)) and not node.value.elements
+    earlier = own[:own.index(i)] if i in own else own
     return empty and not node.deps and len(node.names) == 1 and \
-        not any(node.names[0] in program.nodes[j].names for j in own if j != i)
+        not any(node.names[0] in program.nodes[j].names for j in earlier if j != i)
 
 
 def gradient_dependent(program: Program, members: list[int]) -> set[int]:
