@@ -426,16 +426,12 @@ def test_each_file_is_analyzed_alone_at_most_once(case, analyses, tmp_path, caps
         assert "tf.math.log(" in (folder / "model.py").read_text(encoding="utf-8"), out
 
 
-@pytest.mark.parametrize("command", [["--verify"], []], ids=["verify", "plain"])
-@pytest.mark.parametrize("failing", [None, "score.py"])
-def test_a_group_is_written_once_every_script_is_proven(failing, command, tmp_path, capsys, monkeypatch):
-    """`rewrite --verify` and plain `rewrite`: each script of the group is proven with the one module; a script
-    not EQUIVALENT leaves every file of the group as it was (the proof stubbed: each
-    script's verdict as given)."""
-    from tf1gradfix.cli.main import main
+def _stubbed_proofs(monkeypatch, failing: str | None) -> list:
+    """Each proof's verdict as given (DIVERGED for the script named `failing`); the list of
+    (script, modules swapped in) of each proof asked for."""
     from tf1gradfix.verify import orchestrate
 
-    swapped = []
+    swapped: list = []
 
     def verdict(original, migrated, swap=None, **_):
         swapped.append((Path(original).name, sorted(swap or {})))
@@ -445,6 +441,18 @@ def test_a_group_is_written_once_every_script_is_proven(failing, command, tmp_pa
 
     monkeypatch.setattr(orchestrate, "verify_pair", verdict)
     monkeypatch.setattr("tf1gradfix.verify.budget.tensorflow_missing", lambda: False)
+    return swapped
+
+
+@pytest.mark.parametrize("command", [["--verify"], []], ids=["verify", "plain"])
+@pytest.mark.parametrize("failing", [None, "score.py"])
+def test_a_group_is_written_once_every_script_is_proven(failing, command, tmp_path, capsys, monkeypatch):
+    """`rewrite --verify` and plain `rewrite`: each script of the group is proven with the one module; a script
+    not EQUIVALENT leaves every file of the group as it was (the proof stubbed: each
+    script's verdict as given)."""
+    from tf1gradfix.cli.main import main
+
+    swapped = _stubbed_proofs(monkeypatch, failing)
     folder, before = _group_folder(tmp_path)
     assert main(["rewrite", *command, str(folder)]) == (1 if failing else 0)
     out = capsys.readouterr().out
@@ -755,18 +763,8 @@ def test_a_module_run_as_a_script_is_proven_as_one_and_written_with_its_group(fa
     train.py's (the module swapped in) are each proven; either not EQUIVALENT leaves every
     file as it was (the proof stubbed: each verdict as given)."""
     from tf1gradfix.cli.main import main
-    from tf1gradfix.verify import orchestrate
 
-    swapped = []
-
-    def verdict(original, migrated, swap=None, **_):
-        swapped.append((Path(original).name, sorted(swap or {})))
-        side = orchestrate.SideResult("original", str(original), status="ok")
-        name = "DIVERGED" if Path(original).name == failing else "EQUIVALENT"
-        return orchestrate.VerifyResult(name, "as given", side, replace(side, role="migrated"))
-
-    monkeypatch.setattr(orchestrate, "verify_pair", verdict)
-    monkeypatch.setattr("tf1gradfix.verify.budget.tensorflow_missing", lambda: False)
+    swapped = _stubbed_proofs(monkeypatch, failing)
     folder, before = _self_tested(tmp_path)
     assert main(["rewrite", "--verify", str(folder)]) == (1 if failing else 0)
     out = capsys.readouterr().out
@@ -776,3 +774,16 @@ def test_a_module_run_as_a_script_is_proven_as_one_and_written_with_its_group(fa
         assert after == before, out
     else:
         assert after == {name: (ROOT / "self_tested_model" / "expected" / name).read_bytes() for name in after}
+
+
+def test_a_file_opening_a_session_that_a_script_without_one_calls_is_rewritten(tmp_path, capsys):
+    """run.py only calls `_smoke`, which builds its graph and runs it in its own session: it
+    runs nothing of ranker.py in a session of its own, so ranker.py migrates whole."""
+    from tf1gradfix.cli.main import main
+
+    folder, before = _self_tested(tmp_path, 'if __name__ == "__main__":\n    main()\n', "main()\n")
+    (folder / "train.py").unlink()
+    (folder / "run.py").write_text("from ranker import _smoke\n\n_smoke(2)\n")
+    main(["rewrite", "--no-verify", str(folder)])
+    out = capsys.readouterr().out
+    assert (folder / "ranker.py").read_bytes() != before["ranker.py"] and "TFG923" not in out, out

@@ -15,6 +15,7 @@ reads the name; otherwise refused as before (`rebound_to_host_value`,
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import cast
 
 import libcst as cst
 
@@ -22,10 +23,12 @@ from tf1gradfix.cst.syntax import Refusal, target_names
 from tf1gradfix.cst.walk import walk
 from tf1gradfix.model.nodes import Placeholder, Variable
 
+_DEFINITIONS = (cst.FunctionDef, cst.ClassDef, cst.Lambda)
+
 
 def retire(program, small: cst.Assign, names: Iterable[str], position: int) -> None:
     """A top-level host assignment rebinding graph names (`X, Y = data.T[0], data.T[1]`):
-    noted, for the host scan to check (`check_runs`) and to read them as host names after."""
+    host names from its item on, noted for the host scan to check (`check_runs`)."""
     for name in names:
         if name in program.final:
             program.retired.setdefault(name, (position, small))
@@ -33,31 +36,28 @@ def retire(program, small: cst.Assign, names: Iterable[str], position: int) -> N
 
 def note_fetched(program, item, position: int) -> None:
     """`coef, bias = sess.run([coef, bias])` inside a host statement (the session's `with`):
-    the names are host values in the items after it (the host scan checks the run itself:
-    `fetched_store`)."""
-    if isinstance(item.stmt, (cst.FunctionDef, cst.ClassDef)):
-        return
-    for node in walk(item.stmt):   # (a function's own names are its own: not followed into one)
-        if isinstance(node, cst.SimpleStatementLine) and not _in_definition(item.stmt, node) and len(node.body) == 1 and isinstance(node.body[0], cst.Assign) \
-                and isinstance(call := node.body[0].value, cst.Call) and isinstance(call.func, cst.Attribute) \
-                and call.func.attr.value in ("run", "eval"):
-            for target in node.body[0].targets:
+    host names from the next item on (the host scan checks the run itself: `fetched_store`)."""
+    for node in walk(item.stmt, skip=_DEFINITIONS):   # (a function's own names are its own)
+        small = node.body[0] if isinstance(node, cst.SimpleStatementLine) and len(node.body) == 1 else None
+        call = small.value if isinstance(small, cst.Assign) else None
+        if isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute) and call.func.attr.value in ("run", "eval"):
+            for target in cast(cst.Assign, small).targets:
                 for name in target_names(target.target) or ():
                     if isinstance(program.node(name), (Variable, Placeholder)):
-                        program.retired.setdefault(name, (position + 0.5, node))
+                        program.retired.setdefault(name, (position + 1, node))
 
 
 def check_graph(program) -> None:
-    """No graph statement after a retirement binds the retired name again (later code
+    """No graph statement from a retirement on binds the retired name again (later code
     reads it as the host value it holds, as Python does: the model's `deps_of`)."""
-    for name, (position, small) in program.retired.items():
-        for item in program.items[int(position) + 1:]:
+    for name, (first, small) in program.retired.items():
+        for item in program.items[first:]:
             if item.node is not None and name in item.node.names:
                 raise Refusal.of(small, "rebound_to_host_value", name=name)
 
 
 def after(scan, position: int) -> set[str]:
-    """The names retired by the item at `position` or before it (host names from there on)."""
+    """The names that are host names at the item at `position`."""
     return {name for name, (at, _) in scan.p.retired.items() if at <= position} \
         | {node.value for node, _, _ in scan.retiring}
 
@@ -83,12 +83,8 @@ def check_runs(scan) -> None:
         inside = {id(n) for n in walk(statement)}
         if scan.called_later or any(id(site.call) not in inside for site in scan.sites[count:]):
             raise Refusal.of(node, "node_outside_run", kind=program.node(node.value).kind, name=node.value)
-    for name, (position, small) in program.retired.items():
-        statements = [item.stmt for item in program.items[int(position) + 1:]]
-        later = {id(n) for stmt in statements for n in walk(stmt)}
+    for name, (first, small) in program.retired.items():
+        later = {id(n) for item in program.items[first:] for n in walk(item.stmt)}
         if scan.called_later or any(id(site.call) in later for site in scan.sites):
             raise Refusal.of(small, "rebound_to_host_value", name=name)
 
-
-def _in_definition(stmt: cst.CSTNode, node: cst.CSTNode) -> bool:
-    return any(node in set(walk(d)) for d in walk(stmt) if isinstance(d, (cst.FunctionDef, cst.ClassDef, cst.Lambda)))

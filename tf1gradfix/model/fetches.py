@@ -180,17 +180,15 @@ class FetchesAndFeeds:
         return self.attributes[expr.attr.value]
 
     def _made_by(self, name: str) -> str | None:
-        """What the program binds `name` to, said for a refusal where it may be an instance
-        of a model class: `made by `model.TextNet`` (a call of a class-like name, not
-        TensorFlow's, not a method of a value: `ds.make_initializable_iterator()`), or
-        how else it is bound; None where it is made otherwise."""
+        """How the program binds `name`, said for a refusal where it may be an instance of a
+        model class: `made by `TextNet`` (a call of a class-like name, not TensorFlow's, not
+        a method of a value: `ds.make_initializable_iterator()`), or bound otherwise; None
+        where it is made another way."""
         for node in walk(self.p.owner):
             if isinstance(node, cst.Assign) and any(isinstance(t.target, cst.Name) and t.target.value == name
                                                     for t in node.targets):
                 func = node.value.func if isinstance(node.value, cst.Call) else None
-                made = self.meta.names.qualified(func) if func is not None else None
-                if isinstance(func, cst.Name) and not (made or "").startswith("tensorflow"):
-                    return f"made by `{made or func.value}`"
+                made = func and (self.meta.names.qualified(func) or (func.value if isinstance(func, cst.Name) else None))
                 return f"made by `{made}`" if made and not made.startswith("tensorflow") else None
         return "bound otherwise: a parameter, a global, a loop's name"
 
@@ -204,12 +202,10 @@ class FetchesAndFeeds:
         deps = {self.p.final[n] for n in read if n in self.p.final}
         top = self.meta.names.qualified(expr.func) if isinstance(expr, cst.Call) else None
         drawn = isinstance(expr, cst.Call) and datasets.drawn(self.p, expr)   # (`sess.run(it.get_next())`)
-        made = self._made_by(expr.value.value) if isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name) \
-            and self.host is None and expr.value.value not in self.p.final and expr.value.value not in self.p.sessions \
-            else None
-        if made is not None:
-            raise Refusal.of(expr, "fetch_instance_attribute", code=code, name=cast(cst.Name, cast(cst.Attribute, expr).value).value,
-                             made=made)
+        if isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name) and self.host is None:
+            owner = expr.value.value   # (`model.loss` of an instance the rewrite does not read)
+            if owner not in self.p.final and owner not in self.p.sessions and (made := self._made_by(owner)):
+                raise Refusal.of(expr, "fetch_instance_attribute", code=code, name=owner, made=made)
         if not isinstance(expr, (cst.Subscript, cst.Call, cst.BinaryOperation, cst.UnaryOperation, cst.ListComp)) \
                 or isinstance(expr, cst.Call) and not drawn and (top is None or matches(top, "several_results")):
             raise Refusal.of(expr, "fetch_form")

@@ -6,7 +6,8 @@ it no longer builds. Both are refused, each naming the other (project_plan.py); 
 only `python model.py` opens is own_runs.py's, and migrated with the importers.
 
 Reads with Python's parser alone, each file of the folder once, and only those whose bytes
-spell an import of a listed file that opens a session.
+spell an import of a listed file; an importer that opens no session of its own runs
+nothing it imports in one (a function that builds and runs its own graph migrates whole).
 """
 
 from __future__ import annotations
@@ -20,10 +21,10 @@ from tf1gradfix.run import own_runs
 from tf1gradfix.run import project_text as layout
 
 
-def refusals(folder: str, paths: list[str], read: dict, info, reader) -> dict[str, tuple]:
+def refusals(folder: str, paths: list[str], known, reader) -> dict[str, tuple]:
     """Path -> (path, diagnostic) of each such file and of each listed file importing from
-    it. `read`: path -> Info of the files read already (more are added); `info`, `reader`:
-    project_plan's."""
+    it. `known(path)`: project_plan's Info of a file (read and analyzed once); `reader(path)`:
+    its bytes."""
     listed = {os.path.basename(p)[:-3]: p for p in paths if p.endswith(".py")}
     if not listed:
         return {}
@@ -38,14 +39,11 @@ def refusals(folder: str, paths: list[str], read: dict, info, reader) -> dict[st
     for entry in entries:
         path = by_path.get(os.path.join(folder, entry), os.path.join(folder, entry))
         data = reader(path)
-        if data is None or not spelled.search(data):
+        importer = known(path) if data is not None and spelled.search(data) else None
+        if importer is None or not importer.session:   # (one opening none runs nothing it imports itself)
             continue
-        try:
-            tree = ast.parse(data)
-        except (SyntaxError, ValueError, RecursionError):
-            continue
-        for stmt in tree.body:
-            found = _imported_graph(stmt, tree, path, listed, read, info, reader)
+        for stmt in importer.tree.body:
+            found = _imported_graph(stmt, importer.tree, path, listed, known)
             if found is None:
                 continue
             module, name, line, session = found
@@ -58,49 +56,30 @@ def refusals(folder: str, paths: list[str], read: dict, info, reader) -> dict[st
     return out
 
 
-def _imported_graph(stmt: ast.stmt, tree: ast.Module, path: str, listed: dict, read: dict, info, reader):
+def _imported_graph(stmt: ast.stmt, tree: ast.Module, path: str, listed: dict, known):
     """(module path, name, line of its definition, line of the module's session) of a
     name `stmt` imports from a listed file that opens a session of its own, where that
     name's definition builds graph code; else None."""
     if isinstance(stmt, ast.ImportFrom) and stmt.level == 0 and stmt.module in listed:
-        stem = stmt.module
-        module_tree = _tree(listed[stem], read, info, reader)
-        if module_tree is None:
-            return None
-        names = (layout.star_names(module_tree) or set()) if layout.is_star(stmt) else {a.name for a in stmt.names}
+        module = listed[stmt.module]
     elif isinstance(stmt, ast.Import) and len(stmt.names) == 1 and stmt.names[0].name in listed:
-        stem = stmt.names[0].name
-        module_tree = _tree(listed[stem], read, info, reader)
-        if module_tree is None:
-            return None
-        uses = layout.attribute_uses(tree, layout.bound_name(stmt), layout.top_names(module_tree))
-        names = set(layout.top_names(module_tree)) if uses is None else {n.attr for n in uses}
+        module = listed[stmt.names[0].name]
     else:
         return None
-    module = listed[stem]
-    if os.path.abspath(module) == os.path.abspath(path):
-        return None
-    found = _info(module, read, info, reader)
+    found = known(module) if os.path.abspath(module) != os.path.abspath(path) else None
     if found is None or not found.session or found.own or not found.lines:
         return None
+    if isinstance(stmt, ast.ImportFrom):
+        names = (layout.star_names(found.tree) or set()) if layout.is_star(stmt) else {a.name for a in stmt.names}
+    else:
+        uses = layout.attribute_uses(tree, layout.bound_name(stmt), layout.top_names(found.tree))
+        names = set(layout.top_names(found.tree)) if uses is None else {n.attr for n in uses}
     session = _session_line(found.tree)
     for name, defined in layout.top_names(found.tree).items():
         if name in names and not isinstance(defined, (ast.Import, ast.ImportFrom)) \
                 and any(defined.lineno <= line <= defined.end_lineno for line in found.lines):
             return module, name, defined.lineno, session
     return None
-
-
-def _info(path: str, read: dict, info, reader):
-    if path not in read:
-        data = reader(path)
-        read[path] = info(path, data) if data is not None else None
-    return read[path]
-
-
-def _tree(path: str, read: dict, info, reader) -> ast.Module | None:
-    found = _info(path, read, info, reader)
-    return found.tree if found is not None else None
 
 
 def _session_line(tree: ast.Module) -> int:

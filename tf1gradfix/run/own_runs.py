@@ -88,11 +88,6 @@ def _app_run(node: ast.AST) -> bool:
         and isinstance(node.func.value, ast.Attribute) and node.func.value.attr == "app"
 
 
-def own_names(tree: ast.Module) -> set[str]:
-    """The names of the functions of the module's own part."""
-    return {s.name for s in own_part(tree) if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))}
-
-
 def library(tree: ast.Module, own: list[ast.stmt]) -> ast.Module:
     """The module as an importer sees it: without its own part."""
     return ast.Module(body=[s for s in tree.body if s not in own], type_ignores=[])

@@ -32,7 +32,7 @@ __all__ = ["Project", "plan", "process", "outcomes", "read_files", "processed", 
 _DEFINITIONS = (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.ClassDef)
 
 
-def _module_refusal(path: str, tree: ast.Module, project: Project) -> tuple | None:
+def _module_refusal(path: str, tree: ast.Module, project: Project, own: list[ast.stmt]) -> tuple | None:
     """Why a module cannot be read in place of its import, if it cannot: its import of another
     module of the folder (the script's or not) would stay an import of that file as it is."""
     folder = os.path.dirname(os.path.abspath(path))
@@ -52,8 +52,7 @@ def _module_refusal(path: str, tree: ast.Module, project: Project) -> tuple | No
             # (its import would stay one of the original module, TF1)
             return (path, diagnostic(node.lineno, node.col_offset + 1, "project_nested_import",
                                      module=_stem(path), other=other))
-    own = own_runs.own_part(tree)   # (never run by an importer: the module's own entry point)
-    stmt = next((s for s in tree.body if not _defines(s) and s not in own), None)
+    stmt = next((s for s in tree.body if not _defines(s) and s not in own), None)   # (`own`: not run by an importer)
     if stmt is not None:
         return (path, diagnostic(stmt.lineno, stmt.col_offset + 1, "project_module_runs_code", module=_stem(path)))
     return None
@@ -137,7 +136,7 @@ def _binding(stmt: ast.stmt, name: str):
     return None
 
 
-def _clash(project: Project, trees: dict[str, ast.Module]) -> tuple | None:
+def _clash(project: Project, trees: dict[str, ast.Module], owns: dict[str, list[ast.stmt]]) -> tuple | None:
     """A name the module binds that the script (or another module) binds otherwise: one
     namespace for both would change what it means."""
     imported = {a.name for stmt in [*project.imports, *project.repeats] if isinstance(stmt, ast.ImportFrom)
@@ -152,9 +151,8 @@ def _clash(project: Project, trees: dict[str, ast.Module]) -> tuple | None:
             if name not in imported}
     linked = {id(stmt) for _, stmt in layout.nested(project, trees)}   # (a module's import of an earlier one)
     for module in project.modules:
-        own = own_runs.own_part(trees[module])
         for name, stmt in _star_bound(module, trees[module]).items():
-            if id(stmt) in linked or stmt in own:
+            if id(stmt) in linked or stmt in owns[module]:
                 continue
             if name in seen:
                 other = seen[name][1]
@@ -189,8 +187,9 @@ def process(project: Project, datas: dict[str, bytes], codes: CodeFilter) -> Res
     paths = [project.script, *project.modules]
     out = Result(paths, {p: [] for p in paths}, {}, {})
     trees = {p: python_tree(datas[p]) for p in paths}
-    refusal = project.refusal or next(filter(None, (_module_refusal(m, trees[m], project) for m in project.modules)),
-                                      None) or _clash(project, trees)
+    owns = {m: own_runs.own_part(trees[m]) for m in project.modules}   # (what only `python model.py` runs)
+    refusal = project.refusal or next(filter(None, (_module_refusal(m, trees[m], project, owns[m])
+                                                    for m in project.modules)), None) or _clash(project, trees, owns)
     if refusal is not None:
         path, (line, col, code, message, safety) = refusal
         if codes.wants(code):
@@ -203,9 +202,8 @@ def process(project: Project, datas: dict[str, bytes], codes: CodeFilter) -> Res
     read = {project.script: script}
     cuts = {project.script: cut}
     for module in project.modules:   # (its `import other` read as the other's code before it)
-        own = own_runs.own_part(trees[module])
-        if own:   # (what only `python model.py` runs: not the importer's; its own entry point)
-            read[module] = own_runs.blanked(datas[module], own, split_lines)
+        if owns[module]:   # (not the importer's: the module's own entry point)
+            read[module] = own_runs.blanked(datas[module], owns[module], split_lines)
         pairs = layout.nested_pairs(module, project, trees)
         if pairs:
             read[module], cuts[module] = layout.cut_names(read.get(module, datas[module]), trees[module], pairs,

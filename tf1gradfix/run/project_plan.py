@@ -81,6 +81,14 @@ def _read(path: str) -> bytes | None:
         return None
 
 
+def _known(path: str, read: dict[str, Info | None]) -> Info | None:
+    """`info` of the file, read and analyzed once: kept in `read`."""
+    if path not in read:
+        data = _read(path)
+        read[path] = info(path, data) if data is not None else None
+    return read[path]
+
+
 def _importers(folder: str, name: str, files: dict[str, Info | None]) -> list[str]:
     """Files of `folder` that import module `name` (listed or not)."""
     out = []
@@ -130,7 +138,7 @@ def plan(files: list[str]) -> list[Project]:
 def _imported_scripts(folder: str, paths: list[str], found: list[Project], read: dict) -> list[Project]:
     """`found`, where a file opening a session of its own is imported from for graph code
     (imported_scripts.py): its project, or one of its own, refused; the importer's too."""
-    refused = imported_scripts.refusals(folder, paths, read, info, _read)
+    refused = imported_scripts.refusals(folder, paths, lambda path: _known(path, read), _read)
     for project in found:
         if project.script in refused and project.refusal is None:
             project.refusal = refused[project.script]
@@ -211,10 +219,7 @@ def _unlisted_refusal(path: str, stmt: ast.stmt, siblings: dict[str, str], read:
     """The refusal of a script's import of an unlisted module of its folder that builds."""
     for name in _imported(stmt):
         module = siblings.get(name)
-        if module is not None and module not in read:
-            data = _read(module)
-            read[module] = info(module, data) if data is not None else None
-        found = read.get(module) if module is not None else None
+        found = _known(module, read) if module is not None else None
         if found is not None and (not found.session or found.own) and found.builds:
             return (path, diagnostic(stmt.lineno, stmt.col_offset + 1, "project_module_not_listed", module=name))
     return None
