@@ -38,7 +38,7 @@ def moved(module: cst.Module) -> cst.Module | None:
 
 def _site(module: cst.Module, name: str, cls: cst.ClassDef):
     """(block, index of the construction, the build calls after it, the class) or None."""
-    init = _init(cls)
+    init = initializer(cls)
     methods = {s.name.value: s for s in cls.body.body if isinstance(s, cst.FunctionDef)}
     if init is None or any(isinstance(n, cst.Return) for n in walk(init.body, skip=(cst.FunctionDef, cst.Lambda))):
         return None
@@ -71,7 +71,7 @@ def apart(module: cst.Module) -> list[tuple[cst.BaseStatement, str, str, str, st
     where `moved` leaves it: why it is not read as the end of `__init__`."""
     out = []
     for cls in [s for s in module.body if isinstance(s, cst.ClassDef)]:
-        name, init = cls.name.value, _init(cls)
+        name, init = cls.name.value, initializer(cls)
         methods = {s.name.value for s in cls.body.body if isinstance(s, cst.FunctionDef)} - {"__init__"}
         named = sum(isinstance(n, cst.Name) and n.value == name for n in walk(module))
         for block in walk(module):
@@ -95,7 +95,7 @@ def apart(module: cst.Module) -> list[tuple[cst.BaseStatement, str, str, str, st
 
 
 def _apply(module: cst.Module, block, index: int, calls: list[str], cls: cst.ClassDef) -> cst.Module:
-    init = _init(cls)
+    init = initializer(cls)
     assert init is not None
     self_name = init.params.params[0].name.value
     added = [cst.SimpleStatementLine([cst.Expr(cst.Call(cst.Attribute(cst.Name(self_name), cst.Name(m))))])
@@ -125,7 +125,7 @@ def _runs(method: cst.FunctionDef) -> bool:
                for n in walk(method.body))
 
 
-def _init(cls: cst.ClassDef) -> cst.FunctionDef | None:
+def initializer(cls: cst.ClassDef) -> cst.FunctionDef | None:
     init = next((s for s in cls.body.body if isinstance(s, cst.FunctionDef) and s.name.value == "__init__"), None)
     return init if init is not None and init.params.params else None
 

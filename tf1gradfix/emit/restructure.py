@@ -19,7 +19,7 @@ from libcst.metadata import MetadataWrapper, PositionProvider, ScopeProvider
 
 from tf1gradfix import legacy
 from tf1gradfix.constructs import (class_bases, fresh_graph_loops, guarded_graph, host_builds, inlined_calls, model_classes,
-                                   statement_forms, wrapper_calls)
+                                   script_builds, statement_forms, wrapper_calls)
 from tf1gradfix.rules import catalog as catalog_module
 from tf1gradfix.cst.metadata import AnalysisWrapper
 from tf1gradfix.detect.detector import shared_names
@@ -65,15 +65,20 @@ def restructure(module: cst.Module, path: str, wrapper: MetadataWrapper | None =
     `renames`: rename plans of chains of `module` (fix_renames), applied where
     the rewrite copies their code; the new module is to be printed with them too.
     A module whose script builds a model's graph by calling a method after its
-    construction is read with the call in `__init__` first (host_builds), a class
+    construction is read with the call in `__init__` first (host_builds), as is the graph
+    code it builds on the instance right after (script_builds), a class
     with a plain base of the file with the base folded in (class_bases); its
     refusal gives way to the reading of the module as written, unless that refuses too:
     the class's reading then names the construct that stopped it."""
     based = class_bases.folded(module)
     built = host_builds.moved(based or module) or based
+    scripted = script_builds.folded(built or module)
+    built = scripted.module if scripted is not None else built
     as_built = None
     if built is not None:
         as_built = statement_forms.restructured(built, lambda plain: _restructure(plain, AnalysisWrapper(plain)))
+        if scripted is not None:   # (the script's statements read in `__init__`: at the user's lines)
+            as_built = replace(as_built, diagnostics=[(scripted.origin(d[0]), *d[1:]) for d in as_built.diagnostics])
         wrapped = wrapper_calls.read(built) if as_built.new_module is None else None
         if wrapped is not None:   # (and its layer wrappers read as their calls: wrapper_calls)
             again = statement_forms.restructured(wrapped.module, lambda plain: _restructure(plain, AnalysisWrapper(plain)))
