@@ -251,7 +251,8 @@ def test_projects_are_proven_and_a_diverged_module_is_caught(tmp_path, capsys):
         for name in _names(folder):
             assert (folder / name).read_bytes() == (scenario / "expected" / name).read_bytes(), name
     diverged = [scenario for scenario in PROJECTS if (scenario / "diverged").is_dir()]
-    assert {"classifier_class", "session_handed", "shared_regressor", "nested_blocks", "star_pieces", "dotted_cells"} \
+    assert {"classifier_class", "session_handed", "shared_regressor", "nested_blocks", "star_pieces", "dotted_cells",
+            "training_in_the_script"} \
         <= {s.name for s in diverged}
     for scenario in diverged:
         migrated = tmp_path / f"candidate_{scenario.name}.py"

@@ -54,16 +54,27 @@ class Folding:
 def folded(module: cst.Module) -> Folding | None:
     """The module with the graph statements that follow a model class's one construction
     moved to the end of its `__init__`, or None when there are none."""
-    qualified = alias_qualified(tensorflow_aliases(module))
-    for cls in [s for s in module.body if isinstance(s, cst.ClassDef)]:
-        site = _site(module, cls)
-        if site is None:
-            continue
-        scope, block, index, instance = site
-        taken = _statements(module, cls, scope, list(block.body)[index + 1:], instance, qualified)
+    for cls, scope, block, index, instance, taken, _ in _reads(module):
         if taken:
             return _apply(module, cls, scope, block, taken, instance)
     return None
+
+
+def apart(module: cst.Module) -> list[tuple[cst.SimpleStatementLine, str, str, str]]:
+    """(statement, instance, class, why) for each graph statement after a class's one construction
+    that `__init__` cannot end with, and what keeps it out."""
+    return [(stop[0], instance, cls.name.value, stop[1])
+            for cls, _, _, _, instance, _, stop in _reads(module) if stop is not None]
+
+
+def _reads(module: cst.Module):
+    qualified = alias_qualified(tensorflow_aliases(module))
+    for cls in [s for s in module.body if isinstance(s, cst.ClassDef)]:
+        site = _site(module, cls)
+        if site is not None:
+            scope, block, index, instance = site
+            yield (cls, scope, block, index, instance,
+                   *_statements(module, cls, scope, list(block.body)[index + 1:], instance, qualified))
 
 
 def _site(module: cst.Module, cls: cst.ClassDef):
@@ -93,34 +104,59 @@ def _blocks(scope: cst.CSTNode):
             yield node
 
 
-def _statements(module, cls, scope, after: list, instance: str, qualified) -> list[cst.SimpleStatementLine]:
-    """The graph statements right after the construction that `__init__` can end with."""
+def _statements(module, cls, scope, after: list, instance: str, qualified):
+    """(the graph statements right after the construction that `__init__` can end with, the
+    first graph statement after them it cannot and why, or None)."""
     local = free_names_complement(scope)
     visible = _section_names(module, cls)
     attributes = _attribute_names(cls)
     tracked = {instance}
     taken: list[cst.SimpleStatementLine] = []
-    last = 0
+    last, stop = 0, None
     for stmt in after:
         small = stmt.body[0] if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 else None
-        if not isinstance(small, cst.Assign) or len(small.targets) != 1:
-            break
-        names = target_names(small.targets[0].target)
-        reads = outer_reads(small.value)
-        graph = bool(reads & tracked) or any(isinstance(n, cst.Call) and (qualified(n.func) or "").startswith("tensorflow.")
-                                             for n in walk(small.value))
-        outer = reads - tracked
-        if not names or not graph or outer & local or visible is not None and outer - visible - set(dir(builtins)) \
-                or any(n in tracked or n in attributes or _bindings(module, n) != 1 for n in names):
+        reads = outer_reads(stmt if small is None else getattr(small, "value", small) or small)
+        bare = _bare(stmt, instance)
+        graph = bool(reads & tracked) and not bare or any(
+            isinstance(n, cst.Call) and (qualified(n.func) or "").startswith("tensorflow.") for n in walk(stmt))
+        why = f"but it uses `{instance}` itself, not only its attributes" if bare else \
+            _why(small, reads - tracked, tracked, local, visible, attributes, module, scope)
+        if not graph or why is not None:
+            stop = (stmt, why) if graph and why else None
             break
         taken.append(stmt)
         last = len(taken) if reads & tracked else last
-        tracked |= set(names)
+        tracked |= set(target_names(cast(cst.Assign, small).targets[0].target) or ())
     taken = taken[:last]
     if _bindings(module, instance) != 1 or any(
             n.value in _bound(taken) for n in walk(cls) if isinstance(n, cst.Name)):
-        return []   # (the instance bound again; the class naming one of the names itself)
-    return taken
+        return [], None   # (the instance bound again; the class naming one of the names itself)
+    return taken, stop
+
+
+def _bare(stmt, instance: str) -> bool:
+    """Does the statement use the instance other than for its attributes (`pool = [net]`)?"""
+    attributes = {id(n.value) for n in walk(stmt) if isinstance(n, cst.Attribute)}
+    return any(isinstance(n, cst.Name) and n.value == instance and id(n) not in attributes for n in walk(stmt))
+
+
+def _why(small, outer: set[str], tracked, local, visible, attributes, module, scope) -> str | None:
+    """Why a graph statement cannot end `__init__`, or None."""
+    names = target_names(small.targets[0].target) if isinstance(small, cst.Assign) and len(small.targets) == 1 else None
+    if not names:
+        return "but it is not an assignment to names"
+    seen = outer & local
+    if seen:
+        return f"but it reads `{sorted(seen)[0]}`, a local of `{cast(cst.FunctionDef, scope).name.value}` the class cannot see"
+    unseen = outer - visible - set(dir(builtins)) if visible is not None else set()
+    if unseen:
+        return f"but it reads `{sorted(unseen)[0]}`, which the class's own module does not bind"
+    for name in names:
+        if name in tracked or name in attributes:
+            return f"but `{name}` is a name of the class already"
+        if _bindings(module, name) != 1:
+            return f"but the file binds `{name}` elsewhere too"
+    return None
 
 
 def _section_names(module: cst.Module, cls: cst.ClassDef) -> set[str] | None:

@@ -101,8 +101,8 @@ def restructure(module: cst.Module, path: str, wrapper: MetadataWrapper | None =
     if passes is not None and not (built_read and passes.first_reason in _APART):
         return passes
     if as_built is not None and built_read:
-        return as_built
-    return shaped if built is not None else _apart(module, shaped)
+        return _outside(module, as_built)
+    return _outside(module, shaped if built is not None else _apart(module, shaped))
 
 
 def _guarded(module: cst.Module, shaped: Restructured) -> Restructured | None:
@@ -199,6 +199,20 @@ def _apart(module: cst.Module, shaped: Restructured) -> Restructured:
     return replace(shaped, diagnostics=[
         diagnostic(positions[stmt].start.line, positions[stmt].start.column + 1, "build_call_apart",
                    call=call, cls=cls, why=why) for stmt, call, cls, _, why in found] + list(shaped.diagnostics))
+
+
+def _outside(module: cst.Module, refused: Restructured) -> Restructured:
+    """A refusal, with the first statement a script builds on a model instance after making it
+    that is not read as the end of `__init__`, and why (script_builds), at its line."""
+    if refused.new_module is not None or refused.no_session:
+        return refused
+    found = script_builds.apart(module)
+    if not found:
+        return refused
+    positions = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
+    return replace(refused, diagnostics=[
+        diagnostic(positions[stmt].start.line, positions[stmt].start.column + 1, "script_graph_apart",
+                   instance=instance, cls=cls, why=why) for stmt, instance, cls, why in found] + list(refused.diagnostics))
 
 
 def _restructure(module: cst.Module, wrapper: MetadataWrapper, plan=None, renames=None,
