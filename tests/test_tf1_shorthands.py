@@ -6,6 +6,8 @@ it keeps under `tf.compat.v1` (`div`, `logging`)."""
 
 from __future__ import annotations
 
+import pytest
+
 from tf1gradfix.detect.casts import hits, table
 from tf1gradfix.emit.keyword_renames import EVERY, renamed
 from tf1gradfix.detect.keywords import SAFE
@@ -57,3 +59,31 @@ def test_division_and_logging_keep_tf1s_own_functions_in_every_file():
     result = process_source("half.py", source, CodeFilter())
     assert result.new_source == source.replace(b"tf.logging", b"tf.compat.v1.logging").replace(
         b"tf.div", b"tf.compat.v1.div")
+
+
+def test_a_restructured_program_gets_tf1s_own_body_of_a_function_tf2_lacks():
+    assert _cast("y = tf.nn.xw_plus_b(h, w, b, name='scores')\n") == \
+        "y = tf.nn.bias_add(tf.matmul(h, w), b, name='scores')\n"
+    assert _cast("y = tf.nn.relu_layer(x=h, weights=w[0], biases=b)\n") == \
+        "y = tf.nn.relu(tf.nn.bias_add(tf.matmul(h, w[0]), b))\n"
+    assert _cast("y = tf.compat.v1.nn.xw_plus_b(tf.nn.xw_plus_b(h, w, b), v, c)\n") == \
+        "y = tf.compat.v1.nn.bias_add(tf.compat.v1.matmul(tf.nn.bias_add(tf.matmul(h, w), b), v), c)\n"
+    for text in ("y = tf.nn.xw_plus_b(*parts)\n", "y = tf.nn.xw_plus_b(h, w)\n", "y = tf.nn.xw_plus_b(h, w, b, bias=1)\n",
+                 "from tensorflow.nn import xw_plus_b\ny = xw_plus_b(h, w, b)\n"):
+        assert _cast(text) == text, text
+    source = b"import tensorflow as tf\n\ndef score(h, w, b):\n    return tf.nn.xw_plus_b(h, w, b)\n"
+    result = process_source("score.py", source, CodeFilter())
+    assert result.new_source in (None, source)   # (a file that stays TF1 keeps its call)
+    assert any(f.code == "TFG402" and "tf.nn.bias_add(tf.matmul(x, weights), biases)" in f.message for f in result.findings)
+
+
+@pytest.mark.tf
+def test_the_bodies_are_tf1s():
+    """The expression computes what TF1's function does, to the bit, where both run."""
+    import numpy as np
+    import tensorflow as tf
+
+    rs = np.random.RandomState(0)
+    h, w, b = (rs.randn(*shape).astype(np.float32) for shape in ((4, 3), (3, 5), (5,)))
+    assert np.array_equal(tf.compat.v1.nn.xw_plus_b(h, w, b), tf.nn.bias_add(tf.matmul(h, w), b))
+    assert np.array_equal(tf.compat.v1.nn.relu_layer(h, w, b), tf.nn.relu(tf.nn.bias_add(tf.matmul(h, w), b)))

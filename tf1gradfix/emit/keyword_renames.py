@@ -6,13 +6,15 @@ keywords too); a restructured program gets every one, since it must run on TF2. 
 the positional arguments TF2 reads as another parameter are given TF1's keyword (or
 `rate=1 - keep_prob`: detect/arguments.py), right under both, so the renames reach them;
 a restructured program's `tf.to_float(x)` becomes `tf.cast(x, dtype=tf.float32)`
-(detect/casts.py).
+(detect/casts.py), its `tf.nn.xw_plus_b(x, w, b)` TF1's own `tf.nn.bias_add(tf.matmul(x, w), b)`
+(detect/expansions.py).
 """
 
 from __future__ import annotations
 
 from tf1gradfix.detect import arguments
 from tf1gradfix.detect.casts import hits as cast_hits
+from tf1gradfix.detect.expansions import hits as expansion_hits
 from tf1gradfix.detect.keywords import RESTRUCTURED, SAFE, hits
 
 EVERY = frozenset({SAFE, RESTRUCTURED})
@@ -30,12 +32,13 @@ def renamed(source: bytes, reaches: frozenset[str] = frozenset({SAFE}), tf1: boo
 
 def with_keywords(source: bytes, tf1: bool = True, casts: bool = False) -> bytes:
     """`source` with every editable argument hit of detect/arguments written as a keyword,
-    and with `casts`, each cast shorthand as `tf.cast` (detect/casts; a hit inside another
+    and with `casts`, each cast shorthand as `tf.cast` (detect/casts) and each function TF2
+    lacks as the expression TF1 computed (detect/expansions; a hit inside another
     one's span in a later pass: spans never overlap in one)."""
     out = source
     for _ in range(4):
         end, edited = len(out) + 1, out
-        found = arguments.hits(out, tf1=tf1) + (cast_hits(out) if casts else [])
+        found = arguments.hits(out, tf1=tf1) + (cast_hits(out) + expansion_hits(out) if casts else [])
         for hit in sorted(found, key=lambda h: h.start, reverse=True):
             if hit.editable and hit.end <= end:
                 edited, end = edited[:hit.start] + hit.text + edited[hit.end:], hit.start
