@@ -119,10 +119,15 @@ class _Swap(cst.CSTTransformer):
 
 
 def _runs(method: cst.FunctionDef) -> bool:
-    """Does the method run the graph (`self.sess.run(...)`, `op.run()`, `t.eval()`)? It is then
-    the script's training or evaluation, not a part of the build."""
+    """Does the method run the graph? It is then the script's training or evaluation, not a
+    part of the build."""
+    return runs(method.body)
+
+
+def runs(node: cst.CSTNode) -> bool:
+    """Does the code run the graph (`self.sess.run(...)`, `op.run()`, `t.eval()`)?"""
     return any(type(n) is cst.Call and isinstance(n.func, cst.Attribute) and n.func.attr.value in RUNS
-               for n in walk(method.body))
+               for n in walk(node))
 
 
 def initializer(cls: cst.ClassDef) -> cst.FunctionDef | None:

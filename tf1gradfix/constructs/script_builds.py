@@ -32,7 +32,7 @@ from typing import cast
 
 import libcst as cst
 
-from tf1gradfix.constructs.host_builds import construction, initializer
+from tf1gradfix.constructs.host_builds import construction, initializer, runs
 from tf1gradfix.cst import line_maps
 from tf1gradfix.cst.syntax import alias_qualified, bound_names, free_names, outer_reads, stored_name_nodes, \
     target_names, tensorflow_aliases
@@ -117,6 +117,8 @@ def _statements(module, cls, scope, after: list, instance: str, qualified):
         small = stmt.body[0] if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 else None
         reads = outer_reads(stmt if small is None else getattr(small, "value", small) or small)
         bare = _bare(stmt, instance)
+        if runs(stmt):
+            break   # (a run: the graph is built)
         graph = bool(reads & tracked) and not bare or any(
             isinstance(n, cst.Call) and (qualified(n.func) or "").startswith("tensorflow.") for n in walk(stmt))
         why = f"but it uses `{instance}` itself, not only its attributes" if bare else \

@@ -237,7 +237,7 @@ class ProgramRewrite(ModuleEdits, OptimizerSetup):
             del helpers[name]   # (host code of the block's session: sites.HostScan)
         builder = ModelBuilder(self.meta, self.meta.names, self.module)
         if self.scan.session_arguments:   # (`tf.Session(config=...)`: its options go with it)
-            builder.options = session_options.SessionOptions(scope if cls is None else cls, self.meta.names.qualified)
+            builder.options = session_options.SessionOptions(scope if cls is None else self.module, self.meta.names.qualified)
         if self.scan.writers:   # (TensorBoard summaries: the writers' statements are host code)
             builder.writers = summaries.Writers(scope if cls is None else cls, self.meta.names.qualified)
         if cls is not None:   # (methods `__init__` calls with arguments, or that never read `self`)

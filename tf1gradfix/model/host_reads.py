@@ -10,6 +10,7 @@ import libcst as cst
 
 from tf1gradfix.constructs import global_step, graph_prints, retired_names
 from tf1gradfix.cst.syntax import Refusal, graph_ops, stored_name_nodes
+from tf1gradfix.cst.walk import walk
 from tf1gradfix.model.nodes import Node, Placeholder, Tensor
 
 
@@ -37,7 +38,8 @@ class HostReads(cst.CSTVisitor):
         if isinstance(node.value, cst.Name) and node.value.value in self.names and node.value.value not in self.scan.p.sessions \
                 and node.attr.value in graph_ops()["host_attributes"].get(cast(Node, self.scan.p.node(node.value.value)).kind, ()):
             return False   # `c.get_shape()` of a constant or a variable: the same in TF2, where it exists on the host
-        if node.attr.value in self.scan.attributes or self.scan.host and node.attr.value in self.scan.host.session_attributes:
+        if (node.attr.value in self.scan.attributes or self.scan.host and node.attr.value in self.scan.host.session_attributes) \
+                and not (isinstance(node.value, cst.Name) and node.value.value in module_objects(self.scan)):
             raise Refusal.of(node, "graph_value_outside_run", code=cst.Module([]).code_for_node(node))
         node.value.visit(self)
         return False
@@ -90,3 +92,46 @@ class HostReads(cst.CSTVisitor):
             if isinstance(graph, Tensor) and graph.unsupported is not None:
                 raise graph.unsupported   # (what the value is made with says more than where it is used)
             raise Refusal.of(node, "node_outside_run", kind=kind, name=node.value)
+
+
+def module_objects(scan: Any) -> frozenset[str]:
+    """Names a model class's host code binds only to a module or an attribute of one
+    (`import flags`, `FLAGS = tf.flags.FLAGS`), at its top level and nowhere else: never an
+    instance of the class, so `FLAGS.keep` is not the instance's `keep`."""
+    found = getattr(scan, "_module_objects", None)
+    if found is None:
+        statements = scan.host.statements if scan.host else []
+        counts: dict[str, int] = {}
+        modules: set[str] = set()
+        for stmt in statements:
+            for small in (stmt.body if isinstance(stmt, cst.SimpleStatementLine) else ()):
+                if isinstance(small, (cst.Import, cst.ImportFrom)) and not isinstance(small.names, cst.ImportStar):
+                    modules |= {cast(cst.Name, a.asname.name).value if a.asname else
+                                cst.Module([]).code_for_node(a.name).split(".")[0] for a in small.names}
+                elif isinstance(small, cst.Assign) and len(small.targets) == 1 and isinstance(small.targets[0].target, cst.Name) \
+                        and _dotted_root(small.value) in modules:
+                    modules.add(small.targets[0].target.value)
+        for stmt in statements:
+            for node in walk(stmt):
+                for name in _bound_by(node):
+                    counts[name] = counts.get(name, 0) + 1
+        found = frozenset(name for name in modules if counts.get(name, 0) <= 1)
+        scan._module_objects = found
+    return found
+
+
+def _dotted_root(expr: cst.BaseExpression) -> str | None:
+    """`tf` of `tf.flags.FLAGS` (attributes only, nothing called)."""
+    while isinstance(expr, cst.Attribute):
+        expr = expr.value
+    return expr.value if isinstance(expr, cst.Name) else None
+
+
+def _bound_by(node: cst.CSTNode) -> list[str]:
+    if isinstance(node, cst.AssignTarget) or isinstance(node, (cst.For, cst.CompFor, cst.AugAssign, cst.AnnAssign)):
+        return [n.value for n in stored_name_nodes(node.target)]
+    if isinstance(node, cst.AsName) and isinstance(node.name, cst.Name):
+        return [node.name.value]
+    if isinstance(node, (cst.Param, cst.FunctionDef, cst.ClassDef)):
+        return [node.name.value]
+    return []

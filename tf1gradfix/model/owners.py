@@ -11,7 +11,7 @@ import libcst as cst
 
 from tf1gradfix.constructs import mnist_loader
 from tf1gradfix.cst.syntax import Refusal, enters_new_graph, matches
-from tf1gradfix.cst.walk import token_blind
+from tf1gradfix.cst.walk import token_blind, walk
 
 GRAPH_CALLS = ("tensorflow.placeholder", "tensorflow.placeholder_with_default",
                "tensorflow.Variable", "tensorflow.get_variable")
@@ -84,7 +84,9 @@ class GraphCallScan(cst.CSTVisitor):
 
 def nested_sessions(statements, program, meta, builder) -> dict[cst.CSTNode, str]:
     """Sessions opened in host `statements` (`if __name__ == ...:`, a model class's
-    callers): their `with` nodes and `sess = tf.Session()` statements; names join the program's.
+    callers): their `with` nodes and `sess = tf.Session()` statements, the `with
+    sess.as_default():` of one of them, and the program's one `with tf.Graph().as_default():`
+    around one (flattened: TF2 has no graph to enter); names join the program's.
     `builder`: the ModelBuilder, which checks a session's arguments."""
     found: dict[cst.CSTNode, str] = {}   # node -> the name it binds the session to
     names = meta.names
@@ -98,6 +100,10 @@ def nested_sessions(statements, program, meta, builder) -> dict[cst.CSTNode, str
                 builder.session_arguments(item.item, node)
                 program.sessions.add(item.asname.name.value)
                 found[node] = item.asname.name.value
+            elif item is not None and item.asname is None and (held := default_session(item, program.sessions)):
+                found[node] = held   # (`with sess.as_default():` only makes it the default session)
+            elif graphs == 1 and enters_new_graph(node, names.qualified):
+                found[node] = ""   # (the program's one graph: TF2 has none to enter)
 
         def visit_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> None:
             small = node.body[0] if len(node.body) == 1 else None
@@ -110,9 +116,25 @@ def nested_sessions(statements, program, meta, builder) -> dict[cst.CSTNode, str
                 program.sessions.add(target.value)
                 found[node] = target.value
 
+    graphs = sum(type(n) is cst.With and enters_new_graph(n, names.qualified) for n in walk(builder.module))
     for stmt in statements:
         stmt.visit(V())
-    return found
+    return {node: name for node, name in found.items() if name or _opens(node, found)}
+
+
+def _opens(node: cst.CSTNode, found: dict) -> bool:
+    """Does the `with` hold a session `with` or statement of `found`?"""
+    return any(inner in found and found[inner] for inner in walk(node))
+
+
+def default_session(item: cst.WithItem, sessions) -> str | None:
+    """`S` of the item `S.as_default()`, `S` one of `sessions`."""
+    call = item.item
+    if isinstance(call, cst.Call) and not call.args and isinstance(call.func, cst.Attribute) \
+            and call.func.attr.value == "as_default" and isinstance(call.func.value, cst.Name) \
+            and call.func.value.value in sessions:
+        return call.func.value.value
+    return None
 
 
 def owner_of(scan: GraphCallScan, call: cst.Call, module: cst.Module, session: bool = False, decided=None):

@@ -245,6 +245,9 @@ class HostScan(FetchesAndFeeds):
             if method == "close" and not call.args:
                 self._remove_statement(call)
                 return True
+            if method == "as_default" and not call.args and isinstance(item := self.parent(call), cst.WithItem) \
+                    and self.parent(item) in self.opened:
+                return True   # (a nested session's `with sess.as_default():`, flattened with it)
             if method != "run":
                 raise Refusal.of(call, "session_method", method=method)
             fetch = arg(call, 0, "fetches")
