@@ -252,7 +252,7 @@ def test_projects_are_proven_and_a_diverged_module_is_caught(tmp_path, capsys):
             assert (folder / name).read_bytes() == (scenario / "expected" / name).read_bytes(), name
     diverged = [scenario for scenario in PROJECTS if (scenario / "diverged").is_dir()]
     assert {"classifier_class", "session_handed", "shared_regressor", "nested_blocks", "star_pieces", "dotted_cells",
-            "training_in_the_script"} \
+            "training_in_the_script", "session_in_a_graph_block"} \
         <= {s.name for s in diverged}
     for scenario in diverged:
         migrated = tmp_path / f"candidate_{scenario.name}.py"

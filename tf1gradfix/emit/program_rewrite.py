@@ -239,7 +239,7 @@ class ProgramRewrite(ModuleEdits, OptimizerSetup):
         if self.scan.session_arguments:   # (`tf.Session(config=...)`: its options go with it)
             builder.options = session_options.SessionOptions(scope if cls is None else self.module, self.meta.names.qualified)
         if self.scan.writers:   # (TensorBoard summaries: the writers' statements are host code)
-            builder.writers = summaries.Writers(scope if cls is None else cls, self.meta.names.qualified)
+            builder.writers = summaries.Writers(scope if cls is None else self.module, self.meta.names.qualified)
         if cls is not None:   # (methods `__init__` calls with arguments, or that never read `self`)
             builder.class_attributes = self.plan.attributes
             builder.class_layers = layer_methods.ClassLayers.of(self.plan, helpers, cls)
@@ -348,7 +348,11 @@ class ProgramRewrite(ModuleEdits, OptimizerSetup):
         if builder.writers is not None:   # `writer.add_summary(s, step)` -> a function writing each value
             edits, writing = builder.writers.edits(self.fresh, alias, self.code,
                                                    lambda node, message: builder.note(node, "TFG103", message))
-            texts += [writing] if writing else []
+            if writing and cls is not None:   # (the script's writers: the function goes before the first one)
+                first = next(iter(builder.writers.statements))
+                edits[first] = cst.FlattenSentinel([cst.parse_statement(writing + "\n"), edits[first]])
+            else:
+                texts += [writing] if writing else []
         moved = {i for s in sigs for i in s.nodes if isinstance(program.nodes[i], Tensor)}
         # node -> its replacement: a node, a sentinel, or a function of the updated node
         replacements: dict[cst.CSTNode, Any] = dict(tape.call_site(site) for site in scan.sites)
