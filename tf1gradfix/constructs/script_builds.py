@@ -34,7 +34,7 @@ import libcst as cst
 
 from tf1gradfix.constructs.host_builds import construction, initializer, runs
 from tf1gradfix.cst import line_maps
-from tf1gradfix.cst.syntax import alias_qualified, bound_names, free_names, outer_reads, stored_name_nodes, \
+from tf1gradfix.cst.syntax import alias_qualified, bound_names, free_names, matches, outer_reads, stored_name_nodes, \
     target_names, tensorflow_aliases
 from tf1gradfix.cst.walk import walk
 
@@ -105,35 +105,48 @@ def _blocks(scope: cst.CSTNode):
 
 
 def _statements(module, cls, scope, after: list, instance: str, qualified):
-    """(the graph statements right after the construction that `__init__` can end with, the
-    first graph statement after them it cannot and why, or None)."""
+    """(the graph statements after the construction, up to its first run, that `__init__` can
+    end with, the first graph statement it cannot and why, or None). Host statements between
+    (`os.makedirs(log_dir)`) stay where they are: they read no graph value, and the graph
+    statements read nothing they bind, so building the graph before them changes neither."""
     local = free_names_complement(scope)
     visible = _section_names(module, cls)
     attributes = _attribute_names(cls)
-    tracked = {instance}
+    tracked, between = {instance}, set()
     taken: list[cst.SimpleStatementLine] = []
-    last, stop = 0, None
+    reading, stop = False, None
     for stmt in after:
         small = stmt.body[0] if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 else None
         reads = outer_reads(stmt if small is None else getattr(small, "value", small) or small)
         bare = _bare(stmt, instance)
-        if runs(stmt):
-            break   # (a run: the graph is built)
-        graph = bool(reads & tracked) and not bare or any(
+        if runs(stmt) or bare and not reads & (tracked - {instance}):
+            break   # (a run: the graph is built; the instance passed on)
+        graph = bool(reads & tracked) or any(
             isinstance(n, cst.Call) and (qualified(n.func) or "").startswith("tensorflow.") for n in walk(stmt))
+        if not graph or _writer(small, qualified):   # (a summary writer is host code: summaries.Writers)
+            between |= bound_names(stmt)
+            continue
         why = f"but it uses `{instance}` itself, not only its attributes" if bare else \
+            f"but it reads `{sorted(reads & between)[0]}`, bound after `{instance}` is made" if reads & between else \
             _why(small, reads - tracked, tracked, local, visible, attributes, module, scope)
-        if not graph or why is not None:
-            stop = (stmt, why) if graph and why else None
+        if why is not None:
+            stop = (stmt, why)
             break
         taken.append(stmt)
-        last = len(taken) if reads & tracked else last
+        reading = reading or bool(reads & tracked)
         tracked |= set(target_names(cast(cst.Assign, small).targets[0].target) or ())
-    taken = taken[:last]
+    if not reading:
+        return [], stop
     if _bindings(module, instance) != 1 or any(
             n.value in _bound(taken) for n in walk(cls) if isinstance(n, cst.Name)):
         return [], None   # (the instance bound again; the class naming one of the names itself)
     return taken, stop
+
+
+def _writer(small, qualified) -> bool:
+    """`w = tf.summary.FileWriter(...)`."""
+    return isinstance(small, cst.Assign) and isinstance(small.value, cst.Call) \
+        and matches(qualified(small.value.func), "summary_writers")
 
 
 def _bare(stmt, instance: str) -> bool:
