@@ -131,3 +131,29 @@ def test_a_class_of_another_module_sees_only_that_modules_names():
     assert seen is not None and seen.names == ("opt", "train_op")
     assert script_builds.folded(cst.parse_module("import tensorflow as tf\n" + module_part + script.format(rate="LOCAL"))) \
         is None
+
+
+@pytest.mark.parametrize("old, new, why", [
+    ("    opt = tf.train.GradientDescentOptimizer(RATE)\n",
+     "    rate = RATE * 2\n    opt = tf.train.GradientDescentOptimizer(rate)\n",
+     "but it reads `rate`, bound after `net` is made"),
+    ("    opt = tf.train.GradientDescentOptimizer(RATE)\n",
+     "    opt = tf.train.GradientDescentOptimizer(RATE)\n    tf.summary.scalar('loss', net.loss)\n",
+     "but it is not an assignment to names"),
+])
+def test_the_statement_that_cannot_end_init_is_named_with_why(old, new, why):
+    source = PROGRAM.replace(old, new)
+    assert source != PROGRAM
+    found = script_builds.apart(cst.parse_module(source))
+    assert [(instance, cls, reason) for _, instance, cls, reason in found] == [("net", "Net", why)]
+    result = _restructured(source)
+    assert result.new_module is None and any(why in d[3] and d[2] == "TFG904" for d in result.diagnostics)
+
+
+def test_host_statements_between_stay_and_graph_statements_past_them_end_init():
+    source = PROGRAM.replace("    opt = tf.train.GradientDescentOptimizer(RATE)\n",
+                             "    folder = '/tmp/logs'\n    print('logging to', folder)\n"
+                             "    opt = tf.train.GradientDescentOptimizer(RATE)\n")
+    folding = script_builds.folded(cst.parse_module(source))
+    assert folding is not None and folding.names == ("opt", "step", "train_op")
+    assert "    folder = '/tmp/logs'\n    print('logging to', folder)\n    with tf.Session() as sess:" in folding.module.code

@@ -11,7 +11,7 @@ import libcst as cst
 from tf1gradfix.constructs import global_step, graph_prints, retired_names
 from tf1gradfix.cst.syntax import Refusal, graph_ops, stored_name_nodes
 from tf1gradfix.cst.walk import walk
-from tf1gradfix.model.nodes import Node, Placeholder, Tensor
+from tf1gradfix.model.nodes import Node, Placeholder, Saver, Tensor
 
 
 class HostReads(cst.CSTVisitor):
@@ -40,6 +40,8 @@ class HostReads(cst.CSTVisitor):
             return False   # `c.get_shape()` of a constant or a variable: the same in TF2, where it exists on the host
         if (node.attr.value in self.scan.attributes or self.scan.host and node.attr.value in self.scan.host.session_attributes) \
                 and not (isinstance(node.value, cst.Name) and node.value.value in module_objects(self.scan)):
+            if isinstance(self.scan.p.node(self.scan.attributes.get(node.attr.value, "")), Saver):
+                raise Refusal.of(node, "class_saver_used", name=node.attr.value)
             raise Refusal.of(node, "graph_value_outside_run", code=cst.Module([]).code_for_node(node))
         node.value.visit(self)
         return False
