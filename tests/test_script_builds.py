@@ -157,3 +157,28 @@ def test_host_statements_between_stay_and_graph_statements_past_them_end_init():
     folding = script_builds.folded(cst.parse_module(source))
     assert folding is not None and folding.names == ("opt", "step", "train_op")
     assert "    folder = '/tmp/logs'\n    print('logging to', folder)\n    with tf.Session() as sess:" in folding.module.code
+
+
+def test_a_class_that_builds_no_graph_is_not_a_model_class_to_end():
+    source = textwrap.dedent('''
+        import numpy as np
+        import tensorflow as tf
+
+
+        class Buffer:
+            def __init__(self, size):
+                self.size = size
+                self.rows = np.zeros((size, 3), np.float32)
+
+
+        buf = Buffer(8)
+        x = tf.placeholder(tf.float32, [buf.size, 3])
+        w = tf.Variable(tf.ones([3, 1]))
+        loss = tf.reduce_sum(tf.matmul(x, w))
+        with tf.Session() as sess:
+            sess.run(tf.global_variables_initializer())
+            print(sess.run(loss, {x: buf.rows}))
+    ''')
+    assert script_builds.folded(cst.parse_module(source)) is None
+    assert script_builds.apart(cst.parse_module(source)) == []
+    assert _restructured(source).new_module is not None

@@ -69,12 +69,17 @@ def apart(module: cst.Module) -> list[tuple[cst.SimpleStatementLine, str, str, s
 
 def _reads(module: cst.Module):
     qualified = alias_qualified(tensorflow_aliases(module))
-    for cls in [s for s in module.body if isinstance(s, cst.ClassDef)]:
+    for cls in [s for s in module.body if isinstance(s, cst.ClassDef) and _builds(s, qualified)]:
         site = _site(module, cls)
         if site is not None:
             scope, block, index, instance = site
             yield (cls, scope, block, index, instance,
                    *_statements(module, cls, scope, list(block.body)[index + 1:], instance, qualified))
+
+
+def _builds(cls: cst.ClassDef, qualified) -> bool:
+    """Is it a model class: does it call TensorFlow (a replay buffer of NumPy arrays does not)?"""
+    return any(isinstance(n, cst.Call) and (qualified(n.func) or "").startswith("tensorflow.") for n in walk(cls))
 
 
 def _site(module: cst.Module, cls: cst.ClassDef):
