@@ -43,8 +43,8 @@ def build(builder, s: Statement) -> bool:
     """A `Saver` for `saver = tf.train.Saver()`; False if the statement is not one."""
     if s.q != SYMBOL or s.one is None or s.call is None:
         return False
-    settings = {a.keyword.value: a.value for a in s.call.args if a.keyword is not None and a.keyword.value in _KEPT}
-    given = [a for a in s.call.args if not (a.keyword is not None and a.keyword.value in _KEPT)]
+    settings = {a.keyword.value: a.value for a in s.call.args if a.keyword is not None and a.keyword.value in KEPT}
+    given = [a for a in s.call.args if not (a.keyword is not None and a.keyword.value in KEPT)]
     if given and not (len(given) == 1 and _default_var_list(builder, given[0])):
         raise Refusal.of(s.call, "saver_form", what="arguments (which variables, how many files to keep)")
     for value in settings.values():
@@ -62,7 +62,7 @@ def build(builder, s: Statement) -> bool:
 
 
 # `tf.train.Saver` settings `tf.train.CheckpointManager` takes under the same names
-_KEPT = ("max_to_keep", "keep_checkpoint_every_n_hours")
+KEPT = ("max_to_keep", "keep_checkpoint_every_n_hours")
 
 
 def _os_alias(module: cst.Module) -> str | None:
@@ -177,11 +177,12 @@ def slotless(node) -> bool:
 
 
 def save_text(node: Saver, saver: str, call: cst.Call, sessions, graph_names, code, taken, program,
-              attributes: dict[str, str]) -> str:
+              attributes: dict[str, str], in_place: bool = False) -> str:
     """`saver.write(path)` for `saver.save(sess, path)`; `SAVER_save(path, step)` for a save
     numbered by `global_step=` (numbered_text), the step a host value or a variable (TF2 keeps
     it as a `tf.Variable`; a tensor is gone). `taken`: the names bound in the program;
-    `attributes`: a model class's attribute -> graph name."""
+    `attributes`: a model class's attribute -> graph name; `in_place`: `saver` is the code of a
+    model class's attribute (`model.saver`), whose numbered save is written in place."""
     step = arg(call, 2, "global_step")
     if step is None:
         return f"{saver}.write({code(_path_of(call, 'save', sessions, graph_names))})"
@@ -194,10 +195,32 @@ def save_text(node: Saver, saver: str, call: cst.Call, sessions, graph_names, co
     if node.os_alias is None:
         raise Refusal.of(call, "saver_form", what="a save numbered by `global_step=` in a module that does not "
                                                   "`import os` (its path is split into folder and name)")
+    if in_place:
+        if not isinstance(path, (cst.Name, cst.Attribute)):
+            raise Refusal.of(path, "saver_form", what="a numbered save of a model class's Saver to a path that is "
+                                                      "not a name (it is read twice: folder and file name)")
+        return _manager(node, saver, program.tf_alias, code(path)) + f".save(checkpoint_number={code(step)})"
     if f"{saver}_save" in taken:
         raise Refusal.of(call, "saver_form", what=f"a numbered save where `{saver}_save` is taken")
     node.numbered = True
     return f"{saver}_save({code(path)}, {code(step)})"
+
+
+def _manager(node: Saver, saver: str, tf: str, path: str) -> str:
+    """The `tf.train.CheckpointManager` of a numbered save to `path`, as numbered_text makes it."""
+    keep, hours = _kept(node)
+    os_ = node.os_alias
+    return f"{tf}.train.CheckpointManager({saver}, {os_}.path.dirname({path}), max_to_keep={keep}{hours}, " \
+           f"checkpoint_name={os_}.path.basename({path}))"
+
+
+def _kept(node: Saver) -> tuple[str, str]:
+    """(`max_to_keep`: 5 when not given, None for every file (None or 0), the
+    `keep_checkpoint_every_n_hours=` argument or "")."""
+    code = cst.Module([]).code_for_node
+    keep = "5" if node.keep is None else code(node.keep) if isinstance(node.keep, cst.Integer) \
+        and int(node.keep.value) > 0 else f"{code(node.keep)} or None"
+    return keep, "" if node.hours is None else f", keep_checkpoint_every_n_hours={code(node.hours)}"
 
 
 def numbered_text(node: Saver, tf: str, indent: int) -> str:
@@ -207,11 +230,8 @@ def numbered_text(node: Saver, tf: str, indent: int) -> str:
     not given, every file kept for None or 0); `tf.train.CheckpointManager` does the same,
     recovering that list from the `checkpoint` file at each save. `indent`: the def's column."""
     saver, os_ = node.names[0], node.os_alias
-    code = cst.Module([]).code_for_node
-    keep = "5" if node.keep is None else code(node.keep) if isinstance(node.keep, cst.Integer) \
-        and int(node.keep.value) > 0 else f"{code(node.keep)} or None"
+    keep, hours = _kept(node)
     kept = f"the newest {keep} kept" if keep.isdigit() else "the newest `max_to_keep` kept"
-    hours = "" if node.hours is None else f", keep_checkpoint_every_n_hours={code(node.hours)}"
     return "\n".join([
         f"def {saver}_save(path, global_step):",
         '    """TF1\'s numbered save: the files `path-N` for the step N, listed in the',

@@ -33,6 +33,7 @@ from typing import cast
 import libcst as cst
 
 from tf1gradfix.constructs.host_builds import construction, initializer, runs
+from tf1gradfix.constructs.savers import KEPT, SYMBOL as SAVER
 from tf1gradfix.cst import line_maps
 from tf1gradfix.cst.syntax import alias_qualified, bound_names, free_names, matches, outer_reads, stored_name_nodes, \
     target_names, tensorflow_aliases
@@ -133,7 +134,8 @@ def _statements(module, cls, scope, after: list, instance: str, qualified):
             continue
         why = f"but it uses `{instance}` itself, not only its attributes" if bare else \
             f"but it reads `{sorted(reads & between)[0]}`, bound after `{instance}` is made" if reads & between else \
-            _why(small, reads - tracked, tracked, local, visible, attributes, module, scope)
+            _why(small, reads - tracked - (_settings(small, qualified) - local), tracked, local, visible, attributes, module,
+                 scope)
         if why is not None:
             stop = (stmt, why)
             break
@@ -146,6 +148,16 @@ def _statements(module, cls, scope, after: list, instance: str, qualified):
             n.value in _bound(taken) for n in walk(cls) if isinstance(n, cst.Name)):
         return [], None   # (the instance bound again; the class naming one of the names itself)
     return taken, stop
+
+
+def _settings(small, qualified) -> set[str]:
+    """Names a Saver reads only in what it keeps (`max_to_keep=FLAGS.keep`): the saves in the
+    script read them (savers.py), not the class."""
+    call = getattr(small, "value", None)
+    if not isinstance(call, cst.Call) or qualified(call.func) != SAVER:
+        return set()
+    kept = set().union(*(outer_reads(a.value) for a in call.args if a.keyword is not None and a.keyword.value in KEPT))
+    return kept - set().union(*(outer_reads(a.value) for a in call.args if a.keyword is None or a.keyword.value not in KEPT))
 
 
 def _writer(small, qualified) -> bool:

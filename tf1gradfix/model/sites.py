@@ -238,6 +238,12 @@ class HostScan(FetchesAndFeeds):
         held = self.host is not None and isinstance(func.value, cst.Attribute) \
             and func.value.attr.value in self.host.session_attributes   # `self.sess.run(...)`
         named = self._graph_name(func.value) if self.host is not None and func.attr.value == "eval" else None
+        if self.host is not None and func.attr.value == "save" and isinstance(func.value, cst.Attribute) \
+                and isinstance(saver := self.p.node(self.attributes.get(func.value.attr.value, "")), Saver):
+            self.variable_lists[call] = savers.save_text(   # (`model.saver.save(sess, path)` of the class's Saver)
+                saver, cst.Module([]).code_for_node(func.value), call, self._sessions, self.graph_names(),
+                cst.Module([]).code_for_node, set(), self.p, self.attributes, in_place=True)
+            return True
         if not isinstance(func.value, cst.Name) and not held and named is None:   # (`self.loss.eval(feed)`: named)
             return False
         receiver, method = None if held else named or cast(cst.Name, func.value).value, func.attr.value
