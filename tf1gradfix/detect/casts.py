@@ -26,30 +26,35 @@ def hits(source: bytes, tree: ast.AST | None = None) -> list[ArgumentHit]:
     """Each call of a cast shorthand, with the edit that writes it as `tf.cast` (not
     editable: a call spelled without its module, or given `*args`, `**kwargs` or
     keywords other than `x` and `name`), in source order."""
+    casts = table()
+    found = [_hit(node, name, casts[name], source, starts) for node, name, starts in tf_calls(source, tree, casts)]
+    return sorted(found, key=lambda h: h.start)
+
+
+def tf_calls(source: bytes, tree: ast.AST | None, functions):
+    """(call, its name without `tf.`, the source's line starts) for each call of one of
+    `functions` (names without `tf.`, `nn.xw_plus_b`) spelled from TensorFlow's module."""
     from tf1gradfix.detect.ast_names import line_starts
     from tf1gradfix.detect.keywords import names_of
     from tf1gradfix.detect.prefilter import python_tree
 
-    casts = table()
-    if b"tensorflow" not in source or not any(name.encode() in source for name in casts):
-        return []
+    lasts = {name.rpartition(".")[2] for name in functions}
+    if b"tensorflow" not in source or not any(last.encode() in source for last in lasts):
+        return
     tree = tree if tree is not None else python_tree(source)
     if tree is None:
-        return []
+        return
     names, starts = names_of(tree, source), line_starts(source)
-    found = []
     for node in ast.walk(tree):
         if not isinstance(node, ast.Call):
             continue
         last = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
-        if last not in casts:
+        if last not in lasts:
             continue
         qualified = names.qualified(node.func) or ""
         name = qualified[len("tensorflow."):].replace("compat.v1.", "", 1)
-        if not qualified.startswith("tensorflow.") or name != last:
-            continue
-        found.append(_hit(node, name, casts[name], source, starts))
-    return sorted(found, key=lambda h: h.start)
+        if qualified.startswith("tensorflow.") and name in functions and name.rpartition(".")[2] == last:
+            yield node, name, starts
 
 
 def _hit(call: ast.Call, name: str, dtype: str, source: bytes, starts) -> ArgumentHit:

@@ -11,6 +11,7 @@ import ast
 from functools import lru_cache
 
 from tf1gradfix.detect.arguments import ArgumentHit, _span
+from tf1gradfix.detect.casts import tf_calls
 
 
 @lru_cache(maxsize=1)
@@ -25,25 +26,8 @@ def hits(source: bytes, tree: ast.AST | None = None) -> list[ArgumentHit]:
     """Each call of such a function, with the edit that writes it as the expression (not
     editable: a call spelled without its module, given `*args` or `**kwargs`, an unknown
     keyword or not every parameter but `name`), in source order."""
-    from tf1gradfix.detect.ast_names import line_starts
-    from tf1gradfix.detect.keywords import names_of
-    from tf1gradfix.detect.prefilter import python_tree
-
     functions = table()
-    if b"tensorflow" not in source or not any(name.rpartition(".")[2].encode() in source for name in functions):
-        return []
-    tree = tree if tree is not None else python_tree(source)
-    if tree is None:
-        return []
-    names, starts = names_of(tree, source), line_starts(source)
-    found = []
-    for node in ast.walk(tree):
-        if not isinstance(node, ast.Call) or not isinstance(node.func, (ast.Attribute, ast.Name)):
-            continue
-        qualified = names.qualified(node.func) or ""
-        name = qualified[len("tensorflow."):].replace("compat.v1.", "", 1)
-        if qualified.startswith("tensorflow.") and name in functions:
-            found.append(_hit(node, name, functions[name], source, starts))
+    found = [_hit(node, name, functions[name], source, starts) for node, name, starts in tf_calls(source, tree, functions)]
     return sorted(found, key=lambda h: h.start)
 
 
