@@ -211,7 +211,7 @@ class FetchesAndFeeds:
             raise Refusal.of(expr, "fetch_form")
         if not deps or read & set(self.p.helpers) or read & self.p.sessions:
             raise Refusal.of(expr, "fetch_form")
-        kinds = (Tensor, Static, Variable, VariableGroup, Placeholder, Gradients)   # (an iterator: Static)
+        kinds = (Tensor, Static, Variable, VariableGroup, VarList, Placeholder, Gradients)   # (an iterator: Static)
         for i in deps:   # (a comprehension over `compute_gradients`' pairs: their gradients or variables)
             if not isinstance(self.p.nodes[i], (*kinds, ComputeGradients) if isinstance(expr, cst.ListComp) else kinds):
                 raise Refusal.of(expr, "fetch_expression_kind", kind=self.p.nodes[i].kind)
