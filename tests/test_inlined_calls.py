@@ -66,8 +66,12 @@ def test_lines_map_back_to_the_function_and_the_call():
     (MODEL.replace("def model(x, labels, size=3):", "def model(x, labels, *rest):").replace(", size,", ", 3,"),
      GRAPH),                                                                          # a star parameter
     (MODEL.replace('    hidden = tf', '    global count\n    hidden = tf'), GRAPH),    # a global statement
-    (MODEL.replace('    hidden = tf', '    with tf.variable_scope("m"):\n        pass\n    hidden = tf'),
-     GRAPH),                                                                          # a builder's scope
+    (MODEL.replace('    hidden = tf', '    with tf.variable_scope(x.name):\n        pass\n    hidden = tf'),
+     GRAPH),                                                                          # a scope not named by a literal
+    (MODEL.replace('    hidden = tf', '    with tf.variable_scope("m") as vs:\n        pass\n    hidden = tf'),
+     GRAPH),                                                                          # a scope object kept
+    (MODEL.replace('    hidden = tf', '    with tf.device("/cpu:0"):\n        pass\n    hidden = tf'),
+     GRAPH),                                                                          # another `with`
     (MODEL.replace("def model(", "@tf.function\ndef model("), GRAPH),                # a decorator
     (MODEL.replace("size=3", "size=SIZE"), GRAPH),                                    # a default not literal
 ])
@@ -172,3 +176,13 @@ def test_a_default_naming_a_local_of_the_caller_keeps_the_call():
     caller = "def main():\n    WIDTH = 9\n    x = tf.placeholder(tf.float32, [None, 3])\n    h = encoder(x)\n    return h\n"
     made = _read(HEAD + NESTED.split("def model")[0] + caller + "\n\nh = main()\nh2 = main()\n")
     assert made is None or "encoder" not in made.functions
+
+
+def test_scopes_of_a_literal_name_open_where_the_function_is_called():
+    model = MODEL.replace('    hidden = tf.layers.dense(x, size, name="h")\n',
+                          '    with tf.variable_scope("enc", reuse=tf.AUTO_REUSE):\n'
+                          '        hidden = tf.layers.dense(x, size, name="h")\n')
+    made = _read(HEAD + model + GRAPH)
+    assert made is not None and made.functions == ("model",)
+    assert 'with tf.variable_scope("enc", reuse=tf.AUTO_REUSE):\n    hidden = tf.layers.dense(x, 3, name="h")\n' \
+        in made.module.code

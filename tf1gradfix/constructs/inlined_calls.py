@@ -18,7 +18,9 @@ call's targets take the returned value.
 
 Only a module function called once in the file, by a statement the reading visits (the
 module's, a function's or a `with` block's), opening no `with` block (a builder's
-variable scope: builders.py makes such a function a module), with plain parameters
+variable scope: builders.py makes such a function a module) but variable and name
+scopes of a literal name (`with tf.variable_scope("gen"):`, `reuse=True`): called once,
+it opens them where it is called all the same, and makes the same names; with plain parameters
 (literal defaults, or module constants bound once to a literal), no decorator, no
 `global`/`nonlocal`, no nested definition, whose one `return` ends it, and none of whose
 free names the caller binds. A runner is read the same way: a function that opens a
@@ -83,7 +85,7 @@ def _pass(module: cst.Module) -> Inlining | None:
                          for p in s.params.params)
     constants = _constants(module) if named_defaults else set()
     functions = {s.name.value: s for s in module.body
-                 if isinstance(s, cst.FunctionDef) and (_plain(s, constants) or _runner(s, aliases, constants))}
+                 if isinstance(s, cst.FunctionDef) and (_plain(s, aliases, constants) or _runner(s, aliases, constants))}
     if not functions:
         return None
     nodes = list(walk(module))
@@ -312,7 +314,7 @@ def _runner(function: cst.FunctionDef, aliases: set[str], constants: set[str]) -
                          and matches(qualified(n.value.func), "sessions") for n in found)
 
 
-def _plain(function: cst.FunctionDef, constants: set[str]) -> bool:
+def _plain(function: cst.FunctionDef, aliases: set[str], constants: set[str]) -> bool:
     if not _plain_params(function, constants):
         return False
     last = cast(cst.IndentedBlock, function.body).body[-1]
@@ -320,10 +322,27 @@ def _plain(function: cst.FunctionDef, constants: set[str]) -> bool:
             and last.body[0].value is not None):
         return False
     returns = [n for n in walk(function.body) if isinstance(n, cst.Return)]
-    if any(isinstance(s, cst.With) for s in function.body.body):
+    if any(isinstance(s, cst.With) and not _scoped(s, alias_qualified(aliases)) for s in function.body.body):
         return False   # (a builder's variable scope: constructs/builders.py makes it a module)
     return len(returns) == 1 and not any(isinstance(n, _FORBIDDEN) for n in walk(function.body)) \
         and function.name.value not in loads(function.body)
+
+
+def _scoped(stmt: cst.With, qualified) -> bool:
+    """`with tf.variable_scope("gen"):` (or a name scope, or `reuse=True`): a scope of a
+    literal name, which the function called once opens where it is called all the same."""
+    for item in stmt.items:
+        call = item.item
+        if item.asname is not None or not isinstance(call, cst.Call) or qualified(call.func) not in SCOPES \
+                or not call.args or not isinstance(call.args[0].value, cst.SimpleString) or call.args[0].keyword \
+                or any(a.keyword is None and a is not call.args[0] or a.keyword is not None
+                       and (a.keyword.value != "reuse" or not isinstance(a.value, (cst.Name, cst.Attribute)))
+                       for a in call.args):
+            return False
+    return True
+
+
+SCOPES = ("tensorflow.variable_scope", "tensorflow.name_scope")
 
 
 def bound_arguments(function: cst.FunctionDef, call: cst.Call) -> dict[str, cst.BaseExpression] | None:
