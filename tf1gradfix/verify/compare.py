@@ -7,13 +7,15 @@ test of comparison.py (tolerances: TOLERANCES.md).
 Gradient events are matched by (kind, sorted source names) and occurrence
 index, so a migration that computes two gradients in the other order still
 lines up; what cannot be paired is itself a divergence (compare_events.py).
-Final values, printed numbers and text, and plots follow (compare_output.py):
+Final values, printed numbers and text, and plots follow (compare_output.py), then
+TensorBoard summaries (summary_values.py):
 printed numbers additionally get one unit of their last printed digit,
 because two values a few ulps apart can round to neighbouring decimals.
 """
 
 from __future__ import annotations
 
+from tf1gradfix.verify import summary_values
 from tf1gradfix.verify.compare_events import compare_events, loss_curve
 from tf1gradfix.verify.compare_output import compare_finals, compare_plots, compare_printed
 from tf1gradfix.verify.comparison import DEFAULT_ATOL, DEFAULT_RTOL, Comparison
@@ -34,5 +36,6 @@ def compare_traces(orig: dict, mig: dict, rtol: float = DEFAULT_RTOL, atol: floa
         compare_finals(cmp, orig.get("final"), mig.get("final"), rtol, atol, decode)
     compare_printed(cmp, orig.get("stdout", ""), mig.get("stdout", ""), rtol, atol, stopped)
     compare_plots(cmp, orig.get("plots"), mig.get("plots"), rtol, atol, decode, stopped)
+    summary_values.compare(cmp, orig["events"], mig["events"], rtol, atol, stopped)
     cmp.loss_original, cmp.loss_migrated = loss_curve(orig["events"]), loss_curve(mig["events"])
     return cmp

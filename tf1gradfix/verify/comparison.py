@@ -26,7 +26,7 @@ DEFAULT_RTOL = 1e-3
 DEFAULT_ATOL = 1e-6
 
 KINDS = ("initial value", "loss", "gradient", "applied update", "final value", "printed number", "printed text",
-         "plotted value")
+         "plotted value", "summary value")
 MAX_LISTED = 20
 
 

@@ -33,13 +33,13 @@ from dataclasses import dataclass, field
 
 from tf1gradfix.verify import budget, graph_calls, stopping, trace_seal
 from tf1gradfix.verify import comparison as cmp_mod
-from tf1gradfix.verify import compare_events, compare_output
+from tf1gradfix.verify import compare_events, compare_output, summary_values
 from tf1gradfix.verify import lockstep_files as files
 from tf1gradfix.verify import runner_common as rc
 
 MODES = ("auto", "off", "always")
 DRIFT_KINDS = ("loss", "gradient", "applied update")
-SHOWN_NUMBERS = ("printed number", "plotted value")   # what the program shows, computed from its state
+SHOWN_NUMBERS = ("printed number", "plotted value", "summary value")   # what the program shows, from its state
 STEP_CHANGE = "step change"     # the change a step made to a variable or slot, from the original's state
 
 
@@ -212,6 +212,7 @@ def run(result, sides_again) -> LockstepResult:
         record_changes(cmp, ev["migrated"])
         compare_output.compare_printed(cmp, out["original"], out["migrated"], rtol, atol, stopped)
         compare_output.compare_plots(cmp, plots["original"], plots["migrated"], rtol, atol, rc.decode_array, stopped)
+        summary_values.compare(cmp, ev["original"], ev["migrated"], rtol, atol, stopped)
         if not cmp.stats[STEP_CHANGE].compared:
             return LockstepResult("failed", "no step's change was compared", cmp)
         return LockstepResult("diverged" if cmp.divergences else "agreed", "", cmp)

@@ -90,7 +90,8 @@ def summary(result) -> str:
     c = result.comparison
     if c is not None:
         shown = "".join(f", {counted(c.stats[k].compared, what)}" for k, what in
-                        (("printed text", "line of text"), ("plotted value", "plotted array")) if c.stats[k].compared)
+                        (("printed text", "line of text"), ("plotted value", "plotted array"),
+                         ("summary value", "summary value")) if c.stats[k].compared)
         out.append(f"  compared: {counted(c.steps, 'step')}, {counted(c.gradients, 'gradient')}, "
                    f"{counted(c.variables, 'variable')}, {counted(c.printed_numbers, 'printed number')}{shown} "
                    f"(rtol={result.rtol:g}, atol={result.atol:g})")

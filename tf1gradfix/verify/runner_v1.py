@@ -20,7 +20,7 @@ import weakref
 from tf1gradfix.verify import aligned_random, budget, contrib_v1, lockstep_files, lockstep_v1, mnist_data
 from tf1gradfix.verify import random_ops
 from tf1gradfix.verify import runner_common as rc
-from tf1gradfix.verify import settings
+from tf1gradfix.verify import settings, summary_values
 from tf1gradfix.verify.variables_v1 import V1Variables
 
 _WALK_BUDGET = 20000  # graph ops visited per cached ancestor walk
@@ -402,6 +402,7 @@ def main(argv: list[str]) -> int:
     tracer = V1Tracer(trace)
     tracer.install()
     tracer.draws.install(tracer.draws.make)
+    summary_values.install_v1(v1, trace)
     alias_tensorflow(v1, script)
     trace.event("start", side="original", script=os.path.abspath(script))
     return rc.run_user_script(script, trace, before_exit=tracer.at_exit, argv=args, cwd=cwd)

@@ -21,7 +21,7 @@ import threading
 from tf1gradfix.verify import aligned_random, budget, cell_weights, graph_calls, lockstep_files, lockstep_v2, mnist_data
 from tf1gradfix.verify import random_ops
 from tf1gradfix.verify import runner_common as rc
-from tf1gradfix.verify import settings
+from tf1gradfix.verify import settings, summary_values
 from tf1gradfix.verify.variables_v2 import V2Variables
 
 KERAS_OPTIMIZER_MODULE = "keras.src.optimizers.base_optimizer"
@@ -373,6 +373,7 @@ def main(argv: list[str]) -> int:
     trace = rc.Trace(trace_dir, "migrated")
     tracer = V2Tracer(tf, trace, wait=float(settings.get("TF1GRADFIX_INIT_WAIT", "300")))
     tracer.install()
+    summary_values.install_v2(tf, trace)
     trace.event("start", side="migrated", script=os.path.abspath(script))
     with tf.variable_creator_scope(tracer.creator):
         return rc.run_user_script(script, trace, before_exit=tracer.at_exit, argv=args, cwd=cwd)
