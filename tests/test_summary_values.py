@@ -49,3 +49,12 @@ def test_tags_steps_and_counts_must_match_unless_a_side_stopped():
 def test_a_histogram_is_what_tf1_keeps_whatever_its_buckets():
     assert summary_values._histogram(np.array([[2.0, -1.0], [0.5, 1.5]], np.float32)) == [-1.0, 2.0, 4.0, 3.0, 7.5]
     assert _compare([], []).stats["summary value"].compared == 0
+
+
+def test_a_histograms_count_decides_and_its_statistics_are_shown():
+    other = [dict(e, value=[-1.0, 2.5, 6.0, 3.5, 9.5]) if e.get("form") == "histogram" else e for e in ORIGINAL]
+    cmp = _compare(ORIGINAL, other)
+    assert cmp.divergences == [] and "histogram statistics that differ" in cmp.notes[0] and "w at step 10" in cmp.notes[0]
+    fewer = [dict(e, value=[-1.0, 2.0, 5.0, 3.0, 9.0]) if e.get("form") == "histogram" else e for e in ORIGINAL]
+    (d,) = _compare(ORIGINAL, fewer).divergences
+    assert d.name == "w at step 10 (count)"

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 from tf1gradfix.verify import budget
 from tf1gradfix.verify import compare as cmp_mod
-from tf1gradfix.verify import descriptions, side_runs, stopping, trace_seal
+from tf1gradfix.verify import descriptions, side_runs, stopping, summary_values, trace_seal
 from tf1gradfix.verify import runner_common as rc
 
 MODES = ("auto", "off")
@@ -39,6 +39,7 @@ class Rerun:
     reason: str = ""       # the original's own first difference, or why the run failed
     compared: int = 0      # quantities compared between the original's two runs
     elapsed: float = 0.0
+    unsteady: frozenset[str] | None = None   # the summary values its runs wrote otherwise, when only those differ
 
     def to_json(self) -> dict:
         return {"status": self.status, "reason": self.reason, "compared": self.compared,
@@ -55,6 +56,8 @@ def after_divergence(result, mode: str, trace_dir: str, events: list, again) -> 
     rerun = _compare(result, trace_dir, events, again)
     rerun.elapsed = time.monotonic() - t0
     result.original_rerun = rerun
+    if rerun.status == "differs" and _only_unsteady_summaries(result, rerun):
+        return
     if rerun.status == "differs":
         result.verdict = "NOT_COMPARABLE"
         result.reason = (f"the original is not deterministic: run again with the same seeds and inputs, it "
@@ -64,6 +67,28 @@ def after_divergence(result, mode: str, trace_dir: str, events: list, again) -> 
     elif rerun.status == "agreed":
         result.reason += (f"; the original run again agrees with its first run ({rerun.compared} quantities): "
                           "the difference is the migration's")
+
+
+def _only_unsteady_summaries(result, rerun: Rerun) -> bool:
+    """Where the original differs from itself only in summary values (TF1 reads a variable its
+    train op updates in the same run in no set order: a histogram of the weights), and the
+    migration only in those: EQUIVALENT on everything else, those values not compared."""
+    c = result.comparison
+    if rerun.unsteady is None or c is None or not all(
+            d.quantity == summary_values.KIND and d.name in rerun.unsteady for d in c.divergences):
+        return False
+    stats = c.stats[summary_values.KIND]
+    stats.compared -= len(c.divergences)
+    stats.diverged -= len(c.divergences)
+    c.divergences = []
+    names = sorted(rerun.unsteady)
+    c.notes.append(f"summary values the original writes otherwise on each run, not compared ({len(names)}: "
+                   + ", ".join(names[:4]) + (", ..." if len(names) > 4 else "") + ")")
+    compared = sum(s.compared for s in c.stats.values())
+    result.verdict = "EQUIVALENT"
+    result.reason = (f"{compared} quantities agree within rtol={result.rtol:g}, atol={result.atol:g}; "
+                     f"{len(names)} summary value(s) the original itself writes otherwise on each run not compared")
+    return True
 
 
 def _compare(result, trace_dir: str, events: list, again) -> Rerun:
@@ -88,7 +113,9 @@ def _compare(result, trace_dir: str, events: list, again) -> Rerun:
         cmp = cmp_mod.compare_traces(first, rerun, result.rtol, result.atol, stopped=stopped)
         compared = sum(s.compared for s in cmp.stats.values())
         if cmp.divergences and cmp.first is not None:
-            return Rerun("differs", cmp.first.describe(("first run", "run again")), compared)
+            unsteady = frozenset(d.name for d in cmp.divergences if d.quantity == summary_values.KIND and d.name) \
+                if all(d.quantity == summary_values.KIND and d.name for d in cmp.divergences) else None
+            return Rerun("differs", cmp.first.describe(("first run", "run again")), compared, unsteady=unsteady)
         return Rerun("agreed", "", compared)
     finally:
         trace_seal.hide(second, False)
