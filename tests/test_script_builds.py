@@ -182,3 +182,12 @@ def test_a_class_that_builds_no_graph_is_not_a_model_class_to_end():
     assert script_builds.folded(cst.parse_module(source)) is None
     assert script_builds.apart(cst.parse_module(source)) == []
     assert _restructured(source).new_module is not None
+
+
+def test_after_a_build_call_the_script_graph_ends_init_too():
+    source = PROGRAM.replace("    def __init__(self, n):\n", "    def __init__(self, n):\n        self.n = n\n\n    def build(self):\n        n = self.n\n") \
+        .replace("        net = Net(3)\n", "        net = Net(3)\n        net.build()\n").replace("    net = Net(3)\n", "    net = Net(3)\n    net.build()\n")
+    assert "    net.build()\n" in source
+    assert script_builds.apart(cst.parse_module(source)) == []   # (the build call is host_builds')
+    new = _restructured(source).new_module
+    assert new is not None and "self.opt = tf.keras.optimizers.SGD" in new.code

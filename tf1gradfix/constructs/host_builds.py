@@ -56,7 +56,7 @@ def _site(module: cst.Module, name: str, cls: cst.ClassDef):
                 continue
             calls = []
             for after in body[i + 1:]:
-                method = _build_call(after, instance)
+                method = build_call(after, instance)
                 if method is None or method not in methods or method == "__init__" or \
                         not _no_parameters(methods[method]) or _runs(methods[method]):
                     break
@@ -80,7 +80,7 @@ def apart(module: cst.Module) -> list[tuple[cst.BaseStatement, str, str, str, st
             body = list(block.body)
             for i, stmt in enumerate(body):
                 instance = construction(stmt, name)
-                calls = [(j, m) for j, s in enumerate(body) if j > i and (m := _build_call(s, instance)) in methods] \
+                calls = [(j, m) for j, s in enumerate(body) if j > i and (m := build_call(s, instance)) in methods] \
                     if instance else []
                 takes = {s.name.value for s in cls.body.body if isinstance(s, cst.FunctionDef) and not _no_parameters(s)}
                 for j, method in calls:
@@ -146,7 +146,7 @@ def construction(stmt: cst.CSTNode, name: str) -> str | None:
     return None
 
 
-def _build_call(stmt: cst.CSTNode, instance: str) -> str | None:
+def build_call(stmt: cst.CSTNode, instance: str) -> str | None:
     """`instance.method()` as a statement of its own -> "method"."""
     if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 and isinstance(stmt.body[0], cst.Expr):
         call = stmt.body[0].value

@@ -32,7 +32,7 @@ from typing import cast
 
 import libcst as cst
 
-from tf1gradfix.constructs.host_builds import construction, initializer, runs
+from tf1gradfix.constructs.host_builds import build_call, construction, initializer, runs
 from tf1gradfix.constructs.savers import KEPT, SYMBOL as SAVER
 from tf1gradfix.cst import line_maps
 from tf1gradfix.cst.syntax import alias_qualified, bound_names, free_names, matches, outer_reads, stored_name_nodes, \
@@ -125,8 +125,8 @@ def _statements(module, cls, scope, after: list, instance: str, qualified):
         small = stmt.body[0] if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 else None
         reads = outer_reads(stmt if small is None else getattr(small, "value", small) or small)
         bare = _bare(stmt, instance)
-        if runs(stmt) or bare and not reads & (tracked - {instance}):
-            break   # (a run: the graph is built; the instance passed on)
+        if runs(stmt) or bare and not reads & (tracked - {instance}) or build_call(stmt, instance):
+            break   # (a run: the graph is built; the instance passed on; a build method's call: host_builds)
         graph = bool(reads & tracked) or any(
             isinstance(n, cst.Call) and (qualified(n.func) or "").startswith("tensorflow.") for n in walk(stmt))
         if not graph or _writer(small, qualified):   # (a summary writer is host code: summaries.Writers)
