@@ -182,7 +182,11 @@ def test_scopes_of_a_literal_name_open_where_the_function_is_called():
     model = MODEL.replace('    hidden = tf.layers.dense(x, size, name="h")\n',
                           '    with tf.variable_scope("enc", reuse=tf.AUTO_REUSE):\n'
                           '        hidden = tf.layers.dense(x, size, name="h")\n')
-    made = _read(HEAD + model + GRAPH)
+    assert _read(HEAD + model + GRAPH) is None   # (a reading of its own, tried last: a builder stays whole first)
+    made = inlined(cst.parse_module(HEAD + model + GRAPH), scoped=True)
     assert made is not None and made.functions == ("model",)
     assert 'with tf.variable_scope("enc", reuse=tf.AUTO_REUSE):\n    hidden = tf.layers.dense(x, 3, name="h")\n' \
         in made.module.code
+    for scope in ('tf.variable_scope(x.name)', 'tf.variable_scope("m") as vs', 'tf.device("/cpu:0")'):
+        other = model.replace('tf.variable_scope("enc", reuse=tf.AUTO_REUSE)', scope)
+        assert inlined(cst.parse_module(HEAD + other + GRAPH), scoped=True) is None, scope

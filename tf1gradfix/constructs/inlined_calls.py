@@ -18,9 +18,10 @@ call's targets take the returned value.
 
 Only a module function called once in the file, by a statement the reading visits (the
 module's, a function's or a `with` block's), opening no `with` block (a builder's
-variable scope: builders.py makes such a function a module) but variable and name
-scopes of a literal name (`with tf.variable_scope("gen"):`, `reuse=True`): called once,
-it opens them where it is called all the same, and makes the same names; with plain parameters
+variable scope: builders.py makes such a function a module; a last reading of its own
+takes variable and name scopes of a literal name, `with tf.variable_scope("gen"):`,
+`reuse=True`: called once, it opens them where it is called all the same, and makes the
+same names), with plain parameters
 (literal defaults, or module constants bound once to a literal), no decorator, no
 `global`/`nonlocal`, no nested definition, whose one `return` ends it, and none of whose
 free names the caller binds. A runner is read the same way: a function that opens a
@@ -59,15 +60,17 @@ class Inlining:
     functions: tuple[str, ...]         # the functions read where they are called
 
 
-def inlined(module: cst.Module) -> Inlining | None:
+def inlined(module: cst.Module, scoped: bool = False) -> Inlining | None:
     """The module with each such call read as the function's statements, or None; read again
     while a pass reads more (a model function calling another: `create_model` calling
-    `create_rnn`), a few passes at most."""
-    found = _pass(module)
+    `create_rnn`), a few passes at most. `scoped`: functions opening scopes of a literal name
+    too (a reading of its own, tried after the others: builders.py keeps such a function
+    whole where it can)."""
+    found = _pass(module, scoped)
     if found is None:
         return None
     for _ in range(_PASSES - 1):
-        again = _pass(found.module)
+        again = _pass(found.module, scoped)
         if again is None:
             break
         found = Inlining(again.module, _through(found.origin, again.origin), found.functions + again.functions)
@@ -79,13 +82,14 @@ def _through(first: Callable[[int], int], then: Callable[[int], int]) -> Callabl
     return lambda line: first(then(line))
 
 
-def _pass(module: cst.Module) -> Inlining | None:
+def _pass(module: cst.Module, scoped: bool) -> Inlining | None:
     aliases = tensorflow_aliases(module)
     named_defaults = any(isinstance(p.default, cst.Name) for s in module.body if isinstance(s, cst.FunctionDef)
                          for p in s.params.params)
     constants = _constants(module) if named_defaults else set()
     functions = {s.name.value: s for s in module.body
-                 if isinstance(s, cst.FunctionDef) and (_plain(s, aliases, constants) or _runner(s, aliases, constants))}
+                 if isinstance(s, cst.FunctionDef) and (_plain(s, aliases if scoped else None, constants)
+                                                        or _runner(s, aliases, constants))}
     if not functions:
         return None
     nodes = list(walk(module))
@@ -314,7 +318,8 @@ def _runner(function: cst.FunctionDef, aliases: set[str], constants: set[str]) -
                          and matches(qualified(n.value.func), "sessions") for n in found)
 
 
-def _plain(function: cst.FunctionDef, aliases: set[str], constants: set[str]) -> bool:
+def _plain(function: cst.FunctionDef, aliases: set[str] | None, constants: set[str]) -> bool:
+    """`aliases`: TensorFlow's names, where a scope of a literal name may open (None: no `with`)."""
     if not _plain_params(function, constants):
         return False
     last = cast(cst.IndentedBlock, function.body).body[-1]
@@ -322,7 +327,8 @@ def _plain(function: cst.FunctionDef, aliases: set[str], constants: set[str]) ->
             and last.body[0].value is not None):
         return False
     returns = [n for n in walk(function.body) if isinstance(n, cst.Return)]
-    if any(isinstance(s, cst.With) and not _scoped(s, alias_qualified(aliases)) for s in function.body.body):
+    if any(isinstance(s, cst.With) and (aliases is None or not _scoped(s, alias_qualified(aliases)))
+           for s in function.body.body):
         return False   # (a builder's variable scope: constructs/builders.py makes it a module)
     return len(returns) == 1 and not any(isinstance(n, _FORBIDDEN) for n in walk(function.body)) \
         and function.name.value not in loads(function.body)

@@ -119,6 +119,9 @@ def _guarded(module: cst.Module, shaped: Restructured) -> Restructured | None:
     if inlining is not None:
         both = guarded_graph.lowered(inlining.module)
         readings += [(inlining, None)] + ([(inlining, both)] if both is not None else [])
+    scoped = _inlined(module, scoped=True)
+    if scoped is not None and (inlining is None or scoped.functions != inlining.functions):
+        readings.append((scoped, None))   # (functions opening scopes too: a reading of its own, last)
     first = next((d[0] for d in shaped.diagnostics if d[4] == "manual"), None)
     report = None
     for inline, lower in readings:
@@ -139,11 +142,12 @@ def _guarded(module: cst.Module, shaped: Restructured) -> Restructured | None:
     return report
 
 
-def _inlined(module: cst.Module) -> inlined_calls.Inlining | None:
+def _inlined(module: cst.Module, scoped: bool = False) -> inlined_calls.Inlining | None:
     """The module with its layer wrappers read as their calls, then its functions called once
-    as their statements; None where neither reads anything."""
+    as their statements (`scoped`: those opening scopes of a literal name too); None where
+    neither reads anything."""
     wrapped = wrapper_calls.read(module)
-    inlining = inlined_calls.inlined(wrapped.module if wrapped is not None else module)
+    inlining = inlined_calls.inlined(wrapped.module if wrapped is not None else module, scoped)
     if wrapped is None or inlining is None:
         return inlining or wrapped
     return inlined_calls.Inlining(inlining.module, lambda line: wrapped.origin(inlining.origin(line)),
