@@ -230,11 +230,13 @@ def in_place(program, fetch: cst.BaseExpression, feed) -> str | None:
     return text if not isinstance(fetch, (cst.List, cst.Tuple)) else f"({text},)" if isinstance(fetch, cst.Tuple) else f"[{text}]"
 
 
-def host_assign(program, fetch: cst.BaseExpression, feed, qualified) -> str | None:
+def host_assign(program, fetch: cst.BaseExpression, feed, qualified, attributes=None) -> str | None:
     """`sess.run(tf.assign(lr, base * decay ** epoch))` or `sess.run(lr.assign(...))` in host
     code: an assignment built in the run itself, of a value computed by the host (and from
     variables), which the run computes and assigns at once. In TF2 it is the assignment,
-    run eagerly where TF1 ran it (None where the run is not one such assignment)."""
+    run eagerly where TF1 ran it (None where the run is not one such assignment).
+    `attributes`: a model class's attribute -> graph name, where the variable is one
+    (`tf.assign(model.lr, ...)`: `model.lr.assign(...)`)."""
     if feed is not None or not isinstance(fetch, cst.Call):
         return None
     method = functions().get(qualified(fetch.func) or "")
@@ -248,11 +250,19 @@ def host_assign(program, fetch: cst.BaseExpression, feed, qualified) -> str | No
         method, ref, value = fetch.func.attr.value, fetch.func.value, fetch.args[0].value
     else:
         return None
-    if not (isinstance(ref, cst.Name) and isinstance(program.node(ref.value), Variable)):
+    held = {a.attr.value: program.node(attributes[a.attr.value]) for a in walk(value)
+            if type(a) is cst.Attribute and a.attr.value in (attributes or {})}
+    if attributes is not None:   # (a model class's: its attribute, as the script names it)
+        if not (isinstance(ref, cst.Attribute) and isinstance(ref.value, cst.Name)
+                and isinstance(program.node(attributes.get(ref.attr.value, "")), Variable)):
+            return None
+    elif not (isinstance(ref, cst.Name) and isinstance(program.node(ref.value), Variable)):
         return None
     read = {n for n in loads(value) if n in program.final or n in program.sessions or n in program.helpers}
     tf_calls = [c for c in walk(value) if type(c) is cst.Call and (qualified(c.func) or "").startswith("tensorflow")]
-    if tf_calls or any(not isinstance(program.node(n), Variable) for n in read):
+    if tf_calls or any(not isinstance(program.node(n), Variable) for n in read) \
+            or any(not isinstance(node, Variable) for node in held.values()):
         return None
-    return f"{ref.value}.{method}({cst.Module([]).code_for_node(value)})"
+    code = cst.Module([]).code_for_node
+    return f"{code(ref)}.{method}({code(value)})"
 

@@ -337,7 +337,8 @@ class HostScan(FetchesAndFeeds):
         if done is not None:   # `__init__` copying a target network: the assignments, in place
             self.variable_lists[call] = done
             return
-        assigned = updates.host_assign(self.p, fetch, feed, self.meta.names.qualified) if self.host is None else None
+        assigned = updates.host_assign(self.p, fetch, feed, self.meta.names.qualified,
+                                       self.attributes if self.host is not None else None)
         if assigned is not None:   # `sess.run(tf.assign(lr, value))`: the assignment, where TF1 ran it
             self.waiting.run()
             self.variable_lists[call] = assigned if isinstance(self.parent(call), cst.Expr) else f"{assigned}.numpy()"
