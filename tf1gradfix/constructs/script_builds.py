@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from typing import cast
 
 import libcst as cst
+from libcst.metadata import MetadataWrapper, PositionProvider
 
 from tf1gradfix.constructs.host_builds import build_call, construction, initializer, runs
 from tf1gradfix.constructs.savers import KEPT, SYMBOL as SAVER
@@ -50,6 +51,15 @@ class Folding:
     origin: Callable[[int], int]
     cls: str
     names: tuple[str, ...]   # the names the statements bound, now attributes of the instance
+    instance: str = ""
+    first: tuple[int, int] = (1, 1)   # the user's line and column of the first statement moved
+
+
+def note(folding: Folding) -> tuple[int, int, str, str, str]:
+    """The info diagnostic of a rewrite that read them so (TFG210)."""
+    names = ", ".join(f"`{folding.instance}.{n}`" for n in folding.names[:4]) + (", ..." if len(folding.names) > 4 else "")
+    return (*folding.first, "TFG210", f"the graph the script builds on `{folding.instance}` right after making it is "
+                                      f"built at the end of `{folding.cls}.__init__`; the script reads {names}", "safe")
 
 
 def folded(module: cst.Module) -> Folding | None:
@@ -270,8 +280,9 @@ def _apply(module, cls, scope, block, taken, instance) -> Folding:
     gone = {id(s) for s in taken}
     new_block = block.with_changes(body=[s for s in block.body if id(s) not in gone])
     made = module.visit(_Swap({id(block): new_block, id(cls): new_cls}, names, instance, scope, source))
+    start = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)[taken[0]].start
     return Folding(cst.parse_module(made.code), line_maps.origin(module, made, source), cls.name.value,
-                   tuple(sorted(names)))
+                   tuple(sorted(names)), instance, (start.line, start.column + 1))
 
 
 class _AsAttributes(cst.CSTTransformer):

@@ -78,7 +78,8 @@ def restructure(module: cst.Module, path: str, wrapper: MetadataWrapper | None =
     if built is not None:
         as_built = statement_forms.restructured(built, lambda plain: _restructure(plain, AnalysisWrapper(plain)))
         if scripted is not None:   # (the script's statements read in `__init__`: at the user's lines)
-            as_built = replace(as_built, diagnostics=[(scripted.origin(d[0]), *d[1:]) for d in as_built.diagnostics])
+            as_built = replace(as_built, diagnostics=[(scripted.origin(d[0]), *d[1:]) for d in as_built.diagnostics]
+                               + ([script_builds.note(scripted)] if as_built.new_module is not None else []))
         wrapped = wrapper_calls.read(built) if as_built.new_module is None else None
         if wrapped is not None:   # (and its layer wrappers read as their calls: wrapper_calls)
             again = statement_forms.restructured(wrapped.module, lambda plain: _restructure(plain, AnalysisWrapper(plain)))
