@@ -136,7 +136,10 @@ def test_a_class_of_another_module_sees_only_that_modules_names():
 @pytest.mark.parametrize("old, new, why", [
     ("    opt = tf.train.GradientDescentOptimizer(RATE)\n",
      "    rate = RATE * 2\n    opt = tf.train.GradientDescentOptimizer(rate)\n",
-     "but it reads `rate`, bound after `net` is made"),
+     "but it reads `rate`, which code run after `net` is made binds or calls"),
+    ("    opt = tf.train.GradientDescentOptimizer(RATE)\n",
+     "    np.random.seed(3)\n    opt = tf.train.GradientDescentOptimizer(RATE * np.random.rand())\n",
+     "but it reads `np`, which code run after `net` is made binds or calls"),
     ("    opt = tf.train.GradientDescentOptimizer(RATE)\n",
      "    opt = tf.train.GradientDescentOptimizer(RATE)\n    tf.summary.scalar('loss', net.loss)\n",
      "but it is not an assignment to names"),

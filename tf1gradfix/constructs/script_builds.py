@@ -36,8 +36,8 @@ from libcst.metadata import MetadataWrapper, PositionProvider
 from tf1gradfix.constructs.host_builds import build_call, construction, initializer, runs
 from tf1gradfix.constructs.savers import KEPT, SYMBOL as SAVER
 from tf1gradfix.cst import line_maps
-from tf1gradfix.cst.syntax import alias_qualified, bound_names, free_names, matches, outer_reads, stored_name_nodes, \
-    target_names, tensorflow_aliases
+from tf1gradfix.cst.syntax import alias_qualified, bound_names, call_root, free_names, matches, outer_reads, \
+    stored_name_nodes, target_names, tensorflow_aliases
 from tf1gradfix.cst.walk import walk
 
 # the marker statements around a module's code read into its script (run/project_text.py)
@@ -126,6 +126,7 @@ def _statements(module, cls, scope, after: list, instance: str, qualified):
     (`os.makedirs(log_dir)`) stay where they are: they read no graph value, and the graph
     statements read nothing they bind, so building the graph before them changes neither."""
     local = free_names_complement(scope)
+    aliases = tensorflow_aliases(module)   # (a summary writer's call of TensorFlow changes nothing graph code reads)
     visible = _section_names(module, cls)
     attributes = _attribute_names(cls)
     tracked, between = {instance}, set()
@@ -140,10 +141,11 @@ def _statements(module, cls, scope, after: list, instance: str, qualified):
         graph = bool(reads & tracked) or any(
             isinstance(n, cst.Call) and (qualified(n.func) or "").startswith("tensorflow.") for n in walk(stmt))
         if not graph or _writer(small, qualified):   # (a summary writer is host code: summaries.Writers)
-            between |= bound_names(stmt)
+            between |= bound_names(stmt) | (_touched(stmt) - aliases)
             continue
         why = f"but it uses `{instance}` itself, not only its attributes" if bare else \
-            f"but it reads `{sorted(reads & between)[0]}`, bound after `{instance}` is made" if reads & between else \
+            f"but it reads `{sorted(reads & between)[0]}`, which code run after `{instance}` is made binds or calls" \
+            if reads & between else \
             _why(small, reads - tracked - (_settings(small, qualified) - local), tracked, local, visible, attributes, module,
                  scope)
         if why is not None:
@@ -168,6 +170,17 @@ def _settings(small, qualified) -> set[str]:
         return set()
     kept = set().union(*(outer_reads(a.value) for a in call.args if a.keyword is not None and a.keyword.value in KEPT))
     return kept - set().union(*(outer_reads(a.value) for a in call.args if a.keyword is None or a.keyword.value not in KEPT))
+
+
+def _touched(stmt) -> set[str]:
+    """Names a host statement may change without binding them: what it calls (`rng.shuffle`,
+    `np.random.seed`: `rng`, `np`) and the names it passes to a call (`shuffle(rows)`)."""
+    out: set[str] = set()
+    for call in (n for n in walk(stmt) if isinstance(n, cst.Call)):
+        root = call_root(call.func)
+        out |= {root} if root else set()
+        out |= {a.value.value for a in call.args if isinstance(a.value, cst.Name)}
+    return out
 
 
 def _writer(small, qualified) -> bool:
