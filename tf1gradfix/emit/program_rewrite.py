@@ -237,9 +237,9 @@ class ProgramRewrite(ModuleEdits, OptimizerSetup):
             del helpers[name]   # (host code of the block's session: sites.HostScan)
         builder = ModelBuilder(self.meta, self.meta.names, self.module)
         if self.scan.session_arguments:   # (`tf.Session(config=...)`: its options go with it)
-            builder.options = session_options.SessionOptions(scope if cls is None else self.module, self.meta.names.qualified)
+            builder.options = _own_first(session_options.SessionOptions, scope, cls, self.module, self.meta.names.qualified)
         if self.scan.writers:   # (TensorBoard summaries: the writers' statements are host code)
-            builder.writers = summaries.Writers(scope if cls is None else self.module, self.meta.names.qualified)
+            builder.writers = _own_first(summaries.Writers, scope, cls, self.module, self.meta.names.qualified)
         if cls is not None:   # (methods `__init__` calls with arguments, or that never read `self`)
             builder.class_attributes = self.plan.attributes
             builder.class_layers = layer_methods.ClassLayers.of(self.plan, helpers, cls)
@@ -435,3 +435,12 @@ class ProgramRewrite(ModuleEdits, OptimizerSetup):
         if writers is not None:   # (the summary writers' statements and `add_summary` calls)
             kept(found, writers.check, program, scan)
         return fed
+
+
+def _own_first(kind, scope, cls, module, qualified):
+    """Session options or summary writers of the block (`kind` over it); for a model class, the
+    class's own, else the module's (the script around it makes them: script_builds.py)."""
+    if cls is None:
+        return kind(scope, qualified)
+    own = kind(cls, qualified)
+    return own if own.statements else kind(module, qualified)
