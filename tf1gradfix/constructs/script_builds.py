@@ -36,7 +36,7 @@ from libcst.metadata import MetadataWrapper, PositionProvider
 from tf1gradfix.constructs.host_builds import build_call, construction, initializer, runs
 from tf1gradfix.constructs.savers import KEPT, SYMBOL as SAVER
 from tf1gradfix.cst import line_maps
-from tf1gradfix.cst.syntax import alias_qualified, bound_names, call_root, free_names, matches, outer_reads, \
+from tf1gradfix.cst.syntax import alias_qualified, binding_counts, bound_names, call_root, free_names, matches, outer_reads, \
     stored_name_nodes, target_names, tensorflow_aliases
 from tf1gradfix.cst.walk import walk
 
@@ -80,12 +80,13 @@ def apart(module: cst.Module) -> list[tuple[cst.SimpleStatementLine, str, str, s
 
 def _reads(module: cst.Module):
     qualified = alias_qualified(tensorflow_aliases(module))
+    counts = binding_counts(module)
     for cls in [s for s in module.body if isinstance(s, cst.ClassDef) and _builds(s, qualified)]:
         site = _site(module, cls)
         if site is not None:
             scope, block, index, instance = site
             yield (cls, scope, block, index, instance,
-                   *_statements(module, cls, scope, list(block.body)[index + 1:], instance, qualified))
+                   *_statements(module, cls, scope, list(block.body)[index + 1:], instance, qualified, counts))
 
 
 def _builds(cls: cst.ClassDef, qualified) -> bool:
@@ -120,12 +121,12 @@ def _blocks(scope: cst.CSTNode):
             yield node
 
 
-def _statements(module, cls, scope, after: list, instance: str, qualified):
+def _statements(module, cls, scope, after: list, instance: str, qualified, counts):
     """(the graph statements after the construction, up to its first run, that `__init__` can
     end with, the first graph statement it cannot and why, or None). Host statements between
     (`os.makedirs(log_dir)`) stay where they are: they read no graph value, and the graph
     statements read nothing they bind, so building the graph before them changes neither."""
-    local = free_names_complement(scope)
+    local = _own_names(scope)
     aliases = tensorflow_aliases(module)   # (a summary writer's call of TensorFlow changes nothing graph code reads)
     visible = _section_names(module, cls)
     attributes = _attribute_names(cls)
@@ -134,7 +135,7 @@ def _statements(module, cls, scope, after: list, instance: str, qualified):
     reading, stop = False, None
     for stmt in after:
         small = stmt.body[0] if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 else None
-        reads = outer_reads(stmt if small is None else getattr(small, "value", small) or small)
+        reads = outer_reads(getattr(small, "value", None) or stmt)
         bare = _bare(stmt, instance)
         if runs(stmt) or bare and not reads & (tracked - {instance}) or build_call(stmt, instance):
             break   # (a run: the graph is built; the instance passed on; a build method's call: host_builds)
@@ -146,7 +147,7 @@ def _statements(module, cls, scope, after: list, instance: str, qualified):
         why = f"but it uses `{instance}` itself, not only its attributes" if bare else \
             f"but it reads `{sorted(reads & between)[0]}`, which code run after `{instance}` is made binds or calls" \
             if reads & between else \
-            _why(small, reads - tracked - (_settings(small, qualified) - local), tracked, local, visible, attributes, module,
+            _why(small, reads - tracked - (_settings(small, qualified) - local), tracked, local, visible, attributes, counts,
                  scope)
         if why is not None:
             stop = (stmt, why)
@@ -156,7 +157,7 @@ def _statements(module, cls, scope, after: list, instance: str, qualified):
         tracked |= set(target_names(cast(cst.Assign, small).targets[0].target) or ())
     if not reading:
         return [], stop
-    if _bindings(module, instance) != 1 or any(
+    if _bindings(counts, instance) != 1 or any(
             n.value in _bound(taken) for n in walk(cls) if isinstance(n, cst.Name)):
         return [], None   # (the instance bound again; the class naming one of the names itself)
     return taken, stop
@@ -195,7 +196,7 @@ def _bare(stmt, instance: str) -> bool:
     return any(isinstance(n, cst.Name) and n.value == instance and id(n) not in attributes for n in walk(stmt))
 
 
-def _why(small, outer: set[str], tracked, local, visible, attributes, module, scope) -> str | None:
+def _why(small, outer: set[str], tracked, local, visible, attributes, counts, scope) -> str | None:
     """Why a graph statement cannot end `__init__`, or None."""
     names = target_names(small.targets[0].target) if isinstance(small, cst.Assign) and len(small.targets) == 1 else None
     if not names:
@@ -209,7 +210,7 @@ def _why(small, outer: set[str], tracked, local, visible, attributes, module, sc
     for name in names:
         if name in tracked or name in attributes:
             return f"but `{name}` is a name of the class already"
-        if _bindings(module, name) != 1:
+        if _bindings(counts, name) != 1:
             return f"but the file binds `{name}` elsewhere too"
     return None
 
@@ -236,7 +237,7 @@ def _marker(stmt) -> str | None:
     return None
 
 
-def free_names_complement(scope) -> set[str]:
+def _own_names(scope) -> set[str]:
     """The names a function binds itself (its parameters and locals); none for the module."""
     if isinstance(scope, cst.Module):
         return set()
@@ -257,21 +258,9 @@ def _attribute_names(cls: cst.ClassDef) -> set[str]:
         if isinstance(small, cst.Assign) for t in small.targets for n in stored_name_nodes(t.target)}
 
 
-def _bindings(module: cst.Module, name: str) -> int:
-    """How many places of the file bind `name` (targets, parameters, definitions, imports)."""
-    count = 0
-    for node in walk(module):
-        if isinstance(node, cst.AssignTarget) or isinstance(node, (cst.For, cst.CompFor, cst.AugAssign, cst.AnnAssign)):
-            count += sum(n.value == name for n in stored_name_nodes(node.target))
-        elif isinstance(node, cst.AsName):
-            count += sum(n.value == name for n in stored_name_nodes(cast(cst.BaseExpression, node.name)))
-        elif isinstance(node, (cst.Param, cst.FunctionDef, cst.ClassDef)):
-            count += node.name.value == name
-        elif isinstance(node, cst.ImportAlias) and node.asname is None:
-            count += cst.Module(body=[]).code_for_node(node.name).split(".")[0] == name
-        elif isinstance(node, (cst.Global, cst.Nonlocal)):
-            count += 2 * any(n.name.value == name for n in node.names)   # (never folded)
-    return count + (name in dir(builtins))
+def _bindings(counts: dict[str, int], name: str) -> int:
+    """How many places of the file bind `name` (`counts`: binding_counts of it; a builtin's once more)."""
+    return counts.get(name, 0) + (name in dir(builtins))
 
 
 def _bound(statements) -> set[str]:

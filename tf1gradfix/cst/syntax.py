@@ -356,3 +356,24 @@ def alias_qualified(aliases: set[str]):
         dotted = ".".join(parts)
         return "tensorflow." + (dotted[len("compat.v1."):] if dotted.startswith("compat.v1.") else dotted)
     return qualified
+
+
+def binding_counts(tree: cst.CSTNode) -> dict[str, int]:
+    """How many places below `tree` bind each name (targets, parameters, definitions, imports;
+    a `global`/`nonlocal` declaration counts twice: the name is bound in another scope too)."""
+    counts: dict[str, int] = {}
+    for node in walk(tree):
+        names: list[str] = []
+        if isinstance(node, (cst.AssignTarget, cst.For, cst.CompFor, cst.AugAssign, cst.AnnAssign)):
+            names = [n.value for n in stored_name_nodes(node.target)]
+        elif isinstance(node, cst.AsName):
+            names = [n.value for n in stored_name_nodes(cast(cst.BaseExpression, node.name))]
+        elif isinstance(node, (cst.Param, cst.FunctionDef, cst.ClassDef)):
+            names = [node.name.value]
+        elif isinstance(node, cst.ImportAlias) and node.asname is None:
+            names = [cst.Module(body=[]).code_for_node(node.name).split(".")[0]]
+        elif isinstance(node, (cst.Global, cst.Nonlocal)):
+            names = [n.name.value for n in node.names] * 2
+        for name in names:
+            counts[name] = counts.get(name, 0) + 1
+    return counts

@@ -9,8 +9,7 @@ from typing import Any, cast
 import libcst as cst
 
 from tf1gradfix.constructs import global_step, graph_prints, retired_names
-from tf1gradfix.cst.syntax import Refusal, graph_ops, stored_name_nodes
-from tf1gradfix.cst.walk import walk
+from tf1gradfix.cst.syntax import Refusal, binding_counts, graph_ops, stored_name_nodes
 from tf1gradfix.model.nodes import Node, Placeholder, Saver, Tensor
 
 
@@ -103,7 +102,6 @@ def module_objects(scan: Any) -> frozenset[str]:
     found = getattr(scan, "_module_objects", None)
     if found is None:
         statements = scan.host.statements if scan.host else []
-        counts: dict[str, int] = {}
         modules: set[str] = set()
         for stmt in statements:
             for small in (stmt.body if isinstance(stmt, cst.SimpleStatementLine) else ()):
@@ -113,10 +111,10 @@ def module_objects(scan: Any) -> frozenset[str]:
                 elif isinstance(small, cst.Assign) and len(small.targets) == 1 and isinstance(small.targets[0].target, cst.Name) \
                         and _dotted_root(small.value) in modules:
                     modules.add(small.targets[0].target.value)
+        counts: dict[str, int] = {}
         for stmt in statements:
-            for node in walk(stmt):
-                for name in _bound_by(node):
-                    counts[name] = counts.get(name, 0) + 1
+            for name, n in binding_counts(stmt).items():
+                counts[name] = counts.get(name, 0) + n
         found = frozenset(name for name in modules if counts.get(name, 0) <= 1)
         scan._module_objects = found
     return found
@@ -127,13 +125,3 @@ def _dotted_root(expr: cst.BaseExpression) -> str | None:
     while isinstance(expr, cst.Attribute):
         expr = expr.value
     return expr.value if isinstance(expr, cst.Name) else None
-
-
-def _bound_by(node: cst.CSTNode) -> list[str]:
-    if isinstance(node, cst.AssignTarget) or isinstance(node, (cst.For, cst.CompFor, cst.AugAssign, cst.AnnAssign)):
-        return [n.value for n in stored_name_nodes(node.target)]
-    if isinstance(node, cst.AsName) and isinstance(node.name, cst.Name):
-        return [node.name.value]
-    if isinstance(node, (cst.Param, cst.FunctionDef, cst.ClassDef)):
-        return [node.name.value]
-    return []
