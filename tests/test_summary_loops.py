@@ -55,7 +55,13 @@ def tags(code: str) -> list[tuple[str, str]]:
      [("scalar", "my_value_"), ("scalar", "my_value__1")]),
     ("tf.summary.scalar(loss.op.name, loss)\ntf.summary.histogram(w.name, w)",
      [("scalar", "loss_1"), ("histogram", "w_0")]),
-], ids=["op_names", "output_names_and_strings", "after_a_summary", "cleaned_string", "outside_a_loop"])
+    ("tf.summary.scalar('mean', tf.reduce_mean(w))\ntf.summary.scalar('square', z)\n"
+     "tf.summary.scalar('max', tf.reduce_max(w, name=None))\ntf.summary.scalar('Sum', tf.reduce_sum(w, name='total'))",
+     [("scalar", "mean_1"), ("scalar", "square_1"), ("scalar", "max_1"), ("scalar", "Sum")]),
+    ("for v in [w, z]:\n    tf.summary.scalar('min', tf.reduce_min(v))",
+     [("scalar", "min_1"), ("scalar", "min_3")]),
+], ids=["op_names", "output_names_and_strings", "after_a_summary", "cleaned_string", "outside_a_loop",
+        "after_unnamed_ops", "unnamed_ops_in_a_loop"])
 def test_loop_becomes_the_summaries_tf1_made(loop, expected):
     result = rewrite(loop)
     assert result.new_module is not None, result.diagnostics
@@ -98,6 +104,10 @@ for symbol, example in json.loads(sys.argv[1]).items():
         a = tf.constant([[1.0, 2.0], [3.0, 4.0]])
         b = tf.constant([[0.5, 1.5], [2.5, 3.5]])
         names[symbol] = eval(example.format(name='"probe"')).op.name
+    with tf.Graph().as_default():   # (unnamed: the op asks for its default name)
+        a = tf.constant([[1.0, 2.0], [3.0, 4.0]], name="a")
+        b = tf.constant([[0.5, 1.5], [2.5, 3.5]], name="b")
+        names[symbol + " unnamed"] = eval(example.format(name="None")).op.name
 print(json.dumps(names))
 """
 
@@ -108,7 +118,9 @@ def test_each_row_names_its_op_as_asked():
     run = subprocess.run([sys.executable, "-c", CHECK, json.dumps(examples)], capture_output=True, text=True, timeout=300)
     assert run.returncode == 0, run.stderr[-2000:]
     names = json.loads(run.stdout.strip().splitlines()[-1])
-    assert names == {symbol: "probe" for symbol in examples}
+    assert {k: v for k, v in names.items() if not k.endswith(" unnamed")} == {symbol: "probe" for symbol in examples}
+    assert {k.removesuffix(" unnamed"): v for k, v in names.items() if k.endswith(" unnamed")} == {
+        symbol: row["default"] for symbol, row in op_names().items()}
 
 
 def test_each_row_gives_the_name_where_it_says():

@@ -21,6 +21,7 @@ from typing import cast
 
 import libcst as cst
 
+from tf1gradfix.constructs import made_ops
 from tf1gradfix.cst.layout import placed
 from tf1gradfix.cst.syntax import Refusal, bound_args, graph_ops, literal_string, matches
 from tf1gradfix.cst.walk import walk
@@ -47,6 +48,7 @@ def model(builder, item, names, call: cst.Call | None, q: str | None) -> bool:
     if q in ops:
         target, given, value = arguments(call, q)
         tag = asked_tag(builder, given, {}, Refusal.of(call, "summary_arguments", api=q))
+        made_ops.name_ops(builder, value, item.scope)   # (made before the summary: its tag is unique against them)
         layout = [(target, tf1_tag(builder, tag, call, item.scope), value)]
         deps = builder.deps_of(value)
         member = True

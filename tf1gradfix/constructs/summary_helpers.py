@@ -30,7 +30,7 @@ from typing import cast
 
 import libcst as cst
 
-from tf1gradfix.constructs import nested_calls, summaries
+from tf1gradfix.constructs import made_ops, nested_calls, summaries
 from tf1gradfix.cst.syntax import Refusal, bound_args, is_docstring, literal_string, name_nodes
 from tf1gradfix.cst.walk import replaced, walk
 from tf1gradfix.model.nodes import OPS, Summary
@@ -143,6 +143,8 @@ def _walk(builder, body, scope: str, env: dict, layout: list, top: bool = False,
         if assigned or isinstance(small, cst.Return) and top and k == len(body) - 1:   # (a model function's value)
             if any(isinstance(n, cst.Call) and builder.qualified(n.func) in summaries.summary_ops() for n in walk(cast(cst.CSTNode, small))):
                 return False
+            if not dry:   # (its ops are made: later summaries' tags are unique against them)
+                made_ops.name_ops(builder, cast(cst.BaseSmallStatement, small), scope)
             if assigned:
                 assign = cast(cst.Assign, small)
                 env[cast(cst.Name, assign.targets[0].target).value] = _substituted(assign.value, env)
@@ -155,6 +157,7 @@ def _walk(builder, body, scope: str, env: dict, layout: list, top: bool = False,
         if tag is None:
             return False
         if not dry:
+            made_ops.name_ops(builder, computed, scope)
             layout.append((target, summaries.tf1_tag(builder, tag, call, scope), _substituted(computed, env)))
     return True
 

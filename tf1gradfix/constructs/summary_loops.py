@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from tf1gradfix.constructs import nested_calls, summaries
+from tf1gradfix.constructs import made_ops, nested_calls, summaries
 from tf1gradfix.cst.syntax import Refusal, name_nodes, names_renamed
 from tf1gradfix.model.nodes import OPS, Summary
 
@@ -49,6 +49,7 @@ def model(builder, item) -> bool:
             target, given, value = summaries.arguments(call, builder.qualified(call.func))
             tag = summaries.asked_tag(builder, given, {name: held.value}, Refusal.of(given, "summary_loop_tag"))
             value = held if isinstance(value, cst.Name) and value.value == name else names_renamed(value, {name: held.value})
+            made_ops.name_ops(builder, value, item.scope)
             layout.append((target, summaries.tf1_tag(builder, tag, call, item.scope), value))
             deps |= builder.deps_of(value)
     for i in deps:

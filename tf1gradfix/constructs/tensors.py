@@ -6,9 +6,8 @@ from __future__ import annotations
 
 import libcst as cst
 
-from tf1gradfix.constructs import control_flow, dropout, graph_collections, layers, losses, summaries, variable_factories
+from tf1gradfix.constructs import control_flow, dropout, graph_collections, layers, losses, made_ops, summaries, variable_factories
 from tf1gradfix.cst.syntax import Refusal, arg, bound_names, literal_string, loads, matches, name_nodes, schedule_table
-from tf1gradfix.model.tf1_names import op_names
 from tf1gradfix.model.nodes import OPS, ComputeGradients, Computed, Gradients, Static, Statement, Tensor
 
 
@@ -51,7 +50,7 @@ def _model(builder, item, names, value, deps, tf_calls) -> None:
         static = False
     node: Computed = builder.add(item, Static if static else Tensor, names, value, deps, calls=[q for _, q in tf_calls],
                                  collections=collections)
-    node.op_name = _named_op(builder, item, value)
+    node.op_name = made_ops.name_ops(builder, value, item.scope)
     inner, helper_unsupported = helper_calls(builder, item.stmt, value, item)
     node.calls += inner
     node.unsupported = unsupported or helper_unsupported
@@ -70,15 +69,6 @@ def _fetched(builder, item, value) -> bool:
                 and _fetched(builder, earlier, earlier.node.value):   # (made from such a value: `hits`, then its mean)
             return True
     return False
-
-
-def _named_op(builder, item, value) -> str | None:
-    """TF1's name of the op a call names (`tf.multiply(a, b, "model")`: `model`, made unique
-    in the graph under the name scopes) for the functions of rules/op_names.toml; None
-    where the statement is another call or gives no literal name."""
-    row = op_names().get(builder.qualified(value.func) or "") if isinstance(value, cst.Call) else None
-    label = literal_string(arg(value, row.get("name_at", -1), "name")) if row is not None else None
-    return builder.unique_name(item.scope + label) if label else None
 
 
 def checked_calls(builder, tf_calls) -> Refusal | None:
