@@ -141,3 +141,22 @@ def test_a_name_proven_by_identity_is_renamed_in_the_restructured_program():
     assert result.new_source is not None
     assert b"tf.linalg.global_norm([pred])" in result.new_source and b"tf.global_norm" not in result.new_source
     assert api_surface.missing_in_source(result.new_source) == []
+
+
+def test_each_advice_row_is_a_name_tf2_lacks_and_names_only_what_tf2_has():
+    import re
+    import tomllib
+
+    surface = api_surface.load()
+    rows = tomllib.loads((ROOT / "rules" / "removed_api.toml").read_text())["advice"]
+    assert [k for k in rows if surface.first_missing(k.split(".")) is None and k not in surface.modules] == []
+    advised = {k: name for k, text in rows.items() for name in re.findall(r"`tf\.([A-Za-z_][\w.]*)", text)}
+    assert {k: n for k, n in advised.items() if surface.first_missing(n.split(".")) is not None} == {}
+
+
+def test_advice_is_read_for_the_whole_chain():
+    assert api_surface.advised("app.flags.DEFINE_integer", "app") == ("app.flags", "use `absl.flags` (absl-py)")
+    assert api_surface.advised("app.run", "app")[0] == "app.run"
+    assert api_surface.advised("gfile.Exists", "gfile")[0] == "gfile"
+    name, text = api_surface.advised("no_such_thing.deeper", "no_such_thing")
+    assert name == "no_such_thing" and text.startswith("look up its TF2 form")

@@ -61,6 +61,7 @@ class Missing:
     line: int
     col: int       # 1-based
     name: str      # below the root: `global_norm`, `train.Saver`
+    chain: str = ""   # the whole chain it starts (`app.flags.DEFINE_string`): what the advice is read for
 
 
 def _bindings(tree: ast.Module) -> dict[str, str | None]:
@@ -117,7 +118,7 @@ def missing(tree: ast.Module, surface: Surface | None = None) -> list[Missing]:
         below = roots[base.id].split(".")[1:] + parts[::-1]
         name = surface.first_missing(below)
         if name is not None:
-            found.append(Missing(node.lineno, node.col_offset + 1, name))
+            found.append(Missing(node.lineno, node.col_offset + 1, name, ".".join(below)))
     found.sort(key=lambda m: (m.line, m.col))
     return found
 
@@ -141,10 +142,18 @@ def _advice_table() -> dict[str, str]:
 
 def advice(name: str) -> str:
     """What to use instead of `tf.<name>`: the row of the name or of its nearest listed module."""
+    return advised(name)[1]
+
+
+def advised(chain: str, missing: str = "") -> tuple[str, str]:
+    """(the name a finding names, what to use instead) for the chain `tf.<chain>` whose
+    prefix `missing` TF2 lacks: the longest prefix of the chain with a row of
+    rules/removed_api.toml (`app.flags` of `tf.app.flags.DEFINE_string`, though TF2
+    lacks `tf.app` already), else `missing` and the general advice."""
     table = _advice_table()
-    parts = name.split(".")
+    parts = chain.split(".")
     for depth in range(len(parts), 0, -1):
         hit = table.get(".".join(parts[:depth]))
         if hit is not None:
-            return hit
-    return "look up its TF2 form, or keep it as `tf.compat.v1` with a note"
+            return ".".join(parts[:max(depth, len(missing.split(".")) if missing else 0)]), hit
+    return missing or chain, "look up its TF2 form, or keep it as `tf.compat.v1` with a note"

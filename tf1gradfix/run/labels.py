@@ -39,7 +39,8 @@ def removed_names(display: str, data: bytes, codes: CodeFilter, taken: set[tuple
     for m in gone:
         if (m.line, m.col) in taken or is_suppressed(m.line, REMOVED, silenced):
             continue
-        message = rule.message.format(symbol=f"tf.{m.name}", advice=api_surface.advice(m.name))
+        symbol, instead = api_surface.advised(m.chain or m.name, m.name)
+        message = rule.message.format(symbol=f"tf.{symbol}", advice=instead)
         out.append(Finding(display, m.line, m.col, REMOVED, message, _label(rule.safety, fixed is not False), fixed))
     return out
 
