@@ -46,20 +46,28 @@ def refusals(folder: str, paths: list[str], known, reader) -> dict[str, tuple]:
             found = _imported_graph(stmt, importer.tree, path, listed, known)
             if found is None:
                 continue
-            module, name, line, session = found
+            module, name, line, (session, uncalled) = found
             stem = os.path.basename(module)[:-3]
-            out.setdefault(module, (module, diagnostic(line, 1, "project_imported_session", name=name,
-                                                       importer=os.path.basename(path), session=session)))
+            if uncalled:   # (the session in a function nothing calls: said so, with the function)
+                first = diagnostic(line, 1, "project_imported_session_uncalled", name=name,
+                                   importer=os.path.basename(path), session=session, function=uncalled)
+                second = diagnostic(stmt.lineno, stmt.col_offset + 1, "project_imports_session_uncalled", name=name,
+                                    module=stem, session=session, function=uncalled)
+            else:
+                first = diagnostic(line, 1, "project_imported_session", name=name, importer=os.path.basename(path),
+                                   session=session)
+                second = diagnostic(stmt.lineno, stmt.col_offset + 1, "project_imports_session", name=name,
+                                    module=stem, session=session)
+            out.setdefault(module, (module, first))
             if path in paths or os.path.abspath(path) in by_path:
-                out.setdefault(path, (path, diagnostic(stmt.lineno, stmt.col_offset + 1, "project_imports_session",
-                                                       name=name, module=stem, session=session)))
+                out.setdefault(path, (path, second))
     return out
 
 
 def _imported_graph(stmt: ast.stmt, tree: ast.Module, path: str, listed: dict, known):
-    """(module path, name, line of its definition, line of the module's session) of a
-    name `stmt` imports from a listed file that opens a session of its own, where that
-    name's definition builds graph code; else None."""
+    """(module path, name, line of its definition, the module's session: `_session_site`)
+    of a name `stmt` imports from a listed file that opens a session of its own, where
+    that name's definition builds graph code; else None."""
     if isinstance(stmt, ast.ImportFrom) and stmt.level == 0 and stmt.module in listed:
         module = listed[stmt.module]
     elif isinstance(stmt, ast.Import) and len(stmt.names) == 1 and stmt.names[0].name in listed:
@@ -74,7 +82,7 @@ def _imported_graph(stmt: ast.stmt, tree: ast.Module, path: str, listed: dict, k
     else:
         uses = layout.attribute_uses(tree, layout.bound_name(stmt), layout.top_names(found.tree))
         names = set(layout.top_names(found.tree)) if uses is None else {n.attr for n in uses}
-    session = _session_line(found.tree)
+    session = _session_site(found.tree)
     for name, defined in layout.top_names(found.tree).items():
         if name in names and not isinstance(defined, (ast.Import, ast.ImportFrom)) \
                 and any(defined.lineno <= line <= defined.end_lineno for line in found.lines):
@@ -82,9 +90,16 @@ def _imported_graph(stmt: ast.stmt, tree: ast.Module, path: str, listed: dict, k
     return None
 
 
-def _session_line(tree: ast.Module) -> int:
-    """Where the module first opens a session outside its own part (its first line if
-    it opens one some other way)."""
+def _session_site(tree: ast.Module) -> tuple[int, str]:
+    """(where the module first opens a session outside its own part, its first line if it
+    opens one some other way; the top-level function opening it where nothing in the module
+    names that function, else ""): a test nobody calls (`def test(): ...` with its call
+    commented out), which `if __name__ == "__main__":` would make the module's own part."""
     own = own_runs.own_part(tree)
-    return min((call.lineno for stmt in tree.body if stmt not in own for call in own_runs.session_calls(stmt)),
-               default=1)
+    line, where = min(((call.lineno, stmt) for stmt in tree.body if stmt not in own
+                       for call in own_runs.session_calls(stmt)), default=(1, None), key=lambda hit: hit[0])
+    if not isinstance(where, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return line, ""
+    named = any(isinstance(n, ast.Name) and n.id == where.name for stmt in tree.body if stmt is not where
+                for n in ast.walk(stmt))
+    return line, "" if named else where.name
