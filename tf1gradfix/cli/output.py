@@ -200,14 +200,7 @@ def statistics(findings: list[Finding], errors: list[FileError], fmt: str) -> st
     return "\n".join(lines)
 
 
-def blocking_codes() -> frozenset[str]:
-    """The codes of the restructuring's refusals (its manual findings)."""
-    from tf1gradfix.rules.catalog import load
-
-    return frozenset(r.code for r in load().rules if r.reported_by == "restructure" and r.safety == "manual")
-
-
-from tf1gradfix.run.findings import _CELL, split_cell  # noqa: F401  (a place's cell, read here too)
+from tf1gradfix.run.findings import _CELL, blocking_codes, split_cell  # noqa: F401  (read here too)
 
 
 def file_of(finding: Finding) -> str:

@@ -99,3 +99,10 @@ def split_cell(path: str) -> tuple[str, int | None]:
         return path, None
     file, cell = path.rsplit(":cell ", 1)
     return file, int(cell)
+
+
+def blocking_codes() -> frozenset[str]:
+    """The codes of the restructuring's refusals (its manual findings)."""
+    from tf1gradfix.rules.catalog import load
+
+    return frozenset(r.code for r in load().rules if r.reported_by == "restructure" and r.safety == "manual")

@@ -228,10 +228,34 @@ def process(project: Project, datas: dict[str, bytes], codes: CodeFilter) -> Res
         else:
             out.new = {p: new for p, new in parts.items() if new != datas[p]}
     else:   # (the combined program is not restructured)
+        _module_blocked(project, out, codes)
         return _safe_only(out, {p: _safe_source(p, datas[p], codes) for p in paths})
     for p in paths:
         out.findings[p].sort(key=lambda f: (f.line, f.col, f.code))
     return out
+
+
+def _module_blocked(project: Project, out: Result, codes: CodeFilter) -> None:
+    """A script not restructured only because a module it imports holds the reason says
+    so, at its import of that module (the script would otherwise list findings and no
+    reason): its program is its code and its modules', migrated together or not at all."""
+    from tf1gradfix.run.findings import blocking_codes
+
+    blocking = blocking_codes()
+    if any(f.code in blocking for f in out.findings[project.script]):
+        return
+    first = next((s for s in project.imports if s is not None), None)
+    for module, stmt in zip(project.modules, project.imports):
+        hit = next((f for f in out.findings[module] if f.code in blocking), None)
+        stmt = stmt or first   # (a module another module imports: where the script's imports begin)
+        if hit is None or stmt is None:
+            continue
+        line, col, code, message, safety = diagnostic(stmt.lineno, stmt.col_offset + 1, "project_module_refused",
+                                                      module=os.path.basename(module)[:-3], line=hit.line,
+                                                      reason=f"{hit.code} {hit.message}")
+        if codes.wants(code):
+            out.findings[project.script].append(Finding(project.script, line, col, code, message, safety, False))
+        return
 
 
 def _safe_source(path: str, data: bytes, codes: CodeFilter) -> tuple[bytes | None, list[Finding]]:

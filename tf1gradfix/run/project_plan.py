@@ -89,6 +89,19 @@ def _known(path: str, read: dict[str, Info | None]) -> Info | None:
     return read[path]
 
 
+def _tests(path: str, files: dict[str, Info | None]) -> bool:
+    """Is `path` a test file: a class deriving from a `TestCase` (`tf.test.TestCase`,
+    `unittest.TestCase`, `test_util.TensorFlowTestCase`)?"""
+    found = files.get(path)
+    data = _read(path) if found is None else None
+    try:
+        tree = found.tree if found is not None else ast.parse(data) if data is not None else None
+    except (SyntaxError, ValueError, RecursionError):
+        return False
+    bases = [b for n in ast.walk(tree) if isinstance(n, ast.ClassDef) for b in n.bases] if tree is not None else []
+    return any((b.attr if isinstance(b, ast.Attribute) else getattr(b, "id", "")).endswith("TestCase") for b in bases)
+
+
 def _importers(folder: str, name: str, files: dict[str, Info | None]) -> list[str]:
     """Files of `folder` that import module `name` (listed or not)."""
     out = []
@@ -180,8 +193,12 @@ def _folder_projects(folder: str, paths: list[str]) -> tuple[list[Project], dict
             others = [p for p in _importers(folder, name, read) if os.path.abspath(p) not in ours | scripts]
             if others and project.refusal is None:
                 stmt = next(s for s in project.imports[project.modules.index(module):] if s is not None)
-                project.refusal = (project.script, diagnostic(stmt.lineno, stmt.col_offset + 1, "project_module_shared",
-                                                              module=name, other=os.path.basename(others[0])))
+                line, col, other = stmt.lineno, stmt.col_offset + 1, os.path.basename(others[0])
+                if _tests(others[0], read):   # (said as what it is: the module's tests)
+                    found = diagnostic(line, col, "project_module_tested", module=name, other=other)
+                else:
+                    found = diagnostic(line, col, "project_module_shared", module=name, other=other)
+                project.refusal = (project.script, found)
     return projects, read
 
 
