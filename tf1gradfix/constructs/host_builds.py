@@ -94,6 +94,36 @@ def apart(module: cst.Module) -> list[tuple[cst.BaseStatement, str, str, str, st
     return out
 
 
+def dispatched(module: cst.Module) -> list[tuple[cst.BaseStatement, str, str, str, str]]:
+    """(statement, `inst.method()`, class, method, the constructor's name) for each build
+    call on an instance made by a name that is not a class (`gan = model(sess)`), where a
+    class of `module` with that method is listed in a collection (`models = [GAN, WGAN]`):
+    a class chosen at run time, so no construction of it is read as its build."""
+    classes = {s.name.value: s for s in module.body if isinstance(s, cst.ClassDef)}
+    listed = {e.value.value for n in walk(module) if isinstance(n, (cst.List, cst.Tuple, cst.Set))
+              for e in n.elements if isinstance(e.value, cst.Name) and e.value.value in classes}
+    listed |= {e.value.value for n in walk(module) if isinstance(n, cst.Dict)
+               for e in n.elements if isinstance(e, cst.DictElement) and isinstance(e.value, cst.Name)
+               and e.value.value in classes}
+    if not listed:
+        return []
+    made = {}   # instance name -> the name of what made it (not a class)
+    for node in walk(module):
+        if isinstance(node, cst.Assign) and len(node.targets) == 1 and isinstance(node.targets[0].target, cst.Name) \
+                and isinstance(node.value, cst.Call) and isinstance(node.value.func, cst.Name) \
+                and node.value.func.value not in classes:
+            made[node.targets[0].target.value] = node.value.func.value
+    out = []
+    for stmt in walk(module):
+        for instance, maker in made.items():
+            method = build_call(stmt, instance)
+            for name in sorted(listed):
+                methods = {s.name.value for s in classes[name].body.body if isinstance(s, cst.FunctionDef)}
+                if method is not None and method in methods:
+                    out.append((stmt, f"{instance}.{method}()", name, method, maker))
+    return out
+
+
 def _apply(module: cst.Module, block, index: int, calls: list[str], cls: cst.ClassDef) -> cst.Module:
     init = initializer(cls)
     assert init is not None

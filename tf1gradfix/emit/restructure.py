@@ -98,9 +98,9 @@ def restructure(module: cst.Module, path: str, wrapper: MetadataWrapper | None =
     built_read = as_built is not None and not as_built.no_session
     guarded = _guarded(module, shaped)
     if guarded is not None and not (built_read and guarded.first_reason in _APART):
-        return guarded
+        return guarded if guarded.new_module is not None or built is not None else _apart(module, guarded)
     if passes is not None and not (built_read and passes.first_reason in _APART):
-        return passes
+        return passes if built is not None else _apart(module, passes)
     if as_built is not None and built_read:
         return _outside(module, as_built)
     return _outside(module, shaped if built is not None else _apart(module, shaped))
@@ -198,12 +198,16 @@ def _apart(module: cst.Module, shaped: Restructured) -> Restructured:
     named = [d for d in shaped.diagnostics if d[2] == "TFG904"]
     found = [hit for hit in host_builds.apart(module)
              if any(f"`{hit[3]}`" in d[3] or f"`{hit[3]}()`" in d[3] for d in named)]
-    if not found:
+    chosen = [hit for hit in host_builds.dispatched(module)
+              if any(f"`{hit[3]}`" in d[3] or f"`{hit[3]}()`" in d[3] for d in named)][:1]
+    if not found and not chosen:
         return shaped
     positions = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
-    return replace(shaped, diagnostics=[
-        diagnostic(positions[stmt].start.line, positions[stmt].start.column + 1, "build_call_apart",
-                   call=call, cls=cls, why=why) for stmt, call, cls, _, why in found] + list(shaped.diagnostics))
+    apart = [diagnostic(positions[stmt].start.line, positions[stmt].start.column + 1, "build_call_apart",
+                        call=call, cls=cls, why=why) for stmt, call, cls, _, why in found]
+    apart += [diagnostic(positions[stmt].start.line, positions[stmt].start.column + 1, "build_call_dispatched",
+                         call=call, cls=cls, maker=maker) for stmt, call, cls, _, maker in chosen]
+    return replace(shaped, diagnostics=apart + list(shaped.diagnostics))
 
 
 def _outside(module: cst.Module, refused: Restructured) -> Restructured:
