@@ -113,8 +113,10 @@ def dispatched(module: cst.Module) -> list[tuple[cst.BaseStatement, str, str, st
                 and isinstance(node.value, cst.Call) and isinstance(node.value.func, cst.Name) \
                 and node.value.func.value not in classes:
             made[node.targets[0].target.value] = node.value.func.value
-    out = []
+    out: list[tuple[cst.BaseStatement, str, str, str, str]] = []
     for stmt in walk(module):
+        if not isinstance(stmt, cst.SimpleStatementLine):   # (a build call is a statement line of its own)
+            continue
         for instance, maker in made.items():
             method = build_call(stmt, instance)
             for name in sorted(listed):
