@@ -45,7 +45,7 @@ from tf1gradfix.detect.api_surface import missing_in_source  # noqa: E402
 from tf1gradfix.run.engine import process_source  # noqa: E402
 from tf1gradfix.run.findings import CodeFilter  # noqa: E402
 from tf1gradfix.emit.restructure import HANDLED  # noqa: E402
-from tf1gradfix.cli.output import blocking_codes  # noqa: E402
+from tf1gradfix.run.findings import blocking_codes  # noqa: E402
 
 TF1GRADFIX = str(Path(sys.executable).parent / "tf1gradfix")
 # Codes the whole-program rewrite reports when it leaves a file intact (rules/codes.toml: reported_by = "restructure").

@@ -39,7 +39,7 @@ def run_one(seed: int, work: Path, steps: int | None = None) -> dict:
     original.write_text(source)
     t0 = time.monotonic()
     result = process_source(str(original), source.encode(), CodeFilter())
-    from tf1gradfix.cli.output import blocking_codes
+    from tf1gradfix.run.findings import blocking_codes
 
     refusals = [f"{f.code} {f.message}" for f in result.findings if f.code in blocking_codes()]
     rec = dict(seed=seed, tags=tags, refusals=refusals, verdict="", reason="",

@@ -7,7 +7,7 @@ from __future__ import annotations
 import libcst as cst
 import pytest
 
-from tf1gradfix.constructs.host_builds import moved
+from tf1gradfix.constructs.host_builds import dispatched, moved
 
 CLASS = '''import tensorflow as tf
 
@@ -77,3 +77,14 @@ def test_a_method_running_the_graph_ends_the_build_calls():
     out = moved(cst.parse_module(source + "net = Net(3)\nnet.build()\nnet.fit()\n"))
     assert out is not None
     assert "        self.build()\n" in out.code and "self.fit()" not in out.code and "net.fit()\n" in out.code
+
+
+@pytest.mark.parametrize("script, expected", [
+    ("chosen = None\nfor kind in [Net]:\n    chosen = kind(3)\nchosen.build()\n", [("chosen.build()", "`Net`", "kind")]),
+    ("kinds = {'net': Net}\nmodel = kinds.get('net')(3)\nmodel = pick('net')(3)\n", []),   # (not a name call)
+    ("def make(width):\n    return Net(width)\n\n\nnets = [Net]\nmodel = make(3)\nmodel.build()\n", []),   # (a function)
+    ("model = Net(3)\nmodel.build()\n", []),   # (no listing: a construction by name)
+])
+def test_a_build_call_on_an_instance_of_a_listed_class_is_dispatched(script, expected):
+    found = dispatched(cst.parse_module(CLASS + script))
+    assert [(call, classes, maker) for _, call, classes, _, maker in found] == expected

@@ -14,7 +14,7 @@ from pathlib import Path
 import libcst as cst
 import pytest
 
-from tf1gradfix.cli.output import blocking_codes
+from tf1gradfix.run.findings import blocking_codes
 from tf1gradfix.emit.restructure import Restructured
 from tf1gradfix.rules.catalog import load
 from tf1gradfix.run.engine import process_source

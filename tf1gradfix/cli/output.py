@@ -200,7 +200,7 @@ def statistics(findings: list[Finding], errors: list[FileError], fmt: str) -> st
     return "\n".join(lines)
 
 
-from tf1gradfix.run.findings import _CELL, blocking_codes, split_cell  # noqa: F401  (read here too)
+from tf1gradfix.run.findings import _CELL, blocking_codes, split_cell  # noqa: F401  (a place's cell, read here too)
 
 
 def file_of(finding: Finding) -> str:

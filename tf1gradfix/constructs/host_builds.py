@@ -95,34 +95,30 @@ def apart(module: cst.Module) -> list[tuple[cst.BaseStatement, str, str, str, st
 
 
 def dispatched(module: cst.Module) -> list[tuple[cst.BaseStatement, str, str, str, str]]:
-    """(statement, `inst.method()`, class, method, the constructor's name) for each build
-    call on an instance made by a name that is not a class (`gan = model(sess)`), where a
-    class of `module` with that method is listed in a collection (`models = [GAN, WGAN]`):
-    a class chosen at run time, so no construction of it is read as its build."""
+    """(statement, `inst.method()`, the listed classes having the method, method, the
+    constructor's name) for each build call on an instance made by a name that is neither
+    a class nor a function of `module` (`gan = model(sess)`), where classes of `module` with
+    that method are listed in a collection (`models = [GAN, WGAN]`): a class chosen at run
+    time, so no construction of it is read as its build."""
     classes = {s.name.value: s for s in module.body if isinstance(s, cst.ClassDef)}
-    listed = {e.value.value for n in walk(module) if isinstance(n, (cst.List, cst.Tuple, cst.Set))
-              for e in n.elements if isinstance(e.value, cst.Name) and e.value.value in classes}
-    listed |= {e.value.value for n in walk(module) if isinstance(n, cst.Dict)
-               for e in n.elements if isinstance(e, cst.DictElement) and isinstance(e.value, cst.Name)
-               and e.value.value in classes}
-    if not listed:
+    defined = set(classes) | {s.name.value for s in module.body if isinstance(s, cst.FunctionDef)}
+    elements = [e.value for n in walk(module) if isinstance(n, (cst.List, cst.Tuple, cst.Set, cst.Dict))
+                for e in n.elements if isinstance(e, (cst.Element, cst.DictElement))]
+    methods = {e.value: {s.name.value for s in classes[e.value].body.body if isinstance(s, cst.FunctionDef)}
+               for e in elements if isinstance(e, cst.Name) and e.value in classes}
+    if not methods:
         return []
-    made = {}   # instance name -> the name of what made it (not a class)
-    for node in walk(module):
-        if isinstance(node, cst.Assign) and len(node.targets) == 1 and isinstance(node.targets[0].target, cst.Name) \
-                and isinstance(node.value, cst.Call) and isinstance(node.value.func, cst.Name) \
-                and node.value.func.value not in classes:
-            made[node.targets[0].target.value] = node.value.func.value
+    made = {n.targets[0].target.value: n.value.func.value for n in walk(module)   # instance -> what made it
+            if isinstance(n, cst.Assign) and len(n.targets) == 1 and isinstance(n.targets[0].target, cst.Name)
+            and isinstance(n.value, cst.Call) and isinstance(n.value.func, cst.Name) and n.value.func.value not in defined}
     out: list[tuple[cst.BaseStatement, str, str, str, str]] = []
-    for stmt in walk(module):
-        if not isinstance(stmt, cst.SimpleStatementLine):   # (a build call is a statement line of its own)
-            continue
+    for stmt in (n for n in walk(module) if isinstance(n, cst.SimpleStatementLine)):   # (a build call is one line)
         for instance, maker in made.items():
             method = build_call(stmt, instance)
-            for name in sorted(listed):
-                methods = {s.name.value for s in classes[name].body.body if isinstance(s, cst.FunctionDef)}
-                if method is not None and method in methods:
-                    out.append((stmt, f"{instance}.{method}()", name, method, maker))
+            having = sorted(name for name, own in methods.items() if method in own)
+            if method is not None and having:
+                listing = ", ".join(f"`{n}`" for n in having[:3]) + (", ..." if len(having) > 3 else "")
+                out.append((stmt, f"{instance}.{method}()", listing, method, maker))
     return out
 
 

@@ -140,11 +140,6 @@ def _advice_table() -> dict[str, str]:
     return _read("removed_api.toml")["advice"]
 
 
-def advice(name: str) -> str:
-    """What to use instead of `tf.<name>`: the row of the name or of its nearest listed module."""
-    return advised(name)[1]
-
-
 def advised(chain: str, missing: str = "") -> tuple[str, str]:
     """(the name a finding names, what to use instead) for the chain `tf.<chain>` whose
     prefix `missing` TF2 lacks: the longest prefix of the chain with a row of

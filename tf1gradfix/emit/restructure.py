@@ -195,18 +195,20 @@ def _through(maps, line: int) -> int:
 def _apart(module: cst.Module, shaped: Restructured) -> Restructured:
     """A refusal naming a method a script calls after the class's construction, with
     why that call is not read as the end of `__init__` (host_builds) at its line."""
-    named = [d for d in shaped.diagnostics if d[2] == "TFG904"]
-    found = [hit for hit in host_builds.apart(module)
-             if any(f"`{hit[3]}`" in d[3] or f"`{hit[3]}()`" in d[3] for d in named)]
-    chosen = [hit for hit in host_builds.dispatched(module)
-              if any(f"`{hit[3]}`" in d[3] or f"`{hit[3]}()`" in d[3] for d in named)][:1]
+    named = [d[3] for d in shaped.diagnostics if d[2] == "TFG904"]
+
+    def refused(method: str) -> bool:   # (a TFG904 of the module names the method)
+        return any(f"`{method}`" in text or f"`{method}()`" in text for text in named)
+
+    found = [hit for hit in host_builds.apart(module) if refused(hit[3])]
+    chosen = [hit for hit in host_builds.dispatched(module) if refused(hit[3])][:1]
     if not found and not chosen:
         return shaped
     positions = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
     apart = [diagnostic(positions[stmt].start.line, positions[stmt].start.column + 1, "build_call_apart",
                         call=call, cls=cls, why=why) for stmt, call, cls, _, why in found]
     apart += [diagnostic(positions[stmt].start.line, positions[stmt].start.column + 1, "build_call_dispatched",
-                         call=call, cls=cls, maker=maker) for stmt, call, cls, _, maker in chosen]
+                         call=call, classes=classes, maker=maker) for stmt, call, classes, _, maker in chosen]
     return replace(shaped, diagnostics=apart + list(shaped.diagnostics))
 
 

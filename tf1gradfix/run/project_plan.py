@@ -89,21 +89,15 @@ def _known(path: str, read: dict[str, Info | None]) -> Info | None:
     return read[path]
 
 
-def _tests(path: str, files: dict[str, Info | None]) -> bool:
-    """Is `path` a test file: a class deriving from a `TestCase` (`tf.test.TestCase`,
+def _tests(tree: ast.Module) -> bool:
+    """Is it a test file: a class deriving from a `TestCase` (`tf.test.TestCase`,
     `unittest.TestCase`, `test_util.TensorFlowTestCase`)?"""
-    found = files.get(path)
-    data = _read(path) if found is None else None
-    try:
-        tree = found.tree if found is not None else ast.parse(data) if data is not None else None
-    except (SyntaxError, ValueError, RecursionError):
-        return False
-    bases = [b for n in ast.walk(tree) if isinstance(n, ast.ClassDef) for b in n.bases] if tree is not None else []
+    bases = [b for n in ast.walk(tree) if isinstance(n, ast.ClassDef) for b in n.bases]
     return any((b.attr if isinstance(b, ast.Attribute) else getattr(b, "id", "")).endswith("TestCase") for b in bases)
 
 
-def _importers(folder: str, name: str, files: dict[str, Info | None]) -> list[str]:
-    """Files of `folder` that import module `name` (listed or not)."""
+def _importers(folder: str, name: str, files: dict[str, Info | None]) -> list[tuple[str, ast.Module]]:
+    """(path, tree) of the files of `folder` that import module `name` (listed or not)."""
     out = []
     try:
         entries = sorted(e for e in os.listdir(folder) if e.endswith(".py"))
@@ -122,7 +116,7 @@ def _importers(folder: str, name: str, files: dict[str, Info | None]) -> list[st
             except (SyntaxError, ValueError, RecursionError):
                 continue
         if any(_imports(node, name) for node in ast.walk(tree)):
-            out.append(key or path)
+            out.append((key or path, tree))
     return out
 
 
@@ -190,11 +184,11 @@ def _folder_projects(folder: str, paths: list[str]) -> tuple[list[Project], dict
         ours = {os.path.abspath(p) for p in (project.script, *project.modules)}
         for module in project.modules:
             name = os.path.basename(module)[:-3]
-            others = [p for p in _importers(folder, name, read) if os.path.abspath(p) not in ours | scripts]
+            others = [(p, t) for p, t in _importers(folder, name, read) if os.path.abspath(p) not in ours | scripts]
             if others and project.refusal is None:
                 stmt = next(s for s in project.imports[project.modules.index(module):] if s is not None)
-                line, col, other = stmt.lineno, stmt.col_offset + 1, os.path.basename(others[0])
-                if _tests(others[0], read):   # (said as what it is: the module's tests)
+                line, col, other = stmt.lineno, stmt.col_offset + 1, os.path.basename(others[0][0])
+                if _tests(others[0][1]):   # (said as what it is: the module's tests)
                     found = diagnostic(line, col, "project_module_tested", module=name, other=other)
                 else:
                     found = diagnostic(line, col, "project_module_shared", module=name, other=other)
