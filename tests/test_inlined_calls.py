@@ -190,3 +190,51 @@ def test_scopes_of_a_literal_name_open_where_the_function_is_called():
     for scope in ('tf.variable_scope(x.name)', 'tf.variable_scope("m") as vs', 'tf.device("/cpu:0")'):
         other = model.replace('tf.variable_scope("enc", reuse=tf.AUTO_REUSE)', scope)
         assert inlined(cst.parse_module(HEAD + other + GRAPH), scoped=True) is None, scope
+
+
+LAYER = '''def layer(x, fan_in, fan_out, label, act=tf.nn.tanh):
+    w = tf.Variable(tf.zeros([fan_in, fan_out]), name=label + "_w")
+    return act(tf.matmul(x, w))
+
+
+'''
+
+
+def test_a_layer_function_called_twice_is_copied_only_in_its_own_reading():
+    source = HEAD + LAYER + "x = tf.placeholder(tf.float32, [None, 3])\nh = layer(x, 3, 4, 'one')\nh = layer(h, 4, 2, 'two', act=tf.nn.relu)\n"
+    assert inlined(cst.parse_module(source)) is None
+    made = inlined(cst.parse_module(source), repeated=True)
+    assert made is not None and made.copies == (("layer", 2),)
+    assert made.module.code == HEAD + (
+        "x = tf.placeholder(tf.float32, [None, 3])\n"
+        "w = tf.Variable(tf.zeros([3, 4]), name='one_w')\n"
+        "h = tf.nn.tanh(tf.matmul(x, w))\n"
+        "w_2 = tf.Variable(tf.zeros([4, 2]), name='two_w')\n"
+        "h = tf.nn.relu(tf.matmul(h, w_2))\n")
+
+
+@pytest.mark.parametrize("change", [
+    ("h = layer(h, 4, 2, 'two', act=tf.nn.relu)\n", "for _ in range(2):\n    h = layer(h, 4, 2, 'two')\n"),   # a loop
+    ('w = tf.Variable(tf.zeros([fan_in, fan_out]), name=label + "_w")',
+     'w = tf.get_variable(label + "_w", [fan_in, fan_out])'),                                         # asks again
+    ("h = layer(h, 4, 2, 'two', act=tf.nn.relu)\n", "h = tf.nn.relu(layer(h, 4, 2, 'two'))\n"),         # an expression
+])
+def test_a_layer_function_is_not_copied_where_a_call_is_not_a_statement_or_asks_for_its_variables(change):
+    source = HEAD + LAYER + "x = tf.placeholder(tf.float32, [None, 3])\nh = layer(x, 3, 4, 'one')\nh = layer(h, 4, 2, 'two', act=tf.nn.relu)\n"
+    made = inlined(cst.parse_module(source.replace(*change)), repeated=True)
+    assert made is None or not made.copies
+
+
+def test_only_a_sum_of_two_literals_made_by_an_argument_is_folded():
+    source = HEAD + '''def layer(x, label):
+    w = tf.Variable(tf.zeros([3, 3]), name=label + "_w")
+    v = tf.Variable(tf.zeros([3, 3]), name="a" + "_v")
+    return tf.matmul(tf.matmul(x, w), v)
+
+
+x = tf.placeholder(tf.float32, [None, 3])
+h = layer(x, "one")
+h = layer(h, 'two')
+'''
+    code = inlined(cst.parse_module(source), repeated=True).module.code
+    assert 'name="one_w"' in code and "name='two_w'" in code and code.count('name="a" + "_v"') == 2

@@ -44,7 +44,9 @@ from typing import cast
 import libcst as cst
 
 from tf1gradfix.cst import line_maps
-from tf1gradfix.cst.syntax import (alias_qualified, bound_names, call_root, fresh_name, free_names, is_docstring, loads, matches,
+from tf1gradfix.cst.layout import refit
+from tf1gradfix.cst.syntax import (alias_qualified, bound_names, call_root, fresh_name, free_names, is_docstring, literal_string, loads,
+                                   matches,
                                    name_nodes, names_renamed, tensorflow_aliases)
 from tf1gradfix.cst.walk import walk
 
@@ -58,22 +60,25 @@ class Inlining:
     module: cst.Module                 # the module read so, parsed again
     origin: Callable[[int], int]       # its line -> the user's line
     functions: tuple[str, ...]         # the functions read where they are called
+    copies: tuple[tuple[str, int], ...] = ()   # (a function read at several calls, how many)
 
 
-def inlined(module: cst.Module, scoped: bool = False) -> Inlining | None:
+def inlined(module: cst.Module, scoped: bool = False, repeated: bool = False) -> Inlining | None:
     """The module with each such call read as the function's statements, or None; read again
     while a pass reads more (a model function calling another: `create_model` calling
     `create_rnn`), a few passes at most. `scoped`: functions opening scopes of a literal name
     too (a reading of its own, tried after the others: builders.py keeps such a function
-    whole where it can)."""
-    found = _pass(module, scoped)
+    whole where it can). `repeated`: layer functions making `tf.Variable`s called more than
+    once too, each call read as a copy of the statements (a reading of its own)."""
+    found = _pass(module, scoped, repeated)
     if found is None:
         return None
     for _ in range(_PASSES - 1):
-        again = _pass(found.module, scoped)
+        again = _pass(found.module, scoped, repeated)
         if again is None:
             break
-        found = Inlining(again.module, _through(found.origin, again.origin), found.functions + again.functions)
+        found = Inlining(again.module, _through(found.origin, again.origin), found.functions + again.functions,
+                         found.copies + again.copies)
     return found
 
 
@@ -82,13 +87,13 @@ def _through(first: Callable[[int], int], then: Callable[[int], int]) -> Callabl
     return lambda line: first(then(line))
 
 
-def _pass(module: cst.Module, scoped: bool) -> Inlining | None:
+def _pass(module: cst.Module, scoped: bool, repeated: bool = False) -> Inlining | None:
     aliases = tensorflow_aliases(module)
     named_defaults = any(isinstance(p.default, cst.Name) for s in module.body if isinstance(s, cst.FunctionDef)
                          for p in s.params.params)
     constants = _constants(module) if named_defaults else set()
     functions = {s.name.value: s for s in module.body
-                 if isinstance(s, cst.FunctionDef) and (_plain(s, aliases if scoped else None, constants)
+                 if isinstance(s, cst.FunctionDef) and (_plain(s, aliases if scoped else None, constants, aliases)
                                                         or _runner(s, aliases, constants))}
     if not functions:
         return None
@@ -97,44 +102,53 @@ def _pass(module: cst.Module, scoped: bool) -> Inlining | None:
     named = Counter(reads)
     calls = Counter(c.func.value for c in nodes if isinstance(c, cst.Call) and isinstance(c.func, cst.Name))
     placed = _placed_calls(module.body)   # (a call under `if __name__ == ...` is not read: its function's body is)
-    once = {name: f for name, f in functions.items() if calls[name] == 1 and named[name] == 2 and name in placed}
-    if not once:
+    once = {name: f for name, f in functions.items() if calls[name] == 1 and named[name] == 2 and placed[name] == 1}
+    many = {name: f for name, f in functions.items() if repeated and calls[name] > 1 and named[name] == calls[name] + 1
+            and placed[name] == calls[name] and not _returns_nothing(f) and _makes_variables(f, aliases)}
+    if not once and not many:
         return None
-    reading = _Inline(once, reads)
+    reading = _Inline({**once, **many}, reads, set(many), aliases)
     body = reading.body(module.body, None)
     if not reading.done:
         return None
-    gone = set(reading.done) - module_functions(module)
+    done = Counter(reading.done)
+    gone = {name for name in done if done[name] == calls[name]} - module_functions(module)
     body = [s for s in body if not (isinstance(s, cst.FunctionDef) and s.name.value in gone)]
     made = module.with_changes(body=body)
     return Inlining(module=cst.parse_module(made.code), origin=line_maps.origin(module, made, reading.source),
-                    functions=tuple(reading.done))
+                    functions=tuple(reading.done), copies=tuple((name, done[name]) for name in sorted(many)
+                                                                if done[name] == calls[name]))
 
 
 class _Inline:
-    def __init__(self, functions: dict[str, cst.FunctionDef], reads: list[str]):
-        self.functions, self.taken = functions, set(reads)
+    def __init__(self, functions: dict[str, cst.FunctionDef], reads: list[str], repeated: frozenset[str] | set[str] = frozenset(),
+                 aliases: frozenset[str] | set[str] = frozenset()):
+        self.functions, self.taken, self.aliases = functions, set(reads), aliases
         self.counts = Counter(reads)
+        self.repeated = repeated   # (functions read at several calls: each copy's locals are its own)
+        for name in repeated:   # (a local no other code names is free for the first copy)
+            inside = Counter(n.value for n in name_nodes(functions[name]))
+            self.taken -= {local for local, count in inside.items() if self.counts[local] == count}
         self.done: list[str] = []
         self.source: dict[int, int] = {}   # id of a statement made -> id of the user's it stands for
 
-    def body(self, statements, caller: cst.FunctionDef | None) -> list:
+    def body(self, statements, caller: cst.FunctionDef | None, indent: int = 0) -> list:
         out: list = []
         for stmt in statements:
             if isinstance(stmt, cst.FunctionDef) and isinstance(stmt.body, cst.IndentedBlock) \
                     and stmt.name.value not in self.functions:   # (one read where it is called is copied as written)
-                inner = self.body(stmt.body.body, stmt)
+                inner = self.body(stmt.body.body, stmt, indent + 4)
                 if inner != list(stmt.body.body):
                     stmt = stmt.with_changes(body=stmt.body.with_changes(body=inner))
             elif isinstance(stmt, cst.With) and isinstance(stmt.body, cst.IndentedBlock):
-                inner = self.body(stmt.body.body, caller)
+                inner = self.body(stmt.body.body, caller, indent + 4)
                 if inner != list(stmt.body.body):
                     stmt = stmt.with_changes(body=stmt.body.with_changes(body=inner))
-            made = self._call(stmt, caller) if isinstance(stmt, cst.SimpleStatementLine) else None
+            made = self._call(stmt, caller, indent) if isinstance(stmt, cst.SimpleStatementLine) else None
             out.extend(made if made is not None else [stmt])
         return out
 
-    def _call(self, stmt: cst.SimpleStatementLine, caller: cst.FunctionDef | None) -> list | None:
+    def _call(self, stmt: cst.SimpleStatementLine, caller: cst.FunctionDef | None, indent: int) -> list | None:
         small = stmt.body[0] if len(stmt.body) == 1 else None
         call = small.value if isinstance(small, (cst.Assign, cst.Expr)) else None
         if not (isinstance(call, cst.Call) and isinstance(call.func, cst.Name) and call.func.value in self.functions):
@@ -156,19 +170,20 @@ class _Inline:
         # (locals the call's targets name keep their names)
         kept = [] if runs else _returned_as(cast(cst.Assign, small), body, rebound, set(loads(call)))
         renames = {name: fresh_name(name, self.taken) for name in sorted(own - set(kept))
-                   if self.counts.get(name, 0) > inside.count(name)}   # (a name the file uses elsewhere too)
+                   if self.counts.get(name, 0) > inside.count(name)   # (a name the file uses elsewhere too,
+                   or function.name.value in self.repeated}           # or by another copy)
         literal: dict[str, cst.BaseExpression] = {}
         made: list = []
         for param, value in arguments.items():
             if isinstance(value, cst.Name) and param not in rebound and (value.value == param or value.value not in own):
                 renames[param] = value.value   # (the argument's own name, read where the parameter was)
-            elif isinstance(value, _LITERALS[:3]) and param not in rebound:
-                literal[param] = value   # (a literal argument, written where the parameter was read)
+            elif (isinstance(value, _LITERALS[:3]) or _member(value, self.aliases)) and param not in rebound:
+                literal[param] = value   # (a literal argument or `tf.nn.relu`, written where the parameter was read)
                 renames.pop(param, None)
             else:
                 made.append(cst.SimpleStatementLine(body=[cst.Assign(
                     targets=[cst.AssignTarget(cst.Name(renames.get(param, param)))], value=value)]))
-        copies = [_literals(names_renamed(s, renames), literal) for s in body]
+        copies = [refit(s, _literals(names_renamed(s, renames), literal), indent, 4) for s in body]
         for copy, original in zip(copies, body):
             self.source[id(copy)] = id(original)   # (a refusal inside is reported at the function's line)
         if runs:
@@ -189,18 +204,34 @@ class _Inline:
         return made
 
 
-def _placed_calls(statements) -> set[str]:
-    """The functions called by a statement `_Inline.body` reads (`f(...)`, `x = f(...)` in
-    the module's body, a function's, a `with` block's)."""
-    out: set[str] = set()
+def copied_notes(module: cst.Module, copies) -> list[tuple[int, int, str, str, str]]:
+    """The info diagnostic (TFG211) at each function read at several calls, in `module`'s lines."""
+    spans = line_maps.statement_lines(module, (cst.FunctionDef,)) if copies else {}
+    lines = {s.name.value: spans[id(s)][0] for s in module.body if isinstance(s, cst.FunctionDef) and id(s) in spans}
+    return [(lines.get(name, 1), 1, "TFG211",
+             f"`{name}` makes new variables at each call, as TF1 did: its statements are written where each of "
+             f"its {count} calls was, each copy with variables of its own", "safe") for name, count in copies]
+
+
+def _placed_calls(statements) -> Counter:
+    """How often each function is called by a statement `_Inline.body` reads (`f(...)`,
+    `x = f(...)` in the module's body, a function's, a `with` block's)."""
+    out: Counter = Counter()
     for stmt in statements:
         if isinstance(stmt, (cst.FunctionDef, cst.With)) and isinstance(stmt.body, cst.IndentedBlock):
-            out |= _placed_calls(stmt.body.body)
+            out += _placed_calls(stmt.body.body)
         elif isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 \
                 and isinstance(stmt.body[0], (cst.Assign, cst.Expr)) and isinstance(stmt.body[0].value, cst.Call) \
                 and isinstance(stmt.body[0].value.func, cst.Name):
-            out.add(stmt.body[0].value.func.value)
+            out[stmt.body[0].value.func.value] += 1
     return out
+
+
+def _makes_variables(function: cst.FunctionDef, aliases: set[str]) -> bool:
+    """Does the function make a `tf.Variable` (a new one at every call, in TF1 as in a copy of
+    its statements), and no `tf.get_variable` (which a second call would ask for again)?"""
+    made = {alias_qualified(aliases)(c.func) for c in walk(function.body) if isinstance(c, cst.Call)}
+    return "tensorflow.Variable" in made and "tensorflow.get_variable" not in made
 
 
 def _returns_nothing(function: cst.FunctionDef) -> bool:
@@ -235,7 +266,9 @@ def _returned_as(small: cst.Assign, body: list, rebound: set[str], arguments: se
 
 
 def _literals(node, literal: dict[str, cst.BaseExpression]):
-    """`node` with each read of a parameter in `literal` written as its literal argument."""
+    """`node` with each read of a parameter in `literal` written as its literal argument, and
+    a sum of two string literals it makes written as the string Python makes of it
+    (`name + "_w"` of `name="conv1"`: `"conv1_w"`, a variable's name as a literal)."""
     if not literal:
         return node
     reads = {n for n in name_nodes(node) if n.value in literal}
@@ -243,6 +276,17 @@ def _literals(node, literal: dict[str, cst.BaseExpression]):
     class Put(cst.CSTTransformer):
         def leave_Name(self, original, updated):
             return literal[original.value] if original in reads else updated
+
+        def leave_BinaryOperation(self, original, updated):
+            left, right = literal_string(updated.left), literal_string(updated.right)
+            if not isinstance(updated.operator, cst.Add) or left is None or right is None \
+                    or not any(n in reads for n in walk(original)):
+                return updated
+            a, b = cast(cst.SimpleString, updated.left), cast(cst.SimpleString, updated.right)
+            if (a.prefix, a.quote) != (b.prefix, b.quote):
+                return cst.SimpleString(repr(left + right))
+            cut = len(a.prefix) + len(a.quote)   # (the two texts joined in the first one's quotes)
+            return cst.SimpleString(a.value[:-len(a.quote)] + b.value[cut:])
 
     return node.visit(Put())
 
@@ -285,23 +329,33 @@ def _constants(module: cst.Module) -> set[str]:
     return out
 
 
-def _plain_params(function: cst.FunctionDef, constants: set[str]) -> bool:
+def _plain_params(function: cst.FunctionDef, constants: set[str], aliases: frozenset[str] | set[str] = frozenset()) -> bool:
+    """`aliases`: TensorFlow's names, whose members (`tf.nn.tanh`) a default may name: the same
+    object where the function is called."""
     params = function.params
     if function.decorators or params.star_arg is not cst.MaybeSentinel.DEFAULT and params.star_arg is not None \
             or params.star_kwarg is not None or params.kwonly_params or params.posonly_params:
         return False
     if any(p.default is not None and not (isinstance(p.default, _LITERALS[:3]) or isinstance(p.default, cst.Name)
-                                          and (p.default.value in ("True", "False", "None") or p.default.value in constants))
+                                          and (p.default.value in ("True", "False", "None") or p.default.value in constants)
+                                          or _member(p.default, aliases))
            for p in params.params):
         return False   # (a default is the value it had when the function was defined)
     return isinstance(function.body, cst.IndentedBlock) and bool(function.body.body)
+
+
+def _member(expr: cst.BaseExpression, aliases: frozenset[str] | set[str]) -> bool:
+    """`tf.nn.tanh`: a chain of names from one of `aliases`."""
+    while isinstance(expr, cst.Attribute):
+        expr = expr.value
+    return isinstance(expr, cst.Name) and expr.value in aliases
 
 
 def _runner(function: cst.FunctionDef, aliases: set[str], constants: set[str]) -> bool:
     """A function that opens a session and runs the graph its caller built, returning nothing
     (`train(loss, step)`, called as a statement): its `with` blocks are the session's or not
     TensorFlow's (a variable scope would make it a builder)."""
-    if not _plain_params(function, constants) or function.name.value in loads(function.body):
+    if not _plain_params(function, constants, aliases) or function.name.value in loads(function.body):
         return False
     found = list(walk(function.body))
     if any(isinstance(n, (cst.Return, *_FORBIDDEN)) for n in found):
@@ -318,9 +372,11 @@ def _runner(function: cst.FunctionDef, aliases: set[str], constants: set[str]) -
                          and matches(qualified(n.value.func), "sessions") for n in found)
 
 
-def _plain(function: cst.FunctionDef, aliases: set[str] | None, constants: set[str]) -> bool:
-    """`aliases`: TensorFlow's names, where a scope of a literal name may open (None: no `with`)."""
-    if not _plain_params(function, constants):
+def _plain(function: cst.FunctionDef, aliases: set[str] | None, constants: set[str],
+           modules: frozenset[str] | set[str] = frozenset()) -> bool:
+    """`aliases`: TensorFlow's names, where a scope of a literal name may open (None: no `with`);
+    `modules`: TensorFlow's names, for defaults."""
+    if not _plain_params(function, constants, modules):
         return False
     last = cast(cst.IndentedBlock, function.body).body[-1]
     if not (isinstance(last, cst.SimpleStatementLine) and len(last.body) == 1 and isinstance(last.body[0], cst.Return)

@@ -27,7 +27,7 @@ from tf1gradfix.cst.syntax import Refusal, bound_args, graph_ops, literal_string
 from tf1gradfix.cst.walk import walk
 from tf1gradfix.model.nodes import OPS, Computed, Statement, Summary, TrainOp, Variable
 
-WRITER_METHODS = ("add_summary", "close", "flush")
+WRITER_METHODS = ("add_summary", "add_graph", "close", "flush")
 _INVALID_TAG_CHARACTERS = re.compile(r"[^-/\w.]")   # (TF1's summary_op_util.clean_tag)
 
 
@@ -155,6 +155,7 @@ class Writers:
                     and isinstance(small.value, cst.Call) and matches(qualified(small.value.func), "summary_writers"):
                 self.statements[cast(cst.SimpleStatementLine, stmt)] = (small.targets[0].target.value, small.value)
         self.names = {name for name, _ in self.statements.values()}
+        self.graph_writes = [cast(cst.SimpleStatementLine, stmt) for stmt in walk(owner) if _graph_write(stmt, self.names)]
         self.owner = owner
         self.written: list[tuple[cst.Call, str]] = []   # `w.add_summary(...)` calls and their writer (check)
         self.layout: Summary | None = None   # the summary they write
@@ -176,6 +177,8 @@ class Writers:
             method = call.func.attr.value
             if method not in WRITER_METHODS:
                 continue
+            if method == "add_graph" and not any(cast(cst.Expr, stmt.body[0]).value is call for stmt in self.graph_writes):
+                continue   # (its result used, or other arguments: the writer's other use)
             allowed.add(id(call.func.value))
             if method != "add_summary":
                 continue
@@ -200,6 +203,10 @@ class Writers:
         for stmt, (name, call) in self.statements.items():
             line = cast(cst.SimpleStatementLine, cst.parse_statement(f"{name} = {_writer(call, tf, code, note)}\n"))
             edits[stmt] = stmt.with_changes(body=[line.body[0]])
+        for stmt in self.graph_writes:   # (TF2's writer has no graph to write)
+            note(stmt.body[0], "`add_graph` dropped: TF2 writes no graph with the summaries (TensorBoard's graph "
+                 "tab stays empty; `tf.summary.trace_on` traces a `tf.function`'s graph)")
+            edits[stmt] = cst.RemovalSentinel.REMOVE
         helper = fresh("write_summaries")
         for call, writer in self.written:
             edits[call] = _as_call(helper, writer)
@@ -210,6 +217,15 @@ class Writers:
         lines += [placed(f"{tf}.summary.{op}({json.dumps(tag)}, summary[{k}], step=global_step)", 8, " " * 8)
                   for k, (op, tag, _) in enumerate(merged.summary)]
         return edits, "\n".join(lines)
+
+
+def _graph_write(stmt: cst.CSTNode, writers: set[str]) -> bool:
+    """`writer.add_graph(sess.graph)` (a graph, by one argument) as a statement of its own."""
+    small = stmt.body[0] if type(stmt) is cst.SimpleStatementLine and len(stmt.body) == 1 else None
+    call = small.value if type(small) is cst.Expr else None
+    return isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute) and call.func.attr.value == "add_graph" \
+        and isinstance(call.func.value, cst.Name) and call.func.value.value in writers \
+        and len(call.args) == 1 and call.args[0].keyword is None
 
 
 def _fetched_summaries(program, scan) -> dict:

@@ -207,7 +207,8 @@ class ProgramRewrite(ModuleEdits, OptimizerSetup):
         """A scan of the host code, told what other constructs rewrite (writers, later sessions' inits;
         `received`: the script's functions given the session, when there is no model class)."""
         scan = HostScan(program, self.meta, nested, host, received if host is None else None)
-        scan.skip = set(builder.writers.statements) if builder.writers is not None else set()
+        scan.skip = set(builder.writers.statements) | set(builder.writers.graph_writes) if builder.writers is not None \
+            else set()
         if blocks is not None:
             scan.overwritten = later_sessions.overwritten(program, blocks, builder.qualified)
         return scan

@@ -122,7 +122,10 @@ def _guarded(module: cst.Module, shaped: Restructured) -> Restructured | None:
         readings += [(inlining, None)] + ([(inlining, both)] if both is not None else [])
     scoped = _inlined(module, scoped=True)
     if scoped is not None and (inlining is None or scoped.functions != inlining.functions):
-        readings.append((scoped, None))   # (functions opening scopes too: a reading of its own, last)
+        readings.append((scoped, None))   # (functions opening scopes too: a reading of its own)
+    repeated = _inlined(module, repeated=True)
+    if repeated is not None and (inlining is None or repeated.functions != inlining.functions):
+        readings.append((repeated, None))   # (layer functions called more than once too: last)
     first = next((d[0] for d in shaped.diagnostics if d[4] == "manual"), None)
     report = None
     for inline, lower in readings:
@@ -134,25 +137,27 @@ def _guarded(module: cst.Module, shaped: Restructured) -> Restructured | None:
         back += [inline.origin] if inline is not None else []
         if read.new_module is not None or report is None and (
                 inline is None and lower is not None and any(a <= (first or 0) <= b for a, b in lower.spans)
-                or inline is not None and lower is None and shaped.first_reason in _APART):
+                or inline is not None and lower is None and shaped.first_reason in _JOINED):
             report = replace(read, new_module=read.new_module and guarded_graph.restored(
                 read.new_module, lower.tests if lower is not None else frozenset()),
                 diagnostics=[(_through(back, d[0]), *d[1:]) for d in read.diagnostics])
             if read.new_module is not None:
-                return report
+                copied = inlined_calls.copied_notes(module, inline.copies) if inline is not None else []
+                return replace(report, diagnostics=report.diagnostics + copied)
     return report
 
 
-def _inlined(module: cst.Module, scoped: bool = False) -> inlined_calls.Inlining | None:
+def _inlined(module: cst.Module, scoped: bool = False, repeated: bool = False) -> inlined_calls.Inlining | None:
     """The module with its layer wrappers read as their calls, then its functions called once
-    as their statements (`scoped`: those opening scopes of a literal name too); None where
-    neither reads anything."""
+    as their statements (`scoped`: those opening scopes of a literal name too; `repeated`:
+    layer functions making `tf.Variable`s at several calls too); None where neither reads
+    anything."""
     wrapped = wrapper_calls.read(module)
-    inlining = inlined_calls.inlined(wrapped.module if wrapped is not None else module, scoped)
+    inlining = inlined_calls.inlined(wrapped.module if wrapped is not None else module, scoped, repeated)
     if wrapped is None or inlining is None:
         return inlining or wrapped
     return inlined_calls.Inlining(inlining.module, lambda line: wrapped.origin(inlining.origin(line)),
-                                  wrapped.functions + inlining.functions)
+                                  wrapped.functions + inlining.functions, inlining.copies)
 
 
 def _passes(module: cst.Module, shaped: Restructured) -> Restructured | None:
@@ -176,6 +181,8 @@ def _passes(module: cst.Module, shaped: Restructured) -> Restructured | None:
 # refusals of a graph built and run in different functions: where the functions read where they are
 # called are refused too, that reading's refusal names what stops the program (inlined_calls)
 _APART = frozenset({"graph_built_and_run_apart", "graph_in_several_functions"})
+# (what reading functions where they are called may lift: its own refusal then names what stops it)
+_JOINED = _APART | {"default_graph_shared"}
 
 
 def _read(module: cst.Module, moved: frozenset[int]) -> Restructured:
