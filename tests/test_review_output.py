@@ -104,13 +104,16 @@ def _blank_after_imports(source: str) -> bool | None:
     return None
 
 
-def _order(source: str) -> list[str]:
+def _order(source: str, kept: set[str] | None = None) -> list[str]:
     """The statements in source order, each as what it binds (renames aside), or its
-    kind and first line."""
+    kind and first line; `kept`: the functions the output still defines (the statements of
+    one it read where it is called, and dropped, are where the calls were)."""
     keys: list[str] = []
 
     def visit(body):
         for stmt in body:
+            if isinstance(stmt, ast.FunctionDef) and kept is not None and stmt.name not in kept:
+                continue
             if isinstance(stmt, ast.Assign):
                 keys.append(" ".join(n.id for t in stmt.targets for n in ast.walk(t) if isinstance(n, ast.Name)))
             elif not isinstance(stmt, (ast.With, ast.FunctionDef)):   # (session blocks go, functions come)
@@ -133,7 +136,8 @@ def test_blank_lines_and_order_kept(path, source, out):
     assert not re.search(r"\n\n\n+[ ]+\S", out.replace("\n\n\n    @", "").replace("\n\n\n    def ", "")) or \
         re.search(r"\n\n\n+[ ]+\S", source)
     # statements the rewrite keeps outside its functions stay in their order
-    before, after = _order(source), _order(out)
+    defined = {n.name for n in ast.walk(ast.parse(out)) if isinstance(n, ast.FunctionDef)}
+    before, after = _order(source, defined), _order(out)
     common = [k for k in before if before.count(k) == 1 and after.count(k) == 1]
     positions = [after.index(k) for k in common]
     moved = [(common[i], common[i + 1]) for i in range(len(common) - 1) if positions[i] > positions[i + 1]]

@@ -43,6 +43,7 @@ from typing import cast
 
 import libcst as cst
 
+from tf1gradfix.constructs import layer_copies
 from tf1gradfix.cst import line_maps
 from tf1gradfix.cst.layout import refit
 from tf1gradfix.cst.syntax import (alias_qualified, bound_names, call_root, fresh_name, free_names, is_docstring, literal_string, loads,
@@ -103,8 +104,7 @@ def _pass(module: cst.Module, scoped: bool, repeated: bool = False) -> Inlining 
     calls = Counter(c.func.value for c in nodes if isinstance(c, cst.Call) and isinstance(c.func, cst.Name))
     placed = _placed_calls(module.body)   # (a call under `if __name__ == ...` is not read: its function's body is)
     once = {name: f for name, f in functions.items() if calls[name] == 1 and named[name] == 2 and placed[name] == 1}
-    many = {name: f for name, f in functions.items() if repeated and calls[name] > 1 and named[name] == calls[name] + 1
-            and placed[name] == calls[name] and not _returns_nothing(f) and _makes_variables(f, aliases)}
+    many = layer_copies.copied(functions, module, aliases, calls, named, placed) if repeated else {}
     if not once and not many:
         return None
     reading = _Inline({**once, **many}, reads, set(many), aliases)
@@ -144,8 +144,10 @@ class _Inline:
                 inner = self.body(stmt.body.body, caller, indent + 4)
                 if inner != list(stmt.body.body):
                     stmt = stmt.with_changes(body=stmt.body.with_changes(body=inner))
-            made = self._call(stmt, caller, indent) if isinstance(stmt, cst.SimpleStatementLine) else None
-            out.extend(made if made is not None else [stmt])
+            parts = layer_copies.hoisted(stmt, self.repeated, self.taken) if self.repeated else None
+            for part in parts or [stmt]:   # (a copied function's call nested in an expression: its own line first)
+                made = self._call(part, caller, indent) if isinstance(part, cst.SimpleStatementLine) else None
+                out.extend(made if made is not None else [part])
         return out
 
     def _call(self, stmt: cst.SimpleStatementLine, caller: cst.FunctionDef | None, indent: int) -> list | None:
@@ -204,15 +206,6 @@ class _Inline:
         return made
 
 
-def copied_notes(module: cst.Module, copies) -> list[tuple[int, int, str, str, str]]:
-    """The info diagnostic (TFG211) at each function read at several calls, in `module`'s lines."""
-    spans = line_maps.statement_lines(module, (cst.FunctionDef,)) if copies else {}
-    lines = {s.name.value: spans[id(s)][0] for s in module.body if isinstance(s, cst.FunctionDef) and id(s) in spans}
-    return [(lines.get(name, 1), 1, "TFG211",
-             f"`{name}` makes new variables at each call, as TF1 did: its statements are written where each of "
-             f"its {count} calls was, each copy with variables of its own", "safe") for name, count in copies]
-
-
 def _placed_calls(statements) -> Counter:
     """How often each function is called by a statement `_Inline.body` reads (`f(...)`,
     `x = f(...)` in the module's body, a function's, a `with` block's)."""
@@ -225,13 +218,6 @@ def _placed_calls(statements) -> Counter:
                 and isinstance(stmt.body[0].value.func, cst.Name):
             out[stmt.body[0].value.func.value] += 1
     return out
-
-
-def _makes_variables(function: cst.FunctionDef, aliases: set[str]) -> bool:
-    """Does the function make a `tf.Variable` (a new one at every call, in TF1 as in a copy of
-    its statements), and no `tf.get_variable` (which a second call would ask for again)?"""
-    made = {alias_qualified(aliases)(c.func) for c in walk(function.body) if isinstance(c, cst.Call)}
-    return "tensorflow.Variable" in made and "tensorflow.get_variable" not in made
 
 
 def _returns_nothing(function: cst.FunctionDef) -> bool:

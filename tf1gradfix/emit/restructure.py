@@ -18,7 +18,7 @@ import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider, ScopeProvider
 
 from tf1gradfix import legacy
-from tf1gradfix.constructs import (class_bases, fresh_graph_loops, guarded_graph, host_builds, inlined_calls, model_classes,
+from tf1gradfix.constructs import (class_bases, fresh_graph_loops, guarded_graph, host_builds, inlined_calls, layer_copies, model_classes,
                                    script_builds, statement_forms, wrapper_calls)
 from tf1gradfix.rules import catalog as catalog_module
 from tf1gradfix.cst.metadata import AnalysisWrapper
@@ -142,7 +142,7 @@ def _guarded(module: cst.Module, shaped: Restructured) -> Restructured | None:
                 read.new_module, lower.tests if lower is not None else frozenset()),
                 diagnostics=[(_through(back, d[0]), *d[1:]) for d in read.diagnostics])
             if read.new_module is not None:
-                copied = inlined_calls.copied_notes(module, inline.copies) if inline is not None else []
+                copied = layer_copies.notes(module, inline.copies) if inline is not None else []
                 return replace(report, diagnostics=report.diagnostics + copied)
     return report
 

@@ -1,0 +1,56 @@
+"""Layer functions copied at each call (constructs/layer_copies.py, through inlined_calls.py).
+The proofs: fixtures/rewrite/layer_function_per_layer and layer_function_through_factories,
+with their wrong counterparts."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from tf1gradfix.constructs.inlined_calls import inlined
+from tf1gradfix.constructs.layer_copies import hoisted
+
+HEAD = "import tensorflow as tf\n\n\n"
+FACTORIES = '''def weights(shape):
+    return tf.Variable(tf.zeros(shape))
+
+
+def layer(x, shape):
+    w = weights(shape)
+    return tf.matmul(x, w)
+
+
+'''
+GRAPH = "x = tf.placeholder(tf.float32, [None, 3])\nh = layer(x, [3, 3])\nh = tf.nn.relu(layer(h, [3, 2]))\n"
+
+
+def test_a_layer_function_making_variables_through_a_factory_is_copied_and_the_factory_stays():
+    made = inlined(cst.parse_module(HEAD + FACTORIES + GRAPH), repeated=True)
+    assert made is not None and made.copies == (("layer", 2),)
+    code = made.module.code
+    assert "def weights(shape):" in code and "def layer(" not in code
+    assert "h_layer = tf.matmul(h, w_2)\nh = tf.nn.relu(h_layer)\n" in code
+
+
+def test_a_nested_call_is_lifted_only_where_python_makes_it_first():
+    line = cst.parse_statement("h = tf.nn.relu(layer(h, 2))\n")
+    lifted = hoisted(line, {"layer"}, set())
+    assert lifted is not None and [cst.Module(body=[s]).code for s in lifted] == [
+        "h_layer = layer(h, 2)\n", "h = tf.nn.relu(h_layer)\n"]
+    for text in ("h = tf.concat([tf.exp(h), layer(h, 2)], 1)\n",   # (tf.exp runs first)
+                 "h = layer(h, 2) if flag else h\n",                # (a condition first)
+                 "h = layer(h, 2)\n",                                # (the value itself)
+                 "h = tf.nn.relu(other(h, 2))\n"):                   # (not a copied function)
+        assert hoisted(cst.parse_statement(text), {"layer"}, set()) is None, text
+
+
+def test_a_function_asking_for_its_variables_by_name_is_not_copied():
+    source = (HEAD + FACTORIES + GRAPH).replace("return tf.Variable(tf.zeros(shape))", "return tf.get_variable('w', shape)")
+    made = inlined(cst.parse_module(source), repeated=True)
+    assert made is None or "layer" not in dict(made.copies)
+
+
+def test_a_call_nested_twice_is_lifted_when_python_still_makes_it_first():
+    source = (HEAD + FACTORIES + GRAPH).replace("tf.nn.relu(layer(h, [3, 2]))", "tf.nn.relu(tf.exp(layer(h, [3, 2])))")
+    made = inlined(cst.parse_module(source), repeated=True)
+    assert made is not None and dict(made.copies) == {"layer": 2}
+    assert "h_layer = tf.matmul(h, w_2)\nh = tf.nn.relu(tf.exp(h_layer))\n" in made.module.code
