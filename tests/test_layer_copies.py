@@ -54,3 +54,29 @@ def test_a_call_nested_twice_is_lifted_when_python_still_makes_it_first():
     made = inlined(cst.parse_module(source), repeated=True)
     assert made is not None and dict(made.copies) == {"layer": 2}
     assert "h_layer = tf.matmul(h, w_2)\nh = tf.nn.relu(tf.exp(h_layer))\n" in made.module.code
+
+
+SCOPED = '''def layer(x, n_in, n_out, scope):
+    with tf.name_scope(scope):
+        w = tf.Variable(tf.zeros([n_in, n_out]))
+        out = tf.matmul(x, w)
+        return out
+
+
+'''
+
+
+def test_a_scope_its_caller_names_is_opened_at_each_call_with_the_result_bound_inside_it():
+    source = HEAD + SCOPED + "x = tf.placeholder(tf.float32, [None, 3])\nh = layer(x, 3, 4, 'one')\nh = layer(h, 4, 2, 'two')\n"
+    assert inlined(cst.parse_module(source)) is None   # (only the reading copying layer functions)
+    made = inlined(cst.parse_module(source), repeated=True)
+    assert made is not None and made.copies == (("layer", 2),)
+    assert "with tf.name_scope('two'):\n    w_2 = tf.Variable(tf.zeros([4, 2]))\n    out_2 = tf.matmul(h, w_2)\n    h = out_2\n" \
+        in made.module.code
+
+
+def test_a_scope_named_by_something_else_than_a_parameter_is_not_followed():
+    source = HEAD + SCOPED.replace("tf.name_scope(scope)", "tf.name_scope(scope + '_x')") \
+        + "x = tf.placeholder(tf.float32, [None, 3])\nh = layer(x, 3, 4, 'one')\nh = layer(h, 4, 2, 'two')\n"
+    made = inlined(cst.parse_module(source), repeated=True)
+    assert made is None or not made.copies

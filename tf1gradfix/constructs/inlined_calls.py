@@ -96,7 +96,9 @@ def _pass(module: cst.Module, scoped: bool, repeated: bool = False) -> Inlining 
     functions = {s.name.value: s for s in module.body
                  if isinstance(s, cst.FunctionDef) and (_plain(s, aliases if scoped else None, constants, aliases)
                                                         or _runner(s, aliases, constants))}
-    if not functions:
+    layered = {s.name.value: s for s in module.body if repeated and isinstance(s, cst.FunctionDef)
+               and _plain(s, aliases, constants, aliases, named=True)}   # (scopes a call names too: layer_copies)
+    if not functions and not layered:
         return None
     nodes = list(walk(module))
     reads = [n.value for n in name_nodes(module)]   # (not attribute names: `sess.run` reads no `run`)
@@ -104,7 +106,7 @@ def _pass(module: cst.Module, scoped: bool, repeated: bool = False) -> Inlining 
     calls = Counter(c.func.value for c in nodes if isinstance(c, cst.Call) and isinstance(c.func, cst.Name))
     placed = _placed_calls(module.body)   # (a call under `if __name__ == ...` is not read: its function's body is)
     once = {name: f for name, f in functions.items() if calls[name] == 1 and named[name] == 2 and placed[name] == 1}
-    many = layer_copies.copied(functions, module, aliases, calls, named, placed) if repeated else {}
+    many = layer_copies.copied(layered, module, aliases, calls, named, placed) if repeated else {}
     if not once and not many:
         return None
     reading = _Inline({**once, **many}, reads, set(many), aliases)
@@ -170,7 +172,8 @@ class _Inline:
         inside = [n.value for n in name_nodes(function)]
         rebound = set().union(*(bound_names(s) for s in body))
         # (locals the call's targets name keep their names)
-        kept = [] if runs else _returned_as(cast(cst.Assign, small), body, rebound, set(loads(call)))
+        scoped = isinstance(body[-1], cst.With)   # (a copied layer function's scope around its return)
+        kept = [] if runs or scoped else _returned_as(cast(cst.Assign, small), body, rebound, set(loads(call)))
         renames = {name: fresh_name(name, self.taken) for name in sorted(own - set(kept))
                    if self.counts.get(name, 0) > inside.count(name)   # (a name the file uses elsewhere too,
                    or function.name.value in self.repeated}           # or by another copy)
@@ -192,10 +195,14 @@ class _Inline:
             made += copies
         else:
             *steps, last = copies
-            returned = cast(cst.Return, cast(cst.SimpleStatementLine, last).body[0]).value
+            returned = cast(cst.Return, layer_copies.final_return(last)).value
             made += steps
-            for part in _unpacked(cast(cst.Assign, small).with_changes(value=returned)):
-                made.append(stmt.with_changes(body=[part]))
+            parts = [stmt.with_changes(body=[p]) for p in _unpacked(cast(cst.Assign, small).with_changes(value=returned))]
+            if scoped:
+                made.append(layer_copies.returned_into(cast(cst.With, last), parts))
+                self.source[id(made[-1])] = id(body[-1])
+            for part in parts if not scoped else []:
+                made.append(part)
                 self.source[id(made[-1])] = id(stmt)
         if not made:
             return None   # (a function returning its argument: nothing to read)
@@ -359,30 +366,35 @@ def _runner(function: cst.FunctionDef, aliases: set[str], constants: set[str]) -
 
 
 def _plain(function: cst.FunctionDef, aliases: set[str] | None, constants: set[str],
-           modules: frozenset[str] | set[str] = frozenset()) -> bool:
+           modules: frozenset[str] | set[str] = frozenset(), named: bool = False) -> bool:
     """`aliases`: TensorFlow's names, where a scope of a literal name may open (None: no `with`);
-    `modules`: TensorFlow's names, for defaults."""
+    `modules`: TensorFlow's names, for defaults; `named`: a scope may be named by a parameter
+    (`with tf.name_scope(layer_name):`, copied at calls passing a string: layer_copies)."""
     if not _plain_params(function, constants, modules):
         return False
     last = cast(cst.IndentedBlock, function.body).body[-1]
-    if not (isinstance(last, cst.SimpleStatementLine) and len(last.body) == 1 and isinstance(last.body[0], cst.Return)
-            and last.body[0].value is not None):
-        return False
+    if not (isinstance(last, cst.SimpleStatementLine) or named and isinstance(last, cst.With)) \
+            or layer_copies.final_return(last) is None:
+        return False   # (a `return` ends it; in a scope only where the reading copies layer functions)
     returns = [n for n in walk(function.body) if isinstance(n, cst.Return)]
-    if any(isinstance(s, cst.With) and (aliases is None or not _scoped(s, alias_qualified(aliases)))
+    params = frozenset(p.name.value for p in function.params.params) if named else frozenset()
+    if any(isinstance(s, cst.With) and (aliases is None or not _scoped(s, alias_qualified(aliases), params))
            for s in function.body.body):
         return False   # (a builder's variable scope: constructs/builders.py makes it a module)
     return len(returns) == 1 and not any(isinstance(n, _FORBIDDEN) for n in walk(function.body)) \
         and function.name.value not in loads(function.body)
 
 
-def _scoped(stmt: cst.With, qualified) -> bool:
+def _scoped(stmt: cst.With, qualified, params: frozenset[str] = frozenset()) -> bool:
     """`with tf.variable_scope("gen"):` (or a name scope, or `reuse=True`): a scope of a
-    literal name, which the function called once opens where it is called all the same."""
+    literal name (or of one of `params`), which the function called opens where it is called
+    all the same."""
     for item in stmt.items:
         call = item.item
         if item.asname is not None or not isinstance(call, cst.Call) or qualified(call.func) not in SCOPES \
-                or not call.args or not isinstance(call.args[0].value, cst.SimpleString) or call.args[0].keyword \
+                or not call.args or not (isinstance(call.args[0].value, cst.SimpleString)
+                                         or isinstance(call.args[0].value, cst.Name) and call.args[0].value.value in params) \
+                or call.args[0].keyword \
                 or any(a.keyword is None and a is not call.args[0] or a.keyword is not None
                        and (a.keyword.value != "reuse" or not isinstance(a.value, (cst.Name, cst.Attribute)))
                        for a in call.args):

@@ -12,9 +12,11 @@ where it was called: a copy of the statements at each call builds the same graph
 inlined_calls.py makes the copies (in a reading of their own, tried last), each with
 its locals named apart; this module says which functions are read so and lifts a
 call nested in an expression (`h = tf.nn.relu(full_layer(x, 8))`) onto a line of its
-own, where it is the first call Python makes in the statement (so no op moves). A
-function calling `tf.get_variable` (a second call would ask for the same variable),
-called in a loop, or read otherwise than called is not read so.
+own, where it is the first call Python makes in the statement (so no op moves). It may
+open scopes its caller names (`with tf.name_scope(layer_name):`, the `return` inside):
+each copy opens its call's scope and binds the result inside it. A function calling
+`tf.get_variable` (a second call would ask for the same variable), called in a loop,
+or read otherwise than called is not read so.
 """
 
 from __future__ import annotations
@@ -41,10 +43,12 @@ def copied(functions: dict, module: cst.Module, aliases: set[str], calls: Counte
     nested = Counter(cast(cst.Name, call.func).value for stmt in walk(module) if (call := _first_nested(stmt)) is not None)
     makers = _makers(module, aliases)
     qualified = alias_qualified(aliases)
+    scoped = {c.func.value for w in walk(module) if isinstance(w, cst.With)   # (called under a scope: the name
+              for c in walk(w.body) if isinstance(c, cst.Call) and isinstance(c.func, cst.Name)}   # TF1 gave it)
     return {name: f for name, f in functions.items()
             if calls[name] > 1 and named[name] == calls[name] + 1 and placed[name] + nested[name] == calls[name]
             and name in makers and any(isinstance(n, cst.Return) and n.value is not None for n in walk(f.body))
-            and variable_factories.factory_call(f, qualified) is None}   # (a factory stays: variable_factories)
+            and (name in scoped or variable_factories.factory_call(f, qualified) is None)}   # (else: variable_factories)
 
 
 def _makers(module: cst.Module, aliases: set[str]) -> set[str]:
@@ -94,6 +98,25 @@ def hoisted(stmt: cst.CSTNode, functions: frozenset[str] | set[str], taken: set[
             return cst.Name(name) if original is call else updated
 
     return [lifted, cast(cst.SimpleStatementLine, line.with_changes(leading_lines=()).visit(Put()))]
+
+
+def final_return(stmt: cst.CSTNode) -> cst.Return | None:
+    """The `return` ending a layer function's scope (`with tf.name_scope(layer_name): ...
+    return activations`, scopes nested), or None."""
+    while isinstance(stmt, cst.With) and isinstance(stmt.body, cst.IndentedBlock) and stmt.body.body:
+        stmt = stmt.body.body[-1]
+    small = stmt.body[0] if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 else None
+    return small if isinstance(small, cst.Return) and small.value is not None else None
+
+
+def returned_into(stmt: cst.With, assigned: list[cst.SimpleStatementLine]) -> cst.With:
+    """The scope with its final `return` replaced by the call's assignments, still inside it
+    (TF1 named the ops of the returned expression under the scope)."""
+    block = cast(cst.IndentedBlock, stmt.body)
+    last = block.body[-1]
+    inner = returned_into(last, assigned) if isinstance(last, cst.With) else assigned
+    return stmt.with_changes(body=block.with_changes(body=[*block.body[:-1], *([inner] if isinstance(inner, cst.With)
+                                                                               else inner)]))
 
 
 def notes(module: cst.Module, copies) -> list[tuple[int, int, str, str, str]]:
