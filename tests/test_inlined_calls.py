@@ -214,12 +214,12 @@ def test_a_layer_function_called_twice_is_copied_only_in_its_own_reading():
 
 
 @pytest.mark.parametrize("change", [
-    ("h = layer(h, 4, 2, 'two', act=tf.nn.relu)\n", "for _ in range(2):\n    h = layer(h, 4, 2, 'two')\n"),   # a loop
     ('w = tf.Variable(tf.zeros([fan_in, fan_out]), name=label + "_w")',
      'w = tf.get_variable(label + "_w", [fan_in, fan_out])'),                                         # asks again
     ("h = layer(h, 4, 2, 'two', act=tf.nn.relu)\n", "h = tf.exp(h) + layer(h, 4, 2, 'two')\n"),    # not first
 ])
 def test_a_layer_function_is_not_copied_where_a_call_is_not_read_first_or_asks_for_its_variables(change):
+    # (a call in a loop is copied into it: tests/test_layer_copies.py)
     source = HEAD + LAYER + "x = tf.placeholder(tf.float32, [None, 3])\nh = layer(x, 3, 4, 'one')\nh = layer(h, 4, 2, 'two', act=tf.nn.relu)\n"
     made = inlined(cst.parse_module(source.replace(*change)), repeated=True)
     assert made is None or not made.copies

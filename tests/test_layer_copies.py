@@ -80,3 +80,13 @@ def test_a_scope_named_by_something_else_than_a_parameter_is_not_followed():
         + "x = tf.placeholder(tf.float32, [None, 3])\nh = layer(x, 3, 4, 'one')\nh = layer(h, 4, 2, 'two')\n"
     made = inlined(cst.parse_module(source), repeated=True)
     assert made is None or not made.copies
+
+
+def test_a_layer_function_called_in_a_loop_is_copied_into_the_loop():
+    source = HEAD + FACTORIES.replace("tf.zeros(shape)", "tf.zeros(shape), name='w%d' % len(shape)") \
+        + "x = tf.placeholder(tf.float32, [None, 3])\nh = x\nfor k in range(2):\n    h = h + layer(h, [3, 3])\n"
+    made = inlined(cst.parse_module(source), repeated=True)
+    assert made is not None and dict(made.copies) == {"layer": 1}
+    assert "for k in range(2):\n    shape_2 = [3, 3]\n    w = weights(shape_2)\n    h_layer = tf.matmul(h, w)\n    h = h + h_layer\n" in made.module.code
+    plain = inlined(cst.parse_module(source))   # (the other readings leave loops alone)
+    assert plain is None or "    h = h + layer(h, [3, 3])\n" in plain.module.code

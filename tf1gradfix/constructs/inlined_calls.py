@@ -106,7 +106,7 @@ def _pass(module: cst.Module, scoped: bool, repeated: bool = False) -> Inlining 
     calls = Counter(c.func.value for c in nodes if isinstance(c, cst.Call) and isinstance(c.func, cst.Name))
     placed = _placed_calls(module.body)   # (a call under `if __name__ == ...` is not read: its function's body is)
     once = {name: f for name, f in functions.items() if calls[name] == 1 and named[name] == 2 and placed[name] == 1}
-    many = layer_copies.copied(layered, module, aliases, calls, named, placed) if repeated else {}
+    many = layer_copies.copied(layered, module, aliases, calls, named) if repeated else {}
     if not once and not many:
         return None
     reading = _Inline({**once, **many}, reads, set(many), aliases)
@@ -142,7 +142,8 @@ class _Inline:
                 inner = self.body(stmt.body.body, stmt, indent + 4)
                 if inner != list(stmt.body.body):
                     stmt = stmt.with_changes(body=stmt.body.with_changes(body=inner))
-            elif isinstance(stmt, cst.With) and isinstance(stmt.body, cst.IndentedBlock):
+            elif (isinstance(stmt, cst.With) or self.repeated and isinstance(stmt, cst.For)) \
+                    and isinstance(stmt.body, cst.IndentedBlock):   # (a loop: only where layer functions are copied)
                 inner = self.body(stmt.body.body, caller, indent + 4)
                 if inner != list(stmt.body.body):
                     stmt = stmt.with_changes(body=stmt.body.with_changes(body=inner))

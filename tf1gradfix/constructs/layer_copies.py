@@ -35,20 +35,40 @@ from tf1gradfix.cst.walk import post_order, walk
 _UNORDERED = (cst.IfExp, cst.BooleanOperation, cst.Lambda, cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)
 
 
-def copied(functions: dict, module: cst.Module, aliases: set[str], calls: Counter, named: Counter,
-           placed: Counter) -> dict[str, cst.FunctionDef]:
-    """The functions of `functions` (plain ones) to copy at each call: called more than once,
-    named by their calls only, each call a statement or lifted from one, returning a value
-    and making variables."""
-    nested = Counter(cast(cst.Name, call.func).value for stmt in walk(module) if (call := _first_nested(stmt)) is not None)
+def copied(functions: dict, module: cst.Module, aliases: set[str], calls: Counter, named: Counter) -> dict[str, cst.FunctionDef]:
+    """The functions of `functions` (plain ones) to copy at each call: called more than once
+    (or in a loop), named by their calls only, each call a statement or lifted from one,
+    returning a value and making variables."""
+    placed, looped = _placed(module.body, False), Counter[str]()
+    looped.update(_placed(module.body, True))
+    looped.subtract(placed)
     makers = _makers(module, aliases)
     qualified = alias_qualified(aliases)
     scoped = {c.func.value for w in walk(module) if isinstance(w, cst.With)   # (called under a scope: the name
               for c in walk(w.body) if isinstance(c, cst.Call) and isinstance(c.func, cst.Name)}   # TF1 gave it)
     return {name: f for name, f in functions.items()
-            if calls[name] > 1 and named[name] == calls[name] + 1 and placed[name] + nested[name] == calls[name]
+            if (calls[name] > 1 or looped[name] > 0) and named[name] == calls[name] + 1
+            and placed[name] + looped[name] == calls[name]
             and name in makers and any(isinstance(n, cst.Return) and n.value is not None for n in walk(f.body))
             and (name in scoped or variable_factories.factory_call(f, qualified) is None)}   # (else: variable_factories)
+
+
+def _placed(statements, loops: bool) -> Counter:
+    """How often each function is called where the reading copies it: by a statement of the
+    module's body, a function's, a `with` block's (a `for` loop's, with `loops`), or nested
+    in one where Python calls it first."""
+    out: Counter = Counter()
+    for stmt in statements:
+        block = stmt.body if isinstance(stmt, (cst.FunctionDef, cst.With)) or loops and isinstance(stmt, cst.For) else None
+        if isinstance(block, cst.IndentedBlock):
+            out += _placed(block.body, loops)
+            continue
+        small = stmt.body[0] if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 else None
+        value = small.value if isinstance(small, (cst.Assign, cst.Expr)) else None
+        call = value if isinstance(value, cst.Call) and isinstance(value.func, cst.Name) else _first_nested(stmt)
+        if call is not None:
+            out[cast(cst.Name, call.func).value] += 1
+    return out
 
 
 def _makers(module: cst.Module, aliases: set[str]) -> set[str]:
@@ -123,6 +143,8 @@ def notes(module: cst.Module, copies) -> list[tuple[int, int, str, str, str]]:
     """The info diagnostic (TFG211) at each function read at several calls, in `module`'s lines."""
     spans = line_maps.statement_lines(module, (cst.FunctionDef,)) if copies else {}
     lines = {s.name.value: spans[id(s)][0] for s in module.body if isinstance(s, cst.FunctionDef) and id(s) in spans}
+    where = {1: "where it is called (in a loop: each pass makes its own)"}
     return [(lines.get(name, 1), 1, "TFG211",
-             f"`{name}` makes new variables at each call, as TF1 did: its statements are written where each of "
-             f"its {count} calls was, each copy with variables of its own", "safe") for name, count in copies]
+             f"`{name}` makes new variables at each call, as TF1 did: its statements are written "
+             f"{where.get(count, f'where each of its {count} calls was')}, each copy with variables of its own", "safe")
+            for name, count in copies]
