@@ -116,6 +116,8 @@ class ClassLayers:
                 raise Refusal.of(call, "layer_method_layers_on_call", method=method)
             if node.method_of is None:
                 normalizing = next((site for site in node.layers if site.row.get("statistics")), None)
+                if normalizing is not None and _in_place(normalizing.call):   # (`updates_collections=None`)
+                    raise Refusal.of(normalizing.call, "builder_layer_statistics_in_place", api=symbol_of(normalizing.row))
                 if normalizing is not None:   # (builder_statistics follows calls of a builder function only)
                     raise Refusal.of(normalizing.call, "builder_layer_statistics", api=symbol_of(normalizing.row))
                 unlisted = next((site for site in node.layers if _weights_of(site) is None), None)
@@ -320,3 +322,10 @@ def _layer(site, layer_text) -> str:
 def reattributed(method: cst.FunctionDef, attributes: dict[str, str], self_name: str) -> cst.FunctionDef:
     """A layer method that makes no variables: `__init__`'s names read back as attributes."""
     return method.with_changes(body=names_as_attributes(method.body, _read(method, attributes), self_name))
+
+
+def _in_place(call: cst.Call) -> bool:
+    """Contrib's batch norm given `updates_collections=None`: its moving statistics are updated
+    by the layer's own output at each call in training mode, not through `UPDATE_OPS`."""
+    return any(a.keyword is not None and a.keyword.value == "updates_collections"
+               and isinstance(a.value, cst.Name) and a.value.value == "None" for a in call.args)
