@@ -9,7 +9,8 @@ other generators.  aligned_random.py replaces the common primitives
 (uniform, normal, truncated normal, uniform int, categorical: dropout,
 ``tf.random.*``, noise layers, sampling) with one stream both sides share; this module finds the
 random ops that remain (``tf.random.shuffle``, ``gamma``, ...,
-and primitives left in place, e.g. in a ``tf.while_loop``).
+and primitives left in place, e.g. in a ``tf.while_loop``); tf.data's shuffles are
+seeded alike by aligned_shuffles.py, and count here only once their pipeline starts again.
 
 The rule (README, TOLERANCES.md): such a random op that runs after the
 variables are initialized, on either side, makes the pair NOT_COMPARABLE;
@@ -45,8 +46,10 @@ import sys
 
 import numpy as np
 
+from tf1gradfix.verify import aligned_shuffles
+
 _RANDOM = re.compile(r"Random|Multinomial|TruncatedNormal|StatefulUniform|StatefulStandardNormal"
-                     r"|Shuffle")     # RandomShuffle, and tf.data's ShuffleDataset* (seeded per side too)
+                     r"|Shuffle")     # RandomShuffle, and tf.data's ShuffleDataset* (aligned_shuffles: started once)
 # Stateless ops are pure functions of their seed input: the same seed gives the
 # same numbers on both sides, a different one shows as a difference.
 _NOT_RANDOM = re.compile(r"GetKeyCounter|GetAlg|Seed|^Stateless")
@@ -86,6 +89,7 @@ class GraphRandomness:
         self.tracer = tracer
         self.draws = draws          # aligned_random.GraphDraws: its host-drawn ops are found too
         self.cache: dict = {}
+        self.starts = aligned_shuffles.GraphStarts()   # (a shuffled pipeline started again)
 
     def reached(self, op) -> list:
         """Random ops reachable from ``op``, not through variable initializers (cached)."""
@@ -135,7 +139,7 @@ class GraphRandomness:
         """
         ops, seen = [], set()
         for op in fetch_ops:
-            for r in self.reached(op):
+            for r in self.starts.unaligned(op, self.reached(op)):
                 if r.name not in seen:
                     seen.add(r.name)
                     ops.append(r)
@@ -281,8 +285,8 @@ class EagerRandomness:
                 op_type = op_type.decode("utf-8", "replace")
             if isinstance(op_name, bytes):
                 op_name = op_name.decode("utf-8", "replace")
-            if not is_random_op(op_type) or _in_initializer():
-                return None
+            if not is_random_op(op_type) or aligned_shuffles.is_aligned(op_type) or _in_initializer():
+                return None   # (a dataset shuffle: seeded alike on both sides, its restarts counted below)
             frame = _user_frame()
             where = (f"{os.path.basename(frame.f_code.co_filename)}:{frame.f_lineno}"
                      if frame is not None else "")
@@ -294,6 +298,18 @@ class EagerRandomness:
         except Exception:  # noqa: BLE001 - observing must never break the program
             pass
         return None
+
+    def restarted(self, dataset) -> None:
+        """A dataset holding a shuffle iterated again: TF2 reshuffles, TF1's seeded order repeats."""
+        try:
+            frame = _user_frame()
+            where = f"{os.path.basename(frame.f_code.co_filename)}:{frame.f_lineno}" if frame is not None else ""
+            self.flush()
+            self.pending.append((frame, _statement(frame), {"type": "ShuffleDatasetV3", "where": where,
+                                                            "name": "for a shuffled dataset iterated again"}, False))
+            self.flush()
+        except Exception:  # noqa: BLE001 - observing must never break the program
+            pass
 
     def variable_created(self) -> None:
         """A variable was created: random ops pending on the same line were its initial value.

@@ -17,7 +17,8 @@ import sys
 import threading
 import weakref
 
-from tf1gradfix.verify import aligned_random, budget, contrib_v1, lockstep_files, lockstep_v1, mnist_data
+from tf1gradfix.verify import aligned_random, aligned_shuffles, budget, contrib_v1, lockstep_files, lockstep_v1
+from tf1gradfix.verify import mnist_data
 from tf1gradfix.verify import random_ops
 from tf1gradfix.verify import runner_common as rc
 from tf1gradfix.verify import settings, summary_values
@@ -396,6 +397,7 @@ def main(argv: list[str]) -> int:
     v1.disable_v2_behavior()
     v1.logging.set_verbosity(verbosity)
     v1.set_random_seed(rc.SEED)
+    aligned_shuffles.install()   # (tf.data shuffles seeded by call order, as the migrated side seeds them)
     contrib_v1.install(v1)   # (TF2 has no tf.contrib: the rows the rewrite maps, modelled)
     mnist_data.install_v1(v1)   # (nor tensorflow.examples: its MNIST loader, modelled, on synthetic data)
     trace = rc.Trace(trace_dir, "original")

@@ -18,7 +18,8 @@ import os
 import sys
 import threading
 
-from tf1gradfix.verify import aligned_random, budget, cell_weights, graph_calls, lockstep_files, lockstep_v2, mnist_data
+from tf1gradfix.verify import aligned_random, aligned_shuffles, budget, cell_weights, graph_calls, lockstep_files
+from tf1gradfix.verify import lockstep_v2, mnist_data
 from tf1gradfix.verify import random_ops
 from tf1gradfix.verify import runner_common as rc
 from tf1gradfix.verify import settings, summary_values
@@ -373,6 +374,7 @@ def main(argv: list[str]) -> int:
     trace = rc.Trace(trace_dir, "migrated")
     tracer = V2Tracer(tf, trace, wait=float(settings.get("TF1GRADFIX_INIT_WAIT", "300")))
     tracer.install()
+    aligned_shuffles.install(tracer.randomness.restarted)   # (as the original side seeds them)
     summary_values.install_v2(tf, trace)
     trace.event("start", side="migrated", script=os.path.abspath(script))
     with tf.variable_creator_scope(tracer.creator):
