@@ -82,7 +82,8 @@ def compare_printed(cmp: Comparison, out_o: str, out_m: str, rtol, atol, stopped
         cmp.described = len(described)
         cmp.notes.append(f"{len(described)} line{'s' if len(described) > 1 else ''} of the original's output "
                          f"{'are' if len(described) > 1 else 'is'} TF1's description of graph objects (a "
-                         "`Tensor(...)`, `<tf.Variable ...>` or an op printed while the graph was built), "
+                         "`Tensor(...)`, `<tf.Variable ...>`, an op, a dataset or another object of TensorFlow's "
+                         "printed while the graph was built), "
                          "not values: left out of the printed-output comparison")
     (out_o, inline), out_m = descriptions.inline(out_o), descriptions.inline(out_m)[0]   # (a migration kept in tf.compat.v1 prints them too)
     if inline:

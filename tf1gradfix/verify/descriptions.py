@@ -7,6 +7,8 @@ A TF1 program that prints a graph value while it builds the graph
     <tf.Tensor 'x:0' shape=(?, 5) dtype=float32>                     one in a list, tuple, dict
     <tf.Variable 'w:0' shape=(3,) dtype=float32_ref>                 a variable
     <tf.Operation 'train' type=NoOp>                                 an op in a container
+    <_BatchDataset element_spec=(TensorSpec(shape=(?, 784), ...))>   a tf.data dataset
+    <tensorflow.python.data.ops.iterator_ops.Iterator object at 0x7f..>  another object of TF's
     name: "train" / op: "NoOp" / input: "^..." / attr { ... }        an op, over several lines
     (?, 14, 14, 32) / [None, 14, 14, 32]                             a tensor's static shape
 
@@ -37,6 +39,8 @@ DESCRIPTION = re.compile("|".join((
     rf"<tf\.Tensor '{_NAME}:\d+' shape={_SHAPE} dtype={_DTYPE}>",                                  # repr(tensor)
     rf"<tf\.Variable '{_NAME}:\d+' shape={_SHAPE} dtype={_DTYPE}>",                                # repr(variable)
     rf"<tf\.Operation '{_NAME}' type=\w+>",                                                        # repr(op)
+    r"<_?[A-Za-z0-9]*Dataset[A-Za-z0-9]* (?:element_spec=|shapes: )[^<>\n]*>",                    # a tf.data dataset
+    r"<tensorflow\.[\w.]+ object at 0x[0-9a-fA-F]+>",                                            # an iterator, a Saver...
     r"\((?:(?:\d+|\?), )*\?(?:, (?:\d+|\?))*,?\)",      # str(tensor.shape) with a dimension unknown: (?, 14, 32)
     r"\[(?:(?:\d+|None), )*None(?:, (?:\d+|None))*\]",     # its as_list(): [None, 14, 32]
 )))
