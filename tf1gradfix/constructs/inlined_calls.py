@@ -46,9 +46,8 @@ import libcst as cst
 from tf1gradfix.constructs import layer_copies
 from tf1gradfix.cst import line_maps
 from tf1gradfix.cst.layout import refit
-from tf1gradfix.cst.syntax import (alias_qualified, bound_names, call_root, fresh_name, free_names, is_docstring, literal_string, loads,
-                                   matches,
-                                   name_nodes, names_renamed, tensorflow_aliases)
+from tf1gradfix.cst.syntax import (alias_qualified, bound_names, call_root, fresh_name, free_names, is_docstring,
+                                   literal_string, loads, matches, name_nodes, names_renamed, tensorflow_aliases)
 from tf1gradfix.cst.walk import walk
 
 _LITERALS = (cst.Integer, cst.Float, cst.SimpleString, cst.Name)
@@ -106,7 +105,8 @@ def _pass(module: cst.Module, scoped: bool, repeated: bool = False) -> Inlining 
     calls = Counter(c.func.value for c in nodes if isinstance(c, cst.Call) and isinstance(c.func, cst.Name))
     placed = _placed_calls(module.body)   # (a call under `if __name__ == ...` is not read: its function's body is)
     once = {name: f for name, f in functions.items() if calls[name] == 1 and named[name] == 2 and placed[name] == 1}
-    many = layer_copies.copied(layered, module, aliases, calls, named) if repeated else {}
+    many = layer_copies.copied(layered, module, aliases, calls, named, _placed_calls(module.body, lifted=True),
+                               _placed_calls(module.body, loops=True, lifted=True)) if repeated else {}
     if not once and not many:
         return None
     reading = _Inline({**once, **many}, reads, set(many), aliases)
@@ -214,17 +214,22 @@ class _Inline:
         return made
 
 
-def _placed_calls(statements) -> Counter:
+def _placed_calls(statements, loops: bool = False, lifted: bool = False) -> Counter:
     """How often each function is called by a statement `_Inline.body` reads (`f(...)`,
-    `x = f(...)` in the module's body, a function's, a `with` block's)."""
+    `x = f(...)` in the module's body, a function's, a `with` block's; a `for` loop's, with
+    `loops`), or, with `lifted`, nested in one where Python calls it first (layer_copies)."""
     out: Counter = Counter()
     for stmt in statements:
-        if isinstance(stmt, (cst.FunctionDef, cst.With)) and isinstance(stmt.body, cst.IndentedBlock):
-            out += _placed_calls(stmt.body.body)
-        elif isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 \
-                and isinstance(stmt.body[0], (cst.Assign, cst.Expr)) and isinstance(stmt.body[0].value, cst.Call) \
-                and isinstance(stmt.body[0].value.func, cst.Name):
-            out[stmt.body[0].value.func.value] += 1
+        block = stmt.body if isinstance(stmt, (cst.FunctionDef, cst.With)) or loops and isinstance(stmt, cst.For) else None
+        if isinstance(block, cst.IndentedBlock):
+            out += _placed_calls(block.body, loops, lifted)
+            continue
+        small = stmt.body[0] if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 else None
+        value = small.value if isinstance(small, (cst.Assign, cst.Expr)) else None
+        call = value if isinstance(value, cst.Call) and isinstance(value.func, cst.Name) \
+            else layer_copies.first_nested(stmt) if lifted else None
+        if call is not None:
+            out[cast(cst.Name, call.func).value] += 1
     return out
 
 

@@ -25,9 +25,10 @@ from collections import Counter
 from typing import cast
 
 import libcst as cst
+from libcst.metadata import MetadataWrapper
 
 from tf1gradfix.constructs import variable_factories
-from tf1gradfix.cst import line_maps
+from tf1gradfix.cst.metadata import starts
 from tf1gradfix.cst.syntax import alias_qualified, fresh_name
 from tf1gradfix.cst.walk import post_order, walk
 
@@ -35,40 +36,19 @@ from tf1gradfix.cst.walk import post_order, walk
 _UNORDERED = (cst.IfExp, cst.BooleanOperation, cst.Lambda, cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)
 
 
-def copied(functions: dict, module: cst.Module, aliases: set[str], calls: Counter, named: Counter) -> dict[str, cst.FunctionDef]:
-    """The functions of `functions` (plain ones) to copy at each call: called more than once
-    (or in a loop), named by their calls only, each call a statement or lifted from one,
-    returning a value and making variables."""
-    placed, looped = _placed(module.body, False), Counter[str]()
-    looped.update(_placed(module.body, True))
-    looped.subtract(placed)
+def copied(functions: dict, module: cst.Module, aliases: set[str], calls: Counter, named: Counter,
+           placed: Counter, anywhere: Counter) -> dict[str, cst.FunctionDef]:
+    """The functions of `functions` (plain ones, ending in a `return`) to copy at each call:
+    called more than once or in a loop, named by their calls only, each call a statement or
+    lifted from one (`placed`; `anywhere`: loops' statements too), and making variables."""
     makers = _makers(module, aliases)
     qualified = alias_qualified(aliases)
     scoped = {c.func.value for w in walk(module) if isinstance(w, cst.With)   # (called under a scope: the name
               for c in walk(w.body) if isinstance(c, cst.Call) and isinstance(c.func, cst.Name)}   # TF1 gave it)
     return {name: f for name, f in functions.items()
-            if (calls[name] > 1 or looped[name] > 0) and named[name] == calls[name] + 1
-            and placed[name] + looped[name] == calls[name]
-            and name in makers and any(isinstance(n, cst.Return) and n.value is not None for n in walk(f.body))
+            if (calls[name] > 1 or anywhere[name] > placed[name]) and named[name] == calls[name] + 1
+            and anywhere[name] == calls[name] and name in makers
             and (name in scoped or variable_factories.factory_call(f, qualified) is None)}   # (else: variable_factories)
-
-
-def _placed(statements, loops: bool) -> Counter:
-    """How often each function is called where the reading copies it: by a statement of the
-    module's body, a function's, a `with` block's (a `for` loop's, with `loops`), or nested
-    in one where Python calls it first."""
-    out: Counter = Counter()
-    for stmt in statements:
-        block = stmt.body if isinstance(stmt, (cst.FunctionDef, cst.With)) or loops and isinstance(stmt, cst.For) else None
-        if isinstance(block, cst.IndentedBlock):
-            out += _placed(block.body, loops)
-            continue
-        small = stmt.body[0] if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 else None
-        value = small.value if isinstance(small, (cst.Assign, cst.Expr)) else None
-        call = value if isinstance(value, cst.Call) and isinstance(value.func, cst.Name) else _first_nested(stmt)
-        if call is not None:
-            out[cast(cst.Name, call.func).value] += 1
-    return out
 
 
 def _makers(module: cst.Module, aliases: set[str]) -> set[str]:
@@ -87,7 +67,7 @@ def _makers(module: cst.Module, aliases: set[str]) -> set[str]:
     return {name for name in found if "tensorflow.get_variable" not in calls[name]}
 
 
-def _first_nested(stmt: cst.CSTNode) -> cst.Call | None:
+def first_nested(stmt: cst.CSTNode) -> cst.Call | None:
     """The call of a module function nested in a statement's value that Python makes first,
     where it is nested (not the value itself) and its arguments call nothing."""
     small = stmt.body[0] if type(stmt) is cst.SimpleStatementLine and len(stmt.body) == 1 else None
@@ -101,7 +81,7 @@ def _first_nested(stmt: cst.CSTNode) -> cst.Call | None:
 def hoisted(stmt: cst.CSTNode, functions: frozenset[str] | set[str], taken: set[str]) -> list[cst.SimpleStatementLine] | None:
     """`h = tf.nn.relu(full_layer(x, 8))` as `h_full_layer = full_layer(x, 8)` then
     `h = tf.nn.relu(h_full_layer)`, for a call of one of `functions` Python makes first."""
-    call = _first_nested(stmt)
+    call = first_nested(stmt)
     if call is None or cast(cst.Name, call.func).value not in functions:
         return None
     line = cast(cst.SimpleStatementLine, stmt)
@@ -141,8 +121,10 @@ def returned_into(stmt: cst.With, assigned: list[cst.SimpleStatementLine]) -> cs
 
 def notes(module: cst.Module, copies) -> list[tuple[int, int, str, str, str]]:
     """The info diagnostic (TFG211) at each function read at several calls, in `module`'s lines."""
-    spans = line_maps.statement_lines(module, (cst.FunctionDef,)) if copies else {}
-    lines = {s.name.value: spans[id(s)][0] for s in module.body if isinstance(s, cst.FunctionDef) and id(s) in spans}
+    copied = {name for name, _ in copies}
+    defined = [s for s in module.body if isinstance(s, cst.FunctionDef) and s.name.value in copied]
+    lines = {cast(cst.FunctionDef, f).name.value: line
+             for f, (line, _) in starts(MetadataWrapper(module, unsafe_skip_copy=True), defined).items()}
     where = {1: "where it is called (in a loop: each pass makes its own)"}
     return [(lines.get(name, 1), 1, "TFG211",
              f"`{name}` makes new variables at each call, as TF1 did: its statements are written "

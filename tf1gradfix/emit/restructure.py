@@ -18,8 +18,8 @@ import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider, ScopeProvider
 
 from tf1gradfix import legacy
-from tf1gradfix.constructs import (class_bases, fresh_graph_loops, guarded_graph, host_builds, inlined_calls, layer_copies, model_classes,
-                                   script_builds, statement_forms, wrapper_calls)
+from tf1gradfix.constructs import (class_bases, fresh_graph_loops, guarded_graph, host_builds, inlined_calls, layer_copies,
+                                   model_classes, script_builds, statement_forms, wrapper_calls)
 from tf1gradfix.rules import catalog as catalog_module
 from tf1gradfix.cst.metadata import AnalysisWrapper
 from tf1gradfix.detect.detector import shared_names
