@@ -7,10 +7,12 @@ graph statements its fetches need, so such a statement is read like one made
 before the runs, where that changes nothing:
 
 * it makes nothing TF1 must initialize or an earlier run could have read: a
-  tensor, a placeholder, gradients, or a gradient-descent optimizer (no slots)
-  and its train op without a step counter (no variable, layer, optimizer with
-  slots or update: those would be made, or run, at another time than TF1 made
-  them; a slotted optimizer made after the initializer ran fails in TF1 too);
+  tensor, a placeholder, gradients, an assign op (`halve = tf.assign(rate, rate / 2)`:
+  it changes the variable only in the runs that fetch it, all later), or a
+  gradient-descent optimizer (no slots) and its train op without a step counter
+  (no variable, layer or optimizer with slots: those would be made at another
+  time than TF1 made them; a slotted optimizer made after the initializer ran
+  fails in TF1 too);
 * it binds names no other graph statement binds (an earlier run fetching the
   name still means the value it had then);
 * the host names it reads are bound nowhere in the program's host code, or once,
@@ -32,7 +34,7 @@ from tf1gradfix.cst.syntax import graph_ops
 from tf1gradfix.model.nodes import Computed, Gradients, Optimizer, Placeholder, Static, Tensor, TrainOp, Update, Variable
 
 INERT = (Tensor, Static, Update, Computed)   # exact types: nothing made when built (no layer call, summary, RNN)
-STATELESS = (Placeholder, Tensor, Static, Computed, Gradients)   # exact types: nothing TF1 must initialize
+STATELESS = (Placeholder, Tensor, Static, Computed, Gradients, Update)   # exact types: nothing TF1 must initialize
 
 
 def extends(program, position: int) -> bool:
