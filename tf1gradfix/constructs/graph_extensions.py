@@ -7,8 +7,9 @@ graph statements its fetches need, so such a statement is read like one made
 before the runs, where that changes nothing:
 
 * it makes nothing TF1 must initialize or an earlier run could have read: a
-  tensor, a placeholder, gradients, an assign op (`halve = tf.assign(rate, rate / 2)`:
-  it changes the variable only in the runs that fetch it, all later), or a
+  tensor, a placeholder, gradients, an assign op a later statement reads (`halve =
+  tf.assign(rate, rate / 2)`: it changes the variable only in the runs that fetch it,
+  all later; one nothing reads is never run, and goes with a note), or a
   gradient-descent optimizer (no slots) and its train op without a step counter
   (no variable, layer or optimizer with slots: those would be made at another
   time than TF1 made them; a slotted optimizer made after the initializer ran
@@ -46,6 +47,8 @@ def extends(program, position: int) -> bool:
     others = [i for i in program.items if i.node is not None and i is not item]
     if any(set(node.names) & set(i.node.names) for i in others):
         return False
+    if isinstance(node, Update) and not any(set(node.names) & set(loads(i.stmt)) for i in program.items[position + 1:]):
+        return False   # (an assign op nothing later reads: never run, dropped with a note by `Unrun`)
     if isinstance(node, Static):   # (made where it is, as written: from the host values it reads then, as TF1)
         return True
     graph = {name for i in program.items if i.node is not None for name in i.node.names} | set(program.sessions)

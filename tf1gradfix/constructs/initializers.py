@@ -6,7 +6,7 @@ from __future__ import annotations
 import libcst as cst
 
 from tf1gradfix.cst.syntax import matches
-from tf1gradfix.model.nodes import Init, Statement
+from tf1gradfix.model.nodes import Init, Statement, Variable
 
 
 def build(builder, s: Statement) -> bool:
@@ -36,7 +36,48 @@ def kind_of(program, expr, qualified) -> str | None:
         return None if None in kinds else "global" if "global" in kinds else "local"
     if isinstance(expr, cst.Call) and matches(q := qualified(expr.func), "initializers"):
         return "local" if matches(q, "local_initializers") else "global"
+    if _own(program, expr) is not None:   # `w.initializer`: one variable's
+        return "global"
     return None
+
+
+def listed(program, expr, qualified) -> frozenset[str] | None:
+    """The variables a run of `expr` initializes, where it names them (`w.initializer`,
+    `tf.variables_initializer([w, b])`, a list or group of those); None where it
+    initializes every variable made so far, or variables a host value lists."""
+    if isinstance(expr, cst.Name):
+        node = program.node(expr.value)
+        return listed(program, node.value, qualified) if isinstance(node, Init) and node.value is not None else None
+    own = _own(program, expr)
+    if own is not None:
+        return frozenset({own})
+    grouped = isinstance(expr, cst.Call) and qualified(expr.func) == "tensorflow.group"
+    if isinstance(expr, (cst.List, cst.Tuple)) or grouped:
+        parts = [getattr(e, "value") for e in (expr.args if grouped else expr.elements)]
+        found = [listed(program, e, qualified) for e in parts]
+        known = [f for f in found if f is not None]
+        return frozenset().union(*known) if len(known) == len(found) else None
+    if not (isinstance(expr, cst.Call) and qualified(expr.func) == "tensorflow.variables_initializer" and expr.args):
+        return None
+    given = expr.args[0].value
+    elements = given.elements if isinstance(given, (cst.List, cst.Tuple)) else ()
+    names = [e.value.value for e in elements if isinstance(e.value, cst.Name)]
+    if not names or len(names) != len(elements) or not all(_variable(program, n) for n in names):
+        return None
+    return frozenset(names)
+
+
+def _own(program, expr) -> str | None:
+    """`w.initializer` of a variable `w`: the name."""
+    if isinstance(expr, cst.Attribute) and expr.attr.value == "initializer" and isinstance(expr.value, cst.Name) \
+            and _variable(program, expr.value.value):
+        return expr.value.value
+    return None
+
+
+def _variable(program, name: str) -> bool:
+    node = program.node(name)
+    return isinstance(node, Variable) and node.alias_of is None
 
 
 def feed_unread(program, feed) -> bool:

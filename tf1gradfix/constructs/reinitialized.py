@@ -14,6 +14,11 @@ nothing TF2 would not already hold: the optimizer is made where it is, its slots
 first updates, a variable where it is, and the second initializer goes (also where nothing
 waited for it: an `InteractiveSession` script running it after each part it builds). Otherwise the statement stays refused
 (`graph_after_run`), and so does an initializer run again (`initializer_run_again`).
+
+A new variable made after runs that changed others waits for the run of its own
+initializer (`sess.run(tf.variables_initializer([best]))`), which gives it its first value
+and no other variable a new one (`take`); the global initializer would reset the trained
+variables, and is refused at the variable.
 """
 
 from __future__ import annotations
@@ -33,24 +38,50 @@ class Pending:
     def __init__(self) -> None:
         self.items: list = []
         self.changed = False   # a run so far changed a variable (an assignment run from host code, a train op)
+        self.after_changes: list = []   # ... new variables made after such runs: their own initializer only
 
     def may_wait(self, program, item, sites) -> bool:
         """May `item`, made after the runs `sites`, wait for an initializer run? (An optimizer, its update or
-        an initializer op, after runs that changed no variable.)"""
+        an initializer op, after runs that changed no variable; a new variable after any runs: the run of
+        its own initializer, `tf.variables_initializer([v])`, gives it its first value and no other.)"""
         made = isinstance(item.node, Variable) and item.node.alias_of is None   # (a new variable: given its first value)
-        return (made or isinstance(item.node, (Optimizer, OptimizerCall, Init))) and not self.changed and not any(
+        unchanged = not self.changed and not any(
             isinstance(program.node(f), (*OPS, TrainGroup)) for site in sites for f in site.fetches)
+        if made and not unchanged:
+            self.after_changes.append(item)
+        return made or isinstance(item.node, (Optimizer, OptimizerCall, Init)) and unchanged
+
+    def take(self, program, names: frozenset[str], qualified) -> bool:
+        """A run of the initializers of the variables `names` alone: True where each is a variable
+        waiting for it, its initial value the same whenever computed (made here, earlier than TF1
+        made it, it must not draw from the random sequence TF1 drew it from later)."""
+        taken = [item for item in self.items if isinstance(item.node, Variable) and set(item.node.names) & names]
+        if {name for item in taken for name in item.node.names} & names != names:
+            return False
+        for item in taken:
+            given = item.node.bound.get("initializer") if item.node.source == "tensorflow.get_variable" else \
+                item.node.bound.get("initial_value")
+            if given is None or not _fixed(given, qualified):   # (reported once: what waited is dropped)
+                self.items, self.after_changes = [], []
+                raise Refusal.of(item.stmt, "graph_after_run")
+        self.items = [item for item in self.items if item not in taken]
+        self.after_changes = [item for item in self.after_changes if item not in taken]
+        return True
 
     def run(self, changes: bool = True) -> None:
         """A run (`changes`: one that may change a variable) before the initializer: TF1 would fail on
         the uninitialized slots, or run them unmade."""
         self.changed |= changes
-        if self.items:
-            raise Refusal.of(self.items[0].stmt, "graph_after_run")
+        if self.items:   # (reported once: what waited is dropped)
+            first, self.items, self.after_changes = self.items[0], [], []
+            raise Refusal.of(first.stmt, "graph_after_run")
 
     def initializer(self, program, call: cst.Call, qualified, again: bool = False) -> bool:
         """The initializer run again (`call`; `again`: after one that ran, outside any loop): True
         where it may go, what waited for it taken in."""
+        if self.after_changes:   # (every variable initialized again, after runs that changed some)
+            first, self.items, self.after_changes = self.after_changes[0], [], []
+            raise Refusal.of(first.stmt, "graph_after_run")
         if not self.items and not (again and not self.changed):
             return False
         varying = _varying(program, qualified)

@@ -140,8 +140,9 @@ class FetchesAndFeeds:
     def _fetches(self, fetch: cst.BaseExpression) -> tuple[str, list[str]]:
         if isinstance(fetch, (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString)):
             raise Refusal.of(fetch, "fetch_by_name")
-        if isinstance(fetch, (cst.Call, cst.List, cst.Tuple)) and initializers.kind_of(self.p, fetch, self.meta.names.qualified):
-            return "init", []   # (`tf.global_variables_initializer()`, a list or group of initializers)
+        if isinstance(fetch, (cst.Call, cst.List, cst.Tuple, cst.Attribute)) \
+                and initializers.kind_of(self.p, fetch, self.meta.names.qualified):
+            return "init", []   # (`tf.global_variables_initializer()`, `w.initializer`, a list or group of initializers)
         name = self._graph_name(fetch)
         if name is not None or isinstance(fetch, cst.Name):
             node = self.p.node(name) if name is not None else None

@@ -301,7 +301,7 @@ class ModelBuilder(BlockReader):
         small = stmt.body[0]
         if isinstance(small, cst.Expr) and isinstance(small.value, cst.Call):
             func = small.value.func
-            if isinstance(func, cst.Attribute) and func.attr.value == "run" and isinstance(func.value, cst.Call) \
+            if isinstance(func, cst.Attribute) and func.attr.value == "run" and isinstance(func.value, (cst.Call, cst.Attribute)) \
                     and (kind := initializers.kind_of(self.program, func.value, self.qualified)) is not None:
                 item.drop = True   # `tf.global_variables_initializer().run()` (a local one's initializes nothing here)
                 item.initializer = kind == "global"

@@ -64,6 +64,9 @@ class HostScan(FetchesAndFeeds):
         self.rescan = False   # one of them rebound a graph name: scan again with the name's earlier binding
         self._parents: dict[int, dict[cst.CSTNode, cst.CSTNode]] = {}
         self.inits = 0
+        self.initialized: frozenset[str] = frozenset()   # variables whose own initializers ran (_first_values)
+        self.covered: set[int] | None = None   # items of the variables a first initializer of all of them covered
+        self._position = 0
         self.called_later: set[int] = set()   # ids of the sites of helpers the script calls after the graph is built
         self.waiting = reinitialized.Pending()   # optimizers made after read-only runs, before an initializer run
         self.expressions: dict[str, str] = {}   # fetched expression (code) -> its model name
@@ -95,9 +98,11 @@ class HostScan(FetchesAndFeeds):
         poisoned = set(self.p.poisoned or ())   # (names of refused graph statements: see ModelBuilder.build)
         unrun = graph_extensions.Unrun()   # graph statements after a run, refused if a later run follows
         for position, item in enumerate(self.p.items):
+            self._position = position
             if item.initializer:   # `tf.global_variables_initializer().run()`: an initializer run like another
                 self._item = item
-                self._initializer_run(cast(cst.Call, cast(cst.Expr, cast(cst.SimpleStatementLine, item.stmt).body[0]).value))
+                run = cast(cst.Call, cast(cst.Expr, cast(cst.SimpleStatementLine, item.stmt).body[0]).value)
+                self._initializer_run(run, cast(cst.Attribute, run.func).value)
             if item.node is not None or item.drop:
                 if item.node is not None and item.stmt not in self.unrun_done and self.first_site_item is not None and not savers.made_after_runs(item.node) \
                         and not graph_extensions.extends(self.p, position) \
@@ -209,9 +214,14 @@ class HostScan(FetchesAndFeeds):
             self.variable_lists[call] = text
         return text is not None
 
-    def _initializer_run(self, call: cst.Call) -> None:
+    def _initializer_run(self, call: cst.Call, fetch: cst.BaseExpression) -> None:
         """TF2 initializes once, at creation: a re-initialization cannot simply go (functions of
         host code run in an order the scan does not know), but where it changes nothing (reinitialized)."""
+        if self._first_values(call, fetch):
+            return
+        # (the variables made so far: a later run of their own initializers initializes them again)
+        self.covered = (self.covered or set()) | {k for k, item in enumerate(self.p.items)
+                                                  if k < self._position and isinstance(item.node, Variable)}
         if self.waiting.initializer(self.p, call, self.meta.names.qualified, self.inits > 0 and not self._in_loop(call)):
             self.inits += 1
             return
@@ -219,6 +229,25 @@ class HostScan(FetchesAndFeeds):
         if ran and self.host is None or self._in_loop(call) or self.inits:
             raise Refusal.of(call, "initializer_run_again")
         self.inits += 1
+
+    def _first_values(self, call: cst.Call, fetch: cst.BaseExpression) -> bool:
+        """A run of some variables' own initializers (`sess.run(w.initializer)`,
+        `tf.variables_initializer([w, b])`) in the program's code, outside loops, where no
+        initializer ran for any of them before: it gives them their first values, which TF2
+        gives them where they are made. Variables made after runs wait for it (reinitialized)."""
+        some = initializers.listed(self.p, fetch, self.meta.names.qualified)
+        if some is None or self.host is not None or self._in_loop(call) or some & self.initialized:
+            return False
+        made = {name: k for k, item in enumerate(self.p.items) if isinstance(item.node, Variable)
+                for name in item.node.names if name in some}
+        if any(k in (self.covered or ()) for k in made.values()):
+            return False
+        waiting = {name for item in self.waiting.items if isinstance(item.node, Variable) for name in item.node.names}
+        if not self.waiting.take(self.p, some & waiting, self.meta.names.qualified):
+            return False
+        self.initialized |= some
+        self.inits += 1
+        return True
 
     def _site(self, call: cst.Call) -> bool:
         func = call.func
@@ -360,7 +389,7 @@ class HostScan(FetchesAndFeeds):
             self._remove_statement(call)
             if id(call) in self.overwritten or initializers.kind_of(self.p, fetch, self.meta.names.qualified) == "local":
                 return   # (a later session's, before its restore: later_sessions.py; local variables', none here)
-            self._initializer_run(call)
+            self._initializer_run(call, fetch)
             return
         self.waiting.run(any(isinstance(self.p.node(f), (*OPS, TrainGroup)) for f in fetches))
         site = Site(call, fetches, structure, None, None, parent=self.parent(call),
