@@ -59,8 +59,7 @@ class Pending:
         if {name for item in taken for name in item.node.names} & names != names:
             return False
         for item in taken:
-            given = item.node.bound.get("initializer") if item.node.source == "tensorflow.get_variable" else \
-                item.node.bound.get("initial_value")
+            given = _initial(item.node)
             if given is None or not _fixed(given, qualified):   # (reported once: what waited is dropped)
                 self.items, self.after_changes = [], []
                 raise Refusal.of(item.stmt, "graph_after_run")
@@ -98,8 +97,7 @@ def _varying(program, qualified) -> str | None:
     """The first variable whose initial value an initializer run again would draw anew (None: none)."""
     for node in program.nodes:
         if isinstance(node, Variable) and node.alias_of is None:
-            given = node.bound.get("initializer") if node.source == "tensorflow.get_variable" else \
-                node.bound.get("initial_value")
+            given = _initial(node)
             if given is None or not _fixed(given, qualified):
                 return node.names[0]
         elif isinstance(node, VariableGroup) and not all(_fixed(m.call, qualified, inner=True) for m in node.members):
@@ -111,6 +109,11 @@ def _varying(program, qualified) -> str | None:
                 if param.endswith("_initializer") and (value is None and drawn or value is not None and not _fixed(value, qualified)):
                     return node.names[0] if node.names else node.full_name
     return None
+
+
+def _initial(node: Variable):
+    """The expression giving a variable its initial value (None: a default initializer)."""
+    return node.bound.get("initializer") if node.source == "tensorflow.get_variable" else node.bound.get("initial_value")
 
 
 def _fixed(expr: cst.CSTNode, qualified, inner: bool = False) -> bool:
