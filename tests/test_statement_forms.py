@@ -108,3 +108,35 @@ def test_a_layer_call_moves_with_the_calls_of_its_own_arguments():
     assert moved("g = tf.nn.sigmoid(tf.layers.dense(tf.add_n([x[:, k] for k in ks]), 1))\n") == [
         "g_dense = tf.layers.dense(tf.add_n([x[:, k] for k in ks]), 1)", "g = tf.nn.sigmoid(g_dense)"]
     assert moved("b = tf.concat([tf.reduce_mean(x, 1), tf.layers.dense(x, 3)], 1)\n") is None
+
+
+def test_a_loss_written_in_the_update_call_goes_on_a_line_of_its_own():
+    source = ("d_step = tf.train.AdamOptimizer(0.1, beta1=0.5).minimize(-d_loss, var_list=d_vars)\n"
+              "opt.minimize(var_list=[w], loss=(err * 0.5))\n"
+              "pairs = opt.compute_gradients(err + 0.1 * tf.nn.l2_loss(w))\n")
+    plain, origin = plain_form(cst.parse_module(source), {1, 2, 3})
+    assert plain is not None
+    assert plain.code == ("neg_d_loss = -d_loss\n"
+                          "d_step = tf.train.AdamOptimizer(0.1, beta1=0.5).minimize(neg_d_loss, var_list=d_vars)\n"
+                          "update_loss = err * 0.5\nopt.minimize(var_list=[w], loss=update_loss)\n"
+                          "pairs_loss = err + 0.1 * tf.nn.l2_loss(w)\npairs = opt.compute_gradients(pairs_loss)\n")
+    assert [origin(line) for line in range(1, 7)] == [1, 1, 2, 2, 3, 3]
+
+
+def test_a_loss_stays_where_an_op_could_be_made_before_it():
+    # (an optimizer built from a tensor, an argument before the loss that calls: their ops come first)
+    source = ("s = tf.train.GradientDescentOptimizer(tf.constant(0.1)).minimize(-loss)\n"
+              "t = opt.minimize(var_list=f(w), loss=-loss)\n"
+              "u = make_opt().minimize(loss * 2.0)\n")
+    plain, _ = plain_form(cst.parse_module(source), {1, 2, 3})
+    assert plain is None
+
+
+def test_a_loss_expression_is_read_as_its_named_form():
+    source = HEAD + (
+        "x = tf.placeholder(tf.float32, [None, 2])\nw = tf.Variable(tf.ones([2, 1]))\n"
+        "gain = tf.reduce_mean(tf.matmul(x, w))\n"
+        "step = tf.train.GradientDescentOptimizer(0.1).minimize(-gain)\n"
+        "with tf.Session() as sess:\n    sess.run(tf.global_variables_initializer())\n"
+        "    sess.run(step, {x: [[1.0, 2.0]]})\n")
+    assert _refusals(source) == []

@@ -22,6 +22,7 @@ from typing import cast
 import libcst as cst
 
 from tf1gradfix.constructs import layers
+from tf1gradfix.cst.syntax import fresh_name
 from tf1gradfix.cst.walk import walk
 
 _NOT_ENTERED = (cst.Lambda, cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp, cst.IfExp, cst.BooleanOperation)
@@ -81,14 +82,6 @@ class _Mover(cst.CSTTransformer):
             return updated
         self.done = before
         short = cast(cst.Attribute, updated.func).attr.value
-        name = _fresh(f"{self.base}_{short}", self.taken)
+        name = fresh_name(f"{self.base}_{short}", self.taken)
         self.moved.append(cst.Assign(targets=[cst.AssignTarget(target=cst.Name(name))], value=updated))
         return cst.Name(name)
-
-
-def _fresh(base: str, taken: set[str]) -> str:
-    name, k = base, 2
-    while name in taken:
-        name, k = f"{base}_{k}", k + 1
-    taken.add(name)
-    return name

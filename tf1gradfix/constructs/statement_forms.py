@@ -41,12 +41,13 @@ from typing import Any, cast
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
 
-from tf1gradfix.constructs import layer_hoist
+from tf1gradfix.constructs import layer_hoist, loss_hoist
 from tf1gradfix.cst import layout
+from tf1gradfix.cst.syntax import fresh_name
 from tf1gradfix.cst.walk import walk
 
 REASONS = frozenset({"augmented_assignment", "chained_assignment", "layer_in_expression", "tuple_assignment",
-                     "iterator_in_expression"})
+                     "iterator_in_expression", "loss_expression"})
 ATTEMPTS = 12   # (a reading stops before statements reading a refused one: a chain of them takes a reading each)
 
 # Operands printed after `x op` without parentheses: binding as tightly as a call.
@@ -166,7 +167,7 @@ def _height(stmt: cst.CSTNode) -> int:
 def _written_out(small: cst.BaseSmallStatement, taken: set[str]) -> list[cst.BaseSmallStatement]:
     """`x op= y` as `x = x op (y)`, `a = b = y` as `a = y` and `b = a`, where that is what they
     mean for a graph value; nested layer calls on lines of their own; else `small`."""
-    hoisted = layer_hoist.hoisted(small, taken)
+    hoisted = layer_hoist.hoisted(small, taken) or loss_hoist.hoisted(small, taken)
     if hoisted is not None:
         return hoisted
     iterator = _iterator_bound(small, taken)
@@ -203,12 +204,7 @@ def _iterator_bound(small: cst.BaseSmallStatement, taken: set[str]) -> list[cst.
         return None
     target = cast(cst.Assign, small).targets[0].target
     first = target.elements[0].value if isinstance(target, (cst.Tuple, cst.List)) and target.elements else target
-    base = f"{first.value if isinstance(first, cst.Name) else 'batch'}_iterator"
-    name, k = base, 1
-    while name in taken:
-        k += 1
-        name = f"{base}_{k}"
-    taken.add(name)
+    name = fresh_name(f"{first.value if isinstance(first, cst.Name) else 'batch'}_iterator", taken)
     return [cst.Assign(targets=[cst.AssignTarget(target=cst.Name(name))], value=value.func.value),
             small.with_changes(value=value.with_changes(func=value.func.with_changes(value=cst.Name(name))))]
 
