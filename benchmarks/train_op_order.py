@@ -8,9 +8,10 @@ Two measurements, under TF1 graph semantics (reference variables, as
    from the values before the run ("before"), the discriminator's update first
    ("d_first"), the generator's first ("g_first"). "none" is a result none of
    them gives (some ops read a variable while the other update writes it).
-2. `sess.run([train, clip])` of a WGAN critic, `clip` the list of
-   `p.assign(tf.clip_by_value(p, -c, c))`: is every weight within the clip
-   after the run ("clipped after")?
+2. `sess.run([train, loss, clip])` of a WGAN critic, `clip` the list of
+   `p.assign(tf.clip_by_value(p, -c, c))`: does the run give what the clip first, or
+   the update first, gives from the same state, and is every weight within the
+   clip after the run ("clipped after")?
 3. one `AdamOptimizer` applied twice in one run (`tf.group(opt.apply_gradients(a),
    opt.apply_gradients(b))`, a coupled GAN's shared weights): by how many steps do
    the optimizer's beta powers advance in a run (each apply advances them once)?
@@ -18,7 +19,7 @@ Two measurements, under TF1 graph semantics (reference variables, as
    `d_w1` computed through `w2`: did every assignment use gradients of the values the
    variables had before the run ("before")?
 
-Usage: python benchmarks/train_op_order.py [SEEDS]   (about a minute for 10)
+Usage: python benchmarks/train_op_order.py [SEEDS]   (about two minutes for 10)
 """
 
 from __future__ import annotations
@@ -112,26 +113,56 @@ def two_train_ops(seeds: int) -> None:
             print(f"two train ops, width {width} depth {depth} {optimizer}: 4 steps match {dict(counts)}")
 
 
+def _critic(seed: int, width: int, optimizer: str):
+    tf.reset_default_graph()
+    rs = np.random.RandomState(seed)
+    x, z = tf.placeholder(tf.float32, [None, width]), tf.placeholder(tf.float32, [None, width])
+    weights = [tf.Variable(rs.randn(width, width).astype(np.float32) * 0.05) for _ in range(2)]
+    weights.append(tf.Variable(rs.randn(width, 1).astype(np.float32) * 0.05))
+    loss = tf.reduce_mean(_mlp(z, weights)) - tf.reduce_mean(_mlp(x, weights))
+    opt = tf.train.RMSPropOptimizer(0.01) if optimizer == "rmsprop" else OPTIMIZERS[optimizer]()
+    train = opt.minimize(loss, var_list=weights)
+    clip = [p.assign(tf.clip_by_value(p, -0.06, 0.06)) for p in weights]
+    return x, z, weights, loss, train, clip
+
+
 def clipping(seeds: int) -> None:
-    counts: collections.Counter = collections.Counter()
-    for seed in range(seeds):
-        for width in (3, 64):
-            tf.reset_default_graph()
-            rs = np.random.RandomState(seed)
-            x = tf.placeholder(tf.float32, [None, width])
-            weights = [tf.Variable(rs.randn(width, width).astype(np.float32) * 0.05) for _ in range(2)]
-            weights.append(tf.Variable(rs.randn(width, 1).astype(np.float32) * 0.05))
-            loss = -tf.reduce_mean(_mlp(x, weights))
-            train = tf.train.RMSPropOptimizer(0.01).minimize(loss, var_list=weights)
-            clip = [p.assign(tf.clip_by_value(p, -0.06, 0.06)) for p in weights]
-            sess = tf.Session()
-            sess.run(tf.global_variables_initializer())
-            for _ in range(4):
-                sess.run([train, clip], {x: rs.randn(32, width)})
-                inside = all(np.all(np.abs(v) <= 0.06 + 1e-7) for v in sess.run(weights))
-                counts[(width, "clipped after" if inside else "updated after the clip")] += 1
-            sess.close()
-    print(f"train op and clipping in one run: {dict(sorted(counts.items()))}")
+    """Each run of `[train, loss, clip]` against the two orders a TF2 step could write,
+    both started from the state TF1 had before that run (variables and slots): the clip
+    first ("clip first"), the update first ("update first"), or neither ("neither": some op
+    read a weight the other wrote during the run). Also: are the weights within the clip
+    after the run ("clipped after")?"""
+    for optimizer in ("rmsprop", "adam"):
+        for width in (3, 16, 64, 128):
+            counts: collections.Counter = collections.Counter()
+            for seed in range(seeds):
+                x, z, weights, loss, train, clip = _critic(seed, width, optimizer)
+                state = tf.global_variables()
+                sess = tf.Session()
+                sess.run(tf.global_variables_initializer())
+                rs = np.random.RandomState(seed + 7)
+                for _ in range(6):
+                    feed = {x: rs.randn(32, width) + 1.0, z: rs.randn(32, width)}
+                    before = sess.run(state)
+                    _, value, _ = sess.run([train, loss, clip], feed)
+                    got = sess.run(state)
+                    inside = all(np.all(np.abs(v) <= 0.06 + 1e-7) for v in sess.run(weights))
+                    matched = "neither"
+                    for order in ("clip first", "update first"):
+                        for v, b in zip(state, before):
+                            v.load(b, sess)
+                        if order == "clip first":
+                            sess.run(clip)
+                        alt_value, _ = sess.run([loss, train], feed)
+                        if order == "update first":
+                            sess.run(clip)
+                        if _close(got, sess.run(state)) and np.isclose(value, alt_value, rtol=1e-4, atol=1e-6):
+                            matched = order
+                    counts[(matched, "clipped after" if inside else "not clipped after")] += 1
+                    for v, g in zip(state, got):
+                        v.load(g, sess)
+                sess.close()
+            print(f"train op, loss and clipping in one run, {optimizer}, width {width}: {dict(sorted(counts.items()))}")
 
 
 def adam_applied_twice(seeds: int) -> None:
