@@ -25,7 +25,7 @@ from tf1gradfix.constructs import made_ops
 from tf1gradfix.cst.layout import placed
 from tf1gradfix.cst.syntax import Refusal, bound_args, graph_ops, literal_string, matches
 from tf1gradfix.cst.walk import walk
-from tf1gradfix.model.nodes import OPS, Computed, Statement, Summary, TrainOp, Variable
+from tf1gradfix.model.nodes import OPS, BuilderModule, Computed, Statement, Summary, TrainOp, Variable
 
 WRITER_METHODS = ("add_summary", "add_graph", "close", "flush")
 _INVALID_TAG_CHARACTERS = re.compile(r"[^-/\w.]")   # (TF1's summary_op_util.clean_tag)
@@ -108,6 +108,23 @@ def tf1_tag(builder, tag: str, call: cst.CSTNode, scope: str = "") -> str:
     return builder.unique_name(scope + cleaned)
 
 
+def _builder_summaries(builder) -> None:
+    """A summary made inside a builder function (`tf.summary.histogram("w", w)` in a
+    `dense` helper under `tf.variable_scope`): TF1 made one op per call, tagged under that
+    call's scopes, and `merge_all` collects them all; the builder's module keeps the call
+    in its `__call__`, where TF2 writes nothing without a default writer. Refused at the
+    summary, rather than merged without it."""
+    ops = summary_ops()
+    for node in builder.program.nodes:
+        if not isinstance(node, BuilderModule):
+            continue
+        for stmt in node.inner:
+            for c, q in builder.calls(stmt):
+                if q in ops:
+                    raise Refusal.of(c, "builder_summary_merged", api=q.replace("tensorflow", "tf", 1),
+                                     function=node.var)
+
+
 def _merged(builder, call: cst.Call, q: str):
     program = builder.program
     if q == "tensorflow.summary.merge_all":
@@ -117,6 +134,7 @@ def _merged(builder, call: cst.Call, q: str):
         added = [name for n in program.nodes if isinstance(n, TrainOp) for name in n.summarized]
         if added:   # (optimize_loss's own summaries: constructs/optimize_loss.py)
             raise Refusal.of(call, "merge_all_after_optimize_loss", names=", ".join(dict.fromkeys(added)))
+        _builder_summaries(builder)
         if not members:   # (TF1 returns None: nothing to run)
             raise Refusal.of(call, "merge_all_without_summary")
     else:
