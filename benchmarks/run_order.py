@@ -8,8 +8,9 @@ checked against the values read in runs of their own just before and after it:
 
 * `[loss, tf.assign(w, w - lr * g)]` with `g = tf.gradients(loss, w)`: is the
   fetched loss the one before the assignment or after it?
-* `[train_op, v]`, `[tf.assign(...), w]`: is the fetched variable the value
-  before its update or after it?
+* `[train_op, v]`, `[tf.assign(...), w]`, `[k.assign(k + ...), k]`,
+  `[tf.assign_add(c, x), c]`: is the fetched variable the value before its update
+  or after it?
 
 The counts are the figures of verify/TOLERANCES.md ("Values fetched with an
 update"). TensorFlow is imported here: run it apart from the tool.
@@ -45,6 +46,10 @@ def main() -> None:
     optimizer = {"sgd": lambda: tf.train.GradientDescentOptimizer(0.01), "adam": lambda: tf.train.AdamOptimizer(0.01),
                  "momentum": lambda: tf.train.MomentumOptimizer(0.01, 0.9)}[args.optimizer]()
     train = optimizer.minimize(tf.reduce_mean(tf.square(tf.matmul(x, v) - y)), var_list=[v])
+    k = tf.get_variable("k", initializer=np.float32(0.0), trainable=False, use_resource=args.resource)
+    balance = k.assign(k + 0.01 * (0.5 * loss - k))   # (a BEGAN-style balance term, the method form)
+    count = tf.get_variable("count", initializer=np.float32(0.0), trainable=False, use_resource=args.resource)
+    bump = tf.assign_add(count, loss)
     feed = {x: data, y: target}
     counts: Counter = Counter()
 
@@ -65,6 +70,12 @@ def main() -> None:
             before = sess.run(w).copy()
             _, fetched = sess.run([update, w], feed)
             seen("variable fetched with its assignment", fetched, before, sess.run(w))
+            before = sess.run(k).copy()
+            _, fetched = sess.run([balance, k], feed)
+            seen("scalar fetched with its `k.assign(k + ...)`", fetched, before, sess.run(k))
+            before = sess.run(count).copy()
+            _, fetched = sess.run([bump, count], feed)
+            seen("scalar fetched with its `tf.assign_add`", fetched, before, sess.run(count))
     kind = "resource" if args.resource else "reference"
     print(f"TensorFlow {tf.__version__}, {kind} variables, threads {args.threads or 'default'}, {args.runs} runs")
     for (what, when), n in sorted(counts.items()):

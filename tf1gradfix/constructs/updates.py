@@ -89,8 +89,11 @@ def check_run(program, site_call, fetched) -> None:
     TF1 ensures for what the assigned value is computed from (`[loss, tf.assign(w, w - lr * g)]`
     with `g` the gradient of `loss`); the function computes them in that order. A value, or a
     train op, sharing no variable with the assignments (`[train, count_step, loss]` with
-    `count_step = tf.assign_add(steps, 1)`) is the same in either order. Any other value,
-    a variable above all, may be read before or after it (measured: verify/TOLERANCES.md)."""
+    `count_step = tf.assign_add(steps, 1)`) is the same in either order. A reference
+    variable fetched with its one assignment (`sess.run([update_k, k])`) gave the value
+    after it in every run measured: the function returns it after the assignment. Any
+    other value, a variable above all, may be read before or after it (measured:
+    verify/TOLERANCES.md)."""
     done = [n for n in fetched if isinstance(n, Update)]
     if not done or len(done) == len(fetched):
         return
@@ -99,11 +102,14 @@ def check_run(program, site_call, fetched) -> None:
     touched: set[int] | None = set()
     for node, assigned in zip(done, written):
         touched = None if touched is None or assigned is None else touched | assigned | _variables(program, node.deps)
+    assigned_once = {next(iter(a)) for n, a in zip(done, written) if valued(n) and a is not None and len(a) == 1}
     for node in fetched:
         if isinstance(node, (Update, Static)):
             continue
         if isinstance(node, (Computed, Gradients)) and node.index in before and not aliases_variable(program, node):
             continue
+        if isinstance(node, Variable) and node.index in assigned_once and not node.resource:
+            continue   # (a reference variable's fetch shares its buffer: the value after the assignment, measured)
         if touched is not None and isinstance(node, (Computed, Gradients, TrainOp)) \
                 and not touched & _variables(program, [node.index], node.step if isinstance(node, TrainOp) else None):
             continue   # (no variable in common: either order gives the same values)
