@@ -255,6 +255,20 @@ def test_overlapping_var_lists_map_each_optimizer_to_its_own_slots():
     assert result.lockstep.comparison.stats["step change"].compared >= 15 * 4
 
 
+@pytest.mark.tf
+def test_a_session_that_only_initialized_before_training_gives_no_state():
+    """fixtures/rewrite/abandoned_init_sessions opens a session that only initializes, and
+    closes it before training in another: its close once wrote the end state (step 1,
+    its own fresh values), the original's first step went to another name, and each side
+    waited for the other until the original's timeout."""
+    from tf1gradfix.verify.orchestrate import EQUIVALENT, verify_pair
+
+    folder = ROOT / "fixtures" / "rewrite" / "abandoned_init_sessions"
+    result = verify_pair(folder / "input.py", folder / "expected.py", lockstep_mode="always", timeout=60)
+    assert result.verdict == EQUIVALENT and result.lockstep.status == "agreed", result.reason
+    assert result.lockstep.comparison.stats["step change"].compared >= 8 * 2
+
+
 def test_an_optimizer_is_matched_to_the_original_with_its_variables():
     entries = [{"slots": {"c/h": {"m": "c/h/Adam_2"}, "c/o": {}, "g/w": {"m": "g/w/Adam"}}},   # c/o: no gradient
                {"slots": {"c/h": {"m": "c/h/Adam"}, "c/o": {"m": "c/o/Adam"}}},

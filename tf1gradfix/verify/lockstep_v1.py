@@ -31,6 +31,7 @@ class StateRecorder:
         self.wait = wait
         self.optimizers: list = []      # (v1 optimizer, [variables it applies to])
         self.graph = None               # the graph whose training runs are followed now
+        self.session = None             # the session of the last training run
         self.left: list = []            # the graphs trained before it, in order
         self.off = False
         self.written = 0                # the step of the final state written
@@ -79,6 +80,7 @@ class StateRecorder:
 
     def before_run(self, sess, step: int) -> None:
         """Before training run `step` (1-based): write the state it starts from."""
+        self.session = sess
         if self.graph is None:
             self.graph = sess.graph
         elif sess.graph is not self.graph:
@@ -115,8 +117,12 @@ class StateRecorder:
 
     def final(self, sess, steps: int) -> None:
         """The state the program ended with (its session closing, its end, or the --steps cut):
-        the end of its last step, written once."""
+        the end of its last step, written once, from the session that trained (a session
+        closed before any training run, one that only initialized its own copy of the
+        variables, holds no state of the training)."""
         if self.off or files.stopped(self.folder) or sess is None or getattr(sess, "_closed", True):
+            return
+        if sess is not self.session:
             return
         if (self.graph is not None and sess.graph is not self.graph) or self.written == steps + 1:
             return
