@@ -19,7 +19,7 @@ from libcst.metadata import MetadataWrapper, PositionProvider, ScopeProvider
 
 from tf1gradfix import legacy
 from tf1gradfix.constructs import (class_bases, fresh_graph_loops, guarded_graph, host_builds, inlined_calls, layer_copies,
-                                   model_classes, script_builds, statement_forms, wrapper_calls)
+                                   model_classes, script_builds, script_scopes, statement_forms, wrapper_calls)
 from tf1gradfix.rules import catalog as catalog_module
 from tf1gradfix.cst.metadata import AnalysisWrapper
 from tf1gradfix.detect.detector import shared_names
@@ -69,7 +69,14 @@ def restructure(module: cst.Module, path: str, wrapper: MetadataWrapper | None =
     code it builds on the instance right after (script_builds), a class
     with a plain base of the file with the base folded in (class_bases); its
     refusal gives way to the reading of the module as written, unless that refuses too:
-    the class's reading then names the construct that stopped it."""
+    the class's reading then names the construct that stopped it. A script's variable scope
+    opened around the calls of one function is read as the function opening it
+    (script_scopes), where that reading is rewritten."""
+    scoped = script_scopes.folded(module)
+    if scoped is not None:
+        read = restructure(scoped.module, path)
+        if read.new_module is not None:
+            return replace(read, diagnostics=[(scoped.origin(d[0]), *d[1:]) for d in read.diagnostics])
     based = class_bases.folded(module)
     built = host_builds.moved(based or module) or based
     scripted = script_builds.folded(built or module)
