@@ -15,7 +15,8 @@ module so (outer_scopes.py and builders.py read a function opening its scope) wh
 
 * every call of the function stands directly in such a block, as a statement of its own
   (`name = f(...)` or `f(...)`), whose arguments call nothing (a call there would make
-  its ops, or variables, under the scope too);
+  its ops, or variables, under the scope too), and the function is named nowhere else
+  (passed on, it could be called outside the scope);
 * every block opens the same literal scope, with `reuse=` at most, and holds only such
   calls and `scope.reuse_variables()` of its own `as` name (read nowhere else);
 * the function opens no variable scope of its own and is not nested or decorated.
@@ -54,9 +55,9 @@ def folded(module: cst.Module) -> Folding | None:
             chosen[name] = (*chosen.get(name, ()), block)
     for name, found in chosen.items():
         labels = {literal_string(cast(cst.Call, _scope_call(b)).args[0].value) for b in found}
-        calls = [c for c in walk(module) if isinstance(c, cst.Call) and isinstance(c.func, cst.Name) and c.func.value == name]
-        inside = {id(cast(cst.Expr, s.body[0]).value) for b in found for s in _statements(b)}   # (an Assign's too)
-        if len(labels) == 1 and None not in labels and all(id(c) in inside for c in calls) \
+        uses = [n for n in walk(module) if type(n) is cst.Name and n.value == name and n is not functions[name].name]
+        inside = {id(cast(cst.Call, cast(cst.Expr, s.body[0]).value).func) for b in found for s in _statements(b)}
+        if len(labels) == 1 and None not in labels and all(id(n) in inside for n in uses) \
                 and not any(isinstance(n, cst.With) and _scope_call(n) is not None for n in walk(functions[name])):
             return _apply(module, functions[name], found)
     return None
