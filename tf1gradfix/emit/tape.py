@@ -319,7 +319,9 @@ class TapeEmitter(Updates, RunCalls):
         depth = 2 if any(i in post for i in sig.nodes) else 1   # (in the tape's block, or the function's)
         hoisted = [i for i in own if depth == 2 and empty_start(self.p, i, own)]
         own = [i for i in own if i not in hoisted]
+        top_lists, late_lists = self._variable_lists(sig, own, set(hnodes))
         for i in own:
+            forward_lines += self.fit(late_lists.get(i, []), depth + bool(inner))
             forward_lines.append(self.stmt_text(self.p.nodes[i], depth + bool(inner)))
             forward_lines += watch_after.get(i, [])
         # (an assignment reading a gradient, `tf.assign(w, w - lr * g)`, goes with the other assignments below)
@@ -329,7 +331,7 @@ class TapeEmitter(Updates, RunCalls):
         # (no `x = tf.cast(x, dtype)`: the input_signature converts a fed array to the
         # placeholder's dtype, as TF1's feed did, and refuses a tensor of another dtype)
         lines: list[str] = self.fit(self._restored_shapes(sig) + [f"{k} = {v}" for k, v in sig.flags.items()]
-                                    + self._variable_lists(sig))
+                                    + top_lists)
         lines += [self.stmt_text(self.p.nodes[i], 1) for i in hoisted]
         if grads:
             count = sum(1 for i in grads if self.p.nodes[i].differentiates() and i not in inner)
@@ -387,14 +389,26 @@ class TapeEmitter(Updates, RunCalls):
         node = self.p.node(name)
         return node.result if isinstance(node, TrainOp) and node.result is not None else name
 
-    def _variable_lists(self, sig: Signature) -> list[str]:
+    def _variable_lists(self, sig: Signature, own: list[int], shared: set[int]) -> tuple[list[str], dict[int, list[str]]]:
         """Variable lists that emitted statements read (their TF1 statements go: a
-        collection does not exist in TF2), as explicit lists in creation order."""
+        collection does not exist in TF2), as explicit lists in creation order: at the top of
+        the function, or, for a list holding weights a layer or module makes at its first
+        call (`[dense.kernel, dense.bias]`), right before the first of the function's own
+        statements that reads it, after the forward code that built them (by index)."""
         read = sorted({d for i in sig.nodes if not isinstance(self.p.nodes[i], (OptimizerCall, VarList))
                        for d in self.p.nodes[i].deps if isinstance(self.p.nodes[d], VarList)})
-        lists = [self.p.nodes[i] for i in read]
-        return [f"{n.names[0]} = {graph_collections.list_expression(graph_collections.list_text(self.p, self.state.naming, n.members))}"
-                for n in lists if isinstance(n, VarList)]
+        top: list[str] = []
+        late: dict[int, list[str]] = {}
+        for index in read:
+            n = cast(VarList, self.p.nodes[index])
+            text = f"{n.names[0]} = {graph_collections.list_expression(graph_collections.list_text(self.p, self.state.naming, n.members))}"
+            readers = [i for i in own if index in self.p.nodes[i].deps]
+            built = all(isinstance(self.p.nodes[e.node], Variable) for e in n.members)
+            if built or not readers or any(index in self.p.nodes[i].deps for i in shared):
+                top.append(text)
+            else:
+                late.setdefault(readers[0], []).append(text)
+        return top, late
 
     def _needed(self, sig: Signature, shared: set[int]) -> set[str]:
         names: set[str] = set()
