@@ -52,13 +52,16 @@ def model(builder, item, names, target, value, deps) -> bool:
     xs = bound["xs"]
     xs_names = [xs.value] if isinstance(xs, cst.Name) else target_names(xs) if isinstance(xs, (cst.List, cst.Tuple)) else None
     group = program.node(xs.value) if isinstance(xs, cst.Name) else None
+    layered = False
     if isinstance(group, VarList):   # `params = [w, b]`: the gradients of its variables, a list like theirs
-        xs_names = [cast(str, e.text) for e in group.members if e.site is None]   # (a loop's: by their list, trainable)
+        # (a loop's: by their list, trainable; a layer's weight, `dense.kernel`: by the list, which names it)
+        xs_names = [e.text for e in group.members if e.site is None and e.text is not None]
+        layered = any(e.site is None and e.text is None for e in group.members)
     literal = isinstance(group, VariableGroup) and isinstance(group.value, (cst.List, cst.Tuple))
     if isinstance(group, VariableGroup) and not (literal and all(m.trainable for m in group.members)):
         raise Refusal.of(call, "gradients_xs_not_named")   # (a dict's: TF1 takes no dict; untrained ones: unwatched)
     looped = isinstance(group, VarList) and any(e.site is not None for e in group.members)
-    if xs_names is None or not (xs_names or looped) or any(program.node(n) is None for n in xs_names):
+    if xs_names is None or not (xs_names or looped or layered) or any(program.node(n) is None for n in xs_names):
         raise Refusal.of(call, "gradients_xs_not_named")
     unpacked = not isinstance(target, cst.Name)
     if unpacked and (index is not None or not isinstance(xs, (cst.List, cst.Tuple)) or len(names) != len(xs_names)):

@@ -23,7 +23,7 @@ from tf1gradfix.model.nodes import (Computed, Gradients, Layer, LayerCall, Layer
                                     Update, Variable, VarList, ZeroState)
 from tf1gradfix.model.parts import LayerSite, VariableSite
 from tf1gradfix.cst import layout
-from tf1gradfix.emit import name_scopes
+from tf1gradfix.emit import name_scopes, variable_lists
 from tf1gradfix.cst.syntax import loads
 from tf1gradfix.cst.walk import walk
 from tf1gradfix.emit.tape_calls import RunCalls
@@ -319,7 +319,7 @@ class TapeEmitter(Updates, RunCalls):
         depth = 2 if any(i in post for i in sig.nodes) else 1   # (in the tape's block, or the function's)
         hoisted = [i for i in own if depth == 2 and empty_start(self.p, i, own)]
         own = [i for i in own if i not in hoisted]
-        top_lists, late_lists = self._variable_lists(sig, own, set(hnodes))
+        top_lists, late_lists = variable_lists.placed(self.p, self.state.naming, sig, own, set(hnodes))
         for i in own:
             forward_lines += self.fit(late_lists.get(i, []), depth + bool(inner))
             forward_lines.append(self.stmt_text(self.p.nodes[i], depth + bool(inner)))
@@ -338,6 +338,7 @@ class TapeEmitter(Updates, RunCalls):
             persistent = "persistent=True" if count > 1 else ""
             lines.append(f"with {self.tf}.GradientTape({persistent}) as {self.tape}:")
             lines.append(layout.indented("\n".join(name_scopes.joined(forward_lines, self.tf)) or "pass"))
+            lines += self.fit(late_lists.get(variable_lists.AFTER_TAPE, []))
             updates: list[str] = []   # (several train ops: applied after every gradient, constructs/train_together.py)
             for i in grads:
                 node = self.p.nodes[i]
@@ -347,7 +348,7 @@ class TapeEmitter(Updates, RunCalls):
                 lines += generated if type(node) is Tensor else self.fit(generated)   # (a user statement as written)
             lines += self.fit(updates)
         else:
-            lines += name_scopes.joined(forward_lines, self.tf)
+            lines += name_scopes.joined(forward_lines, self.tf) + self.fit(late_lists.get(variable_lists.AFTER_TAPE, []))
         # assignments (a target network's sync): the statements as written, in source order
         lines += [self.stmt_text(self.p.nodes[i]) for i in sig.nodes if isinstance(self.p.nodes[i], Update)]
         if sig.returns:
@@ -388,27 +389,6 @@ class TapeEmitter(Updates, RunCalls):
         """What a function returns for a fetch: the name, or the loss an optimize_loss train op gives."""
         node = self.p.node(name)
         return node.result if isinstance(node, TrainOp) and node.result is not None else name
-
-    def _variable_lists(self, sig: Signature, own: list[int], shared: set[int]) -> tuple[list[str], dict[int, list[str]]]:
-        """Variable lists that emitted statements read (their TF1 statements go: a
-        collection does not exist in TF2), as explicit lists in creation order: at the top of
-        the function, or, for a list holding weights a layer or module makes at its first
-        call (`[dense.kernel, dense.bias]`), right before the first of the function's own
-        statements that reads it, after the forward code that built them (by index)."""
-        read = sorted({d for i in sig.nodes if not isinstance(self.p.nodes[i], (OptimizerCall, VarList))
-                       for d in self.p.nodes[i].deps if isinstance(self.p.nodes[d], VarList)})
-        top: list[str] = []
-        late: dict[int, list[str]] = {}
-        for index in read:
-            n = cast(VarList, self.p.nodes[index])
-            text = f"{n.names[0]} = {graph_collections.list_expression(graph_collections.list_text(self.p, self.state.naming, n.members))}"
-            readers = [i for i in own if index in self.p.nodes[i].deps]
-            built = all(isinstance(self.p.nodes[e.node], Variable) for e in n.members)
-            if built or not readers or any(index in self.p.nodes[i].deps for i in shared):
-                top.append(text)
-            else:
-                late.setdefault(readers[0], []).append(text)
-        return top, late
 
     def _needed(self, sig: Signature, shared: set[int]) -> set[str]:
         names: set[str] = set()
