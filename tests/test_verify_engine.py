@@ -518,11 +518,12 @@ def test_random_op_types():
     from tf1gradfix.verify.random_ops import is_random_op
 
     for t in ("RandomUniform", "RandomStandardNormal", "TruncatedNormal",
-              "StatefulUniform", "Multinomial", "RandomShuffle", "RandomGamma", "ShuffleDatasetV3"):
+              "StatefulUniform", "Multinomial", "RandomShuffle", "RandomGamma", "ShuffleDatasetV3",
+              "LogUniformCandidateSampler", "UniformCandidateSampler", "FixedUnigramCandidateSampler"):
         assert is_random_op(t), t
     # stateless ops are pure functions of their seed: compared like any other op
     for t in ("StatelessRandomGetKeyCounter", "StatelessRandomUniformV2", "StatelessMultinomial",
-              "MatMul", "Shape", "RngReadAndSkip", "Dropout"):
+              "MatMul", "Shape", "RngReadAndSkip", "Dropout", "AllCandidateSampler"):
         assert not is_random_op(t), t
 
 

@@ -49,7 +49,8 @@ import numpy as np
 from tf1gradfix.verify import aligned_shuffles
 
 _RANDOM = re.compile(r"Random|Multinomial|TruncatedNormal|StatefulUniform|StatefulStandardNormal"
-                     r"|Shuffle")     # RandomShuffle, and tf.data's ShuffleDataset* (aligned_shuffles: started once)
+                     r"|Shuffle"      # RandomShuffle, and tf.data's ShuffleDataset* (aligned_shuffles: started once)
+                     r"|(?<!All)CandidateSampler")   # the negatives of nce_loss / sampled_softmax_loss (All...: every class)
 # Stateless ops are pure functions of their seed input: the same seed gives the
 # same numbers on both sides, a different one shows as a difference.
 _NOT_RANDOM = re.compile(r"GetKeyCounter|GetAlg|Seed|^Stateless")
