@@ -12,7 +12,7 @@ from typing import Any, cast
 
 import libcst as cst
 
-from tf1gradfix.constructs import datasets, dropout, initializers
+from tf1gradfix.constructs import datasets, dropout, fed_tensors, initializers
 from tf1gradfix.cst.syntax import Refusal, bound_args, fresh_name, loads, matches, outer_reads
 from tf1gradfix.cst.walk import walk
 from tf1gradfix.model.program import Program
@@ -33,6 +33,7 @@ class FetchesAndFeeds:
     feed_receivers: dict[str, str | None]
     feed_key_stores: dict[cst.BaseExpression, str]
     feed_returns: set[cst.Name]
+    fed_keys: dict[str, cst.BaseExpression]   # computed values among named feed dicts' keys -> a key naming it
 
     def _feed_bindings(self, statements) -> None:
         """`feed = {x: ..., y: ...}` (or `{model.x: ...}`): dicts of placeholders bound to a name;
@@ -46,14 +47,23 @@ class FetchesAndFeeds:
             name = scan._graph_name(key)
             return name if name in placeholders else None
 
+        def fed_value(key: cst.BaseExpression) -> str | None:
+            """A computed value fed with the placeholders (an RNN's `initial_state: state`)."""
+            name = scan._graph_name(key)
+            return name if name is not None and fed_tensors.can_feed(scan.p.node(name)) else None
+
         def keys_of(node: cst.CSTNode, value: cst.Dict) -> frozenset[str] | None:
             scan._receiver = None
             keys = [e.key for e in value.elements if isinstance(e, cst.DictElement)]
-            names = [placeholder(k) for k in keys]
-            if not any(names):
+            found = [placeholder(k) for k in keys]
+            if not any(found):
                 return None
+            names = [p if p is not None else fed_value(k) for p, k in zip(found, keys)]
             if len(keys) != len(value.elements) or not all(names):
                 raise Refusal.of(node, "feed_mixed_keys")
+            for key, name in zip(keys, names):
+                if name not in placeholders:
+                    scan.fed_keys[cast(str, name)] = key
             scan.feed_dict_nodes[value] = cast("list[str]", names)
             return frozenset(cast("list[str]", names))
 

@@ -55,6 +55,7 @@ class HostScan(FetchesAndFeeds):
         self.feed_receivers: dict[str, str | None] = {}   # (a model class: the instance its keys name)
         self.feed_key_stores: dict[cst.BaseExpression, str] = {}   # `feed[x] = v`: the key -> its placeholder
         self.feed_returns: set[cst.Name] = set()   # `return feed` of a function making a feed dict (fetches.py)
+        self.fed_keys: dict[str, cst.BaseExpression] = {}   # computed values a named feed dict feeds (fetches.py)
         self.removed: set[cst.CSTNode] = set()   # `sess.close()`, `sess.run(init)` statements
         self.starts: dict[cst.Expr, str] = {}   # `sess.run(batches.initializer)` -> `batches = iter(pairs)`
         self.variable_lists: dict[cst.Call, Any] = {}   # `tf.trainable_variables()` in host code -> the list (or a function of the naming)
@@ -416,6 +417,11 @@ class HostScan(FetchesAndFeeds):
                 site.feed[cast(str, name)] = e.value
         elif isinstance(feed, cst.Name) and feed.value in self.feed_dicts:
             site.feed_name = feed.value
+            for name in sorted(self.feed_dicts[feed.value] & set(self.fed_keys)):   # (fed computed values)
+                if self.host is not None:
+                    raise Refusal.of(self.fed_keys[name], "feed_key_not_placeholder")
+                site.fed_dtypes[name] = fed_tensors.checked_dtype(cast(Node, self.p.node(name)), self.fed_keys[name],
+                                                                  self.meta.names.qualified)
             receiver = self.feed_receivers[feed.value]
             if self._receiver not in (None, receiver):
                 raise Refusal.of(call, "run_two_instances", first=self._receiver, second=receiver)
