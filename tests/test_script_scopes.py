@@ -44,6 +44,8 @@ def test_what_the_reading_cannot_mean_stays_as_written():
         "with tf.variable_scope(\"d\"):\n    a = f(x)\n    w = tf.get_variable(\"w\", [2])\n",
         # a scope that is not a literal
         "with tf.variable_scope(name):\n    a = f(x)\n",
+        # a `variable_scope` of something that is not TensorFlow
+        "with helpers.variable_scope(\"d\"):\n    a = f(x)\n",
         # the function passed on: it may be called anywhere
         "with tf.variable_scope(\"d\"):\n    a = f(x)\nfns = [f]\n",
     ]

@@ -35,7 +35,7 @@ import libcst as cst
 
 from tf1gradfix.constructs import scope_reuse
 from tf1gradfix.cst import line_maps
-from tf1gradfix.cst.syntax import literal_string
+from tf1gradfix.cst.syntax import is_docstring, literal_string, tensorflow_aliases
 from tf1gradfix.cst.walk import replaced, walk
 
 
@@ -47,27 +47,30 @@ class Folding:
 
 def folded(module: cst.Module) -> Folding | None:
     functions = {s.name.value: s for s in module.body if isinstance(s, cst.FunctionDef) and not s.decorators}
-    blocks = [b for b in walk(module) if isinstance(b, cst.With) and _scope_call(b) is not None]
+    tf = tensorflow_aliases(module)
+    blocks = [b for b in walk(module) if isinstance(b, cst.With) and _scope_call(b, tf) is not None]
     chosen: dict[str, tuple[cst.With, ...]] = {}
     for block in blocks:
         name = _called(block, functions)
         if name is not None:
             chosen[name] = (*chosen.get(name, ()), block)
     for name, found in chosen.items():
-        labels = {literal_string(cast(cst.Call, _scope_call(b)).args[0].value) for b in found}
+        labels = {literal_string(cast(cst.Call, _scope_call(b, tf)).args[0].value) for b in found}
         uses = [n for n in walk(module) if type(n) is cst.Name and n.value == name and n is not functions[name].name]
         inside = {id(cast(cst.Call, cast(cst.Expr, s.body[0]).value).func) for b in found for s in _statements(b)}
         if len(labels) == 1 and None not in labels and all(id(n) in inside for n in uses) \
-                and not any(isinstance(n, cst.With) and _scope_call(n) is not None for n in walk(functions[name])):
-            return _apply(module, functions[name], found)
+                and not any(isinstance(n, cst.With) and _scope_call(n, tf) is not None for n in walk(functions[name])):
+            return _apply(module, functions[name], found, tf)
     return None
 
 
-def _scope_call(block: cst.With) -> cst.Call | None:
-    """`tf.variable_scope("NAME"[, reuse=...])` of a one-item `with`, else None."""
+def _scope_call(block: cst.With, tf: set[str]) -> cst.Call | None:
+    """`tf.variable_scope("NAME"[, reuse=...])` of a one-item `with`, `tf` one of the module's
+    names for TensorFlow (`tf`, `tensorflow.compat.v1 as tf`), else None."""
     item = block.items[0].item if len(block.items) == 1 else None
     ok = isinstance(item, cst.Call) and isinstance(item.func, cst.Attribute) and item.func.attr.value == "variable_scope" \
-        and isinstance(item.func.value, cst.Name) and bool(item.args) and item.args[0].keyword is None \
+        and isinstance(item.func.value, cst.Name) and item.func.value.value in tf \
+        and bool(item.args) and item.args[0].keyword is None \
         and all(a.keyword is not None and a.keyword.value == "reuse" for a in item.args[1:])
     return cast(cst.Call, item) if ok else None
 
@@ -107,14 +110,14 @@ def _called(block: cst.With, functions: dict) -> str | None:
     return names.pop() if len(names) == 1 else None
 
 
-def _apply(module: cst.Module, function: cst.FunctionDef, blocks: tuple[cst.With, ...]) -> Folding:
-    opened = cast(cst.Call, _scope_call(blocks[0]))
+def _apply(module: cst.Module, function: cst.FunctionDef, blocks: tuple[cst.With, ...], tf: set[str]) -> Folding:
+    opened = cast(cst.Call, _scope_call(blocks[0], tf))
     func = cast(cst.Attribute, opened.func)
     reuse = cst.Arg(keyword=cst.Name("reuse"), value=cst.Attribute(func.value, cst.Name("AUTO_REUSE")),
                     equal=cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace("")))
     scope = cst.Call(func=func, args=[opened.args[0].with_changes(comma=cst.MaybeSentinel.DEFAULT), reuse])
     body = list(cast(cst.IndentedBlock, function.body).body)
-    lead = body[:1] if body and _docstring(body[0]) else []
+    lead = body[:1] if body and is_docstring(body[0]) else []
     wrapped = cst.With(items=[cst.WithItem(scope)], body=cst.IndentedBlock(body=body[len(lead):]))
     new_function = function.with_changes(body=function.body.with_changes(body=[*lead, wrapped]))
     swaps: dict[cst.CSTNode, object] = {function: new_function}
@@ -126,9 +129,4 @@ def _apply(module: cst.Module, function: cst.FunctionDef, blocks: tuple[cst.With
         swaps[block] = cst.FlattenSentinel([first, *kept[1:]])
     made = cast(cst.Module, replaced(module, swaps))
     return Folding(cst.parse_module(made.code), line_maps.origin(module, made, source))
-
-
-def _docstring(stmt: cst.BaseStatement) -> bool:
-    small = stmt.body[0] if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 else None
-    return isinstance(small, cst.Expr) and isinstance(small.value, (cst.SimpleString, cst.ConcatenatedString))
 

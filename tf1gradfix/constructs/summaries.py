@@ -31,17 +31,6 @@ WRITER_METHODS = ("add_summary", "add_graph", "close", "flush")
 _INVALID_TAG_CHARACTERS = re.compile(r"[^-/\w.]")   # (TF1's summary_op_util.clean_tag)
 
 
-# Summary ops of TF1 that TF2's `tf.summary` writes otherwise, and how.
-_UNMAPPED = {
-    "tensorflow.summary.image": "TF1 rescales float images per summary (the largest value to 255, or 0 to 127 "
-                                "when any is negative) and tags them `NAME/image` or `NAME/image/0`, ...; TF2 "
-                                "clips to [0, 1] and writes one tag",
-    "tensorflow.summary.audio": "TF1 encodes WAV per clip under `NAME/audio` or `NAME/audio/0`, ...; "
-                                "TF2 writes one tag",
-    "tensorflow.summary.tensor_summary": "TF2 has no plain tensor summary with TF1's metadata",
-}
-
-
 def summary_ops() -> dict:
     return graph_ops()["summary_ops"]
 
@@ -51,8 +40,9 @@ def model(builder, item, names, call: cst.Call | None, q: str | None) -> bool:
     summarized values (`Summary.summary`: (op, tag, value) per value)."""
     program = builder.program
     ops = summary_ops()
-    if q in _UNMAPPED:
-        raise Refusal.of(call, "summary_op_unmapped", api=q.replace("tensorflow", "tf", 1), why=_UNMAPPED[q])
+    unmapped = graph_ops()["summary_unmapped"]
+    if q is not None and q in unmapped:
+        raise Refusal.of(call, "summary_op_unmapped", api=q.replace("tensorflow", "tf", 1), why=unmapped[q])
     if call is None or not (q in ops or matches(q, "summary_merges")):
         return False
     q = cast(str, q)   # (an op of the table or a merge: named)
